@@ -1,0 +1,223 @@
+//! Plugin side: turns an implementation of [`ContextEngine`] into the engine object and root
+//! module the host loads. Every entry point catches panics, because a panic that unwinds across
+//! the boundary takes the host process down.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{self, catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Once};
+
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::bridge::RemoteHost;
+use super::ops;
+use super::{AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox};
+use crate::engine::{CompressOptions, ContextEngine, SessionStart, Usage};
+use crate::error::{EngineError, ErrorKind};
+use crate::message::Message;
+use crate::plugin::EnginePlugin;
+use crate::services::{EngineSetup, HostServices};
+
+/// The root module for engine type `E`; `export_engine!` exports it.
+pub fn root_module<E: EnginePlugin>() -> EngineModuleRef {
+    EngineModule {
+        manifest: manifest_json::<E>,
+        new_engine: new_engine::<E>,
+    }
+    .leak_into_prefix()
+}
+
+extern "C" fn manifest_json<E: EnginePlugin>() -> RString {
+    let answer = guard(|| Ok(serde_json::to_string(&E::manifest())?));
+    match answer {
+        RResult::ROk(json) => RString::from(json),
+        // An empty manifest makes the host report a bad manifest instead of crashing.
+        RResult::RErr(_) => RString::new(),
+    }
+}
+
+extern "C" fn new_engine<E: EnginePlugin>(
+    setup: RStr<'_>,
+    host: HostBox,
+) -> RResult<EngineBox, AbiError> {
+    install_panic_hook();
+    guard(|| {
+        let setup: EngineSetup = serde_json::from_str(setup.as_str())?;
+        let services = HostServices::new(Arc::new(RemoteHost(host)), setup);
+        let engine = E::create(services)?;
+        Ok(EngineObject_TO::from_value(
+            Exported {
+                engine,
+                disabled_by: None,
+            },
+            TD_Opaque,
+        ))
+    })
+}
+
+/// An engine behind the boundary. After a panic its state cannot be trusted, so it refuses
+/// every later call with the reason.
+struct Exported<E> {
+    engine: E,
+    disabled_by: Option<String>,
+}
+
+impl<E: ContextEngine> Exported<E> {
+    fn run<T>(
+        &mut self,
+        op: &str,
+        body: impl FnOnce(&mut E) -> Result<T, EngineError>,
+    ) -> RResult<T, AbiError> {
+        if let Some(reason) = &self.disabled_by {
+            return RResult::RErr(
+                EngineError::failed(format!("the engine is disabled after it panicked: {reason}"))
+                    .into(),
+            );
+        }
+        let engine = &mut self.engine;
+        let answer = guard(|| body(engine));
+        if let RResult::RErr(error) = &answer {
+            if error.kind == ErrorKind::Panicked.code() {
+                self.disabled_by = Some(format!("in {op}: {}", error.message));
+            }
+        }
+        answer
+    }
+}
+
+impl<E: ContextEngine> EngineObject for Exported<E> {
+    fn should_compress(&mut self, prompt_tokens: u64) -> RResult<bool, AbiError> {
+        self.run("should_compress", |engine| engine.should_compress(prompt_tokens))
+    }
+
+    fn compress(
+        &mut self,
+        messages: RSlice<'_, Message>,
+        options: RStr<'_>,
+    ) -> RResult<RVec<Message>, AbiError> {
+        self.run("compress", |engine| {
+            let options: CompressOptions = parse(options.as_str())?;
+            engine
+                .compress(messages.as_slice(), &options)
+                .map(RVec::from)
+        })
+    }
+
+    fn invoke(
+        &mut self,
+        op: RStr<'_>,
+        payload: RStr<'_>,
+        messages: RSlice<'_, Message>,
+    ) -> RResult<RString, AbiError> {
+        let op = op.as_str();
+        self.run(op, |engine| {
+            dispatch(engine, op, payload.as_str(), messages.as_slice()).map(RString::from)
+        })
+    }
+}
+
+fn dispatch<E: ContextEngine>(
+    engine: &mut E,
+    op: &str,
+    payload: &str,
+    messages: &[Message],
+) -> Result<String, EngineError> {
+    match op {
+        ops::UPDATE_FROM_RESPONSE => {
+            let usage: Usage = parse(payload)?;
+            json(&engine.update_from_response(&usage)?)
+        }
+        ops::SHOULD_COMPRESS_PREFLIGHT => json(&engine.should_compress_preflight(messages)?),
+        ops::HAS_CONTENT_TO_COMPRESS => json(&engine.has_content_to_compress(messages)?),
+        ops::ON_SESSION_START => {
+            let session: SessionStart = parse(payload)?;
+            json(&engine.on_session_start(&session)?)
+        }
+        ops::ON_SESSION_END => {
+            let end: ops::SessionEnd = parse(payload)?;
+            json(&engine.on_session_end(&end.session_id, messages)?)
+        }
+        ops::ON_SESSION_RESET => json(&engine.on_session_reset()?),
+        ops::TOOL_SCHEMAS => json(&engine.tool_schemas()?),
+        ops::HANDLE_TOOL_CALL => {
+            let call: ops::ToolCallRequest = parse(payload)?;
+            json(&engine.handle_tool_call(&call.name, &call.args)?)
+        }
+        ops::STATUS => json(&engine.status()?),
+        ops::UPDATE_MODEL => {
+            let update: ops::ModelUpdate = parse(payload)?;
+            json(&engine.update_model(&update.model, update.context_length)?)
+        }
+        _ => match op.strip_prefix(ops::ENGINE_PREFIX) {
+            Some(custom) => {
+                let payload: Value = parse(payload)?;
+                json(&engine.invoke(custom, &payload)?)
+            }
+            None => Err(EngineError::unsupported(op)),
+        },
+    }
+}
+
+fn parse<T: DeserializeOwned>(payload: &str) -> Result<T, EngineError> {
+    let payload = if payload.is_empty() { "null" } else { payload };
+    serde_json::from_str(payload).map_err(EngineError::from)
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, EngineError> {
+    serde_json::to_string(value).map_err(|e| EngineError::failed(e.to_string()))
+}
+
+thread_local! {
+    static INSIDE_ENTRY_POINT: Cell<bool> = const { Cell::new(false) };
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `body`, turning a panic into an error that carries the panic message and location.
+fn guard<T>(body: impl FnOnce() -> Result<T, EngineError>) -> RResult<T, AbiError> {
+    let was_inside = INSIDE_ENTRY_POINT.with(|inside| inside.replace(true));
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    INSIDE_ENTRY_POINT.with(|inside| inside.set(was_inside));
+    match outcome {
+        Ok(Ok(value)) => RResult::ROk(value),
+        Ok(Err(error)) => RResult::RErr(error.into()),
+        Err(payload) => {
+            let recorded = LAST_PANIC.with(|last| last.borrow_mut().take());
+            let message = recorded.unwrap_or_else(|| panic_payload_text(payload.as_ref()));
+            RResult::RErr(EngineError::new(ErrorKind::Panicked, message).into())
+        }
+    }
+}
+
+/// A panic inside an entry point is reported to the host as an error, so the plugin's own copy
+/// of the default hook must not also print it to stderr. Panics elsewhere keep the old hook.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if INSIDE_ENTRY_POINT.with(Cell::get) {
+                let mut text = panic_payload_text(info.payload());
+                if let Some(location) = info.location() {
+                    text.push_str(&format!(" (at {}:{})", location.file(), location.line()));
+                }
+                LAST_PANIC.with(|last| *last.borrow_mut() = Some(text));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".to_string()
+    }
+}

@@ -1,0 +1,132 @@
+//! The stable binary interface between the host and engine plugins.
+//!
+//! It is kept small and frozen, because abi_stable refuses a plugin built against an older
+//! layout: a root module with `manifest()` and `new_engine(setup, host)`, an engine object whose
+//! hot paths are typed (`should_compress`, `compress`) and whose every other operation travels as
+//! JSON through `invoke(op, payload, messages)`, and a host object the same way. A new operation
+//! is a new op name, never a layout change; an op a plugin does not know answers "unsupported"
+//! and the host falls back to the default behaviour.
+//!
+//! Engine authors never touch this module: they implement [`ContextEngine`](crate::ContextEngine)
+//! and call [`export_engine!`](crate::export_engine).
+
+// `#[sabi_trait]` expands to impls of abi_stable's traits inside a const block.
+#![allow(non_local_definitions)]
+
+mod bridge;
+pub(crate) mod export;
+mod load;
+mod ops;
+
+use abi_stable::library::RootModule;
+use abi_stable::sabi_types::VersionStrings;
+use abi_stable::std_types::{RBox, RResult, RSlice, RStr, RString, RVec};
+use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
+
+use crate::error::{EngineError, ErrorKind};
+use crate::message::Message;
+
+pub use load::{load_library, LoadError, PluginEngine, PluginLibrary};
+
+/// An error crossing the boundary: a kind code and a message.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct AbiError {
+    kind: u32,
+    message: RString,
+}
+
+impl From<EngineError> for AbiError {
+    fn from(error: EngineError) -> Self {
+        AbiError {
+            kind: error.kind().code(),
+            message: RString::from(error.message()),
+        }
+    }
+}
+
+impl From<AbiError> for EngineError {
+    fn from(error: AbiError) -> Self {
+        EngineError::new(ErrorKind::from_code(error.kind), error.message.into_string())
+    }
+}
+
+/// The engine object a plugin hands the host.
+#[sabi_trait]
+pub trait EngineObject: Send {
+    fn should_compress(&mut self, prompt_tokens: u64) -> RResult<bool, AbiError>;
+
+    /// `options` is [`CompressOptions`](crate::CompressOptions) as JSON.
+    fn compress(
+        &mut self,
+        messages: RSlice<'_, Message>,
+        options: RStr<'_>,
+    ) -> RResult<RVec<Message>, AbiError>;
+
+    /// Every other operation: `op` names it, `payload` is its JSON argument, `messages` the
+    /// message list for the operations that take one. Answers JSON.
+    #[sabi(last_prefix_field)]
+    fn invoke(
+        &mut self,
+        op: RStr<'_>,
+        payload: RStr<'_>,
+        messages: RSlice<'_, Message>,
+    ) -> RResult<RString, AbiError>;
+}
+
+/// The host object a plugin receives at construction.
+#[sabi_trait]
+pub trait HostObject: Send + Sync {
+    fn count_tokens(&self, text: RStr<'_>) -> u64;
+
+    fn log(&self, engine: RStr<'_>, level: u8, message: RStr<'_>);
+
+    /// Services by name with JSON payloads (`summarize`, ...).
+    #[sabi(last_prefix_field)]
+    fn call(&self, service: RStr<'_>, payload: RStr<'_>) -> RResult<RString, AbiError>;
+}
+
+pub type EngineBox = EngineObject_TO<'static, RBox<()>>;
+pub type HostBox = HostObject_TO<'static, RBox<()>>;
+
+/// The root module every engine plugin exports.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = EngineModuleRef)))]
+#[sabi(missing_field(panic))]
+pub struct EngineModule {
+    /// The plugin's [`Manifest`](crate::Manifest) as JSON.
+    pub manifest: extern "C" fn() -> RString,
+    /// Builds an engine. `setup` is [`EngineSetup`](crate::EngineSetup) as JSON.
+    #[sabi(last_prefix_field)]
+    pub new_engine: extern "C" fn(setup: RStr<'_>, host: HostBox) -> RResult<EngineBox, AbiError>,
+}
+
+impl RootModule for EngineModuleRef {
+    declare_root_module_statics! {EngineModuleRef}
+    const BASE_NAME: &'static str = "ctxhost_engine";
+    const NAME: &'static str = "ctxhost_engine";
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}
+
+/// What [`export_engine!`](crate::export_engine) expands to; not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use super::export::root_module;
+    pub use abi_stable::library::{
+        CheckTypeLayout, IntoRootModuleResult, LibHeader, RootModuleResult,
+        __call_root_module_loader,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    /// `export_engine!` hard-codes the exported symbol's name; it must be abi_stable's.
+    #[test]
+    fn exported_symbol_name_matches_abi_stable() {
+        assert_eq!(
+            abi_stable::library::ROOT_MODULE_LOADER_NAME,
+            "_1as_0lib_1header_0root_bmodule_bloader"
+        );
+    }
+}

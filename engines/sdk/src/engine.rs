@@ -1,0 +1,214 @@
+//! The `ContextEngine` trait: what every engine, built in or plugged in, implements.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::EngineError;
+use crate::message::Message;
+
+/// Token usage reported by the model provider after a call. The first three fields are always
+/// present; the others only when the provider reports them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// How a compression was asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressOptions {
+    /// The host's current measure of the context, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_tokens: Option<u64>,
+    /// A topic to preserve in priority (a manual `/compress <focus>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus_topic: Option<String>,
+    /// The user asked for it: bypass any engine-owned cool-down.
+    #[serde(default)]
+    pub force: bool,
+    /// Text from memory providers to fold into a handoff summary. Reference material, never
+    /// instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_context: Option<String>,
+}
+
+/// A session beginning.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStart {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<u64>,
+}
+
+/// What an engine reports for display and logging.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineStatus {
+    pub last_prompt_tokens: u64,
+    pub threshold_tokens: u64,
+    pub context_length: u64,
+    pub usage_percent: f64,
+    pub compression_count: u64,
+    /// Anything engine-specific (store sizes, summary counts, ...).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub details: Value,
+}
+
+/// A context engine: decides when the conversation has outgrown the window and what the model
+/// sees instead.
+///
+/// Only [`name`](Self::name), [`should_compress`](Self::should_compress),
+/// [`compress`](Self::compress) and [`status`](Self::status) are required; every other operation
+/// has the default Hermes Agent gives it. Errors never take the host down: it reports them and
+/// keeps the conversation it had.
+pub trait ContextEngine: Send {
+    /// Short identifier, as used in `context.engine`.
+    fn name(&self) -> &str;
+
+    /// Called after every model call with the usage the provider reported.
+    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
+        let _ = usage;
+        Ok(())
+    }
+
+    /// Whether to compress now, given the prompt tokens of the last call.
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError>;
+
+    /// A cheap check before a call, from local estimates. Defaults to "no".
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        let _ = messages;
+        Ok(false)
+    }
+
+    /// Returns the list the model should see instead of `messages`. It must be a valid chat
+    /// sequence: system prompt first, every tool call answered, no result without its call.
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError>;
+
+    /// Whether anything in `messages` could be compacted (lets `/compress` say "nothing to do").
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        let _ = messages;
+        Ok(true)
+    }
+
+    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
+        let _ = session;
+        Ok(())
+    }
+
+    /// Called at a real session boundary (not per turn): flush state, close stores.
+    fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
+        let _ = (session_id, messages);
+        Ok(())
+    }
+
+    /// Called on `/new` or `/reset`: forget per-session state.
+    fn on_session_reset(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// JSON schemas (OpenAI function format) of the tools this engine gives the agent.
+    fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
+        Ok(Vec::new())
+    }
+
+    /// Runs one of this engine's tools; the answer is a JSON string for the agent.
+    fn handle_tool_call(&mut self, name: &str, args: &Value) -> Result<String, EngineError> {
+        let _ = args;
+        Err(EngineError::unknown_tool(name))
+    }
+
+    fn status(&mut self) -> Result<EngineStatus, EngineError>;
+
+    /// The user switched models: recompute budgets from the new window.
+    fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
+        let _ = (model, context_length);
+        Ok(())
+    }
+
+    /// Engine-specific operations (`status`, `doctor`, `backup`, ...) that the host reaches
+    /// generically, e.g. from `ctxhost engine <op>`.
+    fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
+        let _ = payload;
+        Err(EngineError::unsupported(op))
+    }
+}
+
+/// The token bookkeeping every engine needs, with Hermes' default behaviour: embed one in an
+/// engine and forward `update_from_response`, `update_model`, `on_session_reset` and `status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenTracker {
+    pub last_prompt_tokens: u64,
+    pub last_completion_tokens: u64,
+    pub last_total_tokens: u64,
+    pub context_length: u64,
+    /// Fraction of the window at which compression fires.
+    pub threshold_percent: f64,
+    pub compression_count: u64,
+}
+
+impl TokenTracker {
+    pub fn new(context_length: u64, threshold_percent: f64) -> Self {
+        TokenTracker {
+            last_prompt_tokens: 0,
+            last_completion_tokens: 0,
+            last_total_tokens: 0,
+            context_length,
+            threshold_percent,
+            compression_count: 0,
+        }
+    }
+
+    pub fn threshold_tokens(&self) -> u64 {
+        (self.context_length as f64 * self.threshold_percent) as u64
+    }
+
+    pub fn record_usage(&mut self, usage: &Usage) {
+        self.last_prompt_tokens = usage.prompt_tokens;
+        self.last_completion_tokens = usage.completion_tokens;
+        self.last_total_tokens = usage.total_tokens;
+    }
+
+    /// True when `prompt_tokens` reach the threshold.
+    pub fn over_threshold(&self, prompt_tokens: u64) -> bool {
+        self.context_length > 0 && prompt_tokens >= self.threshold_tokens()
+    }
+
+    pub fn set_context_length(&mut self, context_length: u64) {
+        self.context_length = context_length;
+    }
+
+    pub fn reset(&mut self) {
+        self.last_prompt_tokens = 0;
+        self.last_completion_tokens = 0;
+        self.last_total_tokens = 0;
+        self.compression_count = 0;
+    }
+
+    pub fn status(&self) -> EngineStatus {
+        let usage_percent = if self.context_length == 0 {
+            0.0
+        } else {
+            (self.last_prompt_tokens as f64 / self.context_length as f64 * 100.0).min(100.0)
+        };
+        EngineStatus {
+            last_prompt_tokens: self.last_prompt_tokens,
+            threshold_tokens: self.threshold_tokens(),
+            context_length: self.context_length,
+            usage_percent,
+            compression_count: self.compression_count,
+            details: Value::Null,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! # ctxhost-sdk
+//!
+//! Everything a context-engine author depends on:
+//!
+//! - [`Message`]: OpenAI chat-format messages that survive every round trip, unknown fields and
+//!   multimodal parts included;
+//! - [`ContextEngine`]: the engine contract (Hermes Agent's interface, in Rust);
+//! - [`HostServices`]: summarizing, token counting, logging, data directory and config, all
+//!   served by the host;
+//! - [`sequence`]: the chat-sequence rules an engine's output must keep, with helpers;
+//! - [`EnginePlugin`] and [`export_engine!`]: turn an engine into a loadable cdylib;
+//! - [`abi`]: the frozen binary interface, and the host-side loader. Authors never use it
+//!   directly.
+//!
+//! A minimal plugin:
+//!
+//! ```ignore
+//! use ctxhost_sdk::*;
+//!
+//! pub struct KeepAll(TokenTracker);
+//!
+//! impl ContextEngine for KeepAll {
+//!     fn name(&self) -> &str { "keep-all" }
+//!     fn should_compress(&mut self, tokens: u64) -> Result<bool, EngineError> {
+//!         Ok(self.0.over_threshold(tokens))
+//!     }
+//!     fn compress(&mut self, m: &[Message], _: &CompressOptions) -> Result<Vec<Message>, EngineError> {
+//!         Ok(m.to_vec())
+//!     }
+//!     fn status(&mut self) -> Result<EngineStatus, EngineError> { Ok(self.0.status()) }
+//! }
+//!
+//! impl EnginePlugin for KeepAll {
+//!     fn manifest() -> Manifest {
+//!         Manifest::new("keep-all", env!("CARGO_PKG_VERSION"), "Keeps everything.")
+//!     }
+//!     fn create(services: HostServices) -> Result<Self, EngineError> {
+//!         Ok(KeepAll(TokenTracker::new(services.model().context_length, 0.75)))
+//!     }
+//! }
+//!
+//! export_engine!(KeepAll);
+//! ```
+
+pub mod abi;
+mod engine;
+mod error;
+mod manifest;
+mod message;
+mod plugin;
+pub mod sequence;
+mod services;
+
+pub use engine::{CompressOptions, ContextEngine, EngineStatus, SessionStart, TokenTracker, Usage};
+pub use error::{EngineError, ErrorKind};
+pub use manifest::{ConfigKey, Manifest, API_LEVEL};
+pub use message::{role, Content, Message, MessageError, ToolCall};
+pub use plugin::EnginePlugin;
+pub use services::{
+    EngineSetup, HostBackend, HostServices, LogLevel, ModelInfo, SummarizeRequest, Summary,
+    MESSAGE_OVERHEAD_TOKENS,
+};

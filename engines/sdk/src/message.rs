@@ -1,0 +1,569 @@
+//! The message model: OpenAI chat-format messages that survive every round trip.
+//!
+//! A [`Message`] keeps the fields engines reason about (role, content, tool calls, tool call id,
+//! name) typed, and everything else verbatim as JSON text, so unknown fields and multimodal
+//! content parts come back out exactly as they went in. The type is `#[repr(C)]` and part of the
+//! stable ABI: message lists cross the plugin boundary without being serialized.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use abi_stable::std_types::{ROption, RString, RVec};
+use abi_stable::StableAbi;
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The roles of the OpenAI chat format. Other roles are kept as written.
+pub mod role {
+    pub const SYSTEM: &str = "system";
+    pub const USER: &str = "user";
+    pub const ASSISTANT: &str = "assistant";
+    pub const TOOL: &str = "tool";
+}
+
+/// The `content` field of a message, as it was written.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// The message had no `content` key.
+    Absent,
+    /// `"content": null` (an assistant turn that only calls tools).
+    Null,
+    /// Plain text.
+    Text(RString),
+    /// Any other JSON value, usually an array of content parts (text, images, audio), kept
+    /// verbatim as JSON text.
+    Json(RString),
+}
+
+/// One entry of an assistant message's `tool_calls`.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    id: ROption<RString>,
+    name: ROption<RString>,
+    arguments: ROption<RString>,
+    /// The call object minus `id`, `function.name` and `function.arguments`, as JSON text. An
+    /// emptied `function` object stays as `{}` so the original key order can be rebuilt.
+    extra: RString,
+}
+
+/// One OpenAI chat-format message.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    role: RString,
+    content: Content,
+    tool_calls: ROption<RVec<ToolCall>>,
+    tool_call_id: ROption<RString>,
+    name: ROption<RString>,
+    /// Every other field, as the text of a JSON object; empty when there are none.
+    extra: RString,
+}
+
+impl ToolCall {
+    /// A function call in the standard shape: `{"id", "type": "function", "function": {...}}`.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ToolCall {
+            id: ROption::RSome(RString::from(id.into())),
+            name: ROption::RSome(RString::from(name.into())),
+            arguments: ROption::RSome(RString::from(arguments.into())),
+            extra: RString::from(r#"{"type":"function","function":{}}"#),
+        }
+    }
+
+    /// The call id that the matching `tool` message answers ("" when the call had none).
+    pub fn id(&self) -> &str {
+        opt_str(&self.id)
+    }
+
+    /// The function name ("" when the call had none).
+    pub fn name(&self) -> &str {
+        opt_str(&self.name)
+    }
+
+    /// The JSON-encoded arguments string ("" when absent or not a string).
+    pub fn arguments(&self) -> &str {
+        opt_str(&self.arguments)
+    }
+
+    /// Replaces the arguments string (for engines that shorten huge arguments).
+    pub fn set_arguments(&mut self, arguments: impl Into<String>) {
+        self.arguments = ROption::RSome(RString::from(arguments.into()));
+    }
+
+    fn from_json(mut object: Map<String, Value>) -> Self {
+        let id = take_string(&mut object, "id");
+        let (mut name, mut arguments) = (None, None);
+        match object.get_mut("function") {
+            Some(Value::Object(function)) => {
+                name = take_string(function, "name");
+                arguments = take_string(function, "arguments");
+            }
+            _ => {}
+        }
+        ToolCall {
+            id: id.map(RString::from).into(),
+            name: name.map(RString::from).into(),
+            arguments: arguments.map(RString::from).into(),
+            extra: RString::from(Value::Object(object).to_string()),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if let ROption::RSome(id) = &self.id {
+            out.insert("id".into(), Value::String(id.to_string()));
+        }
+        for (key, value) in parse_object(&self.extra) {
+            if key == "function" {
+                let Value::Object(rest) = value else {
+                    out.insert(key, value);
+                    continue;
+                };
+                let mut function = Map::new();
+                if let ROption::RSome(name) = &self.name {
+                    function.insert("name".into(), Value::String(name.to_string()));
+                }
+                if let ROption::RSome(arguments) = &self.arguments {
+                    function.insert("arguments".into(), Value::String(arguments.to_string()));
+                }
+                function.extend(rest);
+                out.insert(key, Value::Object(function));
+            } else {
+                out.insert(key, value);
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+impl Message {
+    /// A message with a role and plain-text content.
+    pub fn new(role: impl Into<String>, text: impl Into<String>) -> Self {
+        Message {
+            role: RString::from(role.into()),
+            content: Content::Text(RString::from(text.into())),
+            tool_calls: ROption::RNone,
+            tool_call_id: ROption::RNone,
+            name: ROption::RNone,
+            extra: RString::new(),
+        }
+    }
+
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::new(role::SYSTEM, text)
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(role::USER, text)
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::new(role::ASSISTANT, text)
+    }
+
+    /// An assistant turn that calls tools (`content: null`).
+    pub fn assistant_tool_calls(calls: Vec<ToolCall>) -> Self {
+        let mut message = Self::new(role::ASSISTANT, "");
+        message.content = Content::Null;
+        message.tool_calls = ROption::RSome(RVec::from(calls));
+        message
+    }
+
+    /// A tool result answering the call with `tool_call_id`.
+    pub fn tool_result(tool_call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        let mut message = Self::new(role::TOOL, text);
+        message.tool_call_id = ROption::RSome(RString::from(tool_call_id.into()));
+        message
+    }
+
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    pub fn is_system(&self) -> bool {
+        self.role() == role::SYSTEM
+    }
+
+    pub fn is_user(&self) -> bool {
+        self.role() == role::USER
+    }
+
+    pub fn is_assistant(&self) -> bool {
+        self.role() == role::ASSISTANT
+    }
+
+    pub fn is_tool_result(&self) -> bool {
+        self.role() == role::TOOL
+    }
+
+    /// The content as written.
+    pub fn content(&self) -> &Content {
+        &self.content
+    }
+
+    /// The content when it is plain text.
+    pub fn text(&self) -> Option<&str> {
+        match &self.content {
+            Content::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// All readable text of the content: plain text as is, or the `text` of every content part.
+    pub fn content_text(&self) -> Cow<'_, str> {
+        match &self.content {
+            Content::Text(text) => Cow::Borrowed(text.as_str()),
+            Content::Json(json) => Cow::Owned(parts_text(json)),
+            Content::Absent | Content::Null => Cow::Borrowed(""),
+        }
+    }
+
+    /// Replaces the content with plain text.
+    pub fn set_text(&mut self, text: impl Into<String>) {
+        self.content = Content::Text(RString::from(text.into()));
+    }
+
+    /// Replaces the content with any JSON value (a string becomes plain text).
+    pub fn set_content_json(&mut self, value: &Value) {
+        self.content = content_from_value(value);
+    }
+
+    /// The tool calls of an assistant message (empty for other messages).
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match &self.tool_calls {
+            ROption::RSome(calls) => calls.as_slice(),
+            ROption::RNone => &[],
+        }
+    }
+
+    pub fn tool_calls_mut(&mut self) -> &mut [ToolCall] {
+        match &mut self.tool_calls {
+            ROption::RSome(calls) => calls.as_mut_slice(),
+            ROption::RNone => &mut [],
+        }
+    }
+
+    /// The id of the call a `tool` message answers.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// The optional `name` field (a tool name or a participant name).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// The fields this model does not know, in their original order.
+    pub fn extra_fields(&self) -> Map<String, Value> {
+        parse_object(&self.extra)
+    }
+
+    /// Sets (or with `None`, removes) a field this model does not know, such as `reasoning`.
+    pub fn set_extra_field(&mut self, key: &str, value: Option<Value>) {
+        let mut extra = self.extra_fields();
+        match value {
+            Some(value) => {
+                extra.insert(key.to_string(), value);
+            }
+            None => {
+                extra.shift_remove(key);
+            }
+        }
+        self.extra = if extra.is_empty() {
+            RString::new()
+        } else {
+            RString::from(Value::Object(extra).to_string())
+        };
+    }
+
+    /// The text a tokenizer or a search should see: the content text plus, for tool calls, each
+    /// function name and its arguments.
+    pub fn searchable_text(&self) -> Cow<'_, str> {
+        let calls = self.tool_calls();
+        if calls.is_empty() {
+            return self.content_text();
+        }
+        let mut text = self.content_text().into_owned();
+        for call in calls {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(call.name());
+            text.push(' ');
+            text.push_str(call.arguments());
+        }
+        Cow::Owned(text)
+    }
+
+    /// This message as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a message always serializes")
+    }
+
+    /// Builds a message from a JSON value; fails when it is not an object with a string `role`.
+    pub fn from_value(value: Value) -> Result<Self, MessageError> {
+        let Value::Object(object) = value else {
+            return Err(MessageError::NotAnObject);
+        };
+        Self::from_object(object)
+    }
+
+    fn from_object(mut object: Map<String, Value>) -> Result<Self, MessageError> {
+        let role = match object.shift_remove("role") {
+            Some(Value::String(role)) => role,
+            Some(_) => return Err(MessageError::RoleNotAString),
+            None => return Err(MessageError::MissingRole),
+        };
+        let content = match object.shift_remove("content") {
+            None => Content::Absent,
+            Some(value) => content_from_value(&value),
+        };
+        let tool_calls = match object.get("tool_calls") {
+            Some(Value::Array(calls)) if calls.iter().all(Value::is_object) => {
+                let Some(Value::Array(calls)) = object.shift_remove("tool_calls") else {
+                    unreachable!("checked just above");
+                };
+                let calls = calls
+                    .into_iter()
+                    .map(|call| match call {
+                        Value::Object(call) => ToolCall::from_json(call),
+                        _ => unreachable!("checked just above"),
+                    })
+                    .collect::<Vec<_>>();
+                ROption::RSome(RVec::from(calls))
+            }
+            _ => ROption::RNone,
+        };
+        let tool_call_id = take_string(&mut object, "tool_call_id");
+        let name = take_string(&mut object, "name");
+        let extra = if object.is_empty() {
+            RString::new()
+        } else {
+            RString::from(Value::Object(object).to_string())
+        };
+        Ok(Message {
+            role: RString::from(role),
+            content,
+            tool_calls,
+            tool_call_id: tool_call_id.map(RString::from).into(),
+            name: name.map(RString::from).into(),
+            extra,
+        })
+    }
+}
+
+/// Why a JSON value is not a chat message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("a message must be a JSON object")]
+    NotAnObject,
+    #[error("the message has no \"role\"")]
+    MissingRole,
+    #[error("the message's \"role\" is not a string")]
+    RoleNotAString,
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", self.role.as_str())?;
+        match &self.content {
+            Content::Absent => {}
+            Content::Null => map.serialize_entry("content", &Value::Null)?,
+            Content::Text(text) => map.serialize_entry("content", text.as_str())?,
+            Content::Json(json) => map.serialize_entry("content", &raw_json(json))?,
+        }
+        if let ROption::RSome(calls) = &self.tool_calls {
+            let calls: Vec<Value> = calls.iter().map(ToolCall::to_json).collect();
+            map.serialize_entry("tool_calls", &calls)?;
+        }
+        if let ROption::RSome(id) = &self.tool_call_id {
+            map.serialize_entry("tool_call_id", id.as_str())?;
+        }
+        if let ROption::RSome(name) = &self.name {
+            map.serialize_entry("name", name.as_str())?;
+        }
+        if !self.extra.is_empty() {
+            for (key, value) in parse_object(&self.extra) {
+                map.serialize_entry(&key, &value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = Map::<String, Value>::deserialize(deserializer)?;
+        Message::from_object(object).map_err(D::Error::custom)
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&serde_json::to_string(self).map_err(|_| fmt::Error)?)
+    }
+}
+
+fn opt_str(value: &ROption<RString>) -> &str {
+    match value {
+        ROption::RSome(text) => text.as_str(),
+        ROption::RNone => "",
+    }
+}
+
+fn take_string(object: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match object.get(key) {
+        Some(Value::String(_)) => match object.shift_remove(key) {
+            Some(Value::String(text)) => Some(text),
+            _ => unreachable!("checked just above"),
+        },
+        _ => None,
+    }
+}
+
+fn content_from_value(value: &Value) -> Content {
+    match value {
+        Value::Null => Content::Null,
+        Value::String(text) => Content::Text(RString::from(text.as_str())),
+        other => Content::Json(RString::from(other.to_string())),
+    }
+}
+
+/// Stored JSON text is always produced by serde_json from a value, so it parses back.
+fn parse_object(text: &str) -> Map<String, Value> {
+    if text.is_empty() {
+        return Map::new();
+    }
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+fn raw_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+fn parts_text(json: &str) -> String {
+    let value = raw_json(json);
+    let mut text = String::new();
+    let mut push = |part: &str| {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(part);
+    };
+    match &value {
+        Value::Array(parts) => {
+            for part in parts {
+                match part {
+                    Value::String(s) => push(s),
+                    Value::Object(fields) => {
+                        if let Some(Value::String(s)) = fields.get("text") {
+                            push(s);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Value::Object(fields) => {
+            if let Some(Value::String(s)) = fields.get("text") {
+                push(s);
+            }
+        }
+        _ => {}
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip(value: Value) {
+        let message: Message = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&message).unwrap(), value);
+    }
+
+    #[test]
+    fn plain_messages_round_trip() {
+        round_trip(json!({"role": "system", "content": "be brief"}));
+        round_trip(json!({"role": "user", "content": "hi", "name": "ada"}));
+        round_trip(json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}));
+    }
+
+    #[test]
+    fn unknown_fields_and_parts_round_trip() {
+        round_trip(json!({
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}}
+            ],
+            "x_vendor": {"nested": [1, 2.5, null]},
+            "cache_control": {"type": "ephemeral"}
+        }));
+        round_trip(json!({"role": "assistant", "content": null, "reasoning": "hmm", "refusal": null}));
+    }
+
+    #[test]
+    fn tool_calls_round_trip_with_odd_shapes() {
+        round_trip(json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                {"type": "function", "function": {"name": "cat", "arguments": {"path": "x"}, "strict": true}, "index": 1},
+                {"id": "c", "function": "not-an-object"},
+                {"id": "d"}
+            ]
+        }));
+        round_trip(json!({"role": "assistant", "content": "", "tool_calls": []}));
+        round_trip(json!({"role": "assistant", "tool_calls": "weird"}));
+        round_trip(json!({"role": "tool", "tool_call_id": 7, "content": "x"}));
+    }
+
+    #[test]
+    fn accessors_read_the_typed_fields() {
+        let message: Message = serde_json::from_value(json!({
+            "role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "tool_calls": [{"id": "1", "type": "function", "function": {"name": "run", "arguments": "{\"x\":1}"}}]
+        }))
+        .unwrap();
+        assert_eq!(message.content_text(), "a\nb");
+        assert_eq!(message.tool_calls()[0].id(), "1");
+        assert_eq!(message.tool_calls()[0].name(), "run");
+        assert_eq!(message.searchable_text(), "a\nb\nrun {\"x\":1}");
+    }
+
+    #[test]
+    fn built_messages_serialize_in_the_standard_shape() {
+        let call = Message::assistant_tool_calls(vec![ToolCall::new("c1", "ls", "{}")]);
+        assert_eq!(
+            call.to_value(),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ]})
+        );
+        let mut message = Message::user("x");
+        message.set_extra_field("reasoning", Some(json!("r")));
+        assert_eq!(message.to_value(), json!({"role": "user", "content": "x", "reasoning": "r"}));
+        message.set_extra_field("reasoning", None);
+        assert_eq!(message.to_value(), json!({"role": "user", "content": "x"}));
+    }
+
+    #[test]
+    fn non_messages_are_rejected() {
+        assert_eq!(Message::from_value(json!([1])), Err(MessageError::NotAnObject));
+        assert_eq!(Message::from_value(json!({"content": "x"})), Err(MessageError::MissingRole));
+        assert_eq!(Message::from_value(json!({"role": 3})), Err(MessageError::RoleNotAString));
+    }
+}
