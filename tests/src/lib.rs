@@ -1,1 +1,271 @@
-//! test support
+//! Test support for the end-to-end suite: builds the real `ctxhost` binary and the plugin
+//! cdylibs once per run, gives each test a sandbox (config file, home directory, plugin
+//! directories), and reads the shared corpus.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use ctxhost_sdk::Message;
+use serde_json::Value;
+
+/// The packages the suite loads or runs, built by the suite itself so `cargo test` alone is
+/// enough on a fresh machine.
+const PACKAGES: &[&str] = &[
+    "ctxhost",
+    "ctxhost-engine-window",
+    "ctxhost-fixture-panicky",
+    "ctxhost-fixture-abi-mismatch",
+    "ctxhost-fixture-echo",
+];
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// The cargo output directory of this test run (`target/debug` or `target/release`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    // target/<profile>/deps/e2e-<hash>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Builds the binary and every plugin (once per test run) and returns the output directory.
+pub fn artifacts() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = profile_dir();
+        let target_dir = dir.parent().expect("profile dir has a parent");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let mut command = Command::new(cargo);
+        command
+            .current_dir(workspace_root())
+            .arg("build")
+            .arg("--quiet")
+            .arg("--target-dir")
+            .arg(target_dir);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            command.arg("--release");
+        }
+        for package in PACKAGES {
+            command.args(["-p", package]);
+        }
+        let status = command.status().expect("cargo runs");
+        assert!(status.success(), "building the binary and plugins failed");
+        dir
+    })
+}
+
+pub fn binary() -> PathBuf {
+    artifacts().join(format!("ctxhost{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// The built cdylib of a workspace crate, by its library name (`ctxhost_engine_window`).
+pub fn library(lib_name: &str) -> PathBuf {
+    artifacts().join(format!(
+        "{}{lib_name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+pub fn corpus_dir() -> PathBuf {
+    workspace_root().join("../shared/corpus/swe-agent")
+}
+
+/// Every corpus transcript, by file name, sorted.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .expect("the shared corpus is beside the repository (../shared/corpus/swe-agent)")
+        .map(|e| e.expect("readable corpus entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("readable JSON file");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+pub fn read_messages(path: &Path) -> Vec<Message> {
+    serde_json::from_value(read_json(path)).expect("a JSON array of messages")
+}
+
+/// A long session: every corpus transcript's turns, one after another, behind the first
+/// transcript's system prompt.
+pub fn long_session() -> Vec<Value> {
+    let mut session = Vec::new();
+    for (index, file) in corpus_files().iter().enumerate() {
+        let Value::Array(messages) = read_json(file) else {
+            panic!("{} is not an array", file.display())
+        };
+        for message in messages {
+            if index > 0 && message["role"] == "system" {
+                continue;
+            }
+            session.push(message);
+        }
+    }
+    session
+}
+
+/// A temporary world for one test: a directory holding `config.yaml` and plugin directories,
+/// and a separate ctxhost home.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home dir");
+        Sandbox { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.path().join("config.yaml")
+    }
+
+    pub fn write_config(&self, text: &str) -> &Self {
+        self.write("config.yaml", text);
+        self
+    }
+
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("parent dirs");
+        std::fs::write(&path, text).expect("writable sandbox");
+        path
+    }
+
+    pub fn write_json(&self, relative: &str, value: &Value) -> PathBuf {
+        self.write(relative, &value.to_string())
+    }
+
+    /// Makes the repository's own `plugins/` directory appear beside this sandbox's config, as
+    /// it does beside the shipped `config.yaml`.
+    pub fn link_repo_plugins(&self) -> &Self {
+        let target = workspace_root().join("plugins");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(target, self.path().join("plugins")).expect("symlink");
+        #[cfg(not(unix))]
+        std::os::windows::fs::symlink_dir(target, self.path().join("plugins")).expect("symlink");
+        self
+    }
+
+    /// Installs a built cdylib as plugin `name` beside the config (library copied in, as
+    /// `ctxhost plugins install` would).
+    pub fn add_plugin(&self, name: &str, lib_name: &str) -> PathBuf {
+        let dir = self.plugin_dir(name);
+        let file = library(lib_name);
+        let copied = dir.join(file.file_name().expect("a file name"));
+        std::fs::copy(&file, &copied).expect("copy the plugin library");
+        self.write_descriptor(name, &format!("name: {name}\nlibrary: {lib_name}\n"));
+        copied
+    }
+
+    pub fn plugin_dir(&self, name: &str) -> PathBuf {
+        let dir = self.path().join("plugins/context_engine").join(name);
+        std::fs::create_dir_all(&dir).expect("plugin dir");
+        dir
+    }
+
+    pub fn write_descriptor(&self, name: &str, yaml: &str) {
+        std::fs::write(self.plugin_dir(name).join("plugin.yaml"), yaml).expect("plugin.yaml");
+    }
+
+    /// Runs `ctxhost` with this sandbox's config and home.
+    pub fn ctxhost(&self, args: &[&str]) -> Run {
+        let output = Command::new(binary())
+            .current_dir(self.path())
+            .env("CTXHOST_HOME", self.home())
+            .env_remove("CARGO_TARGET_DIR")
+            .args(args)
+            .output()
+            .expect("ctxhost runs");
+        Run::from(output)
+    }
+
+    /// Replaces this sandbox's path with `[SANDBOX]` and the repository's with `[REPO]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for (path, label) in [
+            (self.path().to_path_buf(), "[SANDBOX]"),
+            (workspace_root(), "[REPO]"),
+        ] {
+            if let Ok(canonical) = path.canonicalize() {
+                text = text.replace(&canonical.display().to_string(), label);
+            }
+            text = text.replace(&path.display().to_string(), label);
+        }
+        text
+    }
+}
+
+/// The outcome of one `ctxhost` run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Stdout parsed as JSON (panics with both streams when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not JSON ({error})\nstdout: {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Stdout as messages.
+    pub fn messages(&self) -> Vec<Message> {
+        serde_json::from_value(self.json()).expect("stdout is a message array")
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+}

@@ -108,7 +108,11 @@ pub trait ContextEngine: Send {
     }
 
     /// Called at a real session boundary (not per turn): flush state, close stores.
-    fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
+    fn on_session_end(
+        &mut self,
+        session_id: &str,
+        messages: &[Message],
+    ) -> Result<(), EngineError> {
         let _ = (session_id, messages);
         Ok(())
     }

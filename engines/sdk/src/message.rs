@@ -101,12 +101,9 @@ impl ToolCall {
     fn from_json(mut object: Map<String, Value>) -> Self {
         let id = take_string(&mut object, "id");
         let (mut name, mut arguments) = (None, None);
-        match object.get_mut("function") {
-            Some(Value::Object(function)) => {
-                name = take_string(function, "name");
-                arguments = take_string(function, "arguments");
-            }
-            _ => {}
+        if let Some(Value::Object(function)) = object.get_mut("function") {
+            name = take_string(function, "name");
+            arguments = take_string(function, "arguments");
         }
         ToolCall {
             id: id.map(RString::from).into(),
@@ -253,7 +250,10 @@ impl Message {
 
     /// The id of the call a `tool` message answers.
     pub fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_ref().map(RString::as_str).into_option()
+        self.tool_call_id
+            .as_ref()
+            .map(RString::as_str)
+            .into_option()
     }
 
     /// The optional `name` field (a tool name or a participant name).
@@ -511,7 +511,9 @@ mod tests {
             "x_vendor": {"nested": [1, 2.5, null]},
             "cache_control": {"type": "ephemeral"}
         }));
-        round_trip(json!({"role": "assistant", "content": null, "reasoning": "hmm", "refusal": null}));
+        round_trip(
+            json!({"role": "assistant", "content": null, "reasoning": "hmm", "refusal": null}),
+        );
     }
 
     #[test]
@@ -555,15 +557,27 @@ mod tests {
         );
         let mut message = Message::user("x");
         message.set_extra_field("reasoning", Some(json!("r")));
-        assert_eq!(message.to_value(), json!({"role": "user", "content": "x", "reasoning": "r"}));
+        assert_eq!(
+            message.to_value(),
+            json!({"role": "user", "content": "x", "reasoning": "r"})
+        );
         message.set_extra_field("reasoning", None);
         assert_eq!(message.to_value(), json!({"role": "user", "content": "x"}));
     }
 
     #[test]
     fn non_messages_are_rejected() {
-        assert_eq!(Message::from_value(json!([1])), Err(MessageError::NotAnObject));
-        assert_eq!(Message::from_value(json!({"content": "x"})), Err(MessageError::MissingRole));
-        assert_eq!(Message::from_value(json!({"role": 3})), Err(MessageError::RoleNotAString));
+        assert_eq!(
+            Message::from_value(json!([1])),
+            Err(MessageError::NotAnObject)
+        );
+        assert_eq!(
+            Message::from_value(json!({"content": "x"})),
+            Err(MessageError::MissingRole)
+        );
+        assert_eq!(
+            Message::from_value(json!({"role": 3})),
+            Err(MessageError::RoleNotAString)
+        );
     }
 }

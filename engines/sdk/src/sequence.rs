@@ -154,13 +154,30 @@ mod tests {
     #[test]
     fn rejects_orphans_unanswered_and_late_system() {
         let orphan = vec![Message::user("u"), Message::tool_result("x", "1")];
-        assert!(matches!(validate(&orphan), Err(SequenceError::OrphanResult { index: 1, .. })));
-        let unanswered = vec![Message::user("u"), call(&["a", "b"]), Message::tool_result("a", "1")];
-        assert!(matches!(validate(&unanswered), Err(SequenceError::UnansweredCall { .. })));
-        let interrupted = vec![call(&["a"]), Message::user("u"), Message::tool_result("a", "1")];
+        assert!(matches!(
+            validate(&orphan),
+            Err(SequenceError::OrphanResult { index: 1, .. })
+        ));
+        let unanswered = vec![
+            Message::user("u"),
+            call(&["a", "b"]),
+            Message::tool_result("a", "1"),
+        ];
+        assert!(matches!(
+            validate(&unanswered),
+            Err(SequenceError::UnansweredCall { .. })
+        ));
+        let interrupted = vec![
+            call(&["a"]),
+            Message::user("u"),
+            Message::tool_result("a", "1"),
+        ];
         assert!(validate(&interrupted).is_err());
         let late = vec![Message::user("u"), Message::system("s")];
-        assert_eq!(validate(&late), Err(SequenceError::SystemNotFirst { index: 1 }));
+        assert_eq!(
+            validate(&late),
+            Err(SequenceError::SystemNotFirst { index: 1 })
+        );
     }
 
     #[test]

@@ -22,8 +22,11 @@ impl HostObject for HostBridge {
 
     fn log(&self, engine: RStr<'_>, level: u8, message: RStr<'_>) {
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            self.0
-                .log(engine.as_str(), LogLevel::from_code(level), message.as_str())
+            self.0.log(
+                engine.as_str(),
+                LogLevel::from_code(level),
+                message.as_str(),
+            )
         }));
     }
 
@@ -34,8 +37,11 @@ impl HostObject for HostBridge {
             Ok(Ok(answer)) => RResult::ROk(RString::from(answer)),
             Ok(Err(error)) => RResult::RErr(error.into()),
             Err(_) => RResult::RErr(
-                EngineError::new(ErrorKind::Failed, format!("host service `{service}` panicked"))
-                    .into(),
+                EngineError::new(
+                    ErrorKind::Failed,
+                    format!("host service `{service}` panicked"),
+                )
+                .into(),
             ),
         }
     }
@@ -54,8 +60,11 @@ impl HostBackend for RemoteHost {
     }
 
     fn log(&self, engine: &str, level: LogLevel, message: &str) {
-        self.0
-            .log(RStr::from_str(engine), level.code(), RStr::from_str(message));
+        self.0.log(
+            RStr::from_str(engine),
+            level.code(),
+            RStr::from_str(message),
+        );
     }
 
     fn call(&self, service: &str, payload: &str) -> Result<String, EngineError> {

@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::bridge::RemoteHost;
 use super::ops;
-use super::{AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox};
+use super::{
+    AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox,
+};
 use crate::engine::{CompressOptions, ContextEngine, SessionStart, Usage};
 use crate::error::{EngineError, ErrorKind};
 use crate::message::Message;
@@ -74,8 +76,10 @@ impl<E: ContextEngine> Exported<E> {
     ) -> RResult<T, AbiError> {
         if let Some(reason) = &self.disabled_by {
             return RResult::RErr(
-                EngineError::failed(format!("the engine is disabled after it panicked: {reason}"))
-                    .into(),
+                EngineError::failed(format!(
+                    "the engine is disabled after it panicked: {reason}"
+                ))
+                .into(),
             );
         }
         let engine = &mut self.engine;
@@ -91,7 +95,9 @@ impl<E: ContextEngine> Exported<E> {
 
 impl<E: ContextEngine> EngineObject for Exported<E> {
     fn should_compress(&mut self, prompt_tokens: u64) -> RResult<bool, AbiError> {
-        self.run("should_compress", |engine| engine.should_compress(prompt_tokens))
+        self.run("should_compress", |engine| {
+            engine.should_compress(prompt_tokens)
+        })
     }
 
     fn compress(

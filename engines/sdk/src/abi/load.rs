@@ -110,23 +110,49 @@ impl LoadError {
 }
 
 fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or(text).trim()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(text)
+        .trim()
 }
 
 /// abi_stable's layout errors run to thousands of lines; the cause is in the trailing `Error:`
-/// lines. Keep the last one, shortened.
+/// lines, sometimes followed by `Expected:` / `Found:` values. Keep those, on one line.
 fn layout_cause(detail: &str) -> String {
-    let cause = detail
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|line| line.starts_with("Error:"))
-        .map(|line| line.trim_start_matches("Error:").trim())
-        .unwrap_or_else(|| first_line(detail));
-    const MAX: usize = 160;
+    let lines: Vec<&str> = detail.lines().map(str::trim).collect();
+    let Some(last) = lines.iter().rposition(|line| line.starts_with("Error:")) else {
+        return first_line(detail).to_string();
+    };
+    let mut cause = lines[last].trim_start_matches("Error:").trim().to_string();
+    let mut rest = lines[last + 1..].iter().filter(|line| !line.is_empty());
+    while let Some(label) = rest.next() {
+        if let ("Expected:" | "Found:", Some(value)) = (*label, rest.clone().next()) {
+            cause.push_str(&format!(
+                "; {} {value}",
+                label.trim_end_matches(':').to_lowercase()
+            ));
+            rest.next();
+        }
+    }
+    const MAX: usize = 200;
     match cause.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &cause[..cut]),
-        None => cause.to_string(),
+        None => cause,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout_cause;
+
+    #[test]
+    fn layout_cause_keeps_the_trailing_error_and_its_values() {
+        let detail = "Compared <this>:\n    lots\nError:first\n  more\n\nError:mismatched package\nExpected:\n    ctxhost-sdk\nFound:\n    other\n";
+        assert_eq!(
+            layout_cause(detail),
+            "mismatched package; expected ctxhost-sdk; found other"
+        );
+        assert_eq!(layout_cause("just one line"), "just one line");
     }
 }
 
@@ -283,7 +309,11 @@ impl ContextEngine for PluginEngine {
         self.call_or(ops::ON_SESSION_START, session, &[], ())
     }
 
-    fn on_session_end(&mut self, session_id: &str, messages: &[Message]) -> Result<(), EngineError> {
+    fn on_session_end(
+        &mut self,
+        session_id: &str,
+        messages: &[Message],
+    ) -> Result<(), EngineError> {
         let end = ops::SessionEnd {
             session_id: session_id.to_string(),
         };

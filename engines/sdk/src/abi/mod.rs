@@ -47,7 +47,10 @@ impl From<EngineError> for AbiError {
 
 impl From<AbiError> for EngineError {
     fn from(error: AbiError) -> Self {
-        EngineError::new(ErrorKind::from_code(error.kind), error.message.into_string())
+        EngineError::new(
+            ErrorKind::from_code(error.kind),
+            error.message.into_string(),
+        )
     }
 }
 
@@ -114,8 +117,8 @@ impl RootModule for EngineModuleRef {
 pub mod __private {
     pub use super::export::root_module;
     pub use abi_stable::library::{
-        CheckTypeLayout, IntoRootModuleResult, LibHeader, RootModuleResult,
-        __call_root_module_loader,
+        __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
+        RootModuleResult,
     };
 }
 

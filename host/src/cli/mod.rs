@@ -1,0 +1,110 @@
+//! The `ctxhost` command line: argument definitions and the shared setup every command uses.
+
+pub mod compress;
+pub mod plugins;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use ctxhost::engines::Warning;
+use ctxhost::services::{HostServicesImpl, LogSink};
+use ctxhost::tokens::TokenCounter;
+use ctxhost::{home, Config, Engines};
+
+/// Host for pluggable LLM context engines: run the built-in compressor or a native plugin
+/// engine, chosen by `context.engine` in config.yaml.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ctxhost",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Config file [default: ./config.yaml, else $CTXHOST_HOME/config.yaml, else built-in
+    /// defaults]
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Show engine log lines and full loader errors
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compress a recorded conversation once and print the result as JSON
+    Compress(compress::CompressArgs),
+    /// List the engines resolution can see (same as `plugins list`)
+    Engines(plugins::ListArgs),
+    /// Manage context engine plugins
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
+}
+
+/// What every command needs: the config, the engines it can build, and the runtime that
+/// serves them (engines run on its blocking pool; LLM summarizers on its workers).
+pub struct App {
+    pub engines: Engines,
+    pub verbose: bool,
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl App {
+    pub fn new(global: &GlobalArgs) -> anyhow::Result<Self> {
+        let home = home::home_dir();
+        let config = match &global.config {
+            Some(path) => Config::load(path)?,
+            None => match home::default_config_path(&home) {
+                Some(path) => Config::load(&path)?,
+                None => Config::defaults(),
+            },
+        };
+        let runtime = runtime()?;
+        let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime.handle().clone())
+            .map_err(|error| config.locate_message(&error.to_string()))?;
+        let tokens = TokenCounter::new(&config.tokens.encoding);
+        let services = Arc::new(HostServicesImpl::new(
+            tokens,
+            LogSink::stderr(global.verbose),
+            Some(summarizer),
+        ));
+        Ok(App {
+            engines: Engines::new(config, home, services),
+            verbose: global.verbose,
+            runtime,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        self.engines.config()
+    }
+
+    /// Prints a resolution warning: one line, and the loader's full text with `--verbose`.
+    pub fn warn(&self, warning: &Warning) {
+        eprintln!("warning: {}", warning.summary);
+        if self.verbose {
+            if let Some(detail) = &warning.detail {
+                eprintln!("{detail}");
+            }
+        }
+    }
+}
+
+/// A tokio runtime for the commands that run engines (engines run on its blocking pool).
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}

@@ -1,0 +1,329 @@
+//! `config.yaml`: loading, defaults and validation. Keys follow Hermes Agent where it has them.
+//! Every error names the file, the line when it can be found, and the key.
+
+mod locate;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use ctxhost_summarizer::SummarizerSettings;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub use locate::line_of_key;
+
+/// The name of the built-in engine, always available.
+pub const BUILT_IN_ENGINE: &str = "compressor";
+
+/// The loaded configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from; `None` when running on defaults.
+    pub source: Option<PathBuf>,
+    text: String,
+    pub context: ContextSection,
+    pub model: ModelSection,
+    /// The compressor's settings (`compression.*`); the compressor validates them.
+    pub compression: Value,
+    /// `auxiliary.compression.*`: the summarizer.
+    pub summarizer: SummarizerSettings,
+    pub tokens: TokensSection,
+    /// `plugins.<name>`: each engine's own section.
+    pub plugins: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextSection {
+    pub engine: String,
+}
+
+impl Default for ContextSection {
+    fn default() -> Self {
+        ContextSection {
+            engine: BUILT_IN_ENGINE.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ModelSection {
+    pub name: String,
+    pub context_length: u64,
+    /// Other model keys Hermes configs carry (provider, base_url, ...): kept, unused here.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        ModelSection {
+            name: "gpt-4o".to_string(),
+            context_length: 128_000,
+            other: Map::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokensSection {
+    /// tiktoken encoding: o200k_base, cl100k_base, p50k_base or r50k_base.
+    pub encoding: String,
+}
+
+impl Default for TokensSection {
+    fn default() -> Self {
+        TokensSection {
+            encoding: "o200k_base".to_string(),
+        }
+    }
+}
+
+pub const ENCODINGS: &[&str] = &["o200k_base", "cl100k_base", "p50k_base", "r50k_base"];
+
+/// The file's shape; sections the host does not own stay JSON for their owners to validate.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ConfigFile {
+    context: ContextSection,
+    model: ModelSection,
+    compression: Option<Value>,
+    auxiliary: Option<AuxiliarySection>,
+    tokens: TokensSection,
+    plugins: Option<Map<String, Value>>,
+    /// Unknown top-level keys (other Hermes sections) are allowed and left alone.
+    #[serde(flatten)]
+    _other: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct AuxiliarySection {
+    compression: Option<Value>,
+    #[serde(flatten)]
+    _other: Map<String, Value>,
+}
+
+/// A config problem, located.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read the config file: {reason}")]
+    Read { path: String, reason: String },
+    #[error("{location}: {message}")]
+    Invalid { location: String, message: String },
+}
+
+impl Config {
+    /// Defaults only, as if the config file were empty.
+    pub fn defaults() -> Self {
+        Self::parse("", None).expect("the empty config is valid")
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: error.to_string(),
+        })?;
+        Self::parse(&text, Some(path.to_path_buf()))
+    }
+
+    /// Parses config text; `source` is used in error locations.
+    pub fn parse(text: &str, source: Option<PathBuf>) -> Result<Self, ConfigError> {
+        let file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
+        } else {
+            let deserializer = serde_yaml::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                let key = error.path().to_string();
+                let inner = error.into_inner();
+                let line = inner.location().map(|l| l.line());
+                let message = strip_yaml_position(&inner.to_string());
+                // serde_yaml already names the key in most messages.
+                let named = message
+                    .split_once(": ")
+                    .is_some_and(|(head, _)| !head.contains(' ') && key.starts_with(head));
+                let message = if key.is_empty() || key == "." || named {
+                    message
+                } else {
+                    format!("{key}: {message}")
+                };
+                ConfigError::Invalid {
+                    location: location(source.as_deref(), line),
+                    message,
+                }
+            })?
+        };
+        let summarizer_section = file
+            .auxiliary
+            .and_then(|aux| aux.compression)
+            .unwrap_or(Value::Null);
+        let mut config = Config {
+            source,
+            text: text.to_string(),
+            context: file.context,
+            model: file.model,
+            compression: file.compression.unwrap_or(Value::Null),
+            summarizer: SummarizerSettings::default(),
+            tokens: file.tokens,
+            plugins: file.plugins.unwrap_or_default(),
+        };
+        config.summarizer = SummarizerSettings::from_value(&summarizer_section)
+            .and_then(|settings| settings.validate().map(|()| settings))
+            .map_err(|error| config.locate_message(&error.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.context.engine.trim().is_empty() {
+            return Err(self.error_at("context.engine", "must name an engine (e.g. compressor)"));
+        }
+        if self.model.context_length < 1024 {
+            return Err(self.error_at(
+                "model.context_length",
+                &format!(
+                    "must be at least 1024 tokens, got {}",
+                    self.model.context_length
+                ),
+            ));
+        }
+        if !ENCODINGS.contains(&self.tokens.encoding.as_str()) {
+            return Err(self.error_at(
+                "tokens.encoding",
+                &format!(
+                    "unknown encoding `{}`; use one of {}",
+                    self.tokens.encoding,
+                    ENCODINGS.join(", ")
+                ),
+            ));
+        }
+        for (name, section) in &self.plugins {
+            if !(section.is_object() || section.is_null()) {
+                return Err(self.error_at(
+                    &format!("plugins.{name}"),
+                    "must be a mapping of the engine's settings",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The section handed to engine `name`: `plugins.<name>` (null when absent).
+    pub fn engine_section(&self, name: &str) -> Value {
+        self.plugins.get(name).cloned().unwrap_or(Value::Null)
+    }
+
+    /// The directory plugin paths are resolved against: the config file's directory, absolute.
+    pub fn dir(&self) -> Option<PathBuf> {
+        let source = self.source.as_deref()?;
+        let absolute = std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf());
+        absolute.parent().map(Path::to_path_buf)
+    }
+
+    /// An error about `key`, located at its line when it can be found.
+    pub fn error_at(&self, key: &str, message: &str) -> ConfigError {
+        ConfigError::Invalid {
+            location: location(self.source.as_deref(), line_of_key(&self.text, key)),
+            message: format!("{key}: {message}"),
+        }
+    }
+
+    /// Turns an engine's settings error (`"compression.threshold: must be ..."`) into a located
+    /// config error when its message starts with a key of this file.
+    pub fn locate_message(&self, message: &str) -> ConfigError {
+        if let Some((key, rest)) = message.split_once(": ") {
+            if key.contains('.') && !key.contains(' ') {
+                return self.error_at(key, rest);
+            }
+        }
+        ConfigError::Invalid {
+            location: location(self.source.as_deref(), None),
+            message: message.to_string(),
+        }
+    }
+}
+
+fn location(source: Option<&Path>, line: Option<usize>) -> String {
+    let file = source
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "config".to_string());
+    match line {
+        Some(line) => format!("{file}:{line}"),
+        None => file,
+    }
+}
+
+/// serde_yaml appends " at line L column C"; the location is already in front.
+fn strip_yaml_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message.to_string(),
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Some(path) => write!(f, "{}", path.display()),
+            None => f.write_str("built-in defaults"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        Config::parse(text, Some(PathBuf::from("config.yaml")))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let config = Config::parse("context:\n  engine: window\n", None).unwrap();
+        assert_eq!(config.context.engine, "window");
+        assert_eq!(config.model.context_length, 128_000);
+        assert_eq!(config.tokens.encoding, "o200k_base");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        assert_eq!(
+            error("model:\n  name: x\n  context_length: lots\n"),
+            "config.yaml:3: model.context_length: invalid type: string \"lots\", expected u64"
+        );
+        assert_eq!(
+            error("model:\n  context_length: 10\n"),
+            "config.yaml:2: model.context_length: must be at least 1024 tokens, got 10"
+        );
+        assert!(error("context: [unclosed\n").starts_with("config.yaml:"));
+        assert_eq!(
+            error("context:\n  engin: lcm\n"),
+            "config.yaml:2: context: unknown field `engin`, expected `engine`"
+        );
+    }
+
+    #[test]
+    fn engine_messages_are_located() {
+        let config = Config::parse(
+            "compression:\n  threshold: 1.7\n",
+            Some(PathBuf::from("c.yaml")),
+        )
+        .unwrap();
+        assert_eq!(
+            config
+                .locate_message("compression.threshold: must be between 0 and 1, got 1.7")
+                .to_string(),
+            "c.yaml:2: compression.threshold: must be between 0 and 1, got 1.7"
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_sections_are_allowed() {
+        Config::parse("display:\n  skin: dark\nmemory:\n  provider: x\n", None).unwrap();
+    }
+}

@@ -1,0 +1,28 @@
+//! The `ctxhost` binary: parses the command line, runs the command, and turns errors into one
+//! line on stderr and an exit code.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Exit codes: 0 success, 1 error, 2 usage error (clap), 3 the engine failed and the
+/// conversation was returned unchanged.
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Compress(args) => cli::compress::run(&cli.global, args),
+        Command::Engines(args) => cli::plugins::list(&cli.global, args),
+        Command::Plugins(command) => cli::plugins::run(&cli.global, command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}

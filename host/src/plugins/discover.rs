@@ -1,0 +1,100 @@
+//! Finding plugin directories: `plugins/context_engine/<name>/` under each plugin root.
+
+use std::path::{Path, PathBuf};
+
+use super::descriptor::{Descriptor, DESCRIPTOR_FILE};
+
+/// Where a plugin root comes from; earlier kinds win when two plugins share a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RootKind {
+    /// Beside the config file (a repository's own plugins).
+    ConfigDir,
+    /// Under the user's ctxhost home (installed plugins).
+    UserHome,
+}
+
+impl RootKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            RootKind::ConfigDir => "config dir",
+            RootKind::UserHome => "user home",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRoot {
+    pub kind: RootKind,
+    /// The `plugins/context_engine` directory itself.
+    pub path: PathBuf,
+}
+
+impl PluginRoot {
+    pub fn new(kind: RootKind, base: &Path) -> Self {
+        PluginRoot {
+            kind,
+            path: base.join("plugins").join("context_engine"),
+        }
+    }
+}
+
+/// One plugin directory found on disk, before its library is loaded.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub name: String,
+    pub dir: PathBuf,
+    pub root: RootKind,
+    /// The parsed `plugin.yaml`, or why it could not be read.
+    pub descriptor: Result<Descriptor, String>,
+}
+
+impl Candidate {
+    /// The library to load and whether it exists; `None` when the descriptor is broken.
+    pub fn library(&self) -> Option<(PathBuf, bool)> {
+        self.descriptor
+            .as_ref()
+            .ok()
+            .map(|d| d.resolve_library(&self.dir))
+    }
+}
+
+/// Every plugin directory under `roots`, in root order then by name. Directories without a
+/// `plugin.yaml` and hidden ones are skipped.
+pub fn discover(roots: &[PluginRoot]) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(&root.path) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && p.join(DESCRIPTOR_FILE).is_file())
+            .filter(|p| {
+                !p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.') || n.starts_with('_'))
+            })
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let dir_name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let descriptor = Descriptor::read(&dir);
+            let name = descriptor
+                .as_ref()
+                .ok()
+                .and_then(|d| d.name.clone())
+                .unwrap_or(dir_name);
+            found.push(Candidate {
+                name,
+                dir,
+                root: root.kind,
+                descriptor,
+            });
+        }
+    }
+    found
+}

@@ -1,0 +1,797 @@
+//! Facts read out of a turn's text: file paths, commands, errors, decisions, constraints and
+//! next steps.
+
+use serde_json::Value;
+
+use crate::fit::truncate_bytes;
+
+/// `text` on one line (whitespace collapsed), cut to `max_bytes`.
+pub fn compact(text: &str, max_bytes: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    truncate_bytes(&line, max_bytes).into_owned()
+}
+
+/// Whether `text` mentions `topic` (case-insensitive).
+pub fn mentions(text: &str, topic: &str) -> bool {
+    !topic.is_empty() && text.to_lowercase().contains(&topic.to_lowercase())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+const EXTENSIONS: &[&str] = &[
+    "rs",
+    "py",
+    "pyi",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "jsx",
+    "go",
+    "java",
+    "kt",
+    "kts",
+    "scala",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "cxx",
+    "hpp",
+    "hh",
+    "cs",
+    "swift",
+    "mm",
+    "rb",
+    "php",
+    "pl",
+    "lua",
+    "jl",
+    "ex",
+    "exs",
+    "erl",
+    "hs",
+    "ml",
+    "clj",
+    "dart",
+    "zig",
+    "nim",
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "ps1",
+    "bat",
+    "md",
+    "rst",
+    "txt",
+    "adoc",
+    "toml",
+    "yaml",
+    "yml",
+    "json",
+    "jsonl",
+    "json5",
+    "ini",
+    "cfg",
+    "conf",
+    "env",
+    "lock",
+    "xml",
+    "html",
+    "htm",
+    "css",
+    "scss",
+    "sass",
+    "less",
+    "vue",
+    "svelte",
+    "sql",
+    "csv",
+    "tsv",
+    "proto",
+    "graphql",
+    "gql",
+    "ipynb",
+    "tf",
+    "hcl",
+    "gradle",
+    "cmake",
+    "mk",
+    "patch",
+    "diff",
+    "log",
+    "pem",
+    "dockerfile",
+    "tex",
+    "bib",
+    "wasm",
+    "so",
+    "dll",
+    "dylib",
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "svg",
+    "pdf",
+    "zip",
+    "tar",
+    "gz",
+];
+
+const BARE_FILE_NAMES: &[&str] = &[
+    "Makefile",
+    "Dockerfile",
+    "Containerfile",
+    "Justfile",
+    "Rakefile",
+    "Gemfile",
+    "Procfile",
+    "Vagrantfile",
+    "CMakeLists.txt",
+    "LICENSE",
+    "README",
+];
+
+/// File paths mentioned in `text`, in order of first mention, without duplicates.
+pub fn paths(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for token in text.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | '<'
+                    | '>'
+                    | ','
+                    | ';'
+                    | '|'
+                    | '='
+            )
+    }) {
+        if let Some(path) = as_path(token) {
+            if !found.iter().any(|p| p == &path) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// `token` as a file path, if it looks like one.
+fn as_path(token: &str) -> Option<String> {
+    let token = token
+        .trim_end_matches(['.', ':', '!', '?'])
+        .trim_start_matches(['@', '+']);
+    if token.len() < 2 || token.len() > 260 || token.contains("://") || token.starts_with("//") {
+        return None;
+    }
+    // `src/lib.rs:42:7` names `src/lib.rs`.
+    let token = strip_line_suffix(token);
+    if !token.chars().all(|c| {
+        c.is_alphanumeric()
+            || matches!(
+                c,
+                '/' | '\\' | '.' | '_' | '-' | '~' | '+' | '@' | ':' | '%'
+            )
+    }) {
+        return None;
+    }
+    if !token.chars().any(char::is_alphabetic) {
+        return None;
+    }
+    let windows = token.len() > 3
+        && token.as_bytes()[0].is_ascii_alphabetic()
+        && &token.as_bytes()[1..3] == b":\\";
+    if windows {
+        return Some(token.to_string());
+    }
+    if token.contains(':') {
+        return None;
+    }
+    let name = token.rsplit('/').next().unwrap_or(token);
+    let named_file = has_known_extension(name) || BARE_FILE_NAMES.contains(&name);
+    let rooted = token.starts_with('/')
+        || token.starts_with("./")
+        || token.starts_with("../")
+        || token.starts_with("~/");
+    if token.contains('/') {
+        if token.ends_with('/') && !rooted {
+            return None;
+        }
+        // `and/or`-style words are not paths; rooted ones and those naming a file are.
+        if (rooted && token.len() > 2) || named_file {
+            return Some(token.trim_end_matches('/').to_string()).filter(|p| !p.is_empty());
+        }
+        return None;
+    }
+    named_file.then(|| token.to_string())
+}
+
+/// Whether `path` names a file (rather than a directory): a known extension or file name.
+pub fn names_file(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    has_known_extension(name) || BARE_FILE_NAMES.contains(&name)
+}
+
+/// Whether two paths name the same file: equal, or one is the other with leading
+/// directories (`src/a.rs` and `/repo/src/a.rs`).
+pub fn same_file(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    long.ends_with(short)
+        && (long.len() == short.len() || long.as_bytes()[long.len() - short.len() - 1] == b'/')
+}
+
+fn strip_line_suffix(token: &str) -> &str {
+    let mut token = token;
+    for _ in 0..2 {
+        match token.rsplit_once(':') {
+            Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => {
+                token = head;
+            }
+            _ => break,
+        }
+    }
+    token
+}
+
+fn has_known_extension(name: &str) -> bool {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() || name.starts_with('.') => {
+            let ext = ext.to_ascii_lowercase();
+            EXTENSIONS.contains(&ext.as_str())
+                && stem.chars().any(char::is_alphabetic)
+                && !stem.ends_with('.')
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Lines of `text` that report an error, a traceback reduced to its final exception line.
+pub fn error_lines(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line
+            .trim_start()
+            .starts_with("Traceback (most recent call last)")
+        {
+            // The exception is the first unindented line after the frames.
+            let mut j = i + 1;
+            while j < lines.len()
+                && (lines[j].starts_with(char::is_whitespace) || lines[j].trim().is_empty())
+            {
+                j += 1;
+            }
+            let exception = lines.get(j).map_or("Traceback", |l| l.trim());
+            found.push(format!("Traceback: {exception}"));
+            i = j + 1;
+            continue;
+        }
+        if is_error_line(line) {
+            found.push(line.trim().to_string());
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Whether one line reports an error, a failure or a non-zero exit code. Numbered source
+/// listings (`12: ...`, as file viewers and `grep -n` print them) are code, not errors.
+pub fn is_error_line(line: &str) -> bool {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || is_listing_line(trimmed) {
+        return false;
+    }
+    // A bare heading such as `ERRORS:` or `failures:` introduces errors; the lines after it
+    // say what they are.
+    if trimmed.ends_with(':') && !trimmed.contains(char::is_whitespace) {
+        return false;
+    }
+    let lower = trimmed.to_lowercase();
+    if let Some(code) = exit_code(&lower) {
+        return code != 0;
+    }
+    const ALWAYS: &[&str] = &[
+        "error[",
+        "fatal:",
+        "panicked at",
+        "traceback (most recent call last)",
+        "command not found",
+        "no such file or directory",
+        "permission denied",
+        "segmentation fault",
+        "timed out",
+        "non-zero exit",
+        "nonzero exit",
+        "could not compile",
+        "npm err!",
+    ];
+    if ALWAYS.iter().any(|marker| lower.contains(marker)) {
+        return true;
+    }
+    if names_exception(trimmed)
+        || word_with_message(&lower, "error:")
+        || word_with_message(&lower, "exception:")
+    {
+        return true;
+    }
+    // `failed` and the like, unless they count nothing (`0 failed`, `failures=0`).
+    for word in ["failed", "failure", "failures", "errors", "error"] {
+        for (start, end) in word_matches(&lower, word) {
+            let before = lower[..start].trim_end();
+            let after = lower[end..].trim_start();
+            let zero = before.ends_with(" 0")
+                || before == "0"
+                || before.ends_with("no")
+                || ["=0", "= 0", ":0", ": 0"]
+                    .iter()
+                    .any(|z| after.starts_with(z));
+            if zero {
+                continue;
+            }
+            let counted = before
+                .rsplit(|c: char| !c.is_ascii_digit())
+                .next()
+                .is_some_and(|n| !n.is_empty());
+            let shouted = trimmed.len() == lower.len()
+                && trimmed
+                    .get(start..end)
+                    .is_some_and(|w| w.chars().all(|c| c.is_ascii_uppercase()));
+            let accepted = match word {
+                // Plain "errors" is prose unless counted ("3 errors") or shouted.
+                "errors" => counted || shouted,
+                // A bare "error" counts as a log level or in "an error occurred".
+                "error" => shouted || after.starts_with("occurred") || after.starts_with("while"),
+                _ => true,
+            };
+            if accepted {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// `12: code` or `12| code`: a line of a numbered listing.
+fn is_listing_line(trimmed: &str) -> bool {
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && matches!(trimmed.as_bytes().get(digits), Some(b':' | b'|'))
+}
+
+/// Whole-word occurrences of `word` in `lower` (word characters: alphanumerics and `_`).
+fn word_matches<'a>(lower: &'a str, word: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
+    lower.match_indices(word).filter_map(move |(start, _)| {
+        let end = start + word.len();
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        let before_ok = lower[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !is_word(c));
+        let after_ok = lower[end..].chars().next().is_none_or(|c| !is_word(c));
+        (before_ok && after_ok).then_some((start, end))
+    })
+}
+
+/// `marker` (ending in `:`) as a word, followed by a message: `error: cannot open x`, but not
+/// code such as `except E as error:`.
+fn word_with_message(lower: &str, marker: &str) -> bool {
+    lower.match_indices(marker).any(|(start, _)| {
+        let before_ok = lower[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        before_ok && !lower[start + marker.len()..].trim().is_empty()
+    })
+}
+
+/// `ValueError: ...`, `E   AssertionError: ...`, `requests.HTTPError: ...`, but not the
+/// `except ValueError:` of code.
+fn names_exception(trimmed: &str) -> bool {
+    let first = trimmed.split_whitespace().next().unwrap_or("");
+    if matches!(
+        first,
+        "except" | "raise" | "class" | "def" | "catch" | "throw" | "throws"
+    ) {
+        return false;
+    }
+    trimmed.split_whitespace().any(|token| {
+        let Some(name) = token.strip_suffix(':') else {
+            return false;
+        };
+        let last = name.rsplit('.').next().unwrap_or(name);
+        (last.ends_with("Error") || last.ends_with("Exception"))
+            && last.starts_with(|c: char| c.is_ascii_uppercase())
+            && last.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// The code in `exit code N`, `exit status N`, `exited with N`, `returncode=N`.
+fn exit_code(lower: &str) -> Option<i64> {
+    for marker in [
+        "exit code",
+        "exit status",
+        "exited with code",
+        "exited with",
+        "returncode",
+        "return code",
+    ] {
+        if let Some(at) = lower.find(marker) {
+            let rest = lower[at + marker.len()..].trim_start_matches([' ', ':', '=', '(']);
+            let number: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            if let Ok(code) = number.parse() {
+                return Some(code);
+            }
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sentences
+
+/// Sentences of `text`: lines split after `. `, `! ` and `? `.
+pub fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for i in 0..bytes.len() {
+            if matches!(bytes[i], b'.' | b'!' | b'?')
+                && bytes.get(i + 1).is_some_and(|b| *b == b' ')
+            {
+                out.push(line[start..=i].trim());
+                start = i + 1;
+            }
+        }
+        out.push(line[start..].trim());
+    }
+    out.retain(|s| s.chars().any(char::is_alphanumeric));
+    out
+}
+
+fn contains_any(sentence: &str, markers: &[&str]) -> bool {
+    let lower = sentence.to_lowercase();
+    markers.iter().any(|marker| lower.contains(marker))
+}
+
+/// A choice made: "decided", "instead", "will use", ...
+pub fn is_decision(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "decided",
+            "decide to",
+            "decision",
+            "instead",
+            "rather than",
+            "will use",
+            "we'll use",
+            "i'll use",
+            "going to use",
+            "let's use",
+            "let's go with",
+            "go with",
+            "chose",
+            "choose",
+            "opted",
+            "switch to",
+            "switched to",
+            "settled on",
+        ],
+    )
+}
+
+/// A user's rule or preference: "must", "don't", "always", "prefer", ...
+pub fn is_constraint(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "must",
+            "don't",
+            "do not",
+            "never",
+            "always",
+            "prefer",
+            "avoid",
+            "make sure",
+            "should not",
+            "shouldn't",
+            "only use",
+            "without ",
+            "keep ",
+            "no more than",
+            "at most",
+            "at least",
+        ],
+    )
+}
+
+/// What is still to do: "next", "TODO", "need to", ...
+pub fn is_next_step(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "next step",
+            "next,",
+            "next i",
+            "next we",
+            "then i'll",
+            "then we",
+            "todo",
+            "need to",
+            "needs to",
+            "still need",
+            "remaining",
+            "i will ",
+            "i'll ",
+            "we will ",
+            "we'll ",
+            "left to do",
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool calls and commands
+
+const SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "sh",
+    "zsh",
+    "shell",
+    "terminal",
+    "exec",
+    "execute",
+    "run",
+    "cmd",
+    "command",
+    "powershell",
+    "console",
+];
+
+/// Whether a tool runs shell commands (by its name).
+pub fn is_shell_tool(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|part| SHELL_TOOLS.contains(&part))
+}
+
+/// What a tool call did, read from its name and arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFacts {
+    /// A shell command it ran.
+    pub command: Option<String>,
+    /// The file it targeted (from a `path`-like argument).
+    pub path: Option<String>,
+    /// The sub-action, e.g. `view` / `str_replace` for an editor tool.
+    pub action: Option<String>,
+    /// A search pattern or query.
+    pub query: Option<String>,
+}
+
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "target_file",
+    "output_path",
+    "notebook_path",
+    "dir",
+    "directory",
+    "workdir",
+    "cwd",
+];
+const QUERY_KEYS: &[&str] = &["pattern", "query", "regex", "search", "search_term", "url"];
+
+pub fn call_facts(name: &str, arguments: &str) -> CallFacts {
+    let shell = is_shell_tool(name);
+    let parsed: Option<Value> = serde_json::from_str(arguments.trim()).ok();
+    let object = parsed.as_ref().and_then(Value::as_object);
+    let string_at = |keys: &[&str]| -> Option<String> {
+        let object = object?;
+        keys.iter().find_map(|key| match object.get(*key)? {
+            Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+            Value::Array(items) => {
+                let words: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                (!words.is_empty()).then(|| words.join(" "))
+            }
+            _ => None,
+        })
+    };
+    let mut facts = CallFacts {
+        command: None,
+        path: string_at(PATH_KEYS),
+        action: None,
+        query: string_at(QUERY_KEYS),
+    };
+    let command_value = string_at(&["command", "cmd", "script", "commands"]);
+    match (object, command_value) {
+        (Some(_), Some(command)) => {
+            // An editor's `command: view` is a sub-action, not a shell command.
+            let is_verb = !command.contains(char::is_whitespace)
+                && command.chars().all(|c| c.is_ascii_alphabetic() || c == '_');
+            if shell || !is_verb {
+                facts.command = Some(command);
+            } else {
+                facts.action = Some(command);
+            }
+        }
+        (None, _) if shell && !arguments.trim().is_empty() => {
+            facts.command = Some(arguments.trim().to_string());
+        }
+        _ => {}
+    }
+    if facts.action.is_none() {
+        facts.action = string_at(&["action", "operation", "mode"]);
+    }
+    facts
+}
+
+/// Commands typed at a prompt inside `text`: lines starting with `$ `.
+pub fn prompt_commands(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let command = line.trim_start().strip_prefix("$ ")?.trim();
+            (!command.is_empty()).then(|| (i, command.to_string()))
+        })
+        .collect()
+}
+
+/// The command in a fenced block that ends `text` (untagged or tagged as a shell), the way
+/// text-only agents (SWE-agent and other ReAct-style loops) issue commands.
+pub fn trailing_command(text: &str) -> Option<String> {
+    let body = text.trim_end().strip_suffix("```")?;
+    let open = body.rfind("```")?;
+    let block = &body[open + 3..];
+    let (tag, command) = block.split_once('\n')?;
+    let tag = tag.trim().to_ascii_lowercase();
+    if !matches!(
+        tag.as_str(),
+        "" | "bash" | "sh" | "shell" | "console" | "zsh"
+    ) {
+        return None;
+    }
+    let command = command.trim();
+    (!command.is_empty()).then(|| command.to_string())
+}
+
+/// How a tool touched a file, from the tool's name and sub-action.
+pub fn file_verb(name: &str, action: Option<&str>) -> Option<&'static str> {
+    action.and_then(verb_of).or_else(|| verb_of(name))
+}
+
+fn verb_of(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    let parts: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let has = |words: &[&str]| parts.iter().any(|p| words.contains(p));
+    if has(&["create", "write", "save", "new"]) {
+        Some("written")
+    } else if has(&[
+        "edit", "patch", "replace", "insert", "apply", "modify", "update", "append",
+    ]) {
+        Some("edited")
+    } else if has(&["delete", "remove", "rm", "unlink"]) {
+        Some("deleted")
+    } else if has(&["read", "view", "open", "cat", "show", "get"]) {
+        Some("read")
+    } else if has(&["search", "grep", "find", "glob", "list", "ls"]) {
+        Some("searched")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_found_and_noise_is_not() {
+        let text = "Edited src/lib.rs:42:7 and ./run.sh, read /etc/hosts; see Cargo.toml. \
+                    Not paths: and/or, 3.14, e.g., self.model, https://example.com/a.rs, 1/2";
+        assert_eq!(
+            paths(text),
+            ["src/lib.rs", "./run.sh", "/etc/hosts", "Cargo.toml"]
+        );
+        assert_eq!(
+            paths(r#"{"path": "tests/test_x.py"} File "/app/x.py", line 3"#),
+            ["tests/test_x.py", "/app/x.py"]
+        );
+    }
+
+    #[test]
+    fn error_lines_cover_the_usual_shapes() {
+        let text = "Compiling x\nerror[E0308]: mismatched types\ntest result: ok. 3 passed; 0 failed\n\
+                    FAILED tests/test_a.py::test_b\nProcess exited with code 2\nexit code 0\n\
+                    Traceback (most recent call last):\n  File \"a.py\", line 1\n    x()\nValueError: bad\nafter";
+        assert_eq!(
+            error_lines(text),
+            [
+                "error[E0308]: mismatched types",
+                "FAILED tests/test_a.py::test_b",
+                "Process exited with code 2",
+                "Traceback: ValueError: bad",
+            ]
+        );
+        assert!(!is_error_line("no errors found"));
+        assert!(!is_error_line("errors: 0"));
+        assert!(!is_error_line("handle_error_case()"));
+        assert!(!is_error_line("    except FieldError as error:"));
+        assert!(!is_error_line(
+            "1432: Always serializes to avoid rounding errors."
+        ));
+        assert!(!is_error_line("this avoids rounding errors"));
+        assert!(is_error_line("E999 IndentationError: unexpected indent"));
+        assert!(is_error_line("Found 2 errors"));
+        assert!(is_error_line("FAILED (failures=1)"));
+        assert!(!is_error_line("OK (failures=0)"));
+        assert!(is_error_line("src/a.c:3:1: error: expected ';'"));
+    }
+
+    #[test]
+    fn call_facts_read_json_arguments() {
+        let facts = call_facts("bash", r#"{"command": "cargo test -p x"}"#);
+        assert_eq!(facts.command.as_deref(), Some("cargo test -p x"));
+        let facts = call_facts(
+            "str_replace_based_edit_tool",
+            r#"{"command": "view", "path": "src/a.rs"}"#,
+        );
+        assert_eq!(facts.command, None);
+        assert_eq!(facts.action.as_deref(), Some("view"));
+        assert_eq!(facts.path.as_deref(), Some("src/a.rs"));
+        assert_eq!(
+            call_facts("terminal", "ls -la").command.as_deref(),
+            Some("ls -la")
+        );
+        assert_eq!(
+            file_verb("str_replace_based_edit_tool", Some("view")),
+            Some("read")
+        );
+        assert_eq!(file_verb("apply_patch", None), Some("edited"));
+        assert_eq!(file_verb("terminal", None), None);
+    }
+
+    #[test]
+    fn trailing_fenced_commands() {
+        assert_eq!(
+            trailing_command("Let's list files.\n```\nls -F\n```\n").as_deref(),
+            Some("ls -F")
+        );
+        assert_eq!(trailing_command("Fix:\n```rust\nfn x() {}\n```"), None);
+        assert_eq!(trailing_command("no block"), None);
+    }
+
+    #[test]
+    fn sentences_split_on_punctuation() {
+        assert_eq!(
+            sentences("We decided to use X. Then run it!\nNext line"),
+            ["We decided to use X.", "Then run it!", "Next line"]
+        );
+    }
+}

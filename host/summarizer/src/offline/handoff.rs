@@ -1,0 +1,389 @@
+//! The handoff template: its sections, their items, and rendering within a size budget.
+
+use std::collections::HashSet;
+
+use crate::fit::truncate_bytes;
+
+use super::extract::mentions;
+
+/// A section of the handoff template, in the order it is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Key {
+    Goal,
+    Constraints,
+    Done,
+    InProgress,
+    Blocked,
+    Decisions,
+    Files,
+    NextSteps,
+    Critical,
+}
+
+impl Key {
+    pub const ORDER: [Key; 9] = [
+        Key::Goal,
+        Key::Constraints,
+        Key::Done,
+        Key::InProgress,
+        Key::Blocked,
+        Key::Decisions,
+        Key::Files,
+        Key::NextSteps,
+        Key::Critical,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Key::Goal => "Goal",
+            Key::Constraints => "Constraints & Preferences",
+            Key::Done => "Done",
+            Key::InProgress => "In Progress",
+            Key::Blocked => "Blocked",
+            Key::Decisions => "Key Decisions",
+            Key::Files => "Relevant Files",
+            Key::NextSteps => "Next Steps",
+            Key::Critical => "Critical Context",
+        }
+    }
+
+    /// Done / In Progress / Blocked sit under `## Progress`.
+    fn is_progress(self) -> bool {
+        matches!(self, Key::Done | Key::InProgress | Key::Blocked)
+    }
+
+    /// Whether the oldest items go first when the summary must shrink (histories), rather
+    /// than the last ones (lists in priority order).
+    fn drops_oldest(self) -> bool {
+        matches!(
+            self,
+            Key::Goal | Key::Done | Key::Blocked | Key::Decisions | Key::Critical
+        )
+    }
+
+    /// What an empty section says.
+    pub fn empty_text(self) -> &'static str {
+        match self {
+            Key::Goal => "Not stated in the summarized turns.",
+            Key::Constraints | Key::Decisions | Key::Files | Key::Critical => "None recorded.",
+            Key::Done | Key::InProgress => "Nothing recorded.",
+            Key::Blocked => "Nothing blocking.",
+            Key::NextSteps => {
+                "Continue from the most recent messages; check the current state of files and \
+                 tests before relying on this summary."
+            }
+        }
+    }
+}
+
+/// One bullet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub text: String,
+    /// Mentions the focus topic: kept in priority.
+    pub focus: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub key: Key,
+    pub items: Vec<Item>,
+    /// The first `pinned` items go last when shrinking (the original goal).
+    pub pinned: usize,
+    /// Items left out to fit.
+    pub omitted: usize,
+    /// The normalized text of every item pushed, to skip duplicates.
+    seen: HashSet<String>,
+}
+
+/// A summary in the handoff template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    pub sections: Vec<Section>,
+}
+
+impl Default for Handoff {
+    fn default() -> Self {
+        Handoff {
+            sections: Key::ORDER
+                .iter()
+                .map(|&key| Section {
+                    key,
+                    items: Vec::new(),
+                    pinned: 0,
+                    omitted: 0,
+                    seen: HashSet::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Items equal after this are duplicates.
+fn normalized(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let words = lower.split_whitespace().collect::<Vec<_>>().join(" ");
+    words
+        .strip_prefix("also asked: ")
+        .map(str::to_string)
+        .unwrap_or(words)
+}
+
+impl Handoff {
+    pub fn section(&self, key: Key) -> &Section {
+        self.sections
+            .iter()
+            .find(|s| s.key == key)
+            .expect("every key has a section")
+    }
+
+    pub fn section_mut(&mut self, key: Key) -> &mut Section {
+        self.sections
+            .iter_mut()
+            .find(|s| s.key == key)
+            .expect("every key has a section")
+    }
+
+    /// Adds an item unless it is empty or already there.
+    pub fn push(&mut self, key: Key, text: impl Into<String>) {
+        let text = text.into();
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let section = self.section_mut(key);
+        if !section.seen.insert(normalized(text)) {
+            return;
+        }
+        section.items.push(Item {
+            text: text.to_string(),
+            focus: false,
+        });
+    }
+
+    pub fn extend<I: IntoIterator<Item = String>>(&mut self, key: Key, items: I) {
+        for item in items {
+            self.push(key, item);
+        }
+    }
+
+    pub fn set_pinned(&mut self, key: Key, pinned: usize) {
+        let section = self.section_mut(key);
+        section.pinned = pinned.min(section.items.len());
+    }
+
+    /// Flags the items mentioning `topic` and moves them first (after pinned items).
+    pub fn prioritise(&mut self, topic: &str) {
+        let topic = topic.trim();
+        if topic.is_empty() {
+            return;
+        }
+        for section in &mut self.sections {
+            for item in &mut section.items {
+                item.focus = mentions(&item.text, topic);
+            }
+            let pinned = section.pinned.min(section.items.len());
+            // A stable sort keeps the original order within each group.
+            section.items[pinned..].sort_by_key(|item| !item.focus);
+        }
+    }
+
+    /// Leaves at most `max` items per section.
+    pub fn cap(&mut self, max: usize) {
+        for section in &mut self.sections {
+            while section.items.len() > max {
+                section.drop_one();
+            }
+        }
+    }
+
+    /// The summary as text, each item cut to `item_max` bytes.
+    pub fn render(&self, item_max: usize) -> String {
+        let mut out = String::new();
+        for section in &self.sections {
+            if section.key == Key::Done {
+                out.push_str("\n## Progress\n");
+            } else if !section.key.is_progress() && !out.is_empty() {
+                out.push('\n');
+            }
+            let hashes = if section.key.is_progress() {
+                "###"
+            } else {
+                "##"
+            };
+            out.push_str(&format!("{hashes} {}\n", section.key.title()));
+            if section.items.is_empty() && section.omitted == 0 {
+                out.push_str(&format!("- {}\n", section.key.empty_text()));
+                continue;
+            }
+            if section.omitted > 0 && section.key.drops_oldest() {
+                out.push_str(&format!("- (+{} earlier items omitted)\n", section.omitted));
+            }
+            for item in &section.items {
+                out.push_str("- ");
+                out.push_str(&truncate_bytes(&item.text, item_max));
+                out.push('\n');
+            }
+            if section.omitted > 0 && !section.key.drops_oldest() {
+                out.push_str(&format!("- (+{} more omitted)\n", section.omitted));
+            }
+        }
+        out.trim().to_string()
+    }
+
+    /// The summary as text in at most `budget` bytes: long items are shortened, then items
+    /// dropped from the largest section (oldest or last, per section, focus items last), then
+    /// items shortened further; text is cut only if the headings alone do not fit.
+    pub fn render_within(mut self, budget: usize) -> String {
+        for item_max in [320, 200] {
+            let text = self.render(item_max);
+            if text.len() <= budget {
+                return text;
+            }
+        }
+        let mut item_max = 200;
+        loop {
+            let text = self.render(item_max);
+            if text.len() <= budget {
+                return text;
+            }
+            // First drop items from sections that have several; then shorten every item;
+            // then drop anything.
+            let several = self.largest(item_max, |s| s.items.len() > 1);
+            if item_max > 80 {
+                match several {
+                    Some(index) => self.sections[index].drop_one(),
+                    None => item_max = item_max * 2 / 3,
+                }
+                continue;
+            }
+            match self.largest(item_max, |s| !s.items.is_empty()) {
+                Some(index) => self.sections[index].drop_one(),
+                None => return truncate_bytes(&text, budget).into_owned(),
+            }
+        }
+    }
+
+    /// The section (among those `eligible`) to shrink: one with unpinned items first, then the
+    /// largest, then the earliest.
+    fn largest(&self, item_max: usize, eligible: impl Fn(&Section) -> bool) -> Option<usize> {
+        self.sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| eligible(s))
+            .max_by_key(|(i, s)| {
+                let unpinned = s.items.len() > s.pinned;
+                let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
+                (unpinned, size, std::cmp::Reverse(*i))
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+impl Section {
+    /// Drops the least valuable item: unpinned before pinned, other items before focus items,
+    /// then the oldest or the last depending on the section.
+    fn drop_one(&mut self) {
+        if self.items.is_empty() {
+            return;
+        }
+        let pinned = self.pinned.min(self.items.len());
+        let range = if pinned < self.items.len() {
+            pinned..self.items.len()
+        } else {
+            self.pinned = self.pinned.saturating_sub(1);
+            0..self.items.len()
+        };
+        let candidates: Vec<usize> = range.collect();
+        let unfocused: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| !self.items[i].focus)
+            .collect();
+        let pool = if unfocused.is_empty() {
+            &candidates
+        } else {
+            &unfocused
+        };
+        let victim = if self.key.drops_oldest() {
+            pool[0]
+        } else {
+            pool[pool.len() - 1]
+        };
+        self.items.remove(victim);
+        self.omitted += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Handoff {
+        let mut handoff = Handoff::default();
+        handoff.push(Key::Goal, "fix the parser");
+        handoff.set_pinned(Key::Goal, 1);
+        for i in 0..30 {
+            handoff.push(
+                Key::Done,
+                format!("Ran `step {i}` with a fairly long description"),
+            );
+        }
+        handoff.push(Key::Files, "src/parser.rs (edited)");
+        handoff
+    }
+
+    #[test]
+    fn render_has_every_section() {
+        let text = Handoff::default().render(200);
+        for title in [
+            "## Goal",
+            "## Constraints & Preferences",
+            "## Progress\n### Done",
+            "### In Progress",
+            "### Blocked",
+            "## Key Decisions",
+            "## Relevant Files",
+            "## Next Steps",
+            "## Critical Context",
+        ] {
+            assert!(text.contains(title), "{title} missing from\n{text}");
+        }
+    }
+
+    #[test]
+    fn render_within_drops_oldest_history_first() {
+        let text = sample().render_within(900);
+        assert!(text.len() <= 900);
+        assert!(text.contains("fix the parser"));
+        assert!(text.contains("step 29"));
+        assert!(!text.contains("`step 0`"));
+        assert!(text.contains("earlier items omitted"));
+    }
+
+    #[test]
+    fn render_within_never_exceeds_tiny_budgets() {
+        for budget in [0, 10, 50, 200, 400] {
+            assert!(sample().render_within(budget).len() <= budget);
+        }
+    }
+
+    #[test]
+    fn focus_items_survive_shrinking() {
+        let mut handoff = sample();
+        handoff.push(Key::Done, "Ran `grep tokenizer`");
+        handoff.prioritise("TOKENIZER");
+        let done = handoff.section(Key::Done);
+        assert!(done.items[0].focus);
+        let text = handoff.render_within(700);
+        assert!(text.contains("grep tokenizer"), "{text}");
+    }
+
+    #[test]
+    fn duplicates_are_ignored() {
+        let mut handoff = Handoff::default();
+        handoff.push(Key::Goal, "Fix  it");
+        handoff.push(Key::Goal, "Also asked: fix it");
+        assert_eq!(handoff.section(Key::Goal).items.len(), 1);
+    }
+}

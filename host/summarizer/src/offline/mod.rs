@@ -1,0 +1,100 @@
+//! The offline summarizer: deterministic and extractive.
+//!
+//! It reads the rendered turns back ([`parse`]), pulls out the facts ([`digest`]: user asks,
+//! actions and their outcomes, files, errors, decisions, the latest state), merges them into
+//! the previous summary when there is one ([`merge`]), puts the focus topic first, and renders
+//! the handoff template within `max_tokens` ([`handoff`]). Same request, same summary.
+
+mod digest;
+mod extract;
+mod handoff;
+mod merge;
+mod parse;
+
+use ctxhost_sdk::{EngineError, SummarizeRequest, Summary};
+
+use crate::fit::{token_bytes, DEFAULT_SUMMARY_TOKENS};
+use crate::Summarizer;
+
+use handoff::Key;
+
+/// Items kept per section before fitting to the budget.
+const MAX_ITEMS: usize = 40;
+/// Lines mentioning the focus topic copied into Critical Context.
+const FOCUS_LINES: usize = 6;
+
+/// Deterministic, extractive summaries from the turns themselves; no network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OfflineSummarizer;
+
+impl OfflineSummarizer {
+    pub const NAME: &'static str = "offline";
+
+    /// The summary text for `request` (what [`Summarizer::summarize`] returns, infallibly).
+    pub fn summary_text(&self, request: &SummarizeRequest) -> String {
+        let turns = parse::parse_turns(&request.content);
+        let digest = digest::digest(&turns);
+        let previous = request
+            .previous_summary
+            .as_deref()
+            .filter(|p| !p.trim().is_empty());
+        let mut handoff = merge::merge(previous, digest);
+        if let Some(topic) = focus(request) {
+            let mut lines: Vec<String> = request
+                .content
+                .lines()
+                .filter(|line| extract::mentions(line, topic))
+                .map(|line| extract::compact(without_role_tag(line), 240))
+                .filter(|line| !line.is_empty())
+                .collect();
+            lines.dedup();
+            let section = handoff.section_mut(Key::Critical);
+            let focus_items: Vec<String> = lines
+                .into_iter()
+                .take(FOCUS_LINES)
+                .map(|line| format!("On \"{topic}\": {line}"))
+                .collect();
+            // First in Critical Context.
+            let existing = std::mem::take(&mut section.items);
+            handoff.extend(Key::Critical, focus_items);
+            handoff.section_mut(Key::Critical).items.extend(existing);
+            handoff.prioritise(topic);
+        }
+        handoff.cap(MAX_ITEMS);
+        let max_tokens = if request.max_tokens == 0 {
+            DEFAULT_SUMMARY_TOKENS
+        } else {
+            request.max_tokens
+        };
+        handoff.render_within(token_bytes(max_tokens))
+    }
+}
+
+/// `line` without a leading `[role ...]` tag.
+fn without_role_tag(line: &str) -> &str {
+    match line.strip_prefix('[').and_then(|rest| rest.split_once(']')) {
+        Some((tag, rest)) if tag.len() <= 80 && !rest.trim().is_empty() => rest.trim_start(),
+        _ => line,
+    }
+}
+
+fn focus(request: &SummarizeRequest) -> Option<&str> {
+    request
+        .focus_topic
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+impl Summarizer for OfflineSummarizer {
+    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
+        Ok(Summary {
+            text: self.summary_text(request),
+            summarizer: Self::NAME.to_string(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        Self::NAME.to_string()
+    }
+}

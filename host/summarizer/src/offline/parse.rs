@@ -1,0 +1,199 @@
+//! Splits rendered turns back into turns.
+//!
+//! Turns start with a role tag at the beginning of a line: `[user]`, `[assistant]`,
+//! `[system]`, `[tool <name>]`, `[assistant -> tool_call <name>] <arguments>` (and
+//! `[TOOL RESULT <id>]:`). When no line carries a bracket tag, `user:` / `ASSISTANT:` style
+//! prefixes are read instead (only then, so a `user: bob` line in a tool's output does not
+//! start a turn). Text before the first tag is a turn of unknown role.
+
+/// Who a turn is from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    /// An assistant's tool call; the turn's text is the arguments.
+    ToolCall {
+        name: String,
+    },
+    /// A tool's output; `name` is the tool (or call id) the tag gave.
+    ToolResult {
+        name: String,
+    },
+    /// Text with no recognisable role tag.
+    Other,
+}
+
+/// One turn: its role and its text without the tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub role: Role,
+    pub text: String,
+}
+
+/// The turns in `content`, in order. Empty turns are kept (a call may have no arguments).
+pub fn parse_turns(content: &str) -> Vec<Turn> {
+    let bracketed = content.lines().any(|line| bracket_tag(line).is_some());
+    let mut turns: Vec<Turn> = Vec::new();
+    let mut current: Option<Turn> = None;
+    for line in content.lines() {
+        let header = if bracketed {
+            bracket_tag(line)
+        } else {
+            colon_tag(line)
+        };
+        match header {
+            Some((role, rest)) => {
+                turns.extend(current.take());
+                current = Some(Turn {
+                    role,
+                    text: rest.to_string(),
+                });
+            }
+            None => {
+                let turn = current.get_or_insert_with(|| Turn {
+                    role: Role::Other,
+                    text: String::new(),
+                });
+                if !turn.text.is_empty() {
+                    turn.text.push('\n');
+                }
+                turn.text.push_str(line);
+            }
+        }
+    }
+    turns.extend(current);
+    for turn in &mut turns {
+        let trimmed = turn.text.trim();
+        if trimmed.len() != turn.text.len() {
+            turn.text = trimmed.to_string();
+        }
+    }
+    turns.retain(|turn| turn.role != Role::Other || !turn.text.is_empty());
+    turns
+}
+
+/// `[role ...] rest` at the start of a line.
+fn bracket_tag(line: &str) -> Option<(Role, &str)> {
+    let inner_and_rest = line.strip_prefix('[')?;
+    let close = inner_and_rest.find(']')?;
+    let inner = inner_and_rest[..close].trim();
+    let rest = strip_separator(&inner_and_rest[close + 1..]);
+    let lower = inner.to_ascii_lowercase();
+    for marker in ["tool_call", "tool call", "tool-call"] {
+        if let Some(at) = lower.find(marker) {
+            let name = inner[at + marker.len()..]
+                .trim()
+                .trim_start_matches([':', '='])
+                .trim();
+            return Some((
+                Role::ToolCall {
+                    name: first_word(name).to_string(),
+                },
+                rest,
+            ));
+        }
+    }
+    let mut words = inner.split_whitespace();
+    let first = words.next()?.trim_end_matches(':').to_ascii_lowercase();
+    let role = match first.as_str() {
+        "user" | "human" => Role::User,
+        "assistant" | "ai" | "model" => Role::Assistant,
+        "system" | "developer" => Role::System,
+        "tool" | "function" | "tool_result" | "observation" => {
+            let name: Vec<&str> = words
+                .filter(|w| !w.eq_ignore_ascii_case("result") && !w.eq_ignore_ascii_case("output"))
+                .collect();
+            Role::ToolResult {
+                name: name.join(" ").trim_end_matches(':').to_string(),
+            }
+        }
+        _ => return None,
+    };
+    Some((role, rest))
+}
+
+/// `user: rest` (any case) at the start of a line.
+fn colon_tag(line: &str) -> Option<(Role, &str)> {
+    let colon = line.find(':')?;
+    let word = &line[..colon];
+    let role = match word.to_ascii_lowercase().as_str() {
+        "user" | "human" => Role::User,
+        "assistant" | "ai" => Role::Assistant,
+        "system" => Role::System,
+        "tool" => Role::ToolResult {
+            name: String::new(),
+        },
+        _ => return None,
+    };
+    Some((role, line[colon + 1..].trim_start()))
+}
+
+fn strip_separator(rest: &str) -> &str {
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    rest.trim_start_matches([' ', '\t'])
+}
+
+fn first_word(text: &str) -> &str {
+    text.split_whitespace().next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracket_tags_split_turns() {
+        let content = "[user] fix the build\nplease\n[assistant -> tool_call bash] {\"command\": \"cargo build\"}\n[tool bash] error: boom\n[assistant] done";
+        let turns = parse_turns(content);
+        assert_eq!(turns.len(), 4);
+        assert_eq!(turns[0].role, Role::User);
+        assert_eq!(turns[0].text, "fix the build\nplease");
+        assert_eq!(
+            turns[1].role,
+            Role::ToolCall {
+                name: "bash".into()
+            }
+        );
+        assert_eq!(turns[1].text, "{\"command\": \"cargo build\"}");
+        assert_eq!(
+            turns[2].role,
+            Role::ToolResult {
+                name: "bash".into()
+            }
+        );
+        assert_eq!(turns[3].text, "done");
+    }
+
+    #[test]
+    fn colon_prefixes_work_when_no_bracket_tags() {
+        let turns = parse_turns("preamble\nUSER: hi\nassistant: hello\nuser: bye");
+        let roles: Vec<_> = turns.iter().map(|t| t.role.clone()).collect();
+        assert_eq!(
+            roles,
+            [Role::Other, Role::User, Role::Assistant, Role::User]
+        );
+        assert_eq!(turns[0].text, "preamble");
+    }
+
+    #[test]
+    fn colon_prefixes_are_ignored_next_to_bracket_tags() {
+        let turns = parse_turns("[tool read_file] user: bob\nsystem: linux\n[user] ok");
+        assert_eq!(turns.len(), 2);
+        assert!(turns[0].text.contains("system: linux"));
+    }
+
+    #[test]
+    fn hermes_style_tags() {
+        let turns = parse_turns("[USER]: a\n[ASSISTANT]: b\n[TOOL RESULT call_1]: c");
+        assert_eq!(turns[0].role, Role::User);
+        assert_eq!(turns[1].role, Role::Assistant);
+        assert_eq!(
+            turns[2].role,
+            Role::ToolResult {
+                name: "call_1".into()
+            }
+        );
+        assert_eq!(turns[2].text, "c");
+    }
+}

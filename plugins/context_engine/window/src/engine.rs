@@ -1,0 +1,162 @@
+//! [`WindowEngine`]: the `ContextEngine` contract and the plugin glue around the algorithm.
+
+use ctxhost_sdk::{
+    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineStatus,
+    HostServices, Manifest, Message, SessionStart, TokenTracker, Usage,
+};
+use serde_json::json;
+
+use crate::settings::Settings;
+use crate::window::{self, Limits};
+
+/// The name users put in `context.engine`.
+const NAME: &str = "window";
+
+/// A zero-LLM context engine: keeps the head and a token-budgeted tail, drops the middle behind
+/// one marker, and clears old tool outputs in what it keeps.
+pub struct WindowEngine {
+    /// Token counting and logging come from the host; keep the handle for later calls.
+    services: HostServices,
+    settings: Settings,
+    /// The bookkeeping every engine needs (last usage, window, threshold, compression count).
+    tracker: TokenTracker,
+}
+
+impl WindowEngine {
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn limits<'a>(&self, focus_topic: Option<&'a str>) -> Limits<'a> {
+        Limits {
+            tail_budget: (self.tracker.context_length as f64 * self.settings.tail_ratio) as u64,
+            min_tail_messages: self.settings.min_tail_messages,
+            keep_tool_outputs: self.settings.keep_tool_outputs,
+            focus_topic,
+        }
+    }
+}
+
+impl EnginePlugin for WindowEngine {
+    fn manifest() -> Manifest {
+        let defaults = Settings::default();
+        Manifest::new(
+            NAME,
+            env!("CARGO_PKG_VERSION"),
+            "Keeps the head and a token-budgeted recent tail, drops the middle; no LLM needed.",
+        )
+        .config_key(
+            "threshold",
+            &defaults.threshold.to_string(),
+            "Compress when the prompt reaches this fraction of the context window.",
+        )
+        .config_key(
+            "tail_ratio",
+            &defaults.tail_ratio.to_string(),
+            "Token budget of the kept recent tail, as a fraction of the context window.",
+        )
+        .config_key(
+            "min_tail_messages",
+            &defaults.min_tail_messages.to_string(),
+            "The tail keeps at least this many recent messages.",
+        )
+        .config_key(
+            "keep_tool_outputs",
+            &defaults.keep_tool_outputs.to_string(),
+            "Tool outputs in the tail older than the newest N are cleared.",
+        )
+    }
+
+    fn create(services: HostServices) -> Result<Self, EngineError> {
+        // Fail here, at load time, so a bad setting is reported before the session starts.
+        let settings = Settings::from_services(&services)?;
+        let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
+        Ok(WindowEngine {
+            services,
+            settings,
+            tracker,
+        })
+    }
+}
+
+impl ContextEngine for WindowEngine {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
+        self.tracker.record_usage(usage);
+        Ok(())
+    }
+
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
+        Ok(self.tracker.over_threshold(prompt_tokens))
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        let tokens = self.services.count_messages_tokens(messages);
+        Ok(self.tracker.over_threshold(tokens))
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let tokens = options
+            .current_tokens
+            .unwrap_or_else(|| self.services.count_messages_tokens(messages));
+        if !options.force && !self.tracker.over_threshold(tokens) {
+            return Ok(messages.to_vec());
+        }
+        let limits = self.limits(options.focus_topic.as_deref());
+        let Some(compacted) = window::compact(messages, &self.services, &limits) else {
+            return Ok(messages.to_vec());
+        };
+        self.tracker.compression_count += 1;
+        self.services.debug(&format!(
+            "{} → {} messages; {} dropped in all ({} tokens); {} tool outputs cleared",
+            messages.len(),
+            compacted.messages.len(),
+            compacted.dropped.messages,
+            compacted.dropped.tokens,
+            compacted.cleared_outputs,
+        ));
+        // The algorithm only cuts on turn boundaries, so this changes nothing for a valid input.
+        // It is the last line of defence for an input that was already broken.
+        Ok(sequence::repair(compacted.messages))
+    }
+
+    /// Whether a forced `compress` would change anything: false when the head and the tail
+    /// cover everything, or when dropping the rest would not save more than the marker costs.
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        let limits = self.limits(None);
+        Ok(window::compact(messages, &self.services, &limits).is_some())
+    }
+
+    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
+        if let Some(context_length) = session.context_length {
+            self.tracker.set_context_length(context_length);
+        }
+        Ok(())
+    }
+
+    fn on_session_reset(&mut self) -> Result<(), EngineError> {
+        self.tracker.reset();
+        Ok(())
+    }
+
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        let mut status = self.tracker.status();
+        status.details = json!({
+            "tail_budget_tokens": self.limits(None).tail_budget,
+            "settings": self.settings,
+        });
+        Ok(status)
+    }
+
+    fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
+        self.tracker.set_context_length(context_length);
+        Ok(())
+    }
+}

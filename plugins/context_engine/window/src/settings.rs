@@ -1,0 +1,98 @@
+//! The engine's settings: the `plugins.window` section of `config.yaml`.
+
+use ctxhost_sdk::{EngineError, HostServices};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a user can tune under `plugins.window`. Every key is optional; unknown keys are an
+/// error, so a typo never silently falls back to a default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Compress when the prompt reaches this fraction of the context window, in (0, 1].
+    pub threshold: f64,
+    /// Token budget of the kept recent tail, as a fraction of the context window, in (0, 1) and
+    /// below `threshold` (otherwise a compressed context would still be over the threshold).
+    pub tail_ratio: f64,
+    /// The tail keeps at least this many recent messages, whatever their size (at least 1).
+    pub min_tail_messages: usize,
+    /// Tool outputs inside the tail older than the newest `keep_tool_outputs` are cleared.
+    pub keep_tool_outputs: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            threshold: 0.75,
+            tail_ratio: 0.40,
+            min_tail_messages: 6,
+            keep_tool_outputs: 4,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads and checks the engine's config section. Every error names the full key, e.g.
+    /// `plugins.window.threshold: must be between 0 and 1, got 1.7`, so the host can point at
+    /// the line of `config.yaml`.
+    pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
+        let section = format!("plugins.{}", services.setup().engine);
+        let settings: Settings = services
+            .config_as()
+            .map_err(|error| name_the_bad_key(&section, services.config(), error))?;
+        settings.validate(&section)?;
+        Ok(settings)
+    }
+
+    /// Checks the ranges serde cannot. `section` prefixes the key in messages.
+    pub fn validate(&self, section: &str) -> Result<(), EngineError> {
+        let bad = |key: &str, why: String| {
+            Err(EngineError::invalid_input(format!(
+                "{section}.{key}: {why}"
+            )))
+        };
+        // Written as `!(in range)` so NaN is rejected too.
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return bad(
+                "threshold",
+                format!("must be between 0 and 1, got {}", self.threshold),
+            );
+        }
+        if !(self.tail_ratio > 0.0 && self.tail_ratio <= 1.0) {
+            return bad(
+                "tail_ratio",
+                format!("must be between 0 and 1, got {}", self.tail_ratio),
+            );
+        }
+        if self.tail_ratio >= self.threshold {
+            return bad(
+                "tail_ratio",
+                format!(
+                    "must be below threshold ({}), got {}",
+                    self.threshold, self.tail_ratio
+                ),
+            );
+        }
+        if self.min_tail_messages == 0 {
+            return bad(
+                "min_tail_messages",
+                "must be at least 1, got 0 (the newest message is always kept)".to_string(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// serde reports a wrong type without the field's name ("invalid type: string, expected f64").
+/// Reading each key on its own finds the one at fault, so the message can name it.
+fn name_the_bad_key(section: &str, config: &Value, error: EngineError) -> EngineError {
+    if let Value::Object(fields) = config {
+        for (key, value) in fields {
+            let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+            if let Err(why) = serde_json::from_value::<Settings>(alone) {
+                return EngineError::invalid_input(format!("{section}.{key}: {why}"));
+            }
+        }
+    }
+    error
+}

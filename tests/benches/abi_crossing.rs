@@ -1,0 +1,80 @@
+//! What the plugin boundary costs: `compress` on a ~200K-token conversation through the window
+//! engine loaded as a cdylib, against the same engine linked in. Both get the host's real
+//! services (tiktoken counts, cached), so the difference is the ABI crossing.
+//!
+//! Run: `cargo bench -p ctxhost-tests --bench abi_crossing`
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ctxhost::services::{HostServicesImpl, LogSink};
+use ctxhost::tokens::TokenCounter;
+use ctxhost_engine_window::WindowEngine;
+use ctxhost_sdk::abi::load_library;
+use ctxhost_sdk::{
+    CompressOptions, ContextEngine, EnginePlugin, EngineSetup, HostBackend, HostServices, Message,
+    ModelInfo,
+};
+use ctxhost_tests::{library, long_session};
+
+/// About 200K tokens: the corpus session, repeated.
+fn conversation(host: &HostServicesImpl) -> Vec<Message> {
+    let once: Vec<Message> = serde_json::from_value(serde_json::Value::Array(long_session()))
+        .expect("the corpus is messages");
+    let mut messages = vec![once[0].clone()];
+    let mut tokens = 0;
+    while tokens < 200_000 {
+        for message in &once[1..] {
+            tokens += host.count_tokens(&message.searchable_text());
+            messages.push(message.clone());
+        }
+    }
+    messages
+}
+
+fn setup() -> EngineSetup {
+    EngineSetup {
+        engine: "window".to_string(),
+        data_dir: std::env::temp_dir(),
+        config: serde_json::Value::Null,
+        model: ModelInfo {
+            name: "bench".to_string(),
+            context_length: 128_000,
+        },
+    }
+}
+
+fn abi_crossing(c: &mut Criterion) {
+    let host = Arc::new(HostServicesImpl::new(
+        TokenCounter::new("o200k_base"),
+        LogSink::stderr(false),
+        None,
+    ));
+    let messages = conversation(&host);
+    let options = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+
+    let mut linked =
+        WindowEngine::create(HostServices::new(host.clone(), setup())).expect("window starts");
+    let plugin = load_library(&library("ctxhost_engine_window")).expect("window cdylib loads");
+    let mut loaded = plugin
+        .instantiate(host.clone(), setup())
+        .expect("window cdylib starts");
+    // Warm the token cache the way a live session has it.
+    linked.compress(&messages, &options).unwrap();
+
+    let mut group = c.benchmark_group("compress_200k_tokens");
+    group.sample_size(30);
+    group.bench_function("linked_in", |b| {
+        b.iter(|| linked.compress(&messages, &options).unwrap())
+    });
+    group.bench_function("cdylib", |b| {
+        b.iter(|| loaded.compress(&messages, &options).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, abi_crossing);
+criterion_main!(benches);

@@ -1,0 +1,8 @@
+//! The end-to-end suite: the real `ctxhost` binary, real cdylib plugins built by the suite, and
+//! the shared corpus of agent transcripts.
+
+mod abi;
+mod config_errors;
+mod loading;
+mod registry;
+mod swap;
