@@ -109,6 +109,11 @@ impl Engines {
         &self.config
     }
 
+    /// For command-line overrides (e.g. `--context-length`), before any engine is built.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
     pub fn services(&self) -> &Arc<HostServicesImpl> {
         &self.services
     }

@@ -4,10 +4,14 @@
 //! `context.engine` to the built-in compressor or a cdylib plugin, serves engines the host
 //! services (tokens, summarizer, logs), and runs them safely off the async runtime.
 
+pub mod atomic;
 pub mod config;
 pub mod engines;
 pub mod home;
+pub mod plot;
 pub mod plugins;
+pub mod replay;
+pub mod report;
 pub mod runner;
 pub mod services;
 pub mod tokens;

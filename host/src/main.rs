@@ -14,7 +14,10 @@ use cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
+        Command::Run(args) => cli::run::run(&cli.global, args),
         Command::Compress(args) => cli::compress::run(&cli.global, args),
+        Command::Tokens(args) => cli::tokens::run(&cli.global, args),
+        Command::Tools(command) => cli::tools::run(&cli.global, command),
         Command::Engines(args) => cli::plugins::list(&cli.global, args),
         Command::Plugins(command) => cli::plugins::run(&cli.global, command),
     };

@@ -6,7 +6,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use ctxhost_sdk::sequence;
-use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, ErrorKind, Message};
+use ctxhost_sdk::{
+    CompressOptions, ContextEngine, EngineError, EngineStatus, ErrorKind, Message, SessionStart,
+    Usage,
+};
+use serde_json::Value;
 
 type SharedEngine = Arc<Mutex<Box<dyn ContextEngine>>>;
 
@@ -62,8 +66,9 @@ impl Runner {
         self.failure.as_deref()
     }
 
-    /// Runs `op` on the active engine in a blocking thread. An engine error or panic is returned
-    /// as a one-line message and retires the engine in favour of the standby compressor.
+    /// Runs `op` on the active engine in a blocking thread. An error comes back as one line; a
+    /// panic also retires the engine in favour of the standby compressor (its state can no
+    /// longer be trusted).
     pub async fn call<T, F>(&mut self, op: &'static str, body: F) -> Result<T, String>
     where
         T: Send + 'static,
@@ -78,26 +83,32 @@ impl Runner {
             catch_unwind(AssertUnwindSafe(|| body(guard.as_mut())))
         })
         .await;
-        let message = match outcome {
-            Ok(Ok(Ok(value))) => return Ok(value),
+        match outcome {
+            Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) if error.kind() == ErrorKind::Panicked => {
-                format!("panicked in {op}: {}", error.message())
+                Err(self.retire(format!("panicked in {op}: {}", error.message())))
             }
-            Ok(Ok(Err(error))) => format!("failed in {op}: {error}"),
-            Ok(Err(_)) | Err(_) => format!("panicked in {op}"),
-        };
-        Err(self.retire(message))
+            Ok(Ok(Err(error))) => Err(format!(
+                "engine '{}' failed in {op}: {error}",
+                self.active.name
+            )),
+            Ok(Err(_)) | Err(_) => Err(self.retire(format!("panicked in {op}"))),
+        }
     }
 
     /// Reports the active engine's failure and, if it is a plugin, hands the session to the
     /// standby compressor.
     fn retire(&mut self, message: String) -> String {
         let line = format!("engine '{}' {message}", self.active.name);
+        self.switch_to_standby(&line);
+        line
+    }
+
+    fn switch_to_standby(&mut self, reason: &str) {
         if let Some(standby) = self.standby.take() {
             self.active = standby;
-            self.failure = Some(line.clone());
+            self.failure = Some(reason.to_string());
         }
-        line
     }
 
     /// Compresses `messages`. On any failure, or when the engine returns an invalid chat
@@ -132,11 +143,101 @@ impl Runner {
                     error: None,
                 }
             }
-            Err(reason) => CompressOutcome {
-                messages,
-                engine,
-                error: Some(format!("{reason}; the conversation is returned unchanged")),
-            },
+            Err(reason) => {
+                // A failed compression retires the engine too: the next one would likely fail
+                // the same way, and the conversation must keep fitting.
+                if self.active.name == engine {
+                    self.switch_to_standby(&reason);
+                }
+                CompressOutcome {
+                    messages,
+                    engine,
+                    error: Some(format!("{reason}; the conversation is returned unchanged")),
+                }
+            }
+        }
+    }
+}
+
+/// The lifecycle and tool operations, each run like [`Runner::call`]. Failures are reported the
+/// same way and fall back to the operation's default.
+impl Runner {
+    pub async fn on_session_start(&mut self, session: SessionStart) -> Result<(), String> {
+        self.call("on_session_start", move |e| e.on_session_start(&session))
+            .await
+    }
+
+    pub async fn on_session_end(
+        &mut self,
+        session_id: String,
+        messages: Arc<Vec<Message>>,
+    ) -> Result<(), String> {
+        self.call("on_session_end", move |e| {
+            e.on_session_end(&session_id, &messages)
+        })
+        .await
+    }
+
+    pub async fn update_from_response(&mut self, usage: Usage) -> Result<(), String> {
+        self.call("update_from_response", move |e| {
+            e.update_from_response(&usage)
+        })
+        .await
+    }
+
+    pub async fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, String> {
+        self.call("should_compress", move |e| e.should_compress(prompt_tokens))
+            .await
+    }
+
+    pub async fn should_compress_preflight(
+        &mut self,
+        messages: Arc<Vec<Message>>,
+    ) -> Result<bool, String> {
+        self.call("should_compress_preflight", move |e| {
+            e.should_compress_preflight(&messages)
+        })
+        .await
+    }
+
+    pub async fn status(&mut self) -> Result<EngineStatus, String> {
+        self.call("status", |e| e.status()).await
+    }
+
+    pub async fn tool_schemas(&mut self) -> Result<Vec<Value>, String> {
+        self.call("tool_schemas", |e| e.tool_schemas()).await
+    }
+
+    pub async fn handle_tool_call(&mut self, name: String, args: Value) -> Result<String, String> {
+        self.call("handle_tool_call", move |e| {
+            e.handle_tool_call(&name, &args)
+        })
+        .await
+    }
+
+    /// An engine-specific operation; `Ok(None)` when the engine does not have it.
+    pub async fn invoke(&mut self, op: &str, payload: Value) -> Result<Option<Value>, String> {
+        let name = op.to_string();
+        let engine = self.active.engine.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut guard = match engine.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            catch_unwind(AssertUnwindSafe(|| guard.invoke(&name, &payload)))
+        })
+        .await;
+        match outcome {
+            Ok(Ok(Ok(value))) => Ok(Some(value)),
+            Ok(Ok(Err(error))) if error.is_unsupported() => Ok(None),
+            Ok(Ok(Err(error))) if error.kind() == ErrorKind::Panicked => {
+                Err(self.retire(format!("panicked in {op}: {}", error.message())))
+            }
+            Ok(Ok(Err(error))) => Err(format!(
+                "engine '{}' failed in {op}: {error}",
+                self.active.name
+            )),
+            _ => Err(self.retire(format!("panicked in {op}"))),
         }
     }
 }

@@ -32,6 +32,16 @@ impl TokenCounter {
         &self.encoding
     }
 
+    /// Tokens a message costs in a prompt, counted the way engines count it through
+    /// `HostServices::count_message_tokens`.
+    pub fn count_message(&self, message: &ctxhost_sdk::Message) -> u64 {
+        self.count(&message.searchable_text()) + ctxhost_sdk::MESSAGE_OVERHEAD_TOKENS
+    }
+
+    pub fn count_messages(&self, messages: &[ctxhost_sdk::Message]) -> u64 {
+        messages.iter().map(|m| self.count_message(m)).sum()
+    }
+
     pub fn count(&self, text: &str) -> u64 {
         if text.len() < CACHE_MIN_BYTES {
             return self.count_uncached(text);

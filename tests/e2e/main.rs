@@ -5,4 +5,5 @@ mod abi;
 mod config_errors;
 mod loading;
 mod registry;
+mod run;
 mod swap;

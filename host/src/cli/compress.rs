@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxhost::{transcript, Runner};
+use ctxhost::transcript::{self, Format};
+use ctxhost::Runner;
 use ctxhost_sdk::{CompressOptions, Message};
 
 use super::{App, GlobalArgs};
@@ -31,10 +32,13 @@ pub struct CompressArgs {
     /// Memory-provider text to fold into the summary as reference material
     #[arg(long, value_name = "TEXT")]
     pub memory: Option<String>,
+    /// Transcript format: openai, hermes or anthropic [default: detected]
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
+    pub format: Option<Format>,
 }
 
 pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode> {
-    let messages = transcript::read(&args.transcript)?;
+    let messages = transcript::read(&args.transcript, args.format)?;
     let app = App::new(global)?;
     let name = args
         .engine
@@ -51,14 +55,7 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     };
     let mut runner = Runner::new(&resolved.name, resolved.engine, standby);
     let services = app.engines.services().clone();
-    let count = |messages: &[Message]| -> u64 {
-        messages
-            .iter()
-            .map(|m| {
-                services.tokens().count(&m.searchable_text()) + ctxhost_sdk::MESSAGE_OVERHEAD_TOKENS
-            })
-            .sum()
-    };
+    let count = |messages: &[Message]| services.tokens().count_messages(messages);
     let tokens_before = count(&messages);
     let options = CompressOptions {
         current_tokens: Some(tokens_before),

@@ -2,6 +2,9 @@
 
 pub mod compress;
 pub mod plugins;
+pub mod run;
+pub mod tokens;
+pub mod tools;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,8 +45,16 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Replay a recorded session through an engine, as an agent loop would, and report what
+    /// it did
+    Run(run::RunArgs),
     /// Compress a recorded conversation once and print the result as JSON
     Compress(compress::CompressArgs),
+    /// Count a transcript's tokens by role and show the heaviest messages
+    Tokens(tokens::TokensArgs),
+    /// The active engine's tools: list them, or call one against a session's state
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
     /// List the engines resolution can see (same as `plugins list`)
     Engines(plugins::ListArgs),
     /// Manage context engine plugins

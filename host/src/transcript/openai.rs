@@ -1,61 +1,18 @@
-//! Reading recorded conversations: OpenAI chat messages as a JSON array (or `{"messages": [...]}`)
-//! or as JSON Lines. Errors are one line with the file, the line and what is wrong.
-
-use std::path::Path;
+//! OpenAI chat messages as a JSON array (or `{"messages": [...]}`) or as JSON Lines.
 
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {message}")]
-pub struct TranscriptError {
-    pub location: String,
-    pub message: String,
-}
-
-/// Reads a transcript file (`-` for standard input).
-pub fn read(path: &Path) -> Result<Vec<Message>, TranscriptError> {
-    let name = path.display().to_string();
-    let bytes = if path == Path::new("-") {
-        let mut buffer = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buffer).map(|_| buffer)
-    } else {
-        std::fs::read(path)
-    }
-    .map_err(|error| TranscriptError {
-        location: name.clone(),
-        message: format!("cannot read: {error}"),
-    })?;
-    let text = String::from_utf8(bytes).map_err(|error| TranscriptError {
-        location: name.clone(),
-        message: format!(
-            "not UTF-8 text (invalid byte at offset {}): expected chat messages as JSON",
-            error.utf8_error().valid_up_to()
-        ),
-    })?;
-    parse(&text, &name)
-}
+use super::{json_problem, parse_document, TranscriptError};
 
 /// Parses transcript text; `name` is used in error locations.
-pub fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
+pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
     let fail = |location: String, message: String| TranscriptError { location, message };
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    if trimmed.is_empty() {
-        return Err(fail(
-            name.to_string(),
-            "the file is empty: expected a JSON array of chat messages, or one message per line (JSONL)"
-                .to_string(),
-        ));
-    }
+    let trimmed = text.trim_start();
     let values: Vec<(String, Value)> = if trimmed.starts_with('[')
         || looks_like_one_document(trimmed)
     {
-        let document: Value = serde_json::from_str(trimmed).map_err(|error| {
-            fail(
-                format!("{name}:{}:{}", error.line(), error.column()),
-                json_problem(&error),
-            )
-        })?;
+        let document = parse_document(trimmed, name)?;
         let array = match document {
             Value::Array(array) => array,
             Value::Object(mut object) => match object.remove("messages") {
@@ -109,18 +66,6 @@ fn looks_like_one_document(text: &str) -> bool {
             .is_some_and(|first| serde_json::from_str::<Value>(first).is_err())
 }
 
-fn json_problem(error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    let message = message
-        .rfind(" at line ")
-        .map_or(message.as_str(), |at| &message[..at]);
-    if error.is_eof() {
-        format!("{message}: the JSON is truncated")
-    } else {
-        format!("{message}: not valid JSON")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::parse;
@@ -145,6 +90,5 @@ mod tests {
         let jsonl = "{\"role\":\"user\",\"content\":\"a\"}\n{\"content\":\"b\"}\n";
         let error = parse(jsonl, "t.jsonl").unwrap_err();
         assert_eq!(error.to_string(), "t.jsonl:2: the message has no \"role\"");
-        assert!(parse("  \n", "t").unwrap_err().message.contains("empty"));
     }
 }

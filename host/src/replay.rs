@@ -1,0 +1,297 @@
+//! Replaying a recorded session the way an agent loop lives it: messages arrive in order, and
+//! before each model call (each assistant message) the host measures the context it would send,
+//! runs the engine's checks, compresses when the engine says so, and appends later messages to
+//! the compressed context.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ctxhost_sdk::{CompressOptions, Message, SessionStart, Usage};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::runner::Runner;
+use crate::tokens::TokenCounter;
+
+/// What the replay is told about the session.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub session_id: String,
+    pub model: String,
+    pub context_length: u64,
+}
+
+/// One model call: the tokens sent with the engine and with no engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallPoint {
+    /// 1-based.
+    pub call: usize,
+    pub tokens: u64,
+    pub baseline_tokens: u64,
+    pub messages: usize,
+}
+
+/// Why a compression ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// `should_compress_preflight` before a call.
+    Preflight,
+    /// `should_compress` on the prompt tokens of the call before.
+    Threshold,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompressionEvent {
+    /// The model call it ran before.
+    pub call: usize,
+    pub trigger: Trigger,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub elapsed_ms: f64,
+    /// The summarizer the engine reported using (`offline`, `fallback`, a model), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<String>,
+    /// Set when the engine failed and the context was kept unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whatever the engine reports about its last compression (`last_compression` op).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub telemetry: Value,
+}
+
+/// The outcome of a replay: what the report and the plot are made of.
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay {
+    pub engine: String,
+    pub session_id: String,
+    pub messages: usize,
+    pub context_length: u64,
+    pub threshold_tokens: u64,
+    pub calls: Vec<CallPoint>,
+    pub compressions: Vec<CompressionEvent>,
+    pub peak_tokens: u64,
+    pub final_tokens: u64,
+    pub final_messages: usize,
+    /// Input tokens over the whole session: what the user pays for.
+    pub total_input_tokens: u64,
+    pub total_input_tokens_no_engine: u64,
+    pub elapsed_ms: f64,
+    /// Engine errors met along the way (the replay went on).
+    pub errors: Vec<String>,
+    /// The engine that finished the session, when a failure replaced the configured one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fell_back_to: Option<String>,
+    #[serde(skip)]
+    pub final_context: Arc<Vec<Message>>,
+}
+
+/// Replays `transcript` through `runner`. `progress(done, total)` is called after each message.
+pub async fn replay(
+    runner: &mut Runner,
+    transcript: &[Message],
+    tokens: &TokenCounter,
+    options: &ReplayOptions,
+    mut progress: impl FnMut(usize, usize),
+) -> Replay {
+    let started = Instant::now();
+    let engine = runner.engine_name().to_string();
+    let mut errors = Vec::new();
+    let note = |result: Result<(), String>, errors: &mut Vec<String>| {
+        if let Err(error) = result {
+            errors.push(error);
+        }
+    };
+    let start = SessionStart {
+        session_id: options.session_id.clone(),
+        model: Some(options.model.clone()),
+        context_length: Some(options.context_length),
+    };
+    note(runner.on_session_start(start).await, &mut errors);
+    let threshold_tokens = match runner.status().await {
+        Ok(status) => status.threshold_tokens,
+        Err(error) => {
+            errors.push(error);
+            0
+        }
+    };
+
+    let mut context: Arc<Vec<Message>> = Arc::new(Vec::new());
+    // Running token totals, so each call costs only its new messages.
+    let mut context_tokens = 0u64;
+    let mut baseline_tokens = 0u64;
+    let mut calls = Vec::new();
+    let mut compressions = Vec::new();
+    let mut compressed_once = false;
+
+    // Set when `should_compress` said yes after a call: the compression runs before the next
+    // call, once the tool results and user turns in between have arrived, as in an agent loop
+    // (an engine is never handed a tool call whose results are still on their way).
+    let mut compress_before_next_call = false;
+
+    for (index, message) in transcript.iter().enumerate() {
+        if message.is_assistant() {
+            let call = calls.len() + 1;
+            let trigger = if compress_before_next_call {
+                Some(Trigger::Threshold)
+            } else {
+                match runner.should_compress_preflight(context.clone()).await {
+                    Ok(true) => Some(Trigger::Preflight),
+                    Ok(false) => None,
+                    Err(error) => {
+                        errors.push(error);
+                        None
+                    }
+                }
+            };
+            if let Some(trigger) = trigger {
+                let event = compress(runner, &mut context, tokens, call, trigger).await;
+                context_tokens = event.tokens_after;
+                compressed_once |= event.error.is_none();
+                compressions.push(event);
+            }
+            calls.push(CallPoint {
+                call,
+                tokens: context_tokens,
+                baseline_tokens,
+                messages: context.len(),
+            });
+            // API-reported usage wins over local counts, while it still describes the context
+            // sent (before any compression changed it).
+            let reported = reported_usage(message).filter(|_| !compressed_once);
+            let completion = tokens.count_message(message);
+            let usage = reported.unwrap_or(Usage {
+                prompt_tokens: context_tokens,
+                completion_tokens: completion,
+                total_tokens: context_tokens + completion,
+                ..Usage::default()
+            });
+            let prompt_tokens = usage.prompt_tokens;
+            note(runner.update_from_response(usage).await, &mut errors);
+            append(&mut context, message, &mut context_tokens, tokens);
+            baseline_tokens += completion;
+            compress_before_next_call = match runner.should_compress(prompt_tokens).await {
+                Ok(yes) => yes,
+                Err(error) => {
+                    errors.push(error);
+                    false
+                }
+            };
+        } else {
+            let cost = tokens.count_message(message);
+            append(&mut context, message, &mut context_tokens, tokens);
+            baseline_tokens += cost;
+        }
+        progress(index + 1, transcript.len());
+    }
+
+    note(
+        runner
+            .on_session_end(options.session_id.clone(), context.clone())
+            .await,
+        &mut errors,
+    );
+    errors.extend(compressions.iter().filter_map(|c| c.error.clone()));
+    let peak_tokens = calls.iter().map(|c| c.tokens).max().unwrap_or(0);
+    Replay {
+        engine,
+        session_id: options.session_id.clone(),
+        messages: transcript.len(),
+        context_length: options.context_length,
+        threshold_tokens,
+        total_input_tokens: calls.iter().map(|c| c.tokens).sum(),
+        total_input_tokens_no_engine: calls.iter().map(|c| c.baseline_tokens).sum(),
+        peak_tokens,
+        final_tokens: context_tokens,
+        final_messages: context.len(),
+        calls,
+        compressions,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        errors,
+        fell_back_to: runner.failure().map(|_| runner.engine_name().to_string()),
+        final_context: context,
+    }
+}
+
+fn append(
+    context: &mut Arc<Vec<Message>>,
+    message: &Message,
+    total: &mut u64,
+    tokens: &TokenCounter,
+) {
+    *total += tokens.count_message(message);
+    Arc::make_mut(context).push(message.clone());
+}
+
+async fn compress(
+    runner: &mut Runner,
+    context: &mut Arc<Vec<Message>>,
+    tokens: &TokenCounter,
+    call: usize,
+    trigger: Trigger,
+) -> CompressionEvent {
+    let tokens_before = tokens.count_messages(context);
+    let messages_before = context.len();
+    let options = CompressOptions {
+        current_tokens: Some(tokens_before),
+        ..CompressOptions::default()
+    };
+    let started = Instant::now();
+    let outcome = runner.compress(context.clone(), options).await;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    *context = outcome.messages;
+    let telemetry = if outcome.error.is_none() {
+        telemetry(runner).await
+    } else {
+        Value::Null
+    };
+    let summarizer = telemetry
+        .get("summarizer")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    CompressionEvent {
+        call,
+        trigger,
+        tokens_before,
+        tokens_after: tokens.count_messages(context),
+        messages_before,
+        messages_after: context.len(),
+        elapsed_ms,
+        summarizer,
+        error: outcome.error,
+        telemetry,
+    }
+}
+
+/// The engine's account of its last compression, under the op names engines use for it.
+async fn telemetry(runner: &mut Runner) -> Value {
+    for op in ["last_compression", "last_compaction"] {
+        if let Ok(Some(value)) = runner.invoke(op, Value::Null).await {
+            return value;
+        }
+    }
+    Value::Null
+}
+
+/// Usage recorded on an assistant message (`usage` with OpenAI's or Anthropic's field names).
+fn reported_usage(message: &Message) -> Option<Usage> {
+    let extra = message.extra_fields();
+    let usage = extra.get("usage")?;
+    let field = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| usage.get(*n).and_then(Value::as_u64))
+    };
+    let prompt = field(&["prompt_tokens", "input_tokens"])?;
+    let completion = field(&["completion_tokens", "output_tokens"]).unwrap_or(0);
+    Some(Usage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: field(&["total_tokens"]).unwrap_or(prompt + completion),
+        cache_read_tokens: field(&["cache_read_tokens", "cache_read_input_tokens"]),
+        cache_write_tokens: field(&["cache_write_tokens", "cache_creation_input_tokens"]),
+        reasoning_tokens: field(&["reasoning_tokens"]),
+    })
+}

@@ -1,0 +1,178 @@
+//! Hermes Agent trajectories: `{"conversations": [{"from": "system"|"human"|"gpt"|"tool",
+//! "value": ...}]}`, one per JSONL line. Assistant turns carry `<think>` blocks and
+//! `<tool_call>{"name", "arguments"}</tool_call>` blocks; tool turns carry one
+//! `<tool_response>{"tool_call_id", "name", "content"}</tool_response>` block per call.
+
+use ctxhost_sdk::{Message, ToolCall};
+use serde_json::Value;
+
+use super::{parse_document, TranscriptError};
+
+pub(super) fn looks_like(value: &Value) -> bool {
+    match value {
+        Value::Object(object) => object.get("conversations").is_some_and(Value::is_array),
+        Value::Array(turns) => turns
+            .first()
+            .is_some_and(|t| t.get("from").is_some() && t.get("value").is_some()),
+        _ => false,
+    }
+}
+
+pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
+    let trimmed = text.trim_start();
+    // A JSONL file holds one trajectory per line: the session is the first.
+    let document = match parse_document(trimmed, name) {
+        Ok(document) => document,
+        Err(whole) => {
+            let first = trimmed.lines().next().unwrap_or_default();
+            serde_json::from_str(first).map_err(|_| whole)?
+        }
+    };
+    let turns = match &document {
+        Value::Object(object) => object.get("conversations"),
+        Value::Array(_) => Some(&document),
+        _ => None,
+    }
+    .and_then(Value::as_array)
+    .ok_or_else(|| {
+        TranscriptError::new(
+            name,
+            "not a Hermes trajectory: expected {\"conversations\": [...]}",
+        )
+    })?;
+    let mut messages = Vec::new();
+    let mut pending_calls: Vec<usize> = Vec::new();
+    for (index, turn) in turns.iter().enumerate() {
+        let location = format!("{name}: turn {}", index + 1);
+        let from = turn
+            .get("from")
+            .and_then(Value::as_str)
+            .ok_or_else(|| TranscriptError::new(&location, "the turn has no \"from\""))?;
+        let value = match turn.get("value") {
+            Some(Value::String(value)) => value.as_str(),
+            Some(Value::Null) | None => "",
+            Some(_) => return Err(TranscriptError::new(&location, "\"value\" is not text")),
+        };
+        match from {
+            "system" => messages.push(Message::system(value)),
+            "human" => messages.push(Message::user(value)),
+            "gpt" => {
+                let message = assistant(value, index)
+                    .map_err(|problem| TranscriptError::new(&location, problem))?;
+                pending_calls = (0..message.tool_calls().len()).collect();
+                messages.push(message);
+            }
+            "tool" => {
+                let call_turn = messages.len().checked_sub(1);
+                for (k, response) in blocks(value, "tool_response").into_iter().enumerate() {
+                    let response: Value = serde_json::from_str(response.trim()).map_err(|e| {
+                        TranscriptError::new(
+                            &location,
+                            format!("a <tool_response> is not JSON: {e}"),
+                        )
+                    })?;
+                    let content = match response.get("content") {
+                        Some(Value::String(text)) => text.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    let id = response
+                        .get("tool_call_id")
+                        .and_then(Value::as_str)
+                        .filter(|id| !id.is_empty());
+                    // Answer the k-th call of the assistant turn before, renaming it to the id the
+                    // response recorded.
+                    let id = match (call_turn, pending_calls.get(k)) {
+                        (Some(at), Some(&call)) => {
+                            let calls = messages[at].tool_calls_mut();
+                            if let Some(id) = id {
+                                calls[call] =
+                                    ToolCall::new(id, calls[call].name(), calls[call].arguments());
+                            }
+                            calls[call].id().to_string()
+                        }
+                        _ => id.unwrap_or_default().to_string(),
+                    };
+                    messages.push(Message::tool_result(id, content));
+                }
+                pending_calls.clear();
+            }
+            other => {
+                return Err(TranscriptError::new(
+                    &location,
+                    format!("unknown \"from\" `{other}` (expected system, human, gpt or tool)"),
+                ))
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// An assistant turn: reasoning from `<think>`, calls from `<tool_call>`, the rest as content.
+fn assistant(value: &str, turn: usize) -> Result<Message, String> {
+    let reasoning: Vec<&str> = blocks(value, "think")
+        .into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut calls = Vec::new();
+    for (k, block) in blocks(value, "tool_call").into_iter().enumerate() {
+        let call: Value = serde_json::from_str(block.trim())
+            .map_err(|e| format!("a <tool_call> is not JSON: {e}"))?;
+        let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+        let arguments = match call.get("arguments") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+            None => "{}".to_string(),
+        };
+        calls.push(ToolCall::new(
+            format!("call_{}_{}", turn + 1, k + 1),
+            name,
+            arguments,
+        ));
+    }
+    let text = strip_blocks(&strip_blocks(value, "think"), "tool_call");
+    let text = text.trim();
+    let mut message = if calls.is_empty() {
+        Message::assistant(text)
+    } else {
+        let mut message = Message::assistant_tool_calls(calls);
+        if !text.is_empty() {
+            message.set_text(text);
+        }
+        message
+    };
+    if !reasoning.is_empty() {
+        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
+    }
+    Ok(message)
+}
+
+/// The inner text of every `<tag>…</tag>` block, in order.
+fn blocks<'a>(text: &'a str, tag: &str) -> Vec<&'a str> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else { break };
+        found.push(&after[..end]);
+        rest = &after[end + close.len()..];
+    }
+    found
+}
+
+fn strip_blocks(text: &str, tag: &str) -> String {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let Some(end) = rest[start..].find(&close) else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        rest = &rest[start + end + close.len()..];
+    }
+    out.push_str(rest);
+    out
+}
