@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Tokens(args) => cli::tokens::run(&cli.global, args),
         Command::Tools(command) => cli::tools::run(&cli.global, command),
         Command::Engines(args) => cli::plugins::list(&cli.global, args),
+        Command::Engine(args) => cli::engine::run(&cli.global, args),
         Command::Plugins(command) => cli::plugins::run(&cli.global, command),
     };
     match result {

@@ -310,6 +310,7 @@ fn help_for_every_subcommand() {
         &["tools", "list"],
         &["tools", "call"],
         &["engines"],
+        &["engine"],
         &["plugins"],
         &["plugins", "list"],
     ] {
@@ -324,4 +325,28 @@ fn help_for_every_subcommand() {
         };
         insta::assert_snapshot!(name.replace(' ', "_"), run.stdout, &name);
     }
+}
+
+#[test]
+fn engine_operations_are_reached_generically() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("echo", "ctxhost_fixture_echo");
+    sandbox.write_config("context:\n  engine: echo\nmodel:\n  context_length: 4096\n");
+    let setup = sandbox.ctxhost(&["engine", "setup"]);
+    assert!(setup.success(), "{}", setup.stderr);
+    let setup = setup.json();
+    assert_eq!(setup["engine"], "echo");
+    assert_eq!(setup["model"]["context_length"], 4096);
+    assert!(setup["data_dir"]
+        .as_str()
+        .unwrap()
+        .ends_with("home/data/echo"));
+    let status = sandbox.ctxhost(&["engine", "status"]);
+    assert_eq!(status.json()["context_length"], 4096, "{}", status.stderr);
+    let missing = sandbox.ctxhost(&["engine", "backup"]);
+    assert_eq!(missing.code, Some(1));
+    assert_eq!(
+        missing.stderr.trim(),
+        "error: engine 'echo' has no operation 'backup'"
+    );
 }

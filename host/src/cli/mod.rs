@@ -1,6 +1,7 @@
 //! The `ctxhost` command line: argument definitions and the shared setup every command uses.
 
 pub mod compress;
+pub mod engine;
 pub mod plugins;
 pub mod run;
 pub mod tokens;
@@ -57,6 +58,8 @@ pub enum Command {
     Tools(tools::ToolsCommand),
     /// List the engines resolution can see (same as `plugins list`)
     Engines(plugins::ListArgs),
+    /// Run one of the engine's own operations (status, doctor, backup, ...) and print its JSON
+    Engine(engine::EngineArgs),
     /// Manage context engine plugins
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),

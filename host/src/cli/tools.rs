@@ -52,7 +52,8 @@ pub fn run(global: &GlobalArgs, command: &ToolsCommand) -> anyhow::Result<ExitCo
     }
 }
 
-fn start(app: &App, engine: Option<&str>) -> anyhow::Result<Runner> {
+/// Resolves the engine a command runs against, printing any resolution warning.
+pub fn start(app: &App, engine: Option<&str>) -> anyhow::Result<Runner> {
     let name = engine.map_or_else(|| app.config().context.engine.clone(), str::to_string);
     let resolved = app.engines.resolve(&name)?;
     for warning in &resolved.warnings {

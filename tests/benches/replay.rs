@@ -1,0 +1,74 @@
+//! `ctxhost run` end to end in-process: replaying the long corpus session through the built-in
+//! compressor with the offline summarizer, at one and four times its length. Throughput is per
+//! model call, so the two figures show whether per-call overhead grows with session length.
+//!
+//! Run: `cargo bench -p ctxhost-tests --bench replay`
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ctxhost::replay::{replay, ReplayOptions};
+use ctxhost::services::{HostServicesImpl, LogSink};
+use ctxhost::tokens::TokenCounter;
+use ctxhost::{Config, Engines, Runner};
+use ctxhost_sdk::Message;
+use ctxhost_summarizer::OfflineSummarizer;
+use ctxhost_tests::long_session;
+
+fn session(times: usize) -> Vec<Message> {
+    let once: Vec<Message> =
+        serde_json::from_value(serde_json::Value::Array(long_session())).unwrap();
+    let mut messages = vec![once[0].clone()];
+    for _ in 0..times {
+        messages.extend_from_slice(&once[1..]);
+    }
+    messages
+}
+
+fn bench_replay(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let services = Arc::new(HostServicesImpl::new(
+        TokenCounter::new("o200k_base"),
+        LogSink::stderr(false),
+        Some(Arc::new(OfflineSummarizer)),
+    ));
+    let engines = Engines::new(Config::defaults(), std::env::temp_dir(), services.clone());
+    let options = ReplayOptions {
+        session_id: "bench".to_string(),
+        model: "bench".to_string(),
+        context_length: 128_000,
+    };
+    let mut group = c.benchmark_group("replay_long_session");
+    group.sample_size(10);
+    for times in [1usize, 4] {
+        let messages = session(times);
+        let calls = messages.iter().filter(|m| m.is_assistant()).count() as u64;
+        group.throughput(Throughput::Elements(calls));
+        group.bench_function(
+            format!("compressor_x{times}_{}_messages", messages.len()),
+            |b| {
+                b.iter(|| {
+                    let resolved = engines.resolve("compressor").unwrap();
+                    let mut runner = Runner::new(&resolved.name, resolved.engine, None);
+                    let report = runtime.block_on(replay(
+                        &mut runner,
+                        &messages,
+                        services.tokens(),
+                        &options,
+                        |_, _| {},
+                    ));
+                    assert!(report.errors.is_empty());
+                    report
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_replay);
+criterion_main!(benches);
