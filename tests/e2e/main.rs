@@ -6,4 +6,5 @@ mod config_errors;
 mod loading;
 mod registry;
 mod run;
+mod summarizer;
 mod swap;

@@ -19,6 +19,8 @@ const PACKAGES: &[&str] = &[
     "ctxhost-fixture-echo",
 ];
 
+pub mod fake_provider;
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -198,10 +200,16 @@ impl Sandbox {
 
     /// Runs `ctxhost` with this sandbox's config and home.
     pub fn ctxhost(&self, args: &[&str]) -> Run {
+        self.ctxhost_with_env(args, &[])
+    }
+
+    /// Runs `ctxhost` with extra environment variables (API keys for a loopback provider).
+    pub fn ctxhost_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let output = Command::new(binary())
             .current_dir(self.path())
             .env("CTXHOST_HOME", self.home())
             .env_remove("CARGO_TARGET_DIR")
+            .envs(env.iter().copied())
             .args(args)
             .output()
             .expect("ctxhost runs");

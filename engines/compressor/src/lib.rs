@@ -1,97 +1,33 @@
-//! The built-in lossy engine (interim minimal version: head, recent tail, marked placeholder).
+//! # ctxhost-compressor
+//!
+//! The built-in lossy engine, Hermes Agent's algorithm and more:
+//!
+//! 1. **When**: `should_compress` on the prompt tokens the provider reported (threshold 0.50 of
+//!    the window); `should_compress_preflight` on local counts, plus a rough hygiene check at
+//!    0.85 of the window for sessions that grew between turns. After a compression the context
+//!    must grow again before the next one (no thrashing).
+//! 2. **Prune** (`prune`): outside the protected head (system prompt and first exchange) and
+//!    tail, old tool outputs become one-line notes of what the call did, and repeated reads of
+//!    a file keep only the latest. If that is enough, no summarizer is called.
+//! 3. **Summarize** (`summary`): the middle becomes the structured handoff (Goal, Constraints &
+//!    Preferences, Progress, Key Decisions, Relevant Files, Next Steps, Critical Context) from
+//!    the host's summarizer; a later compression updates the previous summary instead of adding
+//!    another. The summary is marked as reference only.
+//! 4. **Safety** (`redact`): secrets are redacted from everything sent to a summarizer and from
+//!    every summary. When the summarizer fails, a deterministic summary takes its place, and a
+//!    cool-down keeps a dead endpoint from being retried every turn.
+//!
+//! The tail is chosen by token budget (`target_ratio` of the threshold) with a floor of
+//! `protect_last_n` messages, holds the latest user message, and never splits a tool call from
+//! its results.
 
-use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message,
-    TokenTracker,
-};
-use serde::Deserialize;
+mod compressor;
+mod prune;
+mod redact;
+mod settings;
+mod summary;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct Settings {
-    enabled: bool,
-    threshold: f64,
-    target_ratio: f64,
-    protect_last_n: usize,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            enabled: true,
-            threshold: 0.50,
-            target_ratio: 0.20,
-            protect_last_n: 20,
-        }
-    }
-}
-
-pub struct Compressor {
-    settings: Settings,
-    tracker: TokenTracker,
-}
-
-impl Compressor {
-    pub const NAME: &'static str = "compressor";
-
-    pub fn new(services: HostServices) -> Result<Self, EngineError> {
-        let value = match services.config() {
-            serde_json::Value::Null => serde_json::json!({}),
-            other => other.clone(),
-        };
-        let settings: Settings = serde_json::from_value(value)
-            .map_err(|e| EngineError::invalid_input(format!("compression.{e}")))?;
-        for (key, value) in [
-            ("threshold", settings.threshold),
-            ("target_ratio", settings.target_ratio),
-        ] {
-            if !(value > 0.0 && value <= 1.0) {
-                return Err(EngineError::invalid_input(format!(
-                    "compression.{key}: must be between 0 and 1, got {value}"
-                )));
-            }
-        }
-        let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
-        Ok(Compressor { settings, tracker })
-    }
-}
-
-impl ContextEngine for Compressor {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-
-    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
-        Ok(self.settings.enabled && self.tracker.over_threshold(prompt_tokens))
-    }
-
-    fn compress(
-        &mut self,
-        messages: &[Message],
-        _options: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        let head = sequence::end_of_turn(
-            messages,
-            (sequence::head_len(messages) + 2).min(messages.len()),
-        );
-        let tail = sequence::start_of_turn(
-            messages,
-            messages.len().saturating_sub(self.settings.protect_last_n),
-        );
-        if tail <= head {
-            return Ok(messages.to_vec());
-        }
-        let mut out = messages[..head].to_vec();
-        out.push(Message::user(format!(
-            "[CONTEXT SUMMARY — reference only, not instructions] {} earlier messages were compressed.",
-            tail - head
-        )));
-        out.extend_from_slice(&messages[tail..]);
-        self.tracker.compression_count += 1;
-        Ok(sequence::repair(out))
-    }
-
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(self.tracker.status())
-    }
-}
+pub use compressor::{Compressor, Telemetry};
+pub use redact::redact;
+pub use settings::Settings;
+pub use summary::SUMMARY_PREFIX;

@@ -1,0 +1,352 @@
+//! The engine: when to compress, and the phases of a compression, cheapest first.
+
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::{
+    sequence, CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message,
+    SessionStart, SummarizeRequest, TokenTracker, Usage,
+};
+use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::prune::{prune, PruneCount};
+use crate::redact::redact;
+use crate::settings::Settings;
+use crate::summary::{self, fence_memory, is_summary, render, summary_body, summary_message};
+
+/// After pruning alone, the context must be this far under the threshold to skip summarizing.
+const PRUNE_ENOUGH: f64 = 0.75;
+/// After a compression, the context must grow by this fraction of the threshold before the
+/// engine compresses again (no thrashing when a compression could not get under it).
+const REGROWTH: f64 = 0.10;
+
+/// What the last compression did, for `ctxhost run` reports (`invoke("last_compression")`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Telemetry {
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub pruned: usize,
+    pub deduplicated: usize,
+    pub summarized: bool,
+    /// Who wrote the summary; `None` when pruning was enough.
+    pub summarizer: Option<String>,
+    /// Why the configured summarizer was not used, when it was not.
+    pub fallback_reason: Option<String>,
+}
+
+/// The built-in lossy engine.
+pub struct Compressor {
+    services: HostServices,
+    settings: Settings,
+    tracker: TokenTracker,
+    /// No summarizer calls until then, after a failure (a dead endpoint is not retried each turn).
+    cooldown_until: Option<Instant>,
+    /// Context tokens right after the last compression.
+    tokens_after_last: Option<u64>,
+    last: Option<Telemetry>,
+}
+
+impl Compressor {
+    pub const NAME: &'static str = "compressor";
+
+    /// `services.config()` is the `compression` section of `config.yaml`.
+    pub fn new(services: HostServices) -> Result<Self, EngineError> {
+        let settings = Settings::from_config(services.config())?;
+        let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
+        Ok(Compressor {
+            services,
+            settings,
+            tracker,
+            cooldown_until: None,
+            tokens_after_last: None,
+            last: None,
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn count(&self, messages: &[Message]) -> u64 {
+        self.services.count_messages_tokens(messages)
+    }
+
+    /// True while the context has not grown enough since a compression that left it near or
+    /// over the threshold.
+    fn recently_compressed(&self, tokens: u64) -> bool {
+        let regrowth = (self.tracker.threshold_tokens() as f64 * REGROWTH) as u64;
+        self.tokens_after_last
+            .is_some_and(|after| tokens < after.saturating_add(regrowth))
+    }
+
+    /// The protected head: system prompt(s) and the first exchange (the first user message and
+    /// the assistant turn answering it, with its tool results).
+    fn head_end(&self, messages: &[Message]) -> usize {
+        let mut end = sequence::head_len(messages);
+        let first = |i: usize, role: fn(&Message) -> bool| {
+            messages.get(i).is_some_and(|m| role(m) && !is_summary(m))
+        };
+        if first(end, Message::is_user) {
+            end += 1;
+            if first(end, Message::is_assistant) {
+                end = sequence::end_of_turn(messages, end + 1);
+            }
+        }
+        end
+    }
+
+    /// The protected tail: a token budget (`target_ratio` of the threshold) with a floor of
+    /// `protect_last_n` messages, never more than half the threshold, never splitting a tool
+    /// call from its results, and always holding the latest user message.
+    fn tail_start(&self, messages: &[Message], head_end: usize) -> usize {
+        let threshold = self.tracker.threshold_tokens();
+        let budget = (threshold as f64 * self.settings.target_ratio) as u64;
+        let cap = threshold / 2;
+        let mut start = messages.len();
+        let mut tokens = 0u64;
+        while start > head_end {
+            let cost = self.services.count_message_tokens(&messages[start - 1]);
+            let kept = messages.len() - start;
+            let over_budget = kept >= self.settings.protect_last_n && tokens + cost > budget;
+            if kept >= 1 && (over_budget || tokens + cost > cap) {
+                break;
+            }
+            tokens += cost;
+            start -= 1;
+        }
+        let mut start = sequence::start_of_turn(messages, start).max(head_end);
+        if let Some(last_user) = messages.iter().rposition(|m| m.is_user() && !is_summary(m)) {
+            if last_user >= head_end && last_user < start {
+                start = last_user;
+            }
+        }
+        start
+    }
+
+    fn summary_budget(&self, middle_tokens: u64) -> u64 {
+        let window = self.tracker.context_length as f64;
+        let high = (window * 0.05).clamp(1.0, 12_000.0) as u64;
+        let low = 2_000.min(high);
+        ((middle_tokens as f64 * 0.20) as u64).clamp(low, high)
+    }
+
+    /// Asks the host's summarizer, or during a cool-down (or after a failure) writes the
+    /// deterministic summary instead. Returns the text, who wrote it, and why the fallback.
+    fn summarize(
+        &mut self,
+        request: &SummarizeRequest,
+        force: bool,
+    ) -> (String, String, Option<String>) {
+        let cooling = self
+            .cooldown_until
+            .is_some_and(|until| Instant::now() < until);
+        let failure = if cooling && !force {
+            Some("summarizer cooling down after a failure".to_string())
+        } else {
+            match self.services.summarize(request) {
+                Ok(summary) if !summary.text.trim().is_empty() => {
+                    self.cooldown_until = None;
+                    return (summary.text, summary.summarizer, None);
+                }
+                Ok(_) => Some("the summarizer returned an empty summary".to_string()),
+                Err(error) => Some(error.to_string()),
+            }
+        };
+        if !cooling {
+            self.cooldown_until = Some(
+                Instant::now() + Duration::from_secs(self.settings.summarizer_cooldown_seconds),
+            );
+            if let Some(reason) = &failure {
+                self.services.warn(&format!(
+                    "summarizer failed ({reason}); using the deterministic summary for {}s",
+                    self.settings.summarizer_cooldown_seconds
+                ));
+            }
+        }
+        let fallback = OfflineSummarizer
+            .summarize(request)
+            .map(|s| s.text)
+            .unwrap_or_else(|_| "## Goal\n(unavailable)\n".to_string());
+        (fallback, "fallback".to_string(), failure)
+    }
+
+    fn compress_messages(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> (Vec<Message>, Telemetry) {
+        let tokens_before = self.count(messages);
+        let mut telemetry = Telemetry {
+            tokens_before,
+            tokens_after: tokens_before,
+            messages_before: messages.len(),
+            messages_after: messages.len(),
+            ..Telemetry::default()
+        };
+        let head_end = self.head_end(messages);
+        let tail_start = self.tail_start(messages, head_end);
+        if tail_start <= head_end {
+            return (messages.to_vec(), telemetry);
+        }
+
+        // Phase 1: prune old tool output and superseded reads.
+        let mut work = messages.to_vec();
+        let PruneCount {
+            pruned,
+            deduplicated,
+        } = prune(&mut work, head_end..tail_start);
+        telemetry.pruned = pruned;
+        telemetry.deduplicated = deduplicated;
+        let after_prune = self.count(&work);
+        let enough = (self.tracker.threshold_tokens() as f64 * PRUNE_ENOUGH) as u64;
+        if pruned + deduplicated > 0 && after_prune <= enough && !options.force {
+            telemetry.tokens_after = after_prune;
+            return (work, telemetry);
+        }
+
+        // Phase 2: summarize the middle into the handoff, updating the previous summary.
+        let middle = &work[head_end..tail_start];
+        let previous: Vec<String> = middle
+            .iter()
+            .filter(|m| is_summary(m))
+            .map(summary_body)
+            .collect();
+        let turns: Vec<Message> = middle.iter().filter(|m| !is_summary(m)).cloned().collect();
+        let mut content = String::new();
+        if let Some(memory) = options
+            .memory_context
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+        {
+            content.push_str(&fence_memory(memory));
+        }
+        content.push_str(&render(&turns));
+        let request = SummarizeRequest {
+            instructions: summary::INSTRUCTIONS.to_string(),
+            content,
+            max_tokens: self.summary_budget(self.count(middle)),
+            focus_topic: options
+                .focus_topic
+                .as_deref()
+                .map(|f| redact(f).into_owned()),
+            previous_summary: (!previous.is_empty())
+                .then(|| redact(&previous.join("\n\n")).into_owned()),
+        };
+        let (text, summarizer, fallback_reason) = self.summarize(&request, options.force);
+        let mut out: Vec<Message> = work[..head_end].to_vec();
+        out.push(summary_message(
+            &text,
+            work[..head_end].last().map(Message::role),
+            work.get(tail_start).map(Message::role),
+        ));
+        out.extend_from_slice(&work[tail_start..]);
+        let out = sequence::repair(out);
+        telemetry.summarized = true;
+        telemetry.summarizer = Some(summarizer);
+        telemetry.fallback_reason = fallback_reason;
+        telemetry.tokens_after = self.count(&out);
+        telemetry.messages_after = out.len();
+        if telemetry.tokens_after >= tokens_before {
+            // Nothing gained (a middle smaller than its summary): keep the conversation.
+            telemetry.tokens_after = tokens_before;
+            telemetry.messages_after = messages.len();
+            telemetry.summarized = false;
+            telemetry.summarizer = None;
+            return (messages.to_vec(), telemetry);
+        }
+        (out, telemetry)
+    }
+}
+
+impl ContextEngine for Compressor {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
+        self.tracker.record_usage(usage);
+        Ok(())
+    }
+
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
+        Ok(self.settings.enabled
+            && self.tracker.over_threshold(prompt_tokens)
+            && !self.recently_compressed(prompt_tokens))
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        if !self.settings.enabled {
+            return Ok(false);
+        }
+        // The gateway's hygiene pass: a rough estimate against a higher bar, for sessions that
+        // grew between turns (cheap: no tokenizer).
+        let rough: u64 = messages
+            .iter()
+            .map(|m| (m.searchable_text().len() as u64).div_ceil(4) + 4)
+            .sum();
+        let hygiene = (self.tracker.context_length as f64 * self.settings.hygiene_ratio) as u64;
+        if rough >= hygiene && !self.recently_compressed(rough) {
+            return Ok(true);
+        }
+        let exact = self.count(messages);
+        Ok(self.tracker.over_threshold(exact) && !self.recently_compressed(exact))
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let (out, telemetry) = self.compress_messages(messages, options);
+        if telemetry.tokens_after < telemetry.tokens_before {
+            self.tracker.compression_count += 1;
+        }
+        self.tokens_after_last = Some(telemetry.tokens_after);
+        self.last = Some(telemetry);
+        Ok(out)
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        let head_end = self.head_end(messages);
+        Ok(self.tail_start(messages, head_end) > head_end)
+    }
+
+    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
+        if let Some(length) = session.context_length {
+            self.tracker.set_context_length(length);
+        }
+        Ok(())
+    }
+
+    fn on_session_reset(&mut self) -> Result<(), EngineError> {
+        self.tracker.reset();
+        self.tokens_after_last = None;
+        self.cooldown_until = None;
+        self.last = None;
+        Ok(())
+    }
+
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        let mut status = self.tracker.status();
+        status.details = json!({
+            "summarizer_cooling_down": self.cooldown_until.is_some_and(|u| Instant::now() < u),
+            "last_compression": self.last,
+        });
+        Ok(status)
+    }
+
+    fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
+        self.tracker.set_context_length(context_length);
+        Ok(())
+    }
+
+    fn invoke(&mut self, op: &str, _payload: &Value) -> Result<Value, EngineError> {
+        match op {
+            "last_compression" => Ok(serde_json::to_value(&self.last)?),
+            other => Err(EngineError::unsupported(other)),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Secrets never leave for a summarizer and never appear in a summary: API keys, tokens,
+//! passwords in URLs, private keys and `password = ...` style assignments are replaced before any
+//! text is sent, and again in whatever comes back.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+pub const REDACTED: &str = "[REDACTED]";
+
+struct Rule {
+    pattern: Regex,
+    /// Replacement, with `$name` groups kept around the secret.
+    replacement: &'static str,
+}
+
+fn rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let rule = |pattern: &str, replacement: &'static str| Rule {
+            pattern: Regex::new(pattern).expect("redaction patterns are valid"),
+            replacement,
+        };
+        vec![
+            rule(
+                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+                "[REDACTED PRIVATE KEY]",
+            ),
+            // Credentials in URLs: scheme://user:password@host
+            rule(
+                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@",
+                "${pre}[REDACTED]@",
+            ),
+            rule(r"(?i)(?P<pre>\bbearer\s+)[A-Za-z0-9._~+/=-]{12,}", "${pre}[REDACTED]"),
+            // Provider key shapes: OpenAI / Anthropic (sk-...), GitHub, AWS, Slack, Google,
+            // Stripe, Hugging Face, JWTs.
+            rule(r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED),
+            rule(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", REDACTED),
+            rule(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
+            rule(r"\bxox[abposr]-[A-Za-z0-9-]{10,}", REDACTED),
+            rule(r"\bAIza[0-9A-Za-z_-]{30,}", REDACTED),
+            rule(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", REDACTED),
+            rule(r"\bhf_[A-Za-z0-9]{20,}", REDACTED),
+            rule(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", REDACTED),
+            // Assignments: api_key = "...", password: ..., AWS_SECRET_ACCESS_KEY=...
+            rule(
+                r#"(?i)(?P<pre>\b[A-Za-z0-9_]*(?:api[_-]?key|secret|password|passwd|pwd|token|access[_-]?key)[A-Za-z0-9_]*["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#,
+                "${pre}[REDACTED]",
+            ),
+        ]
+    })
+}
+
+/// `text` with every secret replaced.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut current = Cow::Borrowed(text);
+    for rule in rules() {
+        if rule.pattern.is_match(&current) {
+            current = Cow::Owned(
+                rule.pattern
+                    .replace_all(&current, rule.replacement)
+                    .into_owned(),
+            );
+        }
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn redacts_the_usual_secrets() {
+        let cases = [
+            (
+                "key sk-proj-AbCdEf0123456789AbCdEf here",
+                "key [REDACTED] here",
+            ),
+            ("sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA", "[REDACTED]"),
+            (
+                "token ghp_0123456789abcdefghij0123456789abcd",
+                "token [REDACTED]",
+            ),
+            ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
+            (
+                "Authorization: Bearer abc.def-ghi_jkl123",
+                "Authorization: Bearer [REDACTED]",
+            ),
+            (
+                "git clone https://ada:hunter22@example.com/r.git",
+                "git clone https://ada:[REDACTED]@example.com/r.git",
+            ),
+            (
+                "export OPENAI_API_KEY=\"abcdef123456\"",
+                "export OPENAI_API_KEY=\"[REDACTED]\"",
+            ),
+            ("password: correct-horse", "password: [REDACTED]"),
+            ("xoxb-1234567890-abcdefghij", "[REDACTED]"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact(input), expected, "{input}");
+        }
+        let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nb";
+        assert_eq!(redact(pem), "a\n[REDACTED PRIVATE KEY]\nb");
+    }
+
+    #[test]
+    fn leaves_ordinary_text_alone() {
+        for text in [
+            "ls -la src/",
+            "the token count is 512",
+            "def password_hash(x):",
+            "https://example.com/a",
+        ] {
+            assert_eq!(redact(text), text);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The `compression` section of `config.yaml`, with Hermes Agent's keys and defaults.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use ctxhost_sdk::EngineError;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub enabled: bool,
+    /// Compress when the prompt reaches this fraction of the window.
+    pub threshold: f64,
+    /// The recent tail kept verbatim, as a fraction of the threshold tokens.
+    pub target_ratio: f64,
+    /// The tail never has fewer recent messages than this.
+    pub protect_last_n: usize,
+    /// The rough-estimate check before a turn, as a fraction of the window.
+    pub hygiene_ratio: f64,
+    /// After a summarizer failure, use the deterministic summary for this long.
+    pub summarizer_cooldown_seconds: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            threshold: 0.50,
+            target_ratio: 0.20,
+            protect_last_n: 20,
+            hygiene_ratio: 0.85,
+            summarizer_cooldown_seconds: 60,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads and checks the section; errors start with the dotted key.
+    pub fn from_config(section: &Value) -> Result<Self, EngineError> {
+        let section = match section {
+            Value::Null => Value::Object(Default::default()),
+            other => other.clone(),
+        };
+        let settings: Settings = serde_json::from_value(section.clone()).map_err(|error| {
+            EngineError::invalid_input(format!("compression{}", key_of(&section, &error)))
+        })?;
+        for (key, value, low_inclusive) in [
+            ("threshold", settings.threshold, false),
+            ("target_ratio", settings.target_ratio, false),
+            ("hygiene_ratio", settings.hygiene_ratio, false),
+        ] {
+            let in_range = value <= 1.0 && (value > 0.0 || (low_inclusive && value == 0.0));
+            if !in_range {
+                return Err(EngineError::invalid_input(format!(
+                    "compression.{key}: must be between 0 and 1, got {value}"
+                )));
+            }
+        }
+        if settings.protect_last_n == 0 {
+            return Err(EngineError::invalid_input(
+                "compression.protect_last_n: must be at least 1",
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// serde's message does not say which key was wrong; find it by reading keys one at a time.
+fn key_of(section: &Value, error: &serde_json::Error) -> String {
+    if let Value::Object(map) = section {
+        for (key, value) in map {
+            let mut single = serde_json::Map::new();
+            single.insert(key.clone(), value.clone());
+            if serde_json::from_value::<Settings>(Value::Object(single)).is_err() {
+                return format!(".{key}: {error}");
+            }
+        }
+    }
+    format!(": {error}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_are_hermes() {
+        let s = Settings::from_config(&Value::Null).unwrap();
+        assert_eq!(
+            (s.threshold, s.target_ratio, s.protect_last_n),
+            (0.50, 0.20, 20)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let error = |v| Settings::from_config(&v).unwrap_err().to_string();
+        assert_eq!(
+            error(json!({"threshold": 1.7})),
+            "compression.threshold: must be between 0 and 1, got 1.7"
+        );
+        assert!(error(json!({"target_ratio": "x"}))
+            .starts_with("compression.target_ratio: invalid type"));
+        assert!(error(json!({"treshold": 0.5})).starts_with("compression.treshold: unknown field"));
+    }
+}

@@ -1,0 +1,416 @@
+//! Compaction: replacing the oldest parts of the context with summaries until it fits.
+//!
+//! Each pass does one thing, in this order of preference:
+//! 1. a **leaf pass**: the oldest raw messages outside the protected fresh tail, up to
+//!    `leaf_chunk_tokens` and ending on a turn boundary, become one leaf summary;
+//! 2. a **condensed pass**: `condensed_min_fanout` consecutive summaries of one depth become one
+//!    summary a level deeper;
+//! 3. under pressure, any two or more consecutive summaries are merged.
+//!
+//! It is **incremental** (it stops as soon as the context is at or under target) and
+//! **bounded** (at most `max_passes` passes, and no new pass after the deadline; summarizer
+//! calls are themselves cut off at the deadline). Every pass makes progress whatever the
+//! summarizer does, because summarizing escalates down to truncation.
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::{EngineError, HostServices};
+use serde::Serialize;
+
+use crate::blocks;
+use crate::context::{self, Entry, EntryKind};
+use crate::ids::summary_id;
+use crate::settings::Settings;
+use crate::store::{now_ms, Sources, Store, SummaryKind, SummaryRow};
+use crate::summarize::{self, Job, Source};
+
+/// The token budget of one compaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// The head (leading system messages), which is never compacted.
+    pub head_tokens: u64,
+    pub context_length: u64,
+    /// Stop once the context is at or under this.
+    pub target_tokens: u64,
+}
+
+/// How one `compress` call went: the per-compaction telemetry (`last_compaction`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Report {
+    pub session_id: String,
+    pub messages_ingested: usize,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub target_tokens: u64,
+    pub passes: usize,
+    pub leaf_summaries: usize,
+    pub condensed_summaries: usize,
+    pub summarizer_calls: u32,
+    /// The highest escalation level any summary of this compaction needed: 0 normal,
+    /// 1 aggressive, 2 truncation.
+    pub escalation_level: u8,
+    /// The summarizer that wrote the last summary (`truncation` for the engine's fallback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub summarizer_failures: Vec<String>,
+    pub elapsed_ms: f64,
+    pub deadline_ms: u64,
+    /// Why compaction stopped: `not_needed`, `under_target`, `nothing_to_compact`,
+    /// `max_passes` or `deadline`.
+    pub stopped: String,
+}
+
+/// Most summarizer failure lines kept in a report.
+const MAX_FAILURE_LINES: usize = 8;
+
+pub struct Compactor<'a> {
+    pub store: &'a mut Store,
+    pub services: &'a HostServices,
+    pub settings: &'a Settings,
+    pub conv: i64,
+}
+
+impl Compactor<'_> {
+    /// Compacts `entries` (kept in step with the store) until they fit `budget`. With `force`,
+    /// at least one pass runs when there is anything to compact.
+    pub fn run(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        budget: Budget,
+        force: bool,
+        focus_topic: Option<&str>,
+        report: &mut Report,
+    ) -> Result<(), EngineError> {
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(self.settings.deadline_ms);
+        report.deadline_ms = self.settings.deadline_ms;
+        report.target_tokens = budget.target_tokens;
+        report.stopped = "nothing_to_compact".to_string();
+        loop {
+            let tokens = budget.head_tokens + context::tokens(entries);
+            if tokens <= budget.target_tokens && !(force && report.passes == 0) {
+                report.stopped = "under_target".to_string();
+                break;
+            }
+            if report.passes >= self.settings.max_passes {
+                report.stopped = "max_passes".to_string();
+                break;
+            }
+            // The first pass always runs (it degrades to truncation when time is short), so a
+            // compaction that was asked for always makes progress.
+            if report.passes > 0 && Instant::now() >= deadline {
+                report.stopped = "deadline".to_string();
+                break;
+            }
+            let tail = fresh_tail_start(entries, self.settings, budget.context_length);
+            let pass = if let Some(range) = leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens) {
+                self.leaf_pass(entries, range, focus_topic, deadline, report)
+            } else if let Some(range) = condensable(entries, tail, self.settings.condensed_min_fanout, true)
+                .or_else(|| condensable(entries, tail, self.settings.condensed_min_fanout, false))
+            {
+                self.condensed_pass(entries, range, focus_topic, deadline, report)
+            } else {
+                break;
+            };
+            pass?;
+            report.passes += 1;
+        }
+        report.tokens_after = budget.head_tokens + context::tokens(entries);
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(())
+    }
+
+    fn leaf_pass(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        range: Range<usize>,
+        focus_topic: Option<&str>,
+        deadline: Instant,
+        report: &mut Report,
+    ) -> Result<(), EngineError> {
+        let chunk = &entries[range.clone()];
+        let mut sources = Vec::with_capacity(chunk.len());
+        let mut rowids = Vec::with_capacity(chunk.len());
+        let (mut first, mut last) = (None, None);
+        for entry in chunk {
+            if let EntryKind::Message { stored, message } = &entry.kind {
+                sources.push(Source {
+                    label: format!("seq {} · {}", stored.seq, stored.role),
+                    text: message.searchable_text().into_owned(),
+                });
+                rowids.push(stored.rowid);
+                first.get_or_insert(stored.clone());
+                last = Some(stored.clone());
+            }
+        }
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(());
+        };
+        let source_tokens = context::tokens(chunk);
+        let previous = range
+            .start
+            .checked_sub(1)
+            .and_then(|i| entries[i].summary())
+            .map(|s| s.text.clone());
+        let job = Job {
+            kind: SummaryKind::Leaf,
+            sources: &sources,
+            context: previous.as_deref(),
+            target_tokens: self.settings.leaf_summary_tokens.min(source_tokens / 2).max(16),
+            source_tokens,
+            content_budget: self.settings.leaf_chunk_tokens,
+            focus_topic,
+        };
+        let written = self.write(&job, deadline, report);
+        let ids: Vec<String> = rowids.iter().map(i64::to_string).collect();
+        let min_time = chunk.iter().filter_map(created_at).min().unwrap_or(first.created_at);
+        let max_time = chunk.iter().filter_map(created_at).max().unwrap_or(last.created_at);
+        let summary = self.summary_row(
+            summary_id(self.conv, "leaf", &ids),
+            SummaryKind::Leaf,
+            0,
+            (first.seq, last.seq),
+            (min_time, max_time),
+            chunk.len() as u64,
+            source_tokens,
+            written,
+        );
+        self.replace(entries, range, summary, Sources::Messages(rowids))?;
+        report.leaf_summaries += 1;
+        Ok(())
+    }
+
+    fn condensed_pass(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        range: Range<usize>,
+        focus_topic: Option<&str>,
+        deadline: Instant,
+        report: &mut Report,
+    ) -> Result<(), EngineError> {
+        let children: Vec<SummaryRow> = entries[range.clone()]
+            .iter()
+            .filter_map(|e| e.summary().cloned())
+            .collect();
+        if children.len() < 2 {
+            return Ok(());
+        }
+        let sources: Vec<Source> = children
+            .iter()
+            .map(|c| Source {
+                label: format!(
+                    "{} · {} depth {} · seq {}-{}",
+                    c.id,
+                    c.kind.as_str(),
+                    c.depth,
+                    c.seq_start,
+                    c.seq_end
+                ),
+                text: c.text.clone(),
+            })
+            .collect();
+        let text_tokens: u64 = children.iter().map(|c| c.tokens).sum();
+        let job = Job {
+            kind: SummaryKind::Condensed,
+            sources: &sources,
+            context: None,
+            target_tokens: self
+                .settings
+                .condensed_summary_tokens
+                .min(text_tokens / 2)
+                .max(16),
+            source_tokens: text_tokens,
+            content_budget: self.settings.leaf_chunk_tokens,
+            focus_topic,
+        };
+        let written = self.write(&job, deadline, report);
+        let ids: Vec<String> = children.iter().map(|c| c.id.clone()).collect();
+        let depth = children.iter().map(|c| c.depth).max().unwrap_or(0) + 1;
+        let seqs = (
+            children.iter().map(|c| c.seq_start).min().unwrap_or(0),
+            children.iter().map(|c| c.seq_end).max().unwrap_or(0),
+        );
+        let times = (
+            children.iter().map(|c| c.time_start).min().unwrap_or(0),
+            children.iter().map(|c| c.time_end).max().unwrap_or(0),
+        );
+        let summary = self.summary_row(
+            summary_id(self.conv, "condensed", &ids),
+            SummaryKind::Condensed,
+            depth,
+            seqs,
+            times,
+            children.iter().map(|c| c.message_count).sum(),
+            children.iter().map(|c| c.source_tokens).sum(),
+            written,
+        );
+        self.replace(entries, range, summary, Sources::Children(ids))?;
+        report.condensed_summaries += 1;
+        Ok(())
+    }
+
+    fn write(&self, job: &Job<'_>, deadline: Instant, report: &mut Report) -> summarize::Written {
+        let timeout = Duration::from_millis(self.settings.summarizer_timeout_ms);
+        let written = summarize::write(self.services, job, timeout, deadline);
+        report.summarizer_calls += written.calls;
+        report.escalation_level = report.escalation_level.max(written.level);
+        report.summarizer = Some(written.summarizer.clone());
+        for failure in &written.failures {
+            self.services.debug(&format!("lcm: summarizer escalation: {failure}"));
+            if report.summarizer_failures.len() < MAX_FAILURE_LINES {
+                report.summarizer_failures.push(failure.clone());
+            }
+        }
+        written
+    }
+
+    #[allow(clippy::too_many_arguments)] // one row's worth of fields, named at the call site
+    fn summary_row(
+        &self,
+        id: String,
+        kind: SummaryKind,
+        depth: u32,
+        (seq_start, seq_end): (i64, i64),
+        (time_start, time_end): (i64, i64),
+        message_count: u64,
+        source_tokens: u64,
+        written: summarize::Written,
+    ) -> SummaryRow {
+        let mut row = SummaryRow {
+            id,
+            conversation_id: self.conv,
+            kind,
+            depth,
+            seq_start,
+            seq_end,
+            time_start,
+            time_end,
+            message_count,
+            source_tokens,
+            tokens: self.services.count_tokens(&written.text),
+            block_tokens: 0,
+            text: written.text,
+            summarizer: written.summarizer,
+            escalation: written.level,
+            created_at: now_ms(),
+        };
+        row.block_tokens = self.services.count_message_tokens(&blocks::render(&row));
+        row
+    }
+
+    /// Writes the summary and swaps it in for `range`, in the store and in memory.
+    fn replace(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        range: Range<usize>,
+        summary: SummaryRow,
+        sources: Sources,
+    ) -> Result<(), EngineError> {
+        let positions: Vec<i64> = entries[range.clone()].iter().map(|e| e.position).collect();
+        self.store.insert_summary(&summary, &sources, &positions)?;
+        let entry = Entry {
+            position: positions[0],
+            tokens: summary.block_tokens,
+            kind: EntryKind::Summary(summary),
+        };
+        entries.splice(range, [entry]);
+        Ok(())
+    }
+}
+
+fn created_at(entry: &Entry) -> Option<i64> {
+    match &entry.kind {
+        EntryKind::Message { stored, .. } => Some(stored.created_at),
+        EntryKind::Summary(_) => None,
+    }
+}
+
+/// Where the protected fresh tail begins: the newest `fresh_tail_count` raw messages, moved back
+/// so a tool call is never cut from its results, extended back to the newest user message when
+/// that fits, and capped at `fresh_tail_max_ratio` of the window (the newest turn always stays).
+pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: u64) -> usize {
+    let n = entries.len();
+    if n == 0 {
+        return 0;
+    }
+    let mut start = n;
+    let mut count = 0;
+    while start > 0 && count < settings.fresh_tail_count && entries[start - 1].is_message() {
+        start -= 1;
+        count += 1;
+    }
+    while start > 0 && start < n && entries[start].is_tool_result() && entries[start - 1].is_message() {
+        start -= 1;
+    }
+    if context_length == 0 {
+        return start;
+    }
+    let budget = (context_length as f64 * settings.fresh_tail_max_ratio) as u64;
+    let from = |i: usize| context::tokens(&entries[i..]);
+    if let Some(user) = (0..n).rev().find(|&i| entries[i].is_user_message()) {
+        if user < start && entries[user..start].iter().all(Entry::is_message) && from(user) <= budget {
+            start = user;
+        }
+    }
+    let mut last_turn = n - 1;
+    while last_turn > 0 && entries[last_turn].is_tool_result() && entries[last_turn - 1].is_message() {
+        last_turn -= 1;
+    }
+    while start < last_turn && from(start) > budget {
+        start += 1;
+        while start < last_turn && entries[start].is_tool_result() {
+            start += 1;
+        }
+    }
+    start
+}
+
+/// The oldest run of raw messages before the tail, up to `max_tokens` (at least one message),
+/// ending on a turn boundary.
+pub fn leaf_chunk(entries: &[Entry], tail: usize, max_tokens: u64) -> Option<Range<usize>> {
+    let start = (0..tail).find(|&i| entries[i].is_message())?;
+    let mut end = start;
+    let mut tokens = 0;
+    while end < tail && entries[end].is_message() {
+        if end > start && tokens + entries[end].tokens > max_tokens {
+            break;
+        }
+        tokens += entries[end].tokens;
+        end += 1;
+    }
+    // A tool call's results go with it, even past the budget.
+    while end < entries.len() && entries[end].is_tool_result() {
+        end += 1;
+    }
+    Some(start..end)
+}
+
+/// The oldest run of consecutive summaries before the tail to merge: with `by_fanout`,
+/// `fanout` summaries of one depth; otherwise (under pressure) up to `fanout` summaries of any
+/// depths, at least two.
+pub fn condensable(entries: &[Entry], tail: usize, fanout: usize, by_fanout: bool) -> Option<Range<usize>> {
+    let mut i = 0;
+    while i < tail.min(entries.len()) {
+        let Some(first) = entries[i].summary() else {
+            i += 1;
+            continue;
+        };
+        let mut end = i + 1;
+        while end < tail
+            && end - i < fanout
+            && entries[end]
+                .summary()
+                .is_some_and(|s| !by_fanout || s.depth == first.depth)
+        {
+            end += 1;
+        }
+        let len = end - i;
+        if (by_fanout && len >= fanout) || (!by_fanout && len >= 2) {
+            return Some(i..end);
+        }
+        i = end;
+    }
+    None
+}

@@ -1,0 +1,173 @@
+//! Ingest: storing every message the host passes, exactly once.
+//!
+//! The host re-sends the whole context on every call: the full history, or the list this engine
+//! returned last time (head, summary blocks, fresh tail) plus whatever arrived since. So:
+//! - leading system messages are the head: stored once per distinct content;
+//! - summary blocks this engine rendered are views of stored summaries and are skipped;
+//! - the remaining messages are aligned against the newest stored ones: the longest run of them
+//!   that ends exactly where the store ends is already stored, and only what follows is new.
+//!   Aligning by position (not by content alone) keeps a repeated message ("ok", "continue")
+//!   that really was said twice.
+
+use ctxhost_sdk::{sequence, EngineError, HostServices, Message};
+
+use crate::blocks;
+use crate::ids::message_hash;
+use crate::store::{NewMessage, Store};
+
+/// What one ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ingested {
+    /// Messages newly stored.
+    pub stored: usize,
+    /// Summary blocks recognised and skipped.
+    pub skipped_blocks: usize,
+    /// Messages before the aligned run that match nothing stored (e.g. another engine's summary
+    /// left in the context); not stored, since they are not part of this conversation's order.
+    pub unaligned: usize,
+}
+
+pub fn ingest(
+    store: &mut Store,
+    conv: i64,
+    services: &HostServices,
+    messages: &[Message],
+) -> Result<Ingested, EngineError> {
+    let head_len = sequence::head_len(messages);
+    let mut new = Vec::new();
+    if head_len > 0 {
+        let known = store.head_hashes(conv)?;
+        for message in &messages[..head_len] {
+            let json = to_json(message)?;
+            let hash = message_hash(&json);
+            if !known.contains(&hash) && !new.iter().any(|n: &NewMessage| n.hash == hash) {
+                new.push(prepare(message, json, hash, true, services));
+            }
+        }
+    }
+
+    let mut skipped_blocks = 0;
+    let mut rest = Vec::new();
+    for message in &messages[head_len..] {
+        if blocks::block_id(message).is_some() {
+            skipped_blocks += 1;
+        } else {
+            let json = to_json(message)?;
+            let hash = message_hash(&json);
+            rest.push((message, json, hash));
+        }
+    }
+    let hashes: Vec<&str> = rest.iter().map(|(_, _, h)| h.as_str()).collect();
+    let stored_tail = store.raw_tail_hashes(conv, hashes.len())?;
+    let (known, matched) = align(&stored_tail, &hashes);
+    let unaligned = known - matched;
+    if unaligned > 0 {
+        services.warn(&format!(
+            "lcm: {unaligned} message(s) before the stored tail match nothing stored; kept out of the store"
+        ));
+    }
+    for (message, json, hash) in rest.into_iter().skip(known) {
+        new.push(prepare(message, json, hash, false, services));
+    }
+    let stored = store.append_messages(conv, &new)?;
+    Ok(Ingested {
+        stored,
+        skipped_blocks,
+        unaligned,
+    })
+}
+
+fn to_json(message: &Message) -> Result<String, EngineError> {
+    serde_json::to_string(message)
+        .map_err(|e| EngineError::invalid_input(format!("message cannot be stored: {e}")))
+}
+
+fn prepare(
+    message: &Message,
+    json: String,
+    hash: String,
+    head: bool,
+    services: &HostServices,
+) -> NewMessage {
+    NewMessage {
+        role: message.role().to_string(),
+        head,
+        json,
+        text: message.searchable_text().into_owned(),
+        tokens: services.count_message_tokens(message),
+        hash,
+    }
+}
+
+/// How many leading `incoming` messages are already stored, and how many of those were
+/// matched one for one against the newest stored messages (`stored`, oldest first).
+///
+/// Candidates are the places where `incoming` has the newest stored message; each is scored by
+/// how far the match runs backwards. A candidate is taken when its run covers everything before
+/// it, or at least two messages (a lone match after unknown messages could be a repeated "ok");
+/// the longest run wins, the latest on ties.
+fn align(stored: &[String], incoming: &[&str]) -> (usize, usize) {
+    let Some(last) = stored.last() else {
+        return (0, 0);
+    };
+    let m = stored.len();
+    let mut best: Option<(usize, usize)> = None; // (run, end)
+    for end in (1..=incoming.len()).rev() {
+        if incoming[end - 1] != last {
+            continue;
+        }
+        let mut run = 0;
+        while run < end && run < m && incoming[end - 1 - run] == stored[m - 1 - run] {
+            run += 1;
+        }
+        let acceptable = run == end || run >= 2;
+        if acceptable && best.is_none_or(|(best_run, _)| run > best_run) {
+            best = Some((run, end));
+            if run == incoming.len().min(m) {
+                break; // no later candidate can have a longer run
+            }
+        }
+    }
+    best.map_or((0, 0), |(run, end)| (end, run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn nothing_stored_means_everything_is_new() {
+        assert_eq!(align(&[], &["a", "b"]), (0, 0));
+    }
+
+    #[test]
+    fn a_full_resend_is_recognised() {
+        assert_eq!(align(&s(&["a", "b", "c"]), &["a", "b", "c", "d"]), (3, 3));
+    }
+
+    #[test]
+    fn a_returned_tail_plus_new_messages_is_recognised() {
+        // The store holds a..e; the host sends the tail d, e and one new message.
+        assert_eq!(align(&s(&["c", "d", "e"]), &["d", "e", "f"]), (2, 2));
+        assert_eq!(align(&s(&["d", "e"]), &["e", "f"]), (1, 1));
+    }
+
+    #[test]
+    fn a_repeated_message_is_new_when_it_follows_the_stored_end() {
+        // Stored ends with "ok"; the host appends another "ok".
+        assert_eq!(align(&s(&["x", "ok"]), &["x", "ok", "ok"]), (2, 2));
+        assert_eq!(align(&s(&["ok"]), &["ok", "ok"]), (1, 1));
+    }
+
+    #[test]
+    fn foreign_messages_before_the_tail_are_left_out() {
+        // Another engine's summary, then our stored tail c, d, then a new message.
+        assert_eq!(align(&s(&["a", "b", "c", "d"]), &["S", "c", "d", "e"]), (3, 2));
+        // A lone match after a foreign message is not trusted.
+        assert_eq!(align(&s(&["a", "b", "c", "d"]), &["S", "d", "e"]), (0, 0));
+    }
+}

@@ -1,0 +1,174 @@
+//! The engine's settings: the `plugins.lcm` section of `config.yaml`.
+
+use ctxhost_sdk::{EngineError, HostServices};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a user can tune under `plugins.lcm`. Every key is optional; unknown keys are an error, so
+/// a typo never silently falls back to a default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Compact when the assembled context reaches this fraction of the window, in (0, 1].
+    pub threshold: f64,
+    /// Compaction stops as soon as the context is at or below this fraction of the window, in
+    /// (0, threshold]. The gap keeps compaction from firing again on the very next turn.
+    pub target_ratio: f64,
+    /// The newest raw messages that are never summarized (at least 1).
+    pub fresh_tail_count: usize,
+    /// The protected tail never holds more than this fraction of the window, in (0, 1]; beyond
+    /// it the oldest turns of the tail become compactable (the newest turn is always kept).
+    pub fresh_tail_max_ratio: f64,
+    /// Most source tokens summarized into one leaf summary.
+    pub leaf_chunk_tokens: u64,
+    /// Size asked of a leaf summary, in tokens.
+    pub leaf_summary_tokens: u64,
+    /// Summaries of one depth that accumulate before they are merged into a condensed one.
+    pub condensed_min_fanout: usize,
+    /// Size asked of a condensed summary, in tokens.
+    pub condensed_summary_tokens: u64,
+    /// Most summarization passes in one `compress` call.
+    pub max_passes: usize,
+    /// Wall-clock limit of one `compress` call, in milliseconds.
+    pub deadline_ms: u64,
+    /// Longest wait for one summarizer answer, in milliseconds (also capped by the deadline).
+    pub summarizer_timeout_ms: u64,
+    /// Default page size of `lcm_expand`, in tokens.
+    pub expand_max_tokens: u64,
+    /// How long to wait for a database another process holds locked, in milliseconds.
+    pub busy_timeout_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            threshold: 0.75,
+            target_ratio: 0.5,
+            fresh_tail_count: 64,
+            fresh_tail_max_ratio: 0.4,
+            leaf_chunk_tokens: 20_000,
+            leaf_summary_tokens: 1_200,
+            condensed_min_fanout: 4,
+            condensed_summary_tokens: 2_000,
+            max_passes: 24,
+            deadline_ms: 60_000,
+            summarizer_timeout_ms: 30_000,
+            expand_max_tokens: 4_000,
+            busy_timeout_ms: 5_000,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads and checks the engine's config section. Every error starts with the full dotted
+    /// key, e.g. `plugins.lcm.threshold: must be between 0 and 1, got 1.7`.
+    pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
+        let section = format!("plugins.{}", services.setup().engine);
+        let settings: Settings = services
+            .config_as()
+            .map_err(|error| name_the_bad_key(&section, services.config(), error))?;
+        settings.validate(&section)?;
+        Ok(settings)
+    }
+
+    /// Checks the ranges serde cannot. `section` prefixes the key in messages.
+    pub fn validate(&self, section: &str) -> Result<(), EngineError> {
+        let bad = |key: &str, why: String| {
+            Err(EngineError::invalid_input(format!(
+                "{section}.{key}: {why}"
+            )))
+        };
+        // Written as `!(in range)` so NaN is rejected too.
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return bad(
+                "threshold",
+                format!("must be between 0 and 1, got {}", self.threshold),
+            );
+        }
+        if !(self.target_ratio > 0.0 && self.target_ratio <= self.threshold) {
+            return bad(
+                "target_ratio",
+                format!(
+                    "must be above 0 and at most threshold ({}), got {}",
+                    self.threshold, self.target_ratio
+                ),
+            );
+        }
+        if !(self.fresh_tail_max_ratio > 0.0 && self.fresh_tail_max_ratio <= 1.0) {
+            return bad(
+                "fresh_tail_max_ratio",
+                format!("must be between 0 and 1, got {}", self.fresh_tail_max_ratio),
+            );
+        }
+        let at_least = |key: &str, value: u64, min: u64| {
+            if value < min {
+                bad(key, format!("must be at least {min}, got {value}"))
+            } else {
+                Ok(())
+            }
+        };
+        at_least("fresh_tail_count", self.fresh_tail_count as u64, 1)?;
+        at_least("leaf_chunk_tokens", self.leaf_chunk_tokens, 100)?;
+        at_least("leaf_summary_tokens", self.leaf_summary_tokens, 16)?;
+        at_least("condensed_min_fanout", self.condensed_min_fanout as u64, 2)?;
+        at_least("condensed_summary_tokens", self.condensed_summary_tokens, 16)?;
+        at_least("max_passes", self.max_passes as u64, 1)?;
+        at_least("deadline_ms", self.deadline_ms, 1)?;
+        at_least("summarizer_timeout_ms", self.summarizer_timeout_ms, 1)?;
+        at_least("expand_max_tokens", self.expand_max_tokens, 1)?;
+        Ok(())
+    }
+}
+
+/// serde reports a wrong type without the field's name ("invalid type: string, expected f64").
+/// Reading each key on its own finds the one at fault, so the message can name it.
+fn name_the_bad_key(section: &str, config: &Value, error: EngineError) -> EngineError {
+    if let Value::Object(fields) = config {
+        for (key, value) in fields {
+            let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+            if let Err(why) = serde_json::from_value::<Settings>(alone) {
+                return EngineError::invalid_input(format!("{section}.{key}: {why}"));
+            }
+        }
+    }
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(config: Value) -> Result<Settings, EngineError> {
+        let settings: Settings =
+            serde_json::from_value(config.clone()).map_err(|e| name_the_bad_key("plugins.lcm", &config, e.into()))?;
+        settings.validate("plugins.lcm")?;
+        Ok(settings)
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(read(json!({})).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn range_errors_start_with_the_dotted_key() {
+        let error = read(json!({"threshold": 1.7})).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "plugins.lcm.threshold: must be between 0 and 1, got 1.7"
+        );
+        let error = read(json!({"target_ratio": 0.9})).unwrap_err();
+        assert!(error.message().starts_with("plugins.lcm.target_ratio: "));
+        let error = read(json!({"condensed_min_fanout": 1})).unwrap_err();
+        assert!(error.message().starts_with("plugins.lcm.condensed_min_fanout: "));
+    }
+
+    #[test]
+    fn wrong_types_and_unknown_keys_name_the_key() {
+        let error = read(json!({"deadline_ms": "soon"})).unwrap_err();
+        assert!(error.message().starts_with("plugins.lcm.deadline_ms: "), "{error}");
+        let error = read(json!({"treshold": 0.5})).unwrap_err();
+        assert!(error.message().starts_with("plugins.lcm.treshold: "), "{error}");
+    }
+}

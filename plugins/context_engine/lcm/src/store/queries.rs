@@ -1,0 +1,813 @@
+//! Every query the engine runs, as methods of [`Store`].
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+
+use super::{
+    now_ms, ContextItem, ItemRow, NewMessage, Sources, Store, StoreError, StoredMessage,
+    SummaryKind, SummaryRow,
+};
+use ctxhost_sdk::EngineError;
+
+impl FromSql for SummaryKind {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        SummaryKind::parse(text).map_err(|e| FromSqlError::Other(e.to_string().into()))
+    }
+}
+
+const MESSAGE_COLUMNS: &str = "m.id, m.seq, m.role, m.head, m.json, m.tokens, m.created_at";
+
+fn message_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<StoredMessage> {
+    Ok(StoredMessage {
+        rowid: row.get(at)?,
+        seq: row.get(at + 1)?,
+        role: row.get(at + 2)?,
+        head: row.get(at + 3)?,
+        json: row.get(at + 4)?,
+        tokens: row.get(at + 5)?,
+        created_at: row.get(at + 6)?,
+    })
+}
+
+const SUMMARY_COLUMNS: &str = "s.id, s.conversation_id, s.kind, s.depth, s.seq_start, s.seq_end, \
+     s.time_start, s.time_end, s.message_count, s.source_tokens, s.tokens, s.block_tokens, \
+     s.text, s.summarizer, s.escalation, s.created_at";
+
+fn summary_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<SummaryRow> {
+    Ok(SummaryRow {
+        id: row.get(at)?,
+        conversation_id: row.get(at + 1)?,
+        kind: row.get(at + 2)?,
+        depth: row.get(at + 3)?,
+        seq_start: row.get(at + 4)?,
+        seq_end: row.get(at + 5)?,
+        time_start: row.get(at + 6)?,
+        time_end: row.get(at + 7)?,
+        message_count: row.get(at + 8)?,
+        source_tokens: row.get(at + 9)?,
+        tokens: row.get(at + 10)?,
+        block_tokens: row.get(at + 11)?,
+        text: row.get(at + 12)?,
+        summarizer: row.get(at + 13)?,
+        escalation: row.get(at + 14)?,
+        created_at: row.get(at + 15)?,
+    })
+}
+
+/// A full-text or regex match.
+#[derive(Debug, Clone)]
+pub enum Hit {
+    Message {
+        rowid: i64,
+        seq: i64,
+        role: String,
+        text: String,
+        /// bm25 rank for full-text matches (lower is better), match count for regex (higher is
+        /// better, stored negated so lower is better too).
+        rank: f64,
+    },
+    Summary {
+        summary: SummaryRow,
+        rank: f64,
+    },
+}
+
+impl Hit {
+    /// The newest sequence number the hit covers (for recency order).
+    pub fn recency(&self) -> i64 {
+        match self {
+            Hit::Message { seq, .. } => *seq,
+            Hit::Summary { summary, .. } => summary.seq_end,
+        }
+    }
+
+    pub fn rank(&self) -> f64 {
+        match self {
+            Hit::Message { rank, .. } | Hit::Summary { rank, .. } => *rank,
+        }
+    }
+}
+
+/// Sizes of one conversation's store, for `status`.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub messages: u64,
+    pub head_messages: u64,
+    pub message_tokens: u64,
+    /// (depth, count, tokens)
+    pub summaries_by_depth: Vec<(u32, u64, u64)>,
+    pub context_messages: u64,
+    pub context_summaries: u64,
+    pub compactions: u64,
+}
+
+/// One doctor finding.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub check: &'static str,
+    pub count: u64,
+    pub detail: String,
+}
+
+impl Store {
+    // --- conversations -------------------------------------------------------------------
+
+    /// The conversation a session currently writes to, created on first use.
+    pub fn current_conversation(&mut self, session_id: &str) -> Result<i64, EngineError> {
+        let found = self.read(|c| {
+            Ok(c.query_row(
+                "SELECT id FROM conversations WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                [session_id],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?)
+        })?;
+        match found {
+            Some(id) => Ok(id),
+            None => self.new_conversation(session_id),
+        }
+    }
+
+    /// Starts a fresh conversation for a session (after a reset); the old one stays stored.
+    pub fn new_conversation(&mut self, session_id: &str) -> Result<i64, EngineError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO conversations(session_id, created_at) VALUES (?1, ?2)",
+                params![session_id, now_ms()],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    // --- ingest --------------------------------------------------------------------------
+
+    /// Hashes of the newest `limit` non-head messages, oldest first.
+    pub fn raw_tail_hashes(&self, conv: i64, limit: usize) -> Result<Vec<String>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT hash FROM messages WHERE conversation_id = ?1 AND head = 0 \
+                 ORDER BY seq DESC LIMIT ?2",
+            )?;
+            let mut hashes = stmt
+                .query_map(params![conv, limit as i64], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            hashes.reverse();
+            Ok(hashes)
+        })
+    }
+
+    /// Hashes of the head (leading system) messages stored for a conversation.
+    pub fn head_hashes(&self, conv: i64) -> Result<HashSet<String>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT hash FROM messages WHERE conversation_id = ?1 AND head = 1",
+            )?;
+            let hashes = stmt
+                .query_map([conv], |r| r.get::<_, String>(0))?
+                .collect::<Result<HashSet<_>, _>>()?;
+            Ok(hashes)
+        })
+    }
+
+    /// Stores messages in one transaction, numbering them after the conversation's last, and
+    /// appends the non-head ones to the context list.
+    pub fn append_messages(
+        &mut self,
+        conv: i64,
+        messages: &[NewMessage],
+    ) -> Result<usize, EngineError> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let now = now_ms();
+        self.write(|tx| {
+            let mut seq: i64 = tx.query_row(
+                "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE conversation_id = ?1",
+                [conv],
+                |r| r.get(0),
+            )?;
+            let mut position: i64 = tx.query_row(
+                "SELECT coalesce(max(position), -1) + 1 FROM context_items WHERE conversation_id = ?1",
+                [conv],
+                |r| r.get(0),
+            )?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO messages(conversation_id, seq, role, head, json, text, tokens, hash, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            let mut item = tx.prepare_cached(
+                "INSERT INTO context_items(conversation_id, position, message_id) VALUES (?1, ?2, ?3)",
+            )?;
+            for message in messages {
+                insert.execute(params![
+                    conv,
+                    seq,
+                    message.role,
+                    message.head,
+                    message.json,
+                    message.text,
+                    message.tokens,
+                    message.hash,
+                    now
+                ])?;
+                let rowid = tx.last_insert_rowid();
+                if !message.head {
+                    item.execute(params![conv, position, rowid])?;
+                    position += 1;
+                }
+                seq += 1;
+            }
+            Ok(messages.len())
+        })
+    }
+
+    // --- the context list ----------------------------------------------------------------
+
+    /// The context list of a conversation, in order, with each message and summary loaded.
+    pub fn context(&self, conv: i64) -> Result<Vec<ItemRow>, EngineError> {
+        self.read(|c| {
+            let sql = format!(
+                "SELECT ci.position, ci.message_id IS NOT NULL, {MESSAGE_COLUMNS}, {SUMMARY_COLUMNS} \
+                 FROM context_items ci \
+                 LEFT JOIN messages m ON m.id = ci.message_id \
+                 LEFT JOIN summaries s ON s.id = ci.summary_id \
+                 WHERE ci.conversation_id = ?1 ORDER BY ci.position"
+            );
+            let mut stmt = c.prepare_cached(&sql)?;
+            let mut rows = stmt.query([conv])?;
+            let mut items = Vec::new();
+            while let Some(row) = rows.next()? {
+                let position: i64 = row.get(0)?;
+                let is_message: bool = row.get(1)?;
+                // A dangling item (its row is gone) reads as NULLs: report it, never guess.
+                let item = if is_message {
+                    let id: Option<i64> = row.get(2)?;
+                    if id.is_none() {
+                        return Err(StoreError::Corrupt(format!(
+                            "context item {position} points at a missing message"
+                        )));
+                    }
+                    ContextItem::Message(message_from_row(row, 2)?)
+                } else {
+                    let id: Option<String> = row.get(9)?;
+                    if id.is_none() {
+                        return Err(StoreError::Corrupt(format!(
+                            "context item {position} points at a missing summary"
+                        )));
+                    }
+                    ContextItem::Summary(summary_from_row(row, 9)?)
+                };
+                items.push(ItemRow { position, item });
+            }
+            Ok(items)
+        })
+    }
+
+    /// Stores a summary with its links, and puts it in the context list in place of the items
+    /// at `replaced` (it takes the first one's position), all in one transaction.
+    pub fn insert_summary(
+        &mut self,
+        summary: &SummaryRow,
+        sources: &Sources,
+        replaced: &[i64],
+    ) -> Result<(), EngineError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO summaries(id, conversation_id, kind, depth, seq_start, seq_end, \
+                 time_start, time_end, message_count, source_tokens, tokens, block_tokens, text, \
+                 summarizer, escalation, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                params![
+                    summary.id,
+                    summary.conversation_id,
+                    summary.kind.as_str(),
+                    summary.depth,
+                    summary.seq_start,
+                    summary.seq_end,
+                    summary.time_start,
+                    summary.time_end,
+                    summary.message_count,
+                    summary.source_tokens,
+                    summary.tokens,
+                    summary.block_tokens,
+                    summary.text,
+                    summary.summarizer,
+                    summary.escalation,
+                    summary.created_at
+                ],
+            )?;
+            match sources {
+                Sources::Messages(rowids) => {
+                    let mut link = tx.prepare_cached(
+                        "INSERT INTO summary_messages(summary_id, ord, message_id) VALUES (?1, ?2, ?3)",
+                    )?;
+                    for (ord, rowid) in rowids.iter().enumerate() {
+                        link.execute(params![summary.id, ord as i64, rowid])?;
+                    }
+                }
+                Sources::Children(children) => {
+                    let mut link = tx.prepare_cached(
+                        "INSERT INTO summary_parents(parent_id, ord, child_id) VALUES (?1, ?2, ?3)",
+                    )?;
+                    for (ord, child) in children.iter().enumerate() {
+                        link.execute(params![summary.id, ord as i64, child])?;
+                    }
+                }
+            }
+            let Some(first) = replaced.first() else {
+                return Err(StoreError::Schema(
+                    "a summary must replace at least one context item".into(),
+                ));
+            };
+            let mut delete = tx.prepare_cached(
+                "DELETE FROM context_items WHERE conversation_id = ?1 AND position = ?2",
+            )?;
+            for position in replaced {
+                if delete.execute(params![summary.conversation_id, position])? != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "context item {position} vanished during compaction"
+                    )));
+                }
+            }
+            tx.execute(
+                "INSERT INTO context_items(conversation_id, position, summary_id) VALUES (?1, ?2, ?3)",
+                params![summary.conversation_id, first, summary.id],
+            )?;
+            Ok(())
+        })
+    }
+
+    // --- lookups -------------------------------------------------------------------------
+
+    pub fn message_by_seq(&self, conv: i64, seq: i64) -> Result<Option<StoredMessage>, EngineError> {
+        self.read(|c| {
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.conversation_id = ?1 AND m.seq = ?2"
+            );
+            Ok(c.query_row(&sql, params![conv, seq], |r| message_from_row(r, 0))
+                .optional()?)
+        })
+    }
+
+    /// Messages by row id, in the order asked.
+    pub fn messages_by_rowid(&self, rowids: &[i64]) -> Result<Vec<StoredMessage>, EngineError> {
+        self.read(|c| {
+            let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?1");
+            let mut stmt = c.prepare_cached(&sql)?;
+            let mut out = Vec::with_capacity(rowids.len());
+            for rowid in rowids {
+                match stmt.query_row([rowid], |r| message_from_row(r, 0)).optional()? {
+                    Some(message) => out.push(message),
+                    None => {
+                        return Err(StoreError::Corrupt(format!(
+                            "linked message row {rowid} is missing"
+                        )))
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// A summary of this conversation by id.
+    pub fn summary(&self, conv: i64, id: &str) -> Result<Option<SummaryRow>, EngineError> {
+        self.read(|c| {
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE s.id = ?1 AND s.conversation_id = ?2"
+            );
+            Ok(c.query_row(&sql, params![id, conv], |r| summary_from_row(r, 0))
+                .optional()?)
+        })
+    }
+
+    /// The summaries a condensed summary merges, in order.
+    pub fn summary_children(&self, id: &str) -> Result<Vec<String>, EngineError> {
+        self.strings(
+            "SELECT child_id FROM summary_parents WHERE parent_id = ?1 ORDER BY ord",
+            id,
+        )
+    }
+
+    /// The summaries that merge this one (normally at most one).
+    pub fn summary_parents(&self, id: &str) -> Result<Vec<String>, EngineError> {
+        self.strings(
+            "SELECT parent_id FROM summary_parents WHERE child_id = ?1 ORDER BY parent_id",
+            id,
+        )
+    }
+
+    /// Sequence numbers of a leaf's source messages, in order.
+    pub fn summary_source_seqs(&self, id: &str) -> Result<Vec<i64>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT m.seq FROM summary_messages sm JOIN messages m ON m.id = sm.message_id \
+                 WHERE sm.summary_id = ?1 ORDER BY sm.ord",
+            )?;
+            let seqs = stmt
+                .query_map([id], |r| r.get(0))?
+                .collect::<Result<Vec<i64>, _>>()?;
+            Ok(seqs)
+        })
+    }
+
+    pub fn summary_in_context(&self, conv: i64, id: &str) -> Result<bool, EngineError> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT EXISTS(SELECT 1 FROM context_items WHERE conversation_id = ?1 AND summary_id = ?2)",
+                params![conv, id],
+                |r| r.get(0),
+            )?)
+        })
+    }
+
+    /// (row id, seq, tokens) of every message under a summary, through condensed summaries
+    /// down to the leaves, in conversation order.
+    pub fn messages_under(&self, id: &str) -> Result<Vec<(i64, i64, u64)>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "WITH RECURSIVE tree(id) AS ( \
+                     SELECT ?1 \
+                     UNION SELECT p.child_id FROM summary_parents p JOIN tree ON p.parent_id = tree.id \
+                 ) \
+                 SELECT m.id, m.seq, m.tokens FROM tree \
+                 JOIN summary_messages sm ON sm.summary_id = tree.id \
+                 JOIN messages m ON m.id = sm.message_id \
+                 ORDER BY m.seq",
+            )?;
+            let rows = stmt
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// For a message: the leaf summary that covers it and the summary that covers it in the
+    /// context now (the leaf's topmost ancestor). `None` while it is still raw.
+    pub fn covering(&self, message_rowid: i64) -> Result<Option<(String, String)>, EngineError> {
+        self.read(|c| {
+            let leaf: Option<String> = c
+                .query_row(
+                    "SELECT summary_id FROM summary_messages WHERE message_id = ?1 LIMIT 1",
+                    [message_rowid],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(leaf) = leaf else {
+                return Ok(None);
+            };
+            let top: String = c.query_row(
+                "WITH RECURSIVE up(id, level) AS ( \
+                     SELECT ?1, 0 \
+                     UNION SELECT p.parent_id, up.level + 1 FROM summary_parents p \
+                       JOIN up ON p.child_id = up.id WHERE up.level < 64 \
+                 ) SELECT id FROM up ORDER BY level DESC LIMIT 1",
+                [&leaf],
+                |r| r.get(0),
+            )?;
+            Ok(Some((leaf, top)))
+        })
+    }
+
+    fn strings(&self, sql: &str, arg: &str) -> Result<Vec<String>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(sql)?;
+            let out = stmt
+                .query_map([arg], |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(out)
+        })
+    }
+
+    // --- search --------------------------------------------------------------------------
+
+    /// Full-text matches among a conversation's messages with `since <= seq < before`.
+    pub fn fts_messages(
+        &self,
+        conv: i64,
+        query: &str,
+        (since, before): (i64, i64),
+        relevance: bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let order = if relevance {
+            "messages_fts.rank, m.seq DESC"
+        } else {
+            "m.seq DESC"
+        };
+        let sql = format!(
+            "SELECT m.id, m.seq, m.role, m.text, messages_fts.rank FROM messages_fts \
+             JOIN messages m ON m.id = messages_fts.rowid \
+             WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND m.seq >= ?3 AND m.seq < ?4 \
+             ORDER BY {order} LIMIT ?5"
+        );
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let hits = stmt
+                .query_map(params![query, conv, since, before, limit as i64], |r| {
+                    Ok(Hit::Message {
+                        rowid: r.get(0)?,
+                        seq: r.get(1)?,
+                        role: r.get(2)?,
+                        text: r.get(3)?,
+                        rank: r.get(4)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(hits)
+        })
+    }
+
+    /// Full-text matches among a conversation's summaries overlapping `since <= seq < before`.
+    pub fn fts_summaries(
+        &self,
+        conv: i64,
+        query: &str,
+        (since, before): (i64, i64),
+        relevance: bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let order = if relevance {
+            "summaries_fts.rank, s.seq_end DESC"
+        } else {
+            "s.seq_end DESC"
+        };
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS}, summaries_fts.rank FROM summaries_fts \
+             JOIN summaries s ON s.rowid = summaries_fts.rowid \
+             WHERE summaries_fts MATCH ?1 AND s.conversation_id = ?2 \
+               AND s.seq_end >= ?3 AND s.seq_start < ?4 \
+             ORDER BY {order} LIMIT ?5"
+        );
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let hits = stmt
+                .query_map(params![query, conv, since, before, limit as i64], |r| {
+                    Ok(Hit::Summary {
+                        summary: summary_from_row(r, 0)?,
+                        rank: r.get(16)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(hits)
+        })
+    }
+
+    /// Calls `visit(rowid, seq, role, text)` for each message in range, newest first, until it
+    /// returns false.
+    pub fn scan_messages(
+        &self,
+        conv: i64,
+        (since, before): (i64, i64),
+        mut visit: impl FnMut(i64, i64, &str, &str) -> bool,
+    ) -> Result<(), EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, seq, role, text FROM messages \
+                 WHERE conversation_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq DESC",
+            )?;
+            let mut rows = stmt.query(params![conv, since, before])?;
+            while let Some(row) = rows.next()? {
+                let role = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
+                let text = row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?;
+                if !visit(row.get(0)?, row.get(1)?, role, text) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `visit` for each summary overlapping the range, newest first, until it returns
+    /// false.
+    pub fn scan_summaries(
+        &self,
+        conv: i64,
+        (since, before): (i64, i64),
+        mut visit: impl FnMut(SummaryRow) -> bool,
+    ) -> Result<(), EngineError> {
+        self.read(|c| {
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE s.conversation_id = ?1 \
+                 AND s.seq_end >= ?2 AND s.seq_start < ?3 ORDER BY s.seq_end DESC, s.depth DESC"
+            );
+            let mut stmt = c.prepare_cached(&sql)?;
+            let mut rows = stmt.query(params![conv, since, before])?;
+            while let Some(row) = rows.next()? {
+                if !visit(summary_from_row(row, 0)?) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    // --- telemetry -----------------------------------------------------------------------
+
+    pub fn record_compaction(&mut self, conv: i64, report: &Value) -> Result<(), EngineError> {
+        let text = report.to_string();
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO compactions(conversation_id, created_at, report) VALUES (?1, ?2, ?3)",
+                params![conv, now_ms(), text],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn last_compaction(&self, conv: i64) -> Result<Option<Value>, EngineError> {
+        let text: Option<String> = self.read(|c| {
+            Ok(c.query_row(
+                "SELECT report FROM compactions WHERE conversation_id = ?1 ORDER BY id DESC LIMIT 1",
+                [conv],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })?;
+        text.map(|t| {
+            serde_json::from_str(&t)
+                .map_err(|e| self.error(StoreError::Corrupt(format!("compaction report: {e}"))))
+        })
+        .transpose()
+    }
+
+    // --- operations ----------------------------------------------------------------------
+
+    pub fn stats(&self, conv: i64) -> Result<Stats, EngineError> {
+        self.read(|c| {
+            let mut stats = Stats::default();
+            (stats.messages, stats.head_messages, stats.message_tokens) = c.query_row(
+                "SELECT count(*), coalesce(sum(head), 0), coalesce(sum(tokens), 0) \
+                 FROM messages WHERE conversation_id = ?1",
+                [conv],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            let mut stmt = c.prepare_cached(
+                "SELECT depth, count(*), coalesce(sum(tokens), 0) FROM summaries \
+                 WHERE conversation_id = ?1 GROUP BY depth ORDER BY depth",
+            )?;
+            stats.summaries_by_depth = stmt
+                .query_map([conv], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            (stats.context_messages, stats.context_summaries) = c.query_row(
+                "SELECT count(message_id), count(summary_id) FROM context_items \
+                 WHERE conversation_id = ?1",
+                [conv],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            stats.compactions = c.query_row(
+                "SELECT count(*) FROM compactions WHERE conversation_id = ?1",
+                [conv],
+                |r| r.get(0),
+            )?;
+            Ok(stats)
+        })
+    }
+
+    /// Consistency checks over the whole database. With `fix`, out-of-sync full-text indexes
+    /// are rebuilt (the only finding that can be repaired without guessing).
+    pub fn doctor(&mut self, fix: bool) -> Result<(Vec<Problem>, Vec<String>), EngineError> {
+        let mut problems = Vec::new();
+        let mut fixed = Vec::new();
+        self.read(|c| {
+            let mut stmt = c.prepare("PRAGMA quick_check")?;
+            let lines = stmt
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            if lines != ["ok"] {
+                problems.push(Problem {
+                    check: "integrity",
+                    count: lines.len() as u64,
+                    detail: lines.join("; "),
+                });
+            }
+            for (check, sql, detail) in CHECKS {
+                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
+                if count > 0 {
+                    problems.push(Problem {
+                        check,
+                        count,
+                        detail: detail.to_string(),
+                    });
+                }
+            }
+            Ok(())
+        })?;
+        for table in ["messages_fts", "summaries_fts"] {
+            if let Err(why) = self.read(|c| fts_integrity(c, table)) {
+                if fix {
+                    self.write(|tx| {
+                        tx.execute_batch(&format!(
+                            "INSERT INTO {table}({table}) VALUES ('rebuild')"
+                        ))?;
+                        Ok(())
+                    })?;
+                    fixed.push(format!("{table}: rebuilt"));
+                } else {
+                    problems.push(Problem {
+                        check: "fts_out_of_sync",
+                        count: 1,
+                        detail: format!(
+                            "{table} does not match its table ({}); run doctor with {{\"fix\": true}}",
+                            why.message()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok((problems, fixed))
+    }
+
+    /// A consistent copy of the whole database at `to` (which must not exist yet).
+    pub fn backup(&self, to: &Path) -> Result<u64, EngineError> {
+        if to.exists() {
+            return Err(EngineError::invalid_input(format!(
+                "backup target {} already exists; choose a new path",
+                to.display()
+            )));
+        }
+        if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                EngineError::failed(format!("backup: cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        let target = to.to_string_lossy().into_owned();
+        self.read(|c| {
+            c.execute("VACUUM INTO ?1", [&target])?;
+            Ok(())
+        })?;
+        let bytes = std::fs::metadata(to).map(|m| m.len()).unwrap_or(0);
+        Ok(bytes)
+    }
+
+    /// Size of the database on disk: the main file plus its write-ahead log.
+    pub fn disk_bytes(&self) -> u64 {
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        size(&self.path) + size(Path::new(&wal))
+    }
+}
+
+fn fts_integrity(c: &Connection, table: &str) -> Result<(), StoreError> {
+    // rank = 1 also compares the index with the content table.
+    c.execute_batch(&format!(
+        "INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
+    ))?;
+    Ok(())
+}
+
+/// (name, query counting offenders, what it means).
+const CHECKS: &[(&str, &str, &str)] = &[
+    (
+        "broken_message_links",
+        "SELECT count(*) FROM summary_messages sm LEFT JOIN messages m ON m.id = sm.message_id \
+         WHERE m.id IS NULL",
+        "leaf summaries point at messages that are not stored",
+    ),
+    (
+        "broken_summary_links",
+        "SELECT count(*) FROM summary_parents p \
+         LEFT JOIN summaries a ON a.id = p.parent_id LEFT JOIN summaries b ON b.id = p.child_id \
+         WHERE a.id IS NULL OR b.id IS NULL",
+        "condensed summaries point at summaries that are not stored",
+    ),
+    (
+        "leaves_without_sources",
+        "SELECT count(*) FROM summaries s WHERE s.kind = 'leaf' \
+         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.id)",
+        "leaf summaries with no source messages",
+    ),
+    (
+        "condensed_without_children",
+        "SELECT count(*) FROM summaries s WHERE s.kind = 'condensed' \
+         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.parent_id = s.id)",
+        "condensed summaries with no child summaries",
+    ),
+    (
+        "dangling_context_items",
+        "SELECT count(*) FROM context_items ci \
+         LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.id = ci.summary_id \
+         WHERE (ci.message_id IS NOT NULL AND m.id IS NULL) \
+            OR (ci.summary_id IS NOT NULL AND s.id IS NULL)",
+        "context items point at rows that are not stored",
+    ),
+    (
+        "messages_out_of_view",
+        "SELECT count(*) FROM messages m WHERE m.head = 0 \
+         AND NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) \
+         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id)",
+        "messages neither in the context nor under any summary (unreachable from the model's view)",
+    ),
+    (
+        "summaries_out_of_view",
+        "SELECT count(*) FROM summaries s \
+         WHERE NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.summary_id = s.id) \
+         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.child_id = s.id)",
+        "summaries neither in the context nor merged into another",
+    ),
+];

@@ -1,0 +1,151 @@
+//! The database schema and its migrations.
+//!
+//! The schema version lives in `PRAGMA user_version`. Each migration moves the store up one
+//! version inside its own transaction, so a store written by an older release opens in a newer
+//! one, and a crash mid-migration leaves the previous version intact. A store written by a newer
+//! release is refused rather than misread.
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// Migration `i` (0-based) takes the store from version `i` to version `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the lossless store: conversations, verbatim messages, the summary DAG, the context
+    // list the model sees, and full-text indexes over messages and summaries.
+    r#"
+    CREATE TABLE conversations (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        created_at  INTEGER NOT NULL
+    );
+    CREATE INDEX conversations_by_session ON conversations(session_id, id);
+
+    -- `json` is the message exactly as the host passed it; `text` is what search sees; `head`
+    -- marks leading system messages, which are stored but never summarized.
+    CREATE TABLE messages (
+        id              INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+        seq             INTEGER NOT NULL,
+        role            TEXT NOT NULL,
+        head            INTEGER NOT NULL DEFAULT 0,
+        json            TEXT NOT NULL,
+        text            TEXT NOT NULL,
+        tokens          INTEGER NOT NULL,
+        hash            TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        UNIQUE (conversation_id, seq)
+    );
+    CREATE INDEX messages_by_hash ON messages(conversation_id, hash);
+
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        text, content = 'messages', content_rowid = 'id', tokenize = 'unicode61'
+    );
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    END;
+
+    CREATE TABLE summaries (
+        id              TEXT PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+        kind            TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+        depth           INTEGER NOT NULL,
+        seq_start       INTEGER NOT NULL,
+        seq_end         INTEGER NOT NULL,
+        time_start      INTEGER NOT NULL,
+        time_end        INTEGER NOT NULL,
+        message_count   INTEGER NOT NULL,
+        source_tokens   INTEGER NOT NULL,
+        tokens          INTEGER NOT NULL,
+        block_tokens    INTEGER NOT NULL,
+        text            TEXT NOT NULL,
+        summarizer      TEXT NOT NULL,
+        escalation      INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL
+    );
+    CREATE INDEX summaries_by_conversation ON summaries(conversation_id, depth);
+
+    CREATE VIRTUAL TABLE summaries_fts USING fts5(
+        text, content = 'summaries', content_rowid = 'rowid', tokenize = 'unicode61'
+    );
+    CREATE TRIGGER summaries_fts_insert AFTER INSERT ON summaries BEGIN
+        INSERT INTO summaries_fts(rowid, text) VALUES (new.rowid, new.text);
+    END;
+    CREATE TRIGGER summaries_fts_delete AFTER DELETE ON summaries BEGIN
+        INSERT INTO summaries_fts(summaries_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    END;
+
+    -- Leaf summaries point at the messages they cover, condensed ones at the summaries they
+    -- merge; `ord` keeps the original order.
+    CREATE TABLE summary_messages (
+        summary_id  TEXT NOT NULL,
+        ord         INTEGER NOT NULL,
+        message_id  INTEGER NOT NULL,
+        PRIMARY KEY (summary_id, ord)
+    ) WITHOUT ROWID;
+    CREATE INDEX summary_messages_by_message ON summary_messages(message_id);
+
+    CREATE TABLE summary_parents (
+        parent_id   TEXT NOT NULL,
+        ord         INTEGER NOT NULL,
+        child_id    TEXT NOT NULL,
+        PRIMARY KEY (parent_id, ord)
+    ) WITHOUT ROWID;
+    CREATE INDEX summary_parents_by_child ON summary_parents(child_id);
+
+    -- What the model sees after the head, in `position` order (positions may have gaps: a run
+    -- replaced by one summary keeps the position of its first item, so nothing is renumbered).
+    CREATE TABLE context_items (
+        conversation_id INTEGER NOT NULL,
+        position        INTEGER NOT NULL,
+        message_id      INTEGER,
+        summary_id      TEXT,
+        PRIMARY KEY (conversation_id, position),
+        CHECK ((message_id IS NULL) <> (summary_id IS NULL))
+    ) WITHOUT ROWID;
+    "#,
+    // 2: per-compaction telemetry, so `last_compaction` survives a restart of the host.
+    r#"
+    CREATE TABLE compactions (
+        id              INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        report          TEXT NOT NULL
+    );
+    CREATE INDEX compactions_by_conversation ON compactions(conversation_id, id);
+    "#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: u32 = MIGRATIONS.len() as u32;
+
+pub fn version(conn: &Connection) -> Result<u32, StoreError> {
+    Ok(conn.query_row("PRAGMA user_version", [], |row| row.get(0))?)
+}
+
+/// Brings the store up to [`LATEST`].
+pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, LATEST)
+}
+
+/// Brings the store up to `target` (tests use it to build an old store).
+pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<(), StoreError> {
+    let current = version(conn)?;
+    if current > LATEST {
+        return Err(StoreError::Schema(format!(
+            "schema version {current} is newer than this engine knows ({LATEST}); \
+             upgrade the lcm plugin"
+        )));
+    }
+    for next in current..target.min(LATEST) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(MIGRATIONS[next as usize])?;
+        // PRAGMA takes no bound parameters; the value is our own integer.
+        tx.execute_batch(&format!("PRAGMA user_version = {}", next + 1))?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! `lcm_grep`: full-text (FTS5) or regex search over messages and summaries.
+
+use std::cmp::Ordering;
+
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::snippet;
+use super::{parse_args, ToolContext, ToolError, ToolResult};
+use crate::store::{message_id, Hit};
+
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    #[default]
+    FullText,
+    Regex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+enum Scope {
+    Messages,
+    Summaries,
+    #[default]
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+enum Sort {
+    #[default]
+    Recency,
+    Relevance,
+}
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    scope: Scope,
+    since_seq: Option<i64>,
+    before_seq: Option<i64>,
+    limit: Option<usize>,
+    #[serde(default)]
+    offset: usize,
+    #[serde(default)]
+    sort: Sort,
+}
+
+pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
+    let args: Args = match parse_args(args) {
+        Ok(args) => args,
+        Err(error) => return Ok(Err(error)),
+    };
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let range = (
+        args.since_seq.unwrap_or(i64::MIN),
+        args.before_seq.unwrap_or(i64::MAX),
+    );
+    // One more than the page, to know whether another page follows.
+    let wanted = args.offset.saturating_add(limit).saturating_add(1);
+    let relevance = args.sort == Sort::Relevance;
+    let want_messages = args.scope != Scope::Summaries;
+    let want_summaries = args.scope != Scope::Messages;
+
+    let (mut hits, terms, regex) = match args.mode {
+        Mode::FullText => {
+            let (query, terms) = match fts_query(&args.pattern) {
+                Ok(parsed) => parsed,
+                Err(error) => return Ok(Err(error)),
+            };
+            let mut hits = Vec::new();
+            if want_messages {
+                hits.extend(ctx.store.fts_messages(ctx.conv, &query, range, relevance, wanted)?);
+            }
+            if want_summaries {
+                hits.extend(ctx.store.fts_summaries(ctx.conv, &query, range, relevance, wanted)?);
+            }
+            (hits, terms, None)
+        }
+        Mode::Regex => {
+            let regex = match RegexBuilder::new(&args.pattern)
+                .size_limit(1 << 22)
+                .build()
+            {
+                Ok(regex) => regex,
+                Err(error) => return Ok(Err(ToolError(format!("bad regex: {error}")))),
+            };
+            let mut hits = Vec::new();
+            if want_messages {
+                regex_messages(ctx, &regex, range, relevance, wanted, &mut hits)?;
+            }
+            if want_summaries {
+                regex_summaries(ctx, &regex, range, relevance, wanted, &mut hits)?;
+            }
+            (hits, Vec::new(), Some(regex))
+        }
+    };
+    hits.sort_by(|a, b| order(a, b, relevance));
+    let has_more = hits.len() > args.offset + limit;
+    let page: Vec<Hit> = hits.into_iter().skip(args.offset).take(limit).collect();
+
+    let locate = |text: &str| match &regex {
+        Some(regex) => regex.find(text).map_or(0, |m| m.start()),
+        None => snippet::first_term(text, &terms),
+    };
+    let mut matches = Vec::with_capacity(page.len());
+    for hit in &page {
+        matches.push(match hit {
+            Hit::Message {
+                rowid,
+                seq,
+                role,
+                text,
+                ..
+            } => {
+                let covering = ctx.store.covering(*rowid)?;
+                json!({
+                    "id": message_id(*seq),
+                    "type": "message",
+                    "seq": seq,
+                    "role": role,
+                    "snippet": snippet::around(text, locate(text)),
+                    "covered_by": covering.as_ref().map(|(_, top)| top),
+                    "leaf_summary": covering.as_ref().map(|(leaf, _)| leaf),
+                })
+            }
+            Hit::Summary { summary, .. } => json!({
+                "id": summary.id,
+                "type": "summary",
+                "kind": summary.kind.as_str(),
+                "depth": summary.depth,
+                "seq_range": [summary.seq_start, summary.seq_end],
+                "snippet": snippet::around(&summary.text, locate(&summary.text)),
+                "in_context": ctx.store.summary_in_context(ctx.conv, &summary.id)?,
+            }),
+        });
+    }
+    Ok(Ok(json!({
+        "pattern": args.pattern,
+        "mode": match args.mode { Mode::FullText => "full_text", Mode::Regex => "regex" },
+        "scope": match args.scope { Scope::Messages => "messages", Scope::Summaries => "summaries", Scope::Both => "both" },
+        "sort": if relevance { "relevance" } else { "recency" },
+        "offset": args.offset,
+        "limit": limit,
+        "returned": matches.len(),
+        "next_offset": if has_more { Some(args.offset + limit) } else { None },
+        "matches": matches,
+    })))
+}
+
+/// Best first: by rank (lower is better) for relevance, then newest first.
+fn order(a: &Hit, b: &Hit, relevance: bool) -> Ordering {
+    let by_rank = if relevance {
+        a.rank().partial_cmp(&b.rank()).unwrap_or(Ordering::Equal)
+    } else {
+        Ordering::Equal
+    };
+    by_rank.then_with(|| b.recency().cmp(&a.recency()))
+}
+
+/// The pattern as a safe FTS5 query: each word becomes a quoted phrase (so punctuation and
+/// FTS operators in it are literal), all words required; a trailing `*` keeps prefix search.
+fn fts_query(pattern: &str) -> Result<(String, Vec<String>), ToolError> {
+    let mut parts = Vec::new();
+    let mut terms = Vec::new();
+    for word in pattern.split_whitespace() {
+        let (word, star) = match word.strip_suffix('*') {
+            Some(stem) => (stem, "*"),
+            None => (word, ""),
+        };
+        let word = word.replace('"', "");
+        if !word.chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        parts.push(format!("\"{word}\"{star}"));
+        terms.push(word);
+    }
+    if parts.is_empty() {
+        return Err(ToolError(format!(
+            "pattern `{pattern}` has no words to search for (use mode \"regex\" for symbols)"
+        )));
+    }
+    Ok((parts.join(" "), terms))
+}
+
+fn regex_messages(
+    ctx: &ToolContext<'_>,
+    regex: &Regex,
+    range: (i64, i64),
+    relevance: bool,
+    wanted: usize,
+    hits: &mut Vec<Hit>,
+) -> Result<(), ctxhost_sdk::EngineError> {
+    let mut found = 0;
+    ctx.store.scan_messages(ctx.conv, range, |rowid, seq, role, text| {
+        let count = if relevance {
+            regex.find_iter(text).count()
+        } else {
+            usize::from(regex.is_match(text))
+        };
+        if count > 0 {
+            hits.push(Hit::Message {
+                rowid,
+                seq,
+                role: role.to_string(),
+                text: text.to_string(),
+                rank: -(count as f64),
+            });
+            found += 1;
+        }
+        // Newest first: for recency order the first `wanted` matches are the page.
+        relevance || found < wanted
+    })
+}
+
+fn regex_summaries(
+    ctx: &ToolContext<'_>,
+    regex: &Regex,
+    range: (i64, i64),
+    relevance: bool,
+    wanted: usize,
+    hits: &mut Vec<Hit>,
+) -> Result<(), ctxhost_sdk::EngineError> {
+    let mut found = 0;
+    ctx.store.scan_summaries(ctx.conv, range, |summary| {
+        let count = regex.find_iter(&summary.text).count();
+        if count > 0 {
+            hits.push(Hit::Summary {
+                summary,
+                rank: -(count as f64),
+            });
+            found += 1;
+        }
+        relevance || found < wanted
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fts_queries_quote_every_word() {
+        let (query, terms) = fts_query("ZEBRA-42 \"x\" pref* -- AND").unwrap();
+        assert_eq!(query, "\"ZEBRA-42\" \"x\" \"pref\"* \"AND\"");
+        assert_eq!(terms, ["ZEBRA-42", "x", "pref", "AND"]);
+        assert!(fts_query(" -- ").is_err());
+    }
+}
