@@ -44,8 +44,11 @@ pub struct Compressor {
     tracker: TokenTracker,
     /// No summarizer calls until then, after a failure (a dead endpoint is not retried each turn).
     cooldown_until: Option<Instant>,
-    /// Context tokens right after the last compression.
+    /// Context tokens right after the last compression: the local count, replaced by the
+    /// provider's figure from the first call after it (which includes tool schemas and framing
+    /// the local count cannot see).
     tokens_after_last: Option<u64>,
+    awaiting_first_usage: bool,
     last: Option<Telemetry>,
 }
 
@@ -62,6 +65,7 @@ impl Compressor {
             tracker,
             cooldown_until: None,
             tokens_after_last: None,
+            awaiting_first_usage: false,
             last: None,
         })
     }
@@ -83,9 +87,18 @@ impl Compressor {
     }
 
     /// The protected head: system prompt(s) and the first exchange (the first user message and
-    /// the assistant turn answering it, with its tool results).
+    /// the assistant turn answering it, with its tool results), or `protect_first_n` messages
+    /// after the system prompt when set.
     fn head_end(&self, messages: &[Message]) -> usize {
         let mut end = sequence::head_len(messages);
+        if let Some(count) = self.settings.protect_first_n {
+            let mut kept = 0;
+            while kept < count && messages.get(end).is_some_and(|m| !is_summary(m)) {
+                end += 1;
+                kept += 1;
+            }
+            return sequence::end_of_turn(messages, end);
+        }
         let first = |i: usize, role: fn(&Message) -> bool| {
             messages.get(i).is_some_and(|m| role(m) && !is_summary(m))
         };
@@ -268,6 +281,10 @@ impl ContextEngine for Compressor {
 
     fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
         self.tracker.record_usage(usage);
+        if self.awaiting_first_usage {
+            self.awaiting_first_usage = false;
+            self.tokens_after_last = Some(usage.prompt_tokens);
+        }
         Ok(())
     }
 
@@ -305,6 +322,7 @@ impl ContextEngine for Compressor {
             self.tracker.compression_count += 1;
         }
         self.tokens_after_last = Some(telemetry.tokens_after);
+        self.awaiting_first_usage = true;
         self.last = Some(telemetry);
         Ok(out)
     }
@@ -324,6 +342,7 @@ impl ContextEngine for Compressor {
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         self.tracker.reset();
         self.tokens_after_last = None;
+        self.awaiting_first_usage = false;
         self.cooldown_until = None;
         self.last = None;
         Ok(())

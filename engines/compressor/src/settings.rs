@@ -19,6 +19,15 @@ pub struct Settings {
     pub hygiene_ratio: f64,
     /// After a summarizer failure, use the deterministic summary for this long.
     pub summarizer_cooldown_seconds: u64,
+    /// Hermes' head size: non-system messages always kept verbatim. Unset: the first exchange.
+    pub protect_first_n: Option<usize>,
+    /// Hermes keys accepted so a Hermes config loads; this engine has no use for them.
+    #[serde(rename = "abort_on_summary_failure")]
+    _abort_on_summary_failure: Option<Value>,
+    #[serde(rename = "hygiene_hard_message_limit")]
+    _hygiene_hard_message_limit: Option<Value>,
+    #[serde(rename = "summary_model")]
+    _summary_model: Option<Value>,
 }
 
 impl Default for Settings {
@@ -30,6 +39,10 @@ impl Default for Settings {
             protect_last_n: 20,
             hygiene_ratio: 0.85,
             summarizer_cooldown_seconds: 60,
+            protect_first_n: None,
+            _abort_on_summary_failure: None,
+            _hygiene_hard_message_limit: None,
+            _summary_model: None,
         }
     }
 }
@@ -103,5 +116,8 @@ mod tests {
         assert!(error(json!({"target_ratio": "x"}))
             .starts_with("compression.target_ratio: invalid type"));
         assert!(error(json!({"treshold": 0.5})).starts_with("compression.treshold: unknown field"));
+        // A Hermes config loads.
+        Settings::from_config(&json!({"protect_first_n": 3, "abort_on_summary_failure": false}))
+            .unwrap();
     }
 }

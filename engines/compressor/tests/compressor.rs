@@ -228,3 +228,24 @@ fn short_conversations_are_left_alone() {
     assert_eq!(engine.compress(&input, &force()).unwrap(), input);
     assert_eq!(host.calls(), 0);
 }
+
+#[test]
+fn the_first_reported_usage_after_a_compression_is_the_new_baseline() {
+    use ctxhost_sdk::Usage;
+    let host = FakeHost::new(Answer::Summary("s".into()));
+    let mut engine = compressor(&host, 10_000, json!(null));
+    engine.compress(&conversation(40), &force()).unwrap();
+    // The provider counts tool schemas and framing too: its figure is above the threshold,
+    // but it is what the compressed context costs, so the next turns must not re-trigger.
+    let reported = 5_600;
+    engine
+        .update_from_response(&Usage {
+            prompt_tokens: reported,
+            completion_tokens: 10,
+            total_tokens: reported + 10,
+            ..Usage::default()
+        })
+        .unwrap();
+    assert!(!engine.should_compress(reported + 100).unwrap());
+    assert!(engine.should_compress(reported + 600).unwrap());
+}

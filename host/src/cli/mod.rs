@@ -14,7 +14,6 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use ctxhost::engines::Warning;
 use ctxhost::services::{HostServicesImpl, LogSink};
-use ctxhost::tokens::TokenCounter;
 use ctxhost::{home, Config, Engines};
 
 /// Host for pluggable LLM context engines: run the built-in compressor or a native plugin
@@ -86,7 +85,7 @@ impl App {
         let runtime = runtime()?;
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime.handle().clone())
             .map_err(|error| config.locate_message(&error.to_string()))?;
-        let tokens = TokenCounter::new(&config.tokens.encoding);
+        let tokens = config.token_counter();
         let services = Arc::new(HostServicesImpl::new(
             tokens,
             LogSink::stderr(global.verbose),

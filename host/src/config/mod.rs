@@ -71,12 +71,15 @@ impl Default for ModelSection {
 pub struct TokensSection {
     /// tiktoken encoding: o200k_base, cl100k_base, p50k_base or r50k_base.
     pub encoding: String,
+    /// Counting implementation: auto (bpe-openai where it has the encoding), bpe, tiktoken.
+    pub backend: String,
 }
 
 impl Default for TokensSection {
     fn default() -> Self {
         TokensSection {
             encoding: "o200k_base".to_string(),
+            backend: "auto".to_string(),
         }
     }
 }
@@ -199,6 +202,21 @@ impl Config {
                 ),
             ));
         }
+        match self.tokens.backend.parse::<crate::tokens::Backend>() {
+            Err(message) => return Err(self.error_at("tokens.backend", &message)),
+            Ok(crate::tokens::Backend::Bpe)
+                if !crate::tokens::BPE_ENCODINGS.contains(&self.tokens.encoding.as_str()) =>
+            {
+                return Err(self.error_at(
+                    "tokens.backend",
+                    &format!(
+                        "bpe has no `{}`; use auto or tiktoken",
+                        self.tokens.encoding
+                    ),
+                ))
+            }
+            Ok(_) => {}
+        }
         for (name, section) in &self.plugins {
             if !(section.is_object() || section.is_null()) {
                 return Err(self.error_at(
@@ -208,6 +226,16 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The token counter this config asks for.
+    pub fn token_counter(&self) -> crate::tokens::TokenCounter {
+        let backend = self
+            .tokens
+            .backend
+            .parse()
+            .unwrap_or(crate::tokens::Backend::Auto);
+        crate::tokens::TokenCounter::with_backend(&self.tokens.encoding, backend)
     }
 
     /// The section handed to engine `name`: `plugins.<name>` (null when absent).
