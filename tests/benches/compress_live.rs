@@ -6,6 +6,9 @@
 //!   `should_compress_preflight` on the context), at two session lengths: it must not grow with
 //!   the length of the session beyond the linear scan of cached counts.
 //!
+//! - `compress_live_http`: the same with an OpenAI-compatible summarizer, when
+//!   `CTXHOST_BENCH_SUMMARIZER_URL` names one (e.g. a loopback server: `http://127.0.0.1:PORT/v1`).
+//!
 //! Run: `cargo bench -p ctxhost-tests --bench compress_live`
 
 use std::sync::Arc;
@@ -57,6 +60,29 @@ fn bench(c: &mut Criterion) {
     c.bench_function("compress_live_1200_messages", |b| {
         b.iter(|| compressor.compress(&messages, &force).unwrap())
     });
+
+    if let Ok(url) = std::env::var("CTXHOST_BENCH_SUMMARIZER_URL") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let settings = ctxhost_summarizer::SummarizerSettings::from_value(&serde_json::json!({
+            "provider": "custom", "model": "bench", "base_url": url
+        }))
+        .unwrap();
+        let summarizer = ctxhost_summarizer::build(&settings, runtime.handle().clone()).unwrap();
+        let http_host = Arc::new(HostServicesImpl::new(
+            TokenCounter::new("o200k_base"),
+            LogSink::stderr(false),
+            Some(summarizer),
+        ));
+        http_host.tokens().count_messages(&messages);
+        let mut compressor = engine(&http_host);
+        c.bench_function("compress_live_http_1200_messages", |b| {
+            b.iter(|| compressor.compress(&messages, &force).unwrap())
+        });
+    }
 
     let mut group = c.benchmark_group("per_turn_check");
     for length in [300usize, 1_200] {

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -52,11 +52,25 @@ fn rules() -> &'static [Rule] {
     })
 }
 
+/// All patterns at once: one pass over the text finds which rules apply at all (usually none).
+fn rule_set() -> &'static RegexSet {
+    static SET: OnceLock<RegexSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        RegexSet::new(rules().iter().map(|r| r.pattern.as_str()))
+            .expect("redaction patterns are valid")
+    })
+}
+
 /// `text` with every secret replaced.
 pub fn redact(text: &str) -> Cow<'_, str> {
+    let hits = rule_set().matches(text);
+    if !hits.matched_any() {
+        return Cow::Borrowed(text);
+    }
     let mut current = Cow::Borrowed(text);
-    for rule in rules() {
-        if rule.pattern.is_match(&current) {
+    for (index, rule) in rules().iter().enumerate() {
+        // A replacement can only remove matches, so rules that did not match still do not.
+        if hits.matched(index) && rule.pattern.is_match(&current) {
             current = Cow::Owned(
                 rule.pattern
                     .replace_all(&current, rule.replacement)

@@ -38,8 +38,9 @@ pub struct CompressArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode> {
-    let messages = transcript::read(&args.transcript, args.format)?;
     let app = App::new(global)?;
+    app.warm_tokenizer();
+    let messages = transcript::read(&args.transcript, args.format)?;
     let name = args
         .engine
         .clone()

@@ -102,6 +102,13 @@ impl App {
         self.engines.config()
     }
 
+    /// Loads the tokenizer on another thread while the command reads its input: loading takes
+    /// longer than parsing a large transcript, and every engine command counts tokens.
+    pub fn warm_tokenizer(&self) {
+        let services = self.engines.services().clone();
+        std::thread::spawn(move || services.tokens().count("warm up"));
+    }
+
     /// Prints a resolution warning: one line, and the loader's full text with `--verbose`.
     pub fn warn(&self, warning: &Warning) {
         eprintln!("warning: {}", warning.summary);

@@ -48,8 +48,9 @@ pub struct RunArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let messages = transcript::read(&args.transcript, args.format)?;
     let mut app = App::new(global)?;
+    app.warm_tokenizer();
+    let messages = transcript::read(&args.transcript, args.format)?;
     if let Some(length) = args.context_length {
         app.engines.config_mut().model.context_length = length;
     }

@@ -42,8 +42,9 @@ struct Heavy {
 }
 
 pub fn run(global: &GlobalArgs, args: &TokensArgs) -> anyhow::Result<ExitCode> {
-    let messages = transcript::read(&args.transcript, args.format)?;
     let app = App::new(global)?;
+    app.warm_tokenizer();
+    let messages = transcript::read(&args.transcript, args.format)?;
     let counter = app.engines.services().tokens();
     let counts: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
     let total: u64 = counts.iter().sum();
