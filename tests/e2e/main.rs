@@ -3,6 +3,7 @@
 
 mod abi;
 mod config_errors;
+mod lcm;
 mod loading;
 mod registry;
 mod run;

@@ -32,7 +32,7 @@ fn every_corpus_transcript_replays_through_every_engine_and_the_numbers_add_up()
     sandbox.link_repo_plugins();
     sandbox.write_config("model:\n  context_length: 8000\n");
     let out = sandbox.path().join("final.json");
-    for engine in ["compressor", "window"] {
+    for engine in ["compressor", "window", "lcm"] {
         for file in corpus_files() {
             let transcript = file.to_str().unwrap();
             let report = replay_json(

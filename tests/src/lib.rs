@@ -14,6 +14,7 @@ use serde_json::Value;
 const PACKAGES: &[&str] = &[
     "ctxhost",
     "ctxhost-engine-window",
+    "ctxhost-engine-lcm",
     "ctxhost-fixture-panicky",
     "ctxhost-fixture-abi-mismatch",
     "ctxhost-fixture-echo",

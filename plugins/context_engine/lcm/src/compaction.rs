@@ -1,11 +1,14 @@
 //! Compaction: replacing the oldest parts of the context with summaries until it fits.
 //!
 //! Each pass does one thing, in this order of preference:
-//! 1. a **leaf pass**: the oldest raw messages outside the protected fresh tail, up to
+//! 1. a **condensed pass** when `condensed_min_fanout` consecutive summaries of one depth have
+//!    accumulated: they become one summary a level deeper (this keeps the DAG balanced, with
+//!    fewer than `condensed_min_fanout` summaries per depth in the context);
+//! 2. a **leaf pass**: the oldest raw messages outside the protected fresh tail, up to
 //!    `leaf_chunk_tokens` and ending on a turn boundary, become one leaf summary;
-//! 2. a **condensed pass**: `condensed_min_fanout` consecutive summaries of one depth become one
-//!    summary a level deeper;
-//! 3. under pressure, any two or more consecutive summaries are merged.
+//! 3. under pressure, two or more consecutive summaries of one depth are merged;
+//! 4. only when the summaries themselves keep the context over the threshold, consecutive
+//!    summaries of different depths are merged (the last resort: it deepens the DAG).
 //!
 //! It is **incremental** (it stops as soon as the context is at or under target) and
 //! **bounded** (at most `max_passes` passes, and no new pass after the deadline; summarizer
@@ -31,6 +34,8 @@ pub struct Budget {
     /// The head (leading system messages), which is never compacted.
     pub head_tokens: u64,
     pub context_length: u64,
+    /// Where compaction was triggered.
+    pub threshold_tokens: u64,
     /// Stop once the context is at or under this.
     pub target_tokens: u64,
 }
@@ -105,10 +110,20 @@ impl Compactor<'_> {
                 break;
             }
             let tail = fresh_tail_start(entries, self.settings, budget.context_length);
-            let pass = if let Some(range) = leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens) {
+            let fanout = self.settings.condensed_min_fanout;
+            let pass = if let Some(range) = condensable(entries, tail, fanout, fanout, true) {
+                self.condensed_pass(entries, range, focus_topic, deadline, report)
+            } else if let Some(range) = leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens) {
                 self.leaf_pass(entries, range, focus_topic, deadline, report)
-            } else if let Some(range) = condensable(entries, tail, self.settings.condensed_min_fanout, true)
-                .or_else(|| condensable(entries, tail, self.settings.condensed_min_fanout, false))
+            } else if let Some(range) = condensable(entries, tail, 2, fanout, true)
+                // Merging different depths deepens the DAG by one level per merge: only when
+                // the summaries themselves are what keeps the context over the threshold.
+                .or_else(|| {
+                    let rest = tokens - summary_tokens(entries);
+                    (tokens > budget.threshold_tokens && rest < budget.threshold_tokens)
+                        .then(|| condensable(entries, tail, 2, fanout, false))
+                        .flatten()
+                })
             {
                 self.condensed_pass(entries, range, focus_topic, deadline, report)
             } else {
@@ -133,7 +148,8 @@ impl Compactor<'_> {
         let chunk = &entries[range.clone()];
         let mut sources = Vec::with_capacity(chunk.len());
         let mut rowids = Vec::with_capacity(chunk.len());
-        let (mut first, mut last) = (None, None);
+        let mut seqs = Vec::with_capacity(chunk.len());
+        let mut times = Vec::with_capacity(chunk.len());
         for entry in chunk {
             if let EntryKind::Message { stored, message } = &entry.kind {
                 sources.push(Source {
@@ -141,11 +157,11 @@ impl Compactor<'_> {
                     text: message.searchable_text().into_owned(),
                 });
                 rowids.push(stored.rowid);
-                first.get_or_insert(stored.clone());
-                last = Some(stored.clone());
+                seqs.push(stored.seq);
+                times.push(stored.created_at);
             }
         }
-        let (Some(first), Some(last)) = (first, last) else {
+        let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
             return Ok(());
         };
         let source_tokens = context::tokens(chunk);
@@ -158,20 +174,24 @@ impl Compactor<'_> {
             kind: SummaryKind::Leaf,
             sources: &sources,
             context: previous.as_deref(),
-            target_tokens: self.settings.leaf_summary_tokens.min(source_tokens / 2).max(16),
+            target_tokens: self
+                .settings
+                .leaf_summary_tokens
+                .min(source_tokens / 2)
+                .max(16),
             source_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
             focus_topic,
         };
         let written = self.write(&job, deadline, report);
         let ids: Vec<String> = rowids.iter().map(i64::to_string).collect();
-        let min_time = chunk.iter().filter_map(created_at).min().unwrap_or(first.created_at);
-        let max_time = chunk.iter().filter_map(created_at).max().unwrap_or(last.created_at);
+        let min_time = times.iter().copied().min().unwrap_or(0);
+        let max_time = times.iter().copied().max().unwrap_or(0);
         let summary = self.summary_row(
             summary_id(self.conv, "leaf", &ids),
             SummaryKind::Leaf,
             0,
-            (first.seq, last.seq),
+            (first_seq, last_seq),
             (min_time, max_time),
             chunk.len() as u64,
             source_tokens,
@@ -258,7 +278,8 @@ impl Compactor<'_> {
         report.escalation_level = report.escalation_level.max(written.level);
         report.summarizer = Some(written.summarizer.clone());
         for failure in &written.failures {
-            self.services.debug(&format!("lcm: summarizer escalation: {failure}"));
+            self.services
+                .debug(&format!("lcm: summarizer escalation: {failure}"));
             if report.summarizer_failures.len() < MAX_FAILURE_LINES {
                 report.summarizer_failures.push(failure.clone());
             }
@@ -320,11 +341,12 @@ impl Compactor<'_> {
     }
 }
 
-fn created_at(entry: &Entry) -> Option<i64> {
-    match &entry.kind {
-        EntryKind::Message { stored, .. } => Some(stored.created_at),
-        EntryKind::Summary(_) => None,
-    }
+fn summary_tokens(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .filter(|e| e.summary().is_some())
+        .map(|e| e.tokens)
+        .sum()
 }
 
 /// Where the protected fresh tail begins: the newest `fresh_tail_count` raw messages, moved back
@@ -341,26 +363,41 @@ pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: 
         start -= 1;
         count += 1;
     }
-    while start > 0 && start < n && entries[start].is_tool_result() && entries[start - 1].is_message() {
+    while start > 0
+        && start < n
+        && entries[start].is_tool_result()
+        && entries[start - 1].is_message()
+    {
         start -= 1;
     }
     if context_length == 0 {
         return start;
     }
     let budget = (context_length as f64 * settings.fresh_tail_max_ratio) as u64;
-    let from = |i: usize| context::tokens(&entries[i..]);
+    let mut tail_tokens = context::tokens(&entries[start..]);
     if let Some(user) = (0..n).rev().find(|&i| entries[i].is_user_message()) {
-        if user < start && entries[user..start].iter().all(Entry::is_message) && from(user) <= budget {
+        let extra = context::tokens(&entries[user.min(start)..start]);
+        if user < start
+            && entries[user..start].iter().all(Entry::is_message)
+            && tail_tokens + extra <= budget
+        {
             start = user;
+            tail_tokens += extra;
         }
     }
     let mut last_turn = n - 1;
-    while last_turn > 0 && entries[last_turn].is_tool_result() && entries[last_turn - 1].is_message() {
+    while last_turn > 0
+        && entries[last_turn].is_tool_result()
+        && entries[last_turn - 1].is_message()
+    {
         last_turn -= 1;
     }
-    while start < last_turn && from(start) > budget {
+    // Give up the oldest whole turns of the tail until it fits (running total: linear time).
+    while start < last_turn && tail_tokens > budget {
+        tail_tokens -= entries[start].tokens;
         start += 1;
         while start < last_turn && entries[start].is_tool_result() {
+            tail_tokens -= entries[start].tokens;
             start += 1;
         }
     }
@@ -387,27 +424,32 @@ pub fn leaf_chunk(entries: &[Entry], tail: usize, max_tokens: u64) -> Option<Ran
     Some(start..end)
 }
 
-/// The oldest run of consecutive summaries before the tail to merge: with `by_fanout`,
-/// `fanout` summaries of one depth; otherwise (under pressure) up to `fanout` summaries of any
-/// depths, at least two.
-pub fn condensable(entries: &[Entry], tail: usize, fanout: usize, by_fanout: bool) -> Option<Range<usize>> {
+/// The oldest run of `min_len` to `max_len` consecutive summaries before the tail, all of one
+/// depth when `same_depth`.
+pub fn condensable(
+    entries: &[Entry],
+    tail: usize,
+    min_len: usize,
+    max_len: usize,
+    same_depth: bool,
+) -> Option<Range<usize>> {
+    let limit = tail.min(entries.len());
     let mut i = 0;
-    while i < tail.min(entries.len()) {
+    while i < limit {
         let Some(first) = entries[i].summary() else {
             i += 1;
             continue;
         };
         let mut end = i + 1;
-        while end < tail
-            && end - i < fanout
+        while end < limit
+            && end - i < max_len
             && entries[end]
                 .summary()
-                .is_some_and(|s| !by_fanout || s.depth == first.depth)
+                .is_some_and(|s| !same_depth || s.depth == first.depth)
         {
             end += 1;
         }
-        let len = end - i;
-        if (by_fanout && len >= fanout) || (!by_fanout && len >= 2) {
+        if end - i >= min_len.max(2) {
             return Some(i..end);
         }
         i = end;

@@ -63,7 +63,9 @@ pub fn load(store: &Store, conv: i64) -> Result<Vec<Entry>, EngineError> {
                     let message = stored.message().map_err(|e| store.error(e))?;
                     (stored.tokens, EntryKind::Message { stored, message })
                 }
-                ContextItem::Summary(summary) => (summary.block_tokens, EntryKind::Summary(summary)),
+                ContextItem::Summary(summary) => {
+                    (summary.block_tokens, EntryKind::Summary(summary))
+                }
             };
             Ok(Entry {
                 position: row.position,

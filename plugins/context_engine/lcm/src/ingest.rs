@@ -102,26 +102,36 @@ fn prepare(
 /// How many leading `incoming` messages are already stored, and how many of those were
 /// matched one for one against the newest stored messages (`stored`, oldest first).
 ///
-/// Candidates are the places where `incoming` has the newest stored message; each is scored by
-/// how far the match runs backwards. A candidate is taken when its run covers everything before
-/// it, or at least two messages (a lone match after unknown messages could be a repeated "ok");
-/// the longest run wins, the latest on ties.
+/// Candidates are the places where `incoming` has the newest stored message. A *clean*
+/// candidate matches everything before it (the host sent our tail, or the full history): the
+/// latest clean one wins. Without one, the longest run of at least two matches wins (unknown
+/// messages such as another engine's summary precede it); a lone match after unknown messages
+/// could be a repeated "ok", so it is not trusted.
 fn align(stored: &[String], incoming: &[&str]) -> (usize, usize) {
     let Some(last) = stored.last() else {
         return (0, 0);
     };
     let m = stored.len();
+    let run_at = |end: usize| {
+        let mut run = 0;
+        while run < end && run < m && incoming[end - 1 - run] == stored[m - 1 - run] {
+            run += 1;
+        }
+        run
+    };
+    // A clean run is at most as long as the store.
+    for end in (1..=incoming.len().min(m)).rev() {
+        if incoming[end - 1] == last && run_at(end) == end {
+            return (end, end);
+        }
+    }
     let mut best: Option<(usize, usize)> = None; // (run, end)
     for end in (1..=incoming.len()).rev() {
         if incoming[end - 1] != last {
             continue;
         }
-        let mut run = 0;
-        while run < end && run < m && incoming[end - 1 - run] == stored[m - 1 - run] {
-            run += 1;
-        }
-        let acceptable = run == end || run >= 2;
-        if acceptable && best.is_none_or(|(best_run, _)| run > best_run) {
+        let run = run_at(end);
+        if run >= 2 && best.is_none_or(|(best_run, _)| run > best_run) {
             best = Some((run, end));
             if run == incoming.len().min(m) {
                 break; // no later candidate can have a longer run
@@ -164,9 +174,19 @@ mod tests {
     }
 
     #[test]
+    fn a_repeating_loop_is_not_mistaken_for_the_stored_tail() {
+        // The agent repeats A, B, C: the context is our tail A, B, C plus a new A, B, C.
+        let stored = s(&["Z", "A", "B", "C"]);
+        assert_eq!(align(&stored, &["A", "B", "C", "A", "B", "C"]), (3, 3));
+    }
+
+    #[test]
     fn foreign_messages_before_the_tail_are_left_out() {
         // Another engine's summary, then our stored tail c, d, then a new message.
-        assert_eq!(align(&s(&["a", "b", "c", "d"]), &["S", "c", "d", "e"]), (3, 2));
+        assert_eq!(
+            align(&s(&["a", "b", "c", "d"]), &["S", "c", "d", "e"]),
+            (3, 2)
+        );
         // A lone match after a foreign message is not trusted.
         assert_eq!(align(&s(&["a", "b", "c", "d"]), &["S", "d", "e"]), (0, 0));
     }

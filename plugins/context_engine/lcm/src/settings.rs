@@ -111,7 +111,11 @@ impl Settings {
         at_least("leaf_chunk_tokens", self.leaf_chunk_tokens, 100)?;
         at_least("leaf_summary_tokens", self.leaf_summary_tokens, 16)?;
         at_least("condensed_min_fanout", self.condensed_min_fanout as u64, 2)?;
-        at_least("condensed_summary_tokens", self.condensed_summary_tokens, 16)?;
+        at_least(
+            "condensed_summary_tokens",
+            self.condensed_summary_tokens,
+            16,
+        )?;
         at_least("max_passes", self.max_passes as u64, 1)?;
         at_least("deadline_ms", self.deadline_ms, 1)?;
         at_least("summarizer_timeout_ms", self.summarizer_timeout_ms, 1)?;
@@ -140,8 +144,8 @@ mod tests {
     use serde_json::json;
 
     fn read(config: Value) -> Result<Settings, EngineError> {
-        let settings: Settings =
-            serde_json::from_value(config.clone()).map_err(|e| name_the_bad_key("plugins.lcm", &config, e.into()))?;
+        let settings: Settings = serde_json::from_value(config.clone())
+            .map_err(|e| name_the_bad_key("plugins.lcm", &config, e.into()))?;
         settings.validate("plugins.lcm")?;
         Ok(settings)
     }
@@ -161,14 +165,22 @@ mod tests {
         let error = read(json!({"target_ratio": 0.9})).unwrap_err();
         assert!(error.message().starts_with("plugins.lcm.target_ratio: "));
         let error = read(json!({"condensed_min_fanout": 1})).unwrap_err();
-        assert!(error.message().starts_with("plugins.lcm.condensed_min_fanout: "));
+        assert!(error
+            .message()
+            .starts_with("plugins.lcm.condensed_min_fanout: "));
     }
 
     #[test]
     fn wrong_types_and_unknown_keys_name_the_key() {
         let error = read(json!({"deadline_ms": "soon"})).unwrap_err();
-        assert!(error.message().starts_with("plugins.lcm.deadline_ms: "), "{error}");
+        assert!(
+            error.message().starts_with("plugins.lcm.deadline_ms: "),
+            "{error}"
+        );
         let error = read(json!({"treshold": 0.5})).unwrap_err();
-        assert!(error.message().starts_with("plugins.lcm.treshold: "), "{error}");
+        assert!(
+            error.message().starts_with("plugins.lcm.treshold: "),
+            "{error}"
+        );
     }
 }

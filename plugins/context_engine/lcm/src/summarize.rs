@@ -59,7 +59,12 @@ pub struct Written {
 
 /// Writes the summary for `job`, never failing. `timeout` bounds each summarizer call;
 /// `deadline` bounds them all.
-pub fn write(services: &HostServices, job: &Job<'_>, timeout: Duration, deadline: Instant) -> Written {
+pub fn write(
+    services: &HostServices,
+    job: &Job<'_>,
+    timeout: Duration,
+    deadline: Instant,
+) -> Written {
     let mut failures = Vec::new();
     let mut calls = 0;
     let content = render_sources(job.sources, job.content_budget);
@@ -97,9 +102,7 @@ pub fn write(services: &HostServices, job: &Job<'_>, timeout: Duration, deadline
             Err(why) => failures.push(why),
         }
     }
-    let budget = (job.target_tokens / 2)
-        .min(job.source_tokens / 2)
-        .max(8);
+    let budget = (job.target_tokens / 2).min(job.source_tokens / 2).max(8);
     Written {
         text: truncate(services, job.sources, budget),
         summarizer: TRUNCATION_NAME.to_string(),
@@ -110,7 +113,11 @@ pub fn write(services: &HostServices, job: &Job<'_>, timeout: Duration, deadline
 }
 
 /// Asks the host's summarizer on a helper thread and waits at most `wait`.
-pub fn ask(services: &HostServices, request: SummarizeRequest, wait: Duration) -> Result<Summary, String> {
+pub fn ask(
+    services: &HostServices,
+    request: SummarizeRequest,
+    wait: Duration,
+) -> Result<Summary, String> {
     let (send, receive) = mpsc::channel();
     let worker = services.clone();
     let spawned = std::thread::Builder::new()
@@ -124,10 +131,15 @@ pub fn ask(services: &HostServices, request: SummarizeRequest, wait: Duration) -
     }
     match receive.recv_timeout(wait) {
         Ok(Ok(summary)) => Ok(summary),
-        Ok(Err(error)) => Err(format!("summarizer failed ({}): {}", error.kind(), error.message())),
-        Err(RecvTimeoutError::Timeout) => {
-            Err(format!("summarizer gave no answer within {} ms", wait.as_millis()))
-        }
+        Ok(Err(error)) => Err(format!(
+            "summarizer failed ({}): {}",
+            error.kind(),
+            error.message()
+        )),
+        Err(RecvTimeoutError::Timeout) => Err(format!(
+            "summarizer gave no answer within {} ms",
+            wait.as_millis()
+        )),
         Err(RecvTimeoutError::Disconnected) => {
             Err("summarizer call ended without an answer".to_string())
         }
@@ -136,7 +148,12 @@ pub fn ask(services: &HostServices, request: SummarizeRequest, wait: Duration) -
 
 /// An answer is usable when it says something, fits what was asked (with a little slack for
 /// tokenizer differences) and is smaller than what it summarizes.
-fn check(services: &HostServices, text: &str, max_tokens: u64, source_tokens: u64) -> Result<(), String> {
+fn check(
+    services: &HostServices,
+    text: &str,
+    max_tokens: u64,
+    source_tokens: u64,
+) -> Result<(), String> {
     let text = text.trim();
     if text.is_empty() {
         return Err("summarizer answered with empty text".to_string());
@@ -231,15 +248,14 @@ fn truncation_text(sources: &[Source], chars: usize) -> String {
             out.push_str(&format!("- … and {} more\n", sources.len() - index));
             break;
         }
-        let flat: String = source
-            .text
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let flat: String = source.text.split_whitespace().collect::<Vec<_>>().join(" ");
         out.push_str("- ");
         out.push_str(&source.label);
         out.push_str(": ");
-        out.push_str(prefix(&flat, per_source.saturating_sub(source.label.len() + 4)));
+        out.push_str(prefix(
+            &flat,
+            per_source.saturating_sub(source.label.len() + 4),
+        ));
         if flat.len() > per_source {
             out.push('…');
         }
@@ -316,8 +332,14 @@ mod tests {
     #[test]
     fn rendering_respects_the_budget_roughly() {
         let sources = vec![
-            Source { label: "seq 1 · tool".into(), text: "x".repeat(100_000) },
-            Source { label: "seq 2 · user".into(), text: "short".into() },
+            Source {
+                label: "seq 1 · tool".into(),
+                text: "x".repeat(100_000),
+            },
+            Source {
+                label: "seq 2 · user".into(),
+                text: "short".into(),
+            },
         ];
         let text = render_sources(&sources, 1_000);
         assert!(text.len() < 5_000, "{}", text.len());

@@ -16,7 +16,7 @@ use ctxhost_sdk::{EngineError, Message};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use serde_json::Value;
 
-pub use queries::{Hit, Stats};
+pub use queries::Hit;
 
 /// Why a store operation failed (before the file name is attached).
 #[derive(Debug)]
@@ -83,7 +83,10 @@ pub fn message_id(seq: i64) -> String {
 
 /// `msg_<seq>` back to the sequence number.
 pub fn parse_message_id(id: &str) -> Option<i64> {
-    id.strip_prefix("msg_")?.parse().ok().filter(|seq| *seq >= 0)
+    id.strip_prefix("msg_")?
+        .parse()
+        .ok()
+        .filter(|seq| *seq >= 0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +109,9 @@ impl SummaryKind {
         match text {
             "leaf" => Ok(SummaryKind::Leaf),
             "condensed" => Ok(SummaryKind::Condensed),
-            other => Err(StoreError::Corrupt(format!("unknown summary kind `{other}`"))),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown summary kind `{other}`"
+            ))),
         }
     }
 }
@@ -191,15 +196,14 @@ impl Store {
                 ))
             })?;
         }
-        let fail = |e: StoreError| {
-            EngineError::failed(format!("lcm store {}: {e}", path.display()))
-        };
+        let fail =
+            |e: StoreError| EngineError::failed(format!("lcm store {}: {e}", path.display()));
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let mut conn = Connection::open_with_flags(path, flags)
-            .map_err(|e| fail(StoreError::Sql(e)))?;
+        let mut conn =
+            Connection::open_with_flags(path, flags).map_err(|e| fail(StoreError::Sql(e)))?;
         let setup = |conn: &mut Connection| -> Result<(), StoreError> {
             conn.busy_timeout(busy_timeout)?;
             // Reading the journal mode back is the first real read: a file that is not a
@@ -210,7 +214,11 @@ impl Store {
                     "could not switch to WAL mode (journal mode is {mode})"
                 )));
             }
+            // WAL with NORMAL sync is durable across process crashes (not power loss), and
+            // much faster for the many small transactions of an agent loop.
             conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // A big ingest grows the log; cap what it keeps on disk after each checkpoint.
+            conn.pragma_update(None, "journal_size_limit", 16 * 1024 * 1024)?;
             schema::migrate(conn)?;
             Ok(())
         };
@@ -279,7 +287,9 @@ mod tests {
         )
         .unwrap();
         let n: i64 = conn
-            .query_row("SELECT count(*) FROM t WHERE t MATCH 'hello'", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM t WHERE t MATCH 'hello'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(n, 1);
     }

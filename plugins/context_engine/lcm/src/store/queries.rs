@@ -186,7 +186,7 @@ impl Store {
         }
         let now = now_ms();
         self.write(|tx| {
-            let mut seq: i64 = tx.query_row(
+            let first_seq: i64 = tx.query_row(
                 "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE conversation_id = ?1",
                 [conv],
                 |r| r.get(0),
@@ -203,7 +203,7 @@ impl Store {
             let mut item = tx.prepare_cached(
                 "INSERT INTO context_items(conversation_id, position, message_id) VALUES (?1, ?2, ?3)",
             )?;
-            for message in messages {
+            for (seq, message) in (first_seq..).zip(messages) {
                 insert.execute(params![
                     conv,
                     seq,
@@ -220,8 +220,13 @@ impl Store {
                     item.execute(params![conv, position, rowid])?;
                     position += 1;
                 }
-                seq += 1;
             }
+            // Index the whole batch in one statement (see the schema on why not a trigger).
+            tx.execute(
+                "INSERT INTO messages_fts(rowid, text) \
+                 SELECT id, text FROM messages WHERE conversation_id = ?1 AND seq >= ?2",
+                params![conv, first_seq],
+            )?;
             Ok(messages.len())
         })
     }
@@ -301,6 +306,10 @@ impl Store {
                     summary.created_at
                 ],
             )?;
+            tx.execute(
+                "INSERT INTO summaries_fts(rowid, text) VALUES (last_insert_rowid(), ?1)",
+                [&summary.text],
+            )?;
             match sources {
                 Sources::Messages(rowids) => {
                     let mut link = tx.prepare_cached(
@@ -344,7 +353,11 @@ impl Store {
 
     // --- lookups -------------------------------------------------------------------------
 
-    pub fn message_by_seq(&self, conv: i64, seq: i64) -> Result<Option<StoredMessage>, EngineError> {
+    pub fn message_by_seq(
+        &self,
+        conv: i64,
+        seq: i64,
+    ) -> Result<Option<StoredMessage>, EngineError> {
         self.read(|c| {
             let sql = format!(
                 "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.conversation_id = ?1 AND m.seq = ?2"
@@ -361,7 +374,10 @@ impl Store {
             let mut stmt = c.prepare_cached(&sql)?;
             let mut out = Vec::with_capacity(rowids.len());
             for rowid in rowids {
-                match stmt.query_row([rowid], |r| message_from_row(r, 0)).optional()? {
+                match stmt
+                    .query_row([rowid], |r| message_from_row(r, 0))
+                    .optional()?
+                {
                     Some(message) => out.push(message),
                     None => {
                         return Err(StoreError::Corrupt(format!(
@@ -426,7 +442,8 @@ impl Store {
     }
 
     /// (row id, seq, tokens) of every message under a summary, through condensed summaries
-    /// down to the leaves, in conversation order.
+    /// down to the leaves, in conversation order. `CROSS JOIN` keeps the walk going from the
+    /// tree outwards (the planner may otherwise scan every link in the store).
     pub fn messages_under(&self, id: &str) -> Result<Vec<(i64, i64, u64)>, EngineError> {
         self.read(|c| {
             let mut stmt = c.prepare_cached(
@@ -435,8 +452,8 @@ impl Store {
                      UNION SELECT p.child_id FROM summary_parents p JOIN tree ON p.parent_id = tree.id \
                  ) \
                  SELECT m.id, m.seq, m.tokens FROM tree \
-                 JOIN summary_messages sm ON sm.summary_id = tree.id \
-                 JOIN messages m ON m.id = sm.message_id \
+                 CROSS JOIN summary_messages sm ON sm.summary_id = tree.id \
+                 CROSS JOIN messages m ON m.id = sm.message_id \
                  ORDER BY m.seq",
             )?;
             let rows = stmt
@@ -464,7 +481,7 @@ impl Store {
                 "WITH RECURSIVE up(id, level) AS ( \
                      SELECT ?1, 0 \
                      UNION SELECT p.parent_id, up.level + 1 FROM summary_parents p \
-                       JOIN up ON p.child_id = up.id WHERE up.level < 64 \
+                       JOIN up ON p.child_id = up.id \
                  ) SELECT id FROM up ORDER BY level DESC LIMIT 1",
                 [&leaf],
                 |r| r.get(0),
@@ -486,6 +503,12 @@ impl Store {
     // --- search --------------------------------------------------------------------------
 
     /// Full-text matches among a conversation's messages with `since <= seq < before`.
+    ///
+    /// Two steps: the page's row ids first, then the text of just those rows, so no sorter
+    /// ever carries message text. `CROSS JOIN` pins the full-text index as the outer loop:
+    /// newest first then walks it backwards by rowid (which follows `seq`) and stops at
+    /// `limit`. Left to itself, SQLite's planner scans the conversation's messages and
+    /// probes the index for each, which is orders of magnitude slower on a large store.
     pub fn fts_messages(
         &self,
         conv: i64,
@@ -495,34 +518,42 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Hit>, EngineError> {
         let order = if relevance {
-            "messages_fts.rank, m.seq DESC"
+            "messages_fts.rank, messages_fts.rowid DESC"
         } else {
-            "m.seq DESC"
+            "messages_fts.rowid DESC"
         };
         let sql = format!(
-            "SELECT m.id, m.seq, m.role, m.text, messages_fts.rank FROM messages_fts \
-             JOIN messages m ON m.id = messages_fts.rowid \
+            "SELECT messages_fts.rowid, messages_fts.rank FROM messages_fts \
+             CROSS JOIN messages m ON m.id = messages_fts.rowid \
              WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 AND m.seq >= ?3 AND m.seq < ?4 \
              ORDER BY {order} LIMIT ?5"
         );
         self.read(|c| {
             let mut stmt = c.prepare_cached(&sql)?;
-            let hits = stmt
+            let page = stmt
                 .query_map(params![query, conv, since, before, limit as i64], |r| {
-                    Ok(Hit::Message {
-                        rowid: r.get(0)?,
-                        seq: r.get(1)?,
-                        role: r.get(2)?,
-                        text: r.get(3)?,
-                        rank: r.get(4)?,
-                    })
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
+            let mut row = c.prepare_cached("SELECT seq, role, text FROM messages WHERE id = ?1")?;
+            let mut hits = Vec::with_capacity(page.len());
+            for (rowid, rank) in page {
+                let (seq, role, text) =
+                    row.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                hits.push(Hit::Message {
+                    rowid,
+                    seq,
+                    role,
+                    text,
+                    rank,
+                });
+            }
             Ok(hits)
         })
     }
 
-    /// Full-text matches among a conversation's summaries overlapping `since <= seq < before`.
+    /// Full-text matches among a conversation's summaries overlapping `since <= seq < before`,
+    /// in the same two steps as [`Store::fts_messages`].
     pub fn fts_summaries(
         &self,
         conv: i64,
@@ -537,22 +568,27 @@ impl Store {
             "s.seq_end DESC"
         };
         let sql = format!(
-            "SELECT {SUMMARY_COLUMNS}, summaries_fts.rank FROM summaries_fts \
-             JOIN summaries s ON s.rowid = summaries_fts.rowid \
+            "SELECT summaries_fts.rowid, summaries_fts.rank FROM summaries_fts \
+             CROSS JOIN summaries s ON s.rowid = summaries_fts.rowid \
              WHERE summaries_fts MATCH ?1 AND s.conversation_id = ?2 \
                AND s.seq_end >= ?3 AND s.seq_start < ?4 \
              ORDER BY {order} LIMIT ?5"
         );
         self.read(|c| {
             let mut stmt = c.prepare_cached(&sql)?;
-            let hits = stmt
+            let page = stmt
                 .query_map(params![query, conv, since, before, limit as i64], |r| {
-                    Ok(Hit::Summary {
-                        summary: summary_from_row(r, 0)?,
-                        rank: r.get(16)?,
-                    })
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
+            let mut row = c.prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE s.rowid = ?1"
+            ))?;
+            let mut hits = Vec::with_capacity(page.len());
+            for (rowid, rank) in page {
+                let summary = row.query_row([rowid], |r| summary_from_row(r, 0))?;
+                hits.push(Hit::Summary { summary, rank });
+            }
             Ok(hits)
         })
     }
@@ -744,12 +780,12 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Size of the database on disk: the main file plus its write-ahead log.
-    pub fn disk_bytes(&self) -> u64 {
+    /// Size on disk of the database file and of its write-ahead log.
+    pub fn disk_bytes(&self) -> (u64, u64) {
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let mut wal = self.path.as_os_str().to_owned();
         wal.push("-wal");
-        size(&self.path) + size(Path::new(&wal))
+        (size(&self.path), size(Path::new(&wal)))
     }
 }
 

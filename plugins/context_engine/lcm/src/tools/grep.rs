@@ -78,18 +78,21 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
             };
             let mut hits = Vec::new();
             if want_messages {
-                hits.extend(ctx.store.fts_messages(ctx.conv, &query, range, relevance, wanted)?);
+                hits.extend(
+                    ctx.store
+                        .fts_messages(ctx.conv, &query, range, relevance, wanted)?,
+                );
             }
             if want_summaries {
-                hits.extend(ctx.store.fts_summaries(ctx.conv, &query, range, relevance, wanted)?);
+                hits.extend(
+                    ctx.store
+                        .fts_summaries(ctx.conv, &query, range, relevance, wanted)?,
+                );
             }
             (hits, terms, None)
         }
         Mode::Regex => {
-            let regex = match RegexBuilder::new(&args.pattern)
-                .size_limit(1 << 22)
-                .build()
-            {
+            let regex = match RegexBuilder::new(&args.pattern).size_limit(1 << 22).build() {
                 Ok(regex) => regex,
                 Err(error) => return Ok(Err(ToolError(format!("bad regex: {error}")))),
             };
@@ -200,25 +203,26 @@ fn regex_messages(
     hits: &mut Vec<Hit>,
 ) -> Result<(), ctxhost_sdk::EngineError> {
     let mut found = 0;
-    ctx.store.scan_messages(ctx.conv, range, |rowid, seq, role, text| {
-        let count = if relevance {
-            regex.find_iter(text).count()
-        } else {
-            usize::from(regex.is_match(text))
-        };
-        if count > 0 {
-            hits.push(Hit::Message {
-                rowid,
-                seq,
-                role: role.to_string(),
-                text: text.to_string(),
-                rank: -(count as f64),
-            });
-            found += 1;
-        }
-        // Newest first: for recency order the first `wanted` matches are the page.
-        relevance || found < wanted
-    })
+    ctx.store
+        .scan_messages(ctx.conv, range, |rowid, seq, role, text| {
+            let count = if relevance {
+                regex.find_iter(text).count()
+            } else {
+                usize::from(regex.is_match(text))
+            };
+            if count > 0 {
+                hits.push(Hit::Message {
+                    rowid,
+                    seq,
+                    role: role.to_string(),
+                    text: text.to_string(),
+                    rank: -(count as f64),
+                });
+                found += 1;
+            }
+            // Newest first: for recency order the first `wanted` matches are the page.
+            relevance || found < wanted
+        })
 }
 
 fn regex_summaries(

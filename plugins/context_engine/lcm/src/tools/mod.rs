@@ -31,6 +31,7 @@ pub struct ToolContext<'a> {
 }
 
 /// A problem to report to the agent as `{"error": ...}`.
+#[derive(Debug)]
 pub struct ToolError(pub String);
 
 impl From<String> for ToolError {
@@ -43,7 +44,11 @@ impl From<String> for ToolError {
 pub type ToolResult = Result<Result<Value, ToolError>, EngineError>;
 
 /// Runs `name` with `args`; `None` when the tool is not one of ours.
-pub fn call(ctx: &ToolContext<'_>, name: &str, args: &Value) -> Option<Result<String, EngineError>> {
+pub fn call(
+    ctx: &ToolContext<'_>,
+    name: &str,
+    args: &Value,
+) -> Option<Result<String, EngineError>> {
     let outcome = match name {
         GREP => grep::run(ctx, args),
         DESCRIBE => describe::run(ctx, args),

@@ -57,7 +57,9 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
             .filter(|w| w.chars().any(char::is_alphanumeric))
             .collect();
         if terms.is_empty() {
-            return Ok(Err(ToolError(format!("query `{query}` has no words to search for"))));
+            return Ok(Err(ToolError(format!(
+                "query `{query}` has no words to search for"
+            ))));
         }
         by_search(ctx, &terms)?
     } else {
@@ -112,8 +114,16 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
             Some(summary.summarizer),
             "the summarizer gave an empty answer; here are the most relevant excerpts".to_string(),
         ),
-        Ok(summary) => (Some(summary.text.trim().to_string()), Some(summary.summarizer), String::new()),
-        Err(why) => (None, None, format!("{why}; here are the most relevant excerpts")),
+        Ok(summary) => (
+            Some(summary.text.trim().to_string()),
+            Some(summary.summarizer),
+            String::new(),
+        ),
+        Err(why) => (
+            None,
+            None,
+            format!("{why}; here are the most relevant excerpts"),
+        ),
     };
     let mut out = json!({
         "prompt": args.prompt,
@@ -141,7 +151,10 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
     Ok(Ok(out))
 }
 
-fn by_ids(ctx: &ToolContext<'_>, ids: &[String]) -> Result<Result<Vec<Gathered>, ToolError>, EngineError> {
+fn by_ids(
+    ctx: &ToolContext<'_>,
+    ids: &[String],
+) -> Result<Result<Vec<Gathered>, ToolError>, EngineError> {
     let mut gathered = Vec::new();
     for id in ids {
         let id = id.trim();
@@ -150,7 +163,9 @@ fn by_ids(ctx: &ToolContext<'_>, ids: &[String]) -> Result<Result<Vec<Gathered>,
         }
         if let Some(seq) = parse_message_id(id) {
             let Some(stored) = ctx.store.message_by_seq(ctx.conv, seq)? else {
-                return Ok(Err(ToolError(format!("no message {id} in this conversation"))));
+                return Ok(Err(ToolError(format!(
+                    "no message {id} in this conversation"
+                ))));
             };
             gathered.push(from_stored(ctx, &stored)?);
             continue;
@@ -181,13 +196,24 @@ fn by_search(ctx: &ToolContext<'_>, terms: &[String]) -> Result<Vec<Gathered>, E
         // Any word may match: a question's words rarely all occur in one turn.
         .join(" OR ");
     let all = (i64::MIN, i64::MAX);
-    let mut hits = ctx.store.fts_messages(ctx.conv, &query, all, true, SEARCH_MESSAGES)?;
-    hits.extend(ctx.store.fts_summaries(ctx.conv, &query, all, true, SEARCH_SUMMARIES)?);
-    hits.sort_by(|a, b| a.rank().partial_cmp(&b.rank()).unwrap_or(std::cmp::Ordering::Equal));
+    let mut hits = ctx
+        .store
+        .fts_messages(ctx.conv, &query, all, true, SEARCH_MESSAGES)?;
+    hits.extend(
+        ctx.store
+            .fts_summaries(ctx.conv, &query, all, true, SEARCH_SUMMARIES)?,
+    );
+    hits.sort_by(|a, b| {
+        a.rank()
+            .partial_cmp(&b.rank())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     Ok(hits
         .into_iter()
         .map(|hit| match hit {
-            Hit::Message { seq, role, text, .. } => Gathered {
+            Hit::Message {
+                seq, role, text, ..
+            } => Gathered {
                 id: message_id(seq),
                 label: format!("{} · {role}", message_id(seq)),
                 text,
@@ -204,7 +230,10 @@ fn by_search(ctx: &ToolContext<'_>, terms: &[String]) -> Result<Vec<Gathered>, E
         .collect())
 }
 
-fn from_stored(ctx: &ToolContext<'_>, stored: &crate::store::StoredMessage) -> Result<Gathered, EngineError> {
+fn from_stored(
+    ctx: &ToolContext<'_>,
+    stored: &crate::store::StoredMessage,
+) -> Result<Gathered, EngineError> {
     let message = stored.message().map_err(|e| ctx.store.error(e))?;
     Ok(Gathered {
         id: stored.public_id(),

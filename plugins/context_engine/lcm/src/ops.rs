@@ -1,0 +1,122 @@
+//! Operations reached through `ContextEngine::invoke`: `status`, `doctor`, `backup`,
+//! `last_compaction` (the host's `ctxhost engine <op>` and its run report use them).
+
+use std::path::PathBuf;
+
+use ctxhost_sdk::EngineError;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::context;
+use crate::store::{schema, Store};
+
+/// Sizes of the store and of the model's view.
+pub fn status(
+    store: &Store,
+    conv: i64,
+    session_id: &str,
+    head_tokens: u64,
+) -> Result<Value, EngineError> {
+    let stats = store.stats(conv)?;
+    let (database_bytes, wal_bytes) = store.disk_bytes();
+    let entries = context::load(store, conv)?;
+    let in_context = head_tokens + context::tokens(&entries);
+    let mut by_depth = Map::new();
+    let mut summaries = 0;
+    let mut summary_tokens = 0;
+    for (depth, count, tokens) in &stats.summaries_by_depth {
+        by_depth.insert(depth.to_string(), json!({"count": count, "tokens": tokens}));
+        summaries += count;
+        summary_tokens += tokens;
+    }
+    Ok(json!({
+        "session_id": session_id,
+        "conversation_id": conv,
+        "messages": stats.messages,
+        "head_messages": stats.head_messages,
+        "summaries": summaries,
+        "summaries_by_depth": by_depth,
+        "tokens_stored": stats.message_tokens,
+        "summary_tokens": summary_tokens,
+        "tokens_in_context": in_context,
+        "context_items": {"messages": stats.context_messages, "summaries": stats.context_summaries},
+        "compactions": stats.compactions,
+        "database": store.path().display().to_string(),
+        "database_bytes": database_bytes,
+        "wal_bytes": wal_bytes,
+        "schema_version": store.schema_version()?,
+        "schema_latest": schema::LATEST,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct DoctorArgs {
+    /// Rebuild full-text indexes that are out of sync.
+    fix: bool,
+}
+
+/// Consistency checks: broken links, summaries without sources, messages out of view, FTS out
+/// of sync, SQLite's own quick check.
+pub fn doctor(store: &mut Store, payload: &Value) -> Result<Value, EngineError> {
+    let args: DoctorArgs = parse(payload, "doctor")?;
+    let (problems, fixed) = store.doctor(args.fix)?;
+    let problems: Vec<Value> = problems
+        .iter()
+        .map(|p| json!({"check": p.check, "count": p.count, "detail": p.detail}))
+        .collect();
+    Ok(json!({
+        "ok": problems.is_empty(),
+        "database": store.path().display().to_string(),
+        "problems": problems,
+        "fixed": fixed,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackupArgs {
+    path: PathBuf,
+}
+
+/// A consistent copy of the database (`VACUUM INTO`), safe while the engine keeps writing.
+pub fn backup(store: &Store, payload: &Value) -> Result<Value, EngineError> {
+    let args: BackupArgs = parse(payload, "backup")?;
+    let bytes = store.backup(&args.path)?;
+    Ok(json!({
+        "path": args.path.display().to_string(),
+        "bytes": bytes,
+        "source": store.path().display().to_string(),
+    }))
+}
+
+fn parse<T: for<'de> Deserialize<'de> + OpPayload>(
+    payload: &Value,
+    op: &str,
+) -> Result<T, EngineError> {
+    let value = match payload {
+        Value::Null => return T::when_absent(op),
+        other => other.clone(),
+    };
+    serde_json::from_value(value)
+        .map_err(|e| EngineError::invalid_input(format!("{op}: bad payload: {e}")))
+}
+
+/// What an op does with no payload at all.
+trait OpPayload: Sized {
+    fn when_absent(op: &str) -> Result<Self, EngineError>;
+}
+
+impl OpPayload for DoctorArgs {
+    fn when_absent(_: &str) -> Result<Self, EngineError> {
+        Ok(DoctorArgs::default())
+    }
+}
+
+impl OpPayload for BackupArgs {
+    fn when_absent(op: &str) -> Result<Self, EngineError> {
+        Err(EngineError::invalid_input(format!(
+            "{op}: give {{\"path\": \"<file to write>\"}}"
+        )))
+    }
+}

@@ -1,0 +1,472 @@
+//! The engine through its contract: ingest, sessions, tools and operations.
+
+mod common;
+
+use common::*;
+use ctxhost_engine_lcm::LcmEngine;
+use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, ErrorKind, Message, SessionStart};
+use serde_json::{json, Value};
+
+fn forced() -> CompressOptions {
+    CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    }
+}
+
+fn status(engine: &mut LcmEngine) -> Value {
+    engine.invoke("status", &Value::Null).unwrap()
+}
+
+fn start(engine: &mut LcmEngine, session: &str) {
+    engine
+        .on_session_start(&SessionStart {
+            session_id: session.to_string(),
+            ..SessionStart::default()
+        })
+        .unwrap();
+}
+
+#[test]
+fn ingest_is_idempotent_however_often_the_history_is_resent() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        100_000,
+    );
+    let mut history = tool_chat(10, 200);
+    // A message really said twice is stored twice.
+    history.insert(2, Message::user("ok"));
+    history.insert(3, Message::user("ok"));
+    let none = CompressOptions::default();
+    let first = engine.compress(&history, &none).unwrap();
+    assert_eq!(
+        first, history,
+        "under the threshold the view is the history itself"
+    );
+    engine.compress(&history, &none).unwrap();
+    engine.compress(&first, &none).unwrap();
+    assert_eq!(status(&mut engine)["messages"], json!(history.len()));
+
+    // After a compaction the host sends the compacted view back, plus new turns.
+    let compacted = engine.compress(&history, &forced()).unwrap();
+    assert!(compacted.len() < history.len());
+    assert!(compacted.iter().any(|m| block_id(m).is_some()));
+    let mut next = compacted.clone();
+    next.push(Message::user("ok"));
+    let again = engine.compress(&next, &none).unwrap();
+    assert_eq!(status(&mut engine)["messages"], json!(history.len() + 1));
+    assert_eq!(again.last(), Some(&Message::user("ok")));
+    // The full original history resent after compaction adds nothing either.
+    let mut full = history.clone();
+    full.push(Message::user("ok"));
+    engine.compress(&full, &none).unwrap();
+    assert_eq!(status(&mut engine)["messages"], json!(history.len() + 1));
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(true), "{doctor}");
+}
+
+#[test]
+fn assembled_context_is_head_then_blocks_then_the_verbatim_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    let history = tool_chat(30, 400);
+    let out = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    sequence::validate(&out).unwrap();
+    assert_eq!(out[0], history[0], "the system prompt stays first");
+    let blocks: Vec<&Message> = out.iter().filter(|m| block_id(m).is_some()).collect();
+    assert!(!blocks.is_empty());
+    let text = blocks[0].text().unwrap();
+    let id = block_id(blocks[0]).unwrap();
+    assert!(
+        text.contains("kind=\"") && text.contains("depth=\"") && text.contains("covers=\"seq ")
+    );
+    assert!(text.contains(&format!(
+        "use lcm_expand with id {id} to recover the detail"
+    )));
+    assert!(text.trim_end().ends_with("</lcm-summary>"));
+    // The tail is verbatim and at least the last turn.
+    assert_eq!(out.last(), history.last());
+    assert!(tokens(&out) < tokens(&history));
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    assert!(report["tokens_after"].as_u64().unwrap() < report["tokens_before"].as_u64().unwrap());
+    assert!(
+        report["tokens_after"].as_u64().unwrap() <= (SMALL_WINDOW / 2),
+        "{report}"
+    );
+    assert_eq!(report["stopped"], json!("under_target"));
+    for key in [
+        "summarizer_calls",
+        "escalation_level",
+        "elapsed_ms",
+        "passes",
+        "summarizer",
+    ] {
+        assert!(report.get(key).is_some(), "{key} missing: {report}");
+    }
+}
+
+#[test]
+fn a_resumed_session_continues_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = tool_chat(40, 300);
+    let (first_half, second_half) = history.split_at(41);
+    let context = {
+        let mut engine = engine(
+            dir.path(),
+            FakeBackend::new(Script::Good),
+            small_config(),
+            SMALL_WINDOW,
+        );
+        start(&mut engine, "s1");
+        replay(&mut engine, Vec::new(), first_half)
+    };
+    // A new process: a new engine on the same data directory, the same session.
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    start(&mut engine, "s1");
+    let context = replay(&mut engine, context, second_half);
+    engine.on_session_end("s1", &context).unwrap();
+    assert!(recover(&mut engine, &context, 500) == values(&history));
+    assert_eq!(status(&mut engine)["messages"], json!(history.len()));
+    // Another session on the same store is a different conversation.
+    start(&mut engine, "s2");
+    assert_eq!(status(&mut engine)["messages"], json!(0));
+}
+
+#[test]
+fn a_context_compacted_by_another_engine_is_taken_back_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    let history = tool_chat(30, 400);
+    let ours = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    // Another engine (the built-in compressor, say) replaced everything but the last turns with
+    // its own summary; then new turns arrived.
+    let tail = &ours[ours.len() - 5..];
+    let mut theirs = vec![
+        history[0].clone(),
+        Message::user("[CONTEXT SUMMARY] earlier work"),
+    ];
+    theirs.extend_from_slice(tail);
+    let new_turn = tool_chat(31, 400)[62..64].to_vec();
+    theirs.extend(new_turn.iter().cloned());
+    sequence::validate(&theirs).unwrap();
+    let back = engine
+        .compress(&theirs, &CompressOptions::default())
+        .unwrap();
+    sequence::validate(&back).unwrap();
+    assert_eq!(
+        status(&mut engine)["messages"],
+        json!(history.len() + new_turn.len())
+    );
+    assert_eq!(&back[back.len() - 2..], &new_turn[..]);
+    let mut everything = history.clone();
+    everything.extend(new_turn);
+    assert!(recover(&mut engine, &back, 1000) == values(&everything));
+}
+
+#[test]
+fn a_reset_starts_a_fresh_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    start(&mut engine, "s");
+    engine.compress(&tool_chat(30, 400), &forced()).unwrap();
+    engine.on_session_reset().unwrap();
+    let fresh = vec![
+        Message::system("You are a careful agent."),
+        Message::user("new task"),
+    ];
+    let out = engine
+        .compress(&fresh, &CompressOptions::default())
+        .unwrap();
+    assert_eq!(out, fresh, "nothing of the old conversation leaks in");
+    assert_eq!(status(&mut engine)["messages"], json!(2));
+}
+
+#[test]
+fn bad_settings_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = try_engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        json!({"threshold": 1.7}),
+        1000,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        error.message(),
+        "plugins.lcm.threshold: must be between 0 and 1, got 1.7"
+    );
+    let error = try_engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        json!({"fresh_tail": 3}),
+        1000,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        error.message().starts_with("plugins.lcm.fresh_tail: "),
+        "{error}"
+    );
+}
+
+/// A session compacted deep enough for condensed summaries.
+fn deep_engine(dir: &std::path::Path) -> (LcmEngine, Vec<Message>, Vec<Message>) {
+    let mut engine = engine(
+        dir,
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    let mut history = tool_chat(120, 300);
+    plant_markers(&mut history, "t", 9);
+    let context = replay(&mut engine, Vec::new(), &history);
+    engine.on_session_end("default", &context).unwrap();
+    (engine, history, context)
+}
+
+#[test]
+fn tools_have_the_documented_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, history, context) = deep_engine(dir.path());
+    let names: Vec<String> = engine
+        .tool_schemas()
+        .unwrap()
+        .iter()
+        .map(|s| s["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query"]
+    );
+
+    // lcm_grep: default limit 50, max 200, pagination, covering summaries.
+    let page = tool(&mut engine, "lcm_grep", json!({"pattern": "output"}));
+    assert_eq!(page["limit"], json!(50));
+    assert_eq!(page["returned"], json!(50));
+    assert_eq!(page["next_offset"], json!(50));
+    let wide = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "output", "limit": 1000, "scope": "messages"}),
+    );
+    assert_eq!(wide["limit"], json!(200));
+    let next = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "output", "offset": 50, "limit": 10}),
+    );
+    assert_eq!(next["offset"], json!(50));
+    let old = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "output", "scope": "messages", "before_seq": 10, "sort": "relevance"}),
+    );
+    let first = &old["matches"][0];
+    assert!(first["seq"].as_i64().unwrap() < 10);
+    let top = first["covered_by"]
+        .as_str()
+        .expect("old messages are covered");
+    assert!(first["leaf_summary"].as_str().unwrap().starts_with("sum_"));
+    assert!(
+        context.iter().any(|m| block_id(m).as_deref() == Some(top)),
+        "covered_by is in the context"
+    );
+    let summaries = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "summary", "scope": "summaries", "limit": 5}),
+    );
+    assert_eq!(summaries["matches"][0]["type"], json!("summary"));
+    assert!(summaries["matches"][0]["seq_range"].is_array());
+    let bad = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "(", "mode": "regex"}),
+    );
+    assert!(bad["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("lcm_grep: bad regex"));
+
+    // lcm_describe: the top summary is condensed, its children lead down to leaves.
+    let described = tool(&mut engine, "lcm_describe", json!({"id": top}));
+    assert_eq!(described["kind"], json!("condensed"), "{described}");
+    assert!(described["depth"].as_u64().unwrap() >= 1);
+    assert_eq!(described["in_context"], json!(true));
+    let child = described["children"][0].as_str().unwrap().to_string();
+    let child = tool(&mut engine, "lcm_describe", json!({"id": child}));
+    assert_eq!(child["parents"], json!([top]));
+    let mut leaf = child;
+    while leaf["kind"] == json!("condensed") {
+        let id = leaf["children"][0].as_str().unwrap().to_string();
+        leaf = tool(&mut engine, "lcm_describe", json!({"id": id}));
+    }
+    assert!(leaf["sources"][0].as_str().unwrap().starts_with("msg_"));
+    for key in ["tokens", "seq_range", "message_count", "text", "summarizer"] {
+        assert!(leaf.get(key).is_some(), "{key}: {leaf}");
+    }
+    let message = tool(&mut engine, "lcm_describe", json!({"id": "msg_3"}));
+    assert_eq!(message["seq"], json!(3));
+    assert!(message["covered_by"].is_string());
+    let unknown = tool(
+        &mut engine,
+        "lcm_describe",
+        json!({"id": "sum_0000000000000000"}),
+    );
+    assert!(unknown["error"].is_string());
+
+    // lcm_expand: pages by token budget, everything exactly once, in order.
+    let mut offset = 0;
+    let mut seqs = Vec::new();
+    loop {
+        let page = tool(
+            &mut engine,
+            "lcm_expand",
+            json!({"id": top, "max_tokens": 300, "offset": offset}),
+        );
+        assert!(page["returned"].as_u64().unwrap() >= 1);
+        assert!(page["tokens"].as_u64().unwrap() <= 300 || page["returned"] == json!(1));
+        seqs.extend(
+            page["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["seq"].as_i64().unwrap()),
+        );
+        match page["next_offset"].as_u64() {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "contiguous, in order"
+    );
+    let one = tool(&mut engine, "lcm_expand", json!({"id": "msg_5"}));
+    assert_eq!(one["messages"][0]["message"], history[5].to_value());
+
+    // lcm_expand_query: an answer with citations from a model, excerpts from offline.
+    let answer = tool(
+        &mut engine,
+        "lcm_expand_query",
+        json!({"prompt": "what ran at step 7?", "query": "step 7"}),
+    );
+    assert!(answer["answer"].is_string(), "{answer}");
+    assert!(!answer["sources"].as_array().unwrap().is_empty());
+    let by_ids = tool(
+        &mut engine,
+        "lcm_expand_query",
+        json!({"prompt": "what happened?", "ids": [top]}),
+    );
+    assert!(by_ids["answer"].is_string(), "{by_ids}");
+    let missing = tool(&mut engine, "lcm_expand_query", json!({"prompt": "x"}));
+    assert!(missing["error"].is_string());
+}
+
+#[test]
+fn expand_query_returns_excerpts_with_the_offline_summarizer() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::new(Script::Offline);
+    let mut engine = engine(dir.path(), backend, small_config(), SMALL_WINDOW);
+    let mut history = tool_chat(30, 300);
+    history.push(Message::user("the flag is zebra42"));
+    engine.compress(&history, &forced()).unwrap();
+    let answer = tool(
+        &mut engine,
+        "lcm_expand_query",
+        json!({"prompt": "what is the flag?", "query": "flag zebra42"}),
+    );
+    assert_eq!(answer["answer"], Value::Null);
+    assert_eq!(answer["summarizer"], json!("offline"));
+    let excerpts = answer["excerpts"].as_array().unwrap();
+    assert!(
+        excerpts[0]["snippet"].as_str().unwrap().contains("zebra42"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn operations_report_check_and_back_up_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut engine, history, _) = deep_engine(dir.path());
+    let status = status(&mut engine);
+    assert_eq!(status["messages"], json!(history.len()));
+    assert!(status["summaries"].as_u64().unwrap() > 0);
+    assert!(status["summaries_by_depth"]["0"]["count"].as_u64().unwrap() > 0);
+    assert!(
+        status["tokens_stored"].as_u64().unwrap() > status["tokens_in_context"].as_u64().unwrap()
+    );
+    assert!(status["database_bytes"].as_u64().unwrap() > 0);
+    assert!(status["database"].as_str().unwrap().ends_with("lcm.sqlite"));
+    let engine_status = engine.status().unwrap();
+    assert!(engine_status.compression_count > 0);
+    assert_eq!(engine_status.details["messages"], json!(history.len()));
+
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(true), "{doctor}");
+
+    // Knock one row out of the full-text index behind the engine's back.
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+        conn.execute_batch(
+            "INSERT INTO messages_fts(messages_fts, rowid, text) \
+             SELECT 'delete', id, text FROM messages WHERE seq = 3",
+        )
+        .unwrap();
+    }
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(false), "{doctor}");
+    assert_eq!(doctor["problems"][0]["check"], json!("fts_out_of_sync"));
+    let fixed = engine.invoke("doctor", &json!({"fix": true})).unwrap();
+    assert_eq!(fixed["fixed"].as_array().unwrap().len(), 1, "{fixed}");
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(true), "{doctor}");
+
+    let target = dir.path().join("backups").join("copy.sqlite");
+    let backup = engine.invoke("backup", &json!({"path": target})).unwrap();
+    assert!(backup["bytes"].as_u64().unwrap() > 0);
+    let copy = rusqlite::Connection::open(&target).unwrap();
+    let count: i64 = copy
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count as usize, history.len());
+    let again = engine
+        .invoke("backup", &json!({"path": target}))
+        .unwrap_err();
+    assert!(again.message().contains("already exists"), "{again}");
+    let no_path = engine.invoke("backup", &Value::Null).unwrap_err();
+    assert_eq!(no_path.kind(), ErrorKind::InvalidInput);
+    assert!(engine
+        .invoke("no_such_op", &Value::Null)
+        .unwrap_err()
+        .is_unsupported());
+}

@@ -1,0 +1,196 @@
+//! When things go wrong: summarizer failures, a hung summarizer, a damaged or locked store.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, ErrorKind};
+use serde_json::{json, Value};
+
+fn over_threshold(
+    engine: &mut ctxhost_engine_lcm::LcmEngine,
+) -> (Vec<ctxhost_sdk::Message>, Vec<ctxhost_sdk::Message>, Value) {
+    let history = tool_chat(30, 400);
+    let out = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    sequence::validate(&out).unwrap();
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    (history, out, report)
+}
+
+#[test]
+fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
+    for script in [Script::Fail, Script::Empty, Script::Oversized] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = engine(
+            dir.path(),
+            FakeBackend::new(script.clone()),
+            small_config(),
+            SMALL_WINDOW,
+        );
+        let (history, out, report) = over_threshold(&mut engine);
+        assert_eq!(report["escalation_level"], json!(2), "{script:?}: {report}");
+        assert_eq!(report["summarizer"], json!("truncation"), "{script:?}");
+        let leaves = report["leaf_summaries"].as_u64().unwrap();
+        assert!(leaves > 0, "{script:?}");
+        // Two summarizer attempts (normal, aggressive) per summary before truncating.
+        let summaries = leaves + report["condensed_summaries"].as_u64().unwrap();
+        assert_eq!(
+            report["summarizer_calls"].as_u64().unwrap(),
+            2 * summaries,
+            "{script:?}"
+        );
+        assert!(!report["summarizer_failures"].as_array().unwrap().is_empty());
+        assert!(tokens(&out) < tokens(&history), "{script:?}");
+        assert!(
+            recover(&mut engine, &out, 1000) == values(&history),
+            "{script:?}"
+        );
+        let id = out.iter().find_map(block_id).unwrap();
+        let described = tool(&mut engine, "lcm_describe", json!({"id": id}));
+        assert_eq!(described["escalation"], json!(2));
+        assert!(
+            described["text"].as_str().unwrap().contains("truncated"),
+            "{described}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_normal_attempt_escalates_to_aggressive() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::FailThenGood),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    let (_, _, report) = over_threshold(&mut engine);
+    assert_eq!(report["escalation_level"], json!(1), "{report}");
+    assert_eq!(report["summarizer"], json!("fake"));
+}
+
+#[test]
+fn a_hung_summarizer_never_holds_compaction_past_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::new(Script::Slow(Duration::from_secs(5)));
+    let mut config = small_config();
+    config["deadline_ms"] = json!(300);
+    config["summarizer_timeout_ms"] = json!(60_000);
+    let mut engine = engine(dir.path(), backend, config, SMALL_WINDOW);
+    let history = tool_chat(30, 400);
+    let started = Instant::now();
+    let out = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    let elapsed = started.elapsed();
+    // The deadline is 300 ms; the margin covers only the engine's own work, not a summarizer.
+    assert!(elapsed < Duration::from_millis(2_500), "took {elapsed:?}");
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    assert_eq!(report["escalation_level"], json!(2), "{report}");
+    assert!(
+        report["passes"].as_u64().unwrap() >= 1,
+        "progress despite the hang"
+    );
+    assert!(tokens(&out) < tokens(&history));
+    sequence::validate(&out).unwrap();
+}
+
+#[test]
+fn a_per_call_timeout_cuts_a_slow_summarizer_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::new(Script::Slow(Duration::from_secs(5)));
+    let mut config = small_config();
+    config["summarizer_timeout_ms"] = json!(50);
+    let mut engine = engine(dir.path(), backend, config, SMALL_WINDOW);
+    let (_, _, report) = over_threshold(&mut engine);
+    assert_eq!(report["escalation_level"], json!(2), "{report}");
+    let failures = report["summarizer_failures"].as_array().unwrap();
+    assert!(
+        failures[0].as_str().unwrap().contains("no answer within"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_corrupted_database_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lcm.sqlite"), vec![0x5a; 8192]).unwrap();
+    let error = try_engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        json!({}),
+        SMALL_WINDOW,
+    )
+    .err()
+    .expect("a corrupted store is refused");
+    assert_eq!(error.kind(), ErrorKind::Failed);
+    assert!(error.message().contains("lcm.sqlite"), "{error}");
+    assert!(error.message().contains("not a database"), "{error}");
+}
+
+#[test]
+fn a_store_damaged_while_open_gives_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    );
+    let history = tool_chat(30, 400);
+    engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    {
+        // A message row whose JSON no longer parses, and a context item pointing nowhere.
+        let conn = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+        conn.execute_batch(
+            "UPDATE messages SET json = '{broken' WHERE seq = (SELECT max(seq) FROM messages); \
+             INSERT INTO context_items(conversation_id, position, message_id) VALUES (1, 999999, 424242);",
+        )
+        .unwrap();
+    }
+    let error = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Failed);
+    assert!(error.message().contains("lcm.sqlite"), "{error}");
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(false));
+    let checks: Vec<&str> = doctor["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["check"].as_str().unwrap())
+        .collect();
+    assert!(checks.contains(&"dangling_context_items"), "{doctor}");
+}
+
+#[test]
+fn a_locked_database_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config();
+    config["busy_timeout_ms"] = json!(100);
+    let mut engine = engine(
+        dir.path(),
+        FakeBackend::new(Script::Good),
+        config,
+        SMALL_WINDOW,
+    );
+    let locker = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let error = engine
+        .compress(&tool_chat(3, 10), &CompressOptions::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Failed);
+    assert!(error.message().contains("lcm.sqlite"), "{error}");
+    assert!(error.message().contains("locked"), "{error}");
+    locker.execute_batch("ROLLBACK").unwrap();
+    // Once the lock is gone, the engine carries on.
+    engine
+        .compress(&tool_chat(3, 10), &CompressOptions::default())
+        .unwrap();
+}
