@@ -123,3 +123,38 @@ fn a_corrupted_store_gives_one_clear_error_and_keeps_the_conversation() {
         "the damaged store is left as it was"
     );
 }
+
+#[test]
+fn a_failing_http_summarizer_still_lets_compaction_make_progress() {
+    use ctxhost_tests::fake_provider::{Reply, TestServer};
+    use std::time::Duration;
+    // Build first: the loopback server stops accepting after a deadline.
+    ctxhost_tests::artifacts();
+    for script in [
+        vec![Reply::json(500, json!({"error": {"message": "down"}})); 400],
+        vec![Reply::text(200, "").after(Duration::from_millis(800)); 400],
+    ] {
+        let server = TestServer::start(script);
+        let sandbox = Sandbox::new();
+        sandbox.link_repo_plugins();
+        sandbox.write_config(&format!(
+            "{CONFIG}auxiliary:\n  compression:\n    provider: custom\n    model: m\n    base_url: {}\n    timeout: 0.3\n    max_retries: 0\n",
+            server.base_url()
+        ));
+        let transcript = sandbox.write_json("session.json", &Value::Array(long_session()));
+        let run = sandbox.ctxhost(&["run", transcript.to_str().unwrap(), "--json"]);
+        assert!(run.success(), "{}", run.stderr);
+        let report = &run.json()["runs"][0];
+        assert!(report["errors"].as_array().unwrap().is_empty(), "{report}");
+        let compressions = report["compressions"].as_array().unwrap();
+        assert!(!compressions.is_empty());
+        for c in compressions {
+            assert!(
+                c["tokens_after"].as_u64() < c["tokens_before"].as_u64(),
+                "{c}"
+            );
+        }
+        assert!(report["peak_tokens"].as_u64().unwrap() < 16_000, "{report}");
+        assert!(!server.requests().is_empty(), "the summarizer was tried");
+    }
+}

@@ -50,6 +50,8 @@ fn summary_of(output: &Value) -> String {
 
 #[test]
 fn the_request_carries_the_turns_without_secrets_and_the_summary_comes_back() {
+    // Build first: the loopback server stops accepting after a deadline.
+    ctxhost_tests::artifacts();
     let server = TestServer::start(vec![chat_reply(
         "## Goal\nFind the flag via the id endpoint. LOOPBACK-SUMMARY",
     )]);
@@ -85,6 +87,7 @@ fn the_request_carries_the_turns_without_secrets_and_the_summary_comes_back() {
 
 #[test]
 fn rate_limits_and_server_errors_are_retried() {
+    ctxhost_tests::artifacts();
     let server = TestServer::start(vec![
         Reply::json(429, serde_json::json!({"error": {"message": "slow down"}}))
             .header("Retry-After", "0"),
@@ -106,6 +109,7 @@ fn rate_limits_and_server_errors_are_retried() {
 
 #[test]
 fn a_timeout_or_a_garbage_answer_falls_back_to_the_deterministic_summary() {
+    ctxhost_tests::artifacts();
     for script in [
         vec![chat_reply("late").after(Duration::from_secs(3)); 4],
         vec![Reply::text(200, "<html>not json</html>")],
