@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
-use ctxhost_sdk::abi::{load_library, PluginLibrary};
+use ctxhost_sdk::abi::PluginLibrary;
 use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, ModelInfo};
 
 use crate::config::{Config, ConfigError, BUILT_IN_ENGINE};
-use crate::plugins::{discover, Candidate, PluginRoot, RootKind};
+use crate::plugins::{discover, inspect, Candidate, Inspection, PluginRoot, ProblemKind, RootKind};
 use crate::services::HostServicesImpl;
 
 /// Builds an engine registered in code by a program that embeds the host.
@@ -66,15 +66,58 @@ pub struct Listing {
     pub version: Option<String>,
     pub api_level: Option<u32>,
     pub description: String,
-    /// `ok`, `broken` or `shadowed`.
-    pub status: String,
+    pub state: State,
     /// Why it cannot be used, when it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub active: bool,
     pub path: Option<PathBuf>,
+    /// The library's sha256, when the host computed it (approved or installed plugins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     #[serde(skip)]
     pub detail: Option<String>,
+}
+
+/// Where an engine stands, as `plugins list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Selected by `context.engine`, and it loads.
+    Active,
+    /// Usable: loads and is allowed to.
+    Enabled,
+    /// Installed under the user's home, not approved yet.
+    Installed,
+    /// Turned off by `ctxhost plugins disable`.
+    Disabled,
+    /// Cannot be used; the listing says why.
+    Broken,
+    /// Another engine earlier in resolution order has the same name.
+    Shadowed,
+}
+
+impl State {
+    fn of(selected: bool, problem: Option<ProblemKind>) -> Self {
+        match problem {
+            None if selected => State::Active,
+            None => State::Enabled,
+            Some(ProblemKind::NotEnabled) => State::Installed,
+            Some(ProblemKind::Disabled) => State::Disabled,
+            Some(_) => State::Broken,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            State::Active => "active",
+            State::Enabled => "enabled",
+            State::Installed => "installed",
+            State::Disabled => "disabled",
+            State::Broken => "broken",
+            State::Shadowed => "shadowed",
+        }
+    }
 }
 
 /// The engine side of the host: configuration, services and every engine it can build.
@@ -127,17 +170,30 @@ impl Engines {
         });
     }
 
+    /// The user's ctxhost home.
+    pub fn home(&self) -> &std::path::Path {
+        &self.home
+    }
+
+    /// Where `ctxhost plugins install` puts plugins: `plugins/context_engine/` under the home.
+    pub fn user_plugin_root(&self) -> PluginRoot {
+        let home = std::path::absolute(&self.home).unwrap_or_else(|_| self.home.clone());
+        PluginRoot::new(RootKind::UserHome, &home)
+    }
+
     /// The plugin roots, in resolution order.
     pub fn plugin_roots(&self) -> Vec<PluginRoot> {
         let mut roots = Vec::new();
-        let home = std::path::absolute(&self.home).unwrap_or_else(|_| self.home.clone());
+        let home_root = self.user_plugin_root();
         if let Some(dir) = self.config.dir() {
-            roots.push(PluginRoot::new(RootKind::ConfigDir, &dir));
+            let root = PluginRoot::new(RootKind::ConfigDir, &dir);
+            // A config kept in the home itself: its plugins are installed ones, which need
+            // approval, not the project's own.
+            if !same_dir(&root.path, &home_root.path) && !same_dir(&dir, &self.home) {
+                roots.push(root);
+            }
         }
-        let home_root = PluginRoot::new(RootKind::UserHome, &home);
-        if !roots.iter().any(|r| same_dir(&r.path, &home_root.path)) {
-            roots.push(home_root);
-        }
+        roots.push(home_root);
         roots
     }
 
@@ -230,45 +286,85 @@ impl Engines {
     }
 
     fn load(&self, candidate: &Candidate) -> Result<PluginLibrary, Warning> {
-        let fail = |summary: String, detail: Option<String>| Warning {
+        let inspection = inspect(candidate.clone(), &self.config.trust, false);
+        inspection.loaded.map_err(|problem| Warning {
             summary: format!(
-                "plugin '{}' ({}): {summary}",
+                "plugin '{}' ({}): {}",
                 candidate.name,
-                candidate.dir.display()
+                candidate.dir.display(),
+                problem.summary
             ),
-            detail,
-        };
-        let descriptor = candidate
-            .descriptor
-            .as_ref()
-            .map_err(|error| fail(format!("bad plugin.yaml: {error}"), None))?;
-        let (library, exists) = descriptor.resolve_library(&candidate.dir);
-        if !exists {
-            return Err(fail(
-                format!(
-                    "library {} not found (build the plugin, or install it with `ctxhost plugins install`)",
-                    library.display()
-                ),
-                None,
-            ));
+            detail: problem.detail,
+        })
+    }
+
+    /// Every plugin directory resolution can see, inspected under the user's approvals, in
+    /// resolution order. `always_hash` computes every library's checksum.
+    pub fn inspect_plugins(&self, always_hash: bool) -> Vec<Inspection> {
+        discover(&self.plugin_roots())
+            .into_iter()
+            .map(|candidate| inspect(candidate, &self.config.trust, always_hash))
+            .collect()
+    }
+
+    /// The plugin directory resolution would use for `name`, inspected.
+    pub fn inspect_plugin(&self, name: &str, always_hash: bool) -> Option<Inspection> {
+        discover(&self.plugin_roots())
+            .into_iter()
+            .find(|c| c.name == name)
+            .map(|candidate| inspect(candidate, &self.config.trust, always_hash))
+    }
+
+    /// Checks that engine `name` accepts its settings in `config` (a config about to be
+    /// written). Only settings errors are errors; an engine that cannot be loaded is not
+    /// checked.
+    pub fn check_settings(&self, config: &Config, name: &str) -> Result<(), ConfigError> {
+        let engines = Engines::new(config.clone(), self.home.clone(), self.services.clone());
+        if name == BUILT_IN_ENGINE {
+            return match engines.compressor() {
+                Err(ResolveError::Config(error)) => Err(error),
+                _ => Ok(()),
+            };
         }
-        let loaded = load_library(&library).map_err(|error| {
-            fail(
-                format!("{}: {}", library.display(), error.summary()),
-                Some(error.detail().to_string()),
+        let Some(inspection) = engines.inspect_plugin(name, false) else {
+            return Ok(());
+        };
+        let Ok(library) = &inspection.loaded else {
+            return Ok(());
+        };
+        let setup = engines.setup(name, config.engine_section(name));
+        match library.instantiate(self.services.clone(), setup) {
+            Err(error) if error.kind() == ErrorKind::InvalidInput => {
+                Err(config.locate_message(error.message()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether an engine of that name was registered in code.
+    pub fn is_registered(&self, name: &str) -> bool {
+        self.registered.iter().any(|r| r.name == name)
+    }
+
+    /// Builds plugin engine `name` from an inspected, loadable library (for `plugins info` and
+    /// `doctor`, which check settings and list tools).
+    pub fn instantiate(&self, inspection: &Inspection) -> Result<Box<dyn ContextEngine>, String> {
+        let library = inspection.loaded.as_ref().map_err(|p| p.summary.clone())?;
+        let name = inspection.candidate.name.as_str();
+        let setup = self.setup(name, self.config.engine_section(name));
+        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
+            format!(
+                "cannot create its data directory {}: {error}",
+                setup.data_dir.display()
             )
         })?;
-        if loaded.manifest().name != candidate.name {
-            return Err(fail(
-                format!(
-                    "plugin.yaml names '{}' but the library is engine '{}'",
-                    candidate.name,
-                    loaded.manifest().name
-                ),
-                None,
-            ));
-        }
-        Ok(loaded)
+        library
+            .instantiate(self.services.clone(), setup)
+            .map(|engine| Box::new(engine) as Box<dyn ContextEngine>)
+            .map_err(|error| match error.kind() {
+                ErrorKind::InvalidInput => self.config.locate_message(error.message()).to_string(),
+                _ => format!("failed to start: {error}"),
+            })
     }
 
     fn start_plugin(&self, candidate: &Candidate) -> Result<Resolved, Failure> {
@@ -305,8 +401,8 @@ impl Engines {
         }
     }
 
-    /// Everything resolution can see: the built-in compressor first, then plugins (each loaded
-    /// to check its ABI), then engines registered in code.
+    /// Everything resolution can see: the built-in compressor first, then plugins (each loaded,
+    /// when the user's approvals allow, to check its ABI), then engines registered in code.
     pub fn list(&self) -> Vec<Listing> {
         let active = self.config.context.engine.as_str();
         let mut rows = vec![Listing {
@@ -315,67 +411,58 @@ impl Engines {
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
             api_level: Some(ctxhost_sdk::API_LEVEL),
             description: "Built-in lossy compressor: prunes old tool output and summarizes the middle of the conversation.".to_string(),
-            status: "ok".to_string(),
+            state: State::of(active == BUILT_IN_ENGINE, None),
             problem: None,
             active: active == BUILT_IN_ENGINE,
             path: None,
+            sha256: None,
             detail: None,
         }];
         let mut seen = vec![BUILT_IN_ENGINE.to_string()];
-        for candidate in discover(&self.plugin_roots()) {
-            let shadowed = seen.contains(&candidate.name);
-            let description = candidate
-                .descriptor
-                .as_ref()
-                .map(|d| d.description.clone())
-                .unwrap_or_default();
+        for inspection in self.inspect_plugins(false) {
+            let name = inspection.candidate.name.clone();
+            let shadowed = seen.contains(&name);
+            let selected = !shadowed && active == name;
+            let problem = inspection.loaded.as_ref().err();
             let mut row = Listing {
-                name: candidate.name.clone(),
-                source: candidate.root.label().to_string(),
-                version: None,
-                api_level: None,
-                description,
-                status: "ok".to_string(),
-                problem: None,
-                active: !shadowed && active == candidate.name,
-                path: candidate.library().map(|(path, _)| path),
-                detail: None,
+                name: name.clone(),
+                source: inspection.candidate.root.label().to_string(),
+                version: inspection.version(),
+                api_level: inspection
+                    .loaded
+                    .as_ref()
+                    .ok()
+                    .map(|l| l.manifest().api_level),
+                description: inspection.description(),
+                state: State::of(selected, problem.map(|p| p.kind)),
+                problem: problem.map(|p| p.summary.clone()),
+                active: selected && problem.is_none(),
+                path: inspection.library.clone(),
+                sha256: inspection.checksum.clone(),
+                detail: problem.and_then(|p| p.detail.clone()),
             };
-            match self.load(&candidate) {
-                Ok(library) => {
-                    row.version = Some(library.manifest().version.clone());
-                    row.api_level = Some(library.manifest().api_level);
-                    if row.description.is_empty() {
-                        row.description = library.manifest().description.clone();
-                    }
-                }
-                Err(warning) => {
-                    row.status = "broken".to_string();
-                    row.problem = Some(strip_plugin_prefix(&warning.summary).to_string());
-                    row.detail = warning.detail;
-                }
-            }
             if shadowed {
-                row.status = "shadowed".to_string();
+                row.state = State::Shadowed;
                 row.problem = Some(format!(
-                    "an earlier engine is also named '{}'; this one is never used",
-                    candidate.name
+                    "an earlier engine is also named '{name}'; this one is never used"
                 ));
             }
-            seen.push(candidate.name.clone());
+            seen.push(name);
             rows.push(row);
         }
         for registered in &self.registered {
+            let selected = active == registered.name && !seen.contains(&registered.name);
             rows.push(Listing {
                 name: registered.name.clone(),
                 source: EngineSource::Registered.label().to_string(),
                 version: None,
                 api_level: None,
                 description: registered.description.clone(),
-                status: "ok".to_string(),
+                state: State::of(selected, None),
                 problem: None,
-                active: active == registered.name && !seen.contains(&registered.name),
+                active: selected,
                 path: None,
+                sha256: None,
                 detail: None,
             });
         }
@@ -387,10 +474,6 @@ enum Failure {
     /// The engine refused its settings: a config error, reported as such.
     Settings(ConfigError),
     Other(Warning),
-}
-
-fn strip_plugin_prefix(summary: &str) -> &str {
-    summary.split_once("): ").map_or(summary, |(_, rest)| rest)
 }
 
 fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {

@@ -20,7 +20,8 @@ fn main() -> ExitCode {
         Command::Tools(command) => cli::tools::run(&cli.global, command),
         Command::Engines(args) => cli::plugins::list(&cli.global, args),
         Command::Engine(args) => cli::engine::run(&cli.global, args),
-        Command::Plugins(command) => cli::plugins::run(&cli.global, command),
+        Command::Plugins(args) => cli::plugins::run(&cli.global, args),
+        Command::Config(command) => cli::config::run(&cli.global, command),
     };
     match result {
         Ok(code) => code,

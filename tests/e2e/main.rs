@@ -2,9 +2,12 @@
 //! the shared corpus of agent transcripts.
 
 mod abi;
+mod config_cmd;
 mod config_errors;
 mod lcm;
 mod loading;
+mod picker;
+mod plugins_cmd;
 mod registry;
 mod run;
 mod summarizer;

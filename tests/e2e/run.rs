@@ -313,6 +313,17 @@ fn help_for_every_subcommand() {
         &["engine"],
         &["plugins"],
         &["plugins", "list"],
+        &["plugins", "info"],
+        &["plugins", "use"],
+        &["plugins", "install"],
+        &["plugins", "remove"],
+        &["plugins", "enable"],
+        &["plugins", "disable"],
+        &["plugins", "doctor"],
+        &["plugins", "new"],
+        &["config"],
+        &["config", "get"],
+        &["config", "set"],
     ] {
         let mut args: Vec<&str> = command.to_vec();
         args.push("--help");

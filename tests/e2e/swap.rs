@@ -59,9 +59,9 @@ fn the_window_plugin_resolves_from_the_repository_without_copying_files() {
         .iter()
         .find(|r| r["name"] == "window")
         .expect("window is listed");
-    assert_eq!(window["status"], "ok");
+    assert_eq!(window["state"], "active");
     assert_eq!(window["active"], true);
-    assert_eq!(window["source"], "config dir");
+    assert_eq!(window["source"], "repo plugin dir");
     let path = window["path"].as_str().unwrap();
     assert!(path.contains("target"), "found in the build output: {path}");
 }

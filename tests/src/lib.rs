@@ -65,6 +65,14 @@ pub fn artifacts() -> &'static Path {
     })
 }
 
+/// The cargo target directory of this test run.
+pub fn target_dir() -> PathBuf {
+    artifacts()
+        .parent()
+        .expect("the profile directory has a parent")
+        .to_path_buf()
+}
+
 pub fn binary() -> PathBuf {
     artifacts().join(format!("ctxhost{}", std::env::consts::EXE_SUFFIX))
 }
@@ -215,6 +223,16 @@ impl Sandbox {
             .output()
             .expect("ctxhost runs");
         Run::from(output)
+    }
+
+    /// The config file's text.
+    pub fn config_text(&self) -> String {
+        std::fs::read_to_string(self.config_path()).expect("the config file exists")
+    }
+
+    /// The directory `ctxhost plugins install` installs plugin `name` into.
+    pub fn installed_dir(&self, name: &str) -> PathBuf {
+        self.home().join("plugins/context_engine").join(name)
     }
 
     /// Replaces this sandbox's path with `[SANDBOX]` and the repository's with `[REPO]`.

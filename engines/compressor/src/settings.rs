@@ -48,6 +48,49 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The keys of `compression.*` with their defaults, for `ctxhost plugins info compressor`.
+    pub fn config_keys() -> Vec<ctxhost_sdk::ConfigKey> {
+        let d = Settings::default();
+        let key = |key: &str, default: String, help: &str| ctxhost_sdk::ConfigKey {
+            key: key.to_string(),
+            default,
+            help: help.to_string(),
+        };
+        vec![
+            key("enabled", d.enabled.to_string(), "Compress at all."),
+            key(
+                "threshold",
+                d.threshold.to_string(),
+                "Compress when the prompt reaches this fraction of the window.",
+            ),
+            key(
+                "target_ratio",
+                d.target_ratio.to_string(),
+                "The recent tail kept verbatim, as a fraction of the threshold tokens.",
+            ),
+            key(
+                "protect_last_n",
+                d.protect_last_n.to_string(),
+                "The tail never has fewer recent messages than this.",
+            ),
+            key(
+                "hygiene_ratio",
+                d.hygiene_ratio.to_string(),
+                "The rough-estimate check before a turn, as a fraction of the window.",
+            ),
+            key(
+                "summarizer_cooldown_seconds",
+                d.summarizer_cooldown_seconds.to_string(),
+                "After a summarizer failure, use the deterministic summary for this long.",
+            ),
+            key(
+                "protect_first_n",
+                "the first exchange".to_string(),
+                "Non-system messages at the start always kept verbatim.",
+            ),
+        ]
+    }
+
     /// Reads and checks the section; errors start with the dotted key.
     pub fn from_config(section: &Value) -> Result<Self, EngineError> {
         let section = match section {

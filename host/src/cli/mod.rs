@@ -1,7 +1,9 @@
 //! The `ctxhost` command line: argument definitions and the shared setup every command uses.
 
 pub mod compress;
+pub mod config;
 pub mod engine;
+pub mod picker;
 pub mod plugins;
 pub mod run;
 pub mod tokens;
@@ -59,28 +61,48 @@ pub enum Command {
     Engines(plugins::ListArgs),
     /// Run one of the engine's own operations (status, doctor, backup, ...) and print its JSON
     Engine(engine::EngineArgs),
-    /// Manage context engine plugins
+    /// Manage context engine plugins: list, install, select, check and pin them. Without a
+    /// subcommand, in a terminal: pick the context engine from a list
+    Plugins(plugins::PluginsArgs),
+    /// Read and change config.yaml (comments and unknown keys are kept)
     #[command(subcommand)]
-    Plugins(plugins::PluginsCommand),
+    Config(config::ConfigCommand),
 }
 
 /// What every command needs: the config, the engines it can build, and the runtime that
 /// serves them (engines run on its blocking pool; LLM summarizers on its workers).
 pub struct App {
     pub engines: Engines,
+    /// The config file commands that change the configuration write to (it may not exist yet).
+    pub config_path: PathBuf,
     pub verbose: bool,
     pub runtime: tokio::runtime::Runtime,
 }
 
 impl App {
     pub fn new(global: &GlobalArgs) -> anyhow::Result<Self> {
+        Self::build(global, false)
+    }
+
+    /// For commands that write the config: a config file that does not exist yet reads as
+    /// empty (the first write creates it).
+    pub fn for_edit(global: &GlobalArgs) -> anyhow::Result<Self> {
+        Self::build(global, true)
+    }
+
+    fn build(global: &GlobalArgs, missing_ok: bool) -> anyhow::Result<Self> {
         let home = home::home_dir();
-        let config = match &global.config {
-            Some(path) => Config::load(path)?,
-            None => match home::default_config_path(&home) {
-                Some(path) => Config::load(&path)?,
-                None => Config::defaults(),
-            },
+        let config_path = global
+            .config
+            .clone()
+            .or_else(|| home::default_config_path(&home))
+            .unwrap_or_else(|| home.join(home::CONFIG_FILE));
+        let config = if config_path.is_file() || (global.config.is_some() && !missing_ok) {
+            Config::load(&config_path)?
+        } else if missing_ok {
+            Config::parse("", Some(config_path.clone()))?
+        } else {
+            Config::defaults()
         };
         let runtime = runtime()?;
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime.handle().clone())
@@ -93,6 +115,7 @@ impl App {
         ));
         Ok(App {
             engines: Engines::new(config, home, services),
+            config_path,
             verbose: global.verbose,
             runtime,
         })

@@ -1,8 +1,11 @@
 //! `config.yaml`: loading, defaults and validation. Keys follow Hermes Agent where it has them.
 //! Every error names the file, the line when it can be found, and the key.
 
+pub mod edit;
 mod locate;
+pub mod write;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +33,18 @@ pub struct Config {
     pub tokens: TokensSection,
     /// `plugins.<name>`: each engine's own section.
     pub plugins: Map<String, Value>,
+    pub trust: TrustSection,
+}
+
+/// `trust.*`: which plugin libraries the user approved, written by `ctxhost plugins enable`.
+/// Loading a library runs its code, so an approval names the exact file by its checksum.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrustSection {
+    /// Engine name → sha256 (hex) of the library approved for it.
+    pub enabled: BTreeMap<String, String>,
+    /// Engines that never load, even when selected.
+    pub disabled: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -96,6 +111,7 @@ struct ConfigFile {
     auxiliary: Option<AuxiliarySection>,
     tokens: TokensSection,
     plugins: Option<Map<String, Value>>,
+    trust: Option<TrustSection>,
     /// Unknown top-level keys (other Hermes sections) are allowed and left alone.
     #[serde(flatten)]
     _other: Map<String, Value>,
@@ -171,6 +187,7 @@ impl Config {
             summarizer: SummarizerSettings::default(),
             tokens: file.tokens,
             plugins: file.plugins.unwrap_or_default(),
+            trust: file.trust.unwrap_or_default(),
         };
         config.summarizer = SummarizerSettings::from_value(&summarizer_section)
             .and_then(|settings| settings.validate().map(|()| settings))
@@ -225,7 +242,20 @@ impl Config {
                 ));
             }
         }
+        for (name, checksum) in &self.trust.enabled {
+            if checksum.len() != 64 || !checksum.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(self.error_at(
+                    &format!("trust.enabled.{name}"),
+                    "must be the sha256 of the plugin's library (64 hex digits); run `ctxhost plugins enable` to record it",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The text the config was read from (empty for defaults).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The token counter this config asks for.

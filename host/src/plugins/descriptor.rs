@@ -33,8 +33,12 @@ fn default_kind() -> String {
 impl Descriptor {
     /// Reads `<dir>/plugin.yaml`. Errors are one line naming the file and, when known, the line.
     pub fn read(dir: &Path) -> Result<Self, String> {
-        let path = dir.join(DESCRIPTOR_FILE);
-        let text = std::fs::read_to_string(&path)
+        Self::read_file(&dir.join(DESCRIPTOR_FILE))
+    }
+
+    /// Reads a descriptor file wherever it is (for `ctxhost plugins install --manifest`).
+    pub fn read_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
             .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
         let descriptor: Descriptor = serde_yaml::from_str(&text).map_err(|error| {
             let message = error.to_string();

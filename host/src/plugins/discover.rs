@@ -16,8 +16,8 @@ pub enum RootKind {
 impl RootKind {
     pub fn label(self) -> &'static str {
         match self {
-            RootKind::ConfigDir => "config dir",
-            RootKind::UserHome => "user home",
+            RootKind::ConfigDir => "repo plugin dir",
+            RootKind::UserHome => "user plugin dir",
         }
     }
 }

@@ -1,7 +1,13 @@
-//! Engine plugins on disk: where the host looks, what it finds there, and loading them.
+//! Engine plugins on disk: where the host looks, what it finds there, whether the user trusts
+//! it, and loading it.
 
 mod descriptor;
 mod discover;
+pub mod inspect;
+pub mod install;
+pub mod scaffold;
+pub mod trust;
 
 pub use descriptor::{Descriptor, CONTEXT_ENGINE_KIND, DESCRIPTOR_FILE};
 pub use discover::{discover, Candidate, PluginRoot, RootKind};
+pub use inspect::{inspect, Inspection, Problem, ProblemKind};

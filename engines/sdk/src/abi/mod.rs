@@ -26,7 +26,7 @@ use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trai
 use crate::error::{EngineError, ErrorKind};
 use crate::message::Message;
 
-pub use load::{load_library, LoadError, PluginEngine, PluginLibrary};
+pub use load::{load_library, LoadError, LoadErrorKind, PluginEngine, PluginLibrary};
 
 /// An error crossing the boundary: a kind code and a message.
 #[repr(C)]

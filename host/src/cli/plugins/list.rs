@@ -1,30 +1,17 @@
-//! `ctxhost plugins …` and `ctxhost engines`: what engines resolution can see.
+//! `ctxhost plugins list` and `ctxhost engines`: what engines resolution can see.
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use ctxhost::engines::Listing;
 
-use super::{App, GlobalArgs};
-
-#[derive(Debug, Subcommand)]
-pub enum PluginsCommand {
-    /// List every engine: the built-in compressor, plugins (loaded to check their ABI) and
-    /// engines registered in code
-    List(ListArgs),
-}
+use crate::cli::{App, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
-}
-
-pub fn run(global: &GlobalArgs, command: &PluginsCommand) -> anyhow::Result<ExitCode> {
-    match command {
-        PluginsCommand::List(args) => list(global, args),
-    }
 }
 
 pub fn list(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
@@ -71,14 +58,14 @@ pub fn table(rows: &[Listing]) -> String {
                 row.version.clone().unwrap_or_else(|| "-".to_string()),
                 row.api_level
                     .map_or_else(|| "-".to_string(), |level| level.to_string()),
-                row.status.clone(),
+                row.state.label().to_string(),
                 row.path
                     .as_ref()
                     .map_or_else(|| "-".to_string(), |p| p.display().to_string()),
             ]
         })
         .collect();
-    let header = ["  NAME", "SOURCE", "VERSION", "API", "STATUS", "PATH"].map(String::from);
+    let header = ["  NAME", "SOURCE", "VERSION", "API", "STATE", "PATH"].map(String::from);
     let mut widths = header.clone().map(|h| h.chars().count());
     for row in &cells {
         for (width, cell) in widths.iter_mut().zip(row) {

@@ -1,0 +1,202 @@
+//! `ctxhost config path|get|set|unset|validate`: the config file from the command line. Writes
+//! keep the user's comments, key order and unknown keys, are atomic, and are refused when the
+//! result would not be a valid config (or the file already is not one).
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::{Args, Subcommand};
+use ctxhost::config::edit;
+use ctxhost::config::write::{update_checked, Change};
+use ctxhost::config::BUILT_IN_ENGINE;
+use serde_yaml::Value;
+
+use super::{App, GlobalArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the config file commands read and write
+    Path,
+    /// Print a key's value (dotted: context.engine, plugins.lcm.threshold, ...)
+    Get(GetArgs),
+    /// Set a key; VALUE is read as YAML (0.6 is a number, true a boolean, [a, b] a list)
+    Set(SetArgs),
+    /// Remove a key (its default applies again)
+    Unset(KeyArgs),
+    /// Check the config: every section, the compressor's settings and the selected engine
+    Validate,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The dotted key
+    pub key: String,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// The dotted key
+    pub key: String,
+    /// The value, as YAML
+    #[arg(allow_hyphen_values = true)]
+    pub value: String,
+}
+
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// The dotted key
+    pub key: String,
+}
+
+pub fn run(global: &GlobalArgs, command: &ConfigCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ConfigCommand::Path => path(global),
+        ConfigCommand::Get(args) => get(global, args),
+        ConfigCommand::Set(args) => set(global, args),
+        ConfigCommand::Unset(args) => unset(global, args),
+        ConfigCommand::Validate => validate(global),
+    }
+}
+
+fn path(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    println!("{}", app.config_path.display());
+    if !app.config_path.is_file() {
+        eprintln!("note: it does not exist yet; built-in defaults apply until `ctxhost config set` or `ctxhost plugins use` creates it");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn get(global: &GlobalArgs, args: &GetArgs) -> anyhow::Result<ExitCode> {
+    let app = App::new(global)?;
+    let text = app.config().text();
+    let (value, default) = match edit::get(text, &args.key)? {
+        Some(value) => (value, false),
+        None => match default_of(&app, &args.key) {
+            Some(value) => (value, true),
+            None => bail!(
+                "{} is not set in {} and has no default ctxhost knows of",
+                args.key,
+                app.config_path.display()
+            ),
+        },
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        match &value {
+            Value::Mapping(_) | Value::Sequence(_) => print!("{}", serde_yaml::to_string(&value)?),
+            Value::String(text) => println!("{text}"),
+            scalar => println!("{}", edit::render(scalar)),
+        }
+    }
+    if default {
+        eprintln!("note: not set in the config file; this is the default");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set(global: &GlobalArgs, args: &SetArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let value = edit::parse_value(&args.value);
+    write(&app, &[Change::Set(&args.key, value.clone())], &args.key)?;
+    println!(
+        "{} = {} (in {})",
+        args.key,
+        edit::render(&value),
+        app.config_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unset(global: &GlobalArgs, args: &KeyArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    if edit::get(app.config().text(), &args.key)?.is_none() {
+        println!("{} is not set in {}", args.key, app.config_path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    write(&app, &[Change::Remove(&args.key)], &args.key)?;
+    println!("{} removed (in {})", args.key, app.config_path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `changes`, first checking that the engine whose settings `key` belongs to accepts
+/// the result.
+fn write(app: &App, changes: &[Change<'_>], key: &str) -> anyhow::Result<()> {
+    let engine = engine_of_key(key);
+    update_checked(&app.config_path, changes, |config| match &engine {
+        Some(engine) => app.engines.check_settings(config, engine),
+        None => app.engines.check_settings(config, &config.context.engine),
+    })?;
+    Ok(())
+}
+
+/// The engine whose settings a key is: `compression.*` the compressor's, `plugins.NAME.*` the
+/// plugin's.
+fn engine_of_key(key: &str) -> Option<String> {
+    let mut parts = key.split('.');
+    match parts.next()? {
+        "compression" => Some(BUILT_IN_ENGINE.to_string()),
+        "plugins" => parts.next().map(str::to_string),
+        _ => None,
+    }
+}
+
+fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+    // Loading checks every section ctxhost owns; errors come back located.
+    let app = App::new(global)?;
+    let source = match &app.config().source {
+        Some(path) => path.display().to_string(),
+        None => "built-in defaults (no config file)".to_string(),
+    };
+    let name = app.config().context.engine.clone();
+    let resolved = app.engines.resolve(&name)?;
+    if !resolved.warnings.is_empty() {
+        for warning in &resolved.warnings {
+            println!("problem: {}", warning.summary);
+        }
+        return Ok(ExitCode::from(1));
+    }
+    println!(
+        "{source}: valid; context.engine = {} ({})",
+        resolved.name,
+        resolved.source.label()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a key reads as when the file does not set it.
+fn default_of(app: &App, key: &str) -> Option<Value> {
+    let fixed = [
+        ("context.engine", BUILT_IN_ENGINE.to_string()),
+        ("model.name", "gpt-4o".to_string()),
+        ("model.context_length", "128000".to_string()),
+        ("tokens.encoding", "o200k_base".to_string()),
+        ("tokens.backend", "auto".to_string()),
+        ("auxiliary.compression.provider", "offline".to_string()),
+    ];
+    if let Some((_, value)) = fixed.iter().find(|(k, _)| *k == key) {
+        return Some(edit::parse_value(value));
+    }
+    let mut parts = key.splitn(3, '.');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("compression"), Some(name), None) => ctxhost_compressor::Settings::config_keys()
+            .into_iter()
+            .find(|k| k.key == name)
+            .map(|k| edit::parse_value(&k.default)),
+        (Some("plugins"), Some(engine), Some(name)) => {
+            let inspection = app.engines.inspect_plugin(engine, false)?;
+            let library = inspection.loaded.ok()?;
+            library
+                .manifest()
+                .config_keys
+                .iter()
+                .find(|k| k.key == name)
+                .map(|k| edit::parse_value(&k.default))
+        }
+        _ => None,
+    }
+}

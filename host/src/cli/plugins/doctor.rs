@@ -1,0 +1,190 @@
+//! `ctxhost plugins doctor`: loads every plugin it may and reports everything wrong, one line
+//! each, exiting 1 if anything is.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use clap::Args;
+use ctxhost::config::BUILT_IN_ENGINE;
+use ctxhost::engines::ResolveError;
+use ctxhost::plugins::ProblemKind;
+use serde::Serialize;
+
+use crate::cli::{App, GlobalArgs};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Finding {
+    engine: String,
+    /// `ok`, `note` (a choice, not a fault) or `problem`.
+    level: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<ProblemKind>,
+    message: String,
+}
+
+pub fn run(global: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let app = App::new(global)?;
+    let findings = examine(&app);
+    let problems = findings.iter().filter(|f| f.level == "problem").count();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "ok": problems == 0,
+                "findings": findings,
+            }))?
+        );
+    } else {
+        for finding in &findings {
+            let mark = match finding.level {
+                "ok" => "ok     ",
+                "note" => "note   ",
+                _ => "problem",
+            };
+            println!("{mark}  {}: {}", finding.engine, finding.message);
+        }
+        match problems {
+            0 => println!("\nno problems"),
+            1 => println!("\n1 problem"),
+            n => println!("\n{n} problems"),
+        }
+    }
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn examine(app: &App) -> Vec<Finding> {
+    let config = app.config();
+    let selected = config.context.engine.as_str();
+    let mut findings = Vec::new();
+    let finding = |engine: &str, level, kind, message: String| Finding {
+        engine: engine.to_string(),
+        level,
+        kind,
+        message,
+    };
+
+    findings.push(match app.engines.compressor() {
+        Ok(_) => finding(BUILT_IN_ENGINE, "ok", None, "built in".to_string()),
+        Err(ResolveError::Config(error)) => finding(
+            BUILT_IN_ENGINE,
+            "problem",
+            Some(ProblemKind::BadSettings),
+            error.to_string(),
+        ),
+        Err(error) => finding(
+            BUILT_IN_ENGINE,
+            "problem",
+            Some(ProblemKind::LoadFailed),
+            error.to_string(),
+        ),
+    });
+
+    let inspections = app.engines.inspect_plugins(true);
+    let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for inspection in &inspections {
+        by_name
+            .entry(&inspection.candidate.name)
+            .or_default()
+            .push(inspection.candidate.dir.display().to_string());
+    }
+    let mut seen = Vec::new();
+    for inspection in &inspections {
+        let name = inspection.candidate.name.as_str();
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        let source = inspection.candidate.root.label();
+        match &inspection.loaded {
+            Ok(library) => match app.engines.instantiate(inspection) {
+                Ok(_) => findings.push(finding(
+                    name,
+                    "ok",
+                    None,
+                    format!(
+                        "{} ({source}, {})",
+                        library.manifest().version,
+                        library.path().display()
+                    ),
+                )),
+                Err(error) => findings.push(finding(
+                    name,
+                    "problem",
+                    Some(ProblemKind::BadSettings),
+                    error,
+                )),
+            },
+            Err(problem) if problem.kind.is_choice() && name != selected => findings.push(finding(
+                name,
+                "note",
+                Some(problem.kind),
+                problem.summary.clone(),
+            )),
+            Err(problem) => findings.push(finding(
+                name,
+                "problem",
+                Some(problem.kind),
+                problem.summary.clone(),
+            )),
+        }
+    }
+    for (name, dirs) in &by_name {
+        if *name == BUILT_IN_ENGINE {
+            findings.push(finding(
+                name,
+                "problem",
+                Some(ProblemKind::DuplicateName),
+                format!(
+                    "a plugin in {} takes the built-in engine's name and is never used; rename it",
+                    dirs[0]
+                ),
+            ));
+        } else if dirs.len() > 1 {
+            findings.push(finding(
+                name,
+                "problem",
+                Some(ProblemKind::DuplicateName),
+                format!(
+                    "{} plugins share this name ({}); only the first is ever used: rename or remove the others",
+                    dirs.len(),
+                    dirs.join(", ")
+                ),
+            ));
+        }
+    }
+    for name in config.trust.enabled.keys() {
+        if !by_name.contains_key(name.as_str()) {
+            findings.push(finding(
+                name,
+                "note",
+                None,
+                format!("trust.enabled.{name} approves a plugin that is not installed"),
+            ));
+        }
+    }
+    let resolvable = selected == BUILT_IN_ENGINE
+        || app.engines.is_registered(selected)
+        || by_name.contains_key(selected);
+    if !resolvable {
+        findings.push(finding(
+            selected,
+            "problem",
+            Some(ProblemKind::MissingLibrary),
+            format!(
+                "context.engine selects '{selected}', which is not installed; the built-in compressor runs instead (`ctxhost plugins use NAME` picks another)"
+            ),
+        ));
+    }
+    findings
+}

@@ -1,0 +1,190 @@
+//! `ctxhost plugins install|remove|new`: plugins on disk.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Args;
+use ctxhost::config::write::{update, Change};
+use ctxhost::config::BUILT_IN_ENGINE;
+use ctxhost::plugins::install::{self, Request};
+use ctxhost::plugins::scaffold;
+use ctxhost::plugins::trust::short;
+use ctxhost::plugins::RootKind;
+use serde_yaml::Value;
+
+use super::select::without;
+use crate::cli::{App, GlobalArgs};
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// A built library (with plugin.yaml beside it), a plugin directory, or a plugin crate
+    pub path: PathBuf,
+    /// The plugin.yaml to use for a library that has none beside it
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Also approve it (record its library's sha256), so it may load
+    #[arg(long)]
+    pub enable: bool,
+    /// Replace a plugin of the same name that is already installed
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The plugin's name
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The engine's name (lowercase letters, digits, `-` and `_`)
+    pub name: String,
+    /// Where to create the crate [default: ./NAME]
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// The ctxhost-sdk sources to depend on [default: the SDK this ctxhost was built from]
+    #[arg(long, value_name = "DIR")]
+    pub sdk: Option<PathBuf>,
+}
+
+pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let request = Request {
+        source: args.path.clone(),
+        manifest: args.manifest.clone(),
+        force: args.force,
+    };
+    let root = app.engines.user_plugin_root();
+    let installed = install::install(&request, &root)?;
+    let name = installed.name.as_str();
+    match &installed.replaced {
+        Some(old) => println!(
+            "installed {name} {} in {} (replaced {old})",
+            installed.version,
+            installed.dir.display()
+        ),
+        None => println!(
+            "installed {name} {} in {}",
+            installed.version,
+            installed.dir.display()
+        ),
+    }
+    println!("  library  {}", installed.library.display());
+    println!("  sha256   {}", installed.sha256);
+    let trust = &app.config().trust;
+    if args.enable {
+        let key = format!("trust.enabled.{name}");
+        let mut changes = vec![Change::Set(&key, Value::String(installed.sha256.clone()))];
+        if trust.disabled.iter().any(|d| d == name) {
+            changes.push(Change::Set(
+                "trust.disabled",
+                without(&trust.disabled, name),
+            ));
+        }
+        update(&app.config_path, &changes)?;
+        println!(
+            "enabled: this build is approved (in {})",
+            app.config_path.display()
+        );
+    }
+    if let Some(shadow) = app
+        .engines
+        .inspect_plugin(name, false)
+        .filter(|i| i.candidate.root != RootKind::UserHome)
+    {
+        println!(
+            "warning: the plugin in {} has the same name and is found first; this one is never used",
+            shadow.candidate.dir.display()
+        );
+    }
+    if app.config().context.engine == name {
+        if !args.enable {
+            match trust.enabled.get(name) {
+                Some(approved) if *approved != installed.sha256 => println!(
+                    "note: {name} is selected but this build is not the approved one ({}…); run `ctxhost plugins enable {name}` to approve it",
+                    short(approved)
+                ),
+                None => println!("next: `ctxhost plugins enable {name}` to approve it"),
+                Some(_) => {}
+            }
+        }
+    } else {
+        println!("next: `ctxhost plugins use {name}` selects it (and approves this build)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(global: &GlobalArgs, args: &RemoveArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let name = args.name.as_str();
+    if name == BUILT_IN_ENGINE {
+        bail!("the built-in compressor cannot be removed");
+    }
+    let installed = app
+        .engines
+        .inspect_plugins(false)
+        .into_iter()
+        .find(|i| i.candidate.name == name && i.candidate.root == RootKind::UserHome);
+    let Some(installed) = installed else {
+        if let Some(other) = app.engines.inspect_plugin(name, false) {
+            bail!(
+                "plugin '{name}' in {} belongs to the project, not to the user plugin directory; delete it yourself if you mean to",
+                other.candidate.dir.display()
+            );
+        }
+        bail!("no plugin '{name}' is installed; see `ctxhost plugins list`");
+    };
+    let config = app.config();
+    let key = format!("trust.enabled.{name}");
+    let mut changes = Vec::new();
+    if config.trust.enabled.contains_key(name) {
+        changes.push(Change::Remove(&key));
+    }
+    if config.trust.disabled.iter().any(|d| d == name) {
+        changes.push(Change::Set(
+            "trust.disabled",
+            without(&config.trust.disabled, name),
+        ));
+    }
+    let was_active = config.context.engine == name;
+    if was_active {
+        changes.push(Change::Set(
+            "context.engine",
+            Value::String(BUILT_IN_ENGINE.to_string()),
+        ));
+    }
+    if !changes.is_empty() {
+        update(&app.config_path, &changes)?;
+    }
+    install::remove(&installed.candidate.dir)?;
+    println!("removed {name} ({})", installed.candidate.dir.display());
+    if was_active {
+        println!(
+            "context.engine = {BUILT_IN_ENGINE} (it selected {name}; in {})",
+            app.config_path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
+    let dir = args
+        .path
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&args.name));
+    let sdk = args.sdk.clone().unwrap_or_else(scaffold::default_sdk_path);
+    let files = scaffold::scaffold(&args.name, &dir, &sdk)?;
+    println!("created engine '{}' in {}:", args.name, dir.display());
+    for file in files {
+        let relative = file.strip_prefix(&dir).unwrap_or(&file);
+        println!("  {}", relative.display());
+    }
+    println!("next:");
+    println!("  cd {}", dir.display());
+    println!("  cargo test                    # the engine's own test");
+    println!("  ctxhost plugins install .     # build in release mode, check it loads, install");
+    println!("  ctxhost plugins use {}", args.name);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,201 @@
+//! `ctxhost plugins use|enable|disable`: choosing the engine and approving plugin builds. Every
+//! change goes through the comment-keeping, atomic config writer.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Args;
+use ctxhost::config::write::{update, update_checked, Change};
+use ctxhost::config::BUILT_IN_ENGINE;
+use ctxhost::plugins::trust::{sha256_file, short};
+use ctxhost::plugins::{Inspection, ProblemKind};
+use ctxhost_sdk::abi::load_library;
+use serde_yaml::Value;
+
+use crate::cli::{App, GlobalArgs};
+
+#[derive(Debug, Args)]
+pub struct UseArgs {
+    /// The engine: `compressor` or a plugin's name
+    pub name: String,
+    /// Select it even if it is not installed or does not load
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NameArgs {
+    /// The plugin's name
+    pub name: String,
+}
+
+pub fn use_engine(global: &GlobalArgs, args: &UseArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let message = select_engine(&app, &args.name, args.force)?;
+    println!("{message}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sets `context.engine` to `name` after checking it can run; a plugin never approved is
+/// approved by being chosen (its checksum is recorded). Returns what to tell the user.
+pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<String> {
+    let path = &app.config_path;
+    let mut changes = vec![Change::Set(
+        "context.engine",
+        Value::String(name.to_string()),
+    )];
+    let mut notes = Vec::new();
+    let approval_key = format!("trust.enabled.{name}");
+    if name != BUILT_IN_ENGINE && !app.engines.is_registered(name) {
+        match app.engines.inspect_plugin(name, false) {
+            None if force => notes.push(format!(
+                "warning: no plugin '{name}' is installed; the built-in compressor runs until one is"
+            )),
+            None => bail!(
+                "engine '{name}' is not installed (looked in {}); see `ctxhost plugins list`, install it with `ctxhost plugins install PATH`, or pass --force",
+                looked_in(app, name)
+            ),
+            Some(inspection) => match &inspection.loaded {
+                Ok(_) => {}
+                Err(problem) if problem.kind == ProblemKind::NotEnabled => {
+                    let (checksum, version) = approve(&inspection)?;
+                    notes.push(format!(
+                        "approved {name} {version} (sha256 {}…): this build may now load",
+                        short(&checksum)
+                    ));
+                    changes.push(Change::Set(&approval_key, Value::String(checksum)));
+                }
+                Err(problem) if force => notes.push(format!(
+                    "warning: {name}: {}; the built-in compressor runs until that is fixed",
+                    problem.summary
+                )),
+                Err(problem) => bail!("cannot select '{name}': {} (or pass --force)", problem.summary),
+            },
+        }
+    }
+    let check = |config: &ctxhost::Config| app.engines.check_settings(config, name);
+    update_checked(path, &changes, check)?;
+    notes.push(format!("context.engine = {name} (in {})", path.display()));
+    Ok(notes.join("\n"))
+}
+
+pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let name = args.name.as_str();
+    if name == BUILT_IN_ENGINE {
+        bail!("the built-in compressor is always enabled");
+    }
+    let Some(inspection) = app.engines.inspect_plugin(name, true) else {
+        bail!(
+            "no plugin '{name}' is installed (looked in {}); install it with `ctxhost plugins install PATH`",
+            looked_in(&app, name)
+        );
+    };
+    if let Err(problem) = &inspection.loaded {
+        let approvable = matches!(
+            problem.kind,
+            ProblemKind::NotEnabled | ProblemKind::Disabled | ProblemKind::ChecksumMismatch
+        );
+        if !approvable {
+            bail!("cannot enable '{name}': {}", problem.summary);
+        }
+    }
+    let (checksum, version) = approve(&inspection)?;
+    let key = format!("trust.enabled.{name}");
+    let mut changes = vec![Change::Set(&key, Value::String(checksum.clone()))];
+    if app.config().trust.disabled.iter().any(|d| d == name) {
+        changes.push(Change::Set(
+            "trust.disabled",
+            without(&app.config().trust.disabled, name),
+        ));
+    }
+    update(&app.config_path, &changes)?;
+    println!(
+        "enabled {name} {version}: sha256 {checksum} is approved (in {}); a different build of the library will be refused until it is enabled again",
+        app.config_path.display()
+    );
+    if app.config().context.engine != name {
+        println!("select it with `ctxhost plugins use {name}`");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn disable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> {
+    let app = App::for_edit(global)?;
+    let name = args.name.as_str();
+    if name == BUILT_IN_ENGINE {
+        bail!("the built-in compressor cannot be disabled; it is what runs when nothing else can");
+    }
+    let trust = &app.config().trust;
+    let known =
+        app.engines.inspect_plugin(name, false).is_some() || trust.enabled.contains_key(name);
+    if !known {
+        bail!("no plugin '{name}' is installed; nothing to disable");
+    }
+    let key = format!("trust.enabled.{name}");
+    let mut changes = vec![Change::Remove(&key)];
+    if !trust.disabled.iter().any(|d| d == name) {
+        let mut disabled: Vec<Value> = trust
+            .disabled
+            .iter()
+            .map(|d| Value::String(d.clone()))
+            .collect();
+        disabled.push(Value::String(name.to_string()));
+        changes.push(Change::Set("trust.disabled", Value::Sequence(disabled)));
+    }
+    update(&app.config_path, &changes)?;
+    println!("disabled {name} (in {})", app.config_path.display());
+    if app.config().context.engine == name {
+        println!(
+            "note: context.engine still selects {name}; the built-in compressor runs instead until you choose another engine (`ctxhost plugins use NAME`)"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Checks that a plugin's library loads and is the engine it claims to be, and returns its
+/// checksum and version for the approval. Loading runs the library's code: only on the user's
+/// explicit request (enable, use).
+fn approve(inspection: &Inspection) -> anyhow::Result<(String, String)> {
+    let name = &inspection.candidate.name;
+    let Some(library) = &inspection.library else {
+        bail!("plugin '{name}' has no library to approve");
+    };
+    let checksum = match &inspection.checksum {
+        Some(checksum) => checksum.clone(),
+        None => sha256_file(library)
+            .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", library.display()))?,
+    };
+    let loaded = load_library(library).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot enable '{name}': {}: {}",
+            library.display(),
+            error.summary()
+        )
+    })?;
+    if &loaded.manifest().name != name {
+        bail!(
+            "cannot enable '{name}': plugin.yaml names '{name}' but the library is engine '{}'",
+            loaded.manifest().name
+        );
+    }
+    Ok((checksum, loaded.manifest().version.clone()))
+}
+
+pub(super) fn without(list: &[String], name: &str) -> Value {
+    Value::Sequence(
+        list.iter()
+            .filter(|d| *d != name)
+            .map(|d| Value::String(d.clone()))
+            .collect(),
+    )
+}
+
+pub(super) fn looked_in(app: &App, name: &str) -> String {
+    app.engines
+        .plugin_roots()
+        .iter()
+        .map(|root| root.path.join(name).display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

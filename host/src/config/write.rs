@@ -1,0 +1,87 @@
+//! Changing `config.yaml` from the command line: the edit keeps the user's text (see `edit`),
+//! the result must be a valid config, and the file is replaced atomically. A file that does not
+//! parse is never overwritten.
+
+use std::path::{Path, PathBuf};
+
+use super::edit::{self, EditError};
+use super::{Config, ConfigError};
+
+/// Why a config change was not written. Nothing on disk changed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: cannot read the config file: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}; fix the file first, nothing was written")]
+    AlreadyInvalid(ConfigError),
+    #[error("{path}: {source}")]
+    Edit { path: PathBuf, source: EditError },
+    #[error("{0}; nothing was written")]
+    Rejected(ConfigError),
+    #[error("{path}: cannot write the config file: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One change to the text of a config file.
+pub enum Change<'a> {
+    Set(&'a str, serde_yaml::Value),
+    Remove(&'a str),
+}
+
+/// Applies `changes` to the config file at `path` (created when missing) and returns the config
+/// now in effect. Either every change is written or none is.
+pub fn update(path: &Path, changes: &[Change<'_>]) -> Result<Config, WriteError> {
+    update_checked(path, changes, |_| Ok(()))
+}
+
+/// Like [`update`], with a further check of the resulting config (e.g. that an engine accepts
+/// its settings) before anything is written.
+pub fn update_checked(
+    path: &Path,
+    changes: &[Change<'_>],
+    check: impl FnOnce(&Config) -> Result<(), ConfigError>,
+) -> Result<Config, WriteError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(WriteError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    Config::parse(&text, Some(path.to_path_buf())).map_err(WriteError::AlreadyInvalid)?;
+    let mut edited = text.clone();
+    for change in changes {
+        edited = match change {
+            Change::Set(key, value) => edit::set(&edited, key, value),
+            Change::Remove(key) => edit::remove(&edited, key),
+        }
+        .map_err(|source| WriteError::Edit {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    let config = Config::parse(&edited, Some(path.to_path_buf())).map_err(WriteError::Rejected)?;
+    check(&config).map_err(WriteError::Rejected)?;
+    if edited != text || !path.exists() {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| WriteError::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        crate::atomic::write(path, edited.as_bytes()).map_err(|source| WriteError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(config)
+}

@@ -1,0 +1,208 @@
+//! Checking one plugin directory the way the host would use it: manifest, library file,
+//! approval, ABI and name, in that order, stopping at the first problem. Nothing is loaded that
+//! the user's approvals do not allow.
+
+use std::path::PathBuf;
+
+use ctxhost_sdk::abi::{load_library, LoadErrorKind, PluginLibrary};
+use serde::Serialize;
+
+use super::trust::{self, Approval};
+use super::Candidate;
+use crate::config::TrustSection;
+
+/// The families of plugin problem `ctxhost plugins doctor` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    BadManifest,
+    MissingLibrary,
+    Unreadable,
+    Disabled,
+    NotEnabled,
+    ChecksumMismatch,
+    AbiMismatch,
+    NotAPlugin,
+    LoadFailed,
+    NameMismatch,
+    DuplicateName,
+    BadSettings,
+}
+
+impl ProblemKind {
+    /// States a user chose (not enabled yet, disabled) rather than faults.
+    pub fn is_choice(self) -> bool {
+        matches!(self, ProblemKind::Disabled | ProblemKind::NotEnabled)
+    }
+}
+
+/// Why a plugin cannot be used: one line, plus the loader's full text when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub kind: ProblemKind,
+    pub summary: String,
+    pub detail: Option<String>,
+}
+
+impl Problem {
+    pub fn new(kind: ProblemKind, summary: String) -> Self {
+        Problem {
+            kind,
+            summary,
+            detail: None,
+        }
+    }
+}
+
+/// Everything learned about one plugin directory.
+pub struct Inspection {
+    pub candidate: Candidate,
+    /// The library the descriptor resolves to (whether or not it exists).
+    pub library: Option<PathBuf>,
+    /// The library's sha256, when it was computed (approved or installed plugins, or on request).
+    pub checksum: Option<String>,
+    pub approval: Option<Approval>,
+    pub loaded: Result<PluginLibrary, Problem>,
+}
+
+impl Inspection {
+    pub fn version(&self) -> Option<String> {
+        match &self.loaded {
+            Ok(library) => Some(library.manifest().version.clone()),
+            Err(_) => self
+                .candidate
+                .descriptor
+                .as_ref()
+                .ok()
+                .and_then(|d| d.version.clone()),
+        }
+    }
+
+    pub fn description(&self) -> String {
+        let declared = self
+            .candidate
+            .descriptor
+            .as_ref()
+            .map(|d| d.description.clone())
+            .unwrap_or_default();
+        match &self.loaded {
+            Ok(library) if declared.is_empty() => library.manifest().description.clone(),
+            _ => declared,
+        }
+    }
+}
+
+/// Inspects `candidate` under the user's approvals. `always_hash` computes the checksum even
+/// when approvals do not need it (for `plugins info` and `doctor`).
+pub fn inspect(candidate: Candidate, trust: &TrustSection, always_hash: bool) -> Inspection {
+    let mut inspection = Inspection {
+        library: None,
+        checksum: None,
+        approval: None,
+        loaded: Err(Problem::new(ProblemKind::LoadFailed, String::new())),
+        candidate,
+    };
+    inspection.loaded = check(&mut inspection, trust, always_hash);
+    inspection
+}
+
+fn check(
+    inspection: &mut Inspection,
+    trust: &TrustSection,
+    always_hash: bool,
+) -> Result<PluginLibrary, Problem> {
+    let candidate = &inspection.candidate;
+    let name = candidate.name.clone();
+    let descriptor = candidate.descriptor.as_ref().map_err(|error| {
+        Problem::new(
+            ProblemKind::BadManifest,
+            format!("bad plugin.yaml: {error}"),
+        )
+    })?;
+    let (library, exists) = descriptor.resolve_library(&candidate.dir);
+    inspection.library = Some(library.clone());
+    if !exists {
+        return Err(Problem::new(
+            ProblemKind::MissingLibrary,
+            format!(
+                "library {} not found (build the plugin, or install it with `ctxhost plugins install`)",
+                library.display()
+            ),
+        ));
+    }
+    let unreadable = |error: std::io::Error| {
+        Problem::new(
+            ProblemKind::Unreadable,
+            format!("cannot read {}: {error}", library.display()),
+        )
+    };
+    if always_hash {
+        inspection.checksum = Some(trust::sha256_file(&library).map_err(unreadable)?);
+    }
+    let known = inspection.checksum.clone();
+    let mut computed = None;
+    let approval = Approval::decide(&name, candidate.root, trust, || {
+        let checksum = match known {
+            Some(checksum) => checksum,
+            None => trust::sha256_file(&library)?,
+        };
+        computed = Some(checksum.clone());
+        Ok(checksum)
+    })
+    .map_err(unreadable)?;
+    if inspection.checksum.is_none() {
+        inspection.checksum = computed;
+    }
+    inspection.approval = Some(approval.clone());
+    match approval {
+        Approval::Disabled => {
+            return Err(Problem::new(
+                ProblemKind::Disabled,
+                format!("disabled (`ctxhost plugins enable {name}` enables it)"),
+            ))
+        }
+        Approval::NotApproved => {
+            return Err(Problem::new(
+                ProblemKind::NotEnabled,
+                format!(
+                    "installed but not enabled: loading it runs its code; approve it with `ctxhost plugins enable {name}`"
+                ),
+            ))
+        }
+        Approval::Changed { approved, actual } => {
+            return Err(Problem::new(
+                ProblemKind::ChecksumMismatch,
+                format!(
+                    "library {} changed since it was enabled (sha256 {}…, approved {}…); if you trust this build, re-approve it with `ctxhost plugins enable {name}`",
+                    library.display(),
+                    trust::short(&actual),
+                    trust::short(&approved)
+                ),
+            ))
+        }
+        Approval::Approved | Approval::Project => {}
+    }
+    let loaded = load_library(&library).map_err(|error| {
+        let kind = match error.kind() {
+            LoadErrorKind::Incompatible => ProblemKind::AbiMismatch,
+            LoadErrorKind::NotAPlugin => ProblemKind::NotAPlugin,
+            LoadErrorKind::BadManifest => ProblemKind::BadManifest,
+            LoadErrorKind::Open | LoadErrorKind::InitFailed => ProblemKind::LoadFailed,
+        };
+        Problem {
+            kind,
+            summary: format!("{}: {}", library.display(), error.summary()),
+            detail: Some(error.detail().to_string()),
+        }
+    })?;
+    if loaded.manifest().name != name {
+        return Err(Problem::new(
+            ProblemKind::NameMismatch,
+            format!(
+                "plugin.yaml names '{name}' but the library is engine '{}'",
+                loaded.manifest().name
+            ),
+        ));
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,360 @@
+//! `ctxhost plugins install`: puts a plugin into the user's plugin directory. The source is a
+//! built library (with its `plugin.yaml` beside it or named), a plugin directory, or a plugin
+//! crate (built with cargo in release mode). The plugin is assembled in a hidden staging
+//! directory, checked to load, then renamed into place: a library already installed is never
+//! overwritten in place, so a process that has it loaded keeps running the file it mapped.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ctxhost_sdk::abi::load_library;
+
+use super::descriptor::{Descriptor, DESCRIPTOR_FILE};
+use super::trust::sha256_file;
+use super::PluginRoot;
+use crate::config::{edit, BUILT_IN_ENGINE};
+
+/// What to install.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// A library file, a plugin directory or a plugin crate directory.
+    pub source: PathBuf,
+    /// The `plugin.yaml` to use when `source` is a library without one beside it.
+    pub manifest: Option<PathBuf>,
+    /// Replace a plugin of the same name that is already installed.
+    pub force: bool,
+}
+
+/// What was installed.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub name: String,
+    pub version: String,
+    pub dir: PathBuf,
+    pub library: PathBuf,
+    pub sha256: String,
+    /// The version it replaced, when it replaced one.
+    pub replaced: Option<String>,
+    /// Built from a crate by this install.
+    pub built: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{0}: no such file or directory")]
+    NotFound(PathBuf),
+    #[error("{path}: no plugin.yaml found; put one beside the library or pass --manifest FILE")]
+    NoManifest { path: PathBuf },
+    #[error("{0}")]
+    BadManifest(String),
+    #[error("{0}: neither a plugin library, a plugin directory (with plugin.yaml) nor a plugin crate (with Cargo.toml and plugin.yaml)")]
+    NotAPlugin(PathBuf),
+    #[error("cannot run cargo to build {crate_dir}: {source}")]
+    CargoMissing {
+        crate_dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("building {crate_dir} failed (cargo's errors are above); fix them and run the install again")]
+    BuildFailed { crate_dir: PathBuf },
+    #[error("building {crate_dir} produced no cdylib; its Cargo.toml needs `crate-type = [\"cdylib\", \"rlib\"]` under [lib]")]
+    NoCdylib { crate_dir: PathBuf },
+    #[error("library {0} not found; build the plugin first")]
+    MissingLibrary(PathBuf),
+    #[error("`{0}` is the built-in engine's name; rename the plugin in its plugin.yaml")]
+    Reserved(String),
+    #[error("`{0}` is not a valid engine name (use lowercase letters, digits, `-` and `_`)")]
+    BadName(String),
+    #[error("plugin '{name}' is already installed (version {version}) in {dir}; pass --force to replace it")]
+    Exists {
+        name: String,
+        version: String,
+        dir: PathBuf,
+    },
+    #[error("{library}: does not load: {reason}")]
+    DoesNotLoad { library: PathBuf, reason: String },
+    #[error("plugin.yaml names '{declared}' but the library is engine '{actual}'")]
+    NameMismatch { declared: String, actual: String },
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> InstallError {
+    let path = path.to_path_buf();
+    move |source| InstallError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Installs per `request` into `root` (the user plugin root).
+pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, InstallError> {
+    let source = &request.source;
+    if !source.exists() {
+        return Err(InstallError::NotFound(source.clone()));
+    }
+    let (manifest_path, library, built) = locate(request)?;
+    let descriptor = Descriptor::read_file(&manifest_path).map_err(InstallError::BadManifest)?;
+    let name = match &descriptor.name {
+        Some(name) => name.clone(),
+        None => manifest_path
+            .parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    check_name(&name)?;
+    let dest = root.path.join(&name);
+    let previous = existing_version(&dest);
+    if let Some(version) = &previous {
+        if !request.force {
+            return Err(InstallError::Exists {
+                name,
+                version: version.clone(),
+                dir: dest,
+            });
+        }
+    }
+
+    std::fs::create_dir_all(&root.path).map_err(io("create", &root.path))?;
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".installing-{name}-"))
+        .tempdir_in(&root.path)
+        .map_err(io("create a staging directory in", &root.path))?;
+    let file_name = library
+        .file_name()
+        .expect("a library path names a file")
+        .to_owned();
+    let staged_library = staging.path().join(&file_name);
+    std::fs::copy(&library, &staged_library).map_err(io("copy", &library))?;
+    let text = std::fs::read_to_string(&manifest_path).map_err(io("read", &manifest_path))?;
+    let text = if descriptor.library_candidates(staging.path())[0] == staged_library {
+        text
+    } else {
+        // The descriptor pointed elsewhere (a build directory): point it at the copy.
+        let value = serde_yaml::Value::String(file_name.to_string_lossy().into_owned());
+        edit::set(&text, "library", &value).map_err(|error| {
+            InstallError::BadManifest(format!("{}: {error}", manifest_path.display()))
+        })?
+    };
+    let text =
+        match &descriptor.name {
+            Some(_) => text,
+            None => edit::set(&text, "name", &serde_yaml::Value::String(name.clone())).map_err(
+                |error| InstallError::BadManifest(format!("{}: {error}", manifest_path.display())),
+            )?,
+        };
+    std::fs::write(staging.path().join(DESCRIPTOR_FILE), text)
+        .map_err(io("write", &staging.path().join(DESCRIPTOR_FILE)))?;
+
+    let loaded = load_library(&staged_library).map_err(|error| InstallError::DoesNotLoad {
+        library: library.clone(),
+        reason: error.summary().to_string(),
+    })?;
+    if loaded.manifest().name != name {
+        return Err(InstallError::NameMismatch {
+            declared: name,
+            actual: loaded.manifest().name.clone(),
+        });
+    }
+    let version = loaded.manifest().version.clone();
+    let sha256 = sha256_file(&staged_library).map_err(io("read", &staged_library))?;
+
+    let staged = staging.keep();
+    swap_into_place(&staged, &dest, &root.path, &name).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&staged);
+    })?;
+    Ok(Installed {
+        library: dest.join(&file_name),
+        name,
+        version,
+        dir: dest,
+        sha256,
+        replaced: previous,
+        built,
+    })
+}
+
+/// Renames `staged` to `dest`; an existing `dest` is first moved aside (and removed after), so
+/// at every moment `dest` is either the old plugin or the new one.
+fn swap_into_place(
+    staged: &Path,
+    dest: &Path,
+    root: &Path,
+    name: &str,
+) -> Result<(), InstallError> {
+    if !dest.exists() {
+        return std::fs::rename(staged, dest).map_err(io("move the plugin into", dest));
+    }
+    let aside = tempfile::Builder::new()
+        .prefix(&format!(".replaced-{name}-"))
+        .tempdir_in(root)
+        .map_err(io("create a directory in", root))?
+        .keep();
+    std::fs::remove_dir(&aside).map_err(io("prepare", &aside))?;
+    std::fs::rename(dest, &aside).map_err(io("move aside", dest))?;
+    if let Err(error) = std::fs::rename(staged, dest) {
+        let _ = std::fs::rename(&aside, dest);
+        return Err(io("move the plugin into", dest)(error));
+    }
+    // The old library may still be mapped by a running host; removing its directory entry is
+    // safe on Unix, and a leftover hidden directory is ignored by discovery.
+    let _ = std::fs::remove_dir_all(&aside);
+    Ok(())
+}
+
+/// The manifest to read, the library to copy, and whether it was built here.
+fn locate(request: &Request) -> Result<(PathBuf, PathBuf, bool), InstallError> {
+    let source = &request.source;
+    if source.is_file() {
+        let manifest = match &request.manifest {
+            Some(manifest) => manifest.clone(),
+            None => source
+                .parent()
+                .map(|dir| dir.join(DESCRIPTOR_FILE))
+                .filter(|m| m.is_file())
+                .ok_or_else(|| InstallError::NoManifest {
+                    path: source.clone(),
+                })?,
+        };
+        return Ok((manifest, source.clone(), false));
+    }
+    let manifest = request
+        .manifest
+        .clone()
+        .unwrap_or_else(|| source.join(DESCRIPTOR_FILE));
+    if !manifest.is_file() {
+        return Err(if source.join("Cargo.toml").is_file() {
+            InstallError::NoManifest {
+                path: source.clone(),
+            }
+        } else {
+            InstallError::NotAPlugin(source.clone())
+        });
+    }
+    if source.join("Cargo.toml").is_file() {
+        let library = build_crate(source)?;
+        return Ok((manifest, library, true));
+    }
+    let descriptor = Descriptor::read_file(&manifest).map_err(InstallError::BadManifest)?;
+    let (library, exists) = descriptor.resolve_library(source);
+    if !exists {
+        return Err(InstallError::MissingLibrary(library));
+    }
+    Ok((manifest, library, false))
+}
+
+/// `cargo build --release` in a plugin crate; returns the cdylib it produced. Cargo's progress
+/// and errors go to the user's terminal.
+fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let manifest = manifest.canonicalize().unwrap_or(manifest);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut child = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--lib",
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|source| InstallError::CargoMissing {
+            crate_dir: crate_dir.to_path_buf(),
+            source,
+        })?;
+    let mut cdylib = None;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    for line in std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+    {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact"
+            || message["manifest_path"].as_str().map(Path::new) != Some(manifest.as_path())
+        {
+            continue;
+        }
+        let is_cdylib = message["target"]["crate_types"]
+            .as_array()
+            .is_some_and(|types| types.iter().any(|t| t == "cdylib"));
+        if !is_cdylib {
+            continue;
+        }
+        cdylib = message["filenames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str())
+            .find(|f| f.ends_with(std::env::consts::DLL_SUFFIX))
+            .map(PathBuf::from);
+    }
+    let status = child.wait().map_err(|source| InstallError::CargoMissing {
+        crate_dir: crate_dir.to_path_buf(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(InstallError::BuildFailed {
+            crate_dir: crate_dir.to_path_buf(),
+        });
+    }
+    cdylib.ok_or_else(|| InstallError::NoCdylib {
+        crate_dir: crate_dir.to_path_buf(),
+    })
+}
+
+/// Engine names are directory names and config keys: keep them plain.
+pub fn check_name(name: &str) -> Result<(), InstallError> {
+    if name == BUILT_IN_ENGINE {
+        return Err(InstallError::Reserved(name.to_string()));
+    }
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
+    if valid {
+        Ok(())
+    } else {
+        Err(InstallError::BadName(name.to_string()))
+    }
+}
+
+fn existing_version(dest: &Path) -> Option<String> {
+    if !dest.exists() {
+        return None;
+    }
+    Some(
+        Descriptor::read(dest)
+            .ok()
+            .and_then(|d| d.version)
+            .unwrap_or_else(|| "unknown".to_string()),
+    )
+}
+
+/// Removes an installed plugin directory: renamed to a hidden name first (so discovery stops
+/// seeing it at once), then deleted.
+pub fn remove(dir: &Path) -> Result<(), InstallError> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aside = parent.join(format!(".removing-{name}-{}", std::process::id()));
+    std::fs::rename(dir, &aside).map_err(io("remove", dir))?;
+    std::fs::remove_dir_all(&aside).map_err(io("remove", &aside))
+}

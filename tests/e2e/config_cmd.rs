@@ -1,0 +1,124 @@
+//! `ctxhost config path|get|set|unset|validate`.
+
+use ctxhost_tests::Sandbox;
+
+#[test]
+fn path_get_and_defaults() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .write_config("context:\n  engine: compressor\nplugins:\n  window:\n    threshold: 0.6\n");
+    let run = sandbox.ctxhost(&["config", "path"]);
+    assert_eq!(sandbox.redact(run.stdout.trim()), "config.yaml");
+    let run = sandbox.ctxhost(&["config", "get", "context.engine"]);
+    assert_eq!(run.stdout, "compressor\n");
+    assert_eq!(run.stderr, "");
+    let run = sandbox.ctxhost(&["config", "get", "model.context_length"]);
+    assert_eq!(run.stdout, "128000\n");
+    assert_eq!(
+        run.stderr.trim(),
+        "note: not set in the config file; this is the default"
+    );
+    let run = sandbox.ctxhost(&["config", "get", "plugins.window", "--json"]);
+    assert_eq!(run.json(), serde_json::json!({"threshold": 0.6}));
+    let run = sandbox.ctxhost(&["config", "get", "display.skin"]);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        run.stderr.trim(),
+        "error: display.skin is not set in config.yaml and has no default ctxhost knows of"
+    );
+}
+
+#[test]
+fn without_a_config_file_the_home_one_is_created() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ctxhost(&["config", "path"]);
+    assert_eq!(
+        sandbox.redact(run.stdout.trim()),
+        "[SANDBOX]/home/config.yaml"
+    );
+    assert!(run.stderr.contains("does not exist yet"), "{}", run.stderr);
+    let run = sandbox.ctxhost(&["config", "set", "model.context_length", "64000"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(sandbox.home().join("config.yaml")).unwrap(),
+        "model:\n  context_length: 64000\n"
+    );
+    let run = sandbox.ctxhost(&["config", "get", "model.context_length"]);
+    assert_eq!(run.stdout, "64000\n");
+}
+
+#[test]
+fn set_refuses_values_the_config_or_an_engine_rejects() {
+    let sandbox = Sandbox::new();
+    let text = "# keep\nmodel:\n  context_length: 128000\n";
+    sandbox.link_repo_plugins().write_config(text);
+    let run = sandbox.ctxhost(&["config", "set", "model.context_length", "10"]);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        run.stderr.trim(),
+        "error: config.yaml:3: model.context_length: must be at least 1024 tokens, got 10; nothing was written"
+    );
+    let run = sandbox.ctxhost(&["config", "set", "compression.threshold", "1.7"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("compression.threshold: must be between 0 and 1, got 1.7"),
+        "{}",
+        run.stderr
+    );
+    // The window plugin itself judges its settings.
+    let run = sandbox.ctxhost(&["config", "set", "plugins.window.tail_ratio", "0"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("plugins.window.tail_ratio: must be between 0 and 1, got 0"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(sandbox.config_text(), text);
+
+    let run = sandbox.ctxhost(&["config", "set", "plugins.window.tail_ratio", "0.3"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "plugins.window.tail_ratio = 0.3 (in config.yaml)"
+    );
+    let run = sandbox.ctxhost(&["config", "unset", "plugins.window.tail_ratio"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(
+        sandbox.config_text(),
+        format!("{text}plugins:\n  window: {{}}\n")
+    );
+}
+
+#[test]
+fn validate_checks_the_selected_engine() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .link_repo_plugins()
+        .write_config("context:\n  engine: window\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert!(run.success(), "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "config.yaml: valid; context.engine = window (repo plugin dir)"
+    );
+    sandbox.write_config("context:\n  engine: ghost\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stdout
+            .starts_with("problem: context engine 'ghost' not found"),
+        "{}",
+        run.stdout
+    );
+    sandbox.write_config("model:\n  context_length: lots\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .starts_with("error: config.yaml:2: model.context_length"),
+        "{}",
+        run.stderr
+    );
+}
