@@ -292,6 +292,21 @@ fn a_library_replaced_after_it_was_enabled_is_refused_until_enabled_again() {
         compressed_by(&sandbox.ctxhost(&["compress", &session()])),
         "window"
     );
+
+    // Installing another build over an approved one says it will not load until approved.
+    let reinstall = install_window(&sandbox, &["--force"]);
+    assert!(reinstall.success(), "{}", reinstall.stderr);
+    assert!(
+        reinstall.stdout.contains(
+            "so this one will not load until `ctxhost plugins enable window` approves it"
+        ),
+        "{}",
+        reinstall.stdout
+    );
+    assert_eq!(
+        compressed_by(&sandbox.ctxhost(&["compress", &session()])),
+        "compressor"
+    );
 }
 
 #[test]

@@ -99,18 +99,22 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
             shadow.candidate.dir.display()
         );
     }
-    if app.config().context.engine == name {
-        if !args.enable {
-            match trust.enabled.get(name) {
-                Some(approved) if *approved != installed.sha256 => println!(
-                    "note: {name} is selected but this build is not the approved one ({}…); run `ctxhost plugins enable {name}` to approve it",
-                    short(approved)
-                ),
-                None => println!("next: `ctxhost plugins enable {name}` to approve it"),
-                Some(_) => {}
-            }
+    let selected = app.config().context.engine == name;
+    let approved_other = trust
+        .enabled
+        .get(name)
+        .filter(|approved| **approved != installed.sha256);
+    match approved_other {
+        Some(approved) if !args.enable => println!(
+            "note: the approved build of {name} was {}…, so this one will not load until `ctxhost plugins enable {name}` approves it",
+            short(approved)
+        ),
+        None if !args.enable && !trust.enabled.contains_key(name) && selected => {
+            println!("next: `ctxhost plugins enable {name}` approves it")
         }
-    } else {
+        _ => {}
+    }
+    if !selected && (args.enable || approved_other.is_none()) {
         println!("next: `ctxhost plugins use {name}` selects it (and approves this build)");
     }
     Ok(ExitCode::SUCCESS)
