@@ -8,7 +8,7 @@ use ctxhost_sdk::abi::{load_library, LoadErrorKind, PluginLibrary};
 use serde::Serialize;
 
 use super::trust::{self, Approval};
-use super::Candidate;
+use super::{Candidate, RootKind};
 use crate::config::TrustSection;
 
 /// The families of plugin problem `ctxhost plugins doctor` reports.
@@ -136,23 +136,21 @@ fn check(
             format!("cannot read {}: {error}", library.display()),
         )
     };
-    if always_hash {
-        inspection.checksum = Some(trust::sha256_file(&library).map_err(unreadable)?);
+    // Hash when approvals need it (or when asked), keeping the file open so the library
+    // loaded below is the file that was hashed.
+    let needs_hash =
+        always_hash || trust.enabled.contains_key(&name) || candidate.root == RootKind::UserHome;
+    let mut opened = None;
+    if needs_hash {
+        let mut file = std::fs::File::open(&library).map_err(unreadable)?;
+        inspection.checksum = Some(trust::sha256_of(&mut file).map_err(unreadable)?);
+        opened = Some(file);
     }
-    let known = inspection.checksum.clone();
-    let mut computed = None;
+    let checksum = inspection.checksum.clone();
     let approval = Approval::decide(&name, candidate.root, trust, || {
-        let checksum = match known {
-            Some(checksum) => checksum,
-            None => trust::sha256_file(&library)?,
-        };
-        computed = Some(checksum.clone());
-        Ok(checksum)
+        checksum.ok_or_else(|| std::io::Error::other("the library was not hashed"))
     })
     .map_err(unreadable)?;
-    if inspection.checksum.is_none() {
-        inspection.checksum = computed;
-    }
     inspection.approval = Some(approval.clone());
     match approval {
         Approval::Disabled => {
@@ -182,19 +180,32 @@ fn check(
         }
         Approval::Approved | Approval::Project => {}
     }
-    let loaded = load_library(&library).map_err(|error| {
-        let kind = match error.kind() {
-            LoadErrorKind::Incompatible => ProblemKind::AbiMismatch,
-            LoadErrorKind::NotAPlugin => ProblemKind::NotAPlugin,
-            LoadErrorKind::BadManifest => ProblemKind::BadManifest,
-            LoadErrorKind::Open | LoadErrorKind::InitFailed => ProblemKind::LoadFailed,
-        };
-        Problem {
-            kind,
-            summary: format!("{}: {}", library.display(), error.summary()),
-            detail: Some(error.detail().to_string()),
+    let load_path = match opened {
+        Some(file) => {
+            let path = trust::load_path(&file, &library);
+            // The handle stays open for the life of the process, like the library itself: the
+            // dynamic loader knows libraries by name, and a closed descriptor's number (hence
+            // its name) would be reused for the next library.
+            std::mem::forget(file);
+            path
         }
-    })?;
+        None => library.clone(),
+    };
+    let loaded = load_library(&load_path)
+        .map_err(|error| {
+            let kind = match error.kind() {
+                LoadErrorKind::Incompatible => ProblemKind::AbiMismatch,
+                LoadErrorKind::NotAPlugin => ProblemKind::NotAPlugin,
+                LoadErrorKind::BadManifest => ProblemKind::BadManifest,
+                LoadErrorKind::Open | LoadErrorKind::InitFailed => ProblemKind::LoadFailed,
+            };
+            Problem {
+                kind,
+                summary: format!("{}: {}", library.display(), error.summary()),
+                detail: Some(error.detail().to_string()),
+            }
+        })?
+        .reported_as(library.clone());
     if loaded.manifest().name != name {
         return Err(Problem::new(
             ProblemKind::NameMismatch,

@@ -63,7 +63,11 @@ impl Approval {
 
 /// The sha256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+    sha256_of(&mut std::fs::File::open(path)?)
+}
+
+/// The sha256 of everything `file` has left to read, as lowercase hex.
+pub fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
@@ -74,6 +78,22 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
         hasher.update(&buffer[..read]);
     }
     Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// A path that opens the very file `file` has open, so a library is loaded from the file that
+/// was hashed even if its path is replaced in between. Where the platform has no such path, the
+/// library's own path.
+pub fn load_path(file: &std::fs::File, path: &Path) -> std::path::PathBuf {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let by_handle = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if by_handle.exists() {
+            return by_handle;
+        }
+    }
+    let _ = file;
+    path.to_path_buf()
 }
 
 /// A checksum shortened for messages (the full one is in config.yaml and `plugins info`).

@@ -204,6 +204,14 @@ impl PluginLibrary {
         &self.path
     }
 
+    /// The path to report for a library loaded through another name for the same file (the
+    /// host loads a checksummed library through its open file handle, so the file it checked
+    /// is the file it runs).
+    pub fn reported_as(mut self, path: PathBuf) -> Self {
+        self.path = path;
+        self
+    }
+
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
