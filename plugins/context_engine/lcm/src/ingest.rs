@@ -9,7 +9,7 @@
 //!   Aligning by position (not by content alone) keeps a repeated message ("ok", "continue")
 //!   that really was said twice.
 
-use ctxhost_sdk::{sequence, EngineError, HostServices, Message};
+use ctxhost_sdk::{sequence, EngineError, HostServices, Message, MESSAGE_OVERHEAD_TOKENS};
 
 use crate::blocks;
 use crate::ids::message_hash;
@@ -89,12 +89,16 @@ fn prepare(
     head: bool,
     services: &HostServices,
 ) -> NewMessage {
+    // The searchable text is built once and counted as it is: the same sum as
+    // `HostServices::count_message_tokens`, without building the text a second time.
+    let text = message.searchable_text().into_owned();
+    let tokens = services.count_tokens(&text) + MESSAGE_OVERHEAD_TOKENS;
     NewMessage {
         role: message.role().to_string(),
         head,
         json,
-        text: message.searchable_text().into_owned(),
-        tokens: services.count_message_tokens(message),
+        text,
+        tokens,
         hash,
     }
 }
@@ -144,6 +148,38 @@ fn align(stored: &[String], incoming: &[&str]) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
+    use ctxhost_sdk::{EngineSetup, HostBackend, LogLevel, ToolCall};
+
+    struct Chars;
+
+    impl HostBackend for Chars {
+        fn count_tokens(&self, text: &str) -> u64 {
+            text.chars().count() as u64
+        }
+        fn log(&self, _: &str, _: LogLevel, _: &str) {}
+        fn call(&self, service: &str, _: &str) -> Result<String, EngineError> {
+            Err(EngineError::unsupported(service))
+        }
+    }
+
+    #[test]
+    fn a_prepared_message_costs_what_the_host_would_count() {
+        let services = HostServices::new(Arc::new(Chars), EngineSetup::default());
+        for message in [
+            Message::user("hello there"),
+            Message::assistant_tool_calls(vec![ToolCall::new("c1", "bash", "{\"cmd\":\"ls\"}")]),
+            Message::tool_result("c1", "a.txt\nb.txt"),
+        ] {
+            let json = to_json(&message).unwrap();
+            let hash = message_hash(&json);
+            let prepared = prepare(&message, json.clone(), hash, false, &services);
+            assert_eq!(prepared.tokens, services.count_message_tokens(&message));
+            assert_eq!(prepared.text, message.searchable_text());
+            assert_eq!(prepared.json, json);
+        }
+    }
 
     fn s(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
