@@ -121,6 +121,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', 8388608);
     "#,
+    // 4: messages by content hash, so ingest can tell whether a message the host sends outside
+    // the aligned tail (another engine's summary, turns it kept) is already stored.
+    r#"
+    CREATE INDEX messages_by_hash ON messages(conversation_id, hash);
+    "#,
 ];
 
 /// The schema version this build writes.
