@@ -27,6 +27,9 @@ pub struct Settings {
     pub condensed_min_fanout: usize,
     /// Size asked of a condensed summary, in tokens.
     pub condensed_summary_tokens: u64,
+    /// Most summary blocks in the model's view after a compaction: beyond it the oldest are
+    /// condensed into one, whatever their depths (at least 2).
+    pub max_summary_blocks: usize,
     /// Most summarization passes in one `compress` call.
     pub max_passes: usize,
     /// Wall-clock limit of one `compress` call, in milliseconds.
@@ -50,6 +53,7 @@ impl Default for Settings {
             leaf_summary_tokens: 1_200,
             condensed_min_fanout: 4,
             condensed_summary_tokens: 2_000,
+            max_summary_blocks: 8,
             max_passes: 24,
             deadline_ms: 60_000,
             summarizer_timeout_ms: 30_000,
@@ -116,6 +120,7 @@ impl Settings {
             self.condensed_summary_tokens,
             16,
         )?;
+        at_least("max_summary_blocks", self.max_summary_blocks as u64, 2)?;
         at_least("max_passes", self.max_passes as u64, 1)?;
         at_least("deadline_ms", self.deadline_ms, 1)?;
         at_least("summarizer_timeout_ms", self.summarizer_timeout_ms, 1)?;
