@@ -85,6 +85,9 @@ pub struct Compactor<'a> {
     pub services: &'a HostServices,
     pub settings: &'a Settings,
     pub conv: i64,
+    /// Text from the host's memory providers (`CompressOptions::memory_context`): reference
+    /// material for leaf summaries.
+    pub memory: Option<&'a str>,
 }
 
 impl Compactor<'_> {
@@ -203,6 +206,7 @@ impl Compactor<'_> {
             kind: SummaryKind::Leaf,
             sources: &sources,
             context: previous.as_deref(),
+            memory: self.memory,
             target_tokens: self
                 .settings
                 .leaf_summary_tokens
@@ -265,6 +269,7 @@ impl Compactor<'_> {
             kind: SummaryKind::Condensed,
             sources: &sources,
             context: None,
+            memory: None,
             target_tokens: self
                 .settings
                 .condensed_summary_tokens

@@ -220,6 +220,10 @@ impl ContextEngine for LcmEngine {
                 services: &self.services,
                 settings: &self.settings,
                 conv: self.conv,
+                memory: options
+                    .memory_context
+                    .as_deref()
+                    .filter(|memory| !memory.trim().is_empty()),
             };
             compactor.run(
                 &mut entries,
