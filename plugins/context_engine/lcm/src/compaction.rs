@@ -1,9 +1,9 @@
 //! Compaction: replacing the oldest parts of the context with summaries until it fits.
 //!
 //! Each pass does one thing, in this order of preference:
-//! 1. when the context holds more than `max_summary_blocks` summary blocks, enough adjacent
-//!    ones to get back to the limit are condensed into one, whatever their depths (the run of
-//!    the lowest depths, see below);
+//! 1. when the context holds more than `max_summary_blocks` summary blocks, adjacent ones are
+//!    condensed into one: the oldest run of one depth (up to `condensed_min_fanout`, or the
+//!    excess), else enough blocks of the lowest depths, whatever their depths (see below);
 //! 2. a **condensed pass** when `condensed_min_fanout` consecutive summaries of one depth have
 //!    accumulated: they become one summary a level deeper (this keeps the DAG balanced, with
 //!    fewer than `condensed_min_fanout` summaries per depth in the context);
@@ -131,8 +131,14 @@ impl Compactor<'_> {
             let tail = fresh_tail_start(entries, self.settings, budget.context_length);
             // Under target, only the block limit has work left (or a forced first pass).
             let over_target = tokens > budget.target_tokens || (force && report.passes == 0);
-            let pass = if let Some(range) = (blocks > max_blocks)
-                .then(|| shallowest_run(entries, tail, blocks - max_blocks + 1))
+            let excess = blocks.saturating_sub(max_blocks);
+            let pass = if let Some(range) = (excess > 0)
+                // Same-depth blocks first (a carry keeps the DAG balanced), else the adjacent
+                // blocks of the lowest depths.
+                .then(|| {
+                    condensable(entries, tail, 2, fanout.max(excess + 1), true)
+                        .or_else(|| shallowest_run(entries, tail, excess + 1))
+                })
                 .flatten()
             {
                 self.condensed_pass(entries, range, focus_topic, deadline, report)
