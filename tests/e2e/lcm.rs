@@ -158,3 +158,21 @@ fn a_failing_http_summarizer_still_lets_compaction_make_progress() {
         assert!(!server.requests().is_empty(), "the summarizer was tried");
     }
 }
+
+#[test]
+fn a_setting_of_the_wrong_type_names_file_line_and_key() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(
+        "context:\n  engine: lcm\nplugins:\n  lcm:\n    threshold: 0.8\n    deadline_ms: soon\n",
+    );
+    let transcript = sandbox.write_json("session.json", &Value::Array(long_session()));
+    let run = sandbox.ctxhost(&["compress", transcript.to_str().unwrap()]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "one line: {}", run.stderr);
+    assert_eq!(
+        sandbox.redact(lines[0]),
+        "error: config.yaml:6: plugins.lcm.deadline_ms: invalid type: string \"soon\", expected u64"
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::EngineError;
 use crate::message::Message;
@@ -137,13 +137,23 @@ impl HostServices {
 
     /// The engine's config section read into a settings type; a missing section reads as `{}`
     /// so `#[serde(default)]` settings work.
+    ///
+    /// An error names the key at fault when it can be found, as
+    /// `plugins.<engine>.<key>: <problem>` (e.g. `plugins.lcm.deadline_ms: invalid type: string
+    /// "soon", expected u64`), which the host turns into `config.yaml:<line>: ...`; otherwise it
+    /// is `plugins.<engine>: <problem>`.
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
+        let section = format!("plugins.{}", self.setup.engine);
         let value = match &self.setup.config {
             Value::Null => Value::Object(Default::default()),
             other => other.clone(),
         };
-        serde_json::from_value(value).map_err(|error| {
-            EngineError::invalid_input(format!("plugins.{}: {error}", self.setup.engine))
+        serde_json::from_value(value.clone()).map_err(|error| {
+            let message = match bad_key::<T>(&value) {
+                Some((key, problem)) => format!("{section}.{key}: {problem}"),
+                None => format!("{section}: {error}"),
+            };
+            EngineError::invalid_input(message)
         })
     }
 
@@ -191,10 +201,132 @@ impl HostServices {
     }
 }
 
+/// serde reports a wrong type or an unknown field without saying which key holds it. Finds the
+/// key at fault in `config` (an object that does not read as `T`), with its problem: first a
+/// key whose value fails on its own (a missing-field complaint is not a fault of that key),
+/// then a key without which the rest reads (for settings with required fields).
+fn bad_key<T: DeserializeOwned>(config: &Value) -> Option<(String, String)> {
+    let Value::Object(fields) = config else {
+        return None;
+    };
+    let read = |object: Map<String, Value>| serde_json::from_value::<T>(Value::Object(object));
+    for (key, value) in fields {
+        if let Err(problem) = read(Map::from_iter([(key.clone(), value.clone())])) {
+            let problem = problem.to_string();
+            if !problem.starts_with("missing field") {
+                return Some((key.clone(), problem));
+            }
+        }
+    }
+    for key in fields.keys() {
+        let mut rest = fields.clone();
+        rest.remove(key);
+        if read(rest).is_ok() {
+            let problem = read(fields.clone()).err()?.to_string();
+            return Some((key.clone(), problem));
+        }
+    }
+    None
+}
+
 impl fmt::Debug for HostServices {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HostServices")
             .field("setup", &self.setup)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+
+    impl HostBackend for Quiet {
+        fn count_tokens(&self, text: &str) -> u64 {
+            text.len() as u64
+        }
+        fn log(&self, _: &str, _: LogLevel, _: &str) {}
+        fn call(&self, service: &str, _: &str) -> Result<String, EngineError> {
+            Err(EngineError::unsupported(service))
+        }
+    }
+
+    fn services(config: Value) -> HostServices {
+        HostServices::new(
+            Arc::new(Quiet),
+            EngineSetup {
+                engine: "demo".into(),
+                config,
+                ..EngineSetup::default()
+            },
+        )
+    }
+
+    #[derive(Debug, Default, PartialEq, Deserialize)]
+    #[serde(default, deny_unknown_fields)]
+    struct Optional {
+        threshold: f64,
+        count: u64,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[allow(dead_code)] // read only to see whether it reads
+    struct Required {
+        name: String,
+        count: u64,
+    }
+
+    fn message<T: DeserializeOwned + fmt::Debug>(config: Value) -> String {
+        services(config)
+            .config_as::<T>()
+            .unwrap_err()
+            .message()
+            .to_string()
+    }
+
+    #[test]
+    fn a_missing_section_reads_as_the_defaults() {
+        assert_eq!(
+            services(Value::Null).config_as::<Optional>().unwrap(),
+            Optional::default()
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_key() {
+        let config = serde_json::json!({"threshold": 0.5, "count": "lots"});
+        assert_eq!(
+            message::<Optional>(config),
+            "plugins.demo.count: invalid type: string \"lots\", expected u64"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_names_itself() {
+        let text = message::<Optional>(serde_json::json!({"treshold": 0.5}));
+        assert!(
+            text.starts_with("plugins.demo.treshold: unknown field"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn settings_with_required_fields_still_name_the_key() {
+        let text = message::<Required>(serde_json::json!({"name": "x", "count": -1}));
+        assert!(
+            text.starts_with("plugins.demo.count: invalid value"),
+            "{text}"
+        );
+        // A missing required field is the section's problem, not a key's.
+        let text = message::<Required>(serde_json::json!({"name": "x"}));
+        assert_eq!(text, "plugins.demo: missing field `count`");
+    }
+
+    #[test]
+    fn a_section_that_is_not_a_mapping_is_the_section_at_fault() {
+        let text = message::<Optional>(serde_json::json!("lots"));
+        assert!(text.starts_with("plugins.demo: invalid type"), "{text}");
     }
 }

@@ -1,19 +1,29 @@
 //! Compaction: replacing the oldest parts of the context with summaries until it fits.
 //!
 //! Each pass does one thing, in this order of preference:
-//! 1. a **condensed pass** when `condensed_min_fanout` consecutive summaries of one depth have
+//! 1. when the context holds more than `max_summary_blocks` summary blocks, adjacent ones are
+//!    condensed into one: the oldest run of one depth (up to `condensed_min_fanout`, or the
+//!    excess), else enough blocks of the lowest depths, whatever their depths (see below);
+//! 2. a **condensed pass** when `condensed_min_fanout` consecutive summaries of one depth have
 //!    accumulated: they become one summary a level deeper (this keeps the DAG balanced, with
 //!    fewer than `condensed_min_fanout` summaries per depth in the context);
-//! 2. a **leaf pass**: the oldest raw messages outside the protected fresh tail, up to
+//! 3. a **leaf pass**: the oldest raw messages outside the protected fresh tail, up to
 //!    `leaf_chunk_tokens` and ending on a turn boundary, become one leaf summary;
-//! 3. under pressure, two or more consecutive summaries of one depth are merged;
-//! 4. only when the summaries themselves keep the context over the threshold, consecutive
-//!    summaries of different depths are merged (the last resort: it deepens the DAG).
+//! 4. under pressure, two or more consecutive summaries of one depth are merged;
+//! 5. only when the summary blocks alone exceed their budget (half of what the threshold leaves
+//!    beside the head, and at least a tenth of the window), the two adjacent summaries of the
+//!    lowest depths are merged, whatever their depths (the last resort).
 //!
-//! It is **incremental** (it stops as soon as the context is at or under target) and
-//! **bounded** (at most `max_passes` passes, and no new pass after the deadline; summarizer
-//! calls are themselves cut off at the deadline). Every pass makes progress whatever the
-//! summarizer does, because summarizing escalates down to truncation.
+//! Merging summaries of different depths only in cases 1 and 5 matters in a tiny window, where
+//! the head and the fresh tail alone may keep the context over target: merging the oldest block
+//! with the next on every call grows a chain one level deeper per call. Merging the run of the
+//! lowest depths instead works like a carry in a counter: the DAG stays logarithmically deep.
+//!
+//! It is **incremental** (it stops as soon as the context is at or under target, with no more
+//! than `max_summary_blocks` blocks) and **bounded** (at most `max_passes` passes, and no new
+//! pass after the deadline; summarizer calls are themselves cut off at the deadline). Every
+//! pass makes progress whatever the summarizer does, because summarizing escalates down to
+//! truncation, and every merge takes at least two blocks.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -75,6 +85,9 @@ pub struct Compactor<'a> {
     pub services: &'a HostServices,
     pub settings: &'a Settings,
     pub conv: i64,
+    /// Text from the host's memory providers (`CompressOptions::memory_context`): reference
+    /// material for leaf summaries.
+    pub memory: Option<&'a str>,
 }
 
 impl Compactor<'_> {
@@ -93,9 +106,15 @@ impl Compactor<'_> {
         report.deadline_ms = self.settings.deadline_ms;
         report.target_tokens = budget.target_tokens;
         report.stopped = "nothing_to_compact".to_string();
+        let max_blocks = self.settings.max_summary_blocks;
+        let fanout = self.settings.condensed_min_fanout;
         loop {
             let tokens = budget.head_tokens + context::tokens(entries);
-            if tokens <= budget.target_tokens && !(force && report.passes == 0) {
+            let blocks = entries.iter().filter(|e| e.summary().is_some()).count();
+            if tokens <= budget.target_tokens
+                && blocks <= max_blocks
+                && !(force && report.passes == 0)
+            {
                 report.stopped = "under_target".to_string();
                 break;
             }
@@ -110,18 +129,37 @@ impl Compactor<'_> {
                 break;
             }
             let tail = fresh_tail_start(entries, self.settings, budget.context_length);
-            let fanout = self.settings.condensed_min_fanout;
-            let pass = if let Some(range) = condensable(entries, tail, fanout, fanout, true) {
+            // Under target, only the block limit has work left (or a forced first pass).
+            let over_target = tokens > budget.target_tokens || (force && report.passes == 0);
+            let excess = blocks.saturating_sub(max_blocks);
+            let pass = if let Some(range) = (excess > 0)
+                // Same-depth blocks first (a carry keeps the DAG balanced), else the adjacent
+                // blocks of the lowest depths.
+                .then(|| {
+                    condensable(entries, tail, 2, fanout.max(excess + 1), true)
+                        .or_else(|| shallowest_run(entries, tail, excess + 1))
+                })
+                .flatten()
+            {
                 self.condensed_pass(entries, range, focus_topic, deadline, report)
-            } else if let Some(range) = leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens) {
+            } else if let Some(range) = over_target
+                .then(|| condensable(entries, tail, fanout, fanout, true))
+                .flatten()
+            {
+                self.condensed_pass(entries, range, focus_topic, deadline, report)
+            } else if let Some(range) = over_target
+                .then(|| leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens))
+                .flatten()
+            {
                 self.leaf_pass(entries, range, focus_topic, deadline, report)
-            } else if let Some(range) = condensable(entries, tail, 2, fanout, true)
+            } else if let Some(range) = over_target
+                .then(|| condensable(entries, tail, 2, fanout, true))
+                .flatten()
                 // Merging different depths deepens the DAG by one level per merge: only when
-                // the summaries themselves are what keeps the context over the threshold.
+                // the summaries alone are over their budget.
                 .or_else(|| {
-                    let rest = tokens - summary_tokens(entries);
-                    (tokens > budget.threshold_tokens && rest < budget.threshold_tokens)
-                        .then(|| condensable(entries, tail, 2, fanout, false))
+                    (over_target && summary_tokens(entries) > summary_budget(budget))
+                        .then(|| shallowest_run(entries, tail, 2))
                         .flatten()
                 })
             {
@@ -174,6 +212,7 @@ impl Compactor<'_> {
             kind: SummaryKind::Leaf,
             sources: &sources,
             context: previous.as_deref(),
+            memory: self.memory,
             target_tokens: self
                 .settings
                 .leaf_summary_tokens
@@ -236,6 +275,7 @@ impl Compactor<'_> {
             kind: SummaryKind::Condensed,
             sources: &sources,
             context: None,
+            memory: None,
             target_tokens: self
                 .settings
                 .condensed_summary_tokens
@@ -341,6 +381,12 @@ impl Compactor<'_> {
     }
 }
 
+/// What the summary blocks together may cost before the oldest are merged whatever their
+/// depths: half of what the threshold leaves beside the head, and at least a tenth of the window.
+fn summary_budget(budget: Budget) -> u64 {
+    (budget.threshold_tokens.saturating_sub(budget.head_tokens) / 2).max(budget.context_length / 10)
+}
+
 fn summary_tokens(entries: &[Entry]) -> u64 {
     entries
         .iter()
@@ -422,6 +468,27 @@ pub fn leaf_chunk(entries: &[Entry], tail: usize, max_tokens: u64) -> Option<Ran
         end += 1;
     }
     Some(start..end)
+}
+
+/// A run of `len` consecutive summaries before the tail (fewer, down to 2, when no run is that
+/// long) whose deepest member is the shallowest; the oldest such run on ties.
+pub fn shallowest_run(entries: &[Entry], tail: usize, len: usize) -> Option<Range<usize>> {
+    let limit = tail.min(entries.len());
+    (2..=len.max(2)).rev().find_map(|len| {
+        (0..limit.saturating_sub(len - 1))
+            .filter_map(|start| {
+                let run = &entries[start..start + len];
+                let deepest = run
+                    .iter()
+                    .map(|e| e.summary().map(|s| s.depth))
+                    .collect::<Option<Vec<u32>>>()?
+                    .into_iter()
+                    .max()?;
+                Some((deepest, start))
+            })
+            .min()
+            .map(|(_, start)| start..start + len)
+    })
 }
 
 /// The oldest run of `min_len` to `max_len` consecutive summaries before the tail, all of one

@@ -116,6 +116,11 @@ impl EnginePlugin for LcmEngine {
             "Size asked of a condensed summary, in tokens.",
         )
         .config_key(
+            "max_summary_blocks",
+            &d.max_summary_blocks.to_string(),
+            "Most summary blocks in the model's view; beyond it the oldest are condensed.",
+        )
+        .config_key(
             "max_passes",
             &d.max_passes.to_string(),
             "Most summarization passes per compress call.",
@@ -215,6 +220,10 @@ impl ContextEngine for LcmEngine {
                 services: &self.services,
                 settings: &self.settings,
                 conv: self.conv,
+                memory: options
+                    .memory_context
+                    .as_deref()
+                    .filter(|memory| !memory.trim().is_empty()),
             };
             compactor.run(
                 &mut entries,

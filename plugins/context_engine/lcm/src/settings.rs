@@ -2,7 +2,6 @@
 
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// What a user can tune under `plugins.lcm`. Every key is optional; unknown keys are an error, so
 /// a typo never silently falls back to a default.
@@ -27,6 +26,9 @@ pub struct Settings {
     pub condensed_min_fanout: usize,
     /// Size asked of a condensed summary, in tokens.
     pub condensed_summary_tokens: u64,
+    /// Most summary blocks in the model's view after a compaction: beyond it the oldest are
+    /// condensed into one, whatever their depths (at least 2).
+    pub max_summary_blocks: usize,
     /// Most summarization passes in one `compress` call.
     pub max_passes: usize,
     /// Wall-clock limit of one `compress` call, in milliseconds.
@@ -50,6 +52,7 @@ impl Default for Settings {
             leaf_summary_tokens: 1_200,
             condensed_min_fanout: 4,
             condensed_summary_tokens: 2_000,
+            max_summary_blocks: 8,
             max_passes: 24,
             deadline_ms: 60_000,
             summarizer_timeout_ms: 30_000,
@@ -64,9 +67,8 @@ impl Settings {
     /// key, e.g. `plugins.lcm.threshold: must be between 0 and 1, got 1.7`.
     pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
         let section = format!("plugins.{}", services.setup().engine);
-        let settings: Settings = services
-            .config_as()
-            .map_err(|error| name_the_bad_key(&section, services.config(), error))?;
+        // The SDK names the key at fault for wrong types and unknown keys.
+        let settings: Settings = services.config_as()?;
         settings.validate(&section)?;
         Ok(settings)
     }
@@ -116,6 +118,7 @@ impl Settings {
             self.condensed_summary_tokens,
             16,
         )?;
+        at_least("max_summary_blocks", self.max_summary_blocks as u64, 2)?;
         at_least("max_passes", self.max_passes as u64, 1)?;
         at_least("deadline_ms", self.deadline_ms, 1)?;
         at_least("summarizer_timeout_ms", self.summarizer_timeout_ms, 1)?;
@@ -124,30 +127,33 @@ impl Settings {
     }
 }
 
-/// serde reports a wrong type without the field's name ("invalid type: string, expected f64").
-/// Reading each key on its own finds the one at fault, so the message can name it.
-fn name_the_bad_key(section: &str, config: &Value, error: EngineError) -> EngineError {
-    if let Value::Object(fields) = config {
-        for (key, value) in fields {
-            let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
-            if let Err(why) = serde_json::from_value::<Settings>(alone) {
-                return EngineError::invalid_input(format!("{section}.{key}: {why}"));
-            }
-        }
-    }
-    error
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use std::sync::Arc;
+
+    use ctxhost_sdk::{EngineSetup, HostBackend, LogLevel};
+    use serde_json::{json, Value};
+
+    struct Quiet;
+
+    impl HostBackend for Quiet {
+        fn count_tokens(&self, text: &str) -> u64 {
+            text.len() as u64
+        }
+        fn log(&self, _: &str, _: LogLevel, _: &str) {}
+        fn call(&self, service: &str, _: &str) -> Result<String, EngineError> {
+            Err(EngineError::unsupported(service))
+        }
+    }
 
     fn read(config: Value) -> Result<Settings, EngineError> {
-        let settings: Settings = serde_json::from_value(config.clone())
-            .map_err(|e| name_the_bad_key("plugins.lcm", &config, e.into()))?;
-        settings.validate("plugins.lcm")?;
-        Ok(settings)
+        let setup = EngineSetup {
+            engine: "lcm".into(),
+            config,
+            ..EngineSetup::default()
+        };
+        Settings::from_services(&HostServices::new(Arc::new(Quiet), setup))
     }
 
     #[test]

@@ -138,3 +138,67 @@ fn a_long_session_builds_a_deep_dag_and_loses_nothing() {
     let doctor = engine.invoke("doctor", &Value::Null).unwrap();
     assert_eq!(doctor["ok"], json!(true), "{doctor}");
 }
+
+/// The long session (every transcript's turns in a row) replayed in a 4K window, where the
+/// corpus' system prompt alone takes about 40% of the window: after every compaction the view
+/// holds at most `max_summary_blocks` summary blocks, the DAG stays shallow (no chain one level
+/// deeper per call), and every message is recoverable.
+fn replay_in_a_tiny_window(config: Value, max_blocks: usize) {
+    let Some(transcripts) = transcripts() else {
+        return;
+    };
+    let mut messages: Vec<Message> = vec![transcripts[0].1[0].clone()];
+    for (_, transcript) in &transcripts {
+        messages.extend(transcript.iter().filter(|m| !m.is_system()).cloned());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = engine(dir.path(), FakeBackend::new(Script::Good), config, 4096);
+    let threshold = engine.status().unwrap().threshold_tokens;
+    let mut context: Vec<Message> = Vec::new();
+    let mut compactions = 0;
+    for message in &messages {
+        if message.is_assistant() && tokens(&context) >= threshold {
+            let options = ctxhost_sdk::CompressOptions {
+                current_tokens: Some(tokens(&context)),
+                ..Default::default()
+            };
+            context = engine.compress(&context, &options).unwrap();
+            compactions += 1;
+            let blocks = context.iter().filter_map(block_id).count();
+            assert!(
+                blocks <= max_blocks,
+                "{blocks} summary blocks after compaction {compactions}"
+            );
+        }
+        context.push(message.clone());
+    }
+    assert!(compactions > 100, "only {compactions} compactions");
+    engine.on_session_end("default", &context).unwrap();
+    let status = engine.invoke("status", &Value::Null).unwrap();
+    let deepest = status["summaries_by_depth"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|depth| depth.parse::<u32>().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        deepest <= 10,
+        "a chain of summaries: depth {deepest}: {status}"
+    );
+    assert!(recover(&mut engine, &context, 2_000) == values(&messages));
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(true), "{doctor}");
+}
+
+#[test]
+fn a_tiny_window_keeps_few_summary_blocks_and_a_shallow_dag() {
+    replay_in_a_tiny_window(json!({}), 8);
+}
+
+#[test]
+fn the_summary_block_limit_holds_in_a_tiny_window() {
+    let mut config = small_config();
+    config["max_summary_blocks"] = json!(3);
+    replay_in_a_tiny_window(config, 3);
+}

@@ -2,7 +2,6 @@
 
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// What a user can tune under `plugins.window`. Every key is optional; unknown keys are an
 /// error, so a typo never silently falls back to a default.
@@ -37,9 +36,8 @@ impl Settings {
     /// the line of `config.yaml`.
     pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
         let section = format!("plugins.{}", services.setup().engine);
-        let settings: Settings = services
-            .config_as()
-            .map_err(|error| name_the_bad_key(&section, services.config(), error))?;
+        // The SDK names the key at fault for wrong types and unknown keys.
+        let settings: Settings = services.config_as()?;
         settings.validate(&section)?;
         Ok(settings)
     }
@@ -81,18 +79,4 @@ impl Settings {
         }
         Ok(())
     }
-}
-
-/// serde reports a wrong type without the field's name ("invalid type: string, expected f64").
-/// Reading each key on its own finds the one at fault, so the message can name it.
-fn name_the_bad_key(section: &str, config: &Value, error: EngineError) -> EngineError {
-    if let Value::Object(fields) = config {
-        for (key, value) in fields {
-            let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
-            if let Err(why) = serde_json::from_value::<Settings>(alone) {
-                return EngineError::invalid_input(format!("{section}.{key}: {why}"));
-            }
-        }
-    }
-    error
 }

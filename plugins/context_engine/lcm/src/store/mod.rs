@@ -179,6 +179,9 @@ pub struct ItemRow {
     pub item: ContextItem,
 }
 
+/// The page cache of one connection, in KiB.
+const CACHE_KIB: i64 = 16 * 1024;
+
 /// The open database.
 pub struct Store {
     conn: Connection,
@@ -219,6 +222,9 @@ impl Store {
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             // A big ingest grows the log; cap what it keeps on disk after each checkpoint.
             conn.pragma_update(None, "journal_size_limit", 16 * 1024 * 1024)?;
+            // A page cache of up to 16 MB (negative: KiB) instead of 2 MB: a large ingest
+            // spills fewer pages to the log mid-transaction only to read them back.
+            conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
             schema::migrate(conn)?;
             Ok(())
         };
@@ -278,6 +284,7 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::OptionalExtension;
 
     #[test]
     fn fts5_is_available_in_the_bundled_sqlite() {
@@ -314,6 +321,43 @@ mod tests {
             .read(|c| Ok(c.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?))
             .unwrap();
         assert_eq!(kept, 1);
+    }
+
+    fn hashsize(store: &Store) -> Option<i64> {
+        store
+            .read(|c| {
+                Ok(c.query_row(
+                    "SELECT v FROM messages_fts_config WHERE k = 'hashsize'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn the_store_is_tuned_for_large_ingests() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(&dir.path().join("lcm.sqlite"), Duration::from_millis(100)).unwrap();
+        assert_eq!(hashsize(&store), Some(8 * 1024 * 1024));
+        let cache: i64 = store
+            .read(|c| Ok(c.query_row("PRAGMA cache_size", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(cache, -CACHE_KIB);
+    }
+
+    #[test]
+    fn a_store_of_version_2_gets_the_larger_index_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lcm.sqlite");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            schema::migrate_to(&mut conn, 2).unwrap();
+        }
+        let store = Store::open(&path, Duration::from_millis(100)).unwrap();
+        assert_eq!(hashsize(&store), Some(8 * 1024 * 1024));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Every query the engine runs, as methods of [`Store`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
@@ -158,6 +158,28 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()?;
             hashes.reverse();
             Ok(hashes)
+        })
+    }
+
+    /// How often each of `hashes` is stored among a conversation's non-head messages (hashes
+    /// stored nowhere are absent from the map).
+    pub fn raw_hash_counts(
+        &self,
+        conv: i64,
+        hashes: &[&str],
+    ) -> Result<HashMap<String, u64>, EngineError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT count(*) FROM messages WHERE conversation_id = ?1 AND hash = ?2 AND head = 0",
+            )?;
+            let mut counts = HashMap::new();
+            for hash in hashes {
+                let count: u64 = stmt.query_row(params![conv, hash], |r| r.get(0))?;
+                if count > 0 {
+                    counts.insert(hash.to_string(), count);
+                }
+            }
+            Ok(counts)
         })
     }
 

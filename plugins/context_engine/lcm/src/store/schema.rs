@@ -115,6 +115,17 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX compactions_by_conversation ON compactions(conversation_id, id);
     "#,
+    // 3: a larger in-memory buffer for the message index (FTS5's `hashsize`, 1 MB by default).
+    // A big ingest then writes fewer, larger index segments and spends far less time merging
+    // them; the buffer is only used while a write transaction is open.
+    r#"
+    INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', 8388608);
+    "#,
+    // 4: messages by content hash, so ingest can tell whether a message the host sends outside
+    // the aligned tail (another engine's summary, turns it kept) is already stored.
+    r#"
+    CREATE INDEX messages_by_hash ON messages(conversation_id, hash);
+    "#,
 ];
 
 /// The schema version this build writes.

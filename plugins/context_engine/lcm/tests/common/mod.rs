@@ -38,6 +38,8 @@ pub enum Script {
 pub struct FakeBackend {
     pub script: Mutex<Script>,
     pub calls: AtomicUsize,
+    /// Every summarize request received, in order.
+    pub requests: Mutex<Vec<SummarizeRequest>>,
 }
 
 impl FakeBackend {
@@ -45,6 +47,7 @@ impl FakeBackend {
         Arc::new(FakeBackend {
             script: Mutex::new(script),
             calls: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
         })
     }
 
@@ -54,6 +57,7 @@ impl FakeBackend {
 
     fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        self.requests.lock().unwrap().push(request.clone());
         let script = self.script.lock().unwrap().clone();
         let good = |name: &str| {
             // Half the allowance, in characters of the content's first line(s).
