@@ -10,7 +10,7 @@ use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::prune::{prune, PruneCount};
+use crate::prune::{prune, strip_images_before_latest, PruneCount};
 use crate::redact::redact;
 use crate::settings::Settings;
 use crate::summary::{self, fence_memory, is_summary, render, summary_body, summary_message};
@@ -30,6 +30,10 @@ pub struct Telemetry {
     pub messages_after: usize,
     pub pruned: usize,
     pub deduplicated: usize,
+    /// Tool calls whose huge arguments were cut down.
+    pub truncated_arguments: usize,
+    /// Old images replaced by a placeholder.
+    pub stripped_images: usize,
     pub summarized: bool,
     /// Who wrote the summary; `None` when pruning was enough.
     pub summarizer: Option<String>,
@@ -207,15 +211,15 @@ impl Compressor {
 
         // Phase 1: prune old tool output and superseded reads.
         let mut work = messages.to_vec();
-        let PruneCount {
-            pruned,
-            deduplicated,
-        } = prune(&mut work, head_end..tail_start);
-        telemetry.pruned = pruned;
-        telemetry.deduplicated = deduplicated;
+        let count: PruneCount = prune(&mut work, head_end..tail_start);
+        telemetry.pruned = count.pruned;
+        telemetry.deduplicated = count.deduplicated;
+        telemetry.truncated_arguments = count.truncated_arguments;
+        telemetry.stripped_images = count.stripped_images + strip_images_before_latest(&mut work);
         let after_prune = self.count(&work);
         let enough = (self.tracker.threshold_tokens() as f64 * PRUNE_ENOUGH) as u64;
-        if pruned + deduplicated > 0 && after_prune <= enough && !options.force {
+        if (count.any() || telemetry.stripped_images > 0) && after_prune <= enough && !options.force
+        {
             telemetry.tokens_after = after_prune;
             return (work, telemetry);
         }

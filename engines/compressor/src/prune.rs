@@ -1,21 +1,39 @@
-//! The cheap phase: old tool outputs become one-line notes of what the call did, and repeated
-//! reads of the same file keep only the latest. Often enough on its own, with no summarizer call.
+//! The cheap phase: old tool outputs become one-line notes of what the call did, repeated reads
+//! of the same file keep only the latest, huge tool-call arguments are cut down (staying valid
+//! JSON), and old images become a placeholder. Often enough on its own, with no summarizer call.
 
 use std::collections::HashMap;
 
-use ctxhost_sdk::{Message, ToolCall};
+use ctxhost_sdk::{Content, Message, ToolCall};
 use serde_json::Value;
 
 /// Outputs shorter than this are left alone: the note would save little.
 const MIN_PRUNE_CHARS: usize = 400;
 pub const PRUNED_PREFIX: &str = "[tool output pruned]";
 pub const SUPERSEDED_PREFIX: &str = "[superseded]";
+pub const IMAGE_PLACEHOLDER: &str = "[image removed by context compression]";
+/// Tool-call arguments longer than this (in bytes of JSON) are shrunk...
+const LONG_ARGUMENTS: usize = 500;
+/// ...by cutting each string inside them to this many characters (Hermes' figures).
+const KEEP_ARGUMENT_CHARS: usize = 200;
+/// Content-part types that carry an image (OpenAI chat, OpenAI Responses, Anthropic).
+const IMAGE_PART_TYPES: &[&str] = &["image_url", "input_image", "image"];
 
 /// What pruning did to a range.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PruneCount {
     pub pruned: usize,
     pub deduplicated: usize,
+    /// Tool calls whose arguments were shrunk.
+    pub truncated_arguments: usize,
+    /// Image parts replaced by a placeholder.
+    pub stripped_images: usize,
+}
+
+impl PruneCount {
+    pub fn any(&self) -> bool {
+        self.pruned + self.deduplicated + self.truncated_arguments + self.stripped_images > 0
+    }
 }
 
 /// Prunes tool results in `messages[range]` (the part outside the protected head and tail).
@@ -34,6 +52,13 @@ pub fn prune(messages: &mut [Message], range: std::ops::Range<usize>) -> PruneCo
         }
     }
     for index in range {
+        for call in messages[index].tool_calls_mut() {
+            if let Some(shrunk) = shrink_arguments(call.arguments()) {
+                call.set_arguments(shrunk);
+                count.truncated_arguments += 1;
+            }
+        }
+        count.stripped_images += strip_images(&mut messages[index]);
         let message = &messages[index];
         if !message.is_tool_result() {
             continue;
@@ -58,6 +83,101 @@ pub fn prune(messages: &mut [Message], range: std::ops::Range<usize>) -> PruneCo
         messages[index].set_text(note);
     }
     count
+}
+
+/// Replaces the image parts of every message before the newest user message that carries an
+/// image: a screenshot or photo is sent again with every later call otherwise. Returns how many
+/// parts were replaced.
+pub fn strip_images_before_latest(messages: &mut [Message]) -> usize {
+    let Some(latest) = messages
+        .iter()
+        .rposition(|m| m.is_user() && image_parts(m).is_some())
+    else {
+        return 0;
+    };
+    messages[..latest].iter_mut().map(strip_images).sum()
+}
+
+/// A message's content parts when at least one is an image.
+fn image_parts(message: &Message) -> Option<Vec<Value>> {
+    let Content::Json(json) = message.content() else {
+        return None;
+    };
+    let Ok(Value::Array(parts)) = serde_json::from_str::<Value>(json) else {
+        return None;
+    };
+    parts.iter().any(is_image).then_some(parts)
+}
+
+fn is_image(part: &Value) -> bool {
+    part.get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| IMAGE_PART_TYPES.contains(&t))
+}
+
+/// Replaces a message's image parts with a text placeholder; returns how many.
+fn strip_images(message: &mut Message) -> usize {
+    let Some(parts) = image_parts(message) else {
+        return 0;
+    };
+    let mut stripped = 0;
+    let parts: Vec<Value> = parts
+        .into_iter()
+        .map(|part| {
+            if is_image(&part) {
+                stripped += 1;
+                serde_json::json!({"type": "text", "text": IMAGE_PLACEHOLDER})
+            } else {
+                part
+            }
+        })
+        .collect();
+    message.set_content_json(&Value::Array(parts));
+    stripped
+}
+
+/// Long tool-call arguments with every long string cut short, or `None` when there is nothing
+/// to cut. Arguments that are not JSON are left alone: providers reject a call whose arguments
+/// stop being valid JSON, so cutting the raw text is not an option.
+fn shrink_arguments(arguments: &str) -> Option<String> {
+    if arguments.len() <= LONG_ARGUMENTS {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(arguments).ok()?;
+    if !shrink_strings(&mut value) {
+        return None;
+    }
+    serde_json::to_string(&value).ok()
+}
+
+fn shrink_strings(value: &mut Value) -> bool {
+    match value {
+        Value::String(text) => match text.char_indices().nth(KEEP_ARGUMENT_CHARS) {
+            Some((cut, _)) => {
+                let dropped = text[cut..].chars().count();
+                *text = format!("{}…[{dropped} more characters truncated]", &text[..cut]);
+                true
+            }
+            None => false,
+        },
+        // Every string is visited: no short-circuit.
+        Value::Array(items) => {
+            items
+                .iter_mut()
+                .map(shrink_strings)
+                .filter(|&cut| cut)
+                .count()
+                > 0
+        }
+        Value::Object(map) => {
+            map.values_mut()
+                .map(shrink_strings)
+                .filter(|&cut| cut)
+                .count()
+                > 0
+        }
+        _ => false,
+    }
 }
 
 fn calls_by_id(messages: &[Message]) -> HashMap<String, ToolCall> {
@@ -200,6 +320,71 @@ mod tests {
             messages[6].text().unwrap(),
             "[tool output pruned] write_file wrote a.py: 300 lines"
         );
+    }
+
+    #[test]
+    fn huge_arguments_shrink_and_stay_json() {
+        let content = "line\n".repeat(2000);
+        let args = serde_json::json!({"path": "big.py", "content": content, "mode": 420, "old": ["y".repeat(300)]})
+            .to_string();
+        let mut messages: Vec<Message> = vec![Message::user("go")];
+        messages.extend(turn("1", "write_file", &args, "ok"));
+        messages.extend(turn("2", "terminal", r#"{"command":"ls"}"#, "a.py"));
+        let count = prune(&mut messages, 0..5);
+        assert_eq!(count.truncated_arguments, 1);
+        let shrunk: Value = serde_json::from_str(messages[1].tool_calls()[0].arguments()).unwrap();
+        assert_eq!(shrunk["path"], "big.py");
+        assert_eq!(shrunk["mode"], 420);
+        assert!(shrunk["old"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("…[100 more characters truncated]"));
+        let text = shrunk["content"].as_str().unwrap();
+        assert!(
+            text.ends_with("…[9800 more characters truncated]"),
+            "{text}"
+        );
+        assert_eq!(
+            text.chars().count(),
+            200 + "…[9800 more characters truncated]".chars().count()
+        );
+        // Short and non-JSON arguments are left as they are.
+        assert_eq!(
+            messages[3].tool_calls()[0].arguments(),
+            r#"{"command":"ls"}"#
+        );
+        assert_eq!(shrink_arguments(&"x".repeat(600)), None);
+    }
+
+    fn with_image(text: &str) -> Message {
+        let mut message = Message::user("");
+        message.set_content_json(&serde_json::json!([
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+        ]));
+        message
+    }
+
+    #[test]
+    fn images_before_the_latest_one_become_placeholders() {
+        let mut messages = vec![
+            with_image("first"),
+            Message::assistant("seen"),
+            with_image("second"),
+            Message::assistant("seen too"),
+        ];
+        assert_eq!(strip_images_before_latest(&mut messages), 1);
+        assert_eq!(
+            messages[0].content_text(),
+            format!("first\n{IMAGE_PLACEHOLDER}")
+        );
+        assert!(
+            image_parts(&messages[2]).is_some(),
+            "the latest image stays"
+        );
+        let mut middle = vec![with_image("old")];
+        assert_eq!(prune(&mut middle, 0..1).stripped_images, 1);
+        assert!(image_parts(&middle[0]).is_none());
     }
 
     #[test]

@@ -249,3 +249,59 @@ fn the_first_reported_usage_after_a_compression_is_the_new_baseline() {
     assert!(!engine.should_compress(reported + 100).unwrap());
     assert!(engine.should_compress(reported + 600).unwrap());
 }
+
+fn screenshot(text: &str) -> Message {
+    let mut message = Message::user("");
+    message.set_content_json(&json!([
+        {"type": "text", "text": text},
+        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(4000))}}
+    ]));
+    message
+}
+
+#[test]
+fn pruning_cuts_huge_tool_arguments_and_old_images_and_stays_valid() {
+    let host = FakeHost::new(Answer::Summary("unused".into()));
+    let mut engine = compressor(&host, 40_000, json!({"protect_last_n": 4}));
+    let mut input = conversation(30);
+    // A write with a 20,000-character file early on, and screenshots: one old, one recent.
+    let file = "fn main() {}\n".repeat(1500);
+    let write = json!({"path": "src/main.rs", "content": file}).to_string();
+    input.insert(3, screenshot("what the page looked like"));
+    input.insert(
+        4,
+        Message::assistant_tool_calls(vec![ToolCall::new("w1", "write_file", &write)]),
+    );
+    input.insert(5, Message::tool_result("w1", "written"));
+    input.push(Message::assistant("looking"));
+    input.push(screenshot("and now"));
+    let output = engine
+        .compress(&input, &CompressOptions::default())
+        .unwrap();
+    assert_eq!(host.calls(), 0, "pruning was enough");
+    sequence::validate(&output).unwrap();
+
+    let call = output
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .find(|c| c.id() == "w1")
+        .expect("the write call is kept");
+    let args: serde_json::Value = serde_json::from_str(call.arguments()).expect("still JSON");
+    assert_eq!(args["path"], "src/main.rs");
+    assert!(call.arguments().len() < 400, "{}", call.arguments());
+
+    let images = |m: &Message| {
+        m.content_text()
+            .contains("[image removed by context compression]")
+    };
+    assert!(images(&output[3]), "the old screenshot is a placeholder");
+    let latest = output.last().unwrap();
+    assert!(!images(latest), "the latest screenshot stays");
+    assert!(
+        matches!(latest.content(), ctxhost_sdk::Content::Json(json) if json.contains("base64"))
+    );
+
+    let telemetry = engine.invoke("last_compression", &json!(null)).unwrap();
+    assert_eq!(telemetry["truncated_arguments"], 1);
+    assert_eq!(telemetry["stripped_images"], 1);
+}
