@@ -122,3 +122,17 @@ fn validate_checks_the_selected_engine() {
         run.stderr
     );
 }
+
+#[test]
+fn what_the_editor_cannot_rewrite_faithfully_is_refused_in_one_line() {
+    let sandbox = Sandbox::new();
+    let text = "context: {engine: compressor}   # flow style\n";
+    sandbox.write_config(text);
+    let run = sandbox.ctxhost(&["config", "set", "context.engine", "window"]);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(
+        run.stderr.trim(),
+        "error: config.yaml: `context.engine` is written in a style this editor does not rewrite (flow or multi-line); edit the file by hand"
+    );
+    assert_eq!(sandbox.config_text(), text);
+}

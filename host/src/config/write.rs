@@ -10,21 +10,21 @@ use super::{Config, ConfigError};
 /// Why a config change was not written. Nothing on disk changed.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("{path}: cannot read the config file: {source}")]
+    #[error("{path}: cannot read the config file: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{0}; fix the file first, nothing was written")]
     AlreadyInvalid(ConfigError),
-    #[error("{path}: {source}")]
-    Edit { path: PathBuf, source: EditError },
+    #[error("{path}: {error}")]
+    Edit { path: PathBuf, error: EditError },
     #[error("{0}; nothing was written")]
     Rejected(ConfigError),
-    #[error("{path}: cannot write the config file: {source}")]
+    #[error("{path}: cannot write the config file: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -50,10 +50,10 @@ pub fn update_checked(
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
+        Err(error) => {
             return Err(WriteError::Read {
                 path: path.to_path_buf(),
-                source,
+                error,
             })
         }
     };
@@ -64,23 +64,23 @@ pub fn update_checked(
             Change::Set(key, value) => edit::set(&edited, key, value),
             Change::Remove(key) => edit::remove(&edited, key),
         }
-        .map_err(|source| WriteError::Edit {
+        .map_err(|error| WriteError::Edit {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
     }
     let config = Config::parse(&edited, Some(path.to_path_buf())).map_err(WriteError::Rejected)?;
     check(&config).map_err(WriteError::Rejected)?;
     if edited != text || !path.exists() {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| WriteError::Write {
+            std::fs::create_dir_all(parent).map_err(|error| WriteError::Write {
                 path: path.to_path_buf(),
-                source,
+                error,
             })?;
         }
-        crate::atomic::write(path, edited.as_bytes()).map_err(|source| WriteError::Write {
+        crate::atomic::write(path, edited.as_bytes()).map_err(|error| WriteError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
     }
     Ok(config)

@@ -50,10 +50,10 @@ pub enum InstallError {
     BadManifest(String),
     #[error("{0}: neither a plugin library, a plugin directory (with plugin.yaml) nor a plugin crate (with Cargo.toml and plugin.yaml)")]
     NotAPlugin(PathBuf),
-    #[error("cannot run cargo to build {crate_dir}: {source}")]
+    #[error("cannot run cargo to build {crate_dir}: {error}")]
     CargoMissing {
         crate_dir: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("building {crate_dir} failed (cargo's errors are above); fix them and run the install again")]
     BuildFailed { crate_dir: PathBuf },
@@ -75,20 +75,20 @@ pub enum InstallError {
     DoesNotLoad { library: PathBuf, reason: String },
     #[error("plugin.yaml names '{declared}' but the library is engine '{actual}'")]
     NameMismatch { declared: String, actual: String },
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}: {error}")]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> InstallError {
     let path = path.to_path_buf();
-    move |source| InstallError::Io {
+    move |error| InstallError::Io {
         action,
         path,
-        source,
+        error,
     }
 }
 
@@ -267,9 +267,9 @@ fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|source| InstallError::CargoMissing {
+        .map_err(|error| InstallError::CargoMissing {
             crate_dir: crate_dir.to_path_buf(),
-            source,
+            error,
         })?;
     let mut cdylib = None;
     let stdout = child.stdout.take().expect("stdout is piped");
@@ -299,9 +299,9 @@ fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
             .find(|f| f.ends_with(std::env::consts::DLL_SUFFIX))
             .map(PathBuf::from);
     }
-    let status = child.wait().map_err(|source| InstallError::CargoMissing {
+    let status = child.wait().map_err(|error| InstallError::CargoMissing {
         crate_dir: crate_dir.to_path_buf(),
-        source,
+        error,
     })?;
     if !status.success() {
         return Err(InstallError::BuildFailed {

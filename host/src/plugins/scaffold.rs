@@ -42,10 +42,10 @@ pub enum ScaffoldError {
     NotEmpty(PathBuf),
     #[error("cannot find the ctxhost-sdk sources at {0}; pass --sdk with the path of engines/sdk in a ctxhost checkout")]
     NoSdk(PathBuf),
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -90,9 +90,9 @@ pub fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>, Scaf
             std::fs::create_dir_all(path.parent().expect("template files have a parent"))?;
             std::fs::write(path, text)
         };
-        write(&path).map_err(|source| ScaffoldError::Write {
+        write(&path).map_err(|error| ScaffoldError::Write {
             path: path.clone(),
-            source,
+            error,
         })?;
         written.push(path);
     }
