@@ -130,12 +130,15 @@ fn a_new_engine_goes_from_scaffold_to_compress() {
 
     let run = sandbox.ctxhost(&["compress", &session()]);
     assert_eq!(compressed_by(&run), "my-engine");
+    // The example engine's marker, under the new engine's name.
     let messages = run.messages();
     assert!(
-        messages[1].content_text().starts_with("[my-engine: "),
-        "{:?}",
-        messages[1]
+        messages
+            .iter()
+            .any(|m| m.content_text().starts_with("[my-engine: ")),
+        "{messages:?}"
     );
+    assert!(messages.len() < 100);
     let list = sandbox.ctxhost(&["plugins", "list", "--json"]).json();
     let row = list
         .as_array()

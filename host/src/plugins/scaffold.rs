@@ -1,36 +1,79 @@
-//! `ctxhost plugins new`: writes a new engine crate that builds, passes its test and installs
-//! as it is: `Cargo.toml` on `ctxhost-sdk` (with a workspace of its own), `plugin.yaml`, a
-//! working engine and a test through the engine's public surface.
+//! `ctxhost plugins new`: writes a new engine crate that builds, passes its tests and installs
+//! as it is. Its engine and tests are the example engine's (`plugins/context_engine/window`),
+//! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk` with a workspace of its own,
+//! `plugin.yaml`, README) comes from `host/templates/engine/`.
 
 use std::path::{Path, PathBuf};
 
 use super::install::{check_name, InstallError};
 
-/// The template's files: (path in the new crate, text with `{{...}}` placeholders).
-const FILES: &[(&str, &str)] = &[
+/// Where a file of the new crate comes from.
+enum Source {
+    /// A template with `{{name}}`, `{{lib_name}}` and `{{sdk_path}}` placeholders.
+    Template(&'static str),
+    /// A file of the example engine, renamed by [`rename_example`].
+    Example(&'static str),
+}
+
+/// The new crate's files: (path in the crate, source).
+const FILES: &[(&str, Source)] = &[
     (
         "Cargo.toml",
-        include_str!("../../templates/engine/Cargo.toml.tmpl"),
+        Source::Template(include_str!("../../templates/engine/Cargo.toml.tmpl")),
     ),
     (
         "plugin.yaml",
-        include_str!("../../templates/engine/plugin.yaml.tmpl"),
+        Source::Template(include_str!("../../templates/engine/plugin.yaml.tmpl")),
     ),
     (
         "README.md",
-        include_str!("../../templates/engine/README.md.tmpl"),
+        Source::Template(include_str!("../../templates/engine/README.md.tmpl")),
     ),
     (
         ".gitignore",
-        include_str!("../../templates/engine/gitignore.tmpl"),
+        Source::Template(include_str!("../../templates/engine/gitignore.tmpl")),
     ),
     (
         "src/lib.rs",
-        include_str!("../../templates/engine/src/lib.rs.tmpl"),
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/src/lib.rs"
+        )),
+    ),
+    (
+        "src/engine.rs",
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/src/engine.rs"
+        )),
+    ),
+    (
+        "src/settings.rs",
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/src/settings.rs"
+        )),
+    ),
+    (
+        "src/window.rs",
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/src/window.rs"
+        )),
+    ),
+    (
+        "src/notes.rs",
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/src/notes.rs"
+        )),
     ),
     (
         "tests/engine.rs",
-        include_str!("../../templates/engine/tests/engine.rs.tmpl"),
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/tests/engine.rs"
+        )),
+    ),
+    (
+        "tests/common/mod.rs",
+        Source::Example(include_str!(
+            "../../../plugins/context_engine/window/tests/common/mod.rs"
+        )),
     ),
 ];
 
@@ -79,12 +122,14 @@ pub fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>, Scaf
     // TOML basic strings take forward slashes on every platform.
     let sdk_path = sdk.display().to_string().replace('\\', "/");
     let mut written = Vec::new();
-    for (relative, template) in FILES {
-        let text = template
-            .replace("{{name}}", name)
-            .replace("{{lib_name}}", &lib_name)
-            .replace("{{type_name}}", &type_name)
-            .replace("{{sdk_path}}", &sdk_path);
+    for (relative, source) in FILES {
+        let text = match source {
+            Source::Template(template) => template
+                .replace("{{name}}", name)
+                .replace("{{lib_name}}", &lib_name)
+                .replace("{{sdk_path}}", &sdk_path),
+            Source::Example(text) => rename_example(text, name, &lib_name, &type_name),
+        };
         let path = dir.join(relative);
         let write = |path: &Path| -> std::io::Result<()> {
             std::fs::create_dir_all(path.parent().expect("template files have a parent"))?;
@@ -97,6 +142,22 @@ pub fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>, Scaf
         written.push(path);
     }
     Ok(written)
+}
+
+/// The example engine's text with its names replaced by the new engine's: crate and type names,
+/// the engine name users write in config, its config section and the marker it leaves in
+/// conversations. "window" as the model's context window stays.
+fn rename_example(text: &str, name: &str, lib_name: &str, type_name: &str) -> String {
+    text.replace(
+        "The example third-party context engine, and the template to copy for a new one (see\n//! `README.md`).",
+        "A ctxhost context engine, made from ctxhost's example engine (see\n//! `README.md`).",
+    )
+    .replace("ctxhost_engine_window", lib_name)
+        .replace("ctxhost-engine-window", name)
+        .replace("WindowEngine", type_name)
+        .replace("\"window\"", &format!("\"{name}\""))
+        .replace("plugins.window", &format!("plugins.{name}"))
+        .replace("window engine", name)
 }
 
 /// `my-engine` → `MyEngine`.
@@ -129,14 +190,20 @@ mod tests {
         assert_eq!(files.len(), FILES.len());
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
-            assert!(
-                !text.contains("{{"),
-                "{} keeps a placeholder",
-                file.display()
-            );
+            for placeholder in ["{{name}}", "{{lib_name}}", "{{sdk_path}}"] {
+                assert!(
+                    !text.contains(placeholder),
+                    "{} keeps {placeholder}",
+                    file.display()
+                );
+            }
+            assert!(!text.contains("WindowEngine"), "{}", file.display());
         }
         let lib = std::fs::read_to_string(target.join("src/lib.rs")).unwrap();
-        assert!(lib.contains("export_engine!(MyEngine)"));
+        assert!(lib.contains("export_engine!(MyEngine)"), "{lib}");
+        let engine = std::fs::read_to_string(target.join("src/engine.rs")).unwrap();
+        assert!(engine.contains("const NAME: &str = \"my-engine\";"));
+        assert!(!engine.contains("WindowEngine"));
         assert!(matches!(
             scaffold("my-engine", &target, &default_sdk_path()),
             Err(ScaffoldError::NotEmpty(_))
