@@ -98,7 +98,8 @@ pub enum State {
 }
 
 impl State {
-    fn of(selected: bool, problem: Option<ProblemKind>) -> Self {
+    /// The state of an engine that is (or is not) selected and has (or has not) a problem.
+    pub fn of(selected: bool, problem: Option<ProblemKind>) -> Self {
         match problem {
             None if selected => State::Active,
             None => State::Enabled,
@@ -271,18 +272,22 @@ impl Engines {
                 }])),
             };
         }
-        let looked_in: Vec<String> = self
-            .plugin_roots()
-            .iter()
-            .map(|r| r.path.join(name).display().to_string())
-            .collect();
         Ok(built_in(vec![Warning {
             summary: format!(
                 "context engine '{name}' not found (looked in {}; no engine registered in code under that name); using the built-in compressor",
-                looked_in.join(", ")
+                self.looked_in(name)
             ),
             detail: None,
         }]))
+    }
+
+    /// The directories a plugin named `name` would be in, for "not found" messages.
+    pub fn looked_in(&self, name: &str) -> String {
+        self.plugin_roots()
+            .iter()
+            .map(|r| r.path.join(name).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn load(&self, candidate: &Candidate) -> Result<PluginLibrary, Warning> {

@@ -165,7 +165,7 @@ fn plugins_use_swaps_what_compress_does_and_compressor_brings_the_default_back()
         .iter()
         .any(|m| m.content_text().contains(SUMMARY_PREFIX)));
 
-    let used = sandbox.ctxhost(&["plugins", "use", "window"]);
+    let used = sandbox.ctxhost(&["plugins", "select", "window"]);
     assert!(used.success(), "{}", used.stderr);
     let run = compress();
     assert_eq!(compressed_by(&run), "window");
@@ -177,7 +177,7 @@ fn plugins_use_swaps_what_compress_does_and_compressor_brings_the_default_back()
         .iter()
         .any(|m| m.content_text().contains(SUMMARY_PREFIX)));
 
-    let back = sandbox.ctxhost(&["plugins", "select", "compressor"]);
+    let back = sandbox.ctxhost(&["plugins", "use", "compressor"]);
     assert!(back.success(), "{}", back.stderr);
     assert_eq!(compressed_by(&compress()), "compressor");
     assert_eq!(
@@ -557,4 +557,72 @@ fn a_config_that_does_not_parse_is_never_overwritten() {
         assert_eq!(run.stderr_lines().len(), 1, "{args:?}: {}", run.stderr);
         assert_eq!(sandbox.config_text(), broken, "{args:?}");
     }
+}
+
+#[test]
+fn info_shows_manifest_tools_settings_library_and_checksum() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .link_repo_plugins()
+        .write_config("context:\n  engine: lcm\nplugins:\n  lcm:\n    threshold: 0.6\n");
+    let run = sandbox.ctxhost(&["plugins", "info", "lcm", "--json"]);
+    assert!(run.success(), "{}", run.stderr);
+    let info = run.json();
+    assert_eq!(info["state"], "active");
+    assert_eq!(info["source"], "repo plugin dir");
+    assert_eq!(info["api_level"], 1);
+    let checksum = info["sha256"].as_str().unwrap();
+    assert_eq!(checksum.len(), 64);
+    let tools: Vec<&str> = info["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query"]
+    );
+    let keys = info["config_keys"].as_array().unwrap();
+    let threshold = keys.iter().find(|k| k["key"] == "threshold").unwrap();
+    assert_eq!(threshold["value"], 0.6);
+    assert_eq!(threshold["default"], "0.75");
+
+    let text = sandbox.ctxhost(&["plugins", "info", "lcm"]).stdout;
+    assert!(text.contains(&format!("sha256       {checksum}")), "{text}");
+    assert!(
+        text.contains("not needed (the project's own plugin)"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("threshold") && l.contains("0.6 (set)")),
+        "{text}"
+    );
+
+    let compressor = sandbox
+        .ctxhost(&["plugins", "info", "compressor", "--json"])
+        .json();
+    assert_eq!(compressor["state"], "enabled");
+    assert_eq!(compressor["config_section"], "compression");
+
+    // An installed plugin that was never approved is described without being loaded.
+    let installed = Sandbox::new();
+    installed.write_config("context:\n  engine: compressor\n");
+    assert!(install_window(&installed, &[]).success());
+    let info = installed
+        .ctxhost(&["plugins", "info", "window", "--json"])
+        .json();
+    assert_eq!(info["state"], "installed");
+    assert_eq!(info["api_level"], serde_json::Value::Null, "not loaded");
+    assert!(
+        info["approval"]
+            .as_str()
+            .unwrap()
+            .starts_with("not approved"),
+        "{info}"
+    );
+    let missing = installed.ctxhost(&["plugins", "info", "nope"]);
+    assert_eq!(missing.code, Some(1));
+    assert_eq!(missing.stderr_lines().len(), 1, "{}", missing.stderr);
 }

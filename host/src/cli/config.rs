@@ -170,13 +170,21 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
 
 /// What a key reads as when the file does not set it.
 fn default_of(app: &App, key: &str) -> Option<Value> {
+    // The defaults are whatever an empty config reads as.
+    let defaults = ctxhost::Config::defaults();
     let fixed = [
-        ("context.engine", BUILT_IN_ENGINE.to_string()),
-        ("model.name", "gpt-4o".to_string()),
-        ("model.context_length", "128000".to_string()),
-        ("tokens.encoding", "o200k_base".to_string()),
-        ("tokens.backend", "auto".to_string()),
-        ("auxiliary.compression.provider", "offline".to_string()),
+        ("context.engine", defaults.context.engine),
+        ("model.name", defaults.model.name),
+        (
+            "model.context_length",
+            defaults.model.context_length.to_string(),
+        ),
+        ("tokens.encoding", defaults.tokens.encoding),
+        ("tokens.backend", defaults.tokens.backend),
+        (
+            "auxiliary.compression.provider",
+            defaults.summarizer.provider.to_string(),
+        ),
     ];
     if let Some((_, value)) = fixed.iter().find(|(k, _)| *k == key) {
         return Some(edit::parse_value(value));

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 use ctxhost::config::BUILT_IN_ENGINE;
+use ctxhost::engines::State;
 use ctxhost::plugins::trust::{short, Approval};
 use ctxhost_sdk::ConfigKey;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::select::looked_in;
 use crate::cli::{App, GlobalArgs};
 
 #[derive(Debug, Args)]
@@ -103,14 +103,9 @@ fn plugin(app: &App, name: &str) -> anyhow::Result<Info> {
     let Some(inspection) = app.engines.inspect_plugin(name, true) else {
         bail!(
             "no engine '{name}' (looked in {}); see `ctxhost plugins list`",
-            looked_in(app, name)
+            app.engines.looked_in(name)
         );
     };
-    let listing = app
-        .engines
-        .list()
-        .into_iter()
-        .find(|row| row.name == name && row.path == inspection.library);
     let manifest = inspection
         .loaded
         .as_ref()
@@ -145,10 +140,12 @@ fn plugin(app: &App, name: &str) -> anyhow::Result<Info> {
         host_api_level: ctxhost_sdk::API_LEVEL,
         description: inspection.description(),
         source: inspection.candidate.root.label().to_string(),
-        state: listing
-            .as_ref()
-            .map_or("broken", |row| row.state.label())
-            .to_string(),
+        state: State::of(
+            app.config().context.engine == name,
+            inspection.loaded.as_ref().err().map(|p| p.kind),
+        )
+        .label()
+        .to_string(),
         problem: inspection.loaded.as_ref().err().map(|p| p.summary.clone()),
         directory: Some(inspection.candidate.dir.display().to_string()),
         library: inspection.library.as_ref().map(|p| p.display().to_string()),

@@ -53,7 +53,7 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
             )),
             None => bail!(
                 "engine '{name}' is not installed (looked in {}); see `ctxhost plugins list`, install it with `ctxhost plugins install PATH`, or pass --force",
-                looked_in(app, name)
+                app.engines.looked_in(name)
             ),
             Some(inspection) => match &inspection.loaded {
                 Ok(_) => {}
@@ -88,7 +88,7 @@ pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> 
     let Some(inspection) = app.engines.inspect_plugin(name, true) else {
         bail!(
             "no plugin '{name}' is installed (looked in {}); install it with `ctxhost plugins install PATH`",
-            looked_in(&app, name)
+            app.engines.looked_in(name)
         );
     };
     if let Err(problem) = &inspection.loaded {
@@ -189,13 +189,4 @@ pub(super) fn without(list: &[String], name: &str) -> Value {
             .map(|d| Value::String(d.clone()))
             .collect(),
     )
-}
-
-pub(super) fn looked_in(app: &App, name: &str) -> String {
-    app.engines
-        .plugin_roots()
-        .iter()
-        .map(|root| root.path.join(name).display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
