@@ -91,12 +91,7 @@ fn a_long_session_builds_a_deep_dag_and_loses_nothing() {
     sequence::validate(&messages).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     start(&mut engine, "long");
     let context = replay(&mut engine, Vec::new(), &messages);
     engine.on_session_end("long", &context).unwrap();

@@ -71,12 +71,7 @@ fn ingest_is_idempotent_however_often_the_history_is_resent() {
 #[test]
 fn assembled_context_is_head_then_blocks_then_the_verbatim_tail() {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     let history = tool_chat(30, 400);
     let out = engine
         .compress(&history, &CompressOptions::default())
@@ -121,22 +116,12 @@ fn a_resumed_session_continues_where_it_was() {
     let history = tool_chat(40, 300);
     let (first_half, second_half) = history.split_at(41);
     let context = {
-        let mut engine = engine(
-            dir.path(),
-            FakeBackend::new(Script::Good),
-            small_config(),
-            SMALL_WINDOW,
-        );
+        let mut engine = small_engine(dir.path());
         start(&mut engine, "s1");
         replay(&mut engine, Vec::new(), first_half)
     };
     // A new process: a new engine on the same data directory, the same session.
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     start(&mut engine, "s1");
     let context = replay(&mut engine, context, second_half);
     engine.on_session_end("s1", &context).unwrap();
@@ -150,12 +135,7 @@ fn a_resumed_session_continues_where_it_was() {
 #[test]
 fn a_context_compacted_by_another_engine_is_taken_back_losing_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     let history = tool_chat(30, 400);
     let ours = engine
         .compress(&history, &CompressOptions::default())
@@ -209,12 +189,7 @@ fn a_context_compacted_by_another_engine_is_taken_back_losing_nothing() {
 #[test]
 fn turns_another_engine_summarized_before_we_saw_them_leave_their_summary_in_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     let history = tool_chat(20, 400);
     engine
         .compress(&history, &CompressOptions::default())
@@ -304,12 +279,7 @@ fn memory_context_reaches_leaf_summaries_as_fenced_reference_material() {
 #[test]
 fn a_reset_starts_a_fresh_conversation() {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     start(&mut engine, "s");
     engine.compress(&tool_chat(30, 400), &forced()).unwrap();
     engine.on_session_reset().unwrap();

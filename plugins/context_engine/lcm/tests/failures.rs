@@ -134,12 +134,7 @@ fn a_corrupted_database_is_an_error_naming_the_file() {
 #[test]
 fn a_store_damaged_while_open_gives_errors_not_panics() {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = small_engine(dir.path());
     let history = tool_chat(30, 400);
     engine
         .compress(&history, &CompressOptions::default())

@@ -172,6 +172,16 @@ pub fn small_config() -> Value {
 
 pub const SMALL_WINDOW: u64 = 4000;
 
+/// An engine in `dir` with a working summarizer, the small settings and the small window.
+pub fn small_engine(dir: &Path) -> LcmEngine {
+    engine(
+        dir,
+        FakeBackend::new(Script::Good),
+        small_config(),
+        SMALL_WINDOW,
+    )
+}
+
 pub fn corpus_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus/swe-agent")
 }
