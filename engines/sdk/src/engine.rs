@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::error::EngineError;
 use crate::message::Message;
+use crate::telemetry::{CompressionReport, SessionInfo};
 
 /// Token usage reported by the model provider after a call. The first three fields are always
 /// present; the others only when the provider reports them.
@@ -139,6 +140,34 @@ pub trait ContextEngine: Send {
     fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
         let _ = (model, context_length);
         Ok(())
+    }
+
+    /// What the last [`compress`](Self::compress) did, for reports (`ctxhost run`). `None`
+    /// before the first compression, and by default.
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        Ok(None)
+    }
+
+    /// The sessions this engine keeps state for (`ctxhost sessions list`). Engines without
+    /// state between runs keep the default, which says so ([`ErrorKind::Unsupported`]).
+    ///
+    /// [`ErrorKind::Unsupported`]: crate::ErrorKind::Unsupported
+    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
+        Err(EngineError::unsupported("sessions"))
+    }
+
+    /// One session's state (`ctxhost sessions show ID`); `None` when the engine holds nothing
+    /// for that id.
+    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
+        let _ = session_id;
+        Err(EngineError::unsupported("session"))
+    }
+
+    /// Forgets everything held for one session (`ctxhost sessions delete ID`); `false` when
+    /// there was nothing to delete.
+    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
+        let _ = session_id;
+        Err(EngineError::unsupported("delete_session"))
     }
 
     /// Engine-specific operations (`status`, `doctor`, `backup`, ...) that the host reaches

@@ -17,6 +17,8 @@ pub enum ErrorKind {
     NotConfigured,
     /// A host service is configured but could not answer (network, timeout, bad reply).
     Unavailable,
+    /// One of the engine's settings is wrong; [`EngineError::setting`] names it.
+    InvalidSetting,
 }
 
 impl ErrorKind {
@@ -28,6 +30,7 @@ impl ErrorKind {
             ErrorKind::Panicked => 3,
             ErrorKind::NotConfigured => 4,
             ErrorKind::Unavailable => 5,
+            ErrorKind::InvalidSetting => 6,
         }
     }
 
@@ -39,6 +42,7 @@ impl ErrorKind {
             3 => ErrorKind::Panicked,
             4 => ErrorKind::NotConfigured,
             5 => ErrorKind::Unavailable,
+            6 => ErrorKind::InvalidSetting,
             _ => ErrorKind::Failed,
         }
     }
@@ -53,6 +57,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Panicked => "panicked",
             ErrorKind::NotConfigured => "not configured",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::InvalidSetting => "invalid setting",
         })
     }
 }
@@ -63,6 +68,18 @@ impl fmt::Display for ErrorKind {
 pub struct EngineError {
     kind: ErrorKind,
     message: String,
+    /// For [`ErrorKind::InvalidSetting`]: the key at fault and the problem, as data.
+    setting: Option<Box<SettingFault>>,
+}
+
+/// The setting an [`ErrorKind::InvalidSetting`] error is about.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SettingFault {
+    /// The key's path inside the engine's own config section, dotted (`threshold`,
+    /// `summary.max_tokens`); empty when the section as a whole is at fault.
+    pub key: String,
+    /// What is wrong with it, e.g. `must be between 0 and 1, got 1.7`.
+    pub problem: String,
 }
 
 impl EngineError {
@@ -70,7 +87,32 @@ impl EngineError {
         EngineError {
             kind,
             message: message.into(),
+            setting: None,
         }
+    }
+
+    /// A wrong setting: `key` is its dotted path inside the engine's config section (empty for
+    /// the section itself), `problem` says what is wrong and, ideally, what is expected.
+    pub fn invalid_setting(key: impl Into<String>, problem: impl Into<String>) -> Self {
+        let fault = SettingFault {
+            key: key.into(),
+            problem: problem.into(),
+        };
+        let message = if fault.key.is_empty() {
+            fault.problem.clone()
+        } else {
+            format!("{}: {}", fault.key, fault.problem)
+        };
+        EngineError {
+            kind: ErrorKind::InvalidSetting,
+            message,
+            setting: Some(Box::new(fault)),
+        }
+    }
+
+    /// The setting at fault, for [`ErrorKind::InvalidSetting`] errors.
+    pub fn setting(&self) -> Option<&SettingFault> {
+        self.setting.as_deref()
     }
 
     pub fn failed(message: impl Into<String>) -> Self {

@@ -50,9 +50,10 @@ mod message;
 mod plugin;
 pub mod sequence;
 mod services;
+mod telemetry;
 
 pub use engine::{CompressOptions, ContextEngine, EngineStatus, SessionStart, TokenTracker, Usage};
-pub use error::{EngineError, ErrorKind};
+pub use error::{EngineError, ErrorKind, SettingFault};
 pub use manifest::{ConfigKey, Manifest, API_LEVEL};
 pub use message::{role, Content, Message, MessageError, ToolCall};
 pub use plugin::EnginePlugin;
@@ -60,3 +61,4 @@ pub use services::{
     EngineSetup, HostBackend, HostServices, LogLevel, ModelInfo, SummarizeRequest, Summary,
     MESSAGE_OVERHEAD_TOKENS,
 };
+pub use telemetry::{CompressionReport, Escalation, SessionInfo};

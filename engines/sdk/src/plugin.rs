@@ -13,6 +13,16 @@ pub trait EnginePlugin: ContextEngine + Sized + 'static {
     /// Builds the engine. `services` carries the engine's config section, data directory and
     /// model; keep it to count tokens, summarize and log later.
     fn create(services: HostServices) -> Result<Self, EngineError>;
+
+    /// Checks the engine's settings (`services.config()`) without side effects: no store opened,
+    /// no directory created, no network. The host calls it before writing a setting
+    /// (`ctxhost config set plugins.<name>.<key> ...`). Report a wrong setting with
+    /// [`EngineError::invalid_setting`]; [`HostServices::config_as`] already does for settings
+    /// that do not read. The default accepts everything.
+    fn validate_settings(services: &HostServices) -> Result<(), EngineError> {
+        let _ = services;
+        Ok(())
+    }
 }
 
 /// Exports an [`EnginePlugin`] as the root module of a cdylib, with every entry point guarded

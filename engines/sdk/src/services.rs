@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::EngineError;
 use crate::message::Message;
@@ -138,22 +138,20 @@ impl HostServices {
     /// The engine's config section read into a settings type; a missing section reads as `{}`
     /// so `#[serde(default)]` settings work.
     ///
-    /// An error names the key at fault when it can be found, as
-    /// `plugins.<engine>.<key>: <problem>` (e.g. `plugins.lcm.deadline_ms: invalid type: string
-    /// "soon", expected u64`), which the host turns into `config.yaml:<line>: ...`; otherwise it
-    /// is `plugins.<engine>: <problem>`.
+    /// A section that does not read is an [`ErrorKind::InvalidSetting`] error naming the key at
+    /// fault as data (its dotted path inside the section, e.g. `deadline_ms`), which the host
+    /// turns into `config.yaml:<line>: plugins.<engine>.<key>: <problem>`.
+    ///
+    /// [`ErrorKind::InvalidSetting`]: crate::ErrorKind::InvalidSetting
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
-        let section = format!("plugins.{}", self.setup.engine);
         let value = match &self.setup.config {
             Value::Null => Value::Object(Default::default()),
             other => other.clone(),
         };
-        serde_json::from_value(value.clone()).map_err(|error| {
-            let message = match bad_key::<T>(&value) {
-                Some((key, problem)) => format!("{section}.{key}: {problem}"),
-                None => format!("{section}: {error}"),
-            };
-            EngineError::invalid_input(message)
+        serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
+            let key = setting_path(error.path());
+            let problem = error.into_inner().to_string();
+            EngineError::invalid_setting(key, problem)
         })
     }
 
@@ -201,32 +199,19 @@ impl HostServices {
     }
 }
 
-/// serde reports a wrong type or an unknown field without saying which key holds it. Finds the
-/// key at fault in `config` (an object that does not read as `T`), with its problem: first a
-/// key whose value fails on its own (a missing-field complaint is not a fault of that key),
-/// then a key without which the rest reads (for settings with required fields).
-fn bad_key<T: DeserializeOwned>(config: &Value) -> Option<(String, String)> {
-    let Value::Object(fields) = config else {
-        return None;
-    };
-    let read = |object: Map<String, Value>| serde_json::from_value::<T>(Value::Object(object));
-    for (key, value) in fields {
-        if let Err(problem) = read(Map::from_iter([(key.clone(), value.clone())])) {
-            let problem = problem.to_string();
-            if !problem.starts_with("missing field") {
-                return Some((key.clone(), problem));
-            }
-        }
-    }
-    for key in fields.keys() {
-        let mut rest = fields.clone();
-        rest.remove(key);
-        if read(rest).is_ok() {
-            let problem = read(fields.clone()).err()?.to_string();
-            return Some((key.clone(), problem));
-        }
-    }
-    None
+/// The dotted key of a serde path (`summary.max_tokens`, `rules.2`); empty for the root.
+fn setting_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let parts: Vec<String> = path
+        .iter()
+        .filter_map(|segment| match segment {
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    parts.join(".")
 }
 
 impl fmt::Debug for HostServices {
@@ -278,12 +263,12 @@ mod tests {
         count: u64,
     }
 
-    fn message<T: DeserializeOwned + fmt::Debug>(config: Value) -> String {
-        services(config)
-            .config_as::<T>()
-            .unwrap_err()
-            .message()
-            .to_string()
+    /// The key at fault and the problem, as the error carries them.
+    fn fault<T: DeserializeOwned + fmt::Debug>(config: Value) -> (String, String) {
+        let error = services(config).config_as::<T>().unwrap_err();
+        assert_eq!(error.kind(), crate::ErrorKind::InvalidSetting);
+        let fault = error.setting().expect("a setting error carries its key");
+        (fault.key.clone(), fault.problem.clone())
     }
 
     #[test]
@@ -298,35 +283,38 @@ mod tests {
     fn a_wrong_type_names_its_key() {
         let config = serde_json::json!({"threshold": 0.5, "count": "lots"});
         assert_eq!(
-            message::<Optional>(config),
-            "plugins.demo.count: invalid type: string \"lots\", expected u64"
+            fault::<Optional>(config),
+            (
+                "count".to_string(),
+                "invalid type: string \"lots\", expected u64".to_string()
+            )
         );
     }
 
     #[test]
     fn an_unknown_key_names_itself() {
-        let text = message::<Optional>(serde_json::json!({"treshold": 0.5}));
-        assert!(
-            text.starts_with("plugins.demo.treshold: unknown field"),
-            "{text}"
-        );
+        let (key, problem) = fault::<Optional>(serde_json::json!({"treshold": 0.5}));
+        assert_eq!(key, "treshold");
+        assert!(problem.starts_with("unknown field `treshold`"), "{problem}");
     }
 
     #[test]
     fn settings_with_required_fields_still_name_the_key() {
-        let text = message::<Required>(serde_json::json!({"name": "x", "count": -1}));
-        assert!(
-            text.starts_with("plugins.demo.count: invalid value"),
-            "{text}"
-        );
+        let (key, problem) = fault::<Required>(serde_json::json!({"name": "x", "count": -1}));
+        assert_eq!(key, "count");
+        assert!(problem.starts_with("invalid value"), "{problem}");
         // A missing required field is the section's problem, not a key's.
-        let text = message::<Required>(serde_json::json!({"name": "x"}));
-        assert_eq!(text, "plugins.demo: missing field `count`");
+        let (key, problem) = fault::<Required>(serde_json::json!({"name": "x"}));
+        assert_eq!(
+            (key.as_str(), problem.as_str()),
+            ("", "missing field `count`")
+        );
     }
 
     #[test]
     fn a_section_that_is_not_a_mapping_is_the_section_at_fault() {
-        let text = message::<Optional>(serde_json::json!("lots"));
-        assert!(text.starts_with("plugins.demo: invalid type"), "{text}");
+        let (key, problem) = fault::<Optional>(serde_json::json!("lots"));
+        assert_eq!(key, "");
+        assert!(problem.starts_with("invalid type"), "{problem}");
     }
 }

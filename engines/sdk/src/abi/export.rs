@@ -22,7 +22,7 @@ use crate::engine::{CompressOptions, ContextEngine, SessionStart, Usage};
 use crate::error::{EngineError, ErrorKind};
 use crate::message::Message;
 use crate::plugin::EnginePlugin;
-use crate::services::{EngineSetup, HostServices};
+use crate::services::HostServices;
 
 /// The root module for engine type `E`; `export_engine!` exports it.
 pub fn root_module<E: EnginePlugin>() -> EngineModuleRef {
@@ -48,8 +48,12 @@ extern "C" fn new_engine<E: EnginePlugin>(
 ) -> RResult<EngineBox, AbiError> {
     install_panic_hook();
     guard(|| {
-        let setup: EngineSetup = serde_json::from_str(setup.as_str())?;
-        let services = HostServices::new(Arc::new(RemoteHost(host)), setup);
+        let request: ops::NewEngine = serde_json::from_str(setup.as_str())?;
+        let services = HostServices::new(Arc::new(RemoteHost(host)), request.setup);
+        if request.purpose == ops::Purpose::ValidateSettings {
+            E::validate_settings(&services)?;
+            return Ok(EngineObject_TO::from_value(SettingsChecked, TD_Opaque));
+        }
         let engine = E::create(services)?;
         Ok(EngineObject_TO::from_value(
             Exported {
@@ -59,6 +63,33 @@ extern "C" fn new_engine<E: EnginePlugin>(
             TD_Opaque,
         ))
     })
+}
+
+/// What a settings check returns: the constructor's signature wants an engine, and this one
+/// refuses every call (the host drops it unused).
+struct SettingsChecked;
+
+impl EngineObject for SettingsChecked {
+    fn should_compress(&mut self, _: u64) -> RResult<bool, AbiError> {
+        RResult::RErr(EngineError::failed("built only to check settings").into())
+    }
+
+    fn compress(
+        &mut self,
+        _: RSlice<'_, Message>,
+        _: RStr<'_>,
+    ) -> RResult<RVec<Message>, AbiError> {
+        RResult::RErr(EngineError::failed("built only to check settings").into())
+    }
+
+    fn invoke(
+        &mut self,
+        op: RStr<'_>,
+        _: RStr<'_>,
+        _: RSlice<'_, Message>,
+    ) -> RResult<RString, AbiError> {
+        RResult::RErr(EngineError::unsupported(op.as_str()).into())
+    }
 }
 
 /// An engine behind the boundary. After a panic its state cannot be trusted, so it refuses
@@ -154,6 +185,16 @@ fn dispatch<E: ContextEngine>(
             json(&engine.handle_tool_call(&call.name, &call.args)?)
         }
         ops::STATUS => json(&engine.status()?),
+        ops::LAST_COMPRESSION => json(&engine.last_compression()?),
+        ops::SESSIONS => json(&engine.sessions()?),
+        ops::SESSION => {
+            let id: ops::SessionId = parse(payload)?;
+            json(&engine.session(&id.session_id)?)
+        }
+        ops::DELETE_SESSION => {
+            let id: ops::SessionId = parse(payload)?;
+            json(&engine.delete_session(&id.session_id)?)
+        }
         ops::UPDATE_MODEL => {
             let update: ops::ModelUpdate = parse(payload)?;
             json(&engine.update_model(&update.model, update.context_length)?)

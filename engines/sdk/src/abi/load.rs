@@ -18,6 +18,7 @@ use crate::error::EngineError;
 use crate::manifest::{Manifest, API_LEVEL};
 use crate::message::Message;
 use crate::services::{EngineSetup, HostBackend};
+use crate::telemetry::{CompressionReport, SessionInfo};
 
 /// Why a library could not be loaded as an engine plugin. [`summary`](Self::summary) is the one
 /// line to show; [`detail`](Self::detail) the loader's full text (for `--verbose`).
@@ -234,6 +235,27 @@ impl PluginLibrary {
 }
 
 /// An engine living in a plugin library, seen through the [`ContextEngine`] trait.
+impl PluginLibrary {
+    /// Checks `setup.config` with the plugin's
+    /// [`validate_settings`](crate::EnginePlugin::validate_settings): no engine is built, so
+    /// nothing is opened or created.
+    pub fn validate_settings(
+        &self,
+        backend: Arc<dyn HostBackend>,
+        setup: EngineSetup,
+    ) -> Result<(), EngineError> {
+        let request = ops::NewEngine {
+            setup,
+            purpose: ops::Purpose::ValidateSettings,
+        };
+        let setup_json = serde_json::to_string(&request)?;
+        (self.module.new_engine())(RStr::from_str(&setup_json), host_box(backend))
+            .into_result()
+            .map(drop)
+            .map_err(EngineError::from)
+    }
+}
+
 pub struct PluginEngine {
     name: String,
     object: EngineBox,
@@ -354,6 +376,28 @@ impl ContextEngine for PluginEngine {
             context_length,
         };
         self.call_or(ops::UPDATE_MODEL, &update, &[], ())
+    }
+
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        self.call_or(ops::LAST_COMPRESSION, &(), &[], None)
+    }
+
+    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
+        self.call(ops::SESSIONS, &(), &[])
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
+        let id = ops::SessionId {
+            session_id: session_id.to_string(),
+        };
+        self.call(ops::SESSION, &id, &[])
+    }
+
+    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
+        let id = ops::SessionId {
+            session_id: session_id.to_string(),
+        };
+        self.call(ops::DELETE_SESSION, &id, &[])
     }
 
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {

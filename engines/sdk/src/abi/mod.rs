@@ -23,7 +23,7 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, RResult, RSlice, RStr, RString, RVec};
 use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
 
-use crate::error::{EngineError, ErrorKind};
+use crate::error::{EngineError, ErrorKind, SettingFault};
 use crate::message::Message;
 
 pub use load::{load_library, LoadError, LoadErrorKind, PluginEngine, PluginLibrary};
@@ -38,19 +38,29 @@ pub struct AbiError {
 
 impl From<EngineError> for AbiError {
     fn from(error: EngineError) -> Self {
+        // A setting error carries its key as data: the fault travels as JSON, like every other
+        // structured value crossing the boundary.
+        let message = match error.setting() {
+            Some(fault) => serde_json::to_string(fault).unwrap_or_else(|_| error.message().into()),
+            None => error.message().to_string(),
+        };
         AbiError {
             kind: error.kind().code(),
-            message: RString::from(error.message()),
+            message: RString::from(message),
         }
     }
 }
 
 impl From<AbiError> for EngineError {
     fn from(error: AbiError) -> Self {
-        EngineError::new(
-            ErrorKind::from_code(error.kind),
-            error.message.into_string(),
-        )
+        let kind = ErrorKind::from_code(error.kind);
+        if kind == ErrorKind::InvalidSetting {
+            if let Ok(fault) = serde_json::from_str::<SettingFault>(error.message.as_str()) {
+                return EngineError::invalid_setting(fault.key, fault.problem);
+            }
+            return EngineError::new(ErrorKind::InvalidInput, error.message.into_string());
+        }
+        EngineError::new(kind, error.message.into_string())
     }
 }
 

@@ -14,6 +14,10 @@ pub const TOOL_SCHEMAS: &str = "tool_schemas";
 pub const HANDLE_TOOL_CALL: &str = "handle_tool_call";
 pub const STATUS: &str = "status";
 pub const UPDATE_MODEL: &str = "update_model";
+pub const LAST_COMPRESSION: &str = "last_compression";
+pub const SESSIONS: &str = "sessions";
+pub const SESSION: &str = "session";
+pub const DELETE_SESSION: &str = "delete_session";
 /// Engine-specific operations are sent as `engine.<op>`.
 pub const ENGINE_PREFIX: &str = "engine.";
 
@@ -32,4 +36,28 @@ pub struct ToolCallRequest {
 pub struct ModelUpdate {
     pub model: String,
     pub context_length: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct SessionId {
+    pub session_id: String,
+}
+
+/// What `new_engine` receives: the engine's setup, and why the host asks. Checking settings must
+/// have no side effect, so the plugin side then calls `EnginePlugin::validate_settings` instead
+/// of `create`.
+#[derive(Serialize, Deserialize)]
+pub struct NewEngine {
+    #[serde(flatten)]
+    pub setup: crate::services::EngineSetup,
+    #[serde(default)]
+    pub purpose: Purpose,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    #[default]
+    Run,
+    ValidateSettings,
 }
