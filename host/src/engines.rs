@@ -2,7 +2,7 @@
 //! (plugin directories beside the config and under the home, engines registered in code, then
 //! the built-in compressor with a warning), and lists what resolution can see.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
@@ -11,7 +11,8 @@ use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServic
 
 use crate::config::{Config, ConfigError, BUILT_IN_ENGINE};
 use crate::plugins::{discover, inspect, Candidate, Inspection, PluginRoot, ProblemKind, RootKind};
-use crate::services::HostServicesImpl;
+use crate::services::{HostServicesImpl, LogSink};
+use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
 
 /// Builds an engine registered in code by a program that embeds the host.
 pub type EngineFactory =
@@ -47,15 +48,6 @@ impl EngineSource {
 pub struct Warning {
     pub summary: String,
     pub detail: Option<String>,
-}
-
-/// A running engine and how it was found.
-pub struct Resolved {
-    pub engine: Box<dyn ContextEngine>,
-    pub name: String,
-    pub source: EngineSource,
-    pub version: String,
-    pub warnings: Vec<Warning>,
 }
 
 /// One row of `ctxhost plugins list`.
@@ -129,14 +121,43 @@ pub struct Engines {
     registered: Vec<Registered>,
 }
 
-/// Why resolution could not produce any engine (the built-in compressor itself is misconfigured,
-/// or the selected engine's settings are invalid).
+/// Why no session could be opened on the engine asked for.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ResolveError {
+    /// The engine refused its settings, or the config itself is wrong.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The built-in compressor could not start.
     #[error("the built-in compressor failed to start: {0}")]
     Compressor(EngineError),
+    /// No engine has that name (only with [`Resolution::Strict`]).
+    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}", did_you_mean(.suggestion))]
+    NotFound {
+        name: String,
+        looked_in: String,
+        suggestion: Option<String>,
+    },
+    /// The engine exists but cannot run (only with [`Resolution::Strict`]).
+    #[error("{}", .0.summary)]
+    Unusable(Warning),
+    /// A temporary state directory could not be made.
+    #[error("cannot create a temporary state directory: {0}")]
+    State(String),
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(name) => format!("; did you mean '{name}'?"),
+        None => String::new(),
+    }
+}
+
+/// An engine that started, before it joins a session.
+struct Started {
+    name: String,
+    source: EngineSource,
+    version: String,
+    engine: Box<dyn ContextEngine>,
 }
 
 impl Engines {
@@ -198,10 +219,10 @@ impl Engines {
         roots
     }
 
-    fn setup(&self, name: &str, config: serde_json::Value) -> EngineSetup {
+    fn setup(&self, name: &str, config: serde_json::Value, data_root: &Path) -> EngineSetup {
         EngineSetup {
             engine: name.to_string(),
-            data_dir: self.home.join("data").join(name),
+            data_dir: data_root.join(name),
             config,
             model: ModelInfo {
                 name: self.config.model.name.clone(),
@@ -210,75 +231,203 @@ impl Engines {
         }
     }
 
-    fn host_services(&self, name: &str, config: serde_json::Value) -> HostServices {
-        HostServices::new(self.services.clone(), self.setup(name, config))
+    fn host_services(
+        &self,
+        name: &str,
+        config: serde_json::Value,
+        data_root: &Path,
+    ) -> HostServices {
+        HostServices::new(self.services.clone(), self.setup(name, config, data_root))
     }
 
-    /// The built-in compressor, configured from `compression.*`.
+    /// Where engines keep their state by default: `$CTXHOST_HOME/data`.
+    pub fn data_root(&self) -> PathBuf {
+        self.home.join("data")
+    }
+
+    /// A program embedding the host: services from `config` (token counter, the configured
+    /// summarizer on `runtime`, engine log lines on stderr, `verbose` for info and debug).
+    pub fn for_config(
+        config: Config,
+        home: PathBuf,
+        runtime: tokio::runtime::Handle,
+        verbose: bool,
+    ) -> Result<Self, ConfigError> {
+        let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime)
+            .map_err(|error| config.locate_message(&error.to_string()))?;
+        let services = Arc::new(HostServicesImpl::new(
+            config.token_counter(),
+            LogSink::stderr(verbose),
+            Some(summarizer),
+        ));
+        Ok(Engines::new(config, home, services))
+    }
+
+    /// The built-in compressor, configured from `compression.*` (its settings checked).
     pub fn compressor(&self) -> Result<Box<dyn ContextEngine>, ResolveError> {
-        let services = self.host_services(BUILT_IN_ENGINE, self.config.compression.clone());
+        self.compressor_at(&self.data_root())
+    }
+
+    fn compressor_at(&self, data_root: &Path) -> Result<Box<dyn ContextEngine>, ResolveError> {
+        let services =
+            self.host_services(BUILT_IN_ENGINE, self.config.compression.clone(), data_root);
         match Compressor::new(services) {
             Ok(engine) => Ok(Box::new(engine)),
-            Err(error) if error.kind() == ErrorKind::InvalidInput => {
-                Err(self.config.locate_message(error.message()).into())
-            }
-            Err(error) => Err(ResolveError::Compressor(error)),
+            Err(error) => match self.settings_error(BUILT_IN_ENGINE, &error) {
+                Some(error) => Err(error.into()),
+                None => Err(ResolveError::Compressor(error)),
+            },
         }
     }
 
-    /// Resolves `name` (normally `context.engine`). Only invalid settings are errors: any other
-    /// failure falls back to the built-in compressor with a warning.
-    pub fn resolve(&self, name: &str) -> Result<Resolved, ResolveError> {
-        let compressor = self.compressor()?;
-        let built_in = |warnings| Resolved {
-            engine: compressor,
-            name: BUILT_IN_ENGINE.to_string(),
-            source: EngineSource::BuiltIn,
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            warnings,
-        };
+    /// The config section an engine's settings live in.
+    fn section(name: &str) -> String {
         if name == BUILT_IN_ENGINE {
-            return Ok(built_in(Vec::new()));
+            "compression".to_string()
+        } else {
+            format!("plugins.{name}")
+        }
+    }
+
+    /// A settings error, located in the config file; `None` for other errors.
+    fn settings_error(&self, name: &str, error: &EngineError) -> Option<ConfigError> {
+        settings_error(&self.config, name, error)
+    }
+
+    /// Opens a session on engine `name` (normally `context.engine`): resolves it once, starts
+    /// it with the state `options` asks for, and arms the built-in compressor as its standby.
+    /// Call [`Session::begin`] before using it.
+    ///
+    /// With [`Resolution::FallBack`], an engine that is missing or cannot start is replaced by
+    /// the compressor, with a warning in [`Session::warnings`]; with [`Resolution::Strict`] it
+    /// is an error. Invalid settings are always an error.
+    pub fn open_session(
+        &self,
+        name: &str,
+        options: SessionOptions,
+    ) -> Result<Session, ResolveError> {
+        let (data_root, state) = match options.state {
+            EngineState::Persistent => (self.home.join("data"), None),
+            EngineState::Temporary => {
+                let dir = tempfile::Builder::new()
+                    .prefix("ctxhost-state-")
+                    .tempdir()
+                    .map_err(|error| ResolveError::State(error.to_string()))?;
+                (dir.path().to_path_buf(), Some(dir))
+            }
+        };
+        let mut warnings = Vec::new();
+        let started = match self.start(name, &data_root) {
+            Ok(started) => started,
+            Err(Failure::Settings(error)) => return Err(error.into()),
+            Err(failure) if options.resolution == Resolution::Strict => {
+                return Err(match failure {
+                    Failure::NotFound => ResolveError::NotFound {
+                        name: name.to_string(),
+                        looked_in: self.looked_in(name),
+                        suggestion: self.closest_engine(name),
+                    },
+                    Failure::Other(warning) => ResolveError::Unusable(warning),
+                    Failure::Settings(error) => ResolveError::Config(error),
+                })
+            }
+            Err(failure) => {
+                warnings.push(match failure {
+                    Failure::NotFound => Warning {
+                        summary: format!(
+                            "context engine '{name}' not found (looked in {}; no engine registered in code under that name){}; using the built-in compressor",
+                            self.looked_in(name),
+                            did_you_mean(&self.closest_engine(name)),
+                        ),
+                        detail: None,
+                    },
+                    Failure::Other(warning) => Warning {
+                        summary: format!("{}; using the built-in compressor", warning.summary),
+                        detail: warning.detail,
+                    },
+                    Failure::Settings(_) => unreachable!("settings errors returned above"),
+                });
+                Started {
+                    name: BUILT_IN_ENGINE.to_string(),
+                    source: EngineSource::BuiltIn,
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    engine: self.compressor_at(&data_root)?,
+                }
+            }
+        };
+        let standby = match started.source {
+            EngineSource::BuiltIn => None,
+            _ => Some(self.compressor_at(&data_root)?),
+        };
+        Ok(Session::from_parts(Parts {
+            id: options.id,
+            requested: name.to_string(),
+            name: started.name,
+            source: started.source,
+            version: started.version,
+            warnings,
+            engine: started.engine,
+            standby,
+            services: self.services.clone(),
+            model: self.config.model.name.clone(),
+            context_length: self.config.model.context_length,
+            state,
+        }))
+    }
+
+    /// Starts engine `name`, in the design's resolution order.
+    fn start(&self, name: &str, data_root: &Path) -> Result<Started, Failure> {
+        if name == BUILT_IN_ENGINE {
+            return match self.compressor_at(data_root) {
+                Ok(engine) => Ok(Started {
+                    name: name.to_string(),
+                    source: EngineSource::BuiltIn,
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    engine,
+                }),
+                Err(ResolveError::Config(error)) => Err(Failure::Settings(error)),
+                Err(error) => Err(Failure::Other(Warning {
+                    summary: error.to_string(),
+                    detail: None,
+                })),
+            };
         }
         let candidates = discover(&self.plugin_roots());
         if let Some(candidate) = candidates.iter().find(|c| c.name == name) {
-            return match self.start_plugin(candidate) {
-                Ok(resolved) => Ok(resolved),
-                Err(Failure::Settings(error)) => Err(error.into()),
-                Err(Failure::Other(warning)) => Ok(built_in(vec![Warning {
-                    summary: format!("{}; using the built-in compressor", warning.summary),
-                    detail: warning.detail,
-                }])),
-            };
+            return self.start_plugin(candidate, data_root);
         }
         if let Some(registered) = self.registered.iter().find(|r| r.name == name) {
-            let services = self.host_services(name, self.config.engine_section(name));
+            let services = self.host_services(name, self.config.engine_section(name), data_root);
             return match (registered.factory)(services) {
-                Ok(engine) => Ok(Resolved {
-                    engine,
+                Ok(engine) => Ok(Started {
                     name: name.to_string(),
                     source: EngineSource::Registered,
                     version: String::new(),
-                    warnings: Vec::new(),
+                    engine,
                 }),
-                Err(error) if error.kind() == ErrorKind::InvalidInput => {
-                    Err(self.config.locate_message(error.message()).into())
-                }
-                Err(error) => Ok(built_in(vec![Warning {
-                    summary: format!(
-                        "engine '{name}' failed to start: {error}; using the built-in compressor"
-                    ),
-                    detail: None,
-                }])),
+                Err(error) => match self.settings_error(name, &error) {
+                    Some(error) => Err(Failure::Settings(error)),
+                    None => Err(Failure::Other(Warning {
+                        summary: format!("engine '{name}' failed to start: {error}"),
+                        detail: None,
+                    })),
+                },
             };
         }
-        Ok(built_in(vec![Warning {
-            summary: format!(
-                "context engine '{name}' not found (looked in {}; no engine registered in code under that name); using the built-in compressor",
-                self.looked_in(name)
-            ),
-            detail: None,
-        }]))
+        Err(Failure::NotFound)
+    }
+
+    /// Every engine name resolution knows: the compressor, plugins, engines registered in code.
+    pub fn engine_names(&self) -> Vec<String> {
+        let mut names = vec![BUILT_IN_ENGINE.to_string()];
+        names.extend(discover(&self.plugin_roots()).into_iter().map(|c| c.name));
+        names.extend(self.registered.iter().map(|r| r.name.clone()));
+        names.dedup();
+        names
+    }
+
+    fn closest_engine(&self, name: &str) -> Option<String> {
+        closest(name, &self.engine_names())
     }
 
     /// The directories a plugin named `name` would be in, for "not found" messages.
@@ -321,11 +470,13 @@ impl Engines {
     }
 
     /// Checks that engine `name` accepts its settings in `config` (a config about to be
-    /// written). Only settings errors are errors; an engine that cannot be loaded is not
-    /// checked.
+    /// written), without side effects: a plugin's settings are checked by its
+    /// `validate_settings`, so no store is opened and no directory is made. Only settings errors
+    /// are errors; an engine that cannot be loaded is not checked.
     pub fn check_settings(&self, config: &Config, name: &str) -> Result<(), ConfigError> {
         let engines = Engines::new(config.clone(), self.home.clone(), self.services.clone());
         if name == BUILT_IN_ENGINE {
+            // The compressor's constructor only reads its settings.
             return match engines.compressor() {
                 Err(ResolveError::Config(error)) => Err(error),
                 _ => Ok(()),
@@ -337,12 +488,13 @@ impl Engines {
         let Ok(library) = &inspection.loaded else {
             return Ok(());
         };
-        let setup = engines.setup(name, config.engine_section(name));
-        match library.instantiate(self.services.clone(), setup) {
-            Err(error) if error.kind() == ErrorKind::InvalidInput => {
-                Err(config.locate_message(error.message()))
-            }
-            _ => Ok(()),
+        let setup = engines.setup(name, config.engine_section(name), &engines.data_root());
+        match library.validate_settings(self.services.clone(), setup) {
+            Err(error) => match settings_error(config, name, &error) {
+                Some(error) => Err(error),
+                None => Ok(()),
+            },
+            Ok(()) => Ok(()),
         }
     }
 
@@ -356,7 +508,7 @@ impl Engines {
     pub fn instantiate(&self, inspection: &Inspection) -> Result<Box<dyn ContextEngine>, String> {
         let library = inspection.loaded.as_ref().map_err(|p| p.summary.clone())?;
         let name = inspection.candidate.name.as_str();
-        let setup = self.setup(name, self.config.engine_section(name));
+        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
         std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
             format!(
                 "cannot create its data directory {}: {error}",
@@ -366,16 +518,16 @@ impl Engines {
         library
             .instantiate(self.services.clone(), setup)
             .map(|engine| Box::new(engine) as Box<dyn ContextEngine>)
-            .map_err(|error| match error.kind() {
-                ErrorKind::InvalidInput => self.config.locate_message(error.message()).to_string(),
-                _ => format!("failed to start: {error}"),
+            .map_err(|error| match self.settings_error(name, &error) {
+                Some(error) => error.to_string(),
+                None => format!("failed to start: {error}"),
             })
     }
 
-    fn start_plugin(&self, candidate: &Candidate) -> Result<Resolved, Failure> {
+    fn start_plugin(&self, candidate: &Candidate, data_root: &Path) -> Result<Started, Failure> {
         let library = self.load(candidate).map_err(Failure::Other)?;
         let name = candidate.name.as_str();
-        let setup = self.setup(name, self.config.engine_section(name));
+        let setup = self.setup(name, self.config.engine_section(name), data_root);
         if let Err(error) = std::fs::create_dir_all(&setup.data_dir) {
             return Err(Failure::Other(Warning {
                 summary: format!(
@@ -386,23 +538,22 @@ impl Engines {
             }));
         }
         match library.instantiate(self.services.clone(), setup) {
-            Ok(engine) => Ok(Resolved {
-                engine: Box::new(engine),
+            Ok(engine) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {
                     root: candidate.root,
                     library: library.path().to_path_buf(),
                 },
                 version: library.manifest().version.clone(),
-                warnings: Vec::new(),
+                engine: Box::new(engine),
             }),
-            Err(error) if error.kind() == ErrorKind::InvalidInput => Err(Failure::Settings(
-                self.config.locate_message(error.message()),
-            )),
-            Err(error) => Err(Failure::Other(Warning {
-                summary: format!("plugin '{name}' failed to start: {error}"),
-                detail: None,
-            })),
+            Err(error) => match self.settings_error(name, &error) {
+                Some(error) => Err(Failure::Settings(error)),
+                None => Err(Failure::Other(Warning {
+                    summary: format!("plugin '{name}' failed to start: {error}"),
+                    detail: None,
+                })),
+            },
         }
     }
 
@@ -478,10 +629,42 @@ impl Engines {
 enum Failure {
     /// The engine refused its settings: a config error, reported as such.
     Settings(ConfigError),
+    /// No engine has that name.
+    NotFound,
     Other(Warning),
 }
 
-fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
+/// A settings error from engine `name`, located in the config file (`config.yaml:4:
+/// plugins.lcm.threshold: ...`); `None` for errors that are not about settings.
+fn settings_error(config: &Config, name: &str, error: &EngineError) -> Option<ConfigError> {
+    let section = Engines::section(name);
+    match error.kind() {
+        ErrorKind::InvalidSetting => {
+            let fault = error.setting()?;
+            let key = if fault.key.is_empty() {
+                section
+            } else {
+                format!("{section}.{}", fault.key)
+            };
+            Some(config.error_at(&key, &fault.problem))
+        }
+        // Engines built before setting errors carried their key name it in the message.
+        ErrorKind::InvalidInput => Some(config.locate_message(error.message())),
+        _ => None,
+    }
+}
+
+/// The known name closest to `name`, when one is close enough to be a likely typo.
+fn closest(name: &str, known: &[String]) -> Option<String> {
+    known
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3) && *distance > 0)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate.clone())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,

@@ -9,8 +9,8 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
-/// Exit codes: 0 success, 1 error, 2 usage error (clap), 3 the engine failed and the
-/// conversation was returned unchanged.
+/// Exit codes: 0 success, 1 error, 2 usage error (clap), 3 the engine failed (`compress`
+/// printed the conversation unchanged; `run` finished on the standby compressor).
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Command::Engines(args) => cli::plugins::list(&cli.global, args),
         Command::Engine(args) => cli::engine::run(&cli.global, args),
         Command::Plugins(args) => cli::plugins::run(&cli.global, args),
+        Command::Sessions(command) => cli::sessions::run(&cli.global, command),
         Command::Config(command) => cli::config::run(&cli.global, command),
     };
     match result {

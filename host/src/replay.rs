@@ -6,20 +6,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ctxhost_sdk::{CompressOptions, Message, SessionStart, Usage};
+use ctxhost_sdk::{CompressOptions, CompressionReport, Message, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::runner::Runner;
-use crate::tokens::TokenCounter;
-
-/// What the replay is told about the session.
-#[derive(Debug, Clone)]
-pub struct ReplayOptions {
-    pub session_id: String,
-    pub model: String,
-    pub context_length: u64,
-}
+use crate::session::{Session, SessionError};
 
 /// One model call: the tokens sent with the engine and with no engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,20 +42,23 @@ pub struct CompressionEvent {
     pub messages_before: usize,
     pub messages_after: usize,
     pub elapsed_ms: f64,
-    /// The summarizer the engine reported using (`offline`, `fallback`, a model), if any.
+    /// The summarizer the engine reported using (`offline`, a model), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summarizer: Option<String>,
     /// Set when the engine failed and the context was kept unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Whatever the engine reports about its last compression (`last_compression` op).
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub telemetry: Value,
+    /// What the engine reported about this compression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<CompressionReport>,
 }
 
 /// The outcome of a replay: what the report and the plot are made of.
 #[derive(Debug, Clone, Serialize)]
 pub struct Replay {
+    /// The engine asked for (`context.engine` or `--engine`).
+    pub requested: String,
+    /// The engine that started the session (the compressor when the one asked for was missing).
     pub engine: String,
     pub session_id: String,
     pub messages: usize,
@@ -81,39 +75,36 @@ pub struct Replay {
     pub elapsed_ms: f64,
     /// Engine errors met along the way (the replay went on).
     pub errors: Vec<String>,
-    /// The engine that finished the session, when a failure replaced the configured one.
+    /// The engine that finished the session, when a failure replaced the one that started it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fell_back_to: Option<String>,
+    /// Why the engine that ran is not the one asked for, or why it was replaced mid-session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
     #[serde(skip)]
     pub final_context: Arc<Vec<Message>>,
 }
 
-/// Replays `transcript` through `runner`. `progress(done, total)` is called after each message.
+/// Replays `transcript` through `session`. `progress(done, total)` is called after each
+/// message.
 pub async fn replay(
-    runner: &mut Runner,
+    session: &mut Session,
     transcript: &[Message],
-    tokens: &TokenCounter,
-    options: &ReplayOptions,
     mut progress: impl FnMut(usize, usize),
 ) -> Replay {
     let started = Instant::now();
-    let engine = runner.engine_name().to_string();
+    let engine = session.engine().to_string();
     let mut errors = Vec::new();
-    let note = |result: Result<(), String>, errors: &mut Vec<String>| {
+    let note = |result: Result<(), SessionError>, errors: &mut Vec<String>| {
         if let Err(error) = result {
-            errors.push(error);
+            errors.push(error.to_string());
         }
     };
-    let start = SessionStart {
-        session_id: options.session_id.clone(),
-        model: Some(options.model.clone()),
-        context_length: Some(options.context_length),
-    };
-    note(runner.on_session_start(start).await, &mut errors);
-    let threshold_tokens = match runner.status().await {
+    note(session.begin().await, &mut errors);
+    let threshold_tokens = match session.status().await {
         Ok(status) => status.threshold_tokens,
         Err(error) => {
-            errors.push(error);
+            errors.push(error.to_string());
             0
         }
     };
@@ -137,17 +128,17 @@ pub async fn replay(
             let trigger = if compress_before_next_call {
                 Some(Trigger::Threshold)
             } else {
-                match runner.should_compress_preflight(context.clone()).await {
+                match session.should_compress_preflight(context.clone()).await {
                     Ok(true) => Some(Trigger::Preflight),
                     Ok(false) => None,
                     Err(error) => {
-                        errors.push(error);
+                        errors.push(error.to_string());
                         None
                     }
                 }
             };
             if let Some(trigger) = trigger {
-                let event = compress(runner, &mut context, tokens, call, trigger).await;
+                let event = compress(session, &mut context, call, trigger).await;
                 context_tokens = event.tokens_after;
                 compressed_once |= event.error.is_none();
                 compressions.push(event);
@@ -161,7 +152,7 @@ pub async fn replay(
             // API-reported usage wins over local counts, while it still describes the context
             // sent (before any compression changed it).
             let reported = reported_usage(message).filter(|_| !compressed_once);
-            let completion = tokens.count_message(message);
+            let completion = session.count_message(message);
             let usage = reported.unwrap_or(Usage {
                 prompt_tokens: context_tokens,
                 completion_tokens: completion,
@@ -169,37 +160,38 @@ pub async fn replay(
                 ..Usage::default()
             });
             let prompt_tokens = usage.prompt_tokens;
-            note(runner.update_from_response(usage).await, &mut errors);
-            append(&mut context, message, &mut context_tokens, tokens);
+            note(session.record_usage(usage).await, &mut errors);
+            append(&mut context, message, &mut context_tokens, session);
             baseline_tokens += completion;
-            compress_before_next_call = match runner.should_compress(prompt_tokens).await {
+            compress_before_next_call = match session.should_compress(prompt_tokens).await {
                 Ok(yes) => yes,
                 Err(error) => {
-                    errors.push(error);
+                    errors.push(error.to_string());
                     false
                 }
             };
         } else {
-            let cost = tokens.count_message(message);
-            append(&mut context, message, &mut context_tokens, tokens);
+            let cost = session.count_message(message);
+            append(&mut context, message, &mut context_tokens, session);
             baseline_tokens += cost;
         }
         progress(index + 1, transcript.len());
     }
 
-    note(
-        runner
-            .on_session_end(options.session_id.clone(), context.clone())
-            .await,
-        &mut errors,
-    );
+    note(session.end(context.clone()).await, &mut errors);
     errors.extend(compressions.iter().filter_map(|c| c.error.clone()));
     let peak_tokens = calls.iter().map(|c| c.tokens).max().unwrap_or(0);
+    let why = match (session.fallback(), session.warnings().first()) {
+        (Some(fallback), _) => Some(fallback.reason.to_string()),
+        (None, Some(warning)) => Some(warning.summary.clone()),
+        (None, None) => None,
+    };
     Replay {
+        requested: session.requested().to_string(),
         engine,
-        session_id: options.session_id.clone(),
+        session_id: session.id().to_string(),
         messages: transcript.len(),
-        context_length: options.context_length,
+        context_length: session.context_length(),
         threshold_tokens,
         total_input_tokens: calls.iter().map(|c| c.tokens).sum(),
         total_input_tokens_no_engine: calls.iter().map(|c| c.baseline_tokens).sum(),
@@ -210,69 +202,45 @@ pub async fn replay(
         compressions,
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         errors,
-        fell_back_to: runner.failure().map(|_| runner.engine_name().to_string()),
+        fell_back_to: session.fallback().map(|_| session.engine().to_string()),
+        why,
         final_context: context,
     }
 }
 
-fn append(
-    context: &mut Arc<Vec<Message>>,
-    message: &Message,
-    total: &mut u64,
-    tokens: &TokenCounter,
-) {
-    *total += tokens.count_message(message);
+fn append(context: &mut Arc<Vec<Message>>, message: &Message, total: &mut u64, session: &Session) {
+    *total += session.count_message(message);
     Arc::make_mut(context).push(message.clone());
 }
 
 async fn compress(
-    runner: &mut Runner,
+    session: &mut Session,
     context: &mut Arc<Vec<Message>>,
-    tokens: &TokenCounter,
     call: usize,
     trigger: Trigger,
 ) -> CompressionEvent {
-    let tokens_before = tokens.count_messages(context);
+    let tokens_before = session.count(context);
     let messages_before = context.len();
     let options = CompressOptions {
         current_tokens: Some(tokens_before),
         ..CompressOptions::default()
     };
     let started = Instant::now();
-    let outcome = runner.compress(context.clone(), options).await;
+    let outcome = session.compress(context.clone(), options).await;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     *context = outcome.messages;
-    let telemetry = if outcome.error.is_none() {
-        telemetry(runner).await
-    } else {
-        Value::Null
-    };
-    let summarizer = telemetry
-        .get("summarizer")
-        .and_then(Value::as_str)
-        .map(str::to_string);
     CompressionEvent {
         call,
         trigger,
         tokens_before,
-        tokens_after: tokens.count_messages(context),
+        tokens_after: session.count(context),
         messages_before,
         messages_after: context.len(),
         elapsed_ms,
-        summarizer,
-        error: outcome.error,
-        telemetry,
+        summarizer: outcome.report.as_ref().and_then(|r| r.summarizer.clone()),
+        error: outcome.error.map(|e| e.to_string()),
+        report: outcome.report,
     }
-}
-
-/// The engine's account of its last compression, under the op names engines use for it.
-async fn telemetry(runner: &mut Runner) -> Value {
-    for op in ["last_compression", "last_compaction"] {
-        if let Ok(Some(value)) = runner.invoke(op, Value::Null).await {
-            return value;
-        }
-    }
-    Value::Null
 }
 
 /// Usage recorded on an assistant message (`usage` with OpenAI's or Anthropic's field names).

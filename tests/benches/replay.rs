@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ctxhost::replay::{replay, ReplayOptions};
+use ctxhost::replay::replay;
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
-use ctxhost::{Config, Engines, Runner};
+use ctxhost::{Config, Engines, SessionOptions};
 use ctxhost_sdk::Message;
 use ctxhost_summarizer::OfflineSummarizer;
 use ctxhost_tests::long_session;
@@ -37,11 +37,6 @@ fn bench_replay(c: &mut Criterion) {
         Some(Arc::new(OfflineSummarizer)),
     ));
     let engines = Engines::new(Config::defaults(), std::env::temp_dir(), services.clone());
-    let options = ReplayOptions {
-        session_id: "bench".to_string(),
-        model: "bench".to_string(),
-        context_length: 128_000,
-    };
     let mut group = c.benchmark_group("replay_long_session");
     group.sample_size(10);
     for times in [1usize, 4] {
@@ -52,15 +47,10 @@ fn bench_replay(c: &mut Criterion) {
             format!("compressor_x{times}_{}_messages", messages.len()),
             |b| {
                 b.iter(|| {
-                    let resolved = engines.resolve("compressor").unwrap();
-                    let mut runner = Runner::new(&resolved.name, resolved.engine, None);
-                    let report = runtime.block_on(replay(
-                        &mut runner,
-                        &messages,
-                        services.tokens(),
-                        &options,
-                        |_, _| {},
-                    ));
+                    let mut session = engines
+                        .open_session("compressor", SessionOptions::new("bench").temporary())
+                        .unwrap();
+                    let report = runtime.block_on(replay(&mut session, &messages, |_, _| {}));
                     assert!(report.errors.is_empty());
                     report
                 })

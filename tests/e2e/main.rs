@@ -4,11 +4,13 @@
 mod abi;
 mod config_cmd;
 mod config_errors;
+mod embedding;
 mod lcm;
 mod loading;
 mod picker;
 mod plugins_cmd;
 mod registry;
 mod run;
+mod sessions;
 mod summarizer;
 mod swap;

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use ctxhost::engines::EngineSource;
+use ctxhost::engines::{EngineSource, ResolveError};
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
-use ctxhost::{Config, Engines};
+use ctxhost::{Config, Engines, SessionOptions};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };
@@ -69,20 +69,28 @@ fn engines(sandbox: &Sandbox, config: &str) -> Engines {
 fn an_engine_registered_in_code_resolves_and_runs() {
     let sandbox = Sandbox::new();
     let engines = engines(&sandbox, "context:\n  engine: last-only\n");
-    let mut resolved = engines.resolve("last-only").unwrap();
-    assert_eq!(resolved.source, EngineSource::Registered);
-    assert!(resolved.warnings.is_empty());
+    let mut session = engines
+        .open_session("last-only", SessionOptions::new("s1").strict())
+        .unwrap();
+    assert_eq!(session.source(), &EngineSource::Registered);
+    assert!(session.warnings().is_empty());
     let messages = vec![
         Message::system("s"),
         Message::user("a"),
         Message::assistant("b"),
         Message::user("c"),
     ];
-    let out = resolved
-        .engine
-        .compress(&messages, &CompressOptions::default())
-        .unwrap();
-    assert_eq!(out, vec![Message::system("s"), Message::user("c")]);
+    let out = runtime().block_on(async {
+        session.begin().await.unwrap();
+        session
+            .compress(Arc::new(messages), CompressOptions::default())
+            .await
+    });
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        *out.messages,
+        vec![Message::system("s"), Message::user("c")]
+    );
 
     let listed = engines.list();
     let row = listed.iter().find(|r| r.name == "last-only").unwrap();
@@ -95,11 +103,47 @@ fn a_plugin_directory_comes_before_an_engine_registered_in_code() {
     let sandbox = Sandbox::new();
     sandbox.add_plugin("last-only", "ctxhost_fixture_echo");
     let engines = engines(&sandbox, "context:\n  engine: last-only\n");
-    let resolved = engines.resolve("last-only").unwrap();
+    let session = engines
+        .open_session("last-only", SessionOptions::new("s1"))
+        .unwrap();
     // The plugin directory is found first; its library is the echo engine, so the names differ
     // and the host refuses it rather than running the wrong engine.
-    assert_eq!(resolved.source, EngineSource::BuiltIn);
-    assert!(resolved.warnings[0]
+    assert_eq!(session.source(), &EngineSource::BuiltIn);
+    assert!(session.warnings()[0]
         .summary
         .contains("plugin.yaml names 'last-only' but the library is engine 'echo'"));
+    // Named on purpose, the same engine is an error instead of a fallback.
+    let error = engines
+        .open_session("last-only", SessionOptions::new("s1").strict())
+        .err()
+        .expect("a strict session on an unusable engine fails");
+    assert!(matches!(error, ResolveError::Unusable(_)), "{error}");
+}
+
+#[test]
+fn a_strict_session_on_an_unknown_engine_suggests_the_closest_name() {
+    let sandbox = Sandbox::new();
+    let engines = engines(&sandbox, "context:\n  engine: last-only\n");
+    let error = engines
+        .open_session("last-onyl", SessionOptions::new("s1").strict())
+        .err()
+        .expect("unknown engine");
+    match &error {
+        ResolveError::NotFound { suggestion, .. } => {
+            assert_eq!(suggestion.as_deref(), Some("last-only"))
+        }
+        other => panic!("expected NotFound, got {other}"),
+    }
+    assert!(
+        error.to_string().contains("did you mean 'last-only'?"),
+        "{error}"
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
 }

@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message,
-    SessionStart, SummarizeRequest, TokenTracker, Usage,
+    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus,
+    Escalation, HostServices, Message, SessionStart, SummarizeRequest, TokenTracker, Usage,
 };
 use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
 use serde::Serialize;
@@ -364,6 +364,30 @@ impl ContextEngine for Compressor {
     fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
         self.tracker.set_context_length(context_length);
         Ok(())
+    }
+
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        Ok(self.last.as_ref().map(|t| CompressionReport {
+            tokens_before: t.tokens_before,
+            tokens_after: t.tokens_after,
+            messages_before: t.messages_before as u64,
+            messages_after: t.messages_after as u64,
+            summarizer: t.summarizer.clone(),
+            summarizer_calls: u32::from(t.summarized),
+            fallback_reason: t.fallback_reason.clone(),
+            escalation: if t.fallback_reason.is_some() {
+                Escalation::Deterministic
+            } else {
+                Escalation::Normal
+            },
+            elapsed_ms: 0.0,
+            details: serde_json::json!({
+                "pruned": t.pruned,
+                "deduplicated": t.deduplicated,
+                "truncated_arguments": t.truncated_arguments,
+                "stripped_images": t.stripped_images,
+            }),
+        }))
     }
 
     fn invoke(&mut self, op: &str, _payload: &Value) -> Result<Value, EngineError> {

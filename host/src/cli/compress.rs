@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxhost::transcript::{self, Format};
-use ctxhost::Runner;
+use ctxhost::SessionOptions;
 use ctxhost_sdk::{CompressOptions, Message};
 
-use super::{App, GlobalArgs};
+use super::{App, GlobalArgs, SessionArg};
 
 /// Exit code when the engine failed and the conversation was printed unchanged.
 pub const ENGINE_FAILED: u8 = 3;
@@ -26,9 +26,12 @@ pub struct CompressArgs {
     /// Compress even if the engine thinks it is not needed yet
     #[arg(long)]
     pub force: bool,
-    /// Use this engine instead of `context.engine`
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
+    #[command(flatten)]
+    pub session: SessionArg,
     /// Memory-provider text to fold into the summary as reference material
     #[arg(long, value_name = "TEXT")]
     pub memory: Option<String>,
@@ -41,22 +44,11 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     let app = App::new(global)?;
     app.warm_tokenizer();
     let messages = transcript::read(&args.transcript, args.format)?;
-    let name = args
-        .engine
-        .clone()
-        .unwrap_or_else(|| app.config().context.engine.clone());
-    let resolved = app.engines.resolve(&name)?;
-    for warning in &resolved.warnings {
-        app.warn(warning);
-    }
-    let standby = if resolved.source == ctxhost::engines::EngineSource::BuiltIn {
-        None
-    } else {
-        Some(app.engines.compressor()?)
-    };
-    let mut runner = Runner::new(&resolved.name, resolved.engine, standby);
-    let services = app.engines.services().clone();
-    let count = |messages: &[Message]| services.tokens().count_messages(messages);
+    let mut session = app.open_session(
+        args.engine.as_deref(),
+        SessionOptions::new(&args.session.session),
+    )?;
+    let count = |messages: &[Message]| app.engines.services().tokens().count_messages(messages);
     let tokens_before = count(&messages);
     let options = CompressOptions {
         current_tokens: Some(tokens_before),
@@ -65,13 +57,16 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         memory_context: args.memory.clone(),
     };
     let input = Arc::new(messages);
-    let outcome = app
-        .runtime
-        .block_on(runner.compress(input.clone(), options));
+    let outcome = app.runtime.block_on(async {
+        if let Err(error) = session.begin().await {
+            eprintln!("warning: {error}");
+        }
+        session.compress(input.clone(), options).await
+    });
     let tokens_after = count(&outcome.messages);
     print_messages(&outcome.messages)?;
     if let Some(error) = &outcome.error {
-        eprintln!("error: {error}");
+        eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));
     }
     eprintln!(

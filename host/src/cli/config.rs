@@ -153,17 +153,20 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         None => "built-in defaults (no config file)".to_string(),
     };
     let name = app.config().context.engine.clone();
-    let resolved = app.engines.resolve(&name)?;
-    if !resolved.warnings.is_empty() {
-        for warning in &resolved.warnings {
+    // A throwaway state: validating must not create the engine's store.
+    let session = app
+        .engines
+        .open_session(&name, ctxhost::SessionOptions::new("").temporary())?;
+    if !session.warnings().is_empty() {
+        for warning in session.warnings() {
             println!("problem: {}", warning.summary);
         }
         return Ok(ExitCode::from(1));
     }
     println!(
         "{source}: valid; context.engine = {} ({})",
-        resolved.name,
-        resolved.source.label()
+        session.engine(),
+        session.source().label()
     );
     Ok(ExitCode::SUCCESS)
 }

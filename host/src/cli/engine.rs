@@ -7,7 +7,9 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 use serde_json::Value;
 
-use super::tools::start;
+use ctxhost::session::SessionError;
+use ctxhost::SessionOptions;
+
 use super::{App, GlobalArgs};
 
 #[derive(Debug, Args)]
@@ -17,29 +19,38 @@ pub struct EngineArgs {
     /// The operation's argument, as JSON (e.g. '{"path": "backup.sqlite"}')
     #[arg(long, value_name = "JSON", default_value = "null")]
     pub args: String,
-    /// Use this engine instead of `context.engine`
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
+    /// Run the operation within this session (the engine is told the session began first)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 pub fn run(global: &GlobalArgs, args: &EngineArgs) -> anyhow::Result<ExitCode> {
     let payload: Value = serde_json::from_str(&args.args)
         .with_context(|| format!("--args is not JSON: {}", args.args))?;
     let app = App::new(global)?;
-    let mut runner = start(&app, args.engine.as_deref())?;
-    let engine = runner.engine_name().to_string();
+    let id = args.session.clone().unwrap_or_default();
+    let mut session = app.open_session(args.engine.as_deref(), SessionOptions::new(&id))?;
+    let engine = session.engine().to_string();
     let answer = app.runtime.block_on(async {
-        let custom = runner.invoke(&args.op, payload).await?;
-        if custom.is_some() || args.op != "status" {
-            return Ok::<_, String>(custom);
+        if args.session.is_some() {
+            session.begin().await?;
         }
-        // Every engine has the standard status, even without a `status` operation of its own.
-        let status = runner.status().await?;
-        Ok(Some(
-            serde_json::to_value(status).map_err(|e| e.to_string())?,
-        ))
+        match session.invoke(args.op.clone(), payload).await {
+            Ok(value) => Ok(Some(value)),
+            Err(SessionError::Unsupported { .. }) if args.op == "status" => {
+                // Every engine has the standard status, even without an operation of its own.
+                let status = session.status().await?;
+                Ok(Some(serde_json::to_value(status).unwrap_or(Value::Null)))
+            }
+            Err(SessionError::Unsupported { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     });
-    match answer.map_err(anyhow::Error::msg)? {
+    match answer? {
         Some(value) => {
             println!("{}", serde_json::to_string_pretty(&value)?);
             // A doctor that found problems says so in its exit code.

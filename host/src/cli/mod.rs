@@ -4,19 +4,20 @@ pub mod compress;
 pub mod config;
 pub mod engine;
 pub mod picker;
+pub mod plot;
 pub mod plugins;
+pub mod report;
 pub mod run;
+pub mod sessions;
 pub mod tokens;
 pub mod tools;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use ctxhost::engines::Warning;
-use ctxhost::services::{HostServicesImpl, LogSink};
-use ctxhost::{home, Config, Engines};
+use ctxhost::{home, Config, Engines, Session, SessionOptions};
 
 /// Host for pluggable LLM context engines: run the built-in compressor or a native plugin
 /// engine, chosen by `context.engine` in config.yaml.
@@ -64,6 +65,9 @@ pub enum Command {
     /// Manage context engine plugins: list, install, select, check and pin them. Without a
     /// subcommand, in a terminal: pick the context engine from a list
     Plugins(plugins::PluginsArgs),
+    /// The sessions an engine keeps state for: list them, show one, delete one
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCommand),
     /// Read and change config.yaml (comments and unknown keys are kept)
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -105,16 +109,9 @@ impl App {
             Config::defaults()
         };
         let runtime = runtime()?;
-        let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime.handle().clone())
-            .map_err(|error| config.locate_message(&error.to_string()))?;
-        let tokens = config.token_counter();
-        let services = Arc::new(HostServicesImpl::new(
-            tokens,
-            LogSink::stderr(global.verbose),
-            Some(summarizer),
-        ));
+        let engines = Engines::for_config(config, home, runtime.handle().clone(), global.verbose)?;
         Ok(App {
-            engines: Engines::new(config, home, services),
+            engines,
             config_path,
             verbose: global.verbose,
             runtime,
@@ -130,6 +127,24 @@ impl App {
     pub fn warm_tokenizer(&self) {
         let services = self.engines.services().clone();
         std::thread::spawn(move || services.tokens().count("warm up"));
+    }
+
+    /// Opens a session on `engine` (`--engine`, strict: that engine or an error) or on
+    /// `context.engine` (falls back to the compressor with a warning), printing warnings.
+    pub fn open_session(
+        &self,
+        engine: Option<&str>,
+        options: SessionOptions,
+    ) -> anyhow::Result<Session> {
+        let (name, options) = match engine {
+            Some(name) => (name.to_string(), options.strict()),
+            None => (self.config().context.engine.clone(), options),
+        };
+        let session = self.engines.open_session(&name, options)?;
+        for warning in session.warnings() {
+            self.warn(warning);
+        }
+        Ok(session)
     }
 
     /// Prints a resolution warning: one line, and the loader's full text with `--verbose`.
@@ -150,4 +165,16 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
+}
+
+/// The session every command that touches engine state uses without `--session` (`ctxhost run`
+/// replays on a fresh temporary state instead, unless told to keep it).
+pub const DEFAULT_SESSION: &str = "default";
+
+/// `--session`, shared by the commands that touch engine state.
+#[derive(Debug, Args)]
+pub struct SessionArg {
+    /// The session whose engine state the command reads and changes
+    #[arg(long, value_name = "ID", default_value = DEFAULT_SESSION)]
+    pub session: String,
 }

@@ -6,33 +6,38 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use ctxhost::engines::EngineSource;
-use ctxhost::plot;
-use ctxhost::replay::{replay, Replay, ReplayOptions};
+use ctxhost::replay::{replay, Replay};
 use ctxhost::transcript::{self, Format};
-use ctxhost::{atomic, report, Runner};
+use ctxhost::{atomic, SessionOptions};
 use ctxhost_sdk::Message;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{App, GlobalArgs};
+use super::compress::ENGINE_FAILED;
+use super::{plot, report, App, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Recorded session: OpenAI chat messages (JSON array or JSONL), a Hermes trajectory, or
     /// Anthropic Messages; `-` reads standard input
     pub transcript: PathBuf,
-    /// Use this engine instead of `context.engine`
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
-    /// Also replay through this engine, and show both side by side
+    /// Also replay through this engine, and show both side by side (strict like --engine)
     #[arg(long, value_name = "NAME")]
     pub compare: Option<String>,
     /// The model's window in tokens, instead of `model.context_length`
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1024..))]
     pub context_length: Option<u64>,
-    /// Session id handed to the engine [default: the transcript's file name]
+    /// Replay into this persistent session (the engine's state is kept and can be searched
+    /// afterwards) [default: a fresh temporary state, named after the transcript's file]
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Keep the engine's state after the replay, in the session named after the transcript's
+    /// file (or --session)
+    #[arg(long)]
+    pub keep: bool,
     /// Write the final context (JSON messages) to FILE
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -58,15 +63,21 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         .session
         .clone()
         .unwrap_or_else(|| session_name(&args.transcript));
-    let mut engines = vec![args
-        .engine
-        .clone()
-        .unwrap_or_else(|| app.config().context.engine.clone())];
-    engines.extend(args.compare.clone());
+    // Replays start from a fresh engine state unless asked to keep it, so the same command
+    // gives the same report twice.
+    let persistent = args.keep || args.session.is_some();
+    let mut engines = vec![args.engine.clone()];
+    if let Some(compare) = &args.compare {
+        engines.push(Some(compare.clone()));
+    }
 
     let mut replays = Vec::new();
     for name in &engines {
-        replays.push(replay_one(&app, name, &messages, &session_id)?);
+        let mut options = SessionOptions::new(&session_id);
+        if !persistent {
+            options = options.temporary();
+        }
+        replays.push(replay_one(&app, name.as_deref(), &messages, options)?);
     }
 
     if let Some(path) = &args.out {
@@ -96,38 +107,30 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    // A replay that did not run on the engine asked for, or lost it on the way, is not a
+    // success: the report says what happened, the exit code says that something did.
+    if replays
+        .iter()
+        .any(|r| r.fell_back_to.is_some() || r.requested != r.engine)
+    {
+        return Ok(ExitCode::from(ENGINE_FAILED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 fn replay_one(
     app: &App,
-    name: &str,
+    engine: Option<&str>,
     messages: &[Message],
-    session_id: &str,
+    options: SessionOptions,
 ) -> anyhow::Result<Replay> {
-    let resolved = app.engines.resolve(name)?;
-    for warning in &resolved.warnings {
-        app.warn(warning);
-    }
-    let standby = match resolved.source {
-        EngineSource::BuiltIn => None,
-        _ => Some(app.engines.compressor()?),
-    };
-    let mut runner = Runner::new(&resolved.name, resolved.engine, standby);
-    let options = ReplayOptions {
-        session_id: session_id.to_string(),
-        model: app.config().model.name.clone(),
-        context_length: app.config().model.context_length,
-    };
-    let bar = progress_bar(messages.len() as u64, &resolved.name);
-    let tokens = app.engines.services().tokens();
-    let replay = app.runtime.block_on(replay(
-        &mut runner,
-        messages,
-        tokens,
-        &options,
-        |done, _| bar.set_position(done as u64),
-    ));
+    let mut session = app.open_session(engine, options)?;
+    let bar = progress_bar(messages.len() as u64, session.engine());
+    let replay = app
+        .runtime
+        .block_on(replay(&mut session, messages, |done, _| {
+            bar.set_position(done as u64)
+        }));
     bar.finish_and_clear();
     for error in &replay.errors {
         eprintln!("error: {error}");

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::report::thousands;
 use clap::Args;
-use ctxhost::report::thousands;
 use ctxhost::transcript::{self, Format};
 use serde::Serialize;
 

@@ -5,12 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
-use ctxhost::engines::EngineSource;
-use ctxhost::Runner;
-use ctxhost_sdk::SessionStart;
+use ctxhost::session::SessionError;
+use ctxhost::SessionOptions;
 use serde_json::Value;
 
-use super::{App, GlobalArgs};
+use super::{App, GlobalArgs, SessionArg};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
@@ -22,7 +21,8 @@ pub enum ToolsCommand {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Use this engine instead of `context.engine`
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
     /// Print the full JSON schemas
@@ -37,10 +37,10 @@ pub struct CallArgs {
     /// The tool's arguments, as a JSON object
     #[arg(long, value_name = "JSON", default_value = "{}")]
     pub args: String,
-    /// The session whose state the tool reads
-    #[arg(long, value_name = "ID", default_value = "default")]
-    pub session: String,
-    /// Use this engine instead of `context.engine`
+    #[command(flatten)]
+    pub session: SessionArg,
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
 }
@@ -52,33 +52,16 @@ pub fn run(global: &GlobalArgs, command: &ToolsCommand) -> anyhow::Result<ExitCo
     }
 }
 
-/// Resolves the engine a command runs against, printing any resolution warning.
-pub fn start(app: &App, engine: Option<&str>) -> anyhow::Result<Runner> {
-    let name = engine.map_or_else(|| app.config().context.engine.clone(), str::to_string);
-    let resolved = app.engines.resolve(&name)?;
-    for warning in &resolved.warnings {
-        app.warn(warning);
-    }
-    let standby = match resolved.source {
-        EngineSource::BuiltIn => None,
-        _ => Some(app.engines.compressor()?),
-    };
-    Ok(Runner::new(&resolved.name, resolved.engine, standby))
-}
-
 fn list(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
-    let mut runner = start(&app, args.engine.as_deref())?;
-    let schemas = app
-        .runtime
-        .block_on(runner.tool_schemas())
-        .map_err(anyhow::Error::msg)?;
+    let mut session = app.open_session(args.engine.as_deref(), SessionOptions::new(""))?;
+    let schemas = app.runtime.block_on(session.tool_schemas())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&schemas)?);
         return Ok(ExitCode::SUCCESS);
     }
     if schemas.is_empty() {
-        println!("engine '{}' has no tools", runner.engine_name());
+        println!("engine '{}' has no tools", session.engine());
         return Ok(ExitCode::SUCCESS);
     }
     for schema in &schemas {
@@ -103,12 +86,10 @@ fn call(global: &GlobalArgs, args: &CallArgs) -> anyhow::Result<ExitCode> {
         bail!("--args must be a JSON object, like '{{\"pattern\": \"error\"}}'");
     }
     let app = App::new(global)?;
-    let mut runner = start(&app, args.engine.as_deref())?;
-    let engine = runner.engine_name().to_string();
-    let schemas = app
-        .runtime
-        .block_on(runner.tool_schemas())
-        .map_err(anyhow::Error::msg)?;
+    let id = args.session.session.clone();
+    let mut session = app.open_session(args.engine.as_deref(), SessionOptions::new(&id))?;
+    let engine = session.engine().to_string();
+    let schemas = app.runtime.block_on(session.tool_schemas())?;
     let names: Vec<&str> = schemas
         .iter()
         .filter_map(|s| {
@@ -126,16 +107,35 @@ fn call(global: &GlobalArgs, args: &CallArgs) -> anyhow::Result<ExitCode> {
         };
         bail!("engine '{engine}' has no tool '{}' ({known})", args.name);
     }
-    let session = SessionStart {
-        session_id: args.session.clone(),
-        model: Some(app.config().model.name.clone()),
-        context_length: Some(app.config().model.context_length),
-    };
     let answer = app.runtime.block_on(async {
-        runner.on_session_start(session).await?;
-        runner.handle_tool_call(args.name.clone(), arguments).await
+        // A tool reads a session's state: asking about one the engine never saw is a mistake
+        // to report, not an empty answer.
+        match session.session_info(id.clone()).await {
+            Ok(Some(_)) | Err(SessionError::Unsupported { .. }) => {}
+            Ok(None) => {
+                let known = session
+                    .list_sessions()
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| s.id)
+                    .collect::<Vec<_>>();
+                let hint = if known.is_empty() {
+                    "it holds none yet; `ctxhost run --keep` or `ctxhost compress` fill one"
+                        .to_string()
+                } else {
+                    format!("its sessions: {}", known.join(", "))
+                };
+                bail!(
+                    "engine '{engine}' has no session '{id}' ({hint}); see `ctxhost sessions list`"
+                );
+            }
+            Err(error) => return Err(error.into()),
+        }
+        session.begin().await?;
+        Ok(session.call_tool(args.name.clone(), arguments).await?)
     });
-    let answer = answer.map_err(anyhow::Error::msg)?;
+    let answer = answer?;
     match serde_json::from_str::<Value>(&answer) {
         Ok(value) => println!("{}", serde_json::to_string_pretty(&value)?),
         Err(_) => println!("{answer}"),

@@ -45,9 +45,8 @@ impl Settings {
     /// Checks the ranges serde cannot. `section` prefixes the key in messages.
     pub fn validate(&self, section: &str) -> Result<(), EngineError> {
         let bad = |key: &str, why: String| {
-            Err(EngineError::invalid_input(format!(
-                "{section}.{key}: {why}"
-            )))
+            let _ = section;
+            Err(EngineError::invalid_setting(key, why))
         };
         // Written as `!(in range)` so NaN is rejected too.
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {

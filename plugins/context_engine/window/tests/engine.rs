@@ -310,49 +310,43 @@ fn unknown_fields_of_kept_messages_survive() {
 
 #[test]
 fn bad_settings_name_the_key() {
-    let error = |config: Value| try_engine(config, 1000).err().expect("an error");
-    let e = error(json!({"threshold": 1.7}));
-    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    // The key at fault travels as data, relative to the engine's section.
+    let fault = |config: Value| {
+        let e = try_engine(config, 1000).err().expect("an error");
+        assert_eq!(e.kind(), ErrorKind::InvalidSetting, "{e}");
+        let fault = e.setting().expect("the key at fault").clone();
+        (fault.key, fault.problem)
+    };
+    let (key, problem) = fault(json!({"threshold": 1.7}));
     assert_eq!(
-        e.message(),
-        "plugins.window.threshold: must be between 0 and 1, got 1.7"
+        (key.as_str(), problem.as_str()),
+        ("threshold", "must be between 0 and 1, got 1.7")
     );
-    let e = error(json!({"tail_ratio": 0}));
+    let (key, problem) = fault(json!({"tail_ratio": 0}));
     assert_eq!(
-        e.message(),
-        "plugins.window.tail_ratio: must be between 0 and 1, got 0"
+        (key.as_str(), problem.as_str()),
+        ("tail_ratio", "must be between 0 and 1, got 0")
     );
-    let e = error(json!({"threshold": 0.5, "tail_ratio": 0.6}));
+    let (key, problem) = fault(json!({"threshold": 0.5, "tail_ratio": 0.6}));
     assert_eq!(
-        e.message(),
-        "plugins.window.tail_ratio: must be below threshold (0.5), got 0.6"
+        (key.as_str(), problem.as_str()),
+        ("tail_ratio", "must be below threshold (0.5), got 0.6")
     );
-    let e = error(json!({"min_tail_messages": 0}));
-    assert!(
-        e.message()
-            .starts_with("plugins.window.min_tail_messages: "),
-        "{e}"
+    assert_eq!(
+        fault(json!({"min_tail_messages": 0})).0,
+        "min_tail_messages"
     );
-    let e = error(json!({"keep_tool_outputs": -1}));
-    assert!(
-        e.message()
-            .starts_with("plugins.window.keep_tool_outputs: "),
-        "{e}"
+    assert_eq!(
+        fault(json!({"keep_tool_outputs": -1})).0,
+        "keep_tool_outputs"
     );
-    let e = error(json!({"threshold": 0.8, "tail_ratio": "lots"}));
-    assert!(
-        e.message()
-            .starts_with("plugins.window.tail_ratio: invalid type"),
-        "{e}"
-    );
-    let e = error(json!({"treshold": 0.8}));
-    assert!(
-        e.message()
-            .starts_with("plugins.window.treshold: unknown field"),
-        "{e}"
-    );
-    let e = error(json!(5));
-    assert!(e.message().starts_with("plugins.window: "), "{e}");
+    let (key, problem) = fault(json!({"threshold": 0.8, "tail_ratio": "lots"}));
+    assert_eq!(key, "tail_ratio");
+    assert!(problem.starts_with("invalid type"), "{problem}");
+    let (key, problem) = fault(json!({"treshold": 0.8}));
+    assert_eq!(key, "treshold");
+    assert!(problem.starts_with("unknown field"), "{problem}");
+    assert_eq!(fault(json!(5)).0, "");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::replay::{Replay, Trigger};
+use ctxhost::replay::{Replay, Trigger};
 
 /// `12345` → `12,345`.
 pub fn thousands(value: u64) -> String {
@@ -43,8 +43,13 @@ pub fn text(replay: &Replay) -> String {
         thousands(r.context_length),
         thousands(r.threshold_tokens)
     );
+    if r.requested != r.engine {
+        let why = r.why.as_deref().unwrap_or("it did not resolve");
+        let _ = writeln!(out, "             asked for {}: {why}", r.requested);
+    }
     if let Some(fallback) = &r.fell_back_to {
-        let _ = writeln!(out, "             (failed; finished on {fallback})");
+        let why = r.why.as_deref().unwrap_or("it failed");
+        let _ = writeln!(out, "             FAILED, finished on {fallback}: {why}");
     }
     let _ = writeln!(out, "model calls  {}", r.calls.len());
     let _ = writeln!(out, "compressions {}", r.compressions.len());
