@@ -29,7 +29,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::{EngineError, HostServices};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::blocks;
 use crate::context::{self, Entry, EntryKind};
@@ -50,13 +50,18 @@ pub struct Budget {
     pub target_tokens: u64,
 }
 
-/// How one `compress` call went: the per-compaction telemetry (`last_compaction`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+/// How one `compress` call went: the per-compaction telemetry (`last_compaction`), stored with
+/// each compaction. Read back with defaults, so reports stored by older releases still read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Report {
     pub session_id: String,
     pub messages_ingested: usize,
     pub tokens_before: u64,
     pub tokens_after: u64,
+    /// Messages handed to `compress`, and in the view it returned.
+    pub messages_before: usize,
+    pub messages_after: usize,
     pub target_tokens: u64,
     pub passes: usize,
     pub leaf_summaries: usize,

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineStatus,
-    HostServices, Manifest, Message, SessionStart, TokenTracker, Usage,
+    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
+    EngineStatus, HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker, Usage,
 };
 use serde_json::{json, Value};
 
@@ -15,6 +15,7 @@ use crate::ingest::ingest;
 use crate::ops;
 use crate::settings::Settings;
 use crate::store::Store;
+use crate::telemetry::compression_report;
 use crate::tools::{self, ToolContext};
 
 /// The name users put in `context.engine`.
@@ -166,6 +167,12 @@ impl EnginePlugin for LcmEngine {
             last_report: None,
         })
     }
+
+    /// The same checks as [`create`](Self::create), without opening the store (which would
+    /// create its directory and file).
+    fn validate_settings(services: &HostServices) -> Result<(), EngineError> {
+        Settings::from_services(services).map(drop)
+    }
 }
 
 impl ContextEngine for LcmEngine {
@@ -205,10 +212,13 @@ impl ContextEngine for LcmEngine {
             messages_ingested: ingested.stored,
             tokens_before: tokens,
             tokens_after: tokens,
+            messages_before: messages.len(),
+            messages_after: messages.len(),
             stopped: "not_needed".to_string(),
             ..Report::default()
         };
-        if options.force || over {
+        let compact = options.force || over;
+        if compact {
             let budget = Budget {
                 head_tokens: self.head_tokens,
                 context_length: self.tracker.context_length,
@@ -235,8 +245,6 @@ impl ContextEngine for LcmEngine {
             if report.passes > 0 {
                 self.tracker.compression_count += 1;
             }
-            self.store
-                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
             self.services.debug(&format!(
                 "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
                 report.tokens_before,
@@ -248,8 +256,14 @@ impl ContextEngine for LcmEngine {
                 report.stopped
             ));
         }
+        let view = assemble(head, &entries, &self.services);
+        report.messages_after = view.len();
+        if compact {
+            self.store
+                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
+        }
         self.last_report = Some(report);
-        Ok(assemble(head, &entries, &self.services))
+        Ok(view)
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
@@ -335,6 +349,42 @@ impl ContextEngine for LcmEngine {
     fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
         self.tracker.set_context_length(context_length);
         Ok(())
+    }
+
+    /// The last `compress` call of this engine; before any, the session's last compaction as
+    /// stored (so it survives a restart of the host).
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        if let Some(report) = &self.last_report {
+            return Ok(Some(compression_report(report)));
+        }
+        let Some(stored) = self.store.last_compaction(self.conv)? else {
+            return Ok(None);
+        };
+        let report: Report = serde_json::from_value(stored).map_err(|e| {
+            self.store.error(crate::store::StoreError::Corrupt(format!(
+                "compaction report: {e}"
+            )))
+        })?;
+        Ok(Some(compression_report(&report)))
+    }
+
+    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
+        self.store.sessions()
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
+        self.store.session(session_id)
+    }
+
+    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
+        let deleted = self.store.delete_session(session_id)?;
+        if session_id == self.session_id {
+            // This engine's own session: it goes on in a fresh conversation, as after a reset.
+            self.tracker.reset();
+            self.conv = self.store.new_conversation(&self.session_id)?;
+            self.last_report = None;
+        }
+        Ok(deleted)
     }
 
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {

@@ -9,7 +9,8 @@
 //! Layout, one responsibility per file:
 //! - `engine.rs`: [`LcmEngine`], the `ContextEngine` and `EnginePlugin` glue;
 //! - `settings.rs`: [`Settings`], the `plugins.lcm` section of `config.yaml`;
-//! - `store/`: the SQLite store (`schema.rs`: tables and migrations; `queries.rs`: every query);
+//! - `store/`: the SQLite store (`schema.rs`: tables and migrations; `queries.rs`: the engine's
+//!   queries; `sessions.rs`: listing and deleting sessions);
 //! - `ingest.rs`: storing what the host sends, exactly once;
 //! - `context.rs`: the context list in memory;
 //! - `compaction.rs`: leaf and condensed passes, incremental and bounded;
@@ -17,6 +18,7 @@
 //! - `blocks.rs`: the summary blocks written into the model's view, and recognising them;
 //! - `assemble.rs`: the message list the model sees;
 //! - `tools/`: the agent's tools;
+//! - `telemetry.rs`: the compaction report as the contract's `CompressionReport`;
 //! - `ops.rs`: `status`, `doctor`, `backup`, `last_compaction` through `invoke`;
 //! - `ids.rs`: content hashes and summary ids.
 //!
@@ -34,6 +36,7 @@ mod ops;
 mod settings;
 mod store;
 mod summarize;
+mod telemetry;
 mod tools;
 
 pub use compaction::Report as CompactionReport;

@@ -63,23 +63,19 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Reads and checks the engine's config section. Every error starts with the full dotted
-    /// key, e.g. `plugins.lcm.threshold: must be between 0 and 1, got 1.7`.
+    /// Reads and checks the engine's config section. A wrong setting is an
+    /// [`ErrorKind::InvalidSetting`](ctxhost_sdk::ErrorKind::InvalidSetting) error naming its key
+    /// inside the section (`threshold`), which the host places in `config.yaml`.
     pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
-        let section = format!("plugins.{}", services.setup().engine);
         // The SDK names the key at fault for wrong types and unknown keys.
         let settings: Settings = services.config_as()?;
-        settings.validate(&section)?;
+        settings.validate()?;
         Ok(settings)
     }
 
-    /// Checks the ranges serde cannot. `section` prefixes the key in messages.
-    pub fn validate(&self, section: &str) -> Result<(), EngineError> {
-        let bad = |key: &str, why: String| {
-            Err(EngineError::invalid_input(format!(
-                "{section}.{key}: {why}"
-            )))
-        };
+    /// Checks the ranges serde cannot.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let bad = |key: &str, problem: String| Err(EngineError::invalid_setting(key, problem));
         // Written as `!(in range)` so NaN is rejected too.
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {
             return bad(
@@ -132,7 +128,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use ctxhost_sdk::{EngineSetup, HostBackend, LogLevel};
+    use ctxhost_sdk::{EngineSetup, ErrorKind, HostBackend, LogLevel};
     use serde_json::{json, Value};
 
     struct Quiet;
@@ -161,32 +157,37 @@ mod tests {
         assert_eq!(read(json!({})).unwrap(), Settings::default());
     }
 
+    /// The key at fault and the problem, as the error carries them.
+    fn fault(config: Value) -> (String, String) {
+        let error = read(config).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidSetting, "{error}");
+        let fault = error.setting().expect("a setting error names its key");
+        (fault.key.clone(), fault.problem.clone())
+    }
+
     #[test]
-    fn range_errors_start_with_the_dotted_key() {
-        let error = read(json!({"threshold": 1.7})).unwrap_err();
+    fn range_errors_name_their_key() {
         assert_eq!(
-            error.message(),
-            "plugins.lcm.threshold: must be between 0 and 1, got 1.7"
+            fault(json!({"threshold": 1.7})),
+            (
+                "threshold".to_string(),
+                "must be between 0 and 1, got 1.7".to_string()
+            )
         );
-        let error = read(json!({"target_ratio": 0.9})).unwrap_err();
-        assert!(error.message().starts_with("plugins.lcm.target_ratio: "));
-        let error = read(json!({"condensed_min_fanout": 1})).unwrap_err();
-        assert!(error
-            .message()
-            .starts_with("plugins.lcm.condensed_min_fanout: "));
+        assert_eq!(fault(json!({"target_ratio": 0.9})).0, "target_ratio");
+        assert_eq!(
+            fault(json!({"condensed_min_fanout": 1})).0,
+            "condensed_min_fanout"
+        );
     }
 
     #[test]
     fn wrong_types_and_unknown_keys_name_the_key() {
-        let error = read(json!({"deadline_ms": "soon"})).unwrap_err();
-        assert!(
-            error.message().starts_with("plugins.lcm.deadline_ms: "),
-            "{error}"
-        );
-        let error = read(json!({"treshold": 0.5})).unwrap_err();
-        assert!(
-            error.message().starts_with("plugins.lcm.treshold: "),
-            "{error}"
-        );
+        let (key, problem) = fault(json!({"deadline_ms": "soon"}));
+        assert_eq!(key, "deadline_ms");
+        assert!(problem.starts_with("invalid type"), "{problem}");
+        let (key, problem) = fault(json!({"treshold": 0.5}));
+        assert_eq!(key, "treshold");
+        assert!(problem.starts_with("unknown field"), "{problem}");
     }
 }

@@ -305,10 +305,11 @@ fn bad_settings_name_the_key() {
     )
     .err()
     .unwrap();
-    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert_eq!(error.kind(), ErrorKind::InvalidSetting);
+    assert_eq!(error.setting().unwrap().key, "threshold");
     assert_eq!(
         error.message(),
-        "plugins.lcm.threshold: must be between 0 and 1, got 1.7"
+        "threshold: must be between 0 and 1, got 1.7"
     );
     let error = try_engine(
         dir.path(),
@@ -318,10 +319,7 @@ fn bad_settings_name_the_key() {
     )
     .err()
     .unwrap();
-    assert!(
-        error.message().starts_with("plugins.lcm.fresh_tail: "),
-        "{error}"
-    );
+    assert_eq!(error.setting().unwrap().key, "fresh_tail", "{error}");
 }
 
 /// A session compacted deep enough for condensed summaries.

@@ -1,8 +1,10 @@
 //! [`WindowEngine`]: the `ContextEngine` contract and the plugin glue around the algorithm.
 
+use std::time::Instant;
+
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineStatus,
-    HostServices, Manifest, Message, SessionStart, TokenTracker, Usage,
+    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
+    EngineStatus, Escalation, HostServices, Manifest, Message, SessionStart, TokenTracker, Usage,
 };
 use serde_json::json;
 
@@ -20,6 +22,8 @@ pub struct WindowEngine {
     settings: Settings,
     /// The bookkeeping every engine needs (last usage, window, threshold, compression count).
     tracker: TokenTracker,
+    /// What the last `compress` call did (`last_compression`).
+    last: Option<CompressionReport>,
 }
 
 impl WindowEngine {
@@ -75,7 +79,12 @@ impl EnginePlugin for WindowEngine {
             services,
             settings,
             tracker,
+            last: None,
         })
+    }
+
+    fn validate_settings(services: &HostServices) -> Result<(), EngineError> {
+        Settings::from_services(services).map(drop)
     }
 }
 
@@ -103,14 +112,27 @@ impl ContextEngine for WindowEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        let tokens = options
-            .current_tokens
-            .unwrap_or_else(|| self.services.count_messages_tokens(messages));
-        if !options.force && !self.tracker.over_threshold(tokens) {
-            return Ok(messages.to_vec());
-        }
-        let limits = self.limits(options.focus_topic.as_deref());
-        let Some(compacted) = window::compact(messages, &self.services, &limits) else {
+        let started = Instant::now();
+        let counted = self.services.count_messages_tokens(messages);
+        let mut report = CompressionReport {
+            tokens_before: counted,
+            tokens_after: counted,
+            messages_before: messages.len() as u64,
+            messages_after: messages.len() as u64,
+            // One way of compressing, and no summarizer: always the normal path.
+            escalation: Escalation::Normal,
+            ..CompressionReport::default()
+        };
+        let tokens = options.current_tokens.unwrap_or(counted);
+        let compacted = if options.force || self.tracker.over_threshold(tokens) {
+            let limits = self.limits(options.focus_topic.as_deref());
+            window::compact(messages, &self.services, &limits)
+        } else {
+            None
+        };
+        let Some(compacted) = compacted else {
+            report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            self.last = Some(report);
             return Ok(messages.to_vec());
         };
         self.tracker.compression_count += 1;
@@ -122,9 +144,19 @@ impl ContextEngine for WindowEngine {
             compacted.dropped.tokens,
             compacted.cleared_outputs,
         ));
+        report.details = json!({
+            "dropped_messages_in_all": compacted.dropped.messages,
+            "dropped_tokens_in_all": compacted.dropped.tokens,
+            "cleared_tool_outputs": compacted.cleared_outputs,
+        });
         // The algorithm only cuts on turn boundaries, so this changes nothing for a valid input.
         // It is the last line of defence for an input that was already broken.
-        Ok(sequence::repair(compacted.messages))
+        let out = sequence::repair(compacted.messages);
+        report.tokens_after = self.services.count_messages_tokens(&out);
+        report.messages_after = out.len() as u64;
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.last = Some(report);
+        Ok(out)
     }
 
     /// Whether a forced `compress` would change anything: false when the head and the tail
@@ -143,6 +175,7 @@ impl ContextEngine for WindowEngine {
 
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         self.tracker.reset();
+        self.last = None;
         Ok(())
     }
 
@@ -158,5 +191,9 @@ impl ContextEngine for WindowEngine {
     fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
         self.tracker.set_context_length(context_length);
         Ok(())
+    }
+
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        Ok(self.last.clone())
     }
 }

@@ -31,23 +31,19 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Reads and checks the engine's config section. Every error names the full key, e.g.
-    /// `plugins.window.threshold: must be between 0 and 1, got 1.7`, so the host can point at
-    /// the line of `config.yaml`.
+    /// Reads and checks the engine's config section. A wrong setting is an
+    /// [`ErrorKind::InvalidSetting`](ctxhost_sdk::ErrorKind::InvalidSetting) error naming its key
+    /// inside the section (`threshold`), so the host can point at the line of `config.yaml`.
     pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
-        let section = format!("plugins.{}", services.setup().engine);
         // The SDK names the key at fault for wrong types and unknown keys.
         let settings: Settings = services.config_as()?;
-        settings.validate(&section)?;
+        settings.validate()?;
         Ok(settings)
     }
 
-    /// Checks the ranges serde cannot. `section` prefixes the key in messages.
-    pub fn validate(&self, section: &str) -> Result<(), EngineError> {
-        let bad = |key: &str, why: String| {
-            let _ = section;
-            Err(EngineError::invalid_setting(key, why))
-        };
+    /// Checks the ranges serde cannot.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let bad = |key: &str, problem: String| Err(EngineError::invalid_setting(key, problem));
         // Written as `!(in range)` so NaN is rejected too.
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {
             return bad(

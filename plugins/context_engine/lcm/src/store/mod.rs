@@ -1,12 +1,13 @@
 //! The lossless store: one SQLite database (WAL mode) under the engine's data directory.
 //!
 //! Every message the host passes is kept verbatim; summaries form a DAG over them; the context
-//! list says what the model currently sees. This module opens the database and maps every
-//! failure to an [`EngineError`] that names the file, so a corrupted or locked store is one
-//! clear line for the host, never a panic.
+//! list says what the model currently sees; `sessions.rs` lists and deletes what each session
+//! holds. This module opens the database and maps every failure to an [`EngineError`] that
+//! names the file, so a corrupted or locked store is one clear line for the host, never a panic.
 
 mod queries;
 pub mod schema;
+mod sessions;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
