@@ -3,7 +3,7 @@
 //! **A text costs one token per four characters (Unicode scalar values), rounded up**:
 //! `""` is 0 tokens, `"abc"` is 1, `"abcd"` is 1, `"abcde"` is 2. A message costs its
 //! [`searchable_text`](ctxhost_sdk::Message::searchable_text) plus
-//! [`MESSAGE_OVERHEAD_TOKENS`](ctxhost_sdk::MESSAGE_OVERHEAD_TOKENS), exactly as
+//! [`MESSAGE_OVERHEAD_TOKENS`], exactly as
 //! [`HostServices::count_message_tokens`](ctxhost_sdk::HostServices::count_message_tokens)
 //! computes it on a real host.
 //!
