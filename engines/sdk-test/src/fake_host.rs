@@ -248,6 +248,12 @@ impl FakeHost {
         HostServices::new(self.backend.clone(), self.setup.clone())
     }
 
+    /// The host side of the services, for a host that builds the engine itself, such as one
+    /// loading it from its cdylib: `library.instantiate(host.backend(), host.setup().clone())`.
+    pub fn backend(&self) -> Arc<dyn HostBackend> {
+        self.backend.clone()
+    }
+
     /// The construction-time facts the services carry.
     pub fn setup(&self) -> &EngineSetup {
         &self.setup
