@@ -114,7 +114,7 @@ pub enum Violation {
     /// An engine operation returned an error.
     #[error("{operation} failed: {error}")]
     Engine {
-        /// The operation (`create`, `compress`, `should_compress`).
+        /// The operation (`create`, `compress`, `should_compress`, `status`).
         operation: &'static str,
         /// Its error.
         error: EngineError,
@@ -213,7 +213,6 @@ pub fn check_output(input: &[Message], output: &[Message]) -> Result<(), Violati
 pub fn check_unchanged_under_threshold(
     engine: &mut dyn ContextEngine,
     messages: &[Message],
-    context_length: u64,
 ) -> Result<(), Violation> {
     let tokens = tokens::count_messages(messages);
     let wants = engine
@@ -223,9 +222,13 @@ pub fn check_unchanged_under_threshold(
             error,
         })?;
     if wants {
+        let status = engine.status().map_err(|error| Violation::Engine {
+            operation: "status",
+            error,
+        })?;
         return Err(Violation::NotUnderThreshold {
             tokens,
-            context_length,
+            context_length: status.context_length,
         });
     }
     let output = compress(engine, messages, unforced(tokens))?;
@@ -377,7 +380,7 @@ where
         let mut engine = self
             .engine(roomy)
             .map_err(failure(Check::UnchangedUnderThreshold))?;
-        check_unchanged_under_threshold(&mut engine, input, roomy)
+        check_unchanged_under_threshold(&mut engine, input)
             .map_err(failure(Check::UnchangedUnderThreshold))?;
         Ok((before, tokens::count_messages(&output)))
     }

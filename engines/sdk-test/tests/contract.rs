@@ -201,13 +201,10 @@ fn unchanged_under_the_threshold_is_checked_where_the_engine_says_it_is_under() 
         .context_length(tokens * 4)
         .build();
     let mut good = keeper(Fault::None)(host.services()).unwrap();
-    assert_eq!(
-        check_unchanged_under_threshold(&mut good, &input, tokens * 4),
-        Ok(())
-    );
+    assert_eq!(check_unchanged_under_threshold(&mut good, &input), Ok(()));
     let mut eager = keeper(Fault::AlwaysCompresses)(host.services()).unwrap();
     assert_eq!(
-        check_unchanged_under_threshold(&mut eager, &input, tokens * 4),
+        check_unchanged_under_threshold(&mut eager, &input),
         Err(Violation::ChangedUnderThreshold {
             tokens,
             first_difference: 2
@@ -218,7 +215,7 @@ fn unchanged_under_the_threshold_is_checked_where_the_engine_says_it_is_under() 
         .build();
     let mut full = keeper(Fault::None)(small.services()).unwrap();
     assert_eq!(
-        check_unchanged_under_threshold(&mut full, &input, tokens),
+        check_unchanged_under_threshold(&mut full, &input),
         Err(Violation::NotUnderThreshold {
             tokens,
             context_length: tokens
