@@ -21,8 +21,10 @@ pub struct Transcript {
     pub messages: Vec<Message>,
 }
 
-/// The corpus directory: `$CTXHOST_CORPUS` when set, else `../shared/corpus/swe-agent`
-/// beside the workspace this crate was built in. It may not exist; [`transcripts`] says so.
+/// The corpus directory: `$CTXHOST_CORPUS` when set (a relative path is taken from the
+/// working directory, which `cargo test` sets to the crate under test), else
+/// `../shared/corpus/swe-agent` beside the workspace this crate was built in. It may not
+/// exist; [`transcripts`] says so.
 pub fn dir() -> PathBuf {
     match std::env::var_os(CORPUS_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
