@@ -1,12 +1,8 @@
 //! Messages and calls crossing the plugin boundary.
 
-use std::sync::Arc;
-
 use ctxhost_sdk::abi::load_library;
-use ctxhost_sdk::{
-    CompressOptions, ContextEngine, EngineError, EngineSetup, ErrorKind, HostBackend, LogLevel,
-    Message, ModelInfo,
-};
+use ctxhost_sdk::{CompressOptions, ContextEngine, ErrorKind, Message};
+use ctxhost_sdk_test::FakeHost;
 use ctxhost_tests::{corpus_files, library, read_json, Sandbox};
 use serde_json::json;
 
@@ -48,31 +44,12 @@ fn unknown_fields_content_parts_and_odd_tool_calls_survive_the_abi() {
     assert_eq!(run.json(), conversation);
 }
 
-/// A host backend for loading plugins directly in this process.
-struct TestHost;
-
-impl HostBackend for TestHost {
-    fn count_tokens(&self, text: &str) -> u64 {
-        (text.len() as u64).div_ceil(4)
-    }
-
-    fn log(&self, _engine: &str, _level: LogLevel, _message: &str) {}
-
-    fn call(&self, service: &str, _payload: &str) -> Result<String, EngineError> {
-        Err(EngineError::unsupported(service))
-    }
-}
-
-fn setup(engine: &str) -> EngineSetup {
-    EngineSetup {
-        engine: engine.to_string(),
-        data_dir: std::env::temp_dir(),
-        config: serde_json::Value::Null,
-        model: ModelInfo {
-            name: "test".to_string(),
-            context_length: 2000,
-        },
-    }
+/// A fake host (ctxhost-sdk-test) for loading plugin `engine` directly in this process.
+fn fake_host(engine: &str) -> FakeHost {
+    FakeHost::builder(engine)
+        .model("test")
+        .context_length(2000)
+        .build()
 }
 
 fn conversation(turns: usize) -> Vec<Message> {
@@ -99,10 +76,17 @@ fn two_plugins_in_one_process_stay_distinct_and_a_panic_is_contained() {
     assert_eq!(panicky.manifest().name, "panicky");
     assert_eq!(echo.manifest().name, "echo");
 
-    let host: Arc<dyn HostBackend> = Arc::new(TestHost);
-    let mut window_engine = window.instantiate(host.clone(), setup("window")).unwrap();
-    let mut panicky_engine = panicky.instantiate(host.clone(), setup("panicky")).unwrap();
-    let mut echo_engine = echo.instantiate(host, setup("echo")).unwrap();
+    let (window_host, panicky_host, echo_host) =
+        (fake_host("window"), fake_host("panicky"), fake_host("echo"));
+    let mut window_engine = window
+        .instantiate(window_host.backend(), window_host.setup().clone())
+        .unwrap();
+    let mut panicky_engine = panicky
+        .instantiate(panicky_host.backend(), panicky_host.setup().clone())
+        .unwrap();
+    let mut echo_engine = echo
+        .instantiate(echo_host.backend(), echo_host.setup().clone())
+        .unwrap();
     assert_eq!(window_engine.name(), "window");
     assert_eq!(panicky_engine.name(), "panicky");
 

@@ -77,6 +77,30 @@ fn a_new_engine_goes_from_scaffold_to_compress() {
         "{}",
         run.stdout
     );
+    // Its tests are the example engine's, on ctxhost-sdk-test: the fake host and the contract
+    // checks.
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    let sdk_test = workspace_root()
+        .join("engines/sdk-test")
+        .canonicalize()
+        .unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "ctxhost-sdk-test = {{ path = \"{}\" }}",
+            sdk_test.display()
+        )),
+        "{manifest}"
+    );
+    let common = std::fs::read_to_string(crate_dir.join("tests/common/mod.rs")).unwrap();
+    assert!(
+        common.contains("use ctxhost_sdk_test::FakeHost;"),
+        "{common}"
+    );
+    let tests = std::fs::read_to_string(crate_dir.join("tests/engine.rs")).unwrap();
+    assert!(
+        tests.contains("use ctxhost_sdk_test::contract::"),
+        "{tests}"
+    );
     // The workspace's lock file pins the crate's dependencies to the versions already built, so
     // the build needs no registry; a dedicated target directory keeps later runs incremental.
     std::fs::copy(
@@ -87,16 +111,20 @@ fn a_new_engine_goes_from_scaffold_to_compress() {
     let target = target_dir().join("scaffold");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let test = Command::new(&cargo)
-        .args(["test", "--release", "--quiet"])
+        .args(["test", "--release"])
         .current_dir(&crate_dir)
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
+    let stdout = String::from_utf8_lossy(&test.stdout);
     assert!(
         test.status.success(),
-        "the scaffold's own test fails:\n{}\n{}",
-        String::from_utf8_lossy(&test.stdout),
+        "the scaffold's own test fails:\n{stdout}\n{}",
         String::from_utf8_lossy(&test.stderr)
+    );
+    assert!(
+        stdout.contains("test the_engine_keeps_the_contract ... ok"),
+        "the contract checks ran: {stdout}"
     );
 
     let target = target.display().to_string();
@@ -148,6 +176,31 @@ fn a_new_engine_goes_from_scaffold_to_compress() {
         .unwrap();
     assert_eq!(row["state"], "active");
     assert_eq!(row["source"], "user plugin dir");
+}
+
+#[test]
+fn plugins_new_without_the_test_support_crate_says_where_it_looked_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ctxhost(&[
+        "plugins",
+        "new",
+        "my-engine",
+        "--path",
+        "my-engine",
+        "--sdk-test",
+        "nowhere",
+    ]);
+    assert!(!run.success());
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].contains("cannot find the ctxhost-sdk-test sources")
+            && lines[0].contains("nowhere")
+            && lines[0].contains("--sdk-test"),
+        "{}",
+        run.stderr
+    );
+    assert!(!sandbox.path().join("my-engine").exists());
 }
 
 #[test]

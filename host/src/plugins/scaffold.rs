@@ -1,7 +1,8 @@
 //! `ctxhost plugins new`: writes a new engine crate that builds, passes its tests and installs
 //! as it is. Its engine and tests are the example engine's (`plugins/context_engine/window`),
-//! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk` with a workspace of its own,
-//! `plugin.yaml`, README) comes from `host/templates/engine/`.
+//! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk`, with `ctxhost-sdk-test` for
+//! its tests and a workspace of its own, `plugin.yaml`, README) comes from
+//! `host/templates/engine/`.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,8 @@ use super::install::{check_name, InstallError};
 
 /// Where a file of the new crate comes from.
 enum Source {
-    /// A template with `{{name}}`, `{{lib_name}}` and `{{sdk_path}}` placeholders.
+    /// A template with `{{name}}`, `{{lib_name}}`, `{{sdk_path}}` and `{{sdk_test_path}}`
+    /// placeholders.
     Template(&'static str),
     /// A file of the example engine, renamed by [`rename_example`].
     Example(&'static str),
@@ -85,6 +87,8 @@ pub enum ScaffoldError {
     NotEmpty(PathBuf),
     #[error("cannot find the ctxhost-sdk sources at {0}; pass --sdk with the path of engines/sdk in a ctxhost checkout")]
     NoSdk(PathBuf),
+    #[error("cannot find the ctxhost-sdk-test sources (the new crate's tests use them) at {0}; pass --sdk-test with the path of engines/sdk-test in a ctxhost checkout")]
+    NoSdkTest(PathBuf),
     #[error("cannot write {path}: {error}")]
     Write {
         path: PathBuf,
@@ -100,14 +104,31 @@ pub fn default_sdk_path() -> PathBuf {
         .join("sdk")
 }
 
+/// The test-support crate beside an SDK: `<sdk>/../sdk-test`, where a ctxhost checkout has it.
+pub fn default_sdk_test_path(sdk: &Path) -> PathBuf {
+    sdk.join("..").join("sdk-test")
+}
+
 /// Writes crate `name` into `dir` and returns the files written. `dir` must not exist or be
-/// empty.
-pub fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
+/// empty. The crate depends on the SDK at `sdk` and, for its tests, on the test-support crate
+/// at `sdk_test`.
+pub fn scaffold(
+    name: &str,
+    dir: &Path,
+    sdk: &Path,
+    sdk_test: &Path,
+) -> Result<Vec<PathBuf>, ScaffoldError> {
     check_name(name)?;
     if !sdk.join("Cargo.toml").is_file() {
         return Err(ScaffoldError::NoSdk(sdk.to_path_buf()));
     }
+    if !sdk_test.join("Cargo.toml").is_file() {
+        return Err(ScaffoldError::NoSdkTest(sdk_test.to_path_buf()));
+    }
     let sdk = sdk.canonicalize().unwrap_or_else(|_| sdk.to_path_buf());
+    let sdk_test = sdk_test
+        .canonicalize()
+        .unwrap_or_else(|_| sdk_test.to_path_buf());
     if dir
         .read_dir()
         .is_ok_and(|mut entries| entries.next().is_some())
@@ -121,13 +142,15 @@ pub fn scaffold(name: &str, dir: &Path, sdk: &Path) -> Result<Vec<PathBuf>, Scaf
     }
     // TOML basic strings take forward slashes on every platform.
     let sdk_path = sdk.display().to_string().replace('\\', "/");
+    let sdk_test_path = sdk_test.display().to_string().replace('\\', "/");
     let mut written = Vec::new();
     for (relative, source) in FILES {
         let text = match source {
             Source::Template(template) => template
                 .replace("{{name}}", name)
                 .replace("{{lib_name}}", &lib_name)
-                .replace("{{sdk_path}}", &sdk_path),
+                .replace("{{sdk_path}}", &sdk_path)
+                .replace("{{sdk_test_path}}", &sdk_test_path),
             Source::Example(text) => rename_example(text, name, &lib_name, &type_name),
         };
         let path = dir.join(relative);
@@ -182,15 +205,24 @@ mod tests {
         assert_eq!(pascal_case("lcm2_fast"), "Lcm2Fast");
     }
 
+    fn sdk_test() -> PathBuf {
+        default_sdk_test_path(&default_sdk_path())
+    }
+
     #[test]
     fn writes_every_file_with_no_placeholder_left() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("my-engine");
-        let files = scaffold("my-engine", &target, &default_sdk_path()).unwrap();
+        let files = scaffold("my-engine", &target, &default_sdk_path(), &sdk_test()).unwrap();
         assert_eq!(files.len(), FILES.len());
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
-            for placeholder in ["{{name}}", "{{lib_name}}", "{{sdk_path}}"] {
+            for placeholder in [
+                "{{name}}",
+                "{{lib_name}}",
+                "{{sdk_path}}",
+                "{{sdk_test_path}}",
+            ] {
                 assert!(
                     !text.contains(placeholder),
                     "{} keeps {placeholder}",
@@ -204,13 +236,40 @@ mod tests {
         let engine = std::fs::read_to_string(target.join("src/engine.rs")).unwrap();
         assert!(engine.contains("const NAME: &str = \"my-engine\";"));
         assert!(!engine.contains("WindowEngine"));
+        // The tests run on the test-support crate, found beside the SDK.
+        let manifest = std::fs::read_to_string(target.join("Cargo.toml")).unwrap();
+        let sdk_test = sdk_test().canonicalize().unwrap();
+        let line = format!("ctxhost-sdk-test = {{ path = \"{}\" }}", sdk_test.display());
+        assert!(manifest.contains(&line), "{manifest}");
+        let common = std::fs::read_to_string(target.join("tests/common/mod.rs")).unwrap();
+        assert!(
+            common.contains("FakeHost::builder(\"my-engine\")"),
+            "{common}"
+        );
         assert!(matches!(
-            scaffold("my-engine", &target, &default_sdk_path()),
+            scaffold("my-engine", &target, &default_sdk_path(), &sdk_test),
             Err(ScaffoldError::NotEmpty(_))
         ));
         assert!(matches!(
-            scaffold("compressor", &dir.path().join("x"), &default_sdk_path()),
+            scaffold(
+                "compressor",
+                &dir.path().join("x"),
+                &default_sdk_path(),
+                &sdk_test
+            ),
             Err(ScaffoldError::Name(_))
         ));
+    }
+
+    #[test]
+    fn a_missing_test_support_crate_is_named_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("my-engine");
+        let nowhere = dir.path().join("sdk-test");
+        let error = scaffold("my-engine", &target, &default_sdk_path(), &nowhere).unwrap_err();
+        assert!(matches!(&error, ScaffoldError::NoSdkTest(path) if path == &nowhere));
+        let message = error.to_string();
+        assert!(message.contains("pass --sdk-test"), "{message}");
+        assert!(!target.exists());
     }
 }

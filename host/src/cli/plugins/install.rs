@@ -47,6 +47,10 @@ pub struct NewArgs {
     /// The ctxhost-sdk sources to depend on [default: the SDK this ctxhost was built from]
     #[arg(long, value_name = "DIR")]
     pub sdk: Option<PathBuf>,
+    /// The ctxhost-sdk-test sources the new crate's tests depend on [default: `sdk-test`
+    /// beside the SDK]
+    #[arg(long, value_name = "DIR")]
+    pub sdk_test: Option<PathBuf>,
 }
 
 pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
@@ -179,7 +183,11 @@ pub fn new(args: &NewArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
     let sdk = args.sdk.clone().unwrap_or_else(scaffold::default_sdk_path);
-    let files = scaffold::scaffold(&args.name, &dir, &sdk)?;
+    let sdk_test = args
+        .sdk_test
+        .clone()
+        .unwrap_or_else(|| scaffold::default_sdk_test_path(&sdk));
+    let files = scaffold::scaffold(&args.name, &dir, &sdk, &sdk_test)?;
     println!("created engine '{}' in {}:", args.name, dir.display());
     for file in files {
         let relative = file.strip_prefix(&dir).unwrap_or(&file);

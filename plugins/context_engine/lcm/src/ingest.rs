@@ -234,25 +234,13 @@ fn align(stored: &[String], incoming: &[&str]) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
-    use ctxhost_sdk::{EngineSetup, HostBackend, LogLevel, ToolCall};
-
-    struct Chars;
-
-    impl HostBackend for Chars {
-        fn count_tokens(&self, text: &str) -> u64 {
-            text.chars().count() as u64
-        }
-        fn log(&self, _: &str, _: LogLevel, _: &str) {}
-        fn call(&self, service: &str, _: &str) -> Result<String, EngineError> {
-            Err(EngineError::unsupported(service))
-        }
-    }
+    use ctxhost_sdk::ToolCall;
+    use ctxhost_sdk_test::FakeHost;
 
     #[test]
     fn a_prepared_message_costs_what_the_host_would_count() {
-        let services = HostServices::new(Arc::new(Chars), EngineSetup::default());
+        let services = FakeHost::new("lcm").services();
         for message in [
             Message::user("hello there"),
             Message::assistant_tool_calls(vec![ToolCall::new("c1", "bash", "{\"cmd\":\"ls\"}")]),

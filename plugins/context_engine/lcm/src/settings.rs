@@ -126,30 +126,13 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
-    use ctxhost_sdk::{EngineSetup, ErrorKind, HostBackend, LogLevel};
+    use ctxhost_sdk::ErrorKind;
+    use ctxhost_sdk_test::FakeHost;
     use serde_json::{json, Value};
 
-    struct Quiet;
-
-    impl HostBackend for Quiet {
-        fn count_tokens(&self, text: &str) -> u64 {
-            text.len() as u64
-        }
-        fn log(&self, _: &str, _: LogLevel, _: &str) {}
-        fn call(&self, service: &str, _: &str) -> Result<String, EngineError> {
-            Err(EngineError::unsupported(service))
-        }
-    }
-
     fn read(config: Value) -> Result<Settings, EngineError> {
-        let setup = EngineSetup {
-            engine: "lcm".into(),
-            config,
-            ..EngineSetup::default()
-        };
-        Settings::from_services(&HostServices::new(Arc::new(Quiet), setup))
+        Settings::from_services(&FakeHost::builder("lcm").config(config).build().services())
     }
 
     #[test]

@@ -10,26 +10,34 @@ use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, ErrorKind};
 use serde_json::{json, Value};
 
 /// The cdylib cargo built for this test run: next to the test binary (in `deps/`), or one
-/// level up where `cargo build` puts it.
-fn library() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
+/// level up where `cargo build` puts it. Cargo builds it with the tests, so a missing one
+/// fails the test rather than skipping it.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
     let name = format!(
         "{}ctxhost_engine_lcm{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
-    let deps = exe.parent()?;
-    [deps.join(&name), deps.parent()?.join(&name)]
-        .into_iter()
+    let deps = exe.parent().expect("the test binary's directory");
+    let candidates = [deps.join(&name), deps.join("..").join(&name)];
+    candidates
+        .iter()
         .find(|p| p.exists())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "the lcm cdylib is not where cargo builds it ({} or {}); build it with \
+                 `cargo build -p ctxhost-engine-lcm`",
+                candidates[0].display(),
+                candidates[1].display()
+            )
+        })
 }
 
 #[test]
 fn the_cdylib_loads_compresses_and_answers_tools() {
-    let Some(path) = library() else {
-        eprintln!("note: skipping, the lcm cdylib was not built next to the tests");
-        return;
-    };
+    let path = library();
     let library =
         load_library(&path).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.summary()));
     assert_eq!(library.manifest().name, "lcm");
@@ -38,12 +46,9 @@ fn the_cdylib_loads_compresses_and_answers_tools() {
         .capabilities
         .contains(&"tools".to_string()));
 
-    let dir = tempfile::tempdir().unwrap();
+    let host = small_host();
     let mut engine = library
-        .instantiate(
-            FakeBackend::new(Script::Good),
-            setup(dir.path(), small_config(), SMALL_WINDOW),
-        )
+        .instantiate(host.backend(), host.setup().clone())
         .unwrap();
     let history = tool_chat(30, 400);
     let out = engine
@@ -70,21 +75,16 @@ fn the_cdylib_loads_compresses_and_answers_tools() {
 
 #[test]
 fn a_corrupted_store_fails_to_instantiate_with_one_clear_error() {
-    let Some(path) = library() else {
-        return;
-    };
+    let path = library();
     let library = load_library(&path).unwrap_or_else(|e| panic!("{}", e.summary()));
-    let dir = tempfile::tempdir().unwrap();
+    let host = host(Script::Good, json!({}), SMALL_WINDOW);
     std::fs::write(
-        dir.path().join("lcm.sqlite"),
+        host.data_dir().join("lcm.sqlite"),
         b"this is not a database, at all; really not",
     )
     .unwrap();
     let error = library
-        .instantiate(
-            FakeBackend::new(Script::Good),
-            setup(dir.path(), json!({}), SMALL_WINDOW),
-        )
+        .instantiate(host.backend(), host.setup().clone())
         .err()
         .expect("refused");
     assert_eq!(error.kind(), ErrorKind::Failed);

@@ -23,13 +23,8 @@ fn over_threshold(
 #[test]
 fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
     for script in [Script::Fail, Script::Empty, Script::Oversized] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut engine = engine(
-            dir.path(),
-            FakeBackend::new(script.clone()),
-            small_config(),
-            SMALL_WINDOW,
-        );
+        let host = host(script.clone(), small_config(), SMALL_WINDOW);
+        let mut engine = engine(&host);
         let (history, out, report) = over_threshold(&mut engine);
         assert_eq!(report["escalation_level"], json!(2), "{script:?}: {report}");
         assert_eq!(report["summarizer"], json!("truncation"), "{script:?}");
@@ -42,6 +37,8 @@ fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
             2 * summaries,
             "{script:?}"
         );
+        // The report counts what the host saw.
+        assert_eq!(host.summarize_calls() as u64, 2 * summaries, "{script:?}");
         assert!(!report["summarizer_failures"].as_array().unwrap().is_empty());
         assert!(tokens(&out) < tokens(&history), "{script:?}");
         assert!(
@@ -60,13 +57,7 @@ fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
 
 #[test]
 fn a_failed_normal_attempt_escalates_to_aggressive() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::FailThenGood),
-        small_config(),
-        SMALL_WINDOW,
-    );
+    let mut engine = engine(&host(Script::FailThenGood, small_config(), SMALL_WINDOW));
     let (_, _, report) = over_threshold(&mut engine);
     assert_eq!(report["escalation_level"], json!(1), "{report}");
     assert_eq!(report["summarizer"], json!("fake"));
@@ -74,12 +65,11 @@ fn a_failed_normal_attempt_escalates_to_aggressive() {
 
 #[test]
 fn a_hung_summarizer_never_holds_compaction_past_its_deadline() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = FakeBackend::new(Script::Slow(Duration::from_secs(5)));
     let mut config = small_config();
     config["deadline_ms"] = json!(300);
     config["summarizer_timeout_ms"] = json!(60_000);
-    let mut engine = engine(dir.path(), backend, config, SMALL_WINDOW);
+    let slow = Script::Slow(Duration::from_secs(5));
+    let mut engine = engine(&host(slow, config, SMALL_WINDOW));
     let history = tool_chat(30, 400);
     let started = Instant::now();
     let out = engine
@@ -100,11 +90,10 @@ fn a_hung_summarizer_never_holds_compaction_past_its_deadline() {
 
 #[test]
 fn a_per_call_timeout_cuts_a_slow_summarizer_off() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = FakeBackend::new(Script::Slow(Duration::from_secs(5)));
     let mut config = small_config();
     config["summarizer_timeout_ms"] = json!(50);
-    let mut engine = engine(dir.path(), backend, config, SMALL_WINDOW);
+    let slow = Script::Slow(Duration::from_secs(5));
+    let mut engine = engine(&host(slow, config, SMALL_WINDOW));
     let (_, _, report) = over_threshold(&mut engine);
     assert_eq!(report["escalation_level"], json!(2), "{report}");
     let failures = report["summarizer_failures"].as_array().unwrap();
@@ -116,16 +105,11 @@ fn a_per_call_timeout_cuts_a_slow_summarizer_off() {
 
 #[test]
 fn a_corrupted_database_is_an_error_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("lcm.sqlite"), vec![0x5a; 8192]).unwrap();
-    let error = try_engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        json!({}),
-        SMALL_WINDOW,
-    )
-    .err()
-    .expect("a corrupted store is refused");
+    let host = host(Script::Good, json!({}), SMALL_WINDOW);
+    std::fs::write(host.data_dir().join("lcm.sqlite"), vec![0x5a; 8192]).unwrap();
+    let error = try_engine(&host)
+        .err()
+        .expect("a corrupted store is refused");
     assert_eq!(error.kind(), ErrorKind::Failed);
     assert!(error.message().contains("lcm.sqlite"), "{error}");
     assert!(error.message().contains("not a database"), "{error}");
@@ -133,15 +117,15 @@ fn a_corrupted_database_is_an_error_naming_the_file() {
 
 #[test]
 fn a_store_damaged_while_open_gives_errors_not_panics() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut engine = small_engine(dir.path());
+    let host = small_host();
+    let mut engine = engine(&host);
     let history = tool_chat(30, 400);
     engine
         .compress(&history, &CompressOptions::default())
         .unwrap();
     {
         // A message row whose JSON no longer parses, and a context item pointing nowhere.
-        let conn = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+        let conn = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
         conn.execute_batch(
             "UPDATE messages SET json = '{broken' WHERE seq = (SELECT max(seq) FROM messages); \
              INSERT INTO context_items(conversation_id, position, message_id) VALUES (1, 999999, 424242);",
@@ -166,16 +150,11 @@ fn a_store_damaged_while_open_gives_errors_not_panics() {
 
 #[test]
 fn a_locked_database_is_an_error_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
     let mut config = small_config();
     config["busy_timeout_ms"] = json!(100);
-    let mut engine = engine(
-        dir.path(),
-        FakeBackend::new(Script::Good),
-        config,
-        SMALL_WINDOW,
-    );
-    let locker = rusqlite::Connection::open(dir.path().join("lcm.sqlite")).unwrap();
+    let host = host(Script::Good, config, SMALL_WINDOW);
+    let mut engine = engine(&host);
+    let locker = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
     locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let error = engine
         .compress(&tool_chat(3, 10), &CompressOptions::default())

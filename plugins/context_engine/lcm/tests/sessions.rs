@@ -7,7 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{plant_markers, setup, small_config, tool, tool_chat, FakeBackend, Script};
+use common::{plant_markers, small_config, tool, tool_chat, Script};
+use ctxhost_sdk_test::FakeHost;
 use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_sdk::abi::load_library;
 use ctxhost_sdk::{
@@ -20,8 +21,21 @@ use serde_json::{json, Value};
 /// condensed summaries.
 const WINDOW: u64 = 4000;
 
+fn host(dir: &Path, script: Script, config: Value) -> FakeHost {
+    FakeHost::builder("lcm")
+        .config(config)
+        .context_length(WINDOW)
+        .data_dir(dir)
+        .default_answer(script.answer())
+        .build()
+}
+
 fn services(dir: &Path, script: Script, config: Value) -> HostServices {
-    HostServices::new(FakeBackend::new(script), setup(dir, config, WINDOW))
+    host(dir, script, config).services()
+}
+
+fn setup(dir: &Path, config: Value) -> ctxhost_sdk::EngineSetup {
+    host(dir, Script::Good, config).setup().clone()
 }
 
 fn engine(dir: &Path, script: Script) -> LcmEngine {
@@ -281,14 +295,14 @@ fn the_operations_cross_the_plugin_boundary_typed() {
     let library = load_library(&library_path()).unwrap_or_else(|e| panic!("{}", e.summary()));
     let home = tempfile::tempdir().unwrap();
     let data = home.path().join("lcm");
-    let backend = || -> Arc<dyn HostBackend> { FakeBackend::new(Script::Good) };
+    let backend = || -> Arc<dyn HostBackend> { host(&data, Script::Good, Value::Null).backend() };
 
     let error = library
-        .validate_settings(backend(), setup(&data, json!({"threshold": 1.7}), WINDOW))
+        .validate_settings(backend(), setup(&data, json!({"threshold": 1.7})))
         .unwrap_err();
     assert_eq!(setting_key(&error), "threshold");
     library
-        .validate_settings(backend(), setup(&data, small_config(), WINDOW))
+        .validate_settings(backend(), setup(&data, small_config()))
         .unwrap();
     assert!(
         !data.exists(),
@@ -297,7 +311,7 @@ fn the_operations_cross_the_plugin_boundary_typed() {
     );
 
     let mut engine = library
-        .instantiate(backend(), setup(&data, small_config(), WINDOW))
+        .instantiate(backend(), setup(&data, small_config()))
         .unwrap();
     assert_eq!(engine.last_compression().unwrap(), None);
     let alpha = history("a");

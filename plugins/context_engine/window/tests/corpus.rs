@@ -2,46 +2,21 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
+use ctxhost_engine_window::WindowEngine;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message};
+use ctxhost_sdk_test::{check_plugin, contract, corpus};
 use serde_json::{json, Value};
 
 const CONTEXT_LENGTH: u64 = 8000;
 
-fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus/swe-agent")
-}
-
-fn transcripts() -> Option<Vec<(String, Vec<Message>)>> {
-    let dir = corpus_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "note: skipping the corpus test, {} is absent",
-            dir.display()
-        );
-        return None;
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no transcripts in {}", dir.display());
-    let transcripts = paths
+/// Every corpus transcript, by file name. A missing corpus fails the test, saying where it
+/// looked and how to point at it (`CTXHOST_CORPUS`).
+fn transcripts() -> Vec<(String, Vec<Message>)> {
+    corpus::transcripts()
         .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("readable transcript");
-            let messages: Vec<Message> =
-                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            (
-                path.file_name().unwrap().to_string_lossy().into_owned(),
-                messages,
-            )
-        })
-        .collect();
-    Some(transcripts)
+        .map(|t| (t.name, t.messages))
+        .collect()
 }
 
 fn forced() -> CompressOptions {
@@ -53,9 +28,7 @@ fn forced() -> CompressOptions {
 
 #[test]
 fn every_transcript_compresses_to_a_valid_smaller_context() {
-    let Some(transcripts) = transcripts() else {
-        return;
-    };
+    let transcripts = transcripts();
     let mut shrunk = 0;
     for (name, messages) in transcripts {
         sequence::validate(&messages).unwrap_or_else(|e| panic!("{name} (input): {e}"));
@@ -64,8 +37,7 @@ fn every_transcript_compresses_to_a_valid_smaller_context() {
         let mut engine = engine(json!({"min_tail_messages": 2}), CONTEXT_LENGTH);
         let options = forced();
         let out = engine.compress(&messages, &options).unwrap();
-        sequence::validate(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(out[0].is_system(), "{name}");
+        contract::check_output(&messages, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(markers(&out) <= 1, "{name}");
         let (before, after) = (tokens(&messages), tokens(&out));
         if before > CONTEXT_LENGTH {
@@ -81,7 +53,7 @@ fn every_transcript_compresses_to_a_valid_smaller_context() {
         }
         // And again, as a long session would: stable, still one marker.
         let again = engine.compress(&out, &options).unwrap();
-        sequence::validate(&again).unwrap_or_else(|e| panic!("{name} (again): {e}"));
+        contract::check_output(&out, &again).unwrap_or_else(|e| panic!("{name} (again): {e}"));
         assert!(markers(&again) <= 1, "{name}");
         assert!(tokens(&again) <= after, "{name}");
     }
@@ -93,18 +65,32 @@ fn every_transcript_compresses_to_a_valid_smaller_context() {
 
 #[test]
 fn with_default_settings_every_output_is_valid_and_never_larger() {
-    let Some(transcripts) = transcripts() else {
-        return;
-    };
+    let transcripts = transcripts();
     for (name, messages) in transcripts {
         let mut engine = engine(Value::Null, CONTEXT_LENGTH);
         let out = engine.compress(&messages, &forced()).unwrap();
-        sequence::validate(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(tokens(&out) <= tokens(&messages), "{name}");
+        contract::check_output(&messages, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
             engine.has_content_to_compress(&messages).unwrap(),
             out != messages,
             "{name}: has_content_to_compress agrees with compress"
         );
     }
+}
+
+#[test]
+fn the_engine_keeps_the_contract_on_the_corpus() {
+    let report = check_plugin::<WindowEngine>().unwrap_or_else(|failure| panic!("{failure}"));
+    assert_eq!(report.conversations, transcripts().len());
+    assert!(report.shrunk > 0, "{report:?}");
+}
+
+#[test]
+fn the_long_session_shrinks_to_the_window_and_keeps_the_contract() {
+    let session = corpus::long_session();
+    let mut engine = engine(Value::Null, CONTEXT_LENGTH);
+    let out = engine.compress(&session, &forced()).unwrap();
+    contract::check_output(&session, &out).unwrap();
+    assert!(tokens(&out) < tokens(&session) / 10);
+    contract::check_idempotent(&mut engine, &out).unwrap();
 }

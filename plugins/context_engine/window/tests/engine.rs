@@ -1,13 +1,14 @@
-//! The window engine through its public surface, with a fake host.
+//! The window engine through its public surface, on the fake host of ctxhost-sdk-test.
 
 mod common;
 
 use common::*;
 use ctxhost_engine_window::WindowEngine;
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EnginePlugin, ErrorKind, Message, SessionStart,
-    ToolCall, Usage,
+    sequence, CompressOptions, ContextEngine, EnginePlugin, ErrorKind, LogLevel, Message,
+    SessionStart, ToolCall, Usage,
 };
+use ctxhost_sdk_test::contract::{self, Check, EngineCheck};
 use serde_json::{json, Value};
 
 fn forced() -> CompressOptions {
@@ -19,7 +20,7 @@ fn forced() -> CompressOptions {
 
 fn compress(engine: &mut WindowEngine, messages: &[Message]) -> Vec<Message> {
     let out = engine.compress(messages, &forced()).expect("compress");
-    sequence::validate(&out).expect("the output is a valid chat sequence");
+    contract::check_output(messages, &out).unwrap_or_else(|e| panic!("the output contract: {e}"));
     out
 }
 
@@ -34,7 +35,8 @@ fn a_short_conversation_comes_back_unchanged() {
 
 #[test]
 fn the_head_is_kept_and_one_marker_replaces_the_middle() {
-    let mut engine = engine(Value::Null, 2000);
+    let host = host(Value::Null, 2000);
+    let mut engine = WindowEngine::create(host.services()).unwrap();
     let mut messages = chat(30);
     messages.insert(1, Message::system("A second system message."));
     assert!(engine.has_content_to_compress(&messages).unwrap());
@@ -53,6 +55,22 @@ fn the_head_is_kept_and_one_marker_replaces_the_middle() {
         out[3]
     );
     assert_eq!(engine.status().unwrap().compression_count, 1);
+    // One debug line for the host's log says what was done.
+    let logs = host.logs();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(
+        (logs[0].engine.as_str(), logs[0].level),
+        ("window", LogLevel::Debug)
+    );
+    assert!(
+        logs[0].message.starts_with(&format!(
+            "{} → {} messages; {dropped} dropped",
+            messages.len(),
+            out.len()
+        )),
+        "{}",
+        logs[0].message
+    );
 }
 
 #[test]
@@ -130,7 +148,10 @@ fn the_floor_pulls_in_a_whole_tool_turn() {
     let mut engine = engine(json!({"min_tail_messages": 2, "keep_tool_outputs": 9}), 100);
     let mut messages = chat(3);
     messages.extend(tool_turn(&["a", "b", "c"], 2000));
-    let out = compress(&mut engine, &messages);
+    // Not `compress`: in a 100-token window the newest user message, before the tool turn, is
+    // dropped, which the output contract's "newest user message kept" forbids.
+    let out = engine.compress(&messages, &forced()).unwrap();
+    sequence::validate(&out).unwrap();
     assert_eq!(
         out[3..],
         messages[messages.len() - 4..],
@@ -433,4 +454,34 @@ fn the_manifest_describes_the_plugin() {
             ("keep_tool_outputs", "4")
         ]
     );
+}
+
+/// The contract checks of ctxhost-sdk-test: a valid sequence that keeps what the contract
+/// protects, unchanged under the threshold, idempotent on its own output.
+#[test]
+fn the_engine_keeps_the_contract() {
+    let mut with_tools = chat(10);
+    for i in 0..8 {
+        with_tools.extend(tool_turn(&[&format!("a{i}"), &format!("b{i}")], 600));
+        with_tools.push(Message::user(format!("and then {i}?")));
+    }
+    let mut opens_with_a_reply = chat(30);
+    opens_with_a_reply.remove(1);
+    let report = EngineCheck::new("window", WindowEngine::create)
+        .context_length(2000)
+        .conversation("chat", chat(30))
+        .conversation("tool turns", with_tools)
+        .conversation("no first ask", opens_with_a_reply)
+        .conversation("short", chat(1))
+        .run()
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    assert_eq!((report.conversations, report.shrunk), (4, 3));
+
+    // And the check can fail: a window too small for the conversation to be under it.
+    let failure = EngineCheck::new("window", WindowEngine::create)
+        .config(json!({"threshold": 0.1, "tail_ratio": 0.05}))
+        .conversation("chat", chat(30))
+        .run()
+        .unwrap_err();
+    assert_eq!(failure.check, Check::UnchangedUnderThreshold);
 }

@@ -1,24 +1,23 @@
-//! Shared test fixtures: a fake host with a scriptable summarizer, corpus loading, an agent
-//! loop, and recovery of a whole conversation through the engine's tools.
+//! Shared test fixtures: the engine on ctxhost-sdk-test's fake host with a summarizer script,
+//! an agent loop, and recovery of a whole conversation through the engine's tools.
 
 #![allow(dead_code)] // Each test file uses a different part of this module.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineSetup, ErrorKind,
-    HostBackend, HostServices, LogLevel, Message, ModelInfo, SummarizeRequest, Summary,
+    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, ErrorKind, Message,
+    Summary,
 };
+use ctxhost_sdk_test::{corpus, digest, Answer, FakeHost};
 use serde_json::{json, Value};
 
-/// What the fake summarizer does.
+/// What the fake summarizer does, on every call.
 #[derive(Debug, Clone)]
 pub enum Script {
-    /// A short extract of the content, well within `max_tokens`.
+    /// A short extract of the content, well within `max_tokens` (the fake host's digest).
     Good,
     /// Fails like an HTTP 500 would reach the engine.
     Fail,
@@ -33,130 +32,59 @@ pub enum Script {
     Offline,
 }
 
-/// A host with a predictable tokenizer (one token per 4 characters, rounded up) and a
-/// scripted summarizer.
-pub struct FakeBackend {
-    pub script: Mutex<Script>,
-    pub calls: AtomicUsize,
-    /// Every summarize request received, in order.
-    pub requests: Mutex<Vec<SummarizeRequest>>,
-}
-
-impl FakeBackend {
-    pub fn new(script: Script) -> Arc<Self> {
-        Arc::new(FakeBackend {
-            script: Mutex::new(script),
-            calls: AtomicUsize::new(0),
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub fn set(&self, script: Script) {
-        *self.script.lock().unwrap() = script;
-    }
-
-    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
-        let call = self.calls.fetch_add(1, Ordering::SeqCst);
-        self.requests.lock().unwrap().push(request.clone());
-        let script = self.script.lock().unwrap().clone();
-        let good = |name: &str| {
-            // Half the allowance, in characters of the content's first line(s).
-            let chars = (request.max_tokens as usize * 2).max(8);
-            let flat: String = request
-                .content
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
-            let text: String = format!("summary: {}", flat.chars().take(chars).collect::<String>());
-            let text: String = text.chars().take(chars).collect();
-            Ok(Summary {
-                text,
-                summarizer: name.to_string(),
-            })
-        };
-        match script {
-            Script::Good => good("fake"),
-            Script::Offline => good("offline"),
-            Script::Fail => Err(EngineError::new(
-                ErrorKind::Unavailable,
-                "HTTP 500 from the summarizer",
-            )),
-            Script::Empty => Ok(Summary {
-                text: "   ".into(),
-                summarizer: "fake".into(),
+impl Script {
+    /// The fake host's answer for this script.
+    pub fn answer(self) -> Answer {
+        match self {
+            Script::Good => Answer::Digest,
+            Script::Fail => Answer::error(ErrorKind::Unavailable, "HTTP 500 from the summarizer"),
+            Script::Empty => Answer::text("   "),
+            Script::Oversized => Answer::with(|request| {
+                Ok(Summary {
+                    text: "word ".repeat(request.max_tokens as usize * 10),
+                    summarizer: "fake".into(),
+                })
             }),
-            Script::Oversized => Ok(Summary {
-                text: "word ".repeat(request.max_tokens as usize * 10),
-                summarizer: "fake".into(),
-            }),
-            Script::Slow(delay) => {
+            Script::Slow(delay) => Answer::with(move |request| {
                 std::thread::sleep(delay);
-                good("fake")
-            }
+                Ok(digest(request))
+            }),
             Script::FailThenGood => {
-                if call % 2 == 0 {
-                    Err(EngineError::new(ErrorKind::Unavailable, "timeout"))
-                } else {
-                    good("fake")
-                }
+                let calls = AtomicUsize::new(0);
+                Answer::with(move |request| {
+                    if calls.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+                        Err(EngineError::new(ErrorKind::Unavailable, "timeout"))
+                    } else {
+                        Ok(digest(request))
+                    }
+                })
             }
+            Script::Offline => Answer::with(|request| {
+                Ok(Summary {
+                    summarizer: "offline".into(),
+                    ..digest(request)
+                })
+            }),
         }
     }
 }
 
-impl HostBackend for FakeBackend {
-    fn count_tokens(&self, text: &str) -> u64 {
-        (text.chars().count() as u64).div_ceil(4)
-    }
-
-    fn log(&self, _engine: &str, _level: LogLevel, _message: &str) {}
-
-    fn call(&self, service: &str, payload: &str) -> Result<String, EngineError> {
-        match service {
-            "summarize" => {
-                let request: SummarizeRequest = serde_json::from_str(payload)?;
-                let summary = self.summarize(&request)?;
-                Ok(serde_json::to_string(&summary)?)
-            }
-            other => Err(EngineError::new(
-                ErrorKind::NotConfigured,
-                format!("{other} is not available in tests"),
-            )),
-        }
-    }
+/// A fake host for lcm (data directory in a fresh temporary directory, one token per 4
+/// characters) whose summarizer follows `script`.
+pub fn host(script: Script, config: Value, context_length: u64) -> FakeHost {
+    FakeHost::builder("lcm")
+        .config(config)
+        .context_length(context_length)
+        .default_answer(script.answer())
+        .build()
 }
 
-pub fn setup(dir: &Path, config: Value, context_length: u64) -> EngineSetup {
-    EngineSetup {
-        engine: "lcm".to_string(),
-        data_dir: dir.to_path_buf(),
-        config,
-        model: ModelInfo {
-            name: "test-model".to_string(),
-            context_length,
-        },
-    }
+pub fn try_engine(host: &FakeHost) -> Result<LcmEngine, EngineError> {
+    LcmEngine::create(host.services())
 }
 
-pub fn try_engine(
-    dir: &Path,
-    backend: Arc<FakeBackend>,
-    config: Value,
-    context_length: u64,
-) -> Result<LcmEngine, EngineError> {
-    LcmEngine::create(HostServices::new(
-        backend,
-        setup(dir, config, context_length),
-    ))
-}
-
-pub fn engine(
-    dir: &Path,
-    backend: Arc<FakeBackend>,
-    config: Value,
-    context_length: u64,
-) -> LcmEngine {
-    try_engine(dir, backend, config, context_length).expect("engine starts")
+pub fn engine(host: &FakeHost) -> LcmEngine {
+    try_engine(host).expect("engine starts")
 }
 
 /// Settings for a small window, so compaction runs often.
@@ -172,50 +100,23 @@ pub fn small_config() -> Value {
 
 pub const SMALL_WINDOW: u64 = 4000;
 
-/// An engine in `dir` with a working summarizer, the small settings and the small window.
-pub fn small_engine(dir: &Path) -> LcmEngine {
-    engine(
-        dir,
-        FakeBackend::new(Script::Good),
-        small_config(),
-        SMALL_WINDOW,
-    )
+/// A host with a working summarizer, the small settings and the small window.
+pub fn small_host() -> FakeHost {
+    host(Script::Good, small_config(), SMALL_WINDOW)
 }
 
-pub fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus/swe-agent")
+/// An engine on [`small_host`] (which lives as long as the engine).
+pub fn small_engine() -> LcmEngine {
+    engine(&small_host())
 }
 
-/// Every corpus transcript, by file name; `None` (with a note) when the corpus is absent.
-pub fn transcripts() -> Option<Vec<(String, Vec<Message>)>> {
-    let dir = corpus_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "note: skipping the corpus test, {} is absent",
-            dir.display()
-        );
-        return None;
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no transcripts in {}", dir.display());
-    Some(
-        paths
-            .into_iter()
-            .map(|path| {
-                let text = std::fs::read_to_string(&path).expect("readable transcript");
-                let messages: Vec<Message> = serde_json::from_str(&text)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                (
-                    path.file_name().unwrap().to_string_lossy().into_owned(),
-                    messages,
-                )
-            })
-            .collect(),
-    )
+/// Every corpus transcript, by file name. A missing corpus fails the test, saying where it
+/// looked and how to point at it.
+pub fn transcripts() -> Vec<(String, Vec<Message>)> {
+    corpus::transcripts()
+        .into_iter()
+        .map(|t| (t.name, t.messages))
+        .collect()
 }
 
 /// Appends ` <marker>` to every `every`-th message with plain-text content; returns the
@@ -258,9 +159,9 @@ pub fn replay(engine: &mut LcmEngine, start: Vec<Message>, transcript: &[Message
     context
 }
 
+/// Tokens of messages as the engine counts them on the fake host.
 pub fn tokens(messages: &[Message]) -> u64 {
-    HostServices::new(FakeBackend::new(Script::Good), EngineSetup::default())
-        .count_messages_tokens(messages)
+    ctxhost_sdk_test::tokens::count_messages(messages)
 }
 
 pub fn tool(engine: &mut LcmEngine, name: &str, args: Value) -> Value {

@@ -1,60 +1,32 @@
-//! Shared test fixtures: a fake host and conversation builders.
+//! Shared test fixtures: the engine on a fake host, and conversation builders.
 
 #![allow(dead_code)] // Each test file uses a different part of this module.
 
-use std::sync::Arc;
-
 use ctxhost_engine_window::WindowEngine;
-use ctxhost_sdk::{
-    EngineError, EnginePlugin, EngineSetup, HostBackend, HostServices, LogLevel, Message,
-    ModelInfo, ToolCall,
-};
+use ctxhost_sdk::{EngineError, EnginePlugin, Message, ToolCall};
+use ctxhost_sdk_test::FakeHost;
 use serde_json::Value;
 
-/// A host with a predictable tokenizer: one token per 4 characters, rounded up.
-pub struct FakeBackend;
-
-impl HostBackend for FakeBackend {
-    fn count_tokens(&self, text: &str) -> u64 {
-        (text.chars().count() as u64).div_ceil(4)
-    }
-
-    fn log(&self, _engine: &str, _level: LogLevel, _message: &str) {}
-
-    fn call(&self, service: &str, _payload: &str) -> Result<String, EngineError> {
-        Err(EngineError::new(
-            ctxhost_sdk::ErrorKind::NotConfigured,
-            format!("{service} is not configured in tests"),
-        ))
-    }
-}
-
-pub fn services(config: Value, context_length: u64) -> HostServices {
-    HostServices::new(
-        Arc::new(FakeBackend),
-        EngineSetup {
-            engine: "window".to_string(),
-            data_dir: std::env::temp_dir(),
-            config,
-            model: ModelInfo {
-                name: "test-model".to_string(),
-                context_length,
-            },
-        },
-    )
+/// A fake host (ctxhost-sdk-test) for this engine: its config section and window, a token
+/// counter of one token per 4 characters, rounded up, and captured logs.
+pub fn host(config: Value, context_length: u64) -> FakeHost {
+    FakeHost::builder("window")
+        .config(config)
+        .context_length(context_length)
+        .build()
 }
 
 pub fn try_engine(config: Value, context_length: u64) -> Result<WindowEngine, EngineError> {
-    WindowEngine::create(services(config, context_length))
+    WindowEngine::create(host(config, context_length).services())
 }
 
 pub fn engine(config: Value, context_length: u64) -> WindowEngine {
     try_engine(config, context_length).expect("valid settings")
 }
 
-/// Tokens of messages as the engine counts them.
+/// Tokens of messages as the engine counts them on the fake host.
 pub fn tokens(messages: &[Message]) -> u64 {
-    services(Value::Null, 0).count_messages_tokens(messages)
+    ctxhost_sdk_test::tokens::count_messages(messages)
 }
 
 /// `n` characters of filler, so a message's size is easy to reason about (n/4 tokens).

@@ -1,0 +1,310 @@
+//! The contract checks catch each broken promise, and pass an engine that keeps them.
+
+use ctxhost_sdk::sequence::SequenceError;
+use ctxhost_sdk::{
+    CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message, TokenTracker,
+    ToolCall,
+};
+use ctxhost_sdk_test::contract::{
+    check_idempotent, check_output, check_unchanged_under_threshold, Check, EngineCheck,
+};
+use ctxhost_sdk_test::{check_engine, tokens, Violation};
+
+/// What a test engine gets wrong.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    None,
+    DropsSystemPrompt,
+    DropsNewestUser,
+    InventsRole,
+    OrphansAResult,
+    Grows,
+    AlwaysCompresses,
+    AddsAMarkerEachTime,
+    FailsToStart,
+}
+
+/// Keeps the first two messages and the last two, with a marker between them when it drops
+/// anything; or gets one thing wrong.
+struct Keeper {
+    tracker: TokenTracker,
+    services: HostServices,
+    fault: Fault,
+}
+
+fn keeper(fault: Fault) -> impl FnMut(HostServices) -> Result<Keeper, EngineError> {
+    move |services: HostServices| {
+        if fault == Fault::FailsToStart {
+            return Err(EngineError::invalid_input("plugins.keeper.x: bad"));
+        }
+        Ok(Keeper {
+            tracker: TokenTracker::new(services.model().context_length, 0.75),
+            services,
+            fault,
+        })
+    }
+}
+
+impl ContextEngine for Keeper {
+    fn name(&self) -> &str {
+        "keeper"
+    }
+
+    fn should_compress(&mut self, tokens: u64) -> Result<bool, EngineError> {
+        Ok(self.tracker.over_threshold(tokens))
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let tokens = options
+            .current_tokens
+            .unwrap_or_else(|| self.services.count_messages_tokens(messages));
+        let compress = options.force
+            || self.tracker.over_threshold(tokens)
+            || matches!(
+                self.fault,
+                Fault::AlwaysCompresses | Fault::AddsAMarkerEachTime
+            );
+        if !compress {
+            return Ok(messages.to_vec());
+        }
+        let mut out = messages.to_vec();
+        match self.fault {
+            Fault::DropsSystemPrompt => {
+                out.remove(0);
+            }
+            Fault::DropsNewestUser => {
+                let newest = out.iter().rposition(Message::is_user).unwrap();
+                out.remove(newest);
+            }
+            Fault::InventsRole => out.push(Message::new("narrator", "meanwhile")),
+            Fault::OrphansAResult => out.push(Message::tool_result("ghost", "boo")),
+            Fault::Grows => out.push(Message::assistant("and some more")),
+            Fault::None
+            | Fault::FailsToStart
+            | Fault::AlwaysCompresses
+            | Fault::AddsAMarkerEachTime => {
+                // The real thing: head, marker, tail, on whole turns.
+                let head = 2.min(out.len());
+                let tail = ctxhost_sdk::sequence::start_of_turn(&out, out.len().saturating_sub(2));
+                if tail > head + 1 {
+                    let marker = Message::user(format!("[{} messages dropped]", tail - head));
+                    out.splice(head..tail, [marker]);
+                }
+                if self.fault == Fault::AddsAMarkerEachTime {
+                    out.insert(1, Message::user("[m]"));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        Ok(self.tracker.status())
+    }
+}
+
+fn chat(turns: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are terse."),
+        Message::user("first ask"),
+    ];
+    for i in 0..turns {
+        messages.push(Message::assistant_tool_calls(vec![ToolCall::new(
+            format!("c{i}"),
+            "run",
+            "{}",
+        )]));
+        messages.push(Message::tool_result(format!("c{i}"), "x".repeat(400)));
+        messages.push(Message::user(format!("next {i}")));
+    }
+    messages
+}
+
+fn forced_output(fault: Fault, messages: &[Message]) -> Vec<Message> {
+    let mut engine = keeper(fault)(ctxhost_sdk_test::FakeHost::new("keeper").services()).unwrap();
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    engine.compress(messages, &force).unwrap()
+}
+
+#[test]
+fn a_well_behaved_engine_passes_every_check_on_the_corpus() {
+    let report = check_engine("keeper", keeper(Fault::None)).unwrap();
+    assert_eq!(
+        report.conversations,
+        ctxhost_sdk_test::corpus::transcripts().len()
+    );
+    assert!(report.shrunk > 0, "{report:?}");
+    assert!(report.tokens_after < report.tokens_before, "{report:?}");
+}
+
+#[test]
+fn each_broken_promise_is_named() {
+    let input = chat(6);
+    let output = |fault| forced_output(fault, &input);
+    assert_eq!(check_output(&input, &output(Fault::None)), Ok(()));
+    assert!(matches!(
+        check_output(&input, &output(Fault::DropsSystemPrompt)),
+        Err(Violation::SystemPromptLost { found }) if found == "a user message: \"first ask\""
+    ));
+    assert_eq!(
+        check_output(&input, &output(Fault::DropsNewestUser)),
+        Err(Violation::NewestUserLost {
+            index: input.len() - 1
+        })
+    );
+    assert_eq!(
+        check_output(&input, &output(Fault::InventsRole)),
+        Err(Violation::UnknownRole {
+            index: input.len(),
+            role: "narrator".into()
+        })
+    );
+    assert!(matches!(
+        check_output(&input, &output(Fault::OrphansAResult)),
+        Err(Violation::InvalidSequence(
+            SequenceError::OrphanResult { .. }
+        ))
+    ));
+    let before = tokens::count_messages(&input);
+    assert_eq!(
+        check_output(&input, &output(Fault::Grows)),
+        Err(Violation::Larger {
+            before,
+            after: before + tokens::count_text("and some more") + 4
+        })
+    );
+    assert_eq!(
+        check_output(&input, &[]),
+        Err(Violation::Empty {
+            input_len: input.len()
+        })
+    );
+    assert_eq!(check_output(&[], &[]), Ok(()));
+    // A role the input used itself is kept as written.
+    let mut odd = input.clone();
+    odd.push(Message::new("developer", "note"));
+    assert_eq!(check_output(&odd, &odd), Ok(()));
+}
+
+#[test]
+fn unchanged_under_the_threshold_is_checked_where_the_engine_says_it_is_under() {
+    let input = chat(3);
+    let tokens = tokens::count_messages(&input);
+    let host = ctxhost_sdk_test::FakeHost::builder("keeper")
+        .context_length(tokens * 4)
+        .build();
+    let mut good = keeper(Fault::None)(host.services()).unwrap();
+    assert_eq!(check_unchanged_under_threshold(&mut good, &input), Ok(()));
+    let mut eager = keeper(Fault::AlwaysCompresses)(host.services()).unwrap();
+    assert_eq!(
+        check_unchanged_under_threshold(&mut eager, &input),
+        Err(Violation::ChangedUnderThreshold {
+            tokens,
+            first_difference: 2
+        })
+    );
+    let small = ctxhost_sdk_test::FakeHost::builder("keeper")
+        .context_length(tokens)
+        .build();
+    let mut full = keeper(Fault::None)(small.services()).unwrap();
+    assert_eq!(
+        check_unchanged_under_threshold(&mut full, &input),
+        Err(Violation::NotUnderThreshold {
+            tokens,
+            context_length: tokens
+        })
+    );
+}
+
+#[test]
+fn idempotence_compresses_the_output_again() {
+    let input = chat(6);
+    let host = ctxhost_sdk_test::FakeHost::new("keeper");
+    let mut good = keeper(Fault::None)(host.services()).unwrap();
+    let output = forced_output(Fault::None, &input);
+    assert_eq!(check_idempotent(&mut good, &output), Ok(()));
+    let mut stacking = keeper(Fault::AddsAMarkerEachTime)(host.services()).unwrap();
+    let output = forced_output(Fault::AddsAMarkerEachTime, &input);
+    assert!(matches!(
+        check_idempotent(&mut stacking, &output),
+        Err(Violation::NotIdempotent {
+            first_difference: 2,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn the_engine_check_reports_which_conversation_and_check_failed() {
+    let failure = EngineCheck::new("keeper", keeper(Fault::Grows))
+        .conversation("six turns", chat(6))
+        .run()
+        .unwrap_err();
+    assert_eq!(failure.conversation, "six turns");
+    assert_eq!(failure.check, Check::ForcedOutput);
+    assert!(matches!(failure.violation, Violation::Larger { .. }));
+    assert!(
+        failure
+            .to_string()
+            .starts_with("six turns: forced compression: the output is larger than the input: "),
+        "{failure}"
+    );
+
+    let failure = EngineCheck::new("keeper", keeper(Fault::AddsAMarkerEachTime))
+        .conversation("six turns", chat(6))
+        .run()
+        .unwrap_err();
+    assert_eq!(failure.check, Check::Idempotent);
+
+    let failure = EngineCheck::new("keeper", keeper(Fault::AlwaysCompresses))
+        .conversation("three turns", chat(3))
+        .run()
+        .unwrap_err();
+    assert_eq!(failure.check, Check::UnchangedUnderThreshold);
+
+    let failure = check_engine("keeper", keeper(Fault::FailsToStart)).unwrap_err();
+    assert_eq!(
+        failure.violation,
+        Violation::Engine {
+            operation: "create",
+            error: EngineError::invalid_input("plugins.keeper.x: bad")
+        }
+    );
+    assert!(
+        failure
+            .to_string()
+            .ends_with("create failed: plugins.keeper.x: bad"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn the_engine_check_passes_its_config_and_window_to_the_engine() {
+    let mut seen = Vec::new();
+    let report = EngineCheck::new("keeper", |services: HostServices| {
+        seen.push((services.config().clone(), services.model().context_length));
+        keeper(Fault::None)(services)
+    })
+    .config(serde_json::json!({"k": 1}))
+    .context_length(500)
+    .conversation("chat", chat(6))
+    .run()
+    .unwrap();
+    assert_eq!(report.conversations, 1);
+    assert_eq!(report.shrunk, 1);
+    let roomy = (tokens::count_messages(&chat(6)) * 4).max(1_000);
+    assert_eq!(
+        seen,
+        [
+            (serde_json::json!({"k": 1}), 500),
+            (serde_json::json!({"k": 1}), roomy)
+        ]
+    );
+}
