@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{plant_markers, small_config, tool, tool_chat, Script};
-use ctxhost_sdk_test::FakeHost;
 use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_sdk::abi::load_library;
 use ctxhost_sdk::{
     sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, ErrorKind, Escalation,
     HostBackend, HostServices, Message, SessionInfo, SessionStart,
 };
+use ctxhost_sdk_test::FakeHost;
 use serde_json::{json, Value};
 
 /// A window small enough for [`history`] to be compacted by a plain `compress`, down to

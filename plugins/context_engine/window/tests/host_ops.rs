@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{chat, engine, FakeBackend};
+use common::{chat, engine};
 use ctxhost_engine_window::WindowEngine;
 use ctxhost_sdk::abi::load_library;
 use ctxhost_sdk::{
@@ -40,7 +40,7 @@ fn validate_settings_names_the_key_and_creates_nothing() {
     assert!(!data.exists());
     let check = |config: Value| {
         WindowEngine::validate_settings(&HostServices::new(
-            Arc::new(FakeBackend),
+            ctxhost_sdk_test::FakeHost::new("window").backend(),
             setup(&data, config),
         ))
     };
@@ -131,7 +131,8 @@ fn library_path() -> PathBuf {
 fn the_operations_cross_the_plugin_boundary_typed() {
     let library = load_library(&library_path()).unwrap_or_else(|e| panic!("{}", e.summary()));
     let home = std::env::temp_dir();
-    let backend = || -> Arc<dyn HostBackend> { Arc::new(FakeBackend) };
+    let backend =
+        || -> Arc<dyn HostBackend> { ctxhost_sdk_test::FakeHost::new("window").backend() };
     let error = library
         .validate_settings(backend(), setup(&home, json!({"tail_ratio": 0})))
         .unwrap_err();
