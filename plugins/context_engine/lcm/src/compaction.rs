@@ -77,9 +77,37 @@ pub struct Report {
     pub summarizer_failures: Vec<String>,
     pub elapsed_ms: f64,
     pub deadline_ms: u64,
-    /// Why compaction stopped: `not_needed`, `under_target`, `nothing_to_compact`,
-    /// `max_passes` or `deadline`.
-    pub stopped: String,
+    /// Why compaction stopped.
+    pub stopped: StopReason,
+}
+
+/// Why a compaction stopped. Stored with each compaction as its snake_case name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The context was under the threshold: nothing ran.
+    #[default]
+    NotNeeded,
+    /// The context reached the target.
+    UnderTarget,
+    /// Everything outside the protected head and fresh tail is already summarized.
+    NothingToCompact,
+    /// The pass limit was reached.
+    MaxPasses,
+    /// The compaction's deadline passed.
+    Deadline,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::NotNeeded => "not_needed",
+            StopReason::UnderTarget => "under_target",
+            StopReason::NothingToCompact => "nothing_to_compact",
+            StopReason::MaxPasses => "max_passes",
+            StopReason::Deadline => "deadline",
+        })
+    }
 }
 
 /// Most summarizer failure lines kept in a report.
@@ -110,7 +138,7 @@ impl Compactor<'_> {
         let deadline = started + Duration::from_millis(self.settings.deadline_ms);
         report.deadline_ms = self.settings.deadline_ms;
         report.target_tokens = budget.target_tokens;
-        report.stopped = "nothing_to_compact".to_string();
+        report.stopped = StopReason::NothingToCompact;
         let max_blocks = self.settings.max_summary_blocks;
         let fanout = self.settings.condensed_min_fanout;
         loop {
@@ -120,17 +148,17 @@ impl Compactor<'_> {
                 && blocks <= max_blocks
                 && !(force && report.passes == 0)
             {
-                report.stopped = "under_target".to_string();
+                report.stopped = StopReason::UnderTarget;
                 break;
             }
             if report.passes >= self.settings.max_passes {
-                report.stopped = "max_passes".to_string();
+                report.stopped = StopReason::MaxPasses;
                 break;
             }
             // The first pass always runs (it degrades to truncation when time is short), so a
             // compaction that was asked for always makes progress.
             if report.passes > 0 && Instant::now() >= deadline {
-                report.stopped = "deadline".to_string();
+                report.stopped = StopReason::Deadline;
                 break;
             }
             let tail = fresh_tail_start(entries, self.settings, budget.context_length);

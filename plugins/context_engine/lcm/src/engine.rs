@@ -214,7 +214,7 @@ impl ContextEngine for LcmEngine {
             tokens_after: tokens,
             messages_before: messages.len(),
             messages_after: messages.len(),
-            stopped: "not_needed".to_string(),
+            stopped: crate::compaction::StopReason::NotNeeded,
             ..Report::default()
         };
         let compact = options.force || over;

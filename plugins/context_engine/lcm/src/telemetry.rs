@@ -70,7 +70,7 @@ mod tests {
             tokens_before: 900,
             tokens_after: 300,
             passes: 2,
-            stopped: "under_target".into(),
+            stopped: crate::compaction::StopReason::UnderTarget,
             escalation_level: TRUNCATION,
             summarizer: Some(TRUNCATION_NAME.into()),
             summarizer_failures: vec!["HTTP 500".into(), "timeout".into()],
