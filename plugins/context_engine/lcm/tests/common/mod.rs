@@ -72,6 +72,7 @@ impl FakeBackend {
             Ok(Summary {
                 text,
                 summarizer: name.to_string(),
+                ..Summary::default()
             })
         };
         match script {
@@ -84,10 +85,12 @@ impl FakeBackend {
             Script::Empty => Ok(Summary {
                 text: "   ".into(),
                 summarizer: "fake".into(),
+                ..Summary::default()
             }),
             Script::Oversized => Ok(Summary {
                 text: "word ".repeat(request.max_tokens as usize * 10),
                 summarizer: "fake".into(),
+                ..Summary::default()
             }),
             Script::Slow(delay) => {
                 std::thread::sleep(delay);
