@@ -108,11 +108,10 @@ impl App {
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime.handle().clone())
             .map_err(|error| config.locate_message(&error.to_string()))?;
         let tokens = config.token_counter();
-        let services = Arc::new(HostServicesImpl::new(
-            tokens,
-            LogSink::stderr(global.verbose),
-            Some(summarizer),
-        ));
+        let services = Arc::new(
+            HostServicesImpl::new(tokens, LogSink::stderr(global.verbose), Some(summarizer))
+                .with_summarizer_cooldown(config.summarizer.cooldown()),
+        );
         Ok(App {
             engines: Engines::new(config, home, services),
             config_path,
