@@ -62,7 +62,8 @@ pub struct SummarizeService {
 /// The configured summarizer's last failure, while it rests.
 struct Cooling {
     until: Instant,
-    reason: String,
+    /// What went wrong, one line.
+    what: String,
 }
 
 impl SummarizeService {
@@ -106,29 +107,29 @@ impl SummarizeService {
         let cooling = cooling.as_ref()?;
         let left = cooling.until.checked_duration_since(Instant::now())?;
         Some(format!(
-            "{} is resting for {}s after a failure: {}",
+            "summarizer {} is resting for {}s after a failure: {}",
             self.configured.describe(),
             left.as_secs_f64().ceil(),
-            cooling.reason
+            cooling.what
         ))
     }
 
     /// Records a failure (starting the cool-down) and returns the fallback reason.
     fn failed(&self, what: String) -> String {
-        let reason = format!("{} failed: {}", self.configured.describe(), one_line(&what));
-        self.log.log(
-            "host",
-            LogLevel::Warn,
-            &format!(
-                "summarizer failed ({reason}); the offline summary answers for the next {}s",
+        let what = one_line(&what);
+        let reason = format!("summarizer {} failed: {what}", self.configured.describe());
+        let meanwhile = if self.cooldown.is_zero() {
+            "the offline summary answers this call".to_string()
+        } else {
+            format!(
+                "the offline summary answers for the next {}s",
                 self.cooldown.as_secs()
-            ),
-        );
+            )
+        };
+        self.log
+            .log("host", LogLevel::Warn, &format!("{reason}; {meanwhile}"));
         let until = Instant::now().checked_add(self.cooldown);
-        self.set_cooling(until.map(|until| Cooling {
-            until,
-            reason: one_line(&what),
-        }));
+        self.set_cooling(until.map(|until| Cooling { until, what }));
         reason
     }
 
