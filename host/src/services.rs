@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use ctxhost_compressor::redact;
 use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
 use ctxhost_summarizer::settings::DEFAULT_COOLDOWN_SECS;
 use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
@@ -51,7 +52,10 @@ impl LogSink {
 /// [`Summary::fallback_reason`]. After a failure the configured summarizer rests for the
 /// cool-down (the offline summary answers meanwhile), so a dead endpoint is not retried on every
 /// compression of every engine; the first call after the cool-down tries it again. The offline
-/// summarizer itself cannot fail and needs no ladder.
+/// summarizer itself cannot fail, so with it configured there is never a fallback.
+///
+/// Secrets are redacted from everything an engine sends before any summarizer sees it, and from
+/// every answer, whatever the engine did itself.
 pub struct SummarizeService {
     configured: Arc<dyn Summarizer>,
     cooldown: Duration,
@@ -84,6 +88,26 @@ impl SummarizeService {
 
     /// A summary, always: the configured summarizer's, or the offline one saying why not.
     pub fn summarize(&self, request: &SummarizeRequest) -> Summary {
+        let request = SummarizeRequest {
+            instructions: redact(&request.instructions).into_owned(),
+            content: redact(&request.content).into_owned(),
+            max_tokens: request.max_tokens,
+            focus_topic: request
+                .focus_topic
+                .as_deref()
+                .map(|t| redact(t).into_owned()),
+            previous_summary: request
+                .previous_summary
+                .as_deref()
+                .map(|s| redact(s).into_owned()),
+        };
+        let mut summary = self.ladder(&request);
+        summary.text = redact(&summary.text).into_owned();
+        summary.fallback_reason = summary.fallback_reason.map(|r| redact(&r).into_owned());
+        summary
+    }
+
+    fn ladder(&self, request: &SummarizeRequest) -> Summary {
         let reason = match self.resting() {
             Some(reason) => reason,
             None => match self.configured.summarize(request) {
