@@ -255,11 +255,10 @@ impl Engines {
     ) -> Result<Self, ConfigError> {
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime)
             .map_err(|error| config.locate_message(&error.to_string()))?;
-        let services = Arc::new(HostServicesImpl::new(
-            config.token_counter(),
-            LogSink::stderr(verbose),
-            Some(summarizer),
-        ));
+        let services = Arc::new(
+            HostServicesImpl::new(config.token_counter(), LogSink::stderr(verbose), Some(summarizer))
+                .with_summarizer_cooldown(config.summarizer.cooldown()),
+        );
         Ok(Engines::new(config, home, services))
     }
 

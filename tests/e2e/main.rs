@@ -4,6 +4,7 @@
 mod abi;
 mod config_cmd;
 mod config_errors;
+mod dependencies;
 mod embedding;
 mod lcm;
 mod loading;

@@ -1,5 +1,7 @@
 //! The compressor with a real HTTP summarizer: a chat-completions server on 127.0.0.1 stands in
-//! for the model provider.
+//! for the model provider. The host's `summarize` service owns the failure ladder (the configured
+//! summarizer, else the offline summary with the reason, and a cool-down after a failure), tested
+//! here through the real binary.
 
 use std::time::Duration;
 
@@ -108,7 +110,7 @@ fn rate_limits_and_server_errors_are_retried() {
 }
 
 #[test]
-fn a_timeout_or_a_garbage_answer_falls_back_to_the_deterministic_summary() {
+fn a_timeout_or_a_garbage_answer_gets_the_offline_summary_and_a_warning_saying_why() {
     ctxhost_tests::artifacts();
     for script in [
         vec![chat_reply("late").after(Duration::from_secs(3)); 4],
@@ -127,10 +129,184 @@ fn a_timeout_or_a_garbage_answer_falls_back_to_the_deterministic_summary() {
         );
         assert!(!summary.contains("late"));
         assert!(!run.stdout.contains(SECRET));
+        let warning = format!(
+            "[host] warn: summarizer custom:tiny-summarizer@{} failed: ",
+            server.base_url()
+        );
         assert!(
-            run.stderr.contains("summarizer failed"),
+            run.stderr.contains(&warning),
             "the fallback is reported: {}",
             run.stderr
         );
     }
+}
+
+/// A config for the ladder tests: one request per summarizer call (no retries), and `extra`
+/// YAML appended (cool-down settings).
+fn ladder_config(server: &TestServer, extra: &str) -> String {
+    format!(
+        "model:\n  context_length: 8000\nauxiliary:\n  compression:\n    provider: custom\n    model: tiny-summarizer\n    base_url: {}\n    api_key_env: {KEY_ENV}\n    timeout: 15\n    max_retries: 0\n{extra}",
+        server.base_url()
+    )
+}
+
+/// `ctxhost run --json` of the transcript: the compressions of the report.
+fn replay(sandbox: &Sandbox) -> Vec<Value> {
+    let path = transcript(sandbox);
+    let run = sandbox.ctxhost_with_env(&["run", &path, "--json"], &[(KEY_ENV, "k")]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(!run.stdout.contains(SECRET));
+    let report = run.json();
+    let compressions = report["runs"][0]["compressions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        compressions.len() >= 3,
+        "the transcript needs several compressions in an 8000-token window: {report}"
+    );
+    compressions
+}
+
+/// What the engine reported about one compression: who wrote the summary, why the configured
+/// summarizer did not, and how often it asked the host.
+fn summarizer_of(compression: &Value) -> Option<&str> {
+    compression["summarizer"].as_str()
+}
+
+fn fallback_reason_of(compression: &Value) -> Option<&str> {
+    compression["report"]["fallback_reason"].as_str()
+}
+
+fn summarizer_calls(compressions: &[Value]) -> u64 {
+    compressions
+        .iter()
+        .map(|c| c["report"]["summarizer_calls"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn a_working_summarizer_writes_every_summary_without_fallback() {
+    ctxhost_tests::artifacts();
+    let server = TestServer::start(vec![chat_reply("## Goal\nLLM-SUMMARY"); 60]);
+    let sandbox = Sandbox::new();
+    sandbox.write_config(&ladder_config(&server, ""));
+    let compressions = replay(&sandbox);
+    let calls = summarizer_calls(&compressions);
+    assert!(calls >= 2, "{compressions:?}");
+    assert_eq!(
+        server.requests().len() as u64,
+        calls,
+        "one request per call"
+    );
+    let expected = format!("custom:tiny-summarizer@{}", server.base_url());
+    for compression in &compressions {
+        assert_eq!(fallback_reason_of(compression), None, "{compression}");
+        if let Some(summarizer) = summarizer_of(compression) {
+            assert_eq!(summarizer, expected, "{compression}");
+        }
+    }
+}
+
+#[test]
+fn a_failing_summarizer_gets_the_offline_summary_and_the_report_says_why() {
+    ctxhost_tests::artifacts();
+    let down = Reply::json(
+        500,
+        serde_json::json!({"error": {"message": "MODEL-OVERLOADED"}}),
+    );
+    let server = TestServer::start(vec![down; 60]);
+    let sandbox = Sandbox::new();
+    sandbox.write_config(&ladder_config(&server, ""));
+    let compressions = replay(&sandbox);
+    let described = format!("summarizer custom:tiny-summarizer@{}", server.base_url());
+    let first = fallback_reason_of(&compressions[0]).expect("a reason");
+    assert!(
+        first.starts_with(&format!("{described} failed: ")) && first.contains("MODEL-OVERLOADED"),
+        "{first}"
+    );
+    for compression in &compressions {
+        let reason = fallback_reason_of(compression).expect("every summary fell back");
+        assert!(reason.starts_with(&described), "{reason}");
+        assert!(!reason.contains('\n'), "one line: {reason}");
+        assert_ne!(summarizer_of(compression), Some(described.as_str()));
+    }
+    assert!(
+        compressions
+            .iter()
+            .any(|c| summarizer_of(c) == Some("offline")),
+        "the offline summary took over: {compressions:?}"
+    );
+}
+
+#[test]
+fn after_a_failure_the_summarizer_rests_for_the_cool_down() {
+    ctxhost_tests::artifacts();
+    let down = Reply::json(500, serde_json::json!({"error": {"message": "down"}}));
+    // The default cool-down (60 s) outlasts the replay: one request, whatever the number of
+    // summaries asked for.
+    let server = TestServer::start(vec![down.clone(); 60]);
+    let sandbox = Sandbox::new();
+    sandbox.write_config(&ladder_config(&server, ""));
+    let compressions = replay(&sandbox);
+    assert!(summarizer_calls(&compressions) >= 3, "{compressions:?}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no second request while resting"
+    );
+    let resting = compressions
+        .iter()
+        .filter_map(fallback_reason_of)
+        .filter(|reason| reason.contains("is resting for"))
+        .count();
+    assert!(resting >= 2, "{compressions:?}");
+
+    // Without a cool-down (the new key, then the compressor's older one) every call asks.
+    for extra in [
+        "    cooldown_seconds: 0\n",
+        "compression:\n  summarizer_cooldown_seconds: 0\n",
+    ] {
+        let server = TestServer::start(vec![down.clone(); 60]);
+        let sandbox = Sandbox::new();
+        sandbox.write_config(&ladder_config(&server, extra));
+        let compressions = replay(&sandbox);
+        let calls = summarizer_calls(&compressions);
+        assert!(calls >= 3, "{extra}: {compressions:?}");
+        assert_eq!(server.requests().len() as u64, calls, "{extra}");
+    }
+}
+
+#[test]
+fn the_host_redacts_what_any_engine_sends_and_every_summary_it_returns() {
+    // lcm redacts nothing itself (it keeps every turn verbatim in its store): the host's
+    // `summarize` does it for every engine, both ways.
+    ctxhost_tests::artifacts();
+    let leaked = "sk-live-LEAKEDBYTHEMODEL0123456789";
+    let server = TestServer::start(vec![
+        chat_reply(&format!(
+            "Earlier turns: the user gave key {leaked}."
+        ));
+        40
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(&format!(
+        "context:\n  engine: lcm\nplugins:\n  lcm:\n    fresh_tail_count: 4\n{}",
+        ladder_config(&server, "")
+    ));
+    let path = transcript(&sandbox);
+    let run = sandbox.ctxhost_with_env(&["compress", "--force", &path], &[(KEY_ENV, "k")]);
+    assert!(run.success(), "{}", run.stderr);
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "lcm asked the summarizer");
+    let sent: String = requests.iter().map(|r| r.body.as_str()).collect();
+    assert!(sent.contains("[REDACTED]"), "the secret's place is marked");
+    assert!(!sent.contains(SECRET), "the planted secret never leaves");
+    let output = run.stdout;
+    assert!(
+        output.contains("Earlier turns: the user gave key [REDACTED]."),
+        "{output}"
+    );
+    assert!(!output.contains(leaked));
 }

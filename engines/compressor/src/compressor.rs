@@ -1,12 +1,11 @@
 //! The engine: when to compress, and the phases of a compression, cheapest first.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus,
     Escalation, HostServices, Message, SessionStart, SummarizeRequest, TokenTracker, Usage,
 };
-use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -35,10 +34,22 @@ pub struct Telemetry {
     /// Old images replaced by a placeholder.
     pub stripped_images: usize,
     pub summarized: bool,
-    /// Who wrote the summary; `None` when pruning was enough.
+    /// Calls made to the host's summarizer (answered or not).
+    pub summarizer_calls: u32,
+    /// Who wrote the summary, as the host's answer says (`offline` when the host fell back to
+    /// it); `None` when pruning was enough or no summary could be written.
     pub summarizer: Option<String>,
-    /// Why the configured summarizer was not used, when it was not.
+    /// Why the configured summarizer did not write the summary, when it did not: the host's
+    /// reason for falling back, or why the host could not answer at all.
     pub fallback_reason: Option<String>,
+    pub elapsed_ms: f64,
+}
+
+/// What the middle of the conversation became.
+struct Written {
+    text: String,
+    summarizer: Option<String>,
+    fallback_reason: Option<String>,
 }
 
 /// The built-in lossy engine.
@@ -46,8 +57,6 @@ pub struct Compressor {
     services: HostServices,
     settings: Settings,
     tracker: TokenTracker,
-    /// No summarizer calls until then, after a failure (a dead endpoint is not retried each turn).
-    cooldown_until: Option<Instant>,
     /// Context tokens right after the last compression: the local count, replaced by the
     /// provider's figure from the first call after it (which includes tool schemas and framing
     /// the local count cannot see).
@@ -67,7 +76,6 @@ impl Compressor {
             services,
             settings,
             tracker,
-            cooldown_until: None,
             tokens_after_last: None,
             awaiting_first_usage: false,
             last: None,
@@ -150,44 +158,34 @@ impl Compressor {
         ((middle_tokens as f64 * 0.20) as u64).clamp(low, high)
     }
 
-    /// Asks the host's summarizer, or during a cool-down (or after a failure) writes the
-    /// deterministic summary instead. Returns the text, who wrote it, and why the fallback.
-    fn summarize(
-        &mut self,
-        request: &SummarizeRequest,
-        force: bool,
-    ) -> (String, String, Option<String>) {
-        let cooling = self
-            .cooldown_until
-            .is_some_and(|until| Instant::now() < until);
-        let failure = if cooling && !force {
-            Some("summarizer cooling down after a failure".to_string())
-        } else {
-            match self.services.summarize(request) {
-                Ok(summary) if !summary.text.trim().is_empty() => {
-                    self.cooldown_until = None;
-                    return (summary.text, summary.summarizer, None);
+    /// Asks the host's summarizer. The host owns the failure ladder (its configured
+    /// summarizer, else the offline summary with the reason, and a cool-down after a failure),
+    /// so an answer is used as it comes. A host that cannot answer at all still gets progress:
+    /// a short note saying what was removed takes the summary's place (Hermes' behaviour when
+    /// its summary fails).
+    fn summarize(&self, request: &SummarizeRequest, removed: usize) -> Written {
+        let why = match self.services.summarize(request) {
+            Ok(summary) if !summary.text.trim().is_empty() => {
+                return Written {
+                    text: summary.text,
+                    summarizer: Some(summary.summarizer),
+                    fallback_reason: summary.fallback_reason,
                 }
-                Ok(_) => Some("the summarizer returned an empty summary".to_string()),
-                Err(error) => Some(error.to_string()),
             }
+            Ok(summary) => format!("{} answered with an empty summary", summary.summarizer),
+            Err(error) => format!("the host's summarizer could not answer: {error}"),
         };
-        if !cooling {
-            self.cooldown_until = Some(
-                Instant::now() + Duration::from_secs(self.settings.summarizer_cooldown_seconds),
-            );
-            if let Some(reason) = &failure {
-                self.services.warn(&format!(
-                    "summarizer failed ({reason}); using the deterministic summary for {}s",
-                    self.settings.summarizer_cooldown_seconds
-                ));
-            }
+        self.services.warn(&format!(
+            "{why}; {removed} earlier messages removed unsummarized"
+        ));
+        Written {
+            text: format!(
+                "No summary could be written for this part of the conversation: {removed} \
+                 earlier messages were removed to fit the context window."
+            ),
+            summarizer: None,
+            fallback_reason: Some(why),
         }
-        let fallback = OfflineSummarizer
-            .summarize(request)
-            .map(|s| s.text)
-            .unwrap_or_else(|_| "## Goal\n(unavailable)\n".to_string());
-        (fallback, "fallback".to_string(), failure)
     }
 
     fn compress_messages(
@@ -252,18 +250,19 @@ impl Compressor {
             previous_summary: (!previous.is_empty())
                 .then(|| redact(&previous.join("\n\n")).into_owned()),
         };
-        let (text, summarizer, fallback_reason) = self.summarize(&request, options.force);
+        let written = self.summarize(&request, turns.len());
+        telemetry.summarizer_calls = 1;
         let mut out: Vec<Message> = work[..head_end].to_vec();
         out.push(summary_message(
-            &text,
+            &written.text,
             work[..head_end].last().map(Message::role),
             work.get(tail_start).map(Message::role),
         ));
         out.extend_from_slice(&work[tail_start..]);
         let out = sequence::repair(out);
         telemetry.summarized = true;
-        telemetry.summarizer = Some(summarizer);
-        telemetry.fallback_reason = fallback_reason;
+        telemetry.summarizer = written.summarizer;
+        telemetry.fallback_reason = written.fallback_reason;
         telemetry.tokens_after = self.count(&out);
         telemetry.messages_after = out.len();
         if telemetry.tokens_after >= tokens_before {
@@ -321,7 +320,9 @@ impl ContextEngine for Compressor {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        let (out, telemetry) = self.compress_messages(messages, options);
+        let started = Instant::now();
+        let (out, mut telemetry) = self.compress_messages(messages, options);
+        telemetry.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         if telemetry.tokens_after < telemetry.tokens_before {
             self.tracker.compression_count += 1;
         }
@@ -347,17 +348,13 @@ impl ContextEngine for Compressor {
         self.tracker.reset();
         self.tokens_after_last = None;
         self.awaiting_first_usage = false;
-        self.cooldown_until = None;
         self.last = None;
         Ok(())
     }
 
     fn status(&mut self) -> Result<EngineStatus, EngineError> {
         let mut status = self.tracker.status();
-        status.details = json!({
-            "summarizer_cooling_down": self.cooldown_until.is_some_and(|u| Instant::now() < u),
-            "last_compression": self.last,
-        });
+        status.details = json!({ "last_compression": self.last });
         Ok(status)
     }
 
@@ -367,33 +364,43 @@ impl ContextEngine for Compressor {
     }
 
     fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
-        Ok(self.last.as_ref().map(|t| CompressionReport {
-            tokens_before: t.tokens_before,
-            tokens_after: t.tokens_after,
-            messages_before: t.messages_before as u64,
-            messages_after: t.messages_after as u64,
-            summarizer: t.summarizer.clone(),
-            summarizer_calls: u32::from(t.summarized),
-            fallback_reason: t.fallback_reason.clone(),
-            escalation: if t.fallback_reason.is_some() {
-                Escalation::Deterministic
-            } else {
-                Escalation::Normal
-            },
-            elapsed_ms: 0.0,
-            details: serde_json::json!({
-                "pruned": t.pruned,
-                "deduplicated": t.deduplicated,
-                "truncated_arguments": t.truncated_arguments,
-                "stripped_images": t.stripped_images,
-            }),
-        }))
+        Ok(self.last.as_ref().map(Telemetry::report))
     }
 
     fn invoke(&mut self, op: &str, _payload: &Value) -> Result<Value, EngineError> {
         match op {
             "last_compression" => Ok(serde_json::to_value(&self.last)?),
             other => Err(EngineError::unsupported(other)),
+        }
+    }
+}
+
+impl Telemetry {
+    /// The account in the contract's shape; what only this engine does goes in `details`.
+    fn report(&self) -> CompressionReport {
+        CompressionReport {
+            tokens_before: self.tokens_before,
+            tokens_after: self.tokens_after,
+            messages_before: self.messages_before as u64,
+            messages_after: self.messages_after as u64,
+            summarizer: self.summarizer.clone(),
+            summarizer_calls: self.summarizer_calls,
+            fallback_reason: self.fallback_reason.clone(),
+            // The summarizer's failure ladder is the host's; this engine's own last resort is
+            // the note written when the host could not answer at all.
+            escalation: if self.summarized && self.summarizer.is_none() {
+                Escalation::Deterministic
+            } else {
+                Escalation::Normal
+            },
+            elapsed_ms: self.elapsed_ms,
+            details: json!({
+                "summarized": self.summarized,
+                "pruned": self.pruned,
+                "deduplicated": self.deduplicated,
+                "truncated_arguments": self.truncated_arguments,
+                "stripped_images": self.stripped_images,
+            }),
         }
     }
 }

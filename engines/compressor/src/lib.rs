@@ -14,8 +14,10 @@
 //!    the host's summarizer; a later compression updates the previous summary instead of adding
 //!    another. The summary is marked as reference only.
 //! 4. **Safety** (`redact`): secrets are redacted from everything sent to a summarizer and from
-//!    every summary. When the summarizer fails, a deterministic summary takes its place, and a
-//!    cool-down keeps a dead endpoint from being retried every turn.
+//!    every summary. The summarizer is the host's `summarize` service, as for any plugin: when
+//!    the configured summarizer fails, the host answers with the offline summary and says why
+//!    (reported as `fallback_reason`), and rests it for a cool-down. This engine depends on the
+//!    SDK alone: no HTTP client, no async runtime.
 //!
 //! The tail is chosen by token budget (`target_ratio` of the threshold) with a floor of
 //! `protect_last_n` messages, holds the latest user message, and never splits a tool call from

@@ -17,8 +17,6 @@ pub struct Settings {
     pub protect_last_n: usize,
     /// The rough-estimate check before a turn, as a fraction of the window.
     pub hygiene_ratio: f64,
-    /// After a summarizer failure, use the deterministic summary for this long.
-    pub summarizer_cooldown_seconds: u64,
     /// Hermes' head size: non-system messages always kept verbatim. Unset: the first exchange.
     pub protect_first_n: Option<usize>,
     /// Hermes keys accepted so a Hermes config loads; this engine has no use for them.
@@ -28,6 +26,10 @@ pub struct Settings {
     _hygiene_hard_message_limit: Option<Value>,
     #[serde(rename = "summary_model")]
     _summary_model: Option<Value>,
+    /// Moved to the host (`auxiliary.compression.cooldown_seconds`, which owns the summarizer's
+    /// failure ladder); still accepted here, and read by the host, so older configs keep working.
+    #[serde(rename = "summarizer_cooldown_seconds")]
+    _summarizer_cooldown_seconds: Option<u64>,
 }
 
 impl Default for Settings {
@@ -38,11 +40,11 @@ impl Default for Settings {
             target_ratio: 0.20,
             protect_last_n: 20,
             hygiene_ratio: 0.85,
-            summarizer_cooldown_seconds: 60,
             protect_first_n: None,
             _abort_on_summary_failure: None,
             _hygiene_hard_message_limit: None,
             _summary_model: None,
+            _summarizer_cooldown_seconds: None,
         }
     }
 }
@@ -77,11 +79,6 @@ impl Settings {
                 "hygiene_ratio",
                 d.hygiene_ratio.to_string(),
                 "The rough-estimate check before a turn, as a fraction of the window.",
-            ),
-            key(
-                "summarizer_cooldown_seconds",
-                d.summarizer_cooldown_seconds.to_string(),
-                "After a summarizer failure, use the deterministic summary for this long.",
             ),
             key(
                 "protect_first_n",

@@ -60,6 +60,7 @@ impl Answer {
             Answer::Text(text) => Ok(Summary {
                 text: text.clone(),
                 summarizer: FAKE_SUMMARIZER.to_string(),
+                fallback_reason: None,
             }),
             Answer::Error(kind, message) => Err(EngineError::new(*kind, message.clone())),
             Answer::With(answer) => answer(request),
@@ -93,6 +94,7 @@ pub fn digest(request: &SummarizeRequest) -> Summary {
     Summary {
         text: format!("summary: {flat}").chars().take(chars).collect(),
         summarizer: FAKE_SUMMARIZER.to_string(),
+        fallback_reason: None,
     }
 }
 

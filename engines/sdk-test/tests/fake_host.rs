@@ -87,6 +87,7 @@ fn the_script_answers_in_order_then_the_default() {
                 Ok(Summary {
                     text: request.content.to_uppercase(),
                     summarizer: "custom".into(),
+                    fallback_reason: None,
                 })
             }),
         ])
@@ -101,7 +102,8 @@ fn the_script_answers_in_order_then_the_default() {
         services.summarize(&ask).unwrap(),
         Summary {
             text: "SOME   LONG\n CONTENT".into(),
-            summarizer: "custom".into()
+            summarizer: "custom".into(),
+            fallback_reason: None,
         }
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);

@@ -76,6 +76,12 @@ pub struct Summary {
     pub text: String,
     /// Which summarizer wrote it, e.g. `offline` or `openai:gpt-4o-mini`.
     pub summarizer: String,
+    /// Set when the host's configured summarizer did not write this summary and the offline
+    /// one did instead: one line saying why (the configured one failed, answered unusably, or
+    /// is cooling down after a failure). The host's `summarize` never fails for that reason;
+    /// this is how an engine learns it fell back. Absent from hosts that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
 }
 
 /// The model the engine serves.

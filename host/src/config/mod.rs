@@ -192,8 +192,27 @@ impl Config {
         config.summarizer = SummarizerSettings::from_value(&summarizer_section)
             .and_then(|settings| settings.validate().map(|()| settings))
             .map_err(|error| config.locate_message(&error.to_string()))?;
+        config.adopt_legacy_cooldown()?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// The summarizer's cool-down used to be the compressor's
+    /// `compression.summarizer_cooldown_seconds`; it is the host's now
+    /// (`auxiliary.compression.cooldown_seconds`, which wins when both are set).
+    fn adopt_legacy_cooldown(&mut self) -> Result<(), ConfigError> {
+        const LEGACY: &str = "summarizer_cooldown_seconds";
+        let Some(value) = self.compression.get(LEGACY) else {
+            return Ok(());
+        };
+        let Some(seconds) = value.as_u64() else {
+            return Err(self.error_at(
+                &format!("compression.{LEGACY}"),
+                "must be a whole number of seconds",
+            ));
+        };
+        self.summarizer.cooldown_seconds.get_or_insert(seconds);
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), ConfigError> {

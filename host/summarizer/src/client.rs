@@ -142,6 +142,7 @@ impl LlmClient {
         Ok(Summary {
             text,
             summarizer: self.description.clone(),
+            fallback_reason: None,
         })
     }
 }

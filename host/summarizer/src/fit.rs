@@ -1,62 +1,15 @@
-//! Token estimates and trimming, so a summary request fits the summary model's window and a
-//! summary fits its `max_tokens`.
-//!
-//! Tokens are estimated as bytes / 4, rounded up: that is the usual chars / 4 for ASCII and
-//! errs on the safe side for other scripts, where a character costs more tokens.
+//! Trimming, so a summary request fits the summary model's window and a summary fits its
+//! `max_tokens`. The estimates and cuts themselves are the offline summary's
+//! ([`ctxhost_offline_summary::budget`]), re-exported here: every summarizer sizes text alike.
 
 use std::borrow::Cow;
 
 use ctxhost_sdk::EngineError;
 
-/// `max_tokens` used when a request leaves it at 0.
-pub const DEFAULT_SUMMARY_TOKENS: u64 = 2048;
-
-/// Estimated tokens in `text`.
-pub fn estimate_tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4)
-}
-
-/// How many bytes of text `tokens` allow.
-pub fn token_bytes(tokens: u64) -> usize {
-    usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX)
-}
-
-/// The largest char boundary at or before `index`.
-pub fn floor_boundary(text: &str, index: usize) -> usize {
-    if index >= text.len() {
-        return text.len();
-    }
-    let mut index = index;
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-/// The smallest char boundary at or after `index`.
-pub fn ceil_boundary(text: &str, index: usize) -> usize {
-    if index >= text.len() {
-        return text.len();
-    }
-    let mut index = index;
-    while !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index
-}
-
-/// `text` cut to at most `max_bytes` bytes on a char boundary, ending with `…` when cut.
-pub fn truncate_bytes(text: &str, max_bytes: usize) -> Cow<'_, str> {
-    if text.len() <= max_bytes {
-        return Cow::Borrowed(text);
-    }
-    const ELLIPSIS: &str = "…";
-    if max_bytes < ELLIPSIS.len() {
-        return Cow::Owned(text[..floor_boundary(text, max_bytes)].to_string());
-    }
-    let cut = floor_boundary(text, max_bytes - ELLIPSIS.len());
-    Cow::Owned(format!("{}{ELLIPSIS}", text[..cut].trim_end()))
-}
+pub use ctxhost_offline_summary::budget::{
+    ceil_boundary, estimate_tokens, floor_boundary, token_bytes, truncate_bytes,
+    DEFAULT_SUMMARY_TOKENS,
+};
 
 /// Keeps the beginning and the end of `text` within `max_tokens`, replacing the middle with a
 /// marker saying how much was left out. Cuts fall on line breaks when one is near.
@@ -175,13 +128,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn estimate_is_bytes_over_four_rounded_up() {
-        assert_eq!(estimate_tokens(""), 0);
-        assert_eq!(estimate_tokens("abcd"), 1);
-        assert_eq!(estimate_tokens("abcde"), 2);
-    }
-
-    #[test]
     fn trim_middle_keeps_both_ends_and_fits() {
         let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
         let trimmed = trim_middle(&text, 200);
@@ -197,13 +143,6 @@ mod tests {
         let trimmed = trim_middle(&text, 300);
         assert!(estimate_tokens(&trimmed) <= 300);
         assert!(trimmed.starts_with('é') && trimmed.ends_with('é'));
-    }
-
-    #[test]
-    fn truncate_bytes_never_exceeds() {
-        for max in 0..12 {
-            assert!(truncate_bytes("héllo wörld ünïcode", max).len() <= max);
-        }
     }
 
     #[test]

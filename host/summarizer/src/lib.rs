@@ -2,7 +2,8 @@
 //!
 //! - [`OfflineSummarizer`] (the default): deterministic and extractive, no network. It fills
 //!   the handoff template (Goal, Constraints & Preferences, Progress: Done / In Progress /
-//!   Blocked, Key Decisions, Relevant Files, Next Steps, Critical Context) from the turns.
+//!   Blocked, Key Decisions, Relevant Files, Next Steps, Critical Context) from the turns. It
+//!   lives in the network-free crate `ctxhost-offline-summary` and is re-exported here.
 //! - [`OpenAiSummarizer`]: OpenAI chat completions (`openai`, `openrouter`, and `custom` for
 //!   any compatible server such as vLLM, llama.cpp server or Ollama).
 //! - [`AnthropicSummarizer`]: Anthropic's Messages API.
@@ -13,7 +14,8 @@
 //! a multi-thread one (a current-thread runtime does not drive IO for `Handle::block_on`).
 //! API keys are read from the environment variable the settings name, at each call, so a
 //! missing key is an [`ErrorKind::NotConfigured`](ctxhost_sdk::ErrorKind) error the engine can
-//! fall back from. Every failure is an [`EngineError`]: `Unavailable` for network, 5xx,
+//! fall back from (the host's `summarize` service falls back to the offline summary for every
+//! engine). Every failure is an [`EngineError`]: `Unavailable` for network, 5xx,
 //! timeouts and unusable answers; `NotConfigured` for a missing key; `Failed` for auth errors,
 //! unknown models or endpoints, and rejected requests.
 
@@ -24,7 +26,6 @@ use ctxhost_sdk::{EngineError, SummarizeRequest, Summary};
 mod anthropic;
 mod client;
 pub mod fit;
-mod offline;
 mod openai;
 mod prompt;
 mod retry;
@@ -32,7 +33,7 @@ pub mod settings;
 mod transport;
 
 pub use anthropic::{AnthropicSummarizer, ANTHROPIC_VERSION};
-pub use offline::OfflineSummarizer;
+pub use ctxhost_offline_summary::OfflineSummarizer;
 pub use openai::OpenAiSummarizer;
 pub use prompt::DEFAULT_INSTRUCTIONS;
 pub use retry::RetryPolicy;
@@ -59,4 +60,14 @@ pub fn build(
         }
         Provider::Anthropic => Arc::new(AnthropicSummarizer::new(settings, runtime)?),
     })
+}
+
+impl Summarizer for OfflineSummarizer {
+    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
+        Ok(self.summary(request))
+    }
+
+    fn describe(&self) -> String {
+        OfflineSummarizer::NAME.to_string()
+    }
 }

@@ -1,6 +1,7 @@
 //! The `auxiliary.compression` section of `config.yaml`: which summarizer the host serves.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -18,6 +19,8 @@ pub const DEFAULT_MAX_RETRIES: u32 = 3;
 pub const MAX_RETRIES_LIMIT: u32 = 10;
 /// A summary model needs at least this much window to be useful.
 pub const MIN_CONTEXT_LENGTH: u64 = 1024;
+/// Seconds the configured summarizer rests after a failure when the config does not say.
+pub const DEFAULT_COOLDOWN_SECS: u64 = 60;
 
 /// Who writes summaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,6 +107,10 @@ pub struct SummarizerSettings {
     pub max_retries: u32,
     /// The summary model's window in tokens (default 128000): requests are trimmed to fit it.
     pub context_length: Option<u64>,
+    /// Seconds the summarizer rests after a failure, the offline summary answering meanwhile
+    /// (default 60; 0 retries it on every call). The host's `config.yaml` loader also takes the
+    /// older `compression.summarizer_cooldown_seconds` when this is unset.
+    pub cooldown_seconds: Option<u64>,
 }
 
 impl Default for SummarizerSettings {
@@ -116,6 +123,7 @@ impl Default for SummarizerSettings {
             timeout: DEFAULT_TIMEOUT_SECS,
             max_retries: DEFAULT_MAX_RETRIES,
             context_length: None,
+            cooldown_seconds: None,
         }
     }
 }
@@ -156,7 +164,7 @@ impl SettingsError {
     }
 }
 
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "provider",
     "model",
     "base_url",
@@ -164,6 +172,7 @@ const KEYS: [&str; 7] = [
     "timeout",
     "max_retries",
     "context_length",
+    "cooldown_seconds",
 ];
 
 impl SummarizerSettings {
@@ -195,6 +204,7 @@ impl SummarizerSettings {
                 "timeout" => settings.timeout = field(key, value)?,
                 "max_retries" => settings.max_retries = field(key, value)?,
                 "context_length" => settings.context_length = field(key, value)?,
+                "cooldown_seconds" => settings.cooldown_seconds = field(key, value)?,
                 "api_key" => {
                     return Err(SettingsError::invalid(
                         key,
@@ -297,6 +307,11 @@ impl SummarizerSettings {
         self.context_length.unwrap_or(DEFAULT_CONTEXT_LENGTH)
     }
 
+    /// How long the summarizer rests after a failure.
+    pub fn cooldown(&self) -> Duration {
+        Duration::from_secs(self.cooldown_seconds.unwrap_or(DEFAULT_COOLDOWN_SECS))
+    }
+
     /// What [`crate::Summarizer::describe`] will say for these settings.
     pub fn describe(&self) -> String {
         let model = self.model.as_deref().unwrap_or("?");
@@ -330,6 +345,7 @@ fn field<T: serde::de::DeserializeOwned>(key: &str, value: &Value) -> Result<T, 
             ),
             "timeout" => "must be a number of seconds".to_string(),
             "max_retries" | "context_length" => "must be a whole number".to_string(),
+            "cooldown_seconds" => "must be a whole number of seconds".to_string(),
             _ => "must be a string".to_string(),
         };
         SettingsError::invalid(key, format!("{expected} ({error})"))

@@ -16,6 +16,7 @@ fn settings(base_url: String, key_env: &str) -> SummarizerSettings {
         timeout: 5.0,
         max_retries: 2,
         context_length: None,
+        cooldown_seconds: None,
     }
 }
 

@@ -19,6 +19,7 @@ fn settings(provider: Provider, base_url: String, key_env: Option<&str>) -> Summ
         timeout: 5.0,
         max_retries: 3,
         context_length: None,
+        cooldown_seconds: None,
     }
 }
 

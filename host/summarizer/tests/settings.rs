@@ -109,6 +109,9 @@ fn from_value_names_the_key() {
     .unwrap();
     assert_eq!(settings.timeout, 30.0);
     assert_eq!(settings.context_length, Some(8192));
+    assert_eq!(settings.cooldown(), std::time::Duration::from_secs(60));
+    let resting = SummarizerSettings::from_value(&json!({"cooldown_seconds": 5})).unwrap();
+    assert_eq!(resting.cooldown(), std::time::Duration::from_secs(5));
 
     let error = |value| {
         SummarizerSettings::from_value(&value)
@@ -124,6 +127,8 @@ fn from_value_names_the_key() {
     ));
     assert!(error(json!({"timeout": "fast"}))
         .starts_with("auxiliary.compression.timeout: must be a number of seconds"));
+    assert!(error(json!({"cooldown_seconds": -1}))
+        .starts_with("auxiliary.compression.cooldown_seconds: must be a whole number of seconds"));
     assert!(error(json!({"provider": "custom", "model": "m"}))
         .starts_with("auxiliary.compression.base_url: required when provider is custom"));
     assert!(

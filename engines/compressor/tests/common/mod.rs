@@ -11,10 +11,14 @@ use ctxhost_sdk::{
 };
 use serde_json::{json, Value};
 
-/// How the fake summarizer answers.
+/// How the fake host's `summarize` answers.
 #[derive(Clone)]
 pub enum Answer {
+    /// The configured summarizer wrote this.
     Summary(String),
+    /// The host fell back to its offline summary, for this reason.
+    FellBack(String),
+    /// The host could not answer at all.
     Fail,
 }
 
@@ -49,6 +53,12 @@ impl HostBackend for FakeHost {
         self.requests.lock().unwrap().push(request);
         match self.answer.lock().unwrap().clone() {
             Answer::Summary(text) => Ok(json!({"text": text, "summarizer": "fake"}).to_string()),
+            Answer::FellBack(reason) => Ok(json!({
+                "text": "## Goal\nthe offline handoff",
+                "summarizer": "offline",
+                "fallback_reason": reason,
+            })
+            .to_string()),
             Answer::Fail => Err(EngineError::new(ErrorKind::Unavailable, "HTTP 500")),
         }
     }

@@ -39,6 +39,7 @@ impl HostBackend for Backend {
         Ok(serde_json::to_string(&Summary {
             text,
             summarizer: "bench".into(),
+            ..Summary::default()
         })?)
     }
 }

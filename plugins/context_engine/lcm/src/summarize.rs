@@ -1,10 +1,21 @@
 //! Writing one summary, with escalation: normal → aggressive → deterministic truncation.
 //!
-//! The host's summarizer may fail, hang, or answer with nothing or with too much. Each such
-//! answer moves one level up; the last level is this engine's own truncation, which cannot fail,
-//! so every compaction pass makes progress. Summarizer calls run on a helper thread and are
-//! abandoned when they outlive the per-call timeout or the compaction's deadline: a hung
-//! summarizer never holds the host past the deadline.
+//! Who does what when summarizing goes wrong:
+//! - **Summarizer failures are the host's job.** The host's `summarize` service owns one failure
+//!   ladder for every engine: its configured summarizer first, and when that fails (an error, a
+//!   timeout, an unusable answer) the offline summary, with the reason in
+//!   `Summary::fallback_reason`, and a cool-down so a dead endpoint is not retried on every call.
+//!   This engine does not retry a failed call: an error reaching it means the host could not
+//!   answer at all, and asking again would only repeat that.
+//! - **Escalation is this engine's job**, because only it knows what it asked for: an answer
+//!   that is empty, larger than asked, or not smaller than its sources moves one level up
+//!   (aggressive: half the size, stricter instructions). The last level, reached from there or
+//!   when the host could not answer in time or at all, is this engine's own truncation, which
+//!   cannot fail, so every compaction pass makes progress.
+//!
+//! Summarizer calls run on a helper thread and are abandoned when they outlive the per-call
+//! timeout or the compaction's deadline: a hung summarizer never holds the host past the
+//! deadline.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -56,7 +67,8 @@ pub struct Written {
     pub level: u8,
     /// Summarizer calls made (answered or not).
     pub calls: u32,
-    /// Why lower levels were given up, one line each.
+    /// Why lower levels were given up, and why the host fell back to its offline summary when
+    /// it did, one line each.
     pub failures: Vec<String>,
 }
 
@@ -90,19 +102,30 @@ pub fn write(
             previous_summary: None,
         };
         calls += 1;
-        match ask(services, request, wait) {
-            Ok(summary) => match check(services, &summary.text, max_tokens, job.source_tokens) {
-                Ok(()) => {
-                    return Written {
-                        text: summary.text.trim().to_string(),
-                        summarizer: summary.summarizer,
-                        level,
-                        calls,
-                        failures,
-                    }
+        let summary = match ask(services, request, wait) {
+            Ok(summary) => summary,
+            Err(why) => {
+                // The host's ladder is spent (or the wait is): straight to truncation.
+                failures.push(why);
+                break;
+            }
+        };
+        if let Some(reason) = &summary.fallback_reason {
+            failures.push(format!(
+                "the host fell back to the {} summary: {reason}",
+                summary.summarizer
+            ));
+        }
+        match check(services, &summary.text, max_tokens, job.source_tokens) {
+            Ok(()) => {
+                return Written {
+                    text: summary.text.trim().to_string(),
+                    summarizer: summary.summarizer,
+                    level,
+                    calls,
+                    failures,
                 }
-                Err(why) => failures.push(why),
-            },
+            }
             Err(why) => failures.push(why),
         }
     }

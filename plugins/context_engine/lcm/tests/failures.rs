@@ -30,15 +30,20 @@ fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
         assert_eq!(report["summarizer"], json!("truncation"), "{script:?}");
         let leaves = report["leaf_summaries"].as_u64().unwrap();
         assert!(leaves > 0, "{script:?}");
-        // Two summarizer attempts (normal, aggressive) per summary before truncating.
+        // An unusable answer gets a second, aggressive attempt per summary before truncating;
+        // an error is not asked again: the host's own ladder already fell back and failed.
         let summaries = leaves + report["condensed_summaries"].as_u64().unwrap();
+        let attempts = match script {
+            Script::Fail => 1,
+            _ => 2,
+        };
         assert_eq!(
             report["summarizer_calls"].as_u64().unwrap(),
-            2 * summaries,
+            attempts * summaries,
             "{script:?}"
         );
         // The report counts what the host saw.
-        assert_eq!(host.summarize_calls() as u64, 2 * summaries, "{script:?}");
+        assert_eq!(host.summarize_calls() as u64, attempts * summaries, "{script:?}");
         assert!(!report["summarizer_failures"].as_array().unwrap().is_empty());
         assert!(tokens(&out) < tokens(&history), "{script:?}");
         assert!(
@@ -56,11 +61,26 @@ fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
 }
 
 #[test]
-fn a_failed_normal_attempt_escalates_to_aggressive() {
-    let mut engine = engine(&host(Script::FailThenGood, small_config(), SMALL_WINDOW));
+fn an_unusable_normal_answer_escalates_to_aggressive() {
+    let host = host(Script::Good, small_config(), SMALL_WINDOW);
+    host.push_answer(ctxhost_sdk_test::Answer::text("   "));
+    let mut engine = engine(&host);
     let (_, _, report) = over_threshold(&mut engine);
     assert_eq!(report["escalation_level"], json!(1), "{report}");
     assert_eq!(report["summarizer"], json!("fake"));
+}
+
+#[test]
+fn a_summarizer_error_truncates_that_summary_and_the_next_asks_again() {
+    let host = host(Script::FailThenGood, small_config(), SMALL_WINDOW);
+    let mut engine = engine(&host);
+    let (_, _, report) = over_threshold(&mut engine);
+    assert_eq!(report["escalation_level"], json!(2), "{report}");
+    // The failed summary was truncated without a second call; the next one was written.
+    assert_eq!(report["summarizer"], json!("fake"), "{report}");
+    let summaries = report["leaf_summaries"].as_u64().unwrap()
+        + report["condensed_summaries"].as_u64().unwrap();
+    assert_eq!(host.summarize_calls() as u64, summaries, "{report}");
 }
 
 #[test]

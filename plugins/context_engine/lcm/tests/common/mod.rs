@@ -43,6 +43,7 @@ impl Script {
                 Ok(Summary {
                     text: "word ".repeat(request.max_tokens as usize * 10),
                     summarizer: "fake".into(),
+                    ..Summary::default()
                 })
             }),
             Script::Slow(delay) => Answer::with(move |request| {

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::fit::truncate_bytes;
+use crate::budget::truncate_bytes;
 
 use super::extract::mentions;
 

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::fit::truncate_bytes;
+use crate::budget::truncate_bytes;
 
 /// `text` on one line (whitespace collapsed), cut to `max_bytes`.
 pub fn compact(text: &str, max_bytes: usize) -> String {

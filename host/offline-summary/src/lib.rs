@@ -1,20 +1,26 @@
-//! The offline summarizer: deterministic and extractive.
+//! # ctxhost-offline-summary
+//!
+//! The offline summarizer: deterministic and extractive, and network-free by construction (this
+//! crate depends on the SDK and serde_json only, never on an HTTP client or an async runtime),
+//! so the built-in engine and any program can depend on it without pulling a network stack in.
+//! It is the host's default summarizer and the last rung of the host's failure ladder: it
+//! cannot fail.
 //!
 //! It reads the rendered turns back ([`parse`]), pulls out the facts ([`digest`]: user asks,
 //! actions and their outcomes, files, errors, decisions, the latest state), merges them into
 //! the previous summary when there is one ([`merge`]), puts the focus topic first, and renders
 //! the handoff template within `max_tokens` ([`handoff`]). Same request, same summary.
 
+pub mod budget;
 mod digest;
 mod extract;
 mod handoff;
 mod merge;
 mod parse;
 
-use ctxhost_sdk::{EngineError, SummarizeRequest, Summary};
+use ctxhost_sdk::{SummarizeRequest, Summary};
 
-use crate::fit::{token_bytes, DEFAULT_SUMMARY_TOKENS};
-use crate::Summarizer;
+use crate::budget::{token_bytes, DEFAULT_SUMMARY_TOKENS};
 
 use handoff::Key;
 
@@ -30,7 +36,16 @@ pub struct OfflineSummarizer;
 impl OfflineSummarizer {
     pub const NAME: &'static str = "offline";
 
-    /// The summary text for `request` (what [`Summarizer::summarize`] returns, infallibly).
+    /// The summary for `request`, signed with [`Self::NAME`].
+    pub fn summary(&self, request: &SummarizeRequest) -> Summary {
+        Summary {
+            text: self.summary_text(request),
+            summarizer: Self::NAME.to_string(),
+            fallback_reason: None,
+        }
+    }
+
+    /// The summary text for `request`.
     pub fn summary_text(&self, request: &SummarizeRequest) -> String {
         let turns = parse::parse_turns(&request.content);
         let digest = digest::digest(&turns);
@@ -84,17 +99,4 @@ fn focus(request: &SummarizeRequest) -> Option<&str> {
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty())
-}
-
-impl Summarizer for OfflineSummarizer {
-    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
-        Ok(Summary {
-            text: self.summary_text(request),
-            summarizer: Self::NAME.to_string(),
-        })
-    }
-
-    fn describe(&self) -> String {
-        Self::NAME.to_string()
-    }
 }

@@ -1,8 +1,8 @@
 //! The offline summarizer: deterministic, extractive, within budget.
 
+use ctxhost_offline_summary::budget::estimate_tokens;
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::SummarizeRequest;
-use ctxhost_summarizer::fit::estimate_tokens;
-use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
 
 const SECTIONS: [&str; 10] = [
     "## Goal",
@@ -45,7 +45,7 @@ fn request(content: &str) -> SummarizeRequest {
 }
 
 fn summarize(request: &SummarizeRequest) -> String {
-    let summary = OfflineSummarizer.summarize(request).unwrap();
+    let summary = OfflineSummarizer.summary(request);
     assert_eq!(summary.summarizer, "offline");
     summary.text
 }
@@ -134,10 +134,7 @@ fn same_input_same_output() {
     let first = summarize(&request);
     for _ in 0..3 {
         assert_eq!(summarize(&request), first);
-        assert_eq!(
-            OfflineSummarizer.summarize(&request.clone()).unwrap().text,
-            first
-        );
+        assert_eq!(OfflineSummarizer.summary(&request.clone()).text, first);
     }
 }
 
