@@ -4,6 +4,7 @@
 mod abi;
 mod config_cmd;
 mod config_errors;
+mod install;
 mod lcm;
 mod loading;
 mod picker;

@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use ctxhost::engines::EngineSource;
+use ctxhost::plugins::RootKind;
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
 use ctxhost::{Config, Engines};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };
-use ctxhost_tests::Sandbox;
+use ctxhost_tests::{library, Sandbox};
 
 /// An engine that keeps only the last message after the system prompt.
 struct LastOnly(TokenTracker);
@@ -102,4 +103,22 @@ fn a_plugin_directory_comes_before_an_engine_registered_in_code() {
     assert!(resolved.warnings[0]
         .summary
         .contains("plugin.yaml names 'last-only' but the library is engine 'echo'"));
+}
+
+#[test]
+fn a_program_embedding_the_host_finds_checkout_plugins_in_its_own_build_output() {
+    // This test runs in-process: the running executable is the suite's (in `deps/` under the
+    // cargo output directory), and the window library cargo built for the suite is one level up.
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    let engines = engines(&sandbox, "context:\n  engine: window\n");
+    let resolved = engines.resolve("window").unwrap();
+    assert!(resolved.warnings.is_empty(), "{:?}", resolved.warnings);
+    assert_eq!(
+        resolved.source,
+        EngineSource::Plugin {
+            root: RootKind::ConfigDir,
+            library: library("ctxhost_engine_window"),
+        }
+    );
 }
