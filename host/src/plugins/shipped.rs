@@ -77,8 +77,13 @@ pub fn source_tree() -> PathBuf {
 /// (`cargo build --release`, cargo's output on the terminal) when they are not beside the
 /// running ctxhost.
 pub fn libraries() -> Result<Libraries, InstallError> {
-    let beside = executable_dir();
-    if let Some(dir) = &beside {
+    libraries_from(executable_dir().as_deref(), &source_tree())
+}
+
+/// [`libraries`], from the directory of the running ctxhost and the source tree it was built
+/// from.
+fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, InstallError> {
+    if let Some(dir) = beside {
         let found: Vec<_> = SHIPPED
             .iter()
             .map(|engine| {
@@ -91,11 +96,10 @@ pub fn libraries() -> Result<Libraries, InstallError> {
         if found.iter().all(|(_, library)| library.is_file()) {
             return Ok(Libraries {
                 libraries: found,
-                origin: Origin::BesideBinary(dir.clone()),
+                origin: Origin::BesideBinary(dir.to_path_buf()),
             });
         }
     }
-    let tree = source_tree();
     let has_sources = tree.join("Cargo.toml").is_file()
         && SHIPPED.iter().all(|engine| {
             tree.join("plugins/context_engine")
@@ -105,8 +109,8 @@ pub fn libraries() -> Result<Libraries, InstallError> {
         });
     if !has_sources {
         return Err(InstallError::NoShippedSource {
-            binary_dir: beside.unwrap_or_default(),
-            source_tree: tree,
+            binary_dir: beside.map(Path::to_path_buf).unwrap_or_default(),
+            source_tree: tree.to_path_buf(),
         });
     }
     let packages: Vec<&str> = SHIPPED.iter().map(|engine| engine.package).collect();
@@ -124,6 +128,65 @@ pub fn libraries() -> Result<Libraries, InstallError> {
     }
     Ok(Libraries {
         libraries: found,
-        origin: Origin::Built(tree),
+        origin: Origin::Built(tree.to_path_buf()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_libraries_beside_the_binary_come_first() {
+        let beside = tempfile::tempdir().unwrap();
+        for engine in SHIPPED {
+            let file = Descriptor::library_file_name(engine.library);
+            std::fs::write(beside.path().join(file), "a library").unwrap();
+        }
+        let found = libraries_from(Some(beside.path()), &source_tree()).unwrap();
+        assert_eq!(
+            found.origin,
+            Origin::BesideBinary(beside.path().to_path_buf())
+        );
+        let names: Vec<&str> = found.libraries.iter().map(|(e, _)| e.name).collect();
+        assert_eq!(names, ["lcm", "window"]);
+    }
+
+    #[test]
+    fn without_libraries_or_sources_it_says_what_to_do() {
+        let beside = tempfile::tempdir().unwrap();
+        // Only one of the two: not enough to install from here.
+        let file = Descriptor::library_file_name(SHIPPED[0].library);
+        std::fs::write(beside.path().join(file), "a library").unwrap();
+        let gone = beside.path().join("checkout-removed");
+        let error = libraries_from(Some(beside.path()), &gone).unwrap_err();
+        assert!(
+            matches!(error, InstallError::NoShippedSource { .. }),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains(&beside.path().display().to_string()),
+            "{message}"
+        );
+        assert!(message.contains("checkout-removed, gone"), "{message}");
+        assert!(
+            message.contains("`target/release/ctxhost plugins install --shipped`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_embedded_descriptors_name_their_engines_and_libraries() {
+        for engine in SHIPPED {
+            let descriptor =
+                Descriptor::parse(engine.descriptor, &engine.descriptor_path()).unwrap();
+            assert_eq!(descriptor.name.as_deref(), Some(engine.name));
+            assert_eq!(descriptor.library, engine.library);
+            assert_eq!(
+                by_library(engine.library).map(|e| e.name),
+                Some(engine.name)
+            );
+        }
+    }
 }
