@@ -22,10 +22,6 @@ pub struct InstallArgs {
     /// A built library (with plugin.yaml beside it), a plugin directory, or a plugin crate
     #[arg(required_unless_present = "shipped")]
     pub path: Option<PathBuf>,
-    /// Install and approve the engines that ship with ctxhost (lcm, window): the libraries
-    /// built with this ctxhost, else built from its source tree
-    #[arg(long, conflicts_with_all = ["path", "manifest"])]
-    pub shipped: bool,
     /// The plugin.yaml to use for a library that has none beside it
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
@@ -35,6 +31,10 @@ pub struct InstallArgs {
     /// Replace a plugin of the same name that is already installed
     #[arg(long)]
     pub force: bool,
+    /// Install and approve the engines that ship with ctxhost (lcm, window): the libraries
+    /// built with this ctxhost, else built from its source tree
+    #[arg(long, conflicts_with_all = ["path", "manifest"])]
+    pub shipped: bool,
 }
 
 #[derive(Debug, Args)]
