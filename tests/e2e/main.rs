@@ -6,6 +6,7 @@ mod config_cmd;
 mod config_errors;
 mod dependencies;
 mod embedding;
+mod install;
 mod lcm;
 mod loading;
 mod picker;

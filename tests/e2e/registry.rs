@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use ctxhost::engines::{EngineSource, ResolveError};
+use ctxhost::plugins::RootKind;
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
 use ctxhost::{Config, Engines, SessionOptions};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };
-use ctxhost_tests::Sandbox;
+use ctxhost_tests::{library, Sandbox};
 
 /// An engine that keeps only the last message after the system prompt.
 struct LastOnly(TokenTracker);
@@ -146,4 +147,24 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+#[test]
+fn a_program_embedding_the_host_finds_checkout_plugins_in_its_own_build_output() {
+    // This test runs in-process: the running executable is the suite's (in `deps/` under the
+    // cargo output directory), and the window library cargo built for the suite is one level up.
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    let engines = engines(&sandbox, "context:\n  engine: window\n");
+    let session = engines
+        .open_session("window", SessionOptions::new("s1").temporary().strict())
+        .unwrap();
+    assert!(session.warnings().is_empty(), "{:?}", session.warnings());
+    assert_eq!(
+        session.source(),
+        &EngineSource::Plugin {
+            root: RootKind::ConfigDir,
+            library: library("ctxhost_engine_window"),
+        }
+    );
 }

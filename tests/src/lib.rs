@@ -235,11 +235,14 @@ impl Sandbox {
         self.home().join("plugins/context_engine").join(name)
     }
 
-    /// Replaces this sandbox's path with `[SANDBOX]` and the repository's with `[REPO]`.
+    /// Replaces this sandbox's path with `[SANDBOX]`, the suite's cargo output directory (where
+    /// the binary and the plugins it built are) with `[BUILD]` and the repository's with
+    /// `[REPO]`.
     pub fn redact(&self, text: &str) -> String {
         let mut text = text.to_string();
         for (path, label) in [
             (self.path().to_path_buf(), "[SANDBOX]"),
+            (artifacts().to_path_buf(), "[BUILD]"),
             (workspace_root(), "[REPO]"),
         ] {
             if let Ok(canonical) = path.canonicalize() {

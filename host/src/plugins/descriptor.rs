@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::shipped;
+
 pub const DESCRIPTOR_FILE: &str = "plugin.yaml";
 
 /// The only plugin kind the host loads today.
@@ -40,7 +42,12 @@ impl Descriptor {
     pub fn read_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("{}: cannot read: {error}", path.display()))?;
-        let descriptor: Descriptor = serde_yaml::from_str(&text).map_err(|error| {
+        Self::parse(&text, path)
+    }
+
+    /// Parses descriptor `text`; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, String> {
+        let descriptor: Descriptor = serde_yaml::from_str(text).map_err(|error| {
             let message = error.to_string();
             let message = message
                 .rfind(" at line ")
@@ -73,51 +80,139 @@ impl Descriptor {
         )
     }
 
-    /// Where to look for the library, best first: a path as written, else the platform file name
-    /// in the plugin directory, then in the cargo build output of a workspace the plugin
-    /// directory belongs to (so in-repo plugins work right after `cargo build`).
-    pub fn library_candidates(&self, dir: &Path) -> Vec<PathBuf> {
-        let written = Path::new(&self.library);
-        if written.components().count() > 1 || written.extension().is_some() {
-            return vec![dir.join(written)];
+    /// The library as `plugin.yaml` names it: a path as written (relative to the plugin
+    /// directory), else the platform file name of the base name, in the plugin directory.
+    pub fn library_beside(&self, dir: &Path) -> PathBuf {
+        match self.base_name() {
+            Some(base) => dir.join(Self::library_file_name(base)),
+            None => dir.join(&self.library),
         }
-        let file = Self::library_file_name(&self.library);
-        let mut candidates = vec![dir.join(&file)];
-        if let Some(root) = workspace_root(dir) {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .map(|t| if t.is_absolute() { t } else { root.join(t) })
-                .unwrap_or_else(|| root.join("target"));
-            let mut built: Vec<PathBuf> = ["release", "debug"]
-                .iter()
-                .map(|profile| target.join(profile).join(&file))
-                .filter(|p| p.is_file())
-                .collect();
-            // The freshest build wins, whichever profile made it.
-            built.sort_by_key(|p| std::cmp::Reverse(p.metadata().and_then(|m| m.modified()).ok()));
-            candidates.extend(built);
-        }
-        candidates
     }
 
-    /// The first candidate that exists, or the first candidate (to report as missing).
-    pub fn resolve_library(&self, dir: &Path) -> (PathBuf, bool) {
-        let candidates = self.library_candidates(dir);
-        match candidates.iter().find(|p| p.is_file()) {
-            Some(found) => (found.clone(), true),
-            None => (candidates[0].clone(), false),
+    /// The library's base name, when `plugin.yaml` gives one rather than a path.
+    fn base_name(&self) -> Option<&str> {
+        let written = Path::new(&self.library);
+        let is_path = written.components().count() > 1 || written.extension().is_some();
+        (!is_path).then_some(self.library.as_str())
+    }
+
+    /// Finds the library of the plugin in `dir`. The rule, whole: the library beside
+    /// `plugin.yaml` first; then, when `build_output` is given (a plugin in a source checkout,
+    /// see [`executable_dir`]) and `plugin.yaml` names a base name rather than a path, that
+    /// file in `build_output`. Nothing else: no environment variable, no newest-file race.
+    pub fn locate_library(&self, dir: &Path, build_output: Option<&Path>) -> LibraryLocation {
+        let beside = self.library_beside(dir);
+        if beside.is_file() {
+            return LibraryLocation::Found(beside);
+        }
+        let base = self.base_name();
+        if let (Some(base), Some(output)) = (base, build_output) {
+            let built = output.join(Self::library_file_name(base));
+            if built.is_file() {
+                return LibraryLocation::Found(built);
+            }
+        }
+        LibraryLocation::Missing(MissingLibrary {
+            remedy: remedy(dir, base, build_output),
+            searched_build_output: base.and(build_output).map(Path::to_path_buf),
+            beside,
+        })
+    }
+}
+
+/// Where a plugin's library is, or where the host looked for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LibraryLocation {
+    Found(PathBuf),
+    Missing(MissingLibrary),
+}
+
+impl LibraryLocation {
+    /// The library found, or the one the plugin should have beside its `plugin.yaml`.
+    pub fn path(&self) -> &Path {
+        match self {
+            LibraryLocation::Found(path) => path,
+            LibraryLocation::Missing(missing) => &missing.beside,
         }
     }
 }
 
-/// The nearest ancestor holding a `Cargo.toml` with a `[workspace]` table.
-fn workspace_root(dir: &Path) -> Option<PathBuf> {
-    let dir = dir.canonicalize().ok()?;
-    dir.ancestors()
-        .find(|a| {
-            std::fs::read_to_string(a.join("Cargo.toml"))
-                .map(|t| t.lines().any(|l| l.trim() == "[workspace]"))
-                .unwrap_or(false)
-        })
-        .map(Path::to_path_buf)
+/// A library found nowhere: where the host looked, and what would put it there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct MissingLibrary {
+    /// Beside `plugin.yaml`, where it belongs.
+    pub beside: PathBuf,
+    /// The directory of the running executable, when it was searched too.
+    pub searched_build_output: Option<PathBuf>,
+    /// What to run, or do, to produce it.
+    pub remedy: String,
+}
+
+impl std::fmt::Display for MissingLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "library {} not found", self.beside.display())?;
+        if let Some(dir) = &self.searched_build_output {
+            write!(f, " (nor beside ctxhost in {})", dir.display())?;
+        }
+        write!(f, "; {}", self.remedy)
+    }
+}
+
+/// What to tell the user who lacks the library of the plugin in `dir`.
+fn remedy(dir: &Path, base: Option<&str>, build_output: Option<&Path>) -> String {
+    let Some(output) = build_output else {
+        // An installed plugin: `plugins install` puts the library beside plugin.yaml.
+        return match base.and_then(shipped::by_library) {
+            Some(engine) => format!(
+                "reinstall it with `ctxhost plugins install --shipped` (`{}` ships with ctxhost)",
+                engine.name
+            ),
+            None => "reinstall it with `ctxhost plugins install PATH --force`".to_string(),
+        };
+    };
+    let package = match base.and_then(shipped::by_library) {
+        Some(engine) => format!("-p {}", engine.package),
+        None if base.is_some() && dir.join("Cargo.toml").is_file() => {
+            format!("--manifest-path {}", dir.join("Cargo.toml").display())
+        }
+        None => return "put it beside plugin.yaml".to_string(),
+    };
+    match cargo_profile(output) {
+        Some(profile) => format!(
+            "build it beside ctxhost with `cargo build{} {package}`",
+            match profile.as_str() {
+                "debug" => String::new(),
+                "release" => " --release".to_string(),
+                other => format!(" --profile {other}"),
+            }
+        ),
+        None => format!(
+            "this ctxhost was not built by cargo here: run `cargo build --release -p ctxhost {package}` and use the ctxhost it builds, or copy the library into {}",
+            dir.display()
+        ),
+    }
+}
+
+/// The cargo profile (`debug`, `release`, ...) whose output directory `dir` is, if it is one.
+fn cargo_profile(dir: &Path) -> Option<String> {
+    // Cargo keeps its fingerprints in every profile output directory, and nowhere else.
+    dir.join(".fingerprint")
+        .is_dir()
+        .then(|| dir.file_name())
+        .flatten()
+        .map(|name| name.to_string_lossy().into_owned())
+}
+
+/// The directory the running program lives in, which for a cargo build is the output directory
+/// that also holds the plugin libraries built with it: `cargo run`, `cargo run --release` and
+/// `target/debug/ctxhost` each find the plugins of the same cargo build. Cargo puts test, bench
+/// and example executables one level down (`deps/`, `examples/`); for those it is the parent.
+pub fn executable_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let dir = exe.parent()?;
+    match dir.file_name() {
+        Some(name) if name == "deps" || name == "examples" => dir.parent().map(Path::to_path_buf),
+        _ => Some(dir.to_path_buf()),
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::descriptor::{Descriptor, DESCRIPTOR_FILE};
+use super::descriptor::{executable_dir, Descriptor, LibraryLocation, DESCRIPTOR_FILE};
 
 /// Where a plugin root comes from; earlier kinds win when two plugins share a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -49,12 +49,22 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// The library to load and whether it exists; `None` when the descriptor is broken.
-    pub fn library(&self) -> Option<(PathBuf, bool)> {
+    /// Where this plugin's library is (see [`Descriptor::locate_library`]), or why its
+    /// descriptor could not be read.
+    ///
+    /// Only a project's plugins (beside the config file) may take their library from the
+    /// directory of the running ctxhost: they are source checkouts, whose libraries cargo builds
+    /// beside the binary. An installed plugin is whole by construction (`plugins install` copies
+    /// its library beside its `plugin.yaml`, and its approval is that file's checksum); when its
+    /// library is gone it is broken, and saying so beats loading some other build.
+    pub fn locate_library(&self) -> Result<LibraryLocation, &String> {
+        let build_output = match self.root {
+            RootKind::ConfigDir => executable_dir(),
+            RootKind::UserHome => None,
+        };
         self.descriptor
             .as_ref()
-            .ok()
-            .map(|d| d.resolve_library(&self.dir))
+            .map(|d| d.locate_library(&self.dir, build_output.as_deref()))
     }
 }
 

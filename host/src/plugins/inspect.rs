@@ -8,7 +8,7 @@ use ctxhost_sdk::abi::{load_library, LoadErrorKind, PluginLibrary};
 use serde::Serialize;
 
 use super::trust::{self, Approval};
-use super::{Candidate, RootKind};
+use super::{Candidate, LibraryLocation, RootKind};
 use crate::config::TrustSection;
 
 /// The families of plugin problem `ctxhost plugins doctor` reports.
@@ -113,23 +113,22 @@ fn check(
 ) -> Result<PluginLibrary, Problem> {
     let candidate = &inspection.candidate;
     let name = candidate.name.clone();
-    let descriptor = candidate.descriptor.as_ref().map_err(|error| {
+    let location = candidate.locate_library().map_err(|error| {
         Problem::new(
             ProblemKind::BadManifest,
             format!("bad plugin.yaml: {error}"),
         )
     })?;
-    let (library, exists) = descriptor.resolve_library(&candidate.dir);
-    inspection.library = Some(library.clone());
-    if !exists {
-        return Err(Problem::new(
-            ProblemKind::MissingLibrary,
-            format!(
-                "library {} not found (build the plugin, or install it with `ctxhost plugins install`)",
-                library.display()
-            ),
-        ));
-    }
+    inspection.library = Some(location.path().to_path_buf());
+    let library = match location {
+        LibraryLocation::Found(library) => library,
+        LibraryLocation::Missing(missing) => {
+            return Err(Problem::new(
+                ProblemKind::MissingLibrary,
+                missing.to_string(),
+            ))
+        }
+    };
     let unreadable = |error: std::io::Error| {
         Problem::new(
             ProblemKind::Unreadable,

@@ -3,6 +3,7 @@
 //! crate (built with cargo in release mode). The plugin is assembled in a hidden staging
 //! directory, checked to load, then renamed into place: a library already installed is never
 //! overwritten in place, so a process that has it loaded keeps running the file it mapped.
+//! `--shipped` installs the engines ctxhost ships the same way (see [`super::shipped`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,10 @@ use std::process::{Command, Stdio};
 
 use ctxhost_sdk::abi::load_library;
 
-use super::descriptor::{Descriptor, DESCRIPTOR_FILE};
+use super::descriptor::{
+    executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
+};
+use super::shipped::{self, Origin};
 use super::trust::sha256_file;
 use super::PluginRoot;
 use crate::config::{edit, BUILT_IN_ENGINE};
@@ -38,6 +42,20 @@ pub struct Installed {
     pub replaced: Option<String>,
     /// Built from a crate by this install.
     pub built: bool,
+    /// Already installed, the same build: nothing was written (`--shipped` only).
+    pub unchanged: bool,
+}
+
+/// What to do when a plugin of the same name is already installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    /// Refuse (`install` without `--force`).
+    Refuse,
+    /// Replace it (`--force`).
+    Replace,
+    /// Keep it when it is the same build, else replace it (`--shipped`: running it again after
+    /// an upgrade updates the engines; running it twice changes nothing).
+    KeepSameBuild,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,8 +77,13 @@ pub enum InstallError {
     BuildFailed { crate_dir: PathBuf },
     #[error("building {crate_dir} produced no cdylib; its Cargo.toml needs `crate-type = [\"cdylib\", \"rlib\"]` under [lib]")]
     NoCdylib { crate_dir: PathBuf },
-    #[error("library {0} not found; build the plugin first")]
-    MissingLibrary(PathBuf),
+    #[error(transparent)]
+    MissingLibrary(#[from] MissingLibrary),
+    #[error("the shipped engines are neither beside this ctxhost ({}) nor buildable from the source tree it was built from ({}, gone); in a ctxhost checkout run `cargo build --release`, then `target/release/ctxhost plugins install --shipped`", binary_dir.display(), source_tree.display())]
+    NoShippedSource {
+        binary_dir: PathBuf,
+        source_tree: PathBuf,
+    },
     #[error("`{0}` is the built-in engine's name; rename the plugin in its plugin.yaml")]
     Reserved(String),
     #[error("`{0}` is not a valid engine name (use lowercase letters, digits, `-` and `_`)")]
@@ -99,25 +122,128 @@ pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, Instal
         return Err(InstallError::NotFound(source.clone()));
     }
     let (manifest_path, library, built) = locate(request)?;
-    let descriptor = Descriptor::read_file(&manifest_path).map_err(InstallError::BadManifest)?;
-    let name = match &descriptor.name {
-        Some(name) => name.clone(),
-        None => manifest_path
-            .parent()
-            .and_then(Path::file_name)
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+    let text = std::fs::read_to_string(&manifest_path).map_err(io("read", &manifest_path))?;
+    let manifest = Manifest::parse(text, manifest_path)?;
+    let existing = if request.force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
     };
+    let mut installed = place(&manifest, &library, existing, root)?;
+    installed.built = built;
+    Ok(installed)
+}
+
+/// Installs every shipped engine into `root`: from beside the running ctxhost, or built from
+/// its source tree. An engine already installed from the same build is left as it is, unless
+/// `force`.
+pub fn install_shipped(
+    root: &PluginRoot,
+    force: bool,
+) -> Result<(Vec<Installed>, Origin), InstallError> {
+    let shipped::Libraries { libraries, origin } = shipped::libraries()?;
+    let existing = if force {
+        Existing::Replace
+    } else {
+        Existing::KeepSameBuild
+    };
+    let mut installed = Vec::new();
+    for (engine, library) in libraries {
+        let manifest = Manifest::parse(engine.descriptor.to_string(), engine.descriptor_path())?;
+        let mut one = place(&manifest, &library, existing, root)?;
+        one.built = matches!(origin, Origin::Built(_));
+        installed.push(one);
+    }
+    Ok((installed, origin))
+}
+
+/// A `plugin.yaml` to install: its text, what it says, and where it came from (for messages
+/// and, when it names none, the engine's name).
+struct Manifest {
+    path: PathBuf,
+    text: String,
+    descriptor: Descriptor,
+}
+
+impl Manifest {
+    fn parse(text: String, path: PathBuf) -> Result<Self, InstallError> {
+        let descriptor = Descriptor::parse(&text, &path).map_err(InstallError::BadManifest)?;
+        Ok(Manifest {
+            path,
+            text,
+            descriptor,
+        })
+    }
+
+    fn name(&self) -> String {
+        match &self.descriptor.name {
+            Some(name) => name.clone(),
+            None => self
+                .path
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The text to install beside a library copied in as `file_name`.
+    fn installed_text(&self, staging: &Path, file_name: &str) -> Result<String, InstallError> {
+        let bad = |error| InstallError::BadManifest(format!("{}: {error}", self.path.display()));
+        let mut text = self.text.clone();
+        if self.descriptor.library_beside(staging) != staging.join(file_name) {
+            // The descriptor pointed elsewhere (a build directory): point it at the copy.
+            let value = serde_yaml::Value::String(file_name.to_string());
+            text = edit::set(&text, "library", &value).map_err(bad)?;
+        }
+        if self.descriptor.name.is_none() {
+            text =
+                edit::set(&text, "name", &serde_yaml::Value::String(self.name())).map_err(bad)?;
+        }
+        Ok(text)
+    }
+}
+
+/// Puts `library` with `manifest` into `root`: staged, checked to load, renamed into place.
+fn place(
+    manifest: &Manifest,
+    library: &Path,
+    existing: Existing,
+    root: &PluginRoot,
+) -> Result<Installed, InstallError> {
+    let name = manifest.name();
     check_name(&name)?;
     let dest = root.path.join(&name);
+    let file_name = library
+        .file_name()
+        .expect("a library path names a file")
+        .to_string_lossy()
+        .into_owned();
     let previous = existing_version(&dest);
     if let Some(version) = &previous {
-        if !request.force {
-            return Err(InstallError::Exists {
-                name,
-                version: version.clone(),
-                dir: dest,
-            });
+        match existing {
+            Existing::Refuse => {
+                return Err(InstallError::Exists {
+                    name,
+                    version: version.clone(),
+                    dir: dest,
+                })
+            }
+            Existing::KeepSameBuild => {
+                if let Some(same) = same_build(manifest, library, &dest, &file_name)? {
+                    return Ok(Installed {
+                        library: dest.join(&file_name),
+                        name,
+                        version: version.clone(),
+                        dir: dest,
+                        sha256: same,
+                        replaced: None,
+                        built: false,
+                        unchanged: true,
+                    });
+                }
+            }
+            Existing::Replace => {}
         }
     }
 
@@ -126,34 +252,14 @@ pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, Instal
         .prefix(&format!(".installing-{name}-"))
         .tempdir_in(&root.path)
         .map_err(io("create a staging directory in", &root.path))?;
-    let file_name = library
-        .file_name()
-        .expect("a library path names a file")
-        .to_owned();
     let staged_library = staging.path().join(&file_name);
-    std::fs::copy(&library, &staged_library).map_err(io("copy", &library))?;
-    let text = std::fs::read_to_string(&manifest_path).map_err(io("read", &manifest_path))?;
-    let text = if descriptor.library_candidates(staging.path())[0] == staged_library {
-        text
-    } else {
-        // The descriptor pointed elsewhere (a build directory): point it at the copy.
-        let value = serde_yaml::Value::String(file_name.to_string_lossy().into_owned());
-        edit::set(&text, "library", &value).map_err(|error| {
-            InstallError::BadManifest(format!("{}: {error}", manifest_path.display()))
-        })?
-    };
-    let text =
-        match &descriptor.name {
-            Some(_) => text,
-            None => edit::set(&text, "name", &serde_yaml::Value::String(name.clone())).map_err(
-                |error| InstallError::BadManifest(format!("{}: {error}", manifest_path.display())),
-            )?,
-        };
+    std::fs::copy(library, &staged_library).map_err(io("copy", library))?;
+    let text = manifest.installed_text(staging.path(), &file_name)?;
     std::fs::write(staging.path().join(DESCRIPTOR_FILE), text)
         .map_err(io("write", &staging.path().join(DESCRIPTOR_FILE)))?;
 
     let loaded = load_library(&staged_library).map_err(|error| InstallError::DoesNotLoad {
-        library: library.clone(),
+        library: library.to_path_buf(),
         reason: error.summary().to_string(),
     })?;
     if loaded.manifest().name != name {
@@ -176,8 +282,29 @@ pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, Instal
         dir: dest,
         sha256,
         replaced: previous,
-        built,
+        built: false,
+        unchanged: false,
     })
+}
+
+/// The installed library's sha256 when `dest` holds exactly what installing `library` with
+/// `manifest` would put there.
+fn same_build(
+    manifest: &Manifest,
+    library: &Path,
+    dest: &Path,
+    file_name: &str,
+) -> Result<Option<String>, InstallError> {
+    let installed_library = dest.join(file_name);
+    let installed_text = std::fs::read_to_string(dest.join(DESCRIPTOR_FILE)).ok();
+    if installed_text.as_deref() != Some(manifest.installed_text(dest, file_name)?.as_str())
+        || !installed_library.is_file()
+    {
+        return Ok(None);
+    }
+    let new = sha256_file(library).map_err(io("read", library))?;
+    let old = sha256_file(&installed_library).map_err(io("read", &installed_library))?;
+    Ok((new == old).then_some(old))
 }
 
 /// Renames `staged` to `dest`; an existing `dest` is first moved aside (and removed after), so
@@ -242,20 +369,48 @@ fn locate(request: &Request) -> Result<(PathBuf, PathBuf, bool), InstallError> {
         return Ok((manifest, library, true));
     }
     let descriptor = Descriptor::read_file(&manifest).map_err(InstallError::BadManifest)?;
-    let (library, exists) = descriptor.resolve_library(source);
-    if !exists {
-        return Err(InstallError::MissingLibrary(library));
+    // A plugin directory named on the command line is a checkout's, like a project's plugins:
+    // its library may be the one built beside this ctxhost.
+    match descriptor.locate_library(source, executable_dir().as_deref()) {
+        LibraryLocation::Found(library) => Ok((manifest, library, false)),
+        LibraryLocation::Missing(missing) => Err(missing.into()),
     }
-    Ok((manifest, library, false))
 }
 
-/// `cargo build --release` in a plugin crate; returns the cdylib it produced. Cargo's progress
-/// and errors go to the user's terminal.
+/// `cargo build --release` in a plugin crate; returns the cdylib it produced.
 fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
     let manifest = crate_dir.join("Cargo.toml");
     let manifest = manifest.canonicalize().unwrap_or(manifest);
+    build_cdylibs(&manifest, &[])?
+        .into_iter()
+        .rfind(|artifact| artifact.manifest_path == manifest)
+        .map(|artifact| artifact.file)
+        .ok_or_else(|| InstallError::NoCdylib {
+            crate_dir: crate_dir.to_path_buf(),
+        })
+}
+
+/// A cdylib cargo built.
+#[derive(Debug, Clone)]
+pub(super) struct Cdylib {
+    /// The `Cargo.toml` of its package.
+    pub manifest_path: PathBuf,
+    /// The library target's name (`ctxhost_engine_lcm`).
+    pub target: String,
+    pub file: PathBuf,
+}
+
+/// `cargo build --release --lib` of `packages` (none: the package of `manifest`) in the
+/// workspace of `manifest`; returns the cdylibs it produced. Cargo's progress and errors go to
+/// the user's terminal.
+pub(super) fn build_cdylibs(
+    manifest: &Path,
+    packages: &[&str],
+) -> Result<Vec<Cdylib>, InstallError> {
+    let crate_dir = manifest.parent().unwrap_or(manifest).to_path_buf();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut child = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    command
         .args([
             "build",
             "--release",
@@ -263,15 +418,19 @@ fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
             "--message-format=json-render-diagnostics",
         ])
         .arg("--manifest-path")
-        .arg(&manifest)
+        .arg(manifest);
+    for package in packages {
+        command.args(["-p", package]);
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|error| InstallError::CargoMissing {
-            crate_dir: crate_dir.to_path_buf(),
+            crate_dir: crate_dir.clone(),
             error,
         })?;
-    let mut cdylib = None;
+    let mut cdylibs = Vec::new();
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in std::io::BufReader::new(stdout)
         .lines()
@@ -280,37 +439,38 @@ fn build_crate(crate_dir: &Path) -> Result<PathBuf, InstallError> {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
-        if message["reason"] != "compiler-artifact"
-            || message["manifest_path"].as_str().map(Path::new) != Some(manifest.as_path())
-        {
-            continue;
-        }
         let is_cdylib = message["target"]["crate_types"]
             .as_array()
             .is_some_and(|types| types.iter().any(|t| t == "cdylib"));
-        if !is_cdylib {
+        if message["reason"] != "compiler-artifact" || !is_cdylib {
             continue;
         }
-        cdylib = message["filenames"]
+        let file = message["filenames"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|f| f.as_str())
-            .find(|f| f.ends_with(std::env::consts::DLL_SUFFIX))
-            .map(PathBuf::from);
+            .find(|f| f.ends_with(std::env::consts::DLL_SUFFIX));
+        if let (Some(file), Some(manifest_path), Some(target)) = (
+            file,
+            message["manifest_path"].as_str(),
+            message["target"]["name"].as_str(),
+        ) {
+            cdylibs.push(Cdylib {
+                manifest_path: PathBuf::from(manifest_path),
+                target: target.to_string(),
+                file: PathBuf::from(file),
+            });
+        }
     }
     let status = child.wait().map_err(|error| InstallError::CargoMissing {
-        crate_dir: crate_dir.to_path_buf(),
+        crate_dir: crate_dir.clone(),
         error,
     })?;
     if !status.success() {
-        return Err(InstallError::BuildFailed {
-            crate_dir: crate_dir.to_path_buf(),
-        });
+        return Err(InstallError::BuildFailed { crate_dir });
     }
-    cdylib.ok_or_else(|| InstallError::NoCdylib {
-        crate_dir: crate_dir.to_path_buf(),
-    })
+    Ok(cdylibs)
 }
 
 /// Engine names are directory names and config keys: keep them plain.

@@ -9,6 +9,7 @@ use ctxhost::config::write::{update, Change};
 use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::plugins::install::{self, Request};
 use ctxhost::plugins::scaffold;
+use ctxhost::plugins::shipped::Origin;
 use ctxhost::plugins::trust::short;
 use ctxhost::plugins::RootKind;
 use serde_yaml::Value;
@@ -19,7 +20,8 @@ use crate::cli::{App, GlobalArgs};
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     /// A built library (with plugin.yaml beside it), a plugin directory, or a plugin crate
-    pub path: PathBuf,
+    #[arg(required_unless_present = "shipped")]
+    pub path: Option<PathBuf>,
     /// The plugin.yaml to use for a library that has none beside it
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
@@ -29,6 +31,10 @@ pub struct InstallArgs {
     /// Replace a plugin of the same name that is already installed
     #[arg(long)]
     pub force: bool,
+    /// Install and approve the engines that ship with ctxhost (lcm, window): the libraries
+    /// built with this ctxhost, else built from its source tree
+    #[arg(long, conflicts_with_all = ["path", "manifest"])]
+    pub shipped: bool,
 }
 
 #[derive(Debug, Args)]
@@ -55,8 +61,11 @@ pub struct NewArgs {
 
 pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCode> {
     let app = App::for_edit(global)?;
+    let Some(path) = &args.path else {
+        return install_shipped(&app, args.force);
+    };
     let request = Request {
-        source: args.path.clone(),
+        source: path.clone(),
         manifest: args.manifest.clone(),
         force: args.force,
     };
@@ -93,16 +102,7 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
             app.config_path.display()
         );
     }
-    if let Some(shadow) = app
-        .engines
-        .inspect_plugin(name, false)
-        .filter(|i| i.candidate.root != RootKind::UserHome)
-    {
-        println!(
-            "warning: the plugin in {} has the same name and is found first; this one is never used",
-            shadow.candidate.dir.display()
-        );
-    }
+    warn_if_shadowed(&app, name);
     let selected = app.config().context.engine == name;
     let approved_other = trust
         .enabled
@@ -122,6 +122,97 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
         println!("next: `ctxhost plugins use {name}` selects it (and approves this build)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plugins install --shipped`: installs every shipped engine and approves each build.
+fn install_shipped(app: &App, force: bool) -> anyhow::Result<ExitCode> {
+    let (installed, origin) = install::install_shipped(&app.engines.user_plugin_root(), force)?;
+    match &origin {
+        Origin::BesideBinary(dir) => println!(
+            "shipped engines built with this ctxhost, in {}",
+            dir.display()
+        ),
+        Origin::Built(tree) => println!("shipped engines built from {}", tree.display()),
+    }
+    let trust = &app.config().trust;
+    let keys: Vec<String> = installed
+        .iter()
+        .map(|one| format!("trust.enabled.{}", one.name))
+        .collect();
+    let mut changes = Vec::new();
+    let mut disabled = trust.disabled.clone();
+    for (one, key) in installed.iter().zip(&keys) {
+        let name = one.name.as_str();
+        if one.unchanged {
+            println!(
+                "{name} {} is already installed in {} (same build)",
+                one.version,
+                one.dir.display()
+            );
+        } else {
+            match &one.replaced {
+                Some(old) => println!(
+                    "installed {name} {} in {} (replaced {old})",
+                    one.version,
+                    one.dir.display()
+                ),
+                None => println!("installed {name} {} in {}", one.version, one.dir.display()),
+            }
+        }
+        println!("  library  {}", one.library.display());
+        println!("  sha256   {}", one.sha256);
+        if trust.enabled.get(name) != Some(&one.sha256) {
+            changes.push(Change::Set(key, Value::String(one.sha256.clone())));
+        }
+        disabled.retain(|d| d != name);
+    }
+    if disabled.len() != trust.disabled.len() {
+        let disabled = disabled.into_iter().map(Value::String).collect();
+        changes.push(Change::Set("trust.disabled", Value::Sequence(disabled)));
+    }
+    let names = installed
+        .iter()
+        .map(|one| one.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" and ");
+    if changes.is_empty() {
+        println!(
+            "{names}: these builds are approved already (in {})",
+            app.config_path.display()
+        );
+    } else {
+        update(&app.config_path, &changes)?;
+        println!(
+            "approved these builds of {names} (in {})",
+            app.config_path.display()
+        );
+    }
+    for one in &installed {
+        warn_if_shadowed(app, &one.name);
+    }
+    if !installed
+        .iter()
+        .any(|one| one.name == app.config().context.engine)
+    {
+        println!("next: `ctxhost plugins use lcm` selects the lossless engine");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Says so when a plugin of the project (beside the config) has `name` too: resolution finds
+/// it first, so the installed one is never used with this config.
+fn warn_if_shadowed(app: &App, name: &str) {
+    if let Some(shadow) = app
+        .engines
+        .inspect_plugin(name, false)
+        .filter(|i| i.candidate.root != RootKind::UserHome)
+    {
+        println!(
+            "warning: the plugin in {} has the same name and is found first; this one is never used with {}",
+            shadow.candidate.dir.display(),
+            app.config_path.display()
+        );
+    }
 }
 
 pub fn remove(global: &GlobalArgs, args: &RemoveArgs) -> anyhow::Result<ExitCode> {
