@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineSetup, ErrorKind, HostBackend, LogLevel,
     Message, ModelInfo,
