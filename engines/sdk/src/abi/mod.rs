@@ -15,14 +15,27 @@
 //! items are public. Engine authors never touch them, so the module is hidden from the SDK's
 //! docs: they implement [`ContextEngine`](crate::ContextEngine) and call [`export_engine!`].
 //!
-//! The host-side loader is not part of this crate at all:
+//! The host-side loader is not part of this crate at all, neither here nor at its root (one
+//! name per block, so each block fails only for its own name):
 //!
 //! ```compile_fail,E0432
 //! use ctxhost_sdk::abi::load_library;
 //! ```
 //!
 //! ```compile_fail,E0432
-//! use ctxhost_sdk::abi::{LoadError, PluginEngine, PluginLibrary};
+//! use ctxhost_sdk::load_library;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::PluginLibrary;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::PluginEngine;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::LoadError;
 //! ```
 //!
 //! while the layout the loader checks is:
