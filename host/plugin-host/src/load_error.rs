@@ -41,8 +41,8 @@ impl LoadError {
         &self.summary
     }
 
-    /// The loader's full text (abi_stable's layout reports run to thousands of lines); empty when
-    /// the summary says everything.
+    /// The full text behind the summary, for `--verbose`: the loader's report (a layout report
+    /// runs to thousands of lines) or the manifest that did not read; empty when there is none.
     pub fn detail(&self) -> &str {
         &self.detail
     }
