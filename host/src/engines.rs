@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
-use ctxhost_sdk::abi::PluginLibrary;
+use ctxhost_plugin_host::PluginLibrary;
 use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, ModelInfo};
 
 use crate::config::{Config, ConfigError, BUILT_IN_ENGINE};

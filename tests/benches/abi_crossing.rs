@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
 use ctxhost_engine_window::WindowEngine;
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EnginePlugin, EngineSetup, HostBackend, HostServices, Message,
     ModelInfo,

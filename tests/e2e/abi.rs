@@ -1,6 +1,6 @@
 //! Messages and calls crossing the plugin boundary.
 
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{CompressOptions, ContextEngine, ErrorKind, Message};
 use ctxhost_sdk_test::FakeHost;
 use ctxhost_tests::{corpus_files, library, read_json, Sandbox};

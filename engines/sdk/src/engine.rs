@@ -11,13 +11,20 @@ use crate::telemetry::{CompressionReport, SessionInfo};
 /// present; the others only when the provider reports them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens of the prompt the model read: the context an engine keeps under its threshold.
     pub prompt_tokens: u64,
+    /// Tokens the model wrote.
     pub completion_tokens: u64,
+    /// Prompt and completion together, as the provider counted them.
     pub total_tokens: u64,
+    /// Prompt tokens served from the provider's prompt cache (part of `prompt_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's prompt cache (part of `prompt_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Completion tokens spent on reasoning the client does not see (part of
+    /// `completion_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
 }
@@ -40,23 +47,32 @@ pub struct CompressOptions {
     pub memory_context: Option<String>,
 }
 
-/// A session beginning.
+/// A session beginning, as [`ContextEngine::on_session_start`] receives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionStart {
+    /// The session's id; later calls for the same conversation carry the same id.
     pub session_id: String,
+    /// The model the session talks to, when the host knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// That model's context window, in tokens, when the host knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_length: Option<u64>,
 }
 
-/// What an engine reports for display and logging.
+/// What an engine reports for display and logging ([`ContextEngine::status`]);
+/// [`TokenTracker::status`] fills it for engines that embed one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineStatus {
+    /// Prompt tokens of the last model call.
     pub last_prompt_tokens: u64,
+    /// The prompt size, in tokens, at which the engine compresses.
     pub threshold_tokens: u64,
+    /// The model's context window, in tokens.
     pub context_length: u64,
+    /// `last_prompt_tokens` as a percentage of `context_length` (0 to 100).
     pub usage_percent: f64,
+    /// Compressions done in this session.
     pub compression_count: u64,
     /// Anything engine-specific (store sizes, summary counts, ...).
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -89,8 +105,16 @@ pub trait ContextEngine: Send {
         Ok(false)
     }
 
-    /// Returns the list the model should see instead of `messages`. It must be a valid chat
-    /// sequence: system prompt first, every tool call answered, no result without its call.
+    /// Returns the list the model should see instead of `messages`. Called when
+    /// [`should_compress`](Self::should_compress) said yes, or when the user asks
+    /// (`options.force`).
+    ///
+    /// The output contract, the same for every engine: the list is a valid chat sequence
+    /// ([`sequence::validate`](crate::sequence::validate): system prompt first, every tool call
+    /// answered right after it, no result without its call); it is non-empty when the input was;
+    /// it keeps the system prompt and the newest user message; it uses only known roles; no
+    /// unknown field shadows a core one; and it is no larger than the input. A list that breaks
+    /// it is an engine failure: the host keeps the conversation it had.
     fn compress(
         &mut self,
         messages: &[Message],
@@ -103,6 +127,7 @@ pub trait ContextEngine: Send {
         Ok(true)
     }
 
+    /// Called when a session begins, before its first turn: load or create its state.
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
         let _ = session;
         Ok(())
@@ -134,6 +159,7 @@ pub trait ContextEngine: Send {
         Err(EngineError::unknown_tool(name))
     }
 
+    /// Where the engine stands now (tokens, threshold, compressions), for display and logging.
     fn status(&mut self) -> Result<EngineStatus, EngineError>;
 
     /// The user switched models: recompute budgets from the new window.
@@ -182,16 +208,24 @@ pub trait ContextEngine: Send {
 /// engine and forward `update_from_response`, `update_model`, `on_session_reset` and `status`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenTracker {
+    /// Prompt tokens of the last model call.
     pub last_prompt_tokens: u64,
+    /// Completion tokens of the last model call.
     pub last_completion_tokens: u64,
+    /// Total tokens of the last model call.
     pub last_total_tokens: u64,
+    /// The model's context window, in tokens.
     pub context_length: u64,
-    /// Fraction of the window at which compression fires.
+    /// Fraction of the window at which compression fires: 0.75 fires at three quarters (a
+    /// fraction despite its name, which is Hermes').
     pub threshold_percent: f64,
+    /// Compressions done since the last reset; the engine increments it.
     pub compression_count: u64,
 }
 
 impl TokenTracker {
+    /// A tracker for a `context_length`-token window that fires at `threshold_percent` of it
+    /// (a fraction: 0.75 is three quarters).
     pub fn new(context_length: u64, threshold_percent: f64) -> Self {
         TokenTracker {
             last_prompt_tokens: 0,
@@ -203,25 +237,30 @@ impl TokenTracker {
         }
     }
 
+    /// The prompt size, in tokens, at which compression fires.
     pub fn threshold_tokens(&self) -> u64 {
         (self.context_length as f64 * self.threshold_percent) as u64
     }
 
+    /// Keeps the last call's counts; forward [`ContextEngine::update_from_response`] here.
     pub fn record_usage(&mut self, usage: &Usage) {
         self.last_prompt_tokens = usage.prompt_tokens;
         self.last_completion_tokens = usage.completion_tokens;
         self.last_total_tokens = usage.total_tokens;
     }
 
-    /// True when `prompt_tokens` reach the threshold.
+    /// True when `prompt_tokens` reach the threshold; never with an unknown (zero) window.
     pub fn over_threshold(&self, prompt_tokens: u64) -> bool {
         self.context_length > 0 && prompt_tokens >= self.threshold_tokens()
     }
 
+    /// The model changed: forward [`ContextEngine::update_model`] here.
     pub fn set_context_length(&mut self, context_length: u64) {
         self.context_length = context_length;
     }
 
+    /// Forgets the last call and the compression count, keeping the window and threshold;
+    /// forward [`ContextEngine::on_session_reset`] here.
     pub fn reset(&mut self) {
         self.last_prompt_tokens = 0;
         self.last_completion_tokens = 0;
@@ -229,6 +268,7 @@ impl TokenTracker {
         self.compression_count = 0;
     }
 
+    /// The [`EngineStatus`] these counts give, with no engine-specific details.
     pub fn status(&self) -> EngineStatus {
         let usage_percent = if self.context_length == 0 {
             0.0

@@ -62,7 +62,8 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error from an engine operation or a host service.
+/// An error from an engine operation or a host service: a kind the caller can act on and a
+/// message for people. It crosses the plugin boundary intact (a setting error keeps its key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct EngineError {
@@ -83,6 +84,7 @@ pub struct SettingFault {
 }
 
 impl EngineError {
+    /// An error of `kind`; the message says what went wrong, for the user.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         EngineError {
             kind,
@@ -115,14 +117,18 @@ impl EngineError {
         self.setting.as_deref()
     }
 
+    /// The operation ran and failed ([`ErrorKind::Failed`]).
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, message)
     }
 
+    /// The caller passed something the engine cannot use ([`ErrorKind::InvalidInput`]).
     pub fn invalid_input(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidInput, message)
     }
 
+    /// The engine does not implement `operation` ([`ErrorKind::Unsupported`]): the host then
+    /// uses its default behaviour, so answer this rather than failing for an optional operation.
     pub fn unsupported(operation: &str) -> Self {
         Self::new(
             ErrorKind::Unsupported,
@@ -130,6 +136,7 @@ impl EngineError {
         )
     }
 
+    /// A tool call named a tool this engine does not have ([`ErrorKind::InvalidInput`]).
     pub fn unknown_tool(name: &str) -> Self {
         Self::new(
             ErrorKind::InvalidInput,
@@ -137,14 +144,17 @@ impl EngineError {
         )
     }
 
+    /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The message, without the kind.
     pub fn message(&self) -> &str {
         &self.message
     }
 
+    /// Whether this is [`ErrorKind::Unsupported`], i.e. the caller should use its default.
     pub fn is_unsupported(&self) -> bool {
         self.kind == ErrorKind::Unsupported
     }

@@ -9,12 +9,11 @@
 //!   served by the host;
 //! - [`sequence`]: the chat-sequence rules an engine's output must keep, with helpers;
 //! - [`EnginePlugin`] and [`export_engine!`]: turn an engine into a loadable cdylib;
-//! - [`abi`]: the frozen binary interface, and the host-side loader. Authors never use it
-//!   directly.
+//! - [`CompressionReport`] and [`SessionInfo`]: what an engine tells the host about its work.
 //!
-//! A minimal plugin:
+//! A minimal plugin (the crate is a `cdylib`; `ctxhost plugins new` writes one for you):
 //!
-//! ```ignore
+//! ```
 //! use ctxhost_sdk::*;
 //!
 //! pub struct KeepAll(TokenTracker);
@@ -40,8 +39,20 @@
 //! }
 //!
 //! export_engine!(KeepAll);
+//! # fn main() {
+//! #     assert_eq!(KeepAll::manifest().name, "keep-all");
+//! # }
 //! ```
+//!
+//! The host's side of the boundary (loading a library, checking its interface, calling its
+//! engine) lives in the host, not here.
 
+#![warn(missing_docs)]
+
+// The frozen layout both sides of the plugin boundary compile against. It is public because the
+// host-side crate (`ctxhost-plugin-host`) and `export_engine!`'s expansion need it; authors never
+// do, so it stays out of their docs.
+#[doc(hidden)]
 pub mod abi;
 mod engine;
 mod error;

@@ -32,8 +32,11 @@ pub struct Manifest {
 /// One engine setting under `plugins.<name>` in `config.yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigKey {
+    /// The key inside the engine's section, dotted for nested keys (`summary.max_tokens`).
     pub key: String,
+    /// The value used when the key is not set, as it would be written in YAML.
     pub default: String,
+    /// One line saying what it does, shown by `ctxhost plugins info`.
     pub help: String,
 }
 
@@ -51,11 +54,14 @@ impl Manifest {
         }
     }
 
+    /// Adds a feature flag (`tools`, `summarizer`, `persistent`, ...) for listings.
     pub fn capability(mut self, capability: &str) -> Self {
         self.capabilities.push(capability.to_string());
         self
     }
 
+    /// Declares a setting the engine reads from `plugins.<name>.<key>`, with its default and
+    /// one line of help.
     pub fn config_key(mut self, key: &str, default: &str, help: &str) -> Self {
         self.config_keys.push(ConfigKey {
             key: key.to_string(),

@@ -17,9 +17,13 @@ use serde_json::{Map, Value};
 
 /// The roles of the OpenAI chat format. Other roles are kept as written.
 pub mod role {
+    /// The system prompt: the instructions that frame the conversation. Engines keep it.
     pub const SYSTEM: &str = "system";
+    /// A turn from the user (or the agent's harness speaking for them).
     pub const USER: &str = "user";
+    /// A turn from the model: text, tool calls, or both.
     pub const ASSISTANT: &str = "assistant";
+    /// A tool's result, answering one tool call by its id.
     pub const TOOL: &str = "tool";
 }
 
@@ -50,7 +54,9 @@ pub struct ToolCall {
     extra: RString,
 }
 
-/// One OpenAI chat-format message.
+/// One OpenAI chat-format message. Read and write it with serde (or
+/// [`from_value`](Self::from_value) / [`to_value`](Self::to_value)): what comes out is what went
+/// in, field order, unknown fields and content parts included. Cloning copies its text.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -154,14 +160,17 @@ impl Message {
         }
     }
 
+    /// A system prompt.
     pub fn system(text: impl Into<String>) -> Self {
         Self::new(role::SYSTEM, text)
     }
 
+    /// A user turn with plain text.
     pub fn user(text: impl Into<String>) -> Self {
         Self::new(role::USER, text)
     }
 
+    /// An assistant turn with plain text and no tool calls.
     pub fn assistant(text: impl Into<String>) -> Self {
         Self::new(role::ASSISTANT, text)
     }
@@ -181,22 +190,27 @@ impl Message {
         message
     }
 
+    /// The role as written (see [`role`] for the known ones).
     pub fn role(&self) -> &str {
         &self.role
     }
 
+    /// Whether this is the system prompt.
     pub fn is_system(&self) -> bool {
         self.role() == role::SYSTEM
     }
 
+    /// Whether this is a user turn.
     pub fn is_user(&self) -> bool {
         self.role() == role::USER
     }
 
+    /// Whether this is an assistant turn.
     pub fn is_assistant(&self) -> bool {
         self.role() == role::ASSISTANT
     }
 
+    /// Whether this is a tool result (`role: tool`).
     pub fn is_tool_result(&self) -> bool {
         self.role() == role::TOOL
     }
@@ -241,6 +255,8 @@ impl Message {
         }
     }
 
+    /// The tool calls, to edit in place (e.g. shorten their arguments); empty for other
+    /// messages. Keep each call's id: its result answers it by id.
     pub fn tool_calls_mut(&mut self) -> &mut [ToolCall] {
         match &mut self.tool_calls {
             ROption::RSome(calls) => calls.as_mut_slice(),
@@ -363,10 +379,13 @@ impl Message {
 /// Why a JSON value is not a chat message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
+    /// The value is an array, a string or another non-object.
     #[error("a message must be a JSON object")]
     NotAnObject,
+    /// The object has no `role` key.
     #[error("the message has no \"role\"")]
     MissingRole,
+    /// The `role` is present but not a string.
     #[error("the message's \"role\" is not a string")]
     RoleNotAString,
 }

@@ -28,9 +28,27 @@ pub trait EnginePlugin: ContextEngine + Sized + 'static {
 /// Exports an [`EnginePlugin`] as the root module of a cdylib, with every entry point guarded
 /// against panics. Use it once, at the root of the plugin crate:
 ///
-/// ```ignore
-/// ctxhost_sdk::export_engine!(MyEngine);
 /// ```
+/// # use ctxhost_sdk::*;
+/// # struct MyEngine;
+/// # impl ContextEngine for MyEngine {
+/// #     fn name(&self) -> &str { "mine" }
+/// #     fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> { Ok(false) }
+/// #     fn compress(&mut self, m: &[Message], _: &CompressOptions) -> Result<Vec<Message>, EngineError> {
+/// #         Ok(m.to_vec())
+/// #     }
+/// #     fn status(&mut self) -> Result<EngineStatus, EngineError> { Ok(EngineStatus::default()) }
+/// # }
+/// # impl EnginePlugin for MyEngine {
+/// #     fn manifest() -> Manifest { Manifest::new("mine", "0.1.0", "Mine.") }
+/// #     fn create(_: HostServices) -> Result<Self, EngineError> { Ok(MyEngine) }
+/// # }
+/// ctxhost_sdk::export_engine!(MyEngine);
+/// # fn main() {}
+/// ```
+///
+/// The crate must be built as a `cdylib` (`crate-type = ["cdylib"]`, plus `"rlib"` to link the
+/// engine into tests too), and export one engine.
 #[macro_export]
 macro_rules! export_engine {
     ($engine:ty) => {

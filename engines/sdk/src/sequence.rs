@@ -12,12 +12,28 @@ use crate::message::Message;
 /// Why a message list is not a valid chat sequence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SequenceError {
+    /// A system message somewhere other than first.
     #[error("message {index}: the system prompt must come first")]
-    SystemNotFirst { index: usize },
+    SystemNotFirst {
+        /// Position of the misplaced system message, from 0.
+        index: usize,
+    },
+    /// A tool result whose call is not in the assistant turn right before it.
     #[error("message {index}: tool result for `{id}` has no matching call before it")]
-    OrphanResult { index: usize, id: String },
+    OrphanResult {
+        /// Position of the tool result, from 0.
+        index: usize,
+        /// The call id it answers.
+        id: String,
+    },
+    /// A tool call that no tool result answers.
     #[error("message {index}: tool call `{id}` has no result")]
-    UnansweredCall { index: usize, id: String },
+    UnansweredCall {
+        /// Position of the assistant message holding the call, from 0.
+        index: usize,
+        /// The call's id.
+        id: String,
+    },
 }
 
 /// Checks the sequence rules: the first system message (if any) is the first message, every

@@ -21,9 +21,13 @@ pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Severity of a log line an engine sends to the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum LogLevel {
+    /// Detail for whoever debugs the engine; hidden unless asked for.
     Debug,
+    /// A notable step (a compression done, a store opened).
     Info,
+    /// Something the operator should know about, though the engine carries on.
     Warn,
+    /// Something failed.
     Error,
 }
 
@@ -73,6 +77,7 @@ pub struct SummarizeRequest {
 /// The summarizer's answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
+    /// The summary itself.
     pub text: String,
     /// Which summarizer wrote it, e.g. `offline` or `openai:gpt-4o-mini`.
     pub summarizer: String,
@@ -87,19 +92,27 @@ pub struct Summary {
 /// The model the engine serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelInfo {
+    /// The model's name as configured (`model.name`).
     pub name: String,
+    /// Its context window, in tokens (`model.context_length`).
     pub context_length: u64,
 }
 
-/// The host side of [`HostServices`]. The host implements it; engines use [`HostServices`].
+/// The host side of [`HostServices`]. The host implements it; engines use [`HostServices`]. Test
+/// support implements it too, to run an engine without a host.
+///
+/// Calls may come from any thread the engine runs on, and must not panic.
 pub trait HostBackend: Send + Sync {
+    /// Tokens in `text` with the host's tokenizer.
     fn count_tokens(&self, text: &str) -> u64;
+    /// A log line from `engine` (its configured name).
     fn log(&self, engine: &str, level: LogLevel, message: &str);
     /// Services addressed by name with JSON payloads (`summarize`, and any added later).
     fn call(&self, service: &str, payload: &str) -> Result<String, EngineError>;
 }
 
-/// Everything the host hands an engine at construction.
+/// Everything the host hands an engine at construction. Cheap to clone: keep it in the engine
+/// to count tokens, summarize and log later.
 #[derive(Clone)]
 pub struct HostServices {
     backend: Arc<dyn HostBackend>,
@@ -116,11 +129,15 @@ pub struct EngineSetup {
     /// The engine's own section of `config.yaml` (`plugins.<name>`), or null.
     #[serde(default)]
     pub config: Value,
+    /// The model the engine serves.
     #[serde(default)]
     pub model: ModelInfo,
 }
 
 impl HostServices {
+    /// Services served by `backend` for the engine `setup` describes. The host (and test
+    /// support) builds these; an engine receives them in
+    /// [`EnginePlugin::create`](crate::EnginePlugin::create).
     pub fn new(backend: Arc<dyn HostBackend>, setup: EngineSetup) -> Self {
         HostServices {
             backend,
@@ -128,10 +145,14 @@ impl HostServices {
         }
     }
 
+    /// Everything the host said about the engine's place: name, data directory, config, model.
     pub fn setup(&self) -> &EngineSetup {
         &self.setup
     }
 
+    /// Where the engine keeps its files (`<home>/data/<engine>/`). The host creates it before
+    /// [`EnginePlugin::create`](crate::EnginePlugin::create); write nothing there from
+    /// [`validate_settings`](crate::EnginePlugin::validate_settings).
     pub fn data_dir(&self) -> &Path {
         &self.setup.data_dir
     }
@@ -161,6 +182,8 @@ impl HostServices {
         })
     }
 
+    /// The model the engine serves, as configured when it was built; later changes arrive
+    /// through [`ContextEngine::update_model`](crate::ContextEngine::update_model).
     pub fn model(&self) -> &ModelInfo {
         &self.setup.model
     }
@@ -175,11 +198,16 @@ impl HostServices {
         self.count_tokens(&message.searchable_text()) + MESSAGE_OVERHEAD_TOKENS
     }
 
+    /// Tokens a message list costs in a prompt: the sum of
+    /// [`count_message_tokens`](Self::count_message_tokens).
     pub fn count_messages_tokens(&self, messages: &[Message]) -> u64 {
         messages.iter().map(|m| self.count_message_tokens(m)).sum()
     }
 
-    /// Summarizes with the host's configured summarizer.
+    /// Summarizes with the host's configured summarizer. Fails with
+    /// [`ErrorKind::NotConfigured`](crate::ErrorKind::NotConfigured) when there is none and
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when it could not answer, so an
+    /// engine keeps a deterministic way to compress without one.
     pub fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
         let payload = serde_json::to_string(request)?;
         let answer = self.backend.call("summarize", &payload)?;
@@ -188,18 +216,22 @@ impl HostServices {
         })
     }
 
+    /// Sends a log line to the host, tagged with the engine's name.
     pub fn log(&self, level: LogLevel, message: &str) {
         self.backend.log(&self.setup.engine, level, message);
     }
 
+    /// [`log`](Self::log) at [`LogLevel::Debug`].
     pub fn debug(&self, message: &str) {
         self.log(LogLevel::Debug, message);
     }
 
+    /// [`log`](Self::log) at [`LogLevel::Info`].
     pub fn info(&self, message: &str) {
         self.log(LogLevel::Info, message);
     }
 
+    /// [`log`](Self::log) at [`LogLevel::Warn`].
     pub fn warn(&self, message: &str) {
         self.log(LogLevel::Warn, message);
     }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use ctxhost_sdk::abi::{load_library, LoadErrorKind, PluginLibrary};
+use ctxhost_plugin_host::{load_library, LoadErrorKind, PluginLibrary};
 use serde::Serialize;
 
 use super::trust::{self, Approval};

@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 
 use super::descriptor::{
     executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,

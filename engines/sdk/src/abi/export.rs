@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::bridge::RemoteHost;
 use super::ops;
+use super::remote_host::RemoteHost;
 use super::{
     AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox,
 };

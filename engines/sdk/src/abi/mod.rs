@@ -1,4 +1,5 @@
-//! The stable binary interface between the host and engine plugins.
+//! The frozen binary interface between the host and engine plugins: the layout both sides
+//! compile against, the wire form of errors, and the operations that travel as JSON.
 //!
 //! It is kept small and frozen, because abi_stable refuses a plugin built against an older
 //! layout: a root module with `manifest()` and `new_engine(setup, host)`, an engine object whose
@@ -7,16 +8,53 @@
 //! is a new op name, never a layout change; an op a plugin does not know answers "unsupported"
 //! and the host falls back to the default behaviour.
 //!
-//! Engine authors never touch this module: they implement [`ContextEngine`](crate::ContextEngine)
-//! and call [`export_engine!`](crate::export_engine).
+//! Each side builds its half here or beside it: the plugin side is [`export_engine!`]
+//! (`export.rs`, and `remote_host.rs` for the host's services seen from the plugin); the host
+//! side (loading a library, checking it, wrapping its engine object back into a
+//! [`ContextEngine`](crate::ContextEngine)) is the `ctxhost-plugin-host` crate, which is why these
+//! items are public. Engine authors never touch them, so the module is hidden from the SDK's
+//! docs: they implement [`ContextEngine`](crate::ContextEngine) and call [`export_engine!`].
+//!
+//! The host-side loader is not part of this crate at all, neither here nor at its root (one
+//! name per block, so each block fails only for its own name):
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::load_library;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::load_library;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::PluginLibrary;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::PluginEngine;
+//! ```
+//!
+//! ```compile_fail,E0432
+//! use ctxhost_sdk::abi::LoadError;
+//! ```
+//!
+//! while the layout the loader checks is:
+//!
+//! ```
+//! use abi_stable::library::RootModule;
+//! use ctxhost_sdk::abi::EngineModuleRef;
+//!
+//! assert_eq!(EngineModuleRef::NAME, "ctxhost_engine");
+//! ```
+//!
+//! [`export_engine!`]: crate::export_engine
 
 // `#[sabi_trait]` expands to impls of abi_stable's traits inside a const block.
 #![allow(non_local_definitions)]
 
-mod bridge;
 pub(crate) mod export;
-mod load;
-mod ops;
+pub mod ops;
+mod remote_host;
 
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::VersionStrings;
@@ -25,10 +63,11 @@ use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trai
 
 use crate::error::{EngineError, ErrorKind, SettingFault};
 use crate::message::Message;
+use crate::services::LogLevel;
 
-pub use load::{load_library, LoadError, LoadErrorKind, PluginEngine, PluginLibrary};
-
-/// An error crossing the boundary: a kind code and a message.
+/// An [`EngineError`] crossing the boundary: its [`ErrorKind`] as a number and its message (a
+/// setting error's [`SettingFault`] as JSON). Convert with `From` both ways; a kind code from a
+/// newer peer reads as [`ErrorKind::Failed`].
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct AbiError {
@@ -64,20 +103,27 @@ impl From<AbiError> for EngineError {
     }
 }
 
-/// The engine object a plugin hands the host.
+/// The engine object a plugin hands the host: a [`ContextEngine`](crate::ContextEngine) behind
+/// the boundary. The plugin side catches every panic and answers it as an
+/// [`ErrorKind::Panicked`] error.
 #[sabi_trait]
 pub trait EngineObject: Send {
+    /// [`ContextEngine::should_compress`](crate::ContextEngine::should_compress), typed: it runs
+    /// on every turn.
     fn should_compress(&mut self, prompt_tokens: u64) -> RResult<bool, AbiError>;
 
-    /// `options` is [`CompressOptions`](crate::CompressOptions) as JSON.
+    /// [`ContextEngine::compress`](crate::ContextEngine::compress), with the messages passed
+    /// without serialization. `options` is [`CompressOptions`](crate::CompressOptions) as JSON.
     fn compress(
         &mut self,
         messages: RSlice<'_, Message>,
         options: RStr<'_>,
     ) -> RResult<RVec<Message>, AbiError>;
 
-    /// Every other operation: `op` names it, `payload` is its JSON argument, `messages` the
-    /// message list for the operations that take one. Answers JSON.
+    /// Every other operation: `op` names it (one of [`ops`], or [`ops::ENGINE_PREFIX`] and an
+    /// engine's own op), `payload` is its JSON argument, `messages` the message list for the
+    /// operations that take one. Answers JSON, or [`ErrorKind::Unsupported`] for an op the
+    /// plugin does not know.
     #[sabi(last_prefix_field)]
     fn invoke(
         &mut self,
@@ -87,11 +133,15 @@ pub trait EngineObject: Send {
     ) -> RResult<RString, AbiError>;
 }
 
-/// The host object a plugin receives at construction.
+/// The host object a plugin receives at construction: the host's
+/// [`HostBackend`](crate::HostBackend) behind the boundary. The host side catches its own panics.
 #[sabi_trait]
 pub trait HostObject: Send + Sync {
+    /// [`HostBackend::count_tokens`](crate::HostBackend::count_tokens).
     fn count_tokens(&self, text: RStr<'_>) -> u64;
 
+    /// [`HostBackend::log`](crate::HostBackend::log); `level` is a [`LogLevel`] as a byte
+    /// (0 debug, 1 info, 2 warn, 3 error), read back with [`log_level_from_code`].
     fn log(&self, engine: RStr<'_>, level: u8, message: RStr<'_>);
 
     /// Services by name with JSON payloads (`summarize`, ...).
@@ -99,10 +149,19 @@ pub trait HostObject: Send + Sync {
     fn call(&self, service: RStr<'_>, payload: RStr<'_>) -> RResult<RString, AbiError>;
 }
 
+/// An owned [`EngineObject`], as `new_engine` returns it.
 pub type EngineBox = EngineObject_TO<'static, RBox<()>>;
+/// An owned [`HostObject`], as `new_engine` receives it.
 pub type HostBox = HostObject_TO<'static, RBox<()>>;
 
-/// The root module every engine plugin exports.
+/// The [`LogLevel`] a [`HostObject::log`] byte stands for; an unknown code reads as
+/// [`LogLevel::Error`].
+pub fn log_level_from_code(code: u8) -> LogLevel {
+    LogLevel::from_code(code)
+}
+
+/// The root module every engine plugin exports; [`export_engine!`](crate::export_engine) builds
+/// it. The host reaches it through [`EngineModuleRef`], after abi_stable has checked its layout.
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = EngineModuleRef)))]
@@ -115,6 +174,8 @@ pub struct EngineModule {
     pub new_engine: extern "C" fn(setup: RStr<'_>, host: HostBox) -> RResult<EngineBox, AbiError>,
 }
 
+// The names abi_stable checks, and the SDK's version: a plugin built against another
+// `ctxhost-sdk` major (another minor while 0.x) is refused before its layout is compared.
 impl RootModule for EngineModuleRef {
     declare_root_module_statics! {EngineModuleRef}
     const BASE_NAME: &'static str = "ctxhost_engine";

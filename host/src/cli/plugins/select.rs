@@ -9,7 +9,7 @@ use ctxhost::config::write::{update, update_checked, Change};
 use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::plugins::trust::{sha256_file, short};
 use ctxhost::plugins::{Inspection, ProblemKind};
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use serde_yaml::Value;
 
 use crate::cli::{App, GlobalArgs};

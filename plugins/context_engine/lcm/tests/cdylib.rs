@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, ErrorKind};
 use serde_json::{json, Value};
 

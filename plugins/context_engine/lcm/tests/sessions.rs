@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{plant_markers, small_config, tool, tool_chat, Script};
 use ctxhost_engine_lcm::LcmEngine;
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
     sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, ErrorKind, Escalation,
     HostBackend, HostServices, Message, SessionInfo, SessionStart,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::{chat, engine};
 use ctxhost_engine_window::WindowEngine;
-use ctxhost_sdk::abi::load_library;
+use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineSetup, ErrorKind, Escalation,
     HostBackend, HostServices, ModelInfo,
