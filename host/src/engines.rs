@@ -146,10 +146,7 @@ pub enum ResolveError {
 }
 
 fn did_you_mean(suggestion: &Option<String>) -> String {
-    match suggestion {
-        Some(name) => format!("; did you mean '{name}'?"),
-        None => String::new(),
-    }
+    crate::suggest::did_you_mean(suggestion.as_deref())
 }
 
 /// An engine that started, before it joins a session.
@@ -256,8 +253,12 @@ impl Engines {
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime)
             .map_err(|error| config.locate_message(&error.to_string()))?;
         let services = Arc::new(
-            HostServicesImpl::new(config.token_counter(), LogSink::stderr(verbose), Some(summarizer))
-                .with_summarizer_cooldown(config.summarizer.cooldown()),
+            HostServicesImpl::new(
+                config.token_counter(),
+                LogSink::stderr(verbose),
+                Some(summarizer),
+            )
+            .with_summarizer_cooldown(config.summarizer.cooldown()),
         );
         Ok(Engines::new(config, home, services))
     }
@@ -425,8 +426,10 @@ impl Engines {
         names
     }
 
-    fn closest_engine(&self, name: &str) -> Option<String> {
-        closest(name, &self.engine_names())
+    /// The engine name closest to a mistyped `name`.
+    pub fn closest_engine(&self, name: &str) -> Option<String> {
+        let names = self.engine_names();
+        crate::suggest::closest(name, names.iter().map(String::as_str))
     }
 
     /// The directories a plugin named `name` would be in, for "not found" messages.
@@ -651,16 +654,6 @@ fn settings_error(config: &Config, name: &str, error: &EngineError) -> Option<Co
         ErrorKind::InvalidInput => Some(config.locate_message(error.message())),
         _ => None,
     }
-}
-
-/// The known name closest to `name`, when one is close enough to be a likely typo.
-fn closest(name: &str, known: &[String]) -> Option<String> {
-    known
-        .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
-        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3) && *distance > 0)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate.clone())
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

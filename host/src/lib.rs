@@ -77,6 +77,7 @@ pub mod plugins;
 pub mod replay;
 pub mod services;
 pub mod session;
+pub mod suggest;
 pub mod tokens;
 pub mod transcript;
 

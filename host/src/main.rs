@@ -12,6 +12,7 @@ use cli::{Cli, Command};
 /// Exit codes: 0 success, 1 error, 2 usage error (clap), 3 the engine failed (`compress`
 /// printed the conversation unchanged; `run` finished on the standby compressor).
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(args) => cli::run::run(&cli.global, args),
@@ -30,5 +31,17 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so writing to a closed pipe (`ctxhost plugins list | head -1`) makes
+/// every `println!` panic. A command-line tool should end quietly instead, as `cat` does: the
+/// default disposition ends the process when its reader has gone.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -126,13 +126,13 @@ fn validate_checks_the_selected_engine() {
 #[test]
 fn what_the_editor_cannot_rewrite_faithfully_is_refused_in_one_line() {
     let sandbox = Sandbox::new();
-    let text = "context: {engine: compressor}   # flow style\n";
+    let text = "model: {name: gpt-4o}   # flow style\n";
     sandbox.write_config(text);
-    let run = sandbox.ctxhost(&["config", "set", "context.engine", "window"]);
+    let run = sandbox.ctxhost(&["config", "set", "model.name", "gpt-5"]);
     assert_eq!(run.code, Some(1));
     assert_eq!(
         run.stderr.trim(),
-        "error: config.yaml: `context.engine` is written in a style this editor does not rewrite (flow or multi-line); edit the file by hand"
+        "error: config.yaml: `model.name` is written in a style this editor does not rewrite (flow or multi-line); edit the file by hand"
     );
     assert_eq!(sandbox.config_text(), text);
 }

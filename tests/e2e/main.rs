@@ -9,6 +9,7 @@ mod embedding;
 mod install;
 mod lcm;
 mod loading;
+mod output;
 mod picker;
 mod plugins_cmd;
 mod registry;

@@ -11,6 +11,9 @@ use ctxhost::config::write::{update_checked, Change};
 use ctxhost::config::BUILT_IN_ENGINE;
 use serde_yaml::Value;
 
+use ctxhost::suggest;
+
+use super::plugins::select::select_engine;
 use super::{App, GlobalArgs};
 
 #[derive(Debug, Subcommand)]
@@ -43,6 +46,9 @@ pub struct SetArgs {
     /// The value, as YAML
     #[arg(allow_hyphen_values = true)]
     pub value: String,
+    /// Write a key ctxhost does not know, or select an engine that does not load
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -78,9 +84,10 @@ fn get(global: &GlobalArgs, args: &GetArgs) -> anyhow::Result<ExitCode> {
         None => match default_of(&app, &args.key) {
             Some(value) => (value, true),
             None => bail!(
-                "{} is not set in {} and has no default ctxhost knows of",
+                "{} is not set in {} and has no default ctxhost knows of{}",
                 args.key,
-                app.config_path.display()
+                app.config_path.display(),
+                suggest::did_you_mean(closest_key(&args.key).as_deref())
             ),
         },
     };
@@ -101,6 +108,19 @@ fn get(global: &GlobalArgs, args: &GetArgs) -> anyhow::Result<ExitCode> {
 
 fn set(global: &GlobalArgs, args: &SetArgs) -> anyhow::Result<ExitCode> {
     let app = App::for_edit(global)?;
+    if args.key == "context.engine" {
+        // The same checks, approvals and messages as `plugins use`.
+        println!("{}", select_engine(&app, &args.value, args.force)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let section = args.key.split('.').next().unwrap_or_default();
+    if !SECTIONS.contains(&section) && !args.force {
+        bail!(
+            "{} is not a key ctxhost knows{} (--force writes it anyway)",
+            args.key,
+            suggest::did_you_mean(closest_key(&args.key).as_deref())
+        );
+    }
     let value = edit::parse_value(&args.value);
     write(&app, &[Change::Set(&args.key, value.clone())], &args.key)?;
     println!(
@@ -169,6 +189,52 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         session.source().label()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The top-level sections of config.yaml that ctxhost reads.
+const SECTIONS: &[&str] = &[
+    "context",
+    "model",
+    "compression",
+    "auxiliary",
+    "tokens",
+    "plugins",
+    "trust",
+];
+
+/// Every key ctxhost knows a default for, outside plugin sections.
+fn known_keys() -> Vec<String> {
+    let mut keys: Vec<String> = [
+        "context.engine",
+        "model.name",
+        "model.context_length",
+        "tokens.encoding",
+        "tokens.backend",
+        "auxiliary.compression.provider",
+        "auxiliary.compression.model",
+        "auxiliary.compression.base_url",
+        "auxiliary.compression.api_key_env",
+        "auxiliary.compression.timeout",
+        "auxiliary.compression.max_retries",
+        "auxiliary.compression.context_length",
+        "auxiliary.compression.cooldown_seconds",
+        "trust.enabled",
+        "trust.disabled",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    keys.extend(
+        ctxhost_compressor::Settings::config_keys()
+            .into_iter()
+            .map(|k| format!("compression.{}", k.key)),
+    );
+    keys
+}
+
+/// The known key closest to a mistyped one.
+fn closest_key(key: &str) -> Option<String> {
+    let keys = known_keys();
+    suggest::closest(key, keys.iter().map(String::as_str))
 }
 
 /// What a key reads as when the file does not set it.

@@ -3,6 +3,7 @@
 pub mod compress;
 pub mod config;
 pub mod engine;
+pub mod output;
 pub mod picker;
 pub mod plot;
 pub mod plugins;

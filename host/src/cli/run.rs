@@ -1,19 +1,19 @@
 //! `ctxhost run`: replay a recorded session through an engine and report what it did.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use clap::Args;
 use ctxhost::replay::{replay, Replay};
 use ctxhost::transcript::{self, Format};
-use ctxhost::{atomic, SessionOptions};
+use ctxhost::SessionOptions;
 use ctxhost_sdk::Message;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::compress::ENGINE_FAILED;
-use super::{plot, report, App, GlobalArgs};
+use super::{output, plot, report, App, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -38,7 +38,7 @@ pub struct RunArgs {
     /// file (or --session)
     #[arg(long)]
     pub keep: bool,
-    /// Write the final context (JSON messages) to FILE
+    /// Write the final context (JSON messages) to FILE (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Print the report as JSON
@@ -53,6 +53,9 @@ pub struct RunArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
+    if args.out.as_deref().is_some_and(is_stdout) && args.plot.as_deref().is_some_and(is_stdout) {
+        bail!("--out - and --plot - would both write to standard output; send one to a file");
+    }
     let mut app = App::new(global)?;
     app.warm_tokenizer();
     let messages = transcript::read(&args.transcript, args.format)?;
@@ -87,25 +90,32 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.plot {
         let series: Vec<plot::Series> = replays.iter().map(series).collect();
         let title = format!("ctxhost run: {session_id}");
-        atomic::write(path, plot::svg(&title, &series).as_bytes())
+        output::write(path, plot::svg(&title, &series).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    let mut text = String::new();
     if args.json {
         let value = serde_json::json!({ "runs": replays });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        text = serde_json::to_string_pretty(&value)? + "\n";
     } else {
         let texts: Vec<String> = replays.iter().map(report::text).collect();
-        print!("{}", texts.join("\n"));
+        text.push_str(&texts.join("\n"));
         if let [a, b] = replays.as_slice() {
-            println!();
-            println!(
-                "compare      {} sends {} input tokens, {} sends {}",
+            text.push_str(&format!(
+                "\ncompare      {} sends {} input tokens, {} sends {}\n",
                 a.engine,
                 report::thousands(a.total_input_tokens),
                 b.engine,
                 report::thousands(b.total_input_tokens)
-            );
+            ));
         }
+    }
+    // Standard output carries one thing: the final context when `--out -` asks for it there,
+    // the report otherwise (then on stderr).
+    if args.out.as_deref().is_some_and(is_stdout) {
+        std::io::stderr().write_all(text.as_bytes())?;
+    } else {
+        std::io::stdout().write_all(text.as_bytes())?;
     }
     // A replay that did not run on the engine asked for, or lost it on the way, is not a
     // success: the report says what happened, the exit code says that something did.
@@ -173,6 +183,10 @@ fn series(replay: &Replay) -> plot::Series {
     }
 }
 
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 fn session_name(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -188,6 +202,6 @@ pub fn write_messages(path: &Path, messages: &[Message]) -> anyhow::Result<()> {
         text.push_str(&serde_json::to_string(message)?);
     }
     text.push_str("\n]\n");
-    atomic::write(path, text.as_bytes())?;
+    output::write(path, text.as_bytes())?;
     Ok(())
 }

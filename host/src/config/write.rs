@@ -47,6 +47,13 @@ pub fn update_checked(
     changes: &[Change<'_>],
     check: impl FnOnce(&Config) -> Result<(), ConfigError>,
 ) -> Result<Config, WriteError> {
+    // Read, edit and write under one lock, so concurrent writers never lose each other's
+    // changes. The lock is on the directory: the file itself is replaced by each write.
+    let _lock = lock_dir_of(path).map_err(|error| WriteError::Write {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    crate::atomic::remove_stale(path);
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -84,4 +91,17 @@ pub fn update_checked(
         })?;
     }
     Ok(config)
+}
+
+/// Takes an exclusive lock on the directory holding `path` (created when missing), released
+/// when the returned handle is dropped, including when the process dies.
+fn lock_dir_of(path: &Path) -> std::io::Result<std::fs::File> {
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir,
+        None => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let handle = std::fs::File::open(dir)?;
+    handle.lock()?;
+    Ok(handle)
 }

@@ -4,7 +4,7 @@ mod doctor;
 mod info;
 mod install;
 mod list;
-mod select;
+pub mod select;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

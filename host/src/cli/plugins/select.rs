@@ -52,8 +52,9 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
                 "warning: no plugin '{name}' is installed; the built-in compressor runs until one is"
             )),
             None => bail!(
-                "engine '{name}' is not installed (looked in {}); see `ctxhost plugins list`, install it with `ctxhost plugins install PATH`, or pass --force",
-                app.engines.looked_in(name)
+                "engine '{name}' is not installed (looked in {}){}; see `ctxhost plugins list`, install it with `ctxhost plugins install PATH`, or pass --force",
+                app.engines.looked_in(name),
+                ctxhost::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
             ),
             Some(inspection) => match &inspection.loaded {
                 Ok(_) => {}

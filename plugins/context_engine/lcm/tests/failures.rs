@@ -43,7 +43,11 @@ fn summarizer_failures_escalate_to_truncation_and_still_make_progress() {
             "{script:?}"
         );
         // The report counts what the host saw.
-        assert_eq!(host.summarize_calls() as u64, attempts * summaries, "{script:?}");
+        assert_eq!(
+            host.summarize_calls() as u64,
+            attempts * summaries,
+            "{script:?}"
+        );
         assert!(!report["summarizer_failures"].as_array().unwrap().is_empty());
         assert!(tokens(&out) < tokens(&history), "{script:?}");
         assert!(

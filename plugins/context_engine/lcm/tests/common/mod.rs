@@ -53,7 +53,7 @@ impl Script {
             Script::FailThenGood => {
                 let calls = AtomicUsize::new(0);
                 Answer::with(move |request| {
-                    if calls.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+                    if calls.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
                         Err(EngineError::new(ErrorKind::Unavailable, "timeout"))
                     } else {
                         Ok(digest(request))
