@@ -251,7 +251,7 @@ impl Engines {
         verbose: bool,
     ) -> Result<Self, ConfigError> {
         let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime)
-            .map_err(|error| config.locate_message(&error.to_string()))?;
+            .map_err(|error| config.error_at(&error.key(), &error.problem()))?;
         let services = Arc::new(
             HostServicesImpl::new(
                 config.token_counter(),
@@ -650,8 +650,6 @@ fn settings_error(config: &Config, name: &str, error: &EngineError) -> Option<Co
             };
             Some(config.error_at(&key, &fault.problem))
         }
-        // Engines built before setting errors carried their key name it in the message.
-        ErrorKind::InvalidInput => Some(config.locate_message(error.message())),
         _ => None,
     }
 }

@@ -88,14 +88,17 @@ impl Settings {
         ]
     }
 
-    /// Reads and checks the section; errors start with the dotted key.
+    /// Reads and checks the section; an error names the key at fault as data (relative to
+    /// `compression`).
     pub fn from_config(section: &Value) -> Result<Self, EngineError> {
         let section = match section {
             Value::Null => Value::Object(Default::default()),
             other => other.clone(),
         };
-        let settings: Settings = serde_json::from_value(section.clone()).map_err(|error| {
-            EngineError::invalid_input(format!("compression{}", key_of(&section, &error)))
+        let settings: Settings = serde_path_to_error::deserialize(section).map_err(|error| {
+            let key = error.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            EngineError::invalid_setting(key, error.into_inner().to_string())
         })?;
         for (key, value, low_inclusive) in [
             ("threshold", settings.threshold, false),
@@ -104,32 +107,20 @@ impl Settings {
         ] {
             let in_range = value <= 1.0 && (value > 0.0 || (low_inclusive && value == 0.0));
             if !in_range {
-                return Err(EngineError::invalid_input(format!(
-                    "compression.{key}: must be between 0 and 1, got {value}"
-                )));
+                return Err(EngineError::invalid_setting(
+                    key,
+                    format!("must be between 0 and 1, got {value}"),
+                ));
             }
         }
         if settings.protect_last_n == 0 {
-            return Err(EngineError::invalid_input(
-                "compression.protect_last_n: must be at least 1",
+            return Err(EngineError::invalid_setting(
+                "protect_last_n",
+                "must be at least 1",
             ));
         }
         Ok(settings)
     }
-}
-
-/// serde's message does not say which key was wrong; find it by reading keys one at a time.
-fn key_of(section: &Value, error: &serde_json::Error) -> String {
-    if let Value::Object(map) = section {
-        for (key, value) in map {
-            let mut single = serde_json::Map::new();
-            single.insert(key.clone(), value.clone());
-            if serde_json::from_value::<Settings>(Value::Object(single)).is_err() {
-                return format!(".{key}: {error}");
-            }
-        }
-    }
-    format!(": {error}")
 }
 
 #[cfg(test)]
@@ -147,15 +138,26 @@ mod tests {
     }
 
     #[test]
-    fn errors_name_the_key() {
-        let error = |v| Settings::from_config(&v).unwrap_err().to_string();
+    fn errors_name_the_key_as_data() {
+        let fault = |v| {
+            let error = Settings::from_config(&v).unwrap_err();
+            let fault = error.setting().expect("a setting error").clone();
+            (fault.key, fault.problem)
+        };
         assert_eq!(
-            error(json!({"threshold": 1.7})),
-            "compression.threshold: must be between 0 and 1, got 1.7"
+            fault(json!({"threshold": 1.7})),
+            (
+                "threshold".into(),
+                "must be between 0 and 1, got 1.7".into()
+            )
         );
-        assert!(error(json!({"target_ratio": "x"}))
-            .starts_with("compression.target_ratio: invalid type"));
-        assert!(error(json!({"treshold": 0.5})).starts_with("compression.treshold: unknown field"));
+        let (key, problem) = fault(json!({"target_ratio": "x"}));
+        assert_eq!(key, "target_ratio");
+        assert!(problem.starts_with("invalid type"), "{problem}");
+        let (key, problem) = fault(json!({"treshold": 0.5}));
+        assert_eq!(key, "treshold");
+        assert!(problem.starts_with("unknown field"), "{problem}");
+        assert_eq!(fault(json!(5)).0, "");
         // A Hermes config loads.
         Settings::from_config(&json!({"protect_first_n": 3, "abort_on_summary_failure": false}))
             .unwrap();

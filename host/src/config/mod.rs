@@ -191,7 +191,7 @@ impl Config {
         };
         config.summarizer = SummarizerSettings::from_value(&summarizer_section)
             .and_then(|settings| settings.validate().map(|()| settings))
-            .map_err(|error| config.locate_message(&error.to_string()))?;
+            .map_err(|error| config.error_at(&error.key(), &error.problem()))?;
         config.adopt_legacy_cooldown()?;
         config.validate()?;
         Ok(config)
@@ -306,20 +306,6 @@ impl Config {
             message: format!("{key}: {message}"),
         }
     }
-
-    /// Turns an engine's settings error (`"compression.threshold: must be ..."`) into a located
-    /// config error when its message starts with a key of this file.
-    pub fn locate_message(&self, message: &str) -> ConfigError {
-        if let Some((key, rest)) = message.split_once(": ") {
-            if key.contains('.') && !key.contains(' ') {
-                return self.error_at(key, rest);
-            }
-        }
-        ConfigError::Invalid {
-            location: location(self.source.as_deref(), None),
-            message: message.to_string(),
-        }
-    }
 }
 
 fn location(source: Option<&Path>, line: Option<usize>) -> String {
@@ -393,7 +379,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             config
-                .locate_message("compression.threshold: must be between 0 and 1, got 1.7")
+                .error_at("compression.threshold", "must be between 0 and 1, got 1.7")
                 .to_string(),
             "c.yaml:2: compression.threshold: must be between 0 and 1, got 1.7"
         );

@@ -155,6 +155,14 @@ impl SettingsError {
         }
     }
 
+    /// What is wrong, without the key.
+    pub fn problem(&self) -> String {
+        match self {
+            SettingsError::Invalid { message, .. } => message.clone(),
+            SettingsError::Client(message) => format!("cannot create the HTTP client: {message}"),
+        }
+    }
+
     /// The full key the error is about, e.g. `auxiliary.compression.base_url`.
     pub fn key(&self) -> String {
         match self {

@@ -19,11 +19,30 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Level {
+    Ok,
+    /// A choice, not a fault (e.g. a disabled plugin).
+    Note,
+    Problem,
+}
+
+impl Level {
+    fn mark(self) -> &'static str {
+        match self {
+            Level::Ok => "ok     ",
+            Level::Note => "note   ",
+            Level::Problem => "problem",
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct Finding {
     engine: String,
-    /// `ok`, `note` (a choice, not a fault) or `problem`.
-    level: &'static str,
+    level: Level,
     #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<ProblemKind>,
     message: String,
@@ -32,7 +51,10 @@ struct Finding {
 pub fn run(global: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     let findings = examine(&app);
-    let problems = findings.iter().filter(|f| f.level == "problem").count();
+    let problems = findings
+        .iter()
+        .filter(|f| f.level == Level::Problem)
+        .count();
     if args.json {
         println!(
             "{}",
@@ -43,12 +65,12 @@ pub fn run(global: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         for finding in &findings {
-            let mark = match finding.level {
-                "ok" => "ok     ",
-                "note" => "note   ",
-                _ => "problem",
-            };
-            println!("{mark}  {}: {}", finding.engine, finding.message);
+            println!(
+                "{}  {}: {}",
+                finding.level.mark(),
+                finding.engine,
+                finding.message
+            );
         }
         match problems {
             0 => println!("\nno problems"),
@@ -75,16 +97,16 @@ fn examine(app: &App) -> Vec<Finding> {
     };
 
     findings.push(match app.engines.compressor() {
-        Ok(_) => finding(BUILT_IN_ENGINE, "ok", None, "built in".to_string()),
+        Ok(_) => finding(BUILT_IN_ENGINE, Level::Ok, None, "built in".to_string()),
         Err(ResolveError::Config(error)) => finding(
             BUILT_IN_ENGINE,
-            "problem",
+            Level::Problem,
             Some(ProblemKind::BadSettings),
             error.to_string(),
         ),
         Err(error) => finding(
             BUILT_IN_ENGINE,
-            "problem",
+            Level::Problem,
             Some(ProblemKind::LoadFailed),
             error.to_string(),
         ),
@@ -110,7 +132,7 @@ fn examine(app: &App) -> Vec<Finding> {
             Ok(library) => match app.engines.instantiate(inspection) {
                 Ok(_) => findings.push(finding(
                     name,
-                    "ok",
+                    Level::Ok,
                     None,
                     format!(
                         "{} ({source}, {})",
@@ -120,20 +142,20 @@ fn examine(app: &App) -> Vec<Finding> {
                 )),
                 Err(error) => findings.push(finding(
                     name,
-                    "problem",
+                    Level::Problem,
                     Some(ProblemKind::BadSettings),
                     error,
                 )),
             },
             Err(problem) if problem.kind.is_choice() && name != selected => findings.push(finding(
                 name,
-                "note",
+                Level::Note,
                 Some(problem.kind),
                 problem.summary.clone(),
             )),
             Err(problem) => findings.push(finding(
                 name,
-                "problem",
+                Level::Problem,
                 Some(problem.kind),
                 problem.summary.clone(),
             )),
@@ -143,7 +165,7 @@ fn examine(app: &App) -> Vec<Finding> {
         if *name == BUILT_IN_ENGINE {
             findings.push(finding(
                 name,
-                "problem",
+                Level::Problem,
                 Some(ProblemKind::DuplicateName),
                 format!(
                     "a plugin in {} takes the built-in engine's name and is never used; rename it",
@@ -153,7 +175,7 @@ fn examine(app: &App) -> Vec<Finding> {
         } else if dirs.len() > 1 {
             findings.push(finding(
                 name,
-                "problem",
+                Level::Problem,
                 Some(ProblemKind::DuplicateName),
                 format!(
                     "{} plugins share this name ({}); only the first is ever used: rename or remove the others",
@@ -167,7 +189,7 @@ fn examine(app: &App) -> Vec<Finding> {
         if !by_name.contains_key(name.as_str()) {
             findings.push(finding(
                 name,
-                "note",
+                Level::Note,
                 None,
                 format!("trust.enabled.{name} approves a plugin that is not installed"),
             ));
@@ -179,7 +201,7 @@ fn examine(app: &App) -> Vec<Finding> {
     if !resolvable {
         findings.push(finding(
             selected,
-            "problem",
+            Level::Problem,
             Some(ProblemKind::MissingLibrary),
             format!(
                 "context.engine selects '{selected}', which is not installed; the built-in compressor runs instead (`ctxhost plugins use NAME` picks another)"
