@@ -98,11 +98,13 @@
 
 #![warn(missing_docs)]
 
+mod cdylib;
 pub mod contract;
 pub mod corpus;
 mod fake_host;
 pub mod tokens;
 
+pub use cdylib::built_library;
 pub use contract::{check_engine, check_plugin, ContractFailure, Violation};
 pub use fake_host::{
     digest, Answer, AnswerFn, FakeHost, FakeHostBuilder, LogLine, FAKE_SUMMARIZER,

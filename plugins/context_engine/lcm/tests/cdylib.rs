@@ -9,30 +9,8 @@ use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, ErrorKind};
 use serde_json::{json, Value};
 
-/// The cdylib cargo built for this test run: next to the test binary (in `deps/`), or one
-/// level up where `cargo build` puts it. Cargo builds it with the tests, so a missing one
-/// fails the test rather than skipping it.
 fn library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let name = format!(
-        "{}ctxhost_engine_lcm{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let deps = exe.parent().expect("the test binary's directory");
-    let candidates = [deps.join(&name), deps.join("..").join(&name)];
-    candidates
-        .iter()
-        .find(|p| p.exists())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the lcm cdylib is not where cargo builds it ({} or {}); build it with \
-                 `cargo build -p ctxhost-engine-lcm`",
-                candidates[0].display(),
-                candidates[1].display()
-            )
-        })
+    ctxhost_sdk_test::built_library("ctxhost_engine_lcm")
 }
 
 #[test]

@@ -275,19 +275,8 @@ fn validate_settings_checks_like_create_without_creating_anything() {
     assert!(data.join(ctxhost_engine_lcm::DATABASE_FILE).exists());
 }
 
-/// The cdylib cargo built beside this test (in `deps/`, or one level up).
 fn library_path() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let name = format!(
-        "{}ctxhost_engine_lcm{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let deps = exe.parent().unwrap();
-    [deps.join(&name), deps.parent().unwrap().join(&name)]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("cargo builds {name} beside {}", deps.display()))
+    ctxhost_sdk_test::built_library("ctxhost_engine_lcm")
 }
 
 #[test]

@@ -112,19 +112,8 @@ fn last_compression_reports_what_the_last_call_did() {
     assert_eq!(engine.last_compression().unwrap(), None);
 }
 
-/// The cdylib cargo built beside this test (in `deps/`, or one level up).
 fn library_path() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let name = format!(
-        "{}ctxhost_engine_window{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let deps = exe.parent().unwrap();
-    [deps.join(&name), deps.parent().unwrap().join(&name)]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("cargo builds {name} beside {}", deps.display()))
+    ctxhost_sdk_test::built_library("ctxhost_engine_window")
 }
 
 #[test]
