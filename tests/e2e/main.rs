@@ -12,3 +12,4 @@ mod registry;
 mod run;
 mod summarizer;
 mod swap;
+mod tokens;
