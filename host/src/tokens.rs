@@ -15,6 +15,10 @@ use tiktoken_rs::CoreBPE;
 /// Texts shorter than this are counted directly: hashing them costs about as much.
 const CACHE_MIN_BYTES: usize = 64;
 
+/// New text below which a batch is counted on the calling thread (about a millisecond of
+/// counting, many times what starting a thread costs).
+const PARALLEL_MIN_BYTES: usize = 32 * 1024;
+
 /// Which implementation counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -52,8 +56,14 @@ pub struct TokenCounter {
     encoding: String,
     backend: Backend,
     bpe: OnceLock<Result<Loaded, String>>,
-    cache: Mutex<HashMap<(u64, usize), u32, BuildHasherDefault<IdentityHasher>>>,
+    cache: Mutex<HashMap<Key, u32, BuildHasherDefault<IdentityHasher>>>,
 }
+
+/// A text's cache key: its hash and its length.
+type Key = (u64, usize);
+
+/// Exact counts of texts, by key.
+type Counted = HashMap<Key, u64, BuildHasherDefault<IdentityHasher>>;
 
 impl TokenCounter {
     /// `encoding` must be one of [`crate::config::ENCODINGS`] (the config validates it).
@@ -80,8 +90,97 @@ impl TokenCounter {
         self.count(&message.searchable_text()) + ctxhost_sdk::MESSAGE_OVERHEAD_TOKENS
     }
 
+    /// The same total as summing [`Self::count_message`], with the texts not yet cached counted
+    /// on every core when there are enough of them (a one-shot command counts a whole session).
     pub fn count_messages(&self, messages: &[ctxhost_sdk::Message]) -> u64 {
-        messages.iter().map(|m| self.count_message(m)).sum()
+        let texts: Vec<_> = messages.iter().map(|m| m.searchable_text()).collect();
+        let overhead = ctxhost_sdk::MESSAGE_OVERHEAD_TOKENS * messages.len() as u64;
+        self.count_texts(&texts) + overhead
+    }
+
+    /// The total of [`Self::count`] over `texts`.
+    fn count_texts<T: AsRef<str>>(&self, texts: &[T]) -> u64 {
+        let mut total = 0;
+        // Uncached texts by key, each once, and how many bytes they hold.
+        let mut pending: HashMap<Key, &str, BuildHasherDefault<IdentityHasher>> =
+            HashMap::default();
+        let mut pending_bytes = 0;
+        {
+            let cache = self.cache.lock().ok();
+            for text in texts {
+                let text = text.as_ref();
+                if text.len() < CACHE_MIN_BYTES {
+                    continue;
+                }
+                let key = (fx_hash(text.as_bytes()), text.len());
+                match cache.as_ref().and_then(|c| c.get(&key)) {
+                    Some(&count) => total += u64::from(count),
+                    None => {
+                        if pending.insert(key, text).is_none() {
+                            pending_bytes += text.len();
+                        }
+                    }
+                }
+            }
+        }
+        if pending_bytes < PARALLEL_MIN_BYTES {
+            // Few new texts: counting them here costs less than starting threads.
+            return texts.iter().map(|t| self.count(t.as_ref())).sum();
+        }
+        let counted = self.count_in_parallel(pending.into_iter().collect(), pending_bytes);
+        if let Ok(mut cache) = self.cache.lock() {
+            for (&key, &count) in &counted {
+                cache.insert(key, count.min(u64::from(u32::MAX)) as u32);
+            }
+        }
+        for text in texts {
+            let text = text.as_ref();
+            if text.len() < CACHE_MIN_BYTES {
+                total += self.count_uncached(text);
+            } else if let Some(count) = counted.get(&(fx_hash(text.as_bytes()), text.len())) {
+                total += count;
+            }
+        }
+        total
+    }
+
+    /// Counts `texts` (`bytes` in all) on up to one thread per core, in chunks of similar size.
+    fn count_in_parallel(&self, texts: Vec<(Key, &str)>, bytes: usize) -> Counted {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let chunk_bytes = bytes.div_ceil(threads);
+        let mut chunks: Vec<&[(Key, &str)]> = Vec::with_capacity(threads);
+        let (mut start, mut filled) = (0, 0);
+        for (index, (_, text)) in texts.iter().enumerate() {
+            filled += text.len();
+            if filled >= chunk_bytes {
+                chunks.push(&texts[start..=index]);
+                (start, filled) = (index + 1, 0);
+            }
+        }
+        if start < texts.len() {
+            chunks.push(&texts[start..]);
+        }
+        // Load the encoding here, rather than have every thread wait for it.
+        self.loaded();
+        let (own, others) = chunks.split_first().expect("at least one chunk");
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = others
+                .iter()
+                .map(|&chunk| scope.spawn(move || self.count_chunk(chunk)))
+                .collect();
+            let mut counted = self.count_chunk(own);
+            for worker in workers {
+                counted.extend(worker.join().expect("counting does not panic"));
+            }
+            counted
+        })
+    }
+
+    fn count_chunk(&self, chunk: &[(Key, &str)]) -> Counted {
+        chunk
+            .iter()
+            .map(|&(key, text)| (key, self.count_uncached(text)))
+            .collect()
     }
 
     pub fn count(&self, text: &str) -> u64 {
@@ -118,7 +217,7 @@ impl TokenCounter {
                 if bpe {
                     return Ok(Loaded::Bpe(match self.encoding.as_str() {
                         "cl100k_base" => bpe_openai::cl100k_base(),
-                        _ => bpe_openai::o200k_base(),
+                        _ => o200k_base_counter(),
                     }));
                 }
                 match self.encoding.as_str() {
@@ -134,6 +233,30 @@ impl TokenCounter {
             .as_ref()
             .ok()
     }
+}
+
+/// `o200k_base` for counting only, from the tables `build.rs` prebuilt: bpe-openai's encoding
+/// without what only encoding and decoding read, so it loads in about half the time. Its
+/// `encode` and `decode` are not usable; its `count` is bpe-openai's.
+fn o200k_base_counter() -> &'static bpe_openai::Tokenizer {
+    static COUNTER: OnceLock<bpe_openai::Tokenizer> = OnceLock::new();
+    COUNTER.get_or_init(|| {
+        let tables = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.count.msgpack"));
+        let bpe = rmp_serde::from_slice(tables).expect("build.rs checked the tables");
+        // The encoding's split pattern (tiktoken's), with its `\s+(?!\S)` spelled without
+        // look-ahead as bpe-openai does: `\s+\s` less its last character (the `true`), or `\s+$`.
+        let words = [
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"\p{N}{1,3}",
+            r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+            r"\s*[\r\n]+",
+            r"\s+$",
+        ]
+        .join("|");
+        let patterns = [(words.as_str(), false), (r"\s+\s", true), (r"\s+", false)];
+        bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("a valid pattern")
+    })
 }
 
 fn fx_hash(bytes: &[u8]) -> u64 {
@@ -178,6 +301,33 @@ mod tests {
             let tiktoken = TokenCounter::with_backend(encoding, Backend::Tiktoken);
             assert_eq!(bpe.count(&text), tiktoken.count(&text), "{encoding}");
         }
+    }
+
+    #[test]
+    fn a_batch_counted_in_parallel_totals_the_counts_one_by_one() {
+        let texts: Vec<String> = (0..400)
+            .map(|i| {
+                format!(
+                    "message {i}: {}",
+                    "lorem ipsum dolor sit amet ".repeat(i % 17 + 3)
+                )
+            })
+            .chain(["short".to_string(), String::new()])
+            .collect();
+        let one_by_one: u64 = {
+            let counter = TokenCounter::new("o200k_base");
+            texts.iter().map(|t| counter.count(t)).sum()
+        };
+        let batch = TokenCounter::new("o200k_base");
+        let bytes: usize = texts.iter().map(String::len).sum();
+        assert!(
+            bytes > PARALLEL_MIN_BYTES,
+            "the batch is large enough to go parallel"
+        );
+        assert_eq!(batch.count_texts(&texts), one_by_one);
+        // Counted once: the second time every long text comes from the cache.
+        assert_eq!(batch.cache.lock().unwrap().len(), 400);
+        assert_eq!(batch.count_texts(&texts), one_by_one);
     }
 
     #[test]

@@ -17,3 +17,4 @@ mod run;
 mod sessions;
 mod summarizer;
 mod swap;
+mod tokens;

@@ -40,10 +40,18 @@ fn profile_dir() -> PathBuf {
 }
 
 /// Builds the binary and every plugin (once per test run) and returns the output directory.
+///
+/// `cargo nextest` runs each test in its own process; they share a run id, and only the first
+/// process of a run builds (a stamp in the output directory records the run that built).
 pub fn artifacts() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = profile_dir();
+        let run_id = std::env::var("NEXTEST_RUN_ID").ok();
+        let stamp = dir.join("ctxhost-tests-built-for-run");
+        if run_id.is_some() && std::fs::read_to_string(&stamp).ok() == run_id {
+            return dir;
+        }
         let target_dir = dir.parent().expect("profile dir has a parent");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let mut command = Command::new(cargo);
@@ -61,6 +69,9 @@ pub fn artifacts() -> &'static Path {
         }
         let status = command.status().expect("cargo runs");
         assert!(status.success(), "building the binary and plugins failed");
+        if let Some(run_id) = run_id {
+            std::fs::write(&stamp, run_id).expect("the output directory is writable");
+        }
         dir
     })
 }
@@ -113,6 +124,11 @@ pub fn read_messages(path: &Path) -> Vec<Message> {
 /// A long session: every corpus transcript's turns, one after another, behind the first
 /// transcript's system prompt.
 pub fn long_session() -> Vec<Value> {
+    static SESSION: OnceLock<Vec<Value>> = OnceLock::new();
+    SESSION.get_or_init(read_long_session).clone()
+}
+
+fn read_long_session() -> Vec<Value> {
     let mut session = Vec::new();
     for (index, file) in corpus_files().iter().enumerate() {
         let Value::Array(messages) = read_json(file) else {
