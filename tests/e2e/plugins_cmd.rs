@@ -679,3 +679,48 @@ fn info_shows_manifest_tools_settings_library_and_checksum() {
     assert_eq!(missing.code, Some(1));
     assert_eq!(missing.stderr_lines().len(), 1, "{}", missing.stderr);
 }
+
+/// A project plugin (beside the config file) loads without approval, so choosing it records
+/// none in the (tracked) config, by `plugins use` or by `config set context.engine`.
+#[test]
+fn choosing_a_project_plugin_records_no_approval() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins().write_config("# project\n");
+    let run = sandbox.ctxhost(&["plugins", "use", "window"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("(in config.yaml)") || run.stdout.contains("config.yaml"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        sandbox.config_text(),
+        "# project\ncontext:\n  engine: window\n"
+    );
+    let run = sandbox.ctxhost(&["config", "set", "context.engine", "lcm"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(
+        sandbox.config_text(),
+        "# project\ncontext:\n  engine: lcm\n"
+    );
+}
+
+#[test]
+fn mistyped_plugin_names_get_a_suggestion() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins().write_config("");
+    for args in [
+        &["plugins", "info", "lcn"][..],
+        &["plugins", "enable", "lcn"],
+        &["plugins", "disable", "lcn"],
+        &["plugins", "use", "lcn"],
+    ] {
+        let run = sandbox.ctxhost(args);
+        assert_eq!(run.code, Some(1), "{args:?}");
+        assert!(
+            run.stderr.contains("did you mean 'lcm'?"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}

@@ -102,8 +102,9 @@ fn built_in(app: &App) -> Info {
 fn plugin(app: &App, name: &str) -> anyhow::Result<Info> {
     let Some(inspection) = app.engines.inspect_plugin(name, true) else {
         bail!(
-            "no engine '{name}' (looked in {}); see `ctxhost plugins list`",
-            app.engines.looked_in(name)
+            "no engine '{name}' (looked in {}){}; see `ctxhost plugins list`",
+            app.engines.looked_in(name),
+            ctxhost::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
         );
     };
     let manifest = inspection

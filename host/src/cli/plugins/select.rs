@@ -88,8 +88,9 @@ pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> 
     }
     let Some(inspection) = app.engines.inspect_plugin(name, true) else {
         bail!(
-            "no plugin '{name}' is installed (looked in {}); install it with `ctxhost plugins install PATH`",
-            app.engines.looked_in(name)
+            "no plugin '{name}' is installed (looked in {}){}; install it with `ctxhost plugins install PATH`",
+            app.engines.looked_in(name),
+            ctxhost::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
         );
     };
     if let Err(problem) = &inspection.loaded {
@@ -131,7 +132,10 @@ pub fn disable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode>
     let known =
         app.engines.inspect_plugin(name, false).is_some() || trust.enabled.contains_key(name);
     if !known {
-        bail!("no plugin '{name}' is installed; nothing to disable");
+        bail!(
+            "no plugin '{name}' is installed{}; nothing to disable",
+            ctxhost::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
+        );
     }
     let key = format!("trust.enabled.{name}");
     let mut changes = vec![Change::Remove(&key)];
