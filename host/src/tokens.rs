@@ -3,7 +3,9 @@
 //!
 //! Two backends give identical counts for `o200k_base` and `cl100k_base`: GitHub's `bpe-openai`
 //! (the default where it has the encoding: measured here it loads in ~140 ms and counts ~25 MB/s)
-//! and `tiktoken-rs` (~210 ms and ~5 MB/s; also has `p50k_base` and `r50k_base`).
+//! and `tiktoken-rs` (~210 ms and ~5 MB/s; also has `p50k_base` and `r50k_base`). `o200k_base`
+//! loads from counting-only tables `build.rs` prebuilds from bpe-openai's, in about half its
+//! time: a one-shot command on a tiny transcript went from ~45 ms to ~25 ms in all.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
