@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{compressor, conversation, summaries, Answer, FakeHost};
+use common::{compressor, conversation, host, summaries, Answer};
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Escalation, Message, ToolCall};
 use serde_json::json;
 
@@ -15,7 +15,7 @@ fn force() -> CompressOptions {
 
 #[test]
 fn keeps_head_and_latest_user_message_and_tool_pairs() {
-    let host = FakeHost::new(Answer::Summary("## Goal\nfix parser".into()));
+    let host = host(Answer::Summary("## Goal\nfix parser".into()));
     let mut engine = compressor(&host, 8_000, json!(null));
     let input = conversation(40);
     let output = engine.compress(&input, &force()).unwrap();
@@ -35,7 +35,7 @@ fn keeps_head_and_latest_user_message_and_tool_pairs() {
 
 #[test]
 fn parallel_calls_are_never_split() {
-    let host = FakeHost::new(Answer::Summary("summary".into()));
+    let host = host(Answer::Summary("summary".into()));
     let mut engine = compressor(&host, 4_000, json!({"protect_last_n": 3}));
     let mut input = conversation(10);
     let calls: Vec<ToolCall> = (0..6)
@@ -58,14 +58,14 @@ fn parallel_calls_are_never_split() {
 
 #[test]
 fn pruning_alone_can_avoid_the_summarizer() {
-    let host = FakeHost::new(Answer::Summary("unused".into()));
+    let host = host(Answer::Summary("unused".into()));
     // A big window: pruning the old outputs brings the context far under the threshold.
     let mut engine = compressor(&host, 20_000, json!({"protect_last_n": 4}));
     let input = conversation(30);
     let output = engine
         .compress(&input, &CompressOptions::default())
         .unwrap();
-    assert_eq!(host.calls(), 0, "no summarizer call");
+    assert_eq!(host.summarize_calls(), 0, "no summarizer call");
     assert_eq!(summaries(&output), 0);
     assert!(output.iter().any(|m| m
         .content_text()
@@ -77,7 +77,7 @@ fn pruning_alone_can_avoid_the_summarizer() {
 
 #[test]
 fn repeated_compressions_leave_one_summary_that_is_updated() {
-    let host = FakeHost::new(Answer::Summary("## Goal\nround".into()));
+    let host = host(Answer::Summary("## Goal\nround".into()));
     let mut engine = compressor(&host, 6_000, json!(null));
     let mut context = conversation(20);
     for round in 0..3 {
@@ -91,7 +91,7 @@ fn repeated_compressions_leave_one_summary_that_is_updated() {
             context.push(Message::tool_result(&id, "more output\n".repeat(30)));
         }
     }
-    let requests = host.requests.lock().unwrap();
+    let requests = host.requests();
     assert!(requests[0].previous_summary.is_none());
     assert!(requests[1]
         .previous_summary
@@ -102,7 +102,7 @@ fn repeated_compressions_leave_one_summary_that_is_updated() {
 
 #[test]
 fn secrets_reach_no_summarizer_and_no_output() {
-    let host = FakeHost::new(Answer::Summary(
+    let host = host(Answer::Summary(
         "## Critical Context\nthe key is sk-live0123456789abcdefXYZ".into(),
     ));
     let mut engine = compressor(&host, 6_000, json!(null));
@@ -121,7 +121,7 @@ fn secrets_reach_no_summarizer_and_no_output() {
         )),
     );
     let output = engine.compress(&input, &force()).unwrap();
-    let requests = serde_json::to_string(&*host.requests.lock().unwrap()).unwrap();
+    let requests = serde_json::to_string(&host.requests()).unwrap();
     let output = serde_json::to_string(&output).unwrap();
     for secret in secrets.iter().chain(&["sk-live0123456789abcdefXYZ"]) {
         assert!(
@@ -136,7 +136,7 @@ fn secrets_reach_no_summarizer_and_no_output() {
 #[test]
 fn the_hosts_fallback_is_used_and_reported_as_it_comes() {
     // The host owns the failure ladder: it answers with its offline summary and says why.
-    let host = FakeHost::new(Answer::FellBack("custom:m failed: HTTP 500".into()));
+    let host = host(Answer::FellBack("custom:m failed: HTTP 500".into()));
     let mut engine = compressor(&host, 6_000, json!(null));
     let output = engine.compress(&conversation(20), &force()).unwrap();
     sequence::validate(&output).unwrap();
@@ -162,12 +162,12 @@ fn the_hosts_fallback_is_used_and_reported_as_it_comes() {
     let mut next = conversation(25);
     next.insert(3, Message::user("an old long request ".repeat(700)));
     engine.compress(&next, &CompressOptions::default()).unwrap();
-    assert_eq!(host.calls(), 2);
+    assert_eq!(host.summarize_calls(), 2);
 }
 
 #[test]
 fn a_working_summarizer_reports_no_fallback() {
-    let host = FakeHost::new(Answer::Summary("## Goal\nfix parser".into()));
+    let host = host(Answer::Summary("## Goal\nfix parser".into()));
     let mut engine = compressor(&host, 6_000, json!(null));
     engine.compress(&conversation(20), &force()).unwrap();
     let report = engine.last_compression().unwrap().expect("a report");
@@ -179,7 +179,7 @@ fn a_working_summarizer_reports_no_fallback() {
 
 #[test]
 fn a_host_that_cannot_summarize_still_gets_progress_and_a_reason() {
-    let host = FakeHost::new(Answer::Fail);
+    let host = host(Answer::Fail);
     let mut engine = compressor(&host, 6_000, json!(null));
     let input = conversation(20);
     let output = engine.compress(&input, &force()).unwrap();
@@ -206,7 +206,7 @@ fn a_host_that_cannot_summarize_still_gets_progress_and_a_reason() {
 
 #[test]
 fn no_thrashing_after_a_compression_that_could_not_get_under_the_threshold() {
-    let host = FakeHost::new(Answer::Summary("s".into()));
+    let host = host(Answer::Summary("s".into()));
     let mut engine = compressor(&host, 4_000, json!(null));
     // A huge latest user message keeps the context over the threshold whatever happens.
     let mut input = conversation(10);
@@ -229,7 +229,7 @@ fn no_thrashing_after_a_compression_that_could_not_get_under_the_threshold() {
 
 #[test]
 fn thresholds_and_preflight() {
-    let host = FakeHost::new(Answer::Summary("s".into()));
+    let host = host(Answer::Summary("s".into()));
     let mut engine = compressor(&host, 10_000, json!({"threshold": 0.5}));
     assert!(!engine.should_compress(4_999).unwrap());
     assert!(engine.should_compress(5_000).unwrap());
@@ -244,7 +244,7 @@ fn thresholds_and_preflight() {
 
 #[test]
 fn focus_and_memory_reach_the_summarizer_fenced() {
-    let host = FakeHost::new(Answer::Summary("s".into()));
+    let host = host(Answer::Summary("s".into()));
     let mut engine = compressor(&host, 6_000, json!(null));
     let options = CompressOptions {
         force: true,
@@ -255,7 +255,7 @@ fn focus_and_memory_reach_the_summarizer_fenced() {
         ..CompressOptions::default()
     };
     engine.compress(&conversation(20), &options).unwrap();
-    let request = host.requests.lock().unwrap()[0].clone();
+    let request = host.requests()[0].clone();
     assert_eq!(request.focus_topic.as_deref(), Some("the parser"));
     assert!(request.content.starts_with("<memory-context>"));
     assert_eq!(request.content.matches("</memory-context>").count(), 1);
@@ -264,18 +264,18 @@ fn focus_and_memory_reach_the_summarizer_fenced() {
 
 #[test]
 fn short_conversations_are_left_alone() {
-    let host = FakeHost::new(Answer::Summary("s".into()));
+    let host = host(Answer::Summary("s".into()));
     let mut engine = compressor(&host, 128_000, json!(null));
     let input = conversation(2);
     assert!(!engine.has_content_to_compress(&input).unwrap());
     assert_eq!(engine.compress(&input, &force()).unwrap(), input);
-    assert_eq!(host.calls(), 0);
+    assert_eq!(host.summarize_calls(), 0);
 }
 
 #[test]
 fn the_first_reported_usage_after_a_compression_is_the_new_baseline() {
     use ctxhost_sdk::Usage;
-    let host = FakeHost::new(Answer::Summary("s".into()));
+    let host = host(Answer::Summary("s".into()));
     let mut engine = compressor(&host, 10_000, json!(null));
     engine.compress(&conversation(40), &force()).unwrap();
     // The provider counts tool schemas and framing too: its figure is above the threshold,
@@ -304,7 +304,7 @@ fn screenshot(text: &str) -> Message {
 
 #[test]
 fn pruning_cuts_huge_tool_arguments_and_old_images_and_stays_valid() {
-    let host = FakeHost::new(Answer::Summary("unused".into()));
+    let host = host(Answer::Summary("unused".into()));
     let mut engine = compressor(&host, 40_000, json!({"protect_last_n": 4}));
     let mut input = conversation(30);
     // A write with a 20,000-character file early on, and screenshots: one old, one recent.
@@ -321,7 +321,7 @@ fn pruning_cuts_huge_tool_arguments_and_old_images_and_stays_valid() {
     let output = engine
         .compress(&input, &CompressOptions::default())
         .unwrap();
-    assert_eq!(host.calls(), 0, "pruning was enough");
+    assert_eq!(host.summarize_calls(), 0, "pruning was enough");
     sequence::validate(&output).unwrap();
 
     let call = output

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{compressor, summaries, Answer, FakeHost};
+use common::{compressor, host, summaries, Answer};
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
 use proptest::prelude::*;
 use serde_json::json;
@@ -68,7 +68,7 @@ proptest! {
 
     #[test]
     fn compression_keeps_every_rule(turns in prop::collection::vec(turn(), 0..40)) {
-        let host = FakeHost::new(Answer::Summary("## Goal\nthe task".into()));
+        let host = host(Answer::Summary("## Goal\nthe task".into()));
         let mut engine = compressor(&host, 4_000, json!({"protect_last_n": 4}));
         let input = build(&turns);
         let force = CompressOptions { force: true, ..CompressOptions::default() };
@@ -95,7 +95,7 @@ proptest! {
 
 #[test]
 fn big_generated_sessions_shrink_and_keep_one_summary() {
-    let host = FakeHost::new(Answer::Summary("## Goal\nthe task".into()));
+    let host = host(Answer::Summary("## Goal\nthe task".into()));
     let mut engine = compressor(&host, 4_000, json!(null));
     let turns: Vec<Turn> = (0..60)
         .map(|i| match i % 3 {
@@ -131,7 +131,7 @@ fn every_corpus_transcript_shrinks_and_stays_valid() {
     for file in files {
         let messages: Vec<Message> =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        let host = FakeHost::new(Answer::Fail);
+        let host = host(Answer::Fail);
         let mut engine = compressor(&host, 8_000, json!(null));
         let has_content = engine.has_content_to_compress(&messages).unwrap();
         let output = engine

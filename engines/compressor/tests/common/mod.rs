@@ -2,14 +2,10 @@
 
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
-
 use ctxhost_compressor::Compressor;
-use ctxhost_sdk::{
-    EngineError, EngineSetup, ErrorKind, HostBackend, HostServices, LogLevel, Message, ModelInfo,
-    SummarizeRequest, ToolCall,
-};
-use serde_json::{json, Value};
+use ctxhost_sdk::{EngineSetup, ErrorKind, HostServices, Message, ModelInfo, Summary, ToolCall};
+pub use ctxhost_sdk_test::FakeHost;
+use serde_json::Value;
 
 /// How the fake host's `summarize` answers.
 #[derive(Clone)]
@@ -22,59 +18,38 @@ pub enum Answer {
     Fail,
 }
 
-pub struct FakeHost {
-    pub answer: Mutex<Answer>,
-    pub requests: Mutex<Vec<SummarizeRequest>>,
-}
-
-impl FakeHost {
-    pub fn new(answer: Answer) -> Arc<Self> {
-        Arc::new(FakeHost {
-            answer: Mutex::new(answer),
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub fn calls(&self) -> usize {
-        self.requests.lock().unwrap().len()
-    }
-}
-
-impl HostBackend for FakeHost {
-    fn count_tokens(&self, text: &str) -> u64 {
-        (text.chars().count() as u64).div_ceil(4)
-    }
-
-    fn log(&self, _engine: &str, _level: LogLevel, _message: &str) {}
-
-    fn call(&self, service: &str, payload: &str) -> Result<String, EngineError> {
-        assert_eq!(service, "summarize");
-        let request: SummarizeRequest = serde_json::from_str(payload).unwrap();
-        self.requests.lock().unwrap().push(request);
-        match self.answer.lock().unwrap().clone() {
-            Answer::Summary(text) => Ok(json!({"text": text, "summarizer": "fake"}).to_string()),
-            Answer::FellBack(reason) => Ok(json!({
-                "text": "## Goal\nthe offline handoff",
-                "summarizer": "offline",
-                "fallback_reason": reason,
+/// The test-support crate's fake host (one token per 4 characters), answering every
+/// `summarize` with `answer`.
+pub fn host(answer: Answer) -> FakeHost {
+    let answer = match answer {
+        Answer::Summary(text) => ctxhost_sdk_test::Answer::text(text),
+        Answer::FellBack(reason) => ctxhost_sdk_test::Answer::with(move |_| {
+            Ok(Summary {
+                text: "## Goal\nthe offline handoff".into(),
+                summarizer: "offline".into(),
+                fallback_reason: Some(reason.clone()),
             })
-            .to_string()),
-            Answer::Fail => Err(EngineError::new(ErrorKind::Unavailable, "HTTP 500")),
-        }
-    }
+        }),
+        Answer::Fail => ctxhost_sdk_test::Answer::error(ErrorKind::Unavailable, "HTTP 500"),
+    };
+    FakeHost::builder("compressor")
+        .default_answer(answer)
+        .build()
 }
 
-pub fn compressor(host: &Arc<FakeHost>, context_length: u64, config: Value) -> Compressor {
+/// The compressor on `host`, for a model with `context_length`, with `config` as its
+/// `compression` section.
+pub fn compressor(host: &FakeHost, context_length: u64, config: Value) -> Compressor {
     let setup = EngineSetup {
         engine: "compressor".to_string(),
-        data_dir: std::env::temp_dir(),
+        data_dir: host.data_dir().to_path_buf(),
         config,
         model: ModelInfo {
             name: "test".to_string(),
             context_length,
         },
     };
-    Compressor::new(HostServices::new(host.clone(), setup)).unwrap()
+    Compressor::new(HostServices::new(host.backend(), setup)).unwrap()
 }
 
 /// A conversation of `turns` exchanges, each an assistant tool call with a sizeable result.
