@@ -74,6 +74,7 @@ pub mod config;
 pub mod engines;
 pub mod home;
 pub mod plugins;
+pub mod redact;
 pub mod replay;
 pub mod services;
 pub mod session;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ctxhost_compressor::redact;
+use crate::redact::redact;
 use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
 use ctxhost_summarizer::settings::DEFAULT_COOLDOWN_SECS;
 use ctxhost_summarizer::{OfflineSummarizer, Summarizer};

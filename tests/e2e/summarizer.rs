@@ -279,34 +279,45 @@ fn after_a_failure_the_summarizer_rests_for_the_cool_down() {
 
 #[test]
 fn the_host_redacts_what_any_engine_sends_and_every_summary_it_returns() {
-    // lcm redacts nothing itself (it keeps every turn verbatim in its store): the host's
-    // `summarize` does it for every engine, both ways.
+    // Neither engine redacts anything itself (lcm keeps every turn verbatim in its store): the
+    // host's `summarize` does it for every engine, both ways.
     ctxhost_tests::artifacts();
     let leaked = "sk-live-LEAKEDBYTHEMODEL0123456789";
-    let server = TestServer::start(vec![
-        chat_reply(&format!(
-            "Earlier turns: the user gave key {leaked}."
+    for (engine, section) in [
+        ("lcm", "plugins:\n  lcm:\n    fresh_tail_count: 4\n"),
+        ("compressor", ""),
+    ] {
+        let server = TestServer::start(vec![
+            chat_reply(&format!(
+                "Earlier turns: the user gave key {leaked}."
+            ));
+            40
+        ]);
+        let sandbox = Sandbox::new();
+        sandbox.link_repo_plugins();
+        sandbox.write_config(&format!(
+            "context:\n  engine: {engine}\n{section}{}",
+            ladder_config(&server, "")
         ));
-        40
-    ]);
-    let sandbox = Sandbox::new();
-    sandbox.link_repo_plugins();
-    sandbox.write_config(&format!(
-        "context:\n  engine: lcm\nplugins:\n  lcm:\n    fresh_tail_count: 4\n{}",
-        ladder_config(&server, "")
-    ));
-    let path = transcript(&sandbox);
-    let run = sandbox.ctxhost_with_env(&["compress", "--force", &path], &[(KEY_ENV, "k")]);
-    assert!(run.success(), "{}", run.stderr);
-    let requests = server.requests();
-    assert!(!requests.is_empty(), "lcm asked the summarizer");
-    let sent: String = requests.iter().map(|r| r.body.as_str()).collect();
-    assert!(sent.contains("[REDACTED]"), "the secret's place is marked");
-    assert!(!sent.contains(SECRET), "the planted secret never leaves");
-    let output = run.stdout;
-    assert!(
-        output.contains("Earlier turns: the user gave key [REDACTED]."),
-        "{output}"
-    );
-    assert!(!output.contains(leaked));
+        let path = transcript(&sandbox);
+        let run = sandbox.ctxhost_with_env(&["compress", "--force", &path], &[(KEY_ENV, "k")]);
+        assert!(run.success(), "{engine}: {}", run.stderr);
+        let requests = server.requests();
+        assert!(!requests.is_empty(), "{engine} asked the summarizer");
+        let sent: String = requests.iter().map(|r| r.body.as_str()).collect();
+        assert!(
+            sent.contains("[REDACTED]"),
+            "{engine}: the secret's place is marked"
+        );
+        assert!(
+            !sent.contains(SECRET),
+            "{engine}: the planted secret never leaves"
+        );
+        let output = run.stdout;
+        assert!(
+            output.contains("Earlier turns: the user gave key [REDACTED]."),
+            "{engine}: {output}"
+        );
+        assert!(!output.contains(leaked), "{engine}");
+    }
 }

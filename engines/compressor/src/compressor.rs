@@ -10,7 +10,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::prune::{prune, strip_images_before_latest, PruneCount};
-use crate::redact::redact;
 use crate::settings::Settings;
 use crate::summary::{self, fence_memory, is_summary, render, summary_body, summary_message};
 
@@ -243,12 +242,8 @@ impl Compressor {
             instructions: summary::INSTRUCTIONS.to_string(),
             content,
             max_tokens: self.summary_budget(self.count(middle)),
-            focus_topic: options
-                .focus_topic
-                .as_deref()
-                .map(|f| redact(f).into_owned()),
-            previous_summary: (!previous.is_empty())
-                .then(|| redact(&previous.join("\n\n")).into_owned()),
+            focus_topic: options.focus_topic.clone(),
+            previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
         };
         let written = self.summarize(&request, turns.len());
         telemetry.summarizer_calls = 1;

@@ -13,8 +13,8 @@
 //!    Preferences, Progress, Key Decisions, Relevant Files, Next Steps, Critical Context) from
 //!    the host's summarizer; a later compression updates the previous summary instead of adding
 //!    another. The summary is marked as reference only.
-//! 4. **Safety** (`redact`): secrets are redacted from everything sent to a summarizer and from
-//!    every summary. The summarizer is the host's `summarize` service, as for any plugin: when
+//! 4. **Safety**: the summarizer is the host's `summarize` service, as for any plugin; the host
+//!    redacts secrets from every request and every summary, for every engine. When
 //!    the configured summarizer fails, the host answers with the offline summary and says why
 //!    (reported as `fallback_reason`), and rests it for a cool-down. This engine depends on the
 //!    SDK alone: no HTTP client, no async runtime.
@@ -25,11 +25,9 @@
 
 mod compressor;
 mod prune;
-mod redact;
 mod settings;
 mod summary;
 
 pub use compressor::{Compressor, Telemetry};
-pub use redact::redact;
 pub use settings::Settings;
 pub use summary::SUMMARY_PREFIX;

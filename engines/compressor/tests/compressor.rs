@@ -101,39 +101,6 @@ fn repeated_compressions_leave_one_summary_that_is_updated() {
 }
 
 #[test]
-fn secrets_reach_no_summarizer_and_no_output() {
-    let host = host(Answer::Summary(
-        "## Critical Context\nthe key is sk-live0123456789abcdefXYZ".into(),
-    ));
-    let mut engine = compressor(&host, 6_000, json!(null));
-    let mut input = conversation(20);
-    let secrets = [
-        "sk-proj-SECRETSECRETSECRET0123",
-        "ghp_SECRETSECRETSECRETSECRET0123456789",
-        "hunter2hunter2",
-        "AKIAIOSFODNN7EXAMPLE",
-    ];
-    input.insert(
-        6,
-        Message::user(format!(
-            "use {} and {}; db at postgres://admin:{}@db/prod; aws {}",
-            secrets[0], secrets[1], secrets[2], secrets[3]
-        )),
-    );
-    let output = engine.compress(&input, &force()).unwrap();
-    let requests = serde_json::to_string(&host.requests()).unwrap();
-    let output = serde_json::to_string(&output).unwrap();
-    for secret in secrets.iter().chain(&["sk-live0123456789abcdefXYZ"]) {
-        assert!(
-            !requests.contains(secret),
-            "{secret} sent to the summarizer"
-        );
-        assert!(!output.contains(secret), "{secret} in the output");
-    }
-    assert!(requests.contains("[REDACTED]"));
-}
-
-#[test]
 fn the_hosts_fallback_is_used_and_reported_as_it_comes() {
     // The host owns the failure ladder: it answers with its offline summary and says why.
     let host = host(Answer::FellBack("custom:m failed: HTTP 500".into()));

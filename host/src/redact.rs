@@ -1,6 +1,7 @@
 //! Secrets never leave for a summarizer and never appear in a summary: API keys, tokens,
-//! passwords in URLs, private keys and `password = ...` style assignments are replaced before any
-//! text is sent, and again in whatever comes back.
+//! passwords in URLs, private keys and `password = ...` style assignments are replaced by the
+//! host's `summarize` service before any text is sent, and again in whatever comes back, for
+//! every engine.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
