@@ -11,9 +11,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
+use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
-    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus,
-    ErrorKind, Message, SessionInfo, SessionStart, Usage,
+    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
+    Message, SessionInfo, SessionStart, Usage,
 };
 use serde_json::Value;
 
@@ -94,9 +95,12 @@ pub enum SessionError {
         op: &'static str,
         message: String,
     },
-    /// `compress` returned something that breaks the output contract.
-    #[error("engine '{engine}' returned an invalid context: {problem}")]
-    InvalidOutput { engine: String, problem: String },
+    /// `compress` returned something that breaks the output contract's structure.
+    #[error("engine '{engine}' returned an invalid context: {violation}")]
+    InvalidOutput {
+        engine: String,
+        violation: OutputViolation,
+    },
     /// The engine has no such operation.
     #[error("engine '{engine}' has no operation '{op}'")]
     Unsupported { engine: String, op: String },
@@ -315,7 +319,7 @@ impl Session {
             .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let error = match result {
-            Ok(output) => match check_output(&messages, &output) {
+            Ok(output) => match contract::check_structure(&messages, &output) {
                 Ok(()) => {
                     let mut report = self.last_compression().await;
                     // Engines that do not time themselves get the host's measure.
@@ -329,9 +333,9 @@ impl Session {
                         report,
                     };
                 }
-                Err(problem) => SessionError::InvalidOutput {
+                Err(violation) => SessionError::InvalidOutput {
                     engine: engine.clone(),
-                    problem,
+                    violation,
                 },
             },
             Err(error) => error,
@@ -467,24 +471,4 @@ fn unsupported_as(error: SessionError, engine: &str, op: &str) -> SessionError {
         },
         other => other,
     }
-}
-
-/// The output contract every engine's `compress` must keep, checked by the host: a valid chat
-/// sequence, non-empty when the input was, and the system prompt kept first.
-pub fn check_output(input: &[Message], output: &[Message]) -> Result<(), String> {
-    if output.is_empty() && !input.is_empty() {
-        return Err("it returned no messages".to_string());
-    }
-    if let Err(problem) = sequence::validate(output) {
-        // An invalid input is not the engine's fault; only breaking a valid one is.
-        if sequence::validate(input).is_ok() {
-            return Err(format!("not a valid chat sequence ({problem})"));
-        }
-    }
-    if let Some(system) = input.first().filter(|m| m.is_system()) {
-        if output.first() != Some(system) {
-            return Err("the system prompt was not kept first".to_string());
-        }
-    }
-    Ok(())
 }

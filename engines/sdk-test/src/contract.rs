@@ -24,9 +24,9 @@
 
 use std::fmt;
 
-use ctxhost_sdk::sequence::{self, SequenceError};
+use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
-    role, CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
+    CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
 };
 use serde_json::Value;
 
@@ -37,44 +37,9 @@ use crate::tokens;
 /// A broken promise of the engine contract.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Violation {
-    /// The output is not a valid chat sequence (tool calls and results unpaired, system
-    /// prompt not first).
-    #[error("the output is not a valid chat sequence: {0}")]
-    InvalidSequence(#[from] SequenceError),
-    /// The input had messages and the output has none.
-    #[error("the output is empty, the input had {input_len} messages")]
-    Empty {
-        /// Messages in the input.
-        input_len: usize,
-    },
-    /// The input's system prompt is not the output's first message, unchanged.
-    #[error("the system prompt is not kept: the output's first message is {found}")]
-    SystemPromptLost {
-        /// A short description of what the output starts with instead.
-        found: String,
-    },
-    /// The input's newest user message is not in the output, unchanged.
-    #[error("the newest user message (input message {index}) is not in the output")]
-    NewestUserLost {
-        /// Its index in the input.
-        index: usize,
-    },
-    /// The output has a role that is neither a chat-format role nor one the input used.
-    #[error("output message {index} has the unknown role `{role}`")]
-    UnknownRole {
-        /// Its index in the output.
-        index: usize,
-        /// The role.
-        role: String,
-    },
-    /// The output costs more tokens than the input.
-    #[error("the output is larger than the input: {before} → {after} tokens")]
-    Larger {
-        /// Tokens of the input.
-        before: u64,
-        /// Tokens of the output.
-        after: u64,
-    },
+    /// The output breaks the output contract ([`ctxhost_sdk::contract`]).
+    #[error(transparent)]
+    Output(#[from] OutputViolation),
     /// A conversation the engine did not want compressed came back changed.
     #[error(
         "a conversation under the threshold ({tokens} tokens) came back changed, \
@@ -172,40 +137,11 @@ pub struct CheckReport {
 /// The output contract: `output` is a valid chat sequence and keeps everything the contract
 /// protects from `input` (see the [module docs](self)).
 pub fn check_output(input: &[Message], output: &[Message]) -> Result<(), Violation> {
-    sequence::validate(output)?;
-    if output.is_empty() && !input.is_empty() {
-        return Err(Violation::Empty {
-            input_len: input.len(),
-        });
-    }
-    if let Some(system) = input.first().filter(|m| m.is_system()) {
-        if output.first() != Some(system) {
-            let found = output.first().map_or("absent".to_string(), describe);
-            return Err(Violation::SystemPromptLost { found });
-        }
-    }
-    if let Some(index) = input.iter().rposition(Message::is_user) {
-        if !output.contains(&input[index]) {
-            return Err(Violation::NewestUserLost { index });
-        }
-    }
-    for (index, message) in output.iter().enumerate() {
-        let known = [role::SYSTEM, role::USER, role::ASSISTANT, role::TOOL];
-        if !known.contains(&message.role()) && !input.iter().any(|m| m.role() == message.role()) {
-            return Err(Violation::UnknownRole {
-                index,
-                role: message.role().to_string(),
-            });
-        }
-    }
-    let (before, after) = (
-        tokens::count_messages(input),
-        tokens::count_messages(output),
-    );
-    if after > before {
-        return Err(Violation::Larger { before, after });
-    }
-    Ok(())
+    Ok(contract::check_output(
+        input,
+        output,
+        tokens::count_messages,
+    )?)
 }
 
 /// Unchanged under the threshold: `messages` must be a conversation `engine` does not want
@@ -435,12 +371,4 @@ fn first_difference(a: &[Message], b: &[Message]) -> Option<usize> {
             .position(|(x, y)| x != y)
             .unwrap_or(a.len().min(b.len())),
     )
-}
-
-/// `a user message: "fix the…"`, for a failure message.
-fn describe(message: &Message) -> String {
-    let text = message.content_text();
-    let short: String = text.chars().take(40).collect();
-    let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
-    format!("a {} message: {short:?}{ellipsis}", message.role())
 }

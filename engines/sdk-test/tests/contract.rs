@@ -1,5 +1,6 @@
 //! The contract checks catch each broken promise, and pass an engine that keeps them.
 
+use ctxhost_sdk::contract::OutputViolation;
 use ctxhost_sdk::sequence::SequenceError;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message, TokenTracker,
@@ -151,40 +152,40 @@ fn each_broken_promise_is_named() {
     assert_eq!(check_output(&input, &output(Fault::None)), Ok(()));
     assert!(matches!(
         check_output(&input, &output(Fault::DropsSystemPrompt)),
-        Err(Violation::SystemPromptLost { found }) if found == "a user message: \"first ask\""
+        Err(Violation::Output(OutputViolation::SystemPromptLost { found })) if found == "a user message: \"first ask\""
     ));
     assert_eq!(
         check_output(&input, &output(Fault::DropsNewestUser)),
-        Err(Violation::NewestUserLost {
+        Err(Violation::Output(OutputViolation::NewestUserLost {
             index: input.len() - 1
-        })
+        }))
     );
     assert_eq!(
         check_output(&input, &output(Fault::InventsRole)),
-        Err(Violation::UnknownRole {
+        Err(Violation::Output(OutputViolation::UnknownRole {
             index: input.len(),
             role: "narrator".into()
-        })
+        }))
     );
     assert!(matches!(
         check_output(&input, &output(Fault::OrphansAResult)),
-        Err(Violation::InvalidSequence(
+        Err(Violation::Output(OutputViolation::InvalidSequence(
             SequenceError::OrphanResult { .. }
-        ))
+        )))
     ));
     let before = tokens::count_messages(&input);
     assert_eq!(
         check_output(&input, &output(Fault::Grows)),
-        Err(Violation::Larger {
+        Err(Violation::Output(OutputViolation::Larger {
             before,
             after: before + tokens::count_text("and some more") + 4
-        })
+        }))
     );
     assert_eq!(
         check_output(&input, &[]),
-        Err(Violation::Empty {
+        Err(Violation::Output(OutputViolation::Empty {
             input_len: input.len()
-        })
+        }))
     );
     assert_eq!(check_output(&[], &[]), Ok(()));
     // A role the input used itself is kept as written.
@@ -249,7 +250,10 @@ fn the_engine_check_reports_which_conversation_and_check_failed() {
         .unwrap_err();
     assert_eq!(failure.conversation, "six turns");
     assert_eq!(failure.check, Check::ForcedOutput);
-    assert!(matches!(failure.violation, Violation::Larger { .. }));
+    assert!(matches!(
+        failure.violation,
+        Violation::Output(OutputViolation::Larger { .. })
+    ));
     assert!(
         failure
             .to_string()

@@ -54,6 +54,7 @@
 // do, so it stays out of their docs.
 #[doc(hidden)]
 pub mod abi;
+pub mod contract;
 mod engine;
 mod error;
 mod manifest;

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use ctxhost_engine_lcm::LcmEngine;
+use ctxhost_sdk::contract::OutputViolation;
 use ctxhost_sdk::{sequence, ContextEngine, Message, SessionStart};
 use ctxhost_sdk_test::{contract, corpus, ContractFailure, Violation};
 use serde_json::{json, Value};
@@ -208,7 +209,10 @@ fn the_engine_keeps_the_contract_on_the_corpus_but_for_the_newest_user_message()
         let failures = contract_failures(config, window);
         for failure in &failures {
             assert!(
-                matches!(failure.violation, Violation::NewestUserLost { .. }),
+                matches!(
+                    failure.violation,
+                    Violation::Output(OutputViolation::NewestUserLost { .. })
+                ),
                 "{failure}"
             );
         }

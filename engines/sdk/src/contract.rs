@@ -1,0 +1,115 @@
+//! The output contract of [`ContextEngine::compress`](crate::ContextEngine::compress), as
+//! checks both sides run: the host on every compression, and an engine's own tests (through
+//! `ctxhost-sdk-test`).
+//!
+//! - [`check_structure`]: `output` is a valid chat sequence, not empty when `input` was not,
+//!   opens with `input`'s system prompt unchanged, and uses only chat-format roles or roles
+//!   `input` used. Breaking it loses or forges the conversation, so the host refuses such
+//!   output.
+//! - [`check_output`]: the whole contract: the structure, plus the newest user message of
+//!   `input` kept unchanged and `output` costing no more tokens than `input`.
+
+use crate::message::{role, Message};
+use crate::sequence::{self, SequenceError};
+
+/// A broken promise of the output contract.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputViolation {
+    /// The output is not a valid chat sequence (tool calls and results unpaired, system
+    /// prompt not first).
+    #[error("the output is not a valid chat sequence: {0}")]
+    InvalidSequence(#[from] SequenceError),
+    /// The input had messages and the output has none.
+    #[error("the output is empty, the input had {input_len} messages")]
+    Empty {
+        /// Messages in the input.
+        input_len: usize,
+    },
+    /// The input's system prompt is not the output's first message, unchanged.
+    #[error("the system prompt is not kept: the output's first message is {found}")]
+    SystemPromptLost {
+        /// A short description of what the output starts with instead.
+        found: String,
+    },
+    /// The output has a role that is neither a chat-format role nor one the input used.
+    #[error("output message {index} has the unknown role `{role}`")]
+    UnknownRole {
+        /// Its index in the output.
+        index: usize,
+        /// The role.
+        role: String,
+    },
+    /// The input's newest user message is not in the output, unchanged.
+    #[error("the newest user message (input message {index}) is not in the output")]
+    NewestUserLost {
+        /// Its index in the input.
+        index: usize,
+    },
+    /// The output costs more tokens than the input.
+    #[error("the output is larger than the input: {before} → {after} tokens")]
+    Larger {
+        /// Tokens of the input.
+        before: u64,
+        /// Tokens of the output.
+        after: u64,
+    },
+}
+
+/// The structure every output must keep (see the [module docs](self)). An invalid `input` is
+/// not the engine's fault: only breaking a valid sequence counts.
+pub fn check_structure(input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
+    if let Err(problem) = sequence::validate(output) {
+        if sequence::validate(input).is_ok() {
+            return Err(problem.into());
+        }
+    }
+    if output.is_empty() && !input.is_empty() {
+        return Err(OutputViolation::Empty {
+            input_len: input.len(),
+        });
+    }
+    if let Some(system) = input.first().filter(|m| m.is_system()) {
+        if output.first() != Some(system) {
+            let found = output.first().map_or("absent".to_string(), describe);
+            return Err(OutputViolation::SystemPromptLost { found });
+        }
+    }
+    for (index, message) in output.iter().enumerate() {
+        let known = [role::SYSTEM, role::USER, role::ASSISTANT, role::TOOL];
+        if !known.contains(&message.role()) && !input.iter().any(|m| m.role() == message.role()) {
+            return Err(OutputViolation::UnknownRole {
+                index,
+                role: message.role().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The whole output contract (see the [module docs](self)); `count` gives a message list's
+/// tokens.
+pub fn check_output(
+    input: &[Message],
+    output: &[Message],
+    count: impl Fn(&[Message]) -> u64,
+) -> Result<(), OutputViolation> {
+    check_structure(input, output)?;
+    if let Some(index) = input.iter().rposition(Message::is_user) {
+        if !output.contains(&input[index]) {
+            return Err(OutputViolation::NewestUserLost { index });
+        }
+    }
+    let (before, after) = (count(input), count(output));
+    if after > before {
+        return Err(OutputViolation::Larger { before, after });
+    }
+    Ok(())
+}
+
+/// `a user message: "first ask"`, cut to 40 characters.
+fn describe(message: &Message) -> String {
+    let text = message.content_text();
+    let short: String = text.chars().take(40).collect();
+    let ellipsis = if text.chars().count() > 40 { "…" } else { "" };
+    format!("a {} message: {short:?}{ellipsis}", message.role())
+}
