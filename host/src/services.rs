@@ -211,11 +211,6 @@ impl HostServicesImpl {
     pub fn summarizer(&self) -> String {
         self.summarize.describe()
     }
-
-    /// The `summarize` service.
-    pub fn summarize_service(&self) -> &SummarizeService {
-        &self.summarize
-    }
 }
 
 impl HostBackend for HostServicesImpl {

@@ -372,3 +372,15 @@ fn first_difference(a: &[Message], b: &[Message]) -> Option<usize> {
             .unwrap_or(a.len().min(b.len())),
     )
 }
+
+/// The key an engine's settings error names (relative to its config section), after checking
+/// the error is one: engines report a wrong setting with
+/// [`EngineError::invalid_setting`](ctxhost_sdk::EngineError::invalid_setting).
+pub fn setting_key(error: &EngineError) -> &str {
+    assert_eq!(
+        error.kind(),
+        ctxhost_sdk::ErrorKind::InvalidSetting,
+        "not a setting error: {error}"
+    );
+    &error.setting().expect("a setting error names its key").key
+}

@@ -4,6 +4,7 @@
 
 mod common;
 
+use ctxhost_sdk_test::contract;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,8 +12,8 @@ use common::{plant_markers, small_config, tool, tool_chat, Script};
 use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
-    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, ErrorKind, Escalation,
-    HostBackend, HostServices, Message, SessionInfo, SessionStart,
+    sequence, CompressOptions, ContextEngine, EnginePlugin, Escalation, HostBackend, HostServices,
+    Message, SessionInfo, SessionStart,
 };
 use ctxhost_sdk_test::FakeHost;
 use serde_json::{json, Value};
@@ -234,12 +235,6 @@ fn a_failing_summarizer_is_reported_as_the_deterministic_level_with_its_reason()
     assert!(report.tokens_before > report.tokens_after);
 }
 
-/// The settings error's key, for an error that must be about a setting.
-fn setting_key(error: &EngineError) -> &str {
-    assert_eq!(error.kind(), ErrorKind::InvalidSetting, "{error}");
-    &error.setting().expect("the key at fault").key
-}
-
 #[test]
 fn validate_settings_checks_like_create_without_creating_anything() {
     let home = tempfile::tempdir().unwrap();
@@ -248,15 +243,15 @@ fn validate_settings_checks_like_create_without_creating_anything() {
         |config: Value| LcmEngine::validate_settings(&services(&data, Script::Good, config));
 
     let error = check(json!({"threshold": 1.7})).unwrap_err();
-    assert_eq!(setting_key(&error), "threshold");
+    assert_eq!(contract::setting_key(&error), "threshold");
     assert_eq!(
         error.setting().unwrap().problem,
         "must be between 0 and 1, got 1.7"
     );
     let error = check(json!({"treshold": 0.7})).unwrap_err();
-    assert_eq!(setting_key(&error), "treshold");
+    assert_eq!(contract::setting_key(&error), "treshold");
     let error = check(json!({"deadline_ms": "soon"})).unwrap_err();
-    assert_eq!(setting_key(&error), "deadline_ms");
+    assert_eq!(contract::setting_key(&error), "deadline_ms");
 
     check(json!({"threshold": 0.7})).unwrap();
     check(Value::Null).unwrap();
@@ -270,7 +265,7 @@ fn validate_settings_checks_like_create_without_creating_anything() {
     let error = LcmEngine::create(services(&data, Script::Good, json!({"threshold": 1.7})))
         .err()
         .expect("create refuses the same bad setting");
-    assert_eq!(setting_key(&error), "threshold");
+    assert_eq!(contract::setting_key(&error), "threshold");
     LcmEngine::create(services(&data, Script::Good, json!({"threshold": 0.7}))).unwrap();
     assert!(data.join(ctxhost_engine_lcm::DATABASE_FILE).exists());
 }
@@ -289,7 +284,7 @@ fn the_operations_cross_the_plugin_boundary_typed() {
     let error = library
         .validate_settings(backend(), setup(&data, json!({"threshold": 1.7})))
         .unwrap_err();
-    assert_eq!(setting_key(&error), "threshold");
+    assert_eq!(contract::setting_key(&error), "threshold");
     library
         .validate_settings(backend(), setup(&data, small_config()))
         .unwrap();

@@ -3,6 +3,7 @@
 
 mod common;
 
+use ctxhost_sdk_test::contract;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,8 +11,8 @@ use common::{chat, engine};
 use ctxhost_engine_window::WindowEngine;
 use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
-    CompressOptions, ContextEngine, EngineError, EnginePlugin, EngineSetup, ErrorKind, Escalation,
-    HostBackend, HostServices, ModelInfo,
+    CompressOptions, ContextEngine, EnginePlugin, EngineSetup, Escalation, HostBackend,
+    HostServices, ModelInfo,
 };
 use serde_json::{json, Value};
 
@@ -27,12 +28,6 @@ fn setup(data_dir: &Path, config: Value) -> EngineSetup {
     }
 }
 
-/// The settings error's key, for an error that must be about a setting.
-fn setting_key(error: &EngineError) -> &str {
-    assert_eq!(error.kind(), ErrorKind::InvalidSetting, "{error}");
-    &error.setting().expect("the key at fault").key
-}
-
 #[test]
 fn validate_settings_names_the_key_and_creates_nothing() {
     // A directory nobody creates: the engine has no reason to, least of all when checking.
@@ -45,23 +40,23 @@ fn validate_settings_names_the_key_and_creates_nothing() {
         ))
     };
     let error = check(json!({"threshold": 1.7})).unwrap_err();
-    assert_eq!(setting_key(&error), "threshold");
+    assert_eq!(contract::setting_key(&error), "threshold");
     assert_eq!(
         error.setting().unwrap().problem,
         "must be between 0 and 1, got 1.7"
     );
     let error = check(json!({"threshold": 0.5, "tail_ratio": 0.6})).unwrap_err();
-    assert_eq!(setting_key(&error), "tail_ratio");
+    assert_eq!(contract::setting_key(&error), "tail_ratio");
     assert_eq!(
         error.setting().unwrap().problem,
         "must be below threshold (0.5), got 0.6"
     );
     let error = check(json!({"min_tail_messages": 0})).unwrap_err();
-    assert_eq!(setting_key(&error), "min_tail_messages");
+    assert_eq!(contract::setting_key(&error), "min_tail_messages");
     let error = check(json!({"tail_ratio": "lots"})).unwrap_err();
-    assert_eq!(setting_key(&error), "tail_ratio");
+    assert_eq!(contract::setting_key(&error), "tail_ratio");
     let error = check(json!({"treshold": 0.8})).unwrap_err();
-    assert_eq!(setting_key(&error), "treshold");
+    assert_eq!(contract::setting_key(&error), "treshold");
 
     check(json!({"threshold": 0.7})).unwrap();
     check(Value::Null).unwrap();
@@ -125,7 +120,7 @@ fn the_operations_cross_the_plugin_boundary_typed() {
     let error = library
         .validate_settings(backend(), setup(&home, json!({"tail_ratio": 0})))
         .unwrap_err();
-    assert_eq!(setting_key(&error), "tail_ratio");
+    assert_eq!(contract::setting_key(&error), "tail_ratio");
     library
         .validate_settings(backend(), setup(&home, json!({"threshold": 0.7})))
         .unwrap();
