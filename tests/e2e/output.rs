@@ -155,18 +155,20 @@ fn new_output_files_get_the_users_umask() {
 fn twenty_concurrent_config_sets_all_land() {
     let sandbox = Sandbox::new();
     sandbox.write_config("# my settings\nmodel:\n  context_length: 128000 # the window\n");
+    // Twenty writers at once, each setting its keys one after another, so that writes overlap
+    // many times over (one write each rarely overlaps: starting a process takes longer).
+    const ROUNDS: usize = 8;
     let children: Vec<_> = (0..20)
         .map(|i| {
-            Command::new(binary())
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "for j in $(seq 0 {}); do \"$CTXHOST\" config set --force extra.key{i}_$j $j || exit 1; done",
+                    ROUNDS - 1
+                ))
                 .current_dir(sandbox.path())
+                .env("CTXHOST", binary())
                 .env("CTXHOST_HOME", sandbox.home())
-                .args([
-                    "config",
-                    "set",
-                    "--force",
-                    &format!("extra.key{i}"),
-                    &i.to_string(),
-                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -183,10 +185,12 @@ fn twenty_concurrent_config_sets_all_land() {
     }
     let text = sandbox.config_text();
     for i in 0..20 {
-        assert!(
-            text.contains(&format!("key{i}: {i}")),
-            "key{i} lost:\n{text}"
-        );
+        for j in 0..ROUNDS {
+            assert!(
+                text.contains(&format!("key{i}_{j}: {j}")),
+                "key{i}_{j} lost:\n{text}"
+            );
+        }
     }
     assert!(text.contains("# my settings") && text.contains("# the window"));
     // No temporary copy is left beside the config.
