@@ -131,7 +131,7 @@ pub enum ResolveError {
     #[error("the built-in compressor failed to start: {0}")]
     Compressor(EngineError),
     /// No engine has that name (only with [`Resolution::Strict`]).
-    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}", did_you_mean(.suggestion))]
+    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}", crate::suggest::did_you_mean(.suggestion.as_deref()))]
     NotFound {
         name: String,
         looked_in: String,
@@ -143,10 +143,6 @@ pub enum ResolveError {
     /// A temporary state directory could not be made.
     #[error("cannot create a temporary state directory: {0}")]
     State(String),
-}
-
-fn did_you_mean(suggestion: &Option<String>) -> String {
-    crate::suggest::did_you_mean(suggestion.as_deref())
 }
 
 /// An engine that started, before it joins a session.
@@ -337,7 +333,7 @@ impl Engines {
                         summary: format!(
                             "context engine '{name}' not found (looked in {}; no engine registered in code under that name){}; using the built-in compressor",
                             self.looked_in(name),
-                            did_you_mean(&self.closest_engine(name)),
+                            crate::suggest::did_you_mean(self.closest_engine(name).as_deref()),
                         ),
                         detail: None,
                     },

@@ -85,14 +85,14 @@ pub enum SessionError {
     #[error("engine '{engine}' failed in {op}: {error}")]
     Failed {
         engine: String,
-        op: &'static str,
+        op: String,
         error: EngineError,
     },
     /// The engine panicked; its state can no longer be trusted.
     #[error("engine '{engine}' panicked in {op}: {message}")]
     Panicked {
         engine: String,
-        op: &'static str,
+        op: String,
         message: String,
     },
     /// `compress` returned something that breaks the output contract's structure.
@@ -379,41 +379,31 @@ impl Session {
 
     /// Every session the engine keeps state for; `Unsupported` when it keeps none.
     pub async fn list_sessions(&mut self) -> Result<Vec<SessionInfo>, SessionError> {
-        let engine = self.active.name.clone();
-        self.call("sessions", |e| e.sessions())
-            .await
-            .map_err(|error| unsupported_as(error, &engine, "sessions"))
+        self.call("sessions", |e| e.sessions()).await
     }
 
     /// What the engine holds for session `id` (`None`: nothing); `Unsupported` when it keeps no
     /// state.
     pub async fn session_info(&mut self, id: String) -> Result<Option<SessionInfo>, SessionError> {
-        let engine = self.active.name.clone();
-        self.call("session", move |e| e.session(&id))
-            .await
-            .map_err(|error| unsupported_as(error, &engine, "session"))
+        self.call("session", move |e| e.session(&id)).await
     }
 
     /// Deletes what the engine holds for session `id`; `false` when it held nothing.
     pub async fn delete_session(&mut self, id: String) -> Result<bool, SessionError> {
-        let engine = self.active.name.clone();
         self.call("delete_session", move |e| e.delete_session(&id))
             .await
-            .map_err(|error| unsupported_as(error, &engine, "delete_session"))
     }
 
     /// An engine-specific operation (`ctxhost engine OP`).
     pub async fn invoke(&mut self, op: String, payload: Value) -> Result<Value, SessionError> {
-        let engine = self.active.name.clone();
         let name = op.clone();
-        self.call("invoke", move |e| e.invoke(&name, &payload))
-            .await
-            .map_err(|error| unsupported_as(error, &engine, &op))
+        self.call(op, move |e| e.invoke(&name, &payload)).await
     }
 
     /// Runs `body` on the active engine in the blocking pool: the one place engines leave the
-    /// async runtime. A panic retires the engine.
-    async fn call<T, F>(&mut self, op: &'static str, body: F) -> Result<T, SessionError>
+    /// async runtime. A panic retires the engine; an operation the engine does not have is
+    /// [`SessionError::Unsupported`].
+    async fn call<T, F>(&mut self, op: impl Into<String>, body: F) -> Result<T, SessionError>
     where
         T: Send + 'static,
         F: FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError> + Send + 'static,
@@ -428,6 +418,7 @@ impl Session {
         })
         .await;
         let name = self.active.name.clone();
+        let op = op.into();
         let error = match outcome {
             Ok(Ok(Ok(value))) => return Ok(value),
             Ok(Ok(Err(error))) if error.kind() == ErrorKind::Panicked => SessionError::Panicked {
@@ -435,6 +426,9 @@ impl Session {
                 op,
                 message: error.message().to_string(),
             },
+            Ok(Ok(Err(error))) if error.is_unsupported() => {
+                return Err(SessionError::Unsupported { engine: name, op })
+            }
             Ok(Ok(Err(error))) => {
                 return Err(SessionError::Failed {
                     engine: name,
@@ -460,15 +454,5 @@ impl Session {
                 reason,
             });
         }
-    }
-}
-
-fn unsupported_as(error: SessionError, engine: &str, op: &str) -> SessionError {
-    match error {
-        SessionError::Failed { error: e, .. } if e.is_unsupported() => SessionError::Unsupported {
-            engine: engine.to_string(),
-            op: op.to_string(),
-        },
-        other => other,
     }
 }
