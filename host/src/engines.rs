@@ -355,6 +355,12 @@ impl Engines {
             EngineSource::BuiltIn => None,
             _ => Some(self.compressor_at(&data_root)?),
         };
+        let (model, context_length) = options.model.unwrap_or_else(|| {
+            (
+                self.config.model.name.clone(),
+                self.config.model.context_length,
+            )
+        });
         Ok(Session::from_parts(Parts {
             id: options.id,
             requested: name.to_string(),
@@ -365,8 +371,8 @@ impl Engines {
             engine: started.engine,
             standby,
             services: self.services.clone(),
-            model: self.config.model.name.clone(),
-            context_length: self.config.model.context_length,
+            model,
+            context_length,
             state,
         }))
     }

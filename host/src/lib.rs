@@ -72,6 +72,7 @@
 pub mod atomic;
 pub mod config;
 pub mod engines;
+pub mod gateway;
 pub mod home;
 pub mod plugins;
 pub mod redact;

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         Command::Plugins(args) => cli::plugins::run(&cli.global, args),
         Command::Sessions(command) => cli::sessions::run(&cli.global, command),
         Command::Config(command) => cli::config::run(&cli.global, command),
+        Command::Serve(args) => cli::serve::run(&cli.global, args),
     };
     match result {
         Ok(code) => code,

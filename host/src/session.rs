@@ -54,6 +54,9 @@ pub struct SessionOptions {
     pub state: EngineState,
     /// What to do when the engine does not resolve.
     pub resolution: Resolution,
+    /// The model and its window, when not the config's `model.name` / `model.context_length`
+    /// (the gateway takes them from each request).
+    pub model: Option<(String, u64)>,
 }
 
 impl SessionOptions {
@@ -74,6 +77,13 @@ impl SessionOptions {
     /// Refuses to fall back: the named engine or an error.
     pub fn strict(mut self) -> Self {
         self.resolution = Resolution::Strict;
+        self
+    }
+
+    /// Runs the session for `model` with a window of `context_length` tokens instead of the
+    /// config's model.
+    pub fn model(mut self, model: impl Into<String>, context_length: u64) -> Self {
+        self.model = Some((model.into(), context_length));
         self
     }
 }
@@ -248,6 +258,25 @@ impl Session {
     /// The model's window, in tokens.
     pub fn context_length(&self) -> u64 {
         self.context_length
+    }
+
+    /// The model the session runs for.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Tells the engine the model (or its usable window) changed (`update_model`).
+    pub async fn update_model(
+        &mut self,
+        model: String,
+        context_length: u64,
+    ) -> Result<(), SessionError> {
+        self.model = model.clone();
+        self.context_length = context_length;
+        self.call("update_model", move |e| {
+            e.update_model(&model, context_length)
+        })
+        .await
     }
 
     /// Tokens `messages` cost in a prompt, with the host's counter (cached per message).

@@ -14,6 +14,7 @@ mod picker;
 mod plugins_cmd;
 mod registry;
 mod run;
+mod serve;
 mod sessions;
 mod summarizer;
 mod swap;

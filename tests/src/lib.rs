@@ -21,6 +21,9 @@ const PACKAGES: &[&str] = &[
 ];
 
 pub mod fake_provider;
+pub mod gateway;
+pub mod python;
+pub mod upstream;
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

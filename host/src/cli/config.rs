@@ -200,6 +200,7 @@ const SECTIONS: &[&str] = &[
     "tokens",
     "plugins",
     "trust",
+    "serve",
 ];
 
 /// Every key ctxhost knows a default for, outside plugin sections.
@@ -220,6 +221,18 @@ fn known_keys() -> Vec<String> {
         "auxiliary.compression.cooldown_seconds",
         "trust.enabled",
         "trust.disabled",
+        "serve.listen",
+        "serve.upstream",
+        "serve.upstream_key_env",
+        "serve.auth.tokens_env",
+        "serve.auth.tokens",
+        "serve.models",
+        "serve.limits.max_request_bytes",
+        "serve.limits.max_response_bytes",
+        "serve.limits.connect_timeout_seconds",
+        "serve.limits.idle_timeout_seconds",
+        "serve.limits.tool_rounds",
+        "serve.limits.shutdown_grace_seconds",
     ]
     .map(str::to_string)
     .to_vec();
@@ -254,6 +267,8 @@ fn default_of(app: &App, key: &str) -> Option<Value> {
             "auxiliary.compression.provider",
             defaults.summarizer.provider.to_string(),
         ),
+        ("serve.listen", defaults.serve.listen.clone()),
+        ("serve.upstream", defaults.serve.upstream.clone()),
     ];
     if let Some((_, value)) = fixed.iter().find(|(k, _)| *k == key) {
         return Some(edit::parse_value(value));

@@ -9,6 +9,7 @@ pub mod plot;
 pub mod plugins;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sessions;
 pub mod tokens;
 pub mod tools;
@@ -72,6 +73,9 @@ pub enum Command {
     /// Read and change config.yaml (comments and unknown keys are kept)
     #[command(subcommand)]
     Config(config::ConfigCommand),
+    /// Run the gateway: agents point their base URL here, and every session's context is kept
+    /// under the window by the configured engine
+    Serve(serve::ServeArgs),
 }
 
 /// What every command needs: the config, the engines it can build, and the runtime that

@@ -34,6 +34,8 @@ pub struct Config {
     /// `plugins.<name>`: each engine's own section.
     pub plugins: Map<String, Value>,
     pub trust: TrustSection,
+    /// `serve.*`: the gateway.
+    pub serve: crate::gateway::ServeSettings,
 }
 
 /// `trust.*`: which plugin libraries the user approved, written by `ctxhost plugins enable`.
@@ -112,6 +114,7 @@ struct ConfigFile {
     tokens: TokensSection,
     plugins: Option<Map<String, Value>>,
     trust: Option<TrustSection>,
+    serve: Option<Value>,
     /// Unknown top-level keys (other Hermes sections) are allowed and left alone.
     #[serde(flatten)]
     _other: Map<String, Value>,
@@ -188,7 +191,11 @@ impl Config {
             tokens: file.tokens,
             plugins: file.plugins.unwrap_or_default(),
             trust: file.trust.unwrap_or_default(),
+            serve: crate::gateway::ServeSettings::default(),
         };
+        config.serve =
+            crate::gateway::ServeSettings::from_value(file.serve.as_ref().unwrap_or(&Value::Null))
+                .map_err(|error| config.error_at(&error.key, &error.problem))?;
         config.summarizer = SummarizerSettings::from_value(&summarizer_section)
             .and_then(|settings| settings.validate().map(|()| settings))
             .map_err(|error| config.error_at(&error.key(), &error.problem()))?;

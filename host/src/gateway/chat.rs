@@ -1,0 +1,1007 @@
+//! `POST /v1/chat/completions`: the client's history in, the session's view plus what is new
+//! out to the provider, the engine's own tools answered on the way, streaming or not.
+
+use std::collections::{BTreeMap, HashSet};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use ctxhost_sdk::{Message, Usage};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{json, Map, Value};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::OwnedMutexGuard;
+
+use super::auth::credential_of;
+use super::conversation::Continuity;
+use super::error::{ErrorKind, GatewayError};
+use super::live::{Live, Prepared};
+use super::models::{context_window, usable_window};
+use super::record::SessionKey;
+use super::upstream::{read_body, relayed_headers};
+use super::Gateway;
+
+/// The header naming a client's session.
+pub const SESSION_HEADER: &str = "x-ctxhost-session";
+const UPSTREAM_PATH: &str = "chat/completions";
+
+/// A Chat Completions request, taken apart.
+struct ChatRequest {
+    /// The body as sent; `messages` is replaced per model call.
+    body: Map<String, Value>,
+    history: Vec<Message>,
+    model: String,
+    stream: bool,
+    /// The client asked for the usage chunk (`stream_options.include_usage`).
+    wants_usage: bool,
+    output_budget: Option<u64>,
+    client_tools: HashSet<String>,
+}
+
+impl ChatRequest {
+    fn parse(bytes: &[u8]) -> Result<Self, GatewayError> {
+        let bad = |message: String| GatewayError::new(ErrorKind::BadRequest, message);
+        let mut body: Map<String, Value> = serde_json::from_slice(bytes)
+            .map_err(|e| bad(format!("the request body is not a JSON object: {e}")))?;
+        let Some(Value::Array(messages)) = body.get_mut("messages").map(Value::take) else {
+            return Err(bad("`messages` must be an array of messages".into()));
+        };
+        let history = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| Message::from_value(m).map_err(|e| bad(format!("messages[{i}]: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        if history.is_empty() {
+            return Err(bad("`messages` must not be empty".into()));
+        }
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("`model` must name a model".into()))?
+            .to_string();
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let wants_usage = body
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let output_budget = ["max_completion_tokens", "max_tokens"]
+            .iter()
+            .find_map(|k| body.get(*k).and_then(Value::as_u64));
+        let client_tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(ChatRequest {
+            body,
+            history,
+            model,
+            stream,
+            wants_usage,
+            output_budget,
+            client_tools,
+        })
+    }
+
+    /// The session's name: the client's header, else a hash of how the conversation starts
+    /// (its system prompt and first user message), stable across the conversation's turns.
+    fn session_name(&self, headers: &HeaderMap) -> Result<String, GatewayError> {
+        if let Some(value) = headers.get(SESSION_HEADER) {
+            let name = value.to_str().unwrap_or_default();
+            let valid =
+                !name.is_empty() && name.len() <= 200 && name.bytes().all(|b| b.is_ascii_graphic());
+            if !valid {
+                return Err(GatewayError::new(
+                    ErrorKind::BadRequest,
+                    format!("{SESSION_HEADER} must be 1 to 200 printable ASCII characters"),
+                ));
+            }
+            return Ok(name.to_string());
+        }
+        let first = |role: &str| {
+            self.history
+                .iter()
+                .find(|m| m.role() == role)
+                .map(|m| m.to_value()["content"].to_string())
+                .unwrap_or_default()
+        };
+        let mut hasher = Sha256::new();
+        hasher.update(first("system"));
+        hasher.update([0]);
+        hasher.update(first("user"));
+        let digest = hasher.finalize();
+        Ok(format!(
+            "auto-{}",
+            digest[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ))
+    }
+
+    /// The body of one model call: the client's fields, `messages`, the engine's tools beside
+    /// the client's, and usage asked for when streaming (stripped again if the client did not
+    /// ask for it).
+    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes {
+        let mut body = self.body.clone();
+        body.insert(
+            "messages".into(),
+            Value::Array(messages.iter().map(Message::to_value).collect()),
+        );
+        if !engine_tools.is_empty() {
+            let tools = body
+                .entry("tools")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(tools) = tools {
+                tools.extend(engine_tools.iter().cloned());
+            }
+        }
+        if self.stream {
+            let options = body
+                .entry("stream_options")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(options) = options {
+                options.insert("include_usage".into(), Value::Bool(true));
+            }
+        }
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+}
+
+/// Usage as the provider reported it.
+fn parse_usage(value: &Value) -> Option<Usage> {
+    let prompt_tokens = value.get("prompt_tokens")?.as_u64()?;
+    let completion_tokens = value
+        .get("completion_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Some(Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: value
+            .get("total_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(prompt_tokens + completion_tokens),
+        cache_read_tokens: value["prompt_tokens_details"]["cached_tokens"].as_u64(),
+        reasoning_tokens: value["completion_tokens_details"]["reasoning_tokens"].as_u64(),
+        ..Usage::default()
+    })
+}
+
+/// The usage the client sees: every model call its request cost, summed.
+#[derive(Default)]
+struct UsageSum {
+    last: Option<Value>,
+    prompt: u64,
+    completion: u64,
+    total: u64,
+    calls: usize,
+}
+
+impl UsageSum {
+    fn add(&mut self, value: &Value) {
+        if value.is_null() {
+            return;
+        }
+        self.prompt += value["prompt_tokens"].as_u64().unwrap_or(0);
+        self.completion += value["completion_tokens"].as_u64().unwrap_or(0);
+        self.total += value["total_tokens"].as_u64().unwrap_or(0);
+        self.calls += 1;
+        self.last = Some(value.clone());
+    }
+
+    fn value(&self) -> Option<Value> {
+        let mut value = self.last.clone()?;
+        if self.calls > 1 {
+            value["prompt_tokens"] = json!(self.prompt);
+            value["completion_tokens"] = json!(self.completion);
+            value["total_tokens"] = json!(self.total);
+        }
+        Some(value)
+    }
+}
+
+/// Which of a reply's tool calls are the engine's: its tools that the client does not also
+/// define (the client's own tool of the same name wins).
+fn engine_tools(live: &Live, request: &ChatRequest) -> (Vec<Value>, HashSet<String>) {
+    let names: HashSet<String> = live
+        .tool_names
+        .iter()
+        .filter(|n| !request.client_tools.contains(*n))
+        .cloned()
+        .collect();
+    let schemas = live
+        .tool_schemas
+        .iter()
+        .filter(|s| {
+            s["function"]["name"]
+                .as_str()
+                .is_some_and(|n| names.contains(n))
+        })
+        .cloned()
+        .collect();
+    (schemas, names)
+}
+
+pub async fn chat_completions(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    match handle(gateway, headers, uri, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn handle(
+    gateway: Arc<Gateway>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, GatewayError> {
+    let bytes = gateway.read_request(&headers, body).await?;
+    let request = ChatRequest::parse(&bytes)?;
+    drop(bytes);
+    let key = SessionKey {
+        credential: credential_of(&headers),
+        name: request.session_name(&headers)?,
+    };
+    let settings = &gateway.settings;
+    let window = usable_window(
+        context_window(
+            &request.model,
+            &settings.models,
+            gateway.engines.config().model.context_length,
+        ),
+        request.output_budget,
+    );
+    let mut guard = gateway.session(&key, &request.model, window).await?;
+    let live = guard.as_mut().expect("the session is open");
+    let prepared = live
+        .prepare(&gateway, &request.history, &request.model, window)
+        .await;
+    gateway.persist(&live.record).await?;
+    let mut session_headers = HeaderMap::new();
+    set_header(&mut session_headers, SESSION_HEADER, &key.name);
+    set_header(
+        &mut session_headers,
+        "x-ctxhost-engine",
+        live.session.engine(),
+    );
+    set_header(
+        &mut session_headers,
+        "x-ctxhost-lineage",
+        match prepared.continuity {
+            Continuity::First => "first",
+            Continuity::Extends => "continued",
+            Continuity::Diverged => "new",
+        },
+    );
+    if prepared.compressed {
+        set_header(&mut session_headers, "x-ctxhost-compressed", "true");
+    }
+    if let Some(error) = &prepared.engine_error {
+        set_header(&mut session_headers, "x-ctxhost-engine-error", error);
+    }
+    let query = uri.query().map(str::to_string);
+    if request.stream {
+        stream(
+            gateway,
+            guard,
+            request,
+            prepared,
+            headers,
+            query,
+            session_headers,
+        )
+        .await
+    } else {
+        complete(
+            gateway,
+            guard,
+            request,
+            prepared,
+            headers,
+            query,
+            session_headers,
+        )
+        .await
+    }
+}
+
+/// A header value from text that may hold anything: cut to one line.
+fn set_header(headers: &mut HeaderMap, name: &'static str, value: &str) {
+    let line: String = value
+        .chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c
+            } else {
+                ' '
+            }
+        })
+        .take(300)
+        .collect();
+    if let Ok(value) = HeaderValue::from_str(&line) {
+        headers.insert(name, value);
+    }
+}
+
+/// The upstream's own answer, status and body as they came, with the session's headers.
+fn relay(
+    status: reqwest::StatusCode,
+    upstream_headers: HeaderMap,
+    session_headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() =
+        StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    *response.headers_mut() = upstream_headers;
+    for (name, value) in session_headers {
+        response.headers_mut().insert(name, value.clone());
+    }
+    response
+}
+
+/// What a reply's tool calls are, split.
+struct Calls {
+    /// The engine's calls: (id, name, arguments).
+    engine: Vec<(String, String, String)>,
+    has_client_calls: bool,
+}
+
+fn split_calls(reply: &Message, engine_names: &HashSet<String>) -> Calls {
+    let mut engine = Vec::new();
+    let mut has_client_calls = false;
+    for call in reply.tool_calls() {
+        if engine_names.contains(call.name()) {
+            engine.push((
+                call.id().to_string(),
+                call.name().to_string(),
+                call.arguments().to_string(),
+            ));
+        } else {
+            has_client_calls = true;
+        }
+    }
+    Calls {
+        engine,
+        has_client_calls,
+    }
+}
+
+/// Runs the engine's calls; their results, in order.
+async fn answer_calls(
+    gateway: &Gateway,
+    live: &mut Live,
+    calls: &[(String, String, String)],
+) -> Vec<Message> {
+    let mut results = Vec::new();
+    for (id, name, arguments) in calls {
+        let answer = live.run_tool(gateway, name, arguments).await;
+        results.push(Message::tool_result(id.clone(), answer));
+    }
+    results
+}
+
+/// The reply with the engine's calls taken out, as the client receives it.
+fn visible_message(message: &Value, engine_names: &HashSet<String>) -> Value {
+    let mut visible = message.clone();
+    if let Some(Value::Array(calls)) = visible.get_mut("tool_calls") {
+        calls.retain(|c| {
+            !c["function"]["name"]
+                .as_str()
+                .is_some_and(|n| engine_names.contains(n))
+        });
+        if calls.is_empty() {
+            if let Some(object) = visible.as_object_mut() {
+                object.remove("tool_calls");
+            }
+        }
+    }
+    if visible.get("content").is_none_or(Value::is_null) && visible.get("tool_calls").is_none() {
+        visible["content"] = Value::String(String::new());
+    }
+    visible
+}
+
+async fn complete(
+    gateway: Arc<Gateway>,
+    mut guard: OwnedMutexGuard<Option<Live>>,
+    request: ChatRequest,
+    prepared: Prepared,
+    headers: HeaderMap,
+    query: Option<String>,
+    session_headers: HeaderMap,
+) -> Result<Response, GatewayError> {
+    let live = guard.as_mut().expect("the session is open");
+    let (schemas, engine_names) = engine_tools(live, &request);
+    let mut messages = prepared.upstream;
+    let mut hidden: Vec<Message> = Vec::new();
+    let mut usage = UsageSum::default();
+    let rounds = gateway.settings.limits.tool_rounds.max(1);
+    let mut round = 0;
+    let (mut answer, relayed) = loop {
+        round += 1;
+        let body = request.upstream_body(&messages, &schemas);
+        let response = gateway
+            .call_upstream(
+                Method::POST,
+                UPSTREAM_PATH,
+                query.as_deref(),
+                &headers,
+                body,
+            )
+            .await;
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                live.record.stats.upstream_errors += 1;
+                gateway.persist(&live.record).await?;
+                return Err(error);
+            }
+        };
+        let status = response.status();
+        let relayed = relayed_headers(response.headers());
+        let bytes = match read_body(response, gateway.settings.limits.max_response_bytes).await {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                gateway.upstream_error(live, "body");
+                gateway.persist(&live.record).await?;
+                return Err(error);
+            }
+        };
+        if !status.is_success() {
+            gateway.upstream_error(live, &status.as_u16().to_string());
+            gateway.persist(&live.record).await?;
+            return Ok(relay(status, relayed, &session_headers, bytes));
+        }
+        let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            GatewayError::new(
+                ErrorKind::BadGateway,
+                format!("the upstream's answer is not JSON: {e}"),
+            )
+        })?;
+        usage.add(&answer["usage"]);
+        let message = answer["choices"][0]["message"].clone();
+        let reply = Message::from_value(message.clone()).ok();
+        live.called(
+            &gateway,
+            &messages,
+            reply.as_ref(),
+            parse_usage(&answer["usage"]),
+        )
+        .await;
+        let Some(reply) = reply else {
+            break (answer, relayed);
+        };
+        let calls = split_calls(&reply, &engine_names);
+        if calls.engine.is_empty() {
+            if !hidden.is_empty() {
+                hidden.push(reply.clone());
+                live.record.conversation.splice(&reply, hidden);
+            }
+            break (answer, relayed);
+        }
+        let results = answer_calls(&gateway, live, &calls.engine).await;
+        if calls.has_client_calls || round >= rounds {
+            // The client answers its own calls; the engine's stay with the gateway, spliced
+            // back into the upstream history when the client's answers arrive.
+            hidden.push(reply.clone());
+            hidden.extend(results);
+            let visible = visible_message(&message, &engine_names);
+            if let Ok(visible_reply) = Message::from_value(visible.clone()) {
+                live.record.conversation.splice(&visible_reply, hidden);
+            }
+            answer["choices"][0]["message"] = visible;
+            if !calls.has_client_calls {
+                answer["choices"][0]["finish_reason"] = json!("stop");
+            }
+            break (answer, relayed);
+        }
+        messages.push(reply.clone());
+        messages.extend(results.iter().cloned());
+        hidden.push(reply);
+        hidden.extend(results);
+    };
+    if let Some(total) = usage.value() {
+        answer["usage"] = total;
+    }
+    live.finished(&gateway).await;
+    gateway.persist(&live.record).await?;
+    drop(guard);
+    let mut response = relay(
+        reqwest::StatusCode::OK,
+        relayed,
+        &session_headers,
+        Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
+    );
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// One tool call being streamed.
+#[derive(Default)]
+struct StreamedCall {
+    /// `Some(true)`: the engine's; `Some(false)`: the client's; `None`: its name has not
+    /// arrived yet.
+    engine: Option<bool>,
+    /// The index the client sees (client calls only).
+    client_index: usize,
+    id: String,
+    name: String,
+    arguments: String,
+    /// The first delta's other fields (`type`, ...).
+    fields: Map<String, Value>,
+    /// Deltas held until the call is known to be the client's.
+    held: Vec<Value>,
+}
+
+/// What one streamed model call produced.
+#[derive(Default)]
+struct StreamedRound {
+    content: String,
+    calls: BTreeMap<u64, StreamedCall>,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl StreamedRound {
+    /// The assistant message the call produced, with every tool call (the engine's too).
+    fn reply(&self) -> Option<Message> {
+        let calls: Vec<Value> = self
+            .calls
+            .values()
+            .map(|c| {
+                let mut call = c.fields.clone();
+                call.insert("id".into(), json!(c.id));
+                call.insert("type".into(), json!("function"));
+                call.insert(
+                    "function".into(),
+                    json!({"name": c.name, "arguments": c.arguments}),
+                );
+                Value::Object(call)
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": self.content});
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+            if self.content.is_empty() {
+                message["content"] = Value::Null;
+            }
+        }
+        Message::from_value(message).ok()
+    }
+}
+
+/// Rewrites one upstream chunk for the client: the engine's tool calls taken out, the client's
+/// renumbered, the finish reason and usage held back (they are sent once, at the very end).
+/// Returns `None` when nothing is left to send.
+fn rewrite_chunk(
+    mut chunk: Value,
+    round: &mut StreamedRound,
+    engine_names: &HashSet<String>,
+    next_client_index: &mut usize,
+    first_round: bool,
+) -> Option<Value> {
+    if let Some(usage) = chunk.as_object_mut().and_then(|c| c.remove("usage")) {
+        if !usage.is_null() {
+            round.usage = Some(usage);
+        }
+    }
+    let Some(Value::Array(choices)) = chunk.get_mut("choices") else {
+        return None;
+    };
+    let mut keep = false;
+    for choice in choices.iter_mut() {
+        let primary = choice["index"].as_u64().unwrap_or(0) == 0;
+        if !primary {
+            keep = true;
+            continue;
+        }
+        if let Some(reason) = choice.get_mut("finish_reason").map(Value::take) {
+            if !reason.is_null() {
+                round.finish_reason = Some(reason);
+            }
+        }
+        let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if !first_round {
+            delta.remove("role");
+        }
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            round.content.push_str(text);
+        }
+        if let Some(Value::Array(calls)) = delta.remove("tool_calls") {
+            let mut forwarded = Vec::new();
+            for call in calls {
+                let index = call["index"].as_u64().unwrap_or(0);
+                let streamed = round.calls.entry(index).or_default();
+                if let Some(id) = call["id"].as_str() {
+                    streamed.id.push_str(id);
+                }
+                if let Some(name) = call["function"]["name"].as_str() {
+                    streamed.name.push_str(name);
+                }
+                if let Some(arguments) = call["function"]["arguments"].as_str() {
+                    streamed.arguments.push_str(arguments);
+                }
+                if let Value::Object(fields) = &call {
+                    for (key, value) in fields {
+                        if !matches!(key.as_str(), "index" | "id" | "function" | "type") {
+                            streamed.fields.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+                if streamed.engine.is_none() && !streamed.name.is_empty() {
+                    let engine = engine_names.contains(&streamed.name);
+                    streamed.engine = Some(engine);
+                    if !engine {
+                        streamed.client_index = *next_client_index;
+                        *next_client_index += 1;
+                    }
+                }
+                match streamed.engine {
+                    None => streamed.held.push(call),
+                    Some(true) => streamed.held.clear(),
+                    Some(false) => {
+                        for mut delta in streamed.held.drain(..).chain([call]) {
+                            delta["index"] = json!(streamed.client_index);
+                            forwarded.push(delta);
+                        }
+                    }
+                }
+            }
+            if !forwarded.is_empty() {
+                delta.insert("tool_calls".into(), Value::Array(forwarded));
+            }
+        }
+        let only_role = delta.len() == 1 && delta.contains_key("role");
+        keep |= !delta.is_empty() && (!only_role || first_round);
+        choice["finish_reason"] = Value::Null;
+    }
+    keep.then_some(chunk)
+}
+
+fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+type Frame = Result<Bytes, Infallible>;
+
+async fn stream(
+    gateway: Arc<Gateway>,
+    mut guard: OwnedMutexGuard<Option<Live>>,
+    request: ChatRequest,
+    prepared: Prepared,
+    headers: HeaderMap,
+    query: Option<String>,
+    session_headers: HeaderMap,
+) -> Result<Response, GatewayError> {
+    let live = guard.as_mut().expect("the session is open");
+    let (schemas, engine_names) = engine_tools(live, &request);
+    let messages = prepared.upstream;
+    // The first call is made before answering, so its failure reaches the client with the
+    // upstream's own status and body.
+    let body = request.upstream_body(&messages, &schemas);
+    let first = gateway
+        .call_upstream(
+            Method::POST,
+            UPSTREAM_PATH,
+            query.as_deref(),
+            &headers,
+            body,
+        )
+        .await;
+    let first = match first {
+        Ok(response) => response,
+        Err(error) => {
+            live.record.stats.upstream_errors += 1;
+            gateway.persist(&live.record).await?;
+            return Err(error);
+        }
+    };
+    let status = first.status();
+    let relayed = relayed_headers(first.headers());
+    if !status.is_success() {
+        gateway.upstream_error(live, &status.as_u16().to_string());
+        let body = read_body(first, gateway.settings.limits.max_response_bytes).await?;
+        gateway.persist(&live.record).await?;
+        return Ok(relay(status, relayed, &session_headers, body));
+    }
+    let frames = async_stream::stream! {
+        let mut guard = guard;
+        let live = guard.as_mut().expect("the session is open");
+        let mut messages = messages;
+        let mut hidden: Vec<Message> = Vec::new();
+        let mut visible_content = String::new();
+        let mut visible_calls: Vec<Value> = Vec::new();
+        let mut usage = UsageSum::default();
+        let mut next_client_index = 0usize;
+        let mut meta: Option<Value> = None;
+        let limit = gateway.settings.limits.max_response_bytes;
+        let mut received = 0u64;
+        let rounds = gateway.settings.limits.tool_rounds.max(1);
+        let mut response = Some(first);
+        let mut round_number = 0u32;
+        'rounds: loop {
+            round_number += 1;
+            let Some(upstream) = response.take() else { break };
+            let mut round = StreamedRound::default();
+            let mut events = upstream.bytes_stream().eventsource();
+            let mut done = false;
+            while let Some(event) = events.next().await {
+                let event = match event {
+                    Ok(event) => event,
+                    Err(error) => {
+                        let error = GatewayError::new(
+                            ErrorKind::BadGateway,
+                            format!("the upstream's stream broke off: {error}"),
+                        );
+                        gateway.upstream_error(live, "stream");
+                        yield Ok::<_, Infallible>(sse(&error.body()));
+                        break 'rounds;
+                    }
+                };
+                received += event.data.len() as u64;
+                if received > limit {
+                    let error = GatewayError::new(
+                        ErrorKind::BadGateway,
+                        format!("the upstream's response is over serve.limits.max_response_bytes ({limit} bytes)"),
+                    );
+                    gateway.upstream_error(live, "too_large");
+                    yield Ok(sse(&error.body()));
+                    break 'rounds;
+                }
+                if event.data.trim() == "[DONE]" {
+                    done = true;
+                    break;
+                }
+                let Ok(mut chunk) = serde_json::from_str::<Value>(&event.data) else {
+                    continue;
+                };
+                if chunk.get("error").is_some() {
+                    gateway.upstream_error(live, "stream");
+                    yield Ok(sse(&chunk));
+                    break 'rounds;
+                }
+                match &meta {
+                    None => meta = Some(chunk.clone()),
+                    Some(first) => {
+                        // One response to the client: every round under the first one's id.
+                        chunk["id"] = first["id"].clone();
+                    }
+                }
+                if let Some(chunk) = rewrite_chunk(
+                    chunk,
+                    &mut round,
+                    &engine_names,
+                    &mut next_client_index,
+                    round_number == 1,
+                ) {
+                    yield Ok(sse(&chunk));
+                }
+            }
+            if !done {
+                let error = GatewayError::new(
+                    ErrorKind::BadGateway,
+                    "the upstream's stream ended before [DONE]",
+                );
+                gateway.upstream_error(live, "stream");
+                yield Ok(sse(&error.body()));
+                break;
+            }
+            visible_content.push_str(&round.content);
+            if let Some(value) = &round.usage {
+                usage.add(value);
+            }
+            let reply = round.reply();
+            live.called(
+                &gateway,
+                &messages,
+                reply.as_ref(),
+                round.usage.as_ref().and_then(parse_usage),
+            )
+            .await;
+            for call in round.calls.values().filter(|c| c.engine == Some(false)) {
+                visible_calls.push(json!({
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }));
+            }
+            let Some(reply) = reply else { break };
+            let calls = split_calls(&reply, &engine_names);
+            let mut finish = round.finish_reason.clone().unwrap_or(json!("stop"));
+            if calls.engine.is_empty() {
+                hidden.push(reply);
+            } else {
+                let results = answer_calls(&gateway, live, &calls.engine).await;
+                hidden.push(reply.clone());
+                hidden.extend(results.iter().cloned());
+                if !calls.has_client_calls && round_number < rounds {
+                    messages.push(reply);
+                    messages.extend(results);
+                    let body = request.upstream_body(&messages, &schemas);
+                    match gateway
+                        .call_upstream(Method::POST, UPSTREAM_PATH, query.as_deref(), &headers, body)
+                        .await
+                    {
+                        Ok(next) if next.status().is_success() => {
+                            response = Some(next);
+                            continue;
+                        }
+                        Ok(next) => {
+                            let status = next.status();
+                            gateway.upstream_error(live, &status.as_u16().to_string());
+                            let body = read_body(next, limit).await.unwrap_or_default();
+                            let error = serde_json::from_slice::<Value>(&body)
+                                .ok()
+                                .filter(|v| v.get("error").is_some())
+                                .unwrap_or_else(|| {
+                                    GatewayError::new(
+                                        ErrorKind::BadGateway,
+                                        format!("the upstream answered {status}"),
+                                    )
+                                    .body()
+                                });
+                            yield Ok(sse(&error));
+                            break;
+                        }
+                        Err(error) => {
+                            gateway.upstream_error(live, "connect");
+                            yield Ok(sse(&error.body()));
+                            break;
+                        }
+                    }
+                }
+                if !calls.has_client_calls {
+                    finish = json!("stop");
+                }
+            }
+            // What the client saw, and what the upstream history holds in its place.
+            let mut visible = json!({"role": "assistant", "content": visible_content});
+            if !visible_calls.is_empty() {
+                visible["tool_calls"] = Value::Array(visible_calls.clone());
+                if visible_content.is_empty() {
+                    visible["content"] = Value::Null;
+                }
+            }
+            let spliced = hidden.len() > 1
+                || hidden.first().is_some_and(|h| h.tool_calls().len() != visible_calls.len());
+            if spliced {
+                if let Ok(visible) = Message::from_value(visible) {
+                    live.record.conversation.splice(&visible, std::mem::take(&mut hidden));
+                }
+            }
+            let mut last = meta.clone().unwrap_or_else(|| json!({"object": "chat.completion.chunk"}));
+            if let Some(object) = last.as_object_mut() {
+                object.remove("usage");
+            }
+            last["choices"] = json!([{"index": 0, "delta": {}, "finish_reason": finish}]);
+            yield Ok(sse(&last));
+            if request.wants_usage {
+                if let Some(total) = usage.value() {
+                    last["choices"] = json!([]);
+                    last["usage"] = total;
+                    yield Ok(sse(&last));
+                }
+            }
+            yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
+            break;
+        }
+        live.finished(&gateway).await;
+        if let Err(error) = gateway.persist(&live.record).await {
+            tracing::error!("{error}");
+        }
+    };
+    let frames = frames.map(|frame: Frame| frame);
+    let mut response = Response::new(Body::from_stream(frames));
+    let response_headers = response.headers_mut();
+    for (name, value) in &relayed {
+        response_headers.insert(name, value.clone());
+    }
+    response_headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response_headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    for (name, value) in &session_headers {
+        response_headers.insert(name, value.clone());
+    }
+    Ok(response)
+}
+
+impl Gateway {
+    /// Sends one call upstream, timing it.
+    pub async fn call_upstream(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<reqwest::Response, GatewayError> {
+        let started = Instant::now();
+        let result = self
+            .upstream
+            .send(method, path, query, headers, Some(body))
+            .await;
+        self.metrics.observe(
+            "ctxhost_upstream_duration_seconds",
+            &[("route", path)],
+            started.elapsed(),
+        );
+        if let Err(error) = &result {
+            self.metrics
+                .add("ctxhost_upstream_errors_total", &[("kind", "connect")], 1);
+            tracing::warn!("{error}");
+        }
+        result
+    }
+
+    /// Counts an upstream error against a session.
+    fn upstream_error(&self, live: &mut Live, kind: &str) {
+        live.record.stats.upstream_errors += 1;
+        self.metrics
+            .add("ctxhost_upstream_errors_total", &[("kind", kind)], 1);
+    }
+
+    /// Reads a request body, refusing one over `serve.limits.max_request_bytes` with 413.
+    pub async fn read_request(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<Bytes, GatewayError> {
+        let limit = self.settings.limits.max_request_bytes;
+        let too_large = || {
+            GatewayError::new(
+                ErrorKind::TooLarge,
+                format!("the request body is over serve.limits.max_request_bytes ({limit} bytes)"),
+            )
+        };
+        let declared = headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX))
+            .await
+            .map_err(|error| {
+                let too_big = std::error::Error::source(&error)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                if too_big {
+                    too_large()
+                } else {
+                    GatewayError::new(
+                        ErrorKind::BadRequest,
+                        format!("cannot read the request body: {error}"),
+                    )
+                }
+            })
+    }
+}

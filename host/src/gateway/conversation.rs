@@ -1,0 +1,270 @@
+//! One session's conversation as the gateway keeps it: the *lineage* (a digest of every message
+//! the client has sent, in order) and the *view* (what the engine made of the lineage's first
+//! `covered` messages at the last compression). A request whose history extends the lineage
+//! goes upstream as the view plus the messages after `covered`; anything else starts a new
+//! lineage. The view only changes at a compression, so the prefix the provider sees is
+//! byte-stable in between and its prompt cache keeps hitting.
+
+use std::fmt;
+
+use ctxhost_sdk::Message;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
+
+/// A message's identity in a lineage: what a client may re-serialize differently (a `null`
+/// beside an empty content, fields the gateway does not read) does not change it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Digest([u8; 32]);
+
+impl Digest {
+    pub fn of(message: &Message) -> Self {
+        let value = message.to_value();
+        let content = match &value["content"] {
+            Value::String(text) if text.is_empty() => Value::Null,
+            other => other.clone(),
+        };
+        let calls: Vec<Value> = message
+            .tool_calls()
+            .iter()
+            .map(|call| json!([call.id(), call.name(), call.arguments()]))
+            .collect();
+        let identity = json!([
+            message.role(),
+            content,
+            calls,
+            message.tool_call_id(),
+            message.name(),
+        ]);
+        Digest(Sha256::digest(identity.to_string().as_bytes()).into())
+    }
+
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn from_hex(text: &str) -> Option<Self> {
+        if text.len() != 64 {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Digest(bytes))
+    }
+}
+
+impl fmt::Debug for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", &self.hex()[..12])
+    }
+}
+
+impl Serialize for Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Digest::from_hex(&text).ok_or_else(|| serde::de::Error::custom("not a sha256 digest"))
+    }
+}
+
+/// Messages the client never saw that belong in the upstream history in place of one it did:
+/// the engine's tool calls and their results, which the gateway answered itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Splice {
+    /// The assistant message as the client received it.
+    pub visible: Digest,
+    /// What the upstream history holds instead (it ends with the client's tool calls, if any).
+    pub messages: Vec<Message>,
+}
+
+/// The lineage and the view of one session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    lineage: Vec<Digest>,
+    view: Vec<Message>,
+    /// How many lineage messages the view stands for.
+    covered: usize,
+    /// Bumped at every compression, so a store writes the view only when it changed.
+    view_version: u64,
+    splices: Vec<Splice>,
+}
+
+/// What a request's history is to the lineage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuity {
+    /// The first request of the session.
+    First,
+    /// It starts with every message of the lineage (a retry adds none).
+    Extends,
+    /// It does not (the client edited, branched or compacted its history): a new lineage.
+    Diverged,
+}
+
+impl Conversation {
+    /// Takes in the client's full history; returns how it relates to the lineage and the
+    /// messages to send upstream (the view, then the client's messages after it, with the
+    /// gateway's own tool exchanges spliced back in).
+    pub fn advance(&mut self, history: &[Message]) -> (Continuity, Vec<Message>) {
+        let digests: Vec<Digest> = history.iter().map(Digest::of).collect();
+        let continuity = if self.lineage.is_empty() && self.view.is_empty() {
+            Continuity::First
+        } else if digests.len() >= self.lineage.len()
+            && digests[..self.lineage.len()] == self.lineage[..]
+        {
+            Continuity::Extends
+        } else {
+            Continuity::Diverged
+        };
+        if continuity == Continuity::Diverged {
+            self.view.clear();
+            self.covered = 0;
+            self.splices.clear();
+            self.view_version += 1;
+        }
+        self.lineage = digests;
+        let mut upstream = self.view.clone();
+        for (message, digest) in history[self.covered..]
+            .iter()
+            .zip(&self.lineage[self.covered..])
+        {
+            match self.splices.iter().find(|s| s.visible == *digest) {
+                Some(splice) => upstream.extend(splice.messages.iter().cloned()),
+                None => upstream.push(message.clone()),
+            }
+        }
+        (continuity, upstream)
+    }
+
+    /// The engine compressed what was sent for the lineage so far into `view`.
+    pub fn compressed(&mut self, view: Vec<Message>) {
+        self.view = view;
+        self.covered = self.lineage.len();
+        self.view_version += 1;
+        // Splices the view now stands for are no longer needed.
+        let live = &self.lineage[self.covered..];
+        self.splices.retain(|s| live.contains(&s.visible));
+    }
+
+    /// Remembers what the upstream history holds in place of a message the client receives.
+    pub fn splice(&mut self, visible: &Message, messages: Vec<Message>) {
+        let visible = Digest::of(visible);
+        self.splices.retain(|s| s.visible != visible);
+        self.splices.push(Splice { visible, messages });
+    }
+
+    pub fn view(&self) -> &[Message] {
+        &self.view
+    }
+
+    pub fn view_version(&self) -> u64 {
+        self.view_version
+    }
+
+    pub fn lineage_len(&self) -> usize {
+        self.lineage.len()
+    }
+
+    pub fn covered(&self) -> usize {
+        self.covered
+    }
+
+    pub fn pending_splices(&self) -> usize {
+        self.splices.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_sdk::ToolCall;
+
+    fn history(n: usize) -> Vec<Message> {
+        let mut messages = vec![Message::system("be brief")];
+        for i in 0..n {
+            messages.push(Message::user(format!("question {i}")));
+            messages.push(Message::assistant(format!("answer {i}")));
+        }
+        messages
+    }
+
+    #[test]
+    fn extending_sends_the_view_and_the_new_messages() {
+        let mut conversation = Conversation::default();
+        let (continuity, upstream) = conversation.advance(&history(2));
+        assert_eq!(continuity, Continuity::First);
+        assert_eq!(upstream, history(2));
+        conversation.compressed(vec![Message::system("be brief"), Message::user("summary")]);
+        let mut next = history(2);
+        next.push(Message::user("more"));
+        let (continuity, upstream) = conversation.advance(&next);
+        assert_eq!(continuity, Continuity::Extends);
+        assert_eq!(
+            upstream,
+            vec![
+                Message::system("be brief"),
+                Message::user("summary"),
+                Message::user("more")
+            ]
+        );
+        // A retry of the same request sends the same thing.
+        assert_eq!(conversation.advance(&next).1, upstream);
+    }
+
+    #[test]
+    fn an_edited_history_starts_a_new_lineage() {
+        let mut conversation = Conversation::default();
+        conversation.advance(&history(3));
+        conversation.compressed(vec![Message::user("summary")]);
+        let mut edited = history(3);
+        edited[1] = Message::user("a different question");
+        let (continuity, upstream) = conversation.advance(&edited);
+        assert_eq!(continuity, Continuity::Diverged);
+        assert_eq!(upstream, edited);
+        assert!(conversation.view().is_empty());
+    }
+
+    #[test]
+    fn reserialized_messages_keep_their_identity() {
+        let mut with_nulls = Message::assistant("");
+        with_nulls.set_extra_field("refusal", Some(Value::Null));
+        let mut plain = Message::assistant("");
+        plain.set_content_json(&Value::Null);
+        assert_eq!(Digest::of(&with_nulls), Digest::of(&plain));
+        assert_ne!(Digest::of(&plain), Digest::of(&Message::user("")));
+    }
+
+    #[test]
+    fn splices_restore_the_gateways_tool_exchange() {
+        let mut conversation = Conversation::default();
+        let mut sent = history(1);
+        sent.push(Message::user("find it"));
+        conversation.advance(&sent);
+        let visible = Message::assistant_tool_calls(vec![ToolCall::new("c2", "shell", "{}")]);
+        let hidden = vec![
+            Message::assistant_tool_calls(vec![
+                ToolCall::new("c1", "lcm_grep", "{}"),
+                ToolCall::new("c2", "shell", "{}"),
+            ]),
+            Message::tool_result("c1", "found"),
+        ];
+        conversation.splice(&visible, hidden.clone());
+        sent.push(visible);
+        sent.push(Message::tool_result("c2", "ok"));
+        let (_, upstream) = conversation.advance(&sent);
+        let tail = &upstream[upstream.len() - 3..];
+        assert_eq!(tail[..2], hidden[..]);
+        assert_eq!(tail[2], Message::tool_result("c2", "ok"));
+        let digest = serde_json::to_string(&Digest::of(&tail[2])).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Digest>(&digest).unwrap(),
+            Digest::of(&tail[2])
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! Errors the gateway itself answers with, in the shape OpenAI clients parse:
+//! `{"error": {"message", "type", "code"}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// What went wrong, as a closed set: each has its status, type and code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The body is not what the endpoint takes.
+    BadRequest,
+    /// A gateway token is missing or wrong.
+    Unauthorized,
+    /// No such route.
+    NotFound,
+    /// The body is over `serve.limits.max_request_bytes`.
+    TooLarge,
+    /// The upstream could not be reached, broke off, or answered with something unusable.
+    BadGateway,
+    /// The upstream went silent past `serve.limits.idle_timeout_seconds`.
+    UpstreamTimeout,
+    /// The gateway's own state failed (its store).
+    Internal,
+    /// The gateway is shutting down.
+    Unavailable,
+}
+
+impl ErrorKind {
+    fn status(&self) -> StatusCode {
+        match self {
+            ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+            ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
+            ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn type_and_code(&self) -> (&'static str, &'static str) {
+        match self {
+            ErrorKind::BadRequest => ("invalid_request_error", "invalid_request"),
+            ErrorKind::Unauthorized => ("invalid_request_error", "invalid_gateway_token"),
+            ErrorKind::NotFound => ("invalid_request_error", "unknown_url"),
+            ErrorKind::TooLarge => ("invalid_request_error", "request_too_large"),
+            ErrorKind::BadGateway => ("upstream_error", "upstream_unreachable"),
+            ErrorKind::UpstreamTimeout => ("upstream_error", "upstream_timeout"),
+            ErrorKind::Internal => ("server_error", "gateway_state_error"),
+            ErrorKind::Unavailable => ("server_error", "shutting_down"),
+        }
+    }
+}
+
+/// An error the gateway answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct GatewayError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl GatewayError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        GatewayError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
+    }
+
+    /// The JSON body, also sent as an SSE event when a stream fails after it started.
+    pub fn body(&self) -> serde_json::Value {
+        let (kind, code) = self.kind.type_and_code();
+        json!({"error": {"message": self.message, "type": kind, "code": code}})
+    }
+}
+
+impl IntoResponse for GatewayError {
+    fn into_response(self) -> Response {
+        (self.status(), axum::Json(self.body())).into_response()
+    }
+}

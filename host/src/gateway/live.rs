@@ -1,0 +1,351 @@
+//! Sessions held in memory: each is the host's [`Session`] (the engine instance) with the
+//! record the gateway keeps about it. A request locks its session for its whole exchange, so
+//! one session's turns never interleave while different sessions run in parallel.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ctxhost_sdk::{CompressOptions, Message, Usage};
+use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::conversation::Continuity;
+use super::error::{ErrorKind, GatewayError};
+use super::record::{unix_now, CompressionRecord, SessionKey, SessionRecord, Trigger};
+use super::Gateway;
+use crate::session::{Session, SessionError, SessionOptions};
+
+/// A session in memory.
+pub struct Live {
+    pub session: Session,
+    pub record: SessionRecord,
+    /// The engine's tool schemas (OpenAI function format), fetched once.
+    pub tool_schemas: Vec<Value>,
+    pub tool_names: HashSet<String>,
+}
+
+/// The slot of one session: empty until its first request opens it.
+pub type Slot = Arc<Mutex<Option<Live>>>;
+
+/// Sessions by key.
+#[derive(Default)]
+pub struct LiveSessions {
+    slots: std::sync::Mutex<HashMap<SessionKey, Slot>>,
+}
+
+impl LiveSessions {
+    fn slot(&self, key: &SessionKey) -> (Slot, bool) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.get(key) {
+            Some(slot) => (slot.clone(), false),
+            None => {
+                let slot: Slot = Arc::default();
+                slots.insert(key.clone(), slot.clone());
+                (slot, true)
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// What preparing a turn gave: the messages to send upstream and what happened on the way.
+pub struct Prepared {
+    pub upstream: Vec<Message>,
+    pub continuity: Continuity,
+    pub compressed: bool,
+    /// An engine failure met while preparing (the request goes on without it).
+    pub engine_error: Option<String>,
+}
+
+impl Gateway {
+    /// The session `key`, locked for this request; opened (from the store, or new) on first use.
+    pub async fn session(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        model: &str,
+        window: u64,
+    ) -> Result<OwnedMutexGuard<Option<Live>>, GatewayError> {
+        let (slot, created) = self.live.slot(key);
+        if created {
+            self.metrics
+                .live_sessions
+                .store(self.live.len() as u64, Ordering::Relaxed);
+        }
+        let mut guard = slot.lock_owned().await;
+        if guard.is_none() {
+            *guard = Some(self.open(key, model, window).await?);
+        }
+        Ok(guard)
+    }
+
+    async fn open(
+        self: &Arc<Self>,
+        key: &SessionKey,
+        model: &str,
+        window: u64,
+    ) -> Result<Live, GatewayError> {
+        let gateway = self.clone();
+        let owned_key = key.clone();
+        let (model, window) = (model.to_string(), window);
+        // Loading the record and starting the engine (which may load a plugin) both block.
+        let (stored, session) = tokio::task::spawn_blocking(move || {
+            let stored = gateway.store.load(&owned_key)?;
+            // A stored session resumes with the model and window it had.
+            let (model, window) = stored
+                .as_ref()
+                .map(|r| (r.model.clone(), r.context_length))
+                .unwrap_or((model, window));
+            let options = SessionOptions::new(owned_key.engine_session()).model(model, window);
+            let session = gateway.engines.open_session(&gateway.engine, options);
+            Ok::<_, super::store::StoreError>((stored, session))
+        })
+        .await
+        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
+        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
+        let mut session = session.map_err(|error| {
+            GatewayError::new(
+                ErrorKind::Internal,
+                format!("cannot start engine '{}': {error}", self.engine),
+            )
+        })?;
+        for warning in session.warnings() {
+            tracing::warn!(session = %key.name, "{}", warning.summary);
+        }
+        if let Err(error) = session.begin().await {
+            self.engine_failed(&error);
+        }
+        let tool_schemas = match session.tool_schemas().await {
+            Ok(schemas) => schemas,
+            Err(error) => {
+                self.engine_failed(&error);
+                Vec::new()
+            }
+        };
+        let tool_names = tool_schemas
+            .iter()
+            .filter_map(|s| s["function"]["name"].as_str().map(str::to_string))
+            .collect();
+        let record = match stored {
+            Some(record) => record,
+            None => SessionRecord::new(
+                key.clone(),
+                session.engine().to_string(),
+                session.model().to_string(),
+                session.context_length(),
+            ),
+        };
+        Ok(Live {
+            session,
+            record,
+            tool_schemas,
+            tool_names,
+        })
+    }
+
+    /// Counts and logs an engine operation that failed; the request goes on.
+    pub fn engine_failed(&self, error: &SessionError) {
+        tracing::warn!(engine = error.engine(), "{error}");
+        self.metrics.add(
+            "ctxhost_engine_failures_total",
+            &[("engine", error.engine())],
+            1,
+        );
+    }
+
+    /// Saves a session's record (on the blocking pool).
+    pub async fn persist(&self, record: &SessionRecord) -> Result<(), GatewayError> {
+        let store = self.store.clone();
+        let record = record.clone();
+        tokio::task::spawn_blocking(move || store.save(&record))
+            .await
+            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
+            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))
+    }
+}
+
+impl Live {
+    /// Counts and logs a failed engine operation against the session; returns its line.
+    fn failed(&mut self, gateway: &Gateway, error: &crate::session::SessionError) -> String {
+        self.record.stats.engine_failures += 1;
+        gateway.engine_failed(error);
+        error.to_string()
+    }
+
+    /// Takes in the client's history and decides what goes upstream: the view plus what is
+    /// new, compressed first when the engine says so (`should_compress` on the last call's
+    /// prompt tokens, else `should_compress_preflight` on what would be sent).
+    pub async fn prepare(
+        &mut self,
+        gateway: &Gateway,
+        history: &[Message],
+        model: &str,
+        window: u64,
+    ) -> Prepared {
+        let mut engine_error = None;
+        if model != self.record.model || window != self.record.context_length {
+            self.record.model = model.to_string();
+            self.record.context_length = window;
+            if let Err(error) = self.session.update_model(model.to_string(), window).await {
+                engine_error = Some(self.failed(gateway, &error));
+            }
+        }
+        let (continuity, mut upstream) = self.record.conversation.advance(history);
+        self.record.stats.requests += 1;
+        self.record.stats.tokens_received += self.session.count(history);
+        if continuity == Continuity::Diverged {
+            self.record.stats.new_lineages += 1;
+            self.record.compress_next = false;
+            gateway.metrics.add("ctxhost_new_lineages_total", &[], 1);
+            tracing::info!(
+                session = %self.record.key.name,
+                messages = history.len(),
+                "the client's history does not extend the session's lineage: starting a new lineage"
+            );
+        }
+        let trigger = if self.record.compress_next {
+            Some(Trigger::Threshold)
+        } else {
+            match self
+                .session
+                .should_compress_preflight(Arc::new(upstream.clone()))
+                .await
+            {
+                Ok(true) => Some(Trigger::Preflight),
+                Ok(false) => None,
+                Err(error) => {
+                    engine_error = Some(self.failed(gateway, &error));
+                    None
+                }
+            }
+        };
+        let mut compressed = false;
+        if let Some(trigger) = trigger {
+            self.record.compress_next = false;
+            let tokens_before = self.session.count(&upstream);
+            let messages_before = upstream.len();
+            let started = Instant::now();
+            let compression = self
+                .session
+                .compress(
+                    Arc::new(upstream.clone()),
+                    CompressOptions {
+                        current_tokens: Some(tokens_before),
+                        ..CompressOptions::default()
+                    },
+                )
+                .await;
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let outcome = match &compression.error {
+                None => {
+                    upstream = compression.messages.to_vec();
+                    self.record.conversation.compressed(upstream.clone());
+                    compressed = true;
+                    "ok"
+                }
+                Some(error) => {
+                    engine_error = Some(self.failed(gateway, error));
+                    "failed"
+                }
+            };
+            gateway.metrics.add(
+                "ctxhost_compressions_total",
+                &[("engine", &compression.engine), ("outcome", outcome)],
+                1,
+            );
+            let tokens_after = self.session.count(&upstream);
+            tracing::info!(
+                session = %self.record.key.name,
+                engine = %compression.engine,
+                tokens_before,
+                tokens_after,
+                elapsed_ms,
+                "compressed"
+            );
+            self.record.compressions.push(CompressionRecord {
+                request: self.record.stats.requests,
+                trigger,
+                engine: compression.engine.clone(),
+                tokens_before,
+                tokens_after,
+                messages_before,
+                messages_after: upstream.len(),
+                elapsed_ms,
+                error: compression.error.as_ref().map(ToString::to_string),
+                report: compression.report.clone(),
+            });
+        }
+        self.record.engine = self.session.engine().to_string();
+        self.record.updated_at = unix_now();
+        Prepared {
+            upstream,
+            continuity,
+            compressed,
+            engine_error,
+        }
+    }
+
+    /// Records one model call: its prompt (what was sent) and its usage (reported, else
+    /// counted).
+    pub async fn called(
+        &mut self,
+        gateway: &Gateway,
+        sent: &[Message],
+        reply: Option<&Message>,
+        reported: Option<Usage>,
+    ) {
+        let prompt_tokens = self.session.count(sent);
+        self.record.stats.upstream_calls += 1;
+        self.record.stats.tokens_sent += prompt_tokens;
+        gateway
+            .metrics
+            .add("ctxhost_tokens_sent_total", &[], prompt_tokens);
+        let usage = reported.unwrap_or_else(|| {
+            let completion_tokens = reply.map(|m| self.session.count_message(m)).unwrap_or(0);
+            Usage {
+                prompt_tokens,
+                completion_tokens,
+                total_tokens: prompt_tokens + completion_tokens,
+                ..Usage::default()
+            }
+        });
+        self.record.last_prompt_tokens = usage.prompt_tokens;
+        if let Err(error) = self.session.record_usage(usage).await {
+            self.failed(gateway, &error);
+        }
+    }
+
+    /// After the last call of a request: asks the engine whether the next one must compress.
+    pub async fn finished(&mut self, gateway: &Gateway) {
+        match self
+            .session
+            .should_compress(self.record.last_prompt_tokens)
+            .await
+        {
+            Ok(yes) => self.record.compress_next = yes,
+            Err(error) => {
+                self.failed(gateway, &error);
+            }
+        }
+        self.record.engine = self.session.engine().to_string();
+        self.record.updated_at = unix_now();
+    }
+
+    /// Runs one of the engine's tools for the model; a failure becomes the tool's answer.
+    pub async fn run_tool(&mut self, gateway: &Gateway, name: &str, arguments: &str) -> String {
+        let args: Value = serde_json::from_str(arguments)
+            .unwrap_or_else(|_| Value::String(arguments.to_string()));
+        self.record.stats.engine_tool_calls += 1;
+        gateway
+            .metrics
+            .add("ctxhost_engine_tool_calls_total", &[("tool", name)], 1);
+        match self.session.call_tool(name.to_string(), args).await {
+            Ok(answer) => answer,
+            Err(error) => format!("error: {}", self.failed(gateway, &error)),
+        }
+    }
+}

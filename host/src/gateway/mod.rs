@@ -1,0 +1,208 @@
+//! `ctxhost serve`: an HTTP gateway between an agent and its model provider. The agent points
+//! its base URL here; every session's context is kept under the window by the configured
+//! engine, and the engine's own tools are answered for the model by the gateway.
+//!
+//! ```text
+//! agent ──HTTP──▶ ctxhost serve ──HTTP──▶ model provider
+//!                   │  per session: lineage (message digests), view, engine
+//!                   └─ state store (SQLite under $CTXHOST_HOME/data/gateway/)
+//! ```
+//!
+//! A request locks its session, takes in the client's full history ([`conversation`]), lets the
+//! engine compress through the host's [`Session`](crate::Session) API ([`live`]), sends the
+//! view plus what is new upstream ([`chat`]), and records what came back.
+
+pub mod auth;
+pub mod chat;
+pub mod conversation;
+pub mod error;
+pub mod live;
+pub mod metrics;
+pub mod models;
+pub mod record;
+pub mod routes;
+pub mod settings;
+pub mod store;
+pub mod upstream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use error::{ErrorKind, GatewayError};
+pub use settings::ServeSettings;
+
+use crate::Engines;
+use auth::GatewayTokens;
+use live::LiveSessions;
+use metrics::Metrics;
+use store::SessionStore;
+use upstream::Upstream;
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen { addr: String, reason: String },
+    #[error("serve.listen `{0}` is not HOST:PORT (e.g. 127.0.0.1:8787)")]
+    Address(String),
+    #[error("listening on {0} (not loopback) needs gateway tokens: set serve.auth.tokens_env (or serve.auth.tokens) so only your clients can use it")]
+    OpenWithoutTokens(SocketAddr),
+    #[error("{what} names the environment variable {name}, which is not set")]
+    MissingEnv { what: &'static str, name: String },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("cannot build the upstream client: {0}")]
+    Client(String),
+    #[error("the server failed: {0}")]
+    Serve(String),
+}
+
+/// How to start the gateway: the settings as the command line settled them.
+pub struct ServeOptions {
+    pub settings: ServeSettings,
+    /// Where the session store lives.
+    pub state_path: std::path::PathBuf,
+    /// Log message bodies and keys (never by default).
+    pub verbose: bool,
+}
+
+/// Everything a request handler reaches.
+pub struct Gateway {
+    pub engines: Engines,
+    /// The engine every session runs (`context.engine`).
+    pub engine: String,
+    pub settings: ServeSettings,
+    pub store: Arc<dyn SessionStore>,
+    pub upstream: Upstream,
+    pub metrics: Metrics,
+    pub tokens: GatewayTokens,
+    pub live: LiveSessions,
+    pub verbose: bool,
+}
+
+/// A gateway bound to its address, ready to serve.
+pub struct Bound {
+    gateway: Arc<Gateway>,
+    listener: tokio::net::TcpListener,
+}
+
+impl Bound {
+    /// Binds the listen address and opens the store. Nothing is served until [`Bound::run`].
+    pub async fn bind(engines: Engines, options: ServeOptions) -> Result<Self, StartError> {
+        let settings = options.settings;
+        let addr: SocketAddr = tokio::net::lookup_host(&settings.listen)
+            .await
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| StartError::Address(settings.listen.clone()))?;
+        let mut tokens: Vec<String> = settings.auth.tokens.clone();
+        if let Some(name) = &settings.auth.tokens_env {
+            let value = std::env::var(name).map_err(|_| StartError::MissingEnv {
+                what: "serve.auth.tokens_env",
+                name: name.clone(),
+            })?;
+            tokens.extend(value.split(',').map(str::to_string));
+        }
+        let tokens = GatewayTokens::new(tokens.iter().map(String::as_str));
+        if !addr.ip().is_loopback() && tokens.is_empty() {
+            return Err(StartError::OpenWithoutTokens(addr));
+        }
+        let key = match &settings.upstream_key_env {
+            Some(name) => Some(std::env::var(name).map_err(|_| StartError::MissingEnv {
+                what: "serve.upstream_key_env",
+                name: name.clone(),
+            })?),
+            None => None,
+        };
+        let upstream =
+            Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
+        let store = store::SqliteStore::open(&options.state_path)?;
+        let listener =
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|error| StartError::Listen {
+                    addr: addr.to_string(),
+                    reason: error.to_string(),
+                })?;
+        let engine = engines.config().context.engine.clone();
+        Ok(Bound {
+            gateway: Arc::new(Gateway {
+                engines,
+                engine,
+                settings,
+                store: Arc::new(store),
+                upstream,
+                metrics: Metrics::default(),
+                tokens,
+                live: LiveSessions::default(),
+                verbose: options.verbose,
+            }),
+            listener,
+        })
+    }
+
+    /// The address it listens on (the port is the real one when 0 was asked for).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves; then stops accepting, gives in-flight requests
+    /// `serve.limits.shutdown_grace_seconds` to finish, and returns. Session state is saved
+    /// after every request, so nothing is left to write.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let grace = Duration::from_secs_f64(self.gateway.settings.limits.shutdown_grace_seconds);
+        let router = routes::router(self.gateway.clone());
+        let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing requests in flight");
+            let _ = stopping_tx.send(true);
+        };
+        let server = axum::serve(self.listener, router).with_graceful_shutdown(signal);
+        let server = std::future::IntoFuture::into_future(server);
+        tokio::pin!(server);
+        let mut stopping = stopping_rx;
+        tokio::select! {
+            result = &mut server => return result.map_err(|e| StartError::Serve(e.to_string())),
+            _ = stopping.wait_for(|stop| *stop) => {}
+        }
+        match tokio::time::timeout(grace, &mut server).await {
+            Ok(result) => result.map_err(|e| StartError::Serve(e.to_string())),
+            Err(_) => {
+                tracing::warn!(
+                    "requests still in flight after {}s: closing them",
+                    grace.as_secs_f64()
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,84 @@
+//! Context windows of known models, so a session's window follows the request's `model`.
+
+use std::collections::BTreeMap;
+
+/// Known windows, by model-name prefix (the longest matching prefix wins). Provider prefixes
+/// such as `openai/` (OpenRouter's naming) are ignored.
+const KNOWN: &[(&str, u64)] = &[
+    ("gpt-3.5-turbo", 16_385),
+    ("gpt-4", 8_192),
+    ("gpt-4-32k", 32_768),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4o", 128_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4.5", 128_000),
+    ("gpt-5", 400_000),
+    ("o1", 200_000),
+    ("o1-mini", 128_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("codex-mini", 200_000),
+    ("claude-", 200_000),
+    ("gemini-", 1_048_576),
+    ("gemini-1.5-pro", 2_097_152),
+    ("deepseek-", 128_000),
+    ("llama-3", 128_000),
+    ("llama3", 128_000),
+    ("qwen", 131_072),
+    ("mistral-large", 128_000),
+    ("kimi-k2", 262_144),
+    ("grok-4", 256_000),
+];
+
+/// The window for `model`: `serve.models` first (exact name), then the table, then
+/// `fallback` (`model.context_length`).
+pub fn context_window(model: &str, overrides: &BTreeMap<String, u64>, fallback: u64) -> u64 {
+    if let Some(window) = overrides.get(model) {
+        return *window;
+    }
+    let bare = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    KNOWN
+        .iter()
+        .filter(|(prefix, _)| bare.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, window)| *window)
+        .unwrap_or(fallback)
+}
+
+/// The window the engine gets: the model's, less the room the request keeps for its answer
+/// (`max_tokens` / `max_completion_tokens`), but never under a quarter of the model's window.
+pub fn usable_window(window: u64, output_budget: Option<u64>) -> u64 {
+    let budget = output_budget.unwrap_or(0);
+    window.saturating_sub(budget).max(window / 4).max(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_prefix_and_overrides_win() {
+        let none = BTreeMap::new();
+        assert_eq!(context_window("gpt-4o-mini", &none, 1), 128_000);
+        assert_eq!(context_window("gpt-4.1-nano", &none, 1), 1_047_576);
+        assert_eq!(context_window("gpt-4-0613", &none, 1), 8_192);
+        assert_eq!(
+            context_window("anthropic/claude-sonnet-4", &none, 1),
+            200_000
+        );
+        assert_eq!(context_window("my-local-model", &none, 32_000), 32_000);
+        let overrides = BTreeMap::from([("gpt-4o".to_string(), 64_000)]);
+        assert_eq!(context_window("gpt-4o", &overrides, 1), 64_000);
+    }
+
+    #[test]
+    fn the_output_budget_is_kept_free() {
+        assert_eq!(usable_window(128_000, Some(28_000)), 100_000);
+        assert_eq!(usable_window(128_000, None), 128_000);
+        assert_eq!(usable_window(128_000, Some(200_000)), 32_000);
+    }
+}

@@ -1,0 +1,209 @@
+//! The gateway's routes: the provider API it relays, and its own endpoints (health, metrics,
+//! sessions).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Path, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::auth::credential_of;
+use super::chat::chat_completions;
+use super::error::{ErrorKind, GatewayError};
+use super::record::{SessionKey, SessionRecord};
+use super::upstream::{read_body, relayed_headers};
+use super::Gateway;
+
+pub fn router(gateway: Arc<Gateway>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/ctxhost/sessions", get(list_sessions))
+        .route("/ctxhost/sessions/{id}", get(show_session))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            gateway.clone(),
+            observe,
+        ))
+        .with_state(gateway)
+}
+
+/// Checks the gateway token, then times, counts and logs every request (never its body).
+async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let open = route == "/healthz";
+    if !open
+        && !gateway
+            .tokens
+            .admits(request.headers(), gateway.upstream.holds_key())
+    {
+        let response = GatewayError::new(
+            ErrorKind::Unauthorized,
+            "this gateway needs a token: send it in the x-ctxhost-token header",
+        )
+        .into_response();
+        count(&gateway, &route, &response, started);
+        return response;
+    }
+    let path = request.uri().path().to_string();
+    let response = next.run(request).await;
+    count(&gateway, &route, &response, started);
+    let session = response
+        .headers()
+        .get(super::chat::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    tracing::info!(
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        session,
+        // Streams are timed to their headers here; their end shows in the metrics.
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
+
+fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) {
+    let status = response.status().as_u16().to_string();
+    gateway.metrics.add(
+        "ctxhost_requests_total",
+        &[("route", route), ("status", &status)],
+        1,
+    );
+    gateway.metrics.observe(
+        "ctxhost_request_duration_seconds",
+        &[("route", route)],
+        started.elapsed(),
+    );
+}
+
+async fn healthz(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
+    Json(json!({
+        "status": "ok",
+        "engine": gateway.engine,
+        "sessions": gateway.live.len(),
+    }))
+}
+
+async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        gateway.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn not_found(method: Method, uri: Uri) -> GatewayError {
+    GatewayError::new(
+        ErrorKind::NotFound,
+        format!("ctxhost serve has no route {method} {}", uri.path()),
+    )
+}
+
+/// `GET /v1/models`, relayed as it is.
+async fn models(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, GatewayError> {
+    let response = gateway
+        .upstream
+        .send(Method::GET, "models", uri.query(), &headers, None)
+        .await?;
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::OK);
+    let relayed = relayed_headers(response.headers());
+    let body = read_body(response, gateway.settings.limits.max_response_bytes).await?;
+    let mut response = Response::new(axum::body::Body::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = relayed;
+    Ok(response)
+}
+
+/// A session as the listing shows it.
+fn summary(record: &SessionRecord) -> Value {
+    json!({
+        "id": record.key.name,
+        "engine": record.engine,
+        "model": record.model,
+        "context_length": record.context_length,
+        "requests": record.stats.requests,
+        "messages_seen": record.conversation.lineage_len(),
+        "tokens_received": record.stats.tokens_received,
+        "tokens_sent": record.stats.tokens_sent,
+        "compressions": record.compressions.len(),
+        "updated_at": record.updated_at,
+    })
+}
+
+/// Reads the store on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    gateway: &Arc<Gateway>,
+    work: impl FnOnce(&Gateway) -> Result<T, super::store::StoreError> + Send + 'static,
+) -> Result<T, GatewayError> {
+    let gateway = gateway.clone();
+    tokio::task::spawn_blocking(move || work(&gateway))
+        .await
+        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
+        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))
+}
+
+/// `GET /ctxhost/sessions`: the caller's sessions (those of its credential) only.
+async fn list_sessions(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, GatewayError> {
+    let credential = credential_of(&headers);
+    let records = blocking(&gateway, move |g| g.store.list(&credential)).await?;
+    Ok(Json(json!({
+        "engine": gateway.engine,
+        "sessions": records.iter().map(summary).collect::<Vec<_>>(),
+    })))
+}
+
+/// `GET /ctxhost/sessions/{id}`: one of the caller's sessions, with its compressions.
+async fn show_session(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, GatewayError> {
+    let key = SessionKey {
+        credential: credential_of(&headers),
+        name: id.clone(),
+    };
+    let record = blocking(&gateway, move |g| g.store.load(&key))
+        .await?
+        .ok_or_else(|| {
+            GatewayError::new(
+                ErrorKind::NotFound,
+                format!("no session '{id}' for this credential"),
+            )
+        })?;
+    let mut value = summary(&record);
+    value["stats"] = serde_json::to_value(&record.stats).unwrap_or_default();
+    value["view_messages"] = json!(record.conversation.view().len());
+    value["view_covers"] = json!(record.conversation.covered());
+    value["pending_splices"] = json!(record.conversation.pending_splices());
+    value["compress_next"] = json!(record.compress_next);
+    value["last_prompt_tokens"] = json!(record.last_prompt_tokens);
+    value["created_at"] = json!(record.created_at);
+    value["compressions"] = serde_json::to_value(&record.compressions).unwrap_or_default();
+    Ok(Json(value))
+}

@@ -1,0 +1,157 @@
+//! `serve.*` in config.yaml: where the gateway listens, where it sends requests, and its limits.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The default listen address: loopback only, so nothing but this machine reaches it.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+/// The default upstream: OpenAI's API.
+pub const DEFAULT_UPSTREAM: &str = "https://api.openai.com/v1";
+
+/// The `serve:` section.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSettings {
+    /// `HOST:PORT` to listen on (`--listen` wins); port 0 picks a free one.
+    pub listen: String,
+    /// The provider's base URL, up to and including its version segment (`--upstream` wins).
+    pub upstream: String,
+    /// Opt-in: send the key in this environment variable upstream instead of the client's
+    /// `Authorization`. Without it the gateway holds no provider key and forwards the client's.
+    pub upstream_key_env: Option<String>,
+    /// Gateway tokens: required when listening on anything but loopback.
+    pub auth: AuthSettings,
+    /// Context windows of models the built-in table lacks or gets wrong, by model name.
+    pub models: BTreeMap<String, u64>,
+    /// Size, time and round limits.
+    pub limits: Limits,
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        ServeSettings {
+            listen: DEFAULT_LISTEN.to_string(),
+            upstream: DEFAULT_UPSTREAM.to_string(),
+            upstream_key_env: None,
+            auth: AuthSettings::default(),
+            models: BTreeMap::new(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// `serve.auth`: the tokens a client presents in `x-ctxhost-token` (or as its bearer token when
+/// the gateway holds the upstream key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// An environment variable holding the tokens, comma-separated (kept out of the file).
+    pub tokens_env: Option<String>,
+    /// Tokens written in the config itself.
+    pub tokens: Vec<String>,
+}
+
+/// `serve.limits`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    pub max_request_bytes: u64,
+    /// Largest upstream response relayed, in bytes; a longer one is cut with an error.
+    pub max_response_bytes: u64,
+    /// Seconds to wait for the upstream's connection.
+    pub connect_timeout_seconds: f64,
+    /// Seconds the upstream may stay silent (before its headers, or between two chunks).
+    pub idle_timeout_seconds: f64,
+    /// Model calls one request may make to answer the engine's own tools.
+    pub tool_rounds: u32,
+    /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
+    pub shutdown_grace_seconds: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_bytes: 32 * 1024 * 1024,
+            max_response_bytes: 64 * 1024 * 1024,
+            connect_timeout_seconds: 10.0,
+            idle_timeout_seconds: 300.0,
+            tool_rounds: 8,
+            shutdown_grace_seconds: 30.0,
+        }
+    }
+}
+
+/// A `serve.*` key with a bad value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeSettingsError {
+    /// The full key (`serve.limits.tool_rounds`).
+    pub key: String,
+    pub problem: String,
+}
+
+impl ServeSettings {
+    /// Reads the section from its JSON form; a missing section is the default.
+    pub fn from_value(value: &Value) -> Result<Self, ServeSettingsError> {
+        if value.is_null() {
+            return Ok(Self::default());
+        }
+        let settings: ServeSettings =
+            serde_path_to_error::deserialize(value.clone()).map_err(|error| {
+                let path = error.path().to_string();
+                ServeSettingsError {
+                    key: if path == "." {
+                        "serve".to_string()
+                    } else {
+                        format!("serve.{path}")
+                    },
+                    problem: error.into_inner().to_string(),
+                }
+            })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ServeSettingsError> {
+        let fault = |key: &str, problem: &str| ServeSettingsError {
+            key: format!("serve.{key}"),
+            problem: problem.to_string(),
+        };
+        if !(self.upstream.starts_with("http://") || self.upstream.starts_with("https://")) {
+            return Err(fault(
+                "upstream",
+                "must be an http:// or https:// URL (e.g. https://api.openai.com/v1)",
+            ));
+        }
+        if self.limits.max_request_bytes == 0 || self.limits.max_response_bytes == 0 {
+            return Err(fault("limits", "byte limits must be above 0"));
+        }
+        for (key, seconds) in [
+            (
+                "limits.connect_timeout_seconds",
+                self.limits.connect_timeout_seconds,
+            ),
+            (
+                "limits.idle_timeout_seconds",
+                self.limits.idle_timeout_seconds,
+            ),
+            (
+                "limits.shutdown_grace_seconds",
+                self.limits.shutdown_grace_seconds,
+            ),
+        ] {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(fault(key, "must be a positive number of seconds"));
+            }
+        }
+        if let Some((name, _)) = self.models.iter().find(|(_, window)| **window < 1024) {
+            return Err(fault(
+                &format!("models.{name}"),
+                "a context window must be at least 1024 tokens",
+            ));
+        }
+        Ok(())
+    }
+}

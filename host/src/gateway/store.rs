@@ -1,0 +1,192 @@
+//! Where session records live between requests and across restarts. SQLite under
+//! `$CTXHOST_HOME/data/gateway/` by default; the trait is what a shared database implements.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::record::{SessionKey, SessionRecord};
+
+/// A store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the gateway's session store {path}: {reason}")]
+    Open { path: PathBuf, reason: String },
+    #[error("the gateway's session store failed: {0}")]
+    Query(String),
+    #[error("a stored session is unreadable ({name}): {reason}")]
+    Corrupt { name: String, reason: String },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        StoreError::Query(error.to_string())
+    }
+}
+
+/// Session records, by key. Calls block: the gateway makes them on the blocking pool.
+pub trait SessionStore: Send + Sync {
+    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError>;
+    fn save(&self, record: &SessionRecord) -> Result<(), StoreError>;
+    /// Every session of one credential, most recently used first.
+    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
+}
+
+/// The SQLite store: one row per session, the record as JSON.
+pub struct SqliteStore {
+    connection: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS gateway_sessions (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (credential, name)
+);
+PRAGMA user_version = 1;
+";
+
+impl SqliteStore {
+    /// Opens (creating) the store at `path`. Conversations are private: the directory is
+    /// created 0700 and the file 0600.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let fail = |reason: String| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir).map_err(|e| fail(e.to_string()))?;
+        }
+        create_private_file(path).map_err(|e| fail(e.to_string()))?;
+        let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .and_then(|_| connection.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|_| connection.busy_timeout(std::time::Duration::from_secs(5)))
+            .and_then(|_| connection.execute_batch(SCHEMA))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+        })
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn decode(name: &str, json: &str) -> Result<SessionRecord, StoreError> {
+    serde_json::from_str(json).map_err(|error| StoreError::Corrupt {
+        name: name.to_string(),
+        reason: error.to_string(),
+    })
+}
+
+impl SessionStore for SqliteStore {
+    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError> {
+        let json: Option<String> = self
+            .connection()
+            .query_row(
+                "SELECT record FROM gateway_sessions WHERE credential = ?1 AND name = ?2",
+                params![key.credential, key.name],
+                |row| row.get(0),
+            )
+            .optional()?;
+        json.map(|json| decode(&key.name, &json)).transpose()
+    }
+
+    fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        let json = serde_json::to_string(record).map_err(|e| StoreError::Query(e.to_string()))?;
+        self.connection().execute(
+            "INSERT INTO gateway_sessions (credential, name, record, updated_at)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (credential, name) DO UPDATE
+             SET record = excluded.record, updated_at = excluded.updated_at",
+            params![
+                record.key.credential,
+                record.key.name,
+                json,
+                record.updated_at as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT name, record FROM gateway_sessions WHERE credential = ?1
+             ORDER BY updated_at DESC, name",
+        )?;
+        let rows = statement.query_map(params![credential], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?;
+        let mut records = Vec::new();
+        for row in rows {
+            let (name, json) = row?;
+            records.push(decode(&name, &json)?);
+        }
+        Ok(records)
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_stay_with_their_credential() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway/sessions.sqlite");
+        let store = SqliteStore::open(&path).unwrap();
+        let key = SessionKey {
+            credential: "a".repeat(32),
+            name: "chat".into(),
+        };
+        let mut record = SessionRecord::new(key.clone(), "compressor".into(), "m".into(), 4096);
+        record.stats.requests = 3;
+        store.save(&record).unwrap();
+        record.stats.requests = 4;
+        store.save(&record).unwrap();
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.load(&key).unwrap(), Some(record));
+        assert_eq!(store.list(&"a".repeat(32)).unwrap().len(), 1);
+        assert!(store.list(&"b".repeat(32)).unwrap().is_empty());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `ctxhost serve` as the gateway's tests run it: the real binary on 127.0.0.1 with a free
+//! port, read from the one line it prints when ready, and stopped with SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::{binary, Sandbox};
+
+/// A running gateway; killed when dropped.
+pub struct GatewayProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    /// The first stderr line, exactly as printed.
+    pub ready_line: String,
+    log: Arc<Mutex<Vec<String>>>,
+    ended: mpsc::Receiver<()>,
+}
+
+impl Sandbox {
+    /// Starts `ctxhost serve --listen 127.0.0.1:0 --upstream UPSTREAM ARGS...` in this sandbox
+    /// and waits for its ready line.
+    pub fn serve(&self, upstream: &str, args: &[&str]) -> GatewayProcess {
+        self.serve_with_env(upstream, args, &[])
+    }
+
+    pub fn serve_with_env(
+        &self,
+        upstream: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> GatewayProcess {
+        let mut child = Command::new(binary())
+            .current_dir(self.path())
+            .env("CTXHOST_HOME", self.home())
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CTXHOST_LOG")
+            .envs(env.iter().copied())
+            .args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ctxhost serve starts");
+        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+        let ready_line = match lines.next() {
+            Some(Ok(line)) => line,
+            other => {
+                let status = child.wait().ok();
+                panic!("ctxhost serve printed no ready line ({other:?}, exit {status:?})");
+            }
+        };
+        let url = ready_line
+            .strip_prefix("ctxhost serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {ready_line}"))
+            .to_string();
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (ended_tx, ended) = mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+            let _ = ended_tx.send(());
+        });
+        GatewayProcess {
+            child,
+            url,
+            ready_line,
+            log,
+            ended,
+        }
+    }
+}
+
+impl GatewayProcess {
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.url)
+    }
+
+    /// What it logged after the ready line so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM and waits for the process to end; returns its status and full log.
+    pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        #[cfg(not(unix))]
+        let _ = self.child.kill();
+        let status = self.child.wait().expect("ctxhost serve ends");
+        // Its stderr closes with it: the reader thread has seen every line.
+        let _ = self.ended.recv_timeout(Duration::from_secs(30));
+        let log = self.log();
+        (status, log)
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

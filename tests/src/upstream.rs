@@ -1,0 +1,341 @@
+//! A scripted model provider for the gateway's tests: a real HTTP server on 127.0.0.1 (axum, on
+//! its own runtime thread) that records every request and answers each with what the test's
+//! handler decides: JSON, a Server-Sent-Events stream, or silence.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+/// A request the upstream received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("the upstream request body is JSON")
+    }
+
+    /// The `messages` the gateway sent.
+    pub fn messages(&self) -> Vec<Value> {
+        self.json()["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether the request asked for a stream.
+    pub fn streams(&self) -> bool {
+        self.json()["stream"].as_bool().unwrap_or(false)
+    }
+}
+
+/// What the upstream answers one request with.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A status and a JSON body.
+    Json(u16, Value),
+    /// `200 text/event-stream`: each value as a `data:` event, then `data: [DONE]`.
+    Stream(Vec<Value>),
+    /// These events, then nothing: the stream stays open until the client goes away.
+    StreamThenHang(Vec<Value>),
+    /// No answer at all, until the client goes away.
+    Hang,
+}
+
+type Handler = dyn Fn(&Received) -> Answer + Send + Sync;
+
+struct Shared {
+    handler: Box<Handler>,
+    received: Mutex<Vec<Received>>,
+    /// Told each time a client went away from a stream or a hung request.
+    abandoned: Mutex<mpsc::Sender<()>>,
+}
+
+/// The running upstream; stops when dropped.
+pub struct FakeUpstream {
+    port: u16,
+    shared: Arc<Shared>,
+    abandoned: mpsc::Receiver<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeUpstream {
+    pub fn start(handler: impl Fn(&Received) -> Answer + Send + Sync + 'static) -> Self {
+        let (abandoned_tx, abandoned) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            handler: Box::new(handler),
+            received: Mutex::default(),
+            abandoned: Mutex::new(abandoned_tx),
+        });
+        let (port_tx, port_rx) = mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let state = shared.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime for the fake upstream");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind 127.0.0.1");
+                port_tx.send(listener.local_addr().unwrap().port()).unwrap();
+                let app = axum::Router::new().fallback(answer).with_state(state);
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        let port = port_rx.recv().expect("the fake upstream started");
+        FakeUpstream {
+            port,
+            shared,
+            abandoned,
+            stop: Some(stop),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.shared.received.lock().unwrap().clone()
+    }
+
+    /// The chat-completions requests received, in order.
+    pub fn chat_requests(&self) -> Vec<Received> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/chat/completions"))
+            .collect()
+    }
+
+    /// Waits until a client has gone away from a stream or a hung request (bounded, so a
+    /// broken gateway fails the test instead of hanging it).
+    pub fn wait_abandoned(&self) -> bool {
+        self.abandoned.recv_timeout(Duration::from_secs(30)).is_ok()
+    }
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Tells the test when the body it guards is dropped before it ended.
+struct Guard {
+    shared: Arc<Shared>,
+    finished: bool,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.shared.abandoned.lock().unwrap().send(());
+        }
+    }
+}
+
+async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let received = Received {
+        method: parts.method.to_string(),
+        path: parts
+            .uri
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_default(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).to_string(),
+                )
+            })
+            .collect(),
+        body: body.to_vec(),
+    };
+    let answer = (shared.handler)(&received);
+    shared.received.lock().unwrap().push(received);
+    match answer {
+        Answer::Json(status, value) => Response::builder()
+            .status(StatusCode::from_u16(status).unwrap())
+            .header("content-type", "application/json")
+            .header("x-request-id", "req-fake")
+            .body(Body::from(value.to_string()))
+            .unwrap(),
+        Answer::Stream(events) => sse(shared, events, false),
+        Answer::StreamThenHang(events) => sse(shared, events, true),
+        Answer::Hang => {
+            let mut guard = Guard {
+                shared,
+                finished: false,
+            };
+            std::future::pending::<()>().await;
+            guard.finished = true;
+            unreachable!()
+        }
+    }
+}
+
+fn sse(shared: Arc<Shared>, events: Vec<Value>, hang: bool) -> Response {
+    let stream = async_stream::stream! {
+        let mut guard = Guard { shared, finished: false };
+        for event in events {
+            yield Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {event}\n\n")));
+        }
+        if hang {
+            std::future::pending::<()>().await;
+        }
+        yield Ok(Bytes::from_static(b"data: [DONE]\n\n"));
+        guard.finished = true;
+    };
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+/// A non-streamed chat completion with `message` as its only choice.
+pub fn completion(message: Value, usage: Option<Value>) -> Value {
+    let finish = if message.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    let mut answer = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    });
+    if let Some(usage) = usage {
+        answer["usage"] = usage;
+    }
+    answer
+}
+
+/// The same message as a stream of chunks, the way OpenAI streams it: the role, the content in
+/// pieces, each tool call's id and name then its arguments in pieces, the finish reason, and
+/// (when asked for) a usage chunk.
+pub fn chunks(message: &Value, usage: Option<Value>) -> Vec<Value> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+    };
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if let Some(text) = message["content"].as_str() {
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(16) {
+            out.push(chunk(
+                json!({"content": piece.iter().collect::<String>()}),
+                Value::Null,
+            ));
+        }
+    }
+    let calls = message["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (index, call) in calls.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{
+                "index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}
+            }]}),
+            Value::Null,
+        ));
+        let arguments: Vec<char> = call["function"]["arguments"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .collect();
+        for piece in arguments.chunks(8) {
+            out.push(chunk(
+                json!({"tool_calls": [{
+                    "index": index,
+                    "function": {"arguments": piece.iter().collect::<String>()}
+                }]}),
+                Value::Null,
+            ));
+        }
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    out.push(chunk(json!({}), json!(finish)));
+    if let Some(usage) = usage {
+        out.push(json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "fake-model",
+            "choices": [],
+            "usage": usage,
+        }));
+    }
+    out
+}
+
+/// Answers `message` the way the request asks: streamed (with usage when asked) or not.
+pub fn reply(request: &Received, message: Value, usage: Option<Value>) -> Answer {
+    let body = request.json();
+    if body["stream"].as_bool().unwrap_or(false) {
+        let wants_usage = body["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false);
+        Answer::Stream(chunks(&message, usage.filter(|_| wants_usage)))
+    } else {
+        Answer::Json(200, completion(message, usage))
+    }
+}
+
+/// An assistant message calling one tool.
+pub fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
+}
