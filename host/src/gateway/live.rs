@@ -301,6 +301,8 @@ impl Live {
         let prompt_tokens = self.session.count(sent);
         self.record.stats.upstream_calls += 1;
         self.record.stats.tokens_sent += prompt_tokens;
+        self.record.stats.peak_prompt_tokens =
+            self.record.stats.peak_prompt_tokens.max(prompt_tokens);
         gateway
             .metrics
             .add("ctxhost_tokens_sent_total", &[], prompt_tokens);

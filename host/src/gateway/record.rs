@@ -66,6 +66,9 @@ pub struct Stats {
     pub tokens_received: u64,
     /// Tokens of the prompts sent upstream, summed over model calls.
     pub tokens_sent: u64,
+    /// The largest prompt sent upstream in one model call, in tokens.
+    #[serde(default)]
+    pub peak_prompt_tokens: u64,
     /// Engine tool calls the gateway answered.
     pub engine_tool_calls: u64,
     /// Engine operations that failed.

@@ -1,3 +1,5 @@
 //! `ctxhost serve`: the gateway, driven over real HTTP on 127.0.0.1 against a scripted upstream.
 
 mod basics;
+mod clients;
+mod replay;
