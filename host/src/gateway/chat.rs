@@ -22,7 +22,7 @@ use super::auth::credential_of;
 use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
-use super::models::{context_window, usable_window};
+use super::models::{context_window, usable_window, ConfiguredModel};
 use super::record::SessionKey;
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
@@ -261,11 +261,15 @@ async fn handle(
         name: request.session_name(&headers)?,
     };
     let settings = &gateway.settings;
+    let configured = &gateway.engines.config().model;
     let window = usable_window(
         context_window(
             &request.model,
             &settings.models,
-            gateway.engines.config().model.context_length,
+            &ConfiguredModel {
+                name: &configured.name,
+                context_length: configured.context_length,
+            },
         ),
         request.output_budget,
     );

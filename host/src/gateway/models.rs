@@ -30,12 +30,26 @@ const KNOWN: &[(&str, u64)] = &[
     ("grok-4", 256_000),
 ];
 
-/// The window for `model`: `serve.models` first (exact name), then the table, then
-/// `fallback` (`model.context_length`).
-pub fn context_window(model: &str, overrides: &BTreeMap<String, u64>, fallback: u64) -> u64 {
+/// The config's own model: `model.name` and `model.context_length`.
+pub struct ConfiguredModel<'a> {
+    pub name: &'a str,
+    pub context_length: u64,
+}
+
+/// The window for `model`: `serve.models` first (exact name), then `model.context_length` when
+/// `model` is the config's `model.name`, then the table, then `model.context_length`.
+pub fn context_window(
+    model: &str,
+    overrides: &BTreeMap<String, u64>,
+    configured: &ConfiguredModel<'_>,
+) -> u64 {
     if let Some(window) = overrides.get(model) {
         return *window;
     }
+    if model == configured.name {
+        return configured.context_length;
+    }
+    let fallback = configured.context_length;
     let bare = model
         .rsplit('/')
         .next()
@@ -63,16 +77,22 @@ mod tests {
     #[test]
     fn the_longest_prefix_and_overrides_win() {
         let none = BTreeMap::new();
-        assert_eq!(context_window("gpt-4o-mini", &none, 1), 128_000);
-        assert_eq!(context_window("gpt-4.1-nano", &none, 1), 1_047_576);
-        assert_eq!(context_window("gpt-4-0613", &none, 1), 8_192);
+        let config = ConfiguredModel {
+            name: "gpt-4o",
+            context_length: 32_000,
+        };
+        assert_eq!(context_window("gpt-4o-mini", &none, &config), 128_000);
+        assert_eq!(context_window("gpt-4.1-nano", &none, &config), 1_047_576);
+        assert_eq!(context_window("gpt-4-0613", &none, &config), 8_192);
         assert_eq!(
-            context_window("anthropic/claude-sonnet-4", &none, 1),
+            context_window("anthropic/claude-sonnet-4", &none, &config),
             200_000
         );
-        assert_eq!(context_window("my-local-model", &none, 32_000), 32_000);
+        assert_eq!(context_window("my-local-model", &none, &config), 32_000);
+        // The config's own model keeps the window the config gives it.
+        assert_eq!(context_window("gpt-4o", &none, &config), 32_000);
         let overrides = BTreeMap::from([("gpt-4o".to_string(), 64_000)]);
-        assert_eq!(context_window("gpt-4o", &overrides, 1), 64_000);
+        assert_eq!(context_window("gpt-4o", &overrides, &config), 64_000);
     }
 
     #[test]

@@ -2,4 +2,5 @@
 
 mod basics;
 mod clients;
+mod engine_tools;
 mod replay;

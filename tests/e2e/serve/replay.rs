@@ -33,7 +33,11 @@ fn a_recorded_session_compresses_where_ctxhost_run_says() {
     let replies = Arc::new(Mutex::new(replies));
     let script = replies.clone();
     let upstream = FakeUpstream::start(move |_| {
-        let message = script.lock().unwrap().pop_front().expect("a scripted reply");
+        let message = script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("a scripted reply");
         Answer::Json(200, completion(message, None))
     });
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
@@ -51,7 +55,10 @@ fn a_recorded_session_compresses_where_ctxhost_run_says() {
             .unwrap();
         assert_eq!(response.status(), 200, "{:?}", response.text());
         let answer: Value = response.json().unwrap();
-        assert_eq!(answer["choices"][0]["message"]["content"], message["content"]);
+        assert_eq!(
+            answer["choices"][0]["message"]["content"],
+            message["content"]
+        );
     }
     let session: Value = client
         .get(format!("{}/ctxhost/sessions/replayed", gateway.url))
@@ -75,11 +82,17 @@ fn a_recorded_session_compresses_where_ctxhost_run_says() {
         .iter()
         .map(|c| json!([c["request"], c["tokens_before"], c["tokens_after"]]))
         .collect();
-    assert!(!expected.is_empty(), "the session is long enough to compress");
+    assert!(
+        !expected.is_empty(),
+        "the session is long enough to compress"
+    );
     assert_eq!(seen, expected);
     // The upstream never got more than the window, and what went in and out adds up.
     assert!(session["stats"]["peak_prompt_tokens"].as_u64().unwrap() <= 128_000);
-    assert_eq!(session["stats"]["peak_prompt_tokens"], report["peak_tokens"]);
+    assert_eq!(
+        session["stats"]["peak_prompt_tokens"],
+        report["peak_tokens"]
+    );
     assert_eq!(session["tokens_sent"], report["total_input_tokens"]);
     assert_eq!(
         session["tokens_received"],
