@@ -3,4 +3,6 @@
 mod basics;
 mod clients;
 mod engine_tools;
+mod failures;
 mod replay;
+mod state;

@@ -1,0 +1,226 @@
+//! Session state: it survives a restart, and sessions never cross, whoever asks.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ctxhost_tests::upstream::{completion, reply, Answer, FakeUpstream};
+use ctxhost_tests::{long_session, Sandbox};
+use serde_json::{json, Value};
+
+const CONFIG: &str = "model:\n  context_length: 16000\n";
+
+/// A gateway in a fresh sandbox whose upstream answers with the session's recorded replies.
+fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
+    let replies: VecDeque<Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect();
+    let replies = Arc::new(Mutex::new(replies));
+    FakeUpstream::start(move |_| {
+        let message = replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("a recorded reply");
+        Answer::Json(200, completion(message, None))
+    })
+}
+
+fn send(client: &reqwest::blocking::Client, base: &str, messages: &[Value]) -> Value {
+    let response = client
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth("sk-restart")
+        .header("x-ctxhost-session", "restarted")
+        .json(&json!({"model": "gpt-4o", "messages": messages}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().unwrap()
+}
+
+/// The indices of the assistant messages: each is one request.
+fn calls(messages: &[Value]) -> Vec<usize> {
+    (0..messages.len())
+        .filter(|i| messages[*i]["role"] == "assistant")
+        .collect()
+}
+
+#[test]
+fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
+    let messages = long_session()[..140].to_vec();
+    let client = reqwest::blocking::Client::new();
+
+    // Without a restart: where compressions happen, and every request the upstream gets.
+    let control = Sandbox::new();
+    control.write_config(CONFIG);
+    let upstream = recorded_upstream(&messages);
+    let gateway = control.serve(&upstream.base_url(), &[]);
+    for index in calls(&messages) {
+        send(&client, &gateway.base_url(), &messages[..index]);
+    }
+    let state: Value = client
+        .get(format!("{}/ctxhost/sessions/restarted", gateway.url))
+        .bearer_auth("sk-restart")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let compressed: Vec<u64> = state["compressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["request"].as_u64().unwrap())
+        .collect();
+    assert!(!compressed.is_empty(), "{state}");
+    // Restart just before a request that uses a compressed view without compressing again.
+    let request = (compressed[0] + 1..)
+        .find(|r| !compressed.contains(r))
+        .unwrap() as usize;
+    assert!(request <= calls(&messages).len());
+    let expected = upstream.chat_requests()[request - 1].body.clone();
+    drop(gateway);
+
+    let sandbox = Sandbox::new();
+    sandbox.write_config(CONFIG);
+    let upstream = recorded_upstream(&messages);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let indices = calls(&messages);
+    for index in &indices[..request - 1] {
+        send(&client, &gateway.base_url(), &messages[..*index]);
+    }
+    let (status, _) = gateway.stop();
+    assert!(status.success());
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    send(
+        &client,
+        &gateway.base_url(),
+        &messages[..indices[request - 1]],
+    );
+    let sent = upstream.chat_requests().last().unwrap().body.clone();
+    assert!(
+        sent == expected,
+        "after the restart the upstream got another request than without one"
+    );
+    let state: Value = client
+        .get(format!("{}/ctxhost/sessions/restarted", gateway.url))
+        .bearer_auth("sk-restart")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        state["compressions"].as_array().unwrap().len(),
+        compressed.iter().filter(|r| **r < request as u64).count(),
+        "the restart did not compress again"
+    );
+}
+
+#[test]
+fn thirty_two_sessions_over_eight_credentials_never_cross() {
+    // The model echoes the newest user message, so every answer names its own session.
+    let upstream = FakeUpstream::start(|request| {
+        let messages = request.messages();
+        let last_user =
+            messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"].clone();
+        reply(
+            request,
+            json!({"role": "assistant", "content": format!("echo {}", last_user.as_str().unwrap())}),
+            None,
+        )
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let base = gateway.base_url();
+    std::thread::scope(|scope| {
+        for worker in 0..32 {
+            let base = base.clone();
+            scope.spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                let credential = format!("sk-cred-{}", worker % 8);
+                // Names repeat across credentials on purpose: they must not meet.
+                let name = format!("s{}", worker / 8);
+                let mut messages = vec![json!({"role": "system", "content": "echo"})];
+                for turn in 0..3 {
+                    let said = format!("worker-{worker}-turn-{turn}");
+                    messages.push(json!({"role": "user", "content": said}));
+                    let response = client
+                        .post(format!("{base}/chat/completions"))
+                        .bearer_auth(&credential)
+                        .header("x-ctxhost-session", &name)
+                        .json(&json!({"model": "gpt-4o", "messages": messages,
+                                      "stream": turn == 1}))
+                        .send()
+                        .unwrap();
+                    assert_eq!(response.status(), 200);
+                    assert_eq!(response.headers()["x-ctxhost-session"], name.as_str());
+                    let lineage = response.headers()["x-ctxhost-lineage"].clone();
+                    let text = response.text().unwrap();
+                    let content = if turn == 1 {
+                        text.lines()
+                            .filter_map(|l| l.strip_prefix("data: "))
+                            .filter(|d| *d != "[DONE]")
+                            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+                            .filter_map(|c| {
+                                c["choices"][0]["delta"]["content"]
+                                    .as_str()
+                                    .map(str::to_string)
+                            })
+                            .collect::<String>()
+                    } else {
+                        serde_json::from_str::<Value>(&text).unwrap()["choices"][0]["message"]
+                            ["content"]
+                            .as_str()
+                            .unwrap()
+                            .to_string()
+                    };
+                    assert_eq!(content, format!("echo {said}"));
+                    assert_eq!(lineage, if turn == 0 { "first" } else { "continued" });
+                    messages.push(json!({"role": "assistant", "content": format!("echo {said}")}));
+                }
+            });
+        }
+    });
+    // Every upstream request carries one worker's messages only.
+    for request in upstream.chat_requests() {
+        let workers: std::collections::BTreeSet<String> = request
+            .messages()
+            .iter()
+            .filter_map(|m| m["content"].as_str())
+            .filter_map(|c| c.split("worker-").nth(1))
+            .map(|rest| rest.split('-').next().unwrap().to_string())
+            .collect();
+        assert_eq!(workers.len(), 1, "{workers:?}");
+    }
+    let client = reqwest::blocking::Client::new();
+    let list = |credential: &str| -> Value {
+        client
+            .get(format!("{}/ctxhost/sessions", gateway.url))
+            .bearer_auth(credential)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    for credential in 0..8 {
+        let sessions = list(&format!("sk-cred-{credential}"));
+        let sessions = sessions["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 4, "{sessions:?}");
+        assert!(sessions.iter().all(|s| s["requests"] == 3));
+    }
+    // Another credential cannot read a session by naming it.
+    let foreign = client
+        .get(format!("{}/ctxhost/sessions/s0", gateway.url))
+        .bearer_auth("sk-somebody-else")
+        .send()
+        .unwrap();
+    assert_eq!(foreign.status(), 404);
+    let own: Value = client
+        .get(format!("{}/ctxhost/sessions/s0", gateway.url))
+        .bearer_auth("sk-cred-0")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(own["messages_seen"], 6);
+}
