@@ -51,6 +51,10 @@ impl LiveSessions {
     pub fn len(&self) -> usize {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
