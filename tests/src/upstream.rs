@@ -61,6 +61,8 @@ pub enum Answer {
     StreamThenHang(Vec<Value>),
     /// No answer at all, until the client goes away.
     Hang,
+    /// `307 Temporary Redirect` to this URL.
+    Redirect(String),
 }
 
 type Handler = dyn Fn(&Received) -> Answer + Send + Sync;
@@ -197,6 +199,11 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .header("content-type", "application/json")
             .header("x-request-id", "req-fake")
             .body(Body::from(value.to_string()))
+            .unwrap(),
+        Answer::Redirect(location) => Response::builder()
+            .status(StatusCode::TEMPORARY_REDIRECT)
+            .header("location", location)
+            .body(Body::empty())
             .unwrap(),
         Answer::Stream(events) => sse(shared, events, false),
         Answer::StreamThenHang(events) => sse(shared, events, true),

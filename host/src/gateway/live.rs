@@ -200,7 +200,11 @@ impl Live {
         }
         let (continuity, mut upstream) = self.record.conversation.advance(history);
         self.record.stats.requests += 1;
-        self.record.stats.tokens_received += self.session.count(history);
+        let received = self.session.count(history);
+        self.record.stats.tokens_received += received;
+        gateway
+            .metrics
+            .add("ctxhost_tokens_received_total", &[], received);
         if continuity == Continuity::Diverged {
             self.record.stats.new_lineages += 1;
             self.record.compress_next = false;

@@ -104,7 +104,25 @@ impl Upstream {
                 .header(axum::http::header::CONTENT_TYPE, "application/json")
                 .body(body);
         }
-        request.send().await.map_err(|error| describe(&error))
+        let response = request.send().await.map_err(|error| describe(&error))?;
+        // A redirect is never followed, nor handed to the client to follow with its key.
+        if response.status().is_redirection() {
+            let target = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("nowhere")
+                .to_string();
+            return Err(GatewayError::new(
+                ErrorKind::BadGateway,
+                format!(
+                    "the upstream redirected ({}) to {target}; ctxhost serve follows no \
+                     redirects: set serve.upstream to the final URL",
+                    response.status().as_u16()
+                ),
+            ));
+        }
+        Ok(response)
     }
 }
 

@@ -112,3 +112,99 @@ fn upstream_errors_reach_the_client_with_their_status_and_body() {
         assert_eq!(body["error"]["message"], "slow down");
     }
 }
+
+#[test]
+fn models_are_relayed_and_redirects_never_followed() {
+    let upstream = FakeUpstream::start(|request| {
+        if request.path.starts_with("/v1/models") {
+            Answer::Json(
+                200,
+                json!({"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]}),
+            )
+        } else {
+            Answer::Redirect("http://127.0.0.1:9/elsewhere".into())
+        }
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let models: Value = client()
+        .get(format!("{}/models", gateway.base_url()))
+        .bearer_auth("sk-models")
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "gpt-4o");
+    assert_eq!(
+        upstream.received()[0].header("authorization"),
+        Some("Bearer sk-models")
+    );
+    let redirected = client()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(redirected.status(), 502);
+    assert!(redirected.headers().get("location").is_none());
+    let error: Value = redirected.json().unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("follows no redirects"),
+        "{error}"
+    );
+    assert_eq!(
+        upstream.received().len(),
+        2,
+        "the redirect target was not asked"
+    );
+}
+
+#[test]
+fn json_logs_and_a_model_change_reach_the_engine() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &["--log-format", "json"]);
+    let mut messages = vec![json!({"role": "user", "content": "hi"})];
+    for (model, budget, window) in [
+        ("gpt-4o", None, 128_000),
+        ("gpt-4o", Some(28_000), 100_000),
+        ("gpt-4.1", None, 1_047_576),
+    ] {
+        let mut body = json!({"model": model, "messages": messages});
+        if let Some(budget) = budget {
+            body["max_completion_tokens"] = json!(budget);
+        }
+        let response = client()
+            .post(format!("{}/chat/completions", gateway.base_url()))
+            .header("x-ctxhost-session", "models")
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let state: Value = client()
+            .get(format!("{}/ctxhost/sessions/models", gateway.url))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(state["model"], model);
+        assert_eq!(state["context_length"], window, "{state}");
+        messages.push(json!({"role": "assistant", "content": "ok"}));
+        messages.push(json!({"role": "user", "content": "again"}));
+    }
+    let (status, log) = gateway.stop();
+    assert!(status.success());
+    let requests: Vec<Value> = log
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == "request")
+        .collect();
+    assert!(requests.len() >= 6, "{log:?}");
+    assert!(requests
+        .iter()
+        .any(|r| r["fields"]["session"] == "models" && r["fields"]["status"] == 200));
+}
