@@ -302,7 +302,7 @@ async fn handle(
         set_header(&mut session_headers, "x-ctxhost-engine-error", error);
     }
     let query = uri.query().map(str::to_string);
-    if request.stream {
+    let answered = if request.stream {
         stream(
             gateway,
             guard,
@@ -310,7 +310,7 @@ async fn handle(
             prepared,
             headers,
             query,
-            session_headers,
+            session_headers.clone(),
         )
         .await
     } else {
@@ -321,10 +321,18 @@ async fn handle(
             prepared,
             headers,
             query,
-            session_headers,
+            session_headers.clone(),
         )
         .await
-    }
+    };
+    // The gateway's own errors name the session too.
+    Ok(answered.unwrap_or_else(|error| {
+        let mut response = error.into_response();
+        for (name, value) in &session_headers {
+            response.headers_mut().insert(name, value.clone());
+        }
+        response
+    }))
 }
 
 /// A header value from text that may hold anything: cut to one line.

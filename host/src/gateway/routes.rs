@@ -72,7 +72,7 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
         status = response.status().as_u16(),
         session,
         // Streams are timed to their headers here; their end shows in the metrics.
-        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
         "request"
     );
     response

@@ -104,7 +104,10 @@ impl Upstream {
                 .header(axum::http::header::CONTENT_TYPE, "application/json")
                 .body(body);
         }
-        let response = request.send().await.map_err(|error| describe(&error))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|error| describe(&error, &self.base))?;
         // A redirect is never followed, nor handed to the client to follow with its key.
         if response.status().is_redirection() {
             let target = response
@@ -127,7 +130,7 @@ impl Upstream {
 }
 
 /// One line for a failed upstream exchange.
-pub fn describe(error: &reqwest::Error) -> GatewayError {
+pub fn describe(error: &reqwest::Error, base: &str) -> GatewayError {
     let mut source: Option<&dyn std::error::Error> = Some(error);
     let mut detail = String::new();
     while let Some(cause) = source {
@@ -137,17 +140,17 @@ pub fn describe(error: &reqwest::Error) -> GatewayError {
     if error.is_timeout() {
         GatewayError::new(
             ErrorKind::UpstreamTimeout,
-            format!("the upstream did not answer in time ({detail})"),
+            format!("the upstream {base} did not answer in time ({detail})"),
         )
     } else if error.is_connect() {
         GatewayError::new(
             ErrorKind::BadGateway,
-            format!("cannot reach the upstream: {detail}"),
+            format!("cannot reach the upstream {base}: {detail}"),
         )
     } else {
         GatewayError::new(
             ErrorKind::BadGateway,
-            format!("the upstream exchange failed: {detail}"),
+            format!("the exchange with the upstream {base} failed: {detail}"),
         )
     }
 }
@@ -174,7 +177,14 @@ pub async fn read_body(response: reqwest::Response, limit: u64) -> Result<Bytes,
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| describe(&error))?;
+        let chunk = chunk.map_err(|error| {
+            let kind = if error.is_timeout() {
+                ErrorKind::UpstreamTimeout
+            } else {
+                ErrorKind::BadGateway
+            };
+            GatewayError::new(kind, format!("the upstream's answer broke off: {error}"))
+        })?;
         if (body.len() + chunk.len()) as u64 > limit {
             return Err(GatewayError::new(
                 ErrorKind::BadGateway,
