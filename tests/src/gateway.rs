@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::{binary, Sandbox};
@@ -16,7 +16,7 @@ pub struct GatewayProcess {
     pub url: String,
     /// The first stderr line, exactly as printed.
     pub ready_line: String,
-    log: Arc<Mutex<Vec<String>>>,
+    log: Arc<(Mutex<Vec<String>>, Condvar)>,
     ended: mpsc::Receiver<()>,
 }
 
@@ -58,12 +58,13 @@ impl Sandbox {
             .strip_prefix("ctxhost serve: listening on ")
             .unwrap_or_else(|| panic!("unexpected first line: {ready_line}"))
             .to_string();
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let log: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
         let (ended_tx, ended) = mpsc::channel();
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
+                sink.0.lock().unwrap().push(line);
+                sink.1.notify_all();
             }
             let _ = ended_tx.send(());
         });
@@ -85,16 +86,38 @@ impl GatewayProcess {
 
     /// What it logged after the ready line so far.
     pub fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
+        self.log.0.lock().unwrap().clone()
     }
 
-    /// Sends SIGTERM and waits for the process to end; returns its status and full log.
-    pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
+    /// Waits until a log line contains `text` (bounded, so a broken gateway fails the test
+    /// instead of hanging it); returns the line.
+    pub fn wait_for_log(&self, text: &str) -> String {
+        let (lines, changed) = &*self.log;
+        let guard = lines.lock().unwrap();
+        let (guard, _) = changed
+            .wait_timeout_while(guard, Duration::from_secs(30), |lines| {
+                !lines.iter().any(|l| l.contains(text))
+            })
+            .unwrap();
+        guard
+            .iter()
+            .find(|l| l.contains(text))
+            .cloned()
+            .unwrap_or_else(|| panic!("the gateway never logged {text:?}: {:?}", *guard))
+    }
+
+    /// Sends SIGTERM without waiting.
+    pub fn signal_stop(&self) {
         #[cfg(unix)]
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
+    }
+
+    /// Sends SIGTERM and waits for the process to end; returns its status and full log.
+    pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
+        self.signal_stop();
         #[cfg(not(unix))]
         let _ = self.child.kill();
         let status = self.child.wait().expect("ctxhost serve ends");

@@ -208,3 +208,44 @@ fn json_logs_and_a_model_change_reach_the_engine() {
         .iter()
         .any(|r| r["fields"]["session"] == "models" && r["fields"]["status"] == 200));
 }
+
+#[test]
+fn sigterm_lets_a_request_in_flight_finish_then_exits_zero() {
+    let (arrived_tx, arrived) = std::sync::mpsc::channel::<()>();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let arrived_tx = std::sync::Mutex::new(arrived_tx);
+    let released = std::sync::Mutex::new(released);
+    let upstream = FakeUpstream::start(move |request| {
+        // Hold the answer until the test has asked the gateway to stop.
+        arrived_tx.lock().unwrap().send(()).unwrap();
+        released.lock().unwrap().recv().unwrap();
+        reply(
+            request,
+            json!({"role": "assistant", "content": "finished"}),
+            None,
+        )
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let base = gateway.base_url();
+    let in_flight = std::thread::spawn(move || {
+        client()
+            .post(format!("{base}/chat/completions"))
+            .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "slow"}]}))
+            .send()
+            .unwrap()
+    });
+    arrived.recv().unwrap();
+    gateway.signal_stop();
+    // The gateway is shutting down before the answer is released.
+    gateway.wait_for_log("shutting down");
+    release.send(()).unwrap();
+    let response = in_flight.join().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().unwrap()["choices"][0]["message"]["content"],
+        "finished"
+    );
+    let (status, log) = gateway.stop();
+    assert!(status.success(), "{status:?} {log:?}");
+}
