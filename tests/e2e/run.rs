@@ -324,6 +324,7 @@ fn help_for_every_subcommand() {
         &["config"],
         &["config", "get"],
         &["config", "set"],
+        &["serve"],
     ] {
         let mut args: Vec<&str> = command.to_vec();
         args.push("--help");
