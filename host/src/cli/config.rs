@@ -233,6 +233,7 @@ fn known_keys() -> Vec<String> {
         "serve.limits.idle_timeout_seconds",
         "serve.limits.tool_rounds",
         "serve.limits.shutdown_grace_seconds",
+        "serve.limits.max_live_sessions",
     ]
     .map(str::to_string)
     .to_vec();

@@ -464,7 +464,7 @@ async fn complete(
             Ok(response) => response,
             Err(error) => {
                 live.record.stats.upstream_errors += 1;
-                gateway.persist(&live.record).await?;
+                gateway.save(&live.record).await;
                 return Err(error);
             }
         };
@@ -474,13 +474,13 @@ async fn complete(
             Ok(bytes) => bytes,
             Err(error) => {
                 gateway.upstream_error(live, "body");
-                gateway.persist(&live.record).await?;
+                gateway.save(&live.record).await;
                 return Err(error);
             }
         };
         if !status.is_success() {
             gateway.upstream_error(live, &status.as_u16().to_string());
-            gateway.persist(&live.record).await?;
+            gateway.save(&live.record).await;
             return Ok(relay(status, relayed, &session_headers, bytes));
         }
         let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -535,7 +535,7 @@ async fn complete(
         answer["usage"] = total;
     }
     live.finished(&gateway).await;
-    gateway.persist(&live.record).await?;
+    gateway.save(&live.record).await;
     drop(guard);
     let mut response = relay(
         reqwest::StatusCode::OK,
@@ -728,7 +728,7 @@ async fn stream(
         Ok(response) => response,
         Err(error) => {
             live.record.stats.upstream_errors += 1;
-            gateway.persist(&live.record).await?;
+            gateway.save(&live.record).await;
             return Err(error);
         }
     };
@@ -737,7 +737,7 @@ async fn stream(
     if !status.is_success() {
         gateway.upstream_error(live, &status.as_u16().to_string());
         let body = read_body(first, gateway.settings.limits.max_response_bytes).await?;
-        gateway.persist(&live.record).await?;
+        gateway.save(&live.record).await;
         return Ok(relay(status, relayed, &session_headers, body));
     }
     let frames = async_stream::stream! {
@@ -922,9 +922,7 @@ async fn stream(
             break;
         }
         live.finished(&gateway).await;
-        if let Err(error) = gateway.persist(&live.record).await {
-            tracing::error!("{error}");
-        }
+        gateway.save(&live.record).await;
     };
     let frames = frames.map(|frame: Frame| frame);
     let mut response = Response::new(Body::from_stream(frames));

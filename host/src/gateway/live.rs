@@ -29,23 +29,42 @@ pub struct Live {
 /// The slot of one session: empty until its first request opens it.
 pub type Slot = Arc<Mutex<Option<Live>>>;
 
-/// Sessions by key.
+/// Sessions by key, with when each was last asked for.
 #[derive(Default)]
 pub struct LiveSessions {
-    slots: std::sync::Mutex<HashMap<SessionKey, Slot>>,
+    slots: std::sync::Mutex<HashMap<SessionKey, (Slot, u64)>>,
+    clock: std::sync::atomic::AtomicU64,
 }
 
 impl LiveSessions {
-    fn slot(&self, key: &SessionKey) -> (Slot, bool) {
+    /// The slot of `key` (created empty when new). Over `cap` sessions, the least recently used
+    /// ones that no request holds leave memory (their state is in the store; they reopen on
+    /// their next request); they are returned to be dropped off the async runtime.
+    fn slot(&self, key: &SessionKey, cap: usize) -> (Slot, Vec<Slot>) {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        match slots.get(key) {
-            Some(slot) => (slot.clone(), false),
-            None => {
-                let slot: Slot = Arc::default();
-                slots.insert(key.clone(), slot.clone());
-                (slot, true)
+        if let Some((slot, used)) = slots.get_mut(key) {
+            *used = now;
+            return (slot.clone(), Vec::new());
+        }
+        let slot: Slot = Arc::default();
+        slots.insert(key.clone(), (slot.clone(), now));
+        let mut evicted = Vec::new();
+        if slots.len() > cap {
+            let mut idle: Vec<(u64, SessionKey)> = slots
+                .iter()
+                .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
+                .map(|(key, (_, used))| (*used, key.clone()))
+                .collect();
+            idle.sort();
+            let excess = slots.len() - cap;
+            for (_, key) in idle.into_iter().take(excess) {
+                if let Some((slot, _)) = slots.remove(&key) {
+                    evicted.push(slot);
+                }
             }
         }
+        (slot, evicted)
     }
 
     pub fn len(&self) -> usize {
@@ -74,12 +93,15 @@ impl Gateway {
         model: &str,
         window: u64,
     ) -> Result<OwnedMutexGuard<Option<Live>>, GatewayError> {
-        let (slot, created) = self.live.slot(key);
-        if created {
-            self.metrics
-                .live_sessions
-                .store(self.live.len() as u64, Ordering::Relaxed);
+        let cap = self.settings.limits.max_live_sessions.max(1);
+        let (slot, evicted) = self.live.slot(key, cap);
+        if !evicted.is_empty() {
+            // Engines may take a while to close (a plugin flushing its store).
+            tokio::task::spawn_blocking(move || drop(evicted));
         }
+        self.metrics
+            .live_sessions
+            .store(self.live.len() as u64, Ordering::Relaxed);
         let mut guard = slot.lock_owned().await;
         if guard.is_none() {
             *guard = Some(self.open(key, model, window).await?);
@@ -159,6 +181,15 @@ impl Gateway {
             &[("engine", error.engine())],
             1,
         );
+    }
+
+    /// Saves a session's record once its answer is on its way: a failure is logged and counted,
+    /// never put in place of the answer.
+    pub async fn save(&self, record: &SessionRecord) {
+        if let Err(error) = self.persist(record).await {
+            tracing::error!(session = %record.key.name, "cannot save the session: {error}");
+            self.metrics.add("ctxhost_store_errors_total", &[], 1);
+        }
     }
 
     /// Saves a session's record (on the blocking pool).

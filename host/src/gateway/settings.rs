@@ -69,6 +69,9 @@ pub struct Limits {
     pub tool_rounds: u32,
     /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
     pub shutdown_grace_seconds: f64,
+    /// Sessions kept in memory; beyond it the least recently used leave (their state stays in
+    /// the store and they reopen on their next request).
+    pub max_live_sessions: usize,
 }
 
 impl Default for Limits {
@@ -80,6 +83,7 @@ impl Default for Limits {
             idle_timeout_seconds: 300.0,
             tool_rounds: 8,
             shutdown_grace_seconds: 30.0,
+            max_live_sessions: 10_000,
         }
     }
 }

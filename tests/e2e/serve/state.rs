@@ -224,3 +224,51 @@ fn thirty_two_sessions_over_eight_credentials_never_cross() {
         .unwrap();
     assert_eq!(own["messages_seen"], 6);
 }
+
+#[test]
+fn sessions_beyond_the_memory_cap_reopen_from_the_store() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(
+            request,
+            json!({"role": "assistant", "content": "noted"}),
+            None,
+        )
+    });
+    let sandbox = Sandbox::new();
+    sandbox.write_config("serve:\n  limits:\n    max_live_sessions: 2\n");
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let mut histories: Vec<Vec<Value>> = (0..4)
+        .map(|s| vec![json!({"role": "user", "content": format!("session {s}")})])
+        .collect();
+    for turn in 0..2 {
+        for (s, history) in histories.iter_mut().enumerate() {
+            let response = client
+                .post(format!("{}/chat/completions", gateway.base_url()))
+                .header("x-ctxhost-session", format!("capped-{s}"))
+                .json(&json!({"model": "gpt-4o", "messages": history}))
+                .send()
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            let lineage = response.headers()["x-ctxhost-lineage"].clone();
+            assert_eq!(lineage, if turn == 0 { "first" } else { "continued" });
+            history.push(json!({"role": "assistant", "content": "noted"}));
+            history.push(json!({"role": "user", "content": format!("turn {turn}")}));
+        }
+        let health: Value = client
+            .get(format!("{}/healthz", gateway.url))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert!(health["sessions"].as_u64().unwrap() <= 2, "{health}");
+    }
+    let state: Value = client
+        .get(format!("{}/ctxhost/sessions/capped-0", gateway.url))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(state["requests"], 2);
+    assert_eq!(state["messages_seen"], 3);
+}
