@@ -10,6 +10,9 @@ use ctxhost_plugin_host::PluginLibrary;
 use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, ModelInfo};
 
 use crate::config::{Config, ConfigError, BUILT_IN_ENGINE};
+use crate::isolation::parent::{ChildSpec, ProcessEngine};
+use crate::isolation::protocol::Init;
+use crate::isolation::{HostPluginSettings, Isolation};
 use crate::plugins::{discover, inspect, Candidate, Inspection, PluginRoot, ProblemKind, RootKind};
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
@@ -119,6 +122,10 @@ pub struct Engines {
     home: PathBuf,
     services: Arc<HostServicesImpl>,
     registered: Vec<Registered>,
+    /// The `ctxhost` binary isolated engines run in (`None`: this executable).
+    child_program: Option<PathBuf>,
+    /// Set in an isolated engine's own process: it runs the engine in process.
+    in_child: bool,
 }
 
 /// Why no session could be opened on the engine asked for.
@@ -160,7 +167,48 @@ impl Engines {
             home,
             services,
             registered: Vec::new(),
+            child_program: None,
+            in_child: false,
         }
+    }
+
+    /// The `ctxhost` binary that runs isolated engines (`isolation: process`); by default the
+    /// running executable, which a program embedding the host must set to a `ctxhost` binary
+    /// to isolate engines.
+    pub fn set_child_program(&mut self, program: PathBuf) {
+        self.child_program = Some(program);
+    }
+
+    /// Marks these engines as an isolated engine's own process: its engine runs in process.
+    pub fn as_engine_child(&mut self) {
+        self.in_child = true;
+    }
+
+    /// In an isolated engine's process: starts plugin `name` in process; its start-up error as
+    /// the engine gave it (a bad setting keeps its key).
+    pub fn start_for_child(
+        &self,
+        name: &str,
+        data_root: &Path,
+    ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
+        let candidates = discover(&self.plugin_roots());
+        let candidate = candidates
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
+        let library = self
+            .load(candidate)
+            .map_err(|warning| EngineError::failed(warning.summary))?;
+        let setup = self.setup(name, self.config.engine_section(name), data_root);
+        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
+            EngineError::failed(format!(
+                "plugin '{name}': cannot create its data directory {}: {error}",
+                setup.data_dir.display()
+            ))
+        })?;
+        let version = library.manifest().version.clone();
+        let engine = library.instantiate(self.services.clone(), setup)?;
+        Ok((Box::new(engine), version))
     }
 
     pub fn config(&self) -> &Config {
@@ -531,6 +579,14 @@ impl Engines {
     fn start_plugin(&self, candidate: &Candidate, data_root: &Path) -> Result<Started, Failure> {
         let library = self.load(candidate).map_err(Failure::Other)?;
         let name = candidate.name.as_str();
+        let host = self.config.plugin_host_settings(name);
+        let isolation = host.isolation.unwrap_or(match candidate.root {
+            RootKind::UserHome => Isolation::Process,
+            RootKind::ConfigDir => Isolation::InProcess,
+        });
+        if isolation == Isolation::Process && !self.in_child {
+            return self.start_isolated(candidate, &library, data_root, &host);
+        }
         let setup = self.setup(name, self.config.engine_section(name), data_root);
         if let Err(error) = std::fs::create_dir_all(&setup.data_dir) {
             return Err(Failure::Other(Warning {
@@ -549,6 +605,59 @@ impl Engines {
                     library: library.path().to_path_buf(),
                 },
                 version: library.manifest().version.clone(),
+                engine: Box::new(engine),
+            }),
+            Err(error) => match self.settings_error(name, &error) {
+                Some(error) => Err(Failure::Settings(error)),
+                None => Err(Failure::Other(Warning {
+                    summary: format!("plugin '{name}' failed to start: {error}"),
+                    detail: None,
+                })),
+            },
+        }
+    }
+
+    /// Starts plugin `candidate` in a child process.
+    fn start_isolated(
+        &self,
+        candidate: &Candidate,
+        library: &PluginLibrary,
+        data_root: &Path,
+        host: &HostPluginSettings,
+    ) -> Result<Started, Failure> {
+        let name = candidate.name.as_str();
+        let program = match &self.child_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe().map_err(|error| {
+                Failure::Other(Warning {
+                    summary: format!(
+                        "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
+                    ),
+                    detail: None,
+                })
+            })?,
+        };
+        let spec = ChildSpec {
+            program,
+            init: Init {
+                config_text: self.config.text().to_string(),
+                config_source: self.config.source.clone(),
+                home: self.home.clone(),
+                name: name.to_string(),
+                data_root: data_root.to_path_buf(),
+                verbose: true,
+            },
+            timeout: std::time::Duration::from_secs_f64(host.timeout),
+            memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
+        };
+        match ProcessEngine::start(spec, self.services.clone()) {
+            Ok((engine, ready)) => Ok(Started {
+                name: name.to_string(),
+                source: EngineSource::Plugin {
+                    root: candidate.root,
+                    library: library.path().to_path_buf(),
+                },
+                version: ready.version,
                 engine: Box::new(engine),
             }),
             Err(error) => match self.settings_error(name, &error) {

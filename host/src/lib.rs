@@ -74,6 +74,7 @@ pub mod config;
 pub mod engines;
 pub mod gateway;
 pub mod home;
+pub mod isolation;
 pub mod plugins;
 pub mod redact;
 pub mod replay;

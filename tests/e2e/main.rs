@@ -7,6 +7,7 @@ mod config_errors;
 mod dependencies;
 mod embedding;
 mod install;
+mod isolation;
 mod lcm;
 mod loading;
 mod output;

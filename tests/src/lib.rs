@@ -18,6 +18,7 @@ const PACKAGES: &[&str] = &[
     "ctxhost-fixture-panicky",
     "ctxhost-fixture-abi-mismatch",
     "ctxhost-fixture-echo",
+    "ctxhost-fixture-hostile",
 ];
 
 pub mod fake_provider;

@@ -3,6 +3,7 @@
 pub mod compress;
 pub mod config;
 pub mod engine;
+pub mod engine_child;
 pub mod output;
 pub mod picker;
 pub mod plot;
@@ -76,6 +77,9 @@ pub enum Command {
     /// Run the gateway: agents point their base URL here, and every session's context is kept
     /// under the window by the configured engine
     Serve(serve::ServeArgs),
+    /// The process an isolated engine runs in (started by the host)
+    #[command(name = "__engine-child", hide = true)]
+    EngineChild(engine_child::EngineChildArgs),
 }
 
 /// What every command needs: the config, the engines it can build, and the runtime that

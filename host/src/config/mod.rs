@@ -261,6 +261,10 @@ impl Config {
             Ok(_) => {}
         }
         for (name, section) in &self.plugins {
+            if let Err((key, problem)) = crate::isolation::HostPluginSettings::from_section(section)
+            {
+                return Err(self.error_at(&format!("plugins.{name}.{key}"), &problem));
+            }
             if !(section.is_object() || section.is_null()) {
                 return Err(self.error_at(
                     &format!("plugins.{name}"),
@@ -295,8 +299,19 @@ impl Config {
     }
 
     /// The section handed to engine `name`: `plugins.<name>` (null when absent).
+    /// Engine `name`'s own settings: `plugins.<name>` without the host's keys
+    /// (`isolation`, `timeout`, `memory_limit_mb`).
     pub fn engine_section(&self, name: &str) -> Value {
-        self.plugins.get(name).cloned().unwrap_or(Value::Null)
+        crate::isolation::engine_only(self.plugins.get(name).cloned().unwrap_or(Value::Null))
+    }
+
+    /// The host's settings for plugin `name` (`plugins.<name>.{isolation, timeout,
+    /// memory_limit_mb}`), checked when the config is read.
+    pub fn plugin_host_settings(&self, name: &str) -> crate::isolation::HostPluginSettings {
+        self.plugins
+            .get(name)
+            .and_then(|section| crate::isolation::HostPluginSettings::from_section(section).ok())
+            .unwrap_or_default()
     }
 
     /// The directory plugin paths are resolved against: the config file's directory, absolute.

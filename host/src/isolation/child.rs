@@ -1,0 +1,98 @@
+//! The child side: the `ctxhost` binary in its hidden engine mode. It builds the engine in its
+//! own process, with host services of its own built from the same config, and answers one
+//! request per line until the host closes its input.
+
+use std::io::{BufRead, Write};
+
+use ctxhost_sdk::ContextEngine;
+use serde_json::Value;
+
+use super::protocol::{Reply, Request, WireError};
+
+/// Runs one request on the engine.
+fn answer(engine: &mut dyn ContextEngine, request: Request) -> Reply {
+    let result = match request {
+        Request::UpdateFromResponse { usage } => {
+            engine.update_from_response(&usage).map(|()| Value::Null)
+        }
+        Request::ShouldCompress { prompt_tokens } => {
+            engine.should_compress(prompt_tokens).map(Value::Bool)
+        }
+        Request::ShouldCompressPreflight { messages } => {
+            engine.should_compress_preflight(&messages).map(Value::Bool)
+        }
+        Request::Compress { messages, options } => engine
+            .compress(&messages, &options)
+            .and_then(|output| to_value(&output)),
+        Request::HasContentToCompress { messages } => {
+            engine.has_content_to_compress(&messages).map(Value::Bool)
+        }
+        Request::OnSessionStart { session } => {
+            engine.on_session_start(&session).map(|()| Value::Null)
+        }
+        Request::OnSessionEnd {
+            session_id,
+            messages,
+        } => engine
+            .on_session_end(&session_id, &messages)
+            .map(|()| Value::Null),
+        Request::OnSessionReset => engine.on_session_reset().map(|()| Value::Null),
+        Request::ToolSchemas => engine.tool_schemas().map(Value::Array),
+        Request::HandleToolCall { name, args } => {
+            engine.handle_tool_call(&name, &args).map(Value::String)
+        }
+        Request::Status => engine.status().and_then(|s| to_value(&s)),
+        Request::UpdateModel {
+            model,
+            context_length,
+        } => engine
+            .update_model(&model, context_length)
+            .map(|()| Value::Null),
+        Request::LastCompression => engine.last_compression().and_then(|r| to_value(&r)),
+        Request::Sessions => engine.sessions().and_then(|s| to_value(&s)),
+        Request::Session { session_id } => engine.session(&session_id).and_then(|s| to_value(&s)),
+        Request::DeleteSession { session_id } => {
+            engine.delete_session(&session_id).map(Value::Bool)
+        }
+        Request::Invoke { name, payload } => engine.invoke(&name, &payload),
+    };
+    match result {
+        Ok(value) => Reply::Ok(value),
+        Err(error) => Reply::Err(WireError::from(&error)),
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ctxhost_sdk::EngineError> {
+    serde_json::to_value(value).map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
+}
+
+/// Writes one reply line.
+pub fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+/// Serves requests from `input` until it closes.
+pub fn serve(
+    engine: &mut dyn ContextEngine,
+    input: impl BufRead,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(request) => answer(engine, request),
+            Err(error) => Reply::Err(WireError::from(&ctxhost_sdk::EngineError::new(
+                ctxhost_sdk::ErrorKind::InvalidInput,
+                format!("the engine's process cannot read the request: {error}"),
+            ))),
+        };
+        send(out, &reply)?;
+    }
+    Ok(())
+}

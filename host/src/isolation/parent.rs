@@ -1,0 +1,442 @@
+//! The host side: [`ProcessEngine`], a [`ContextEngine`] whose engine runs in a child process.
+//! Whatever the child does (abort, crash, exit, hang, run out of memory, print to stdout), the
+//! host gets an error naming the plugin and the cause; the next call starts a new child.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::{
+    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, LogLevel,
+    Message, SessionInfo, SessionStart, Usage,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::protocol::{Init, Ready, Reply, Request};
+use crate::services::HostServicesImpl;
+
+/// Consecutive failures after which the child is no longer restarted for a while.
+const BREAKER_FAILURES: u32 = 3;
+/// How long the breaker stays open at first; it doubles each time, up to [`BREAKER_MAX`].
+const BREAKER_BASE: Duration = Duration::from_secs(30);
+const BREAKER_MAX: Duration = Duration::from_secs(600);
+
+/// How to start the child.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// The `ctxhost` binary.
+    pub program: PathBuf,
+    pub init: Init,
+    /// Longest a call may take before the child is killed.
+    pub timeout: Duration,
+    /// The child's address-space limit, in bytes (`None`: unlimited).
+    pub memory_limit: Option<u64>,
+}
+
+struct Running {
+    process: Child,
+    input: ChildStdin,
+    replies: Receiver<std::io::Result<String>>,
+}
+
+/// An engine in a child process.
+pub struct ProcessEngine {
+    name: String,
+    spec: ChildSpec,
+    services: Arc<HostServicesImpl>,
+    child: Option<Running>,
+    /// Requests that set the engine's state, replayed to a restarted child.
+    replay: Vec<Request>,
+    failures: u32,
+    breaker_open_until: Option<Instant>,
+    breaker_trips: u32,
+}
+
+impl ProcessEngine {
+    /// Starts the child and waits for its engine to be ready; the engine's own start-up error
+    /// (a bad setting, say) comes back as it is.
+    pub fn start(
+        spec: ChildSpec,
+        services: Arc<HostServicesImpl>,
+    ) -> Result<(Self, Ready), EngineError> {
+        let mut engine = ProcessEngine {
+            name: spec.init.name.clone(),
+            spec,
+            services,
+            child: None,
+            replay: Vec::new(),
+            failures: 0,
+            breaker_open_until: None,
+            breaker_trips: 0,
+        };
+        let ready = engine.spawn()?;
+        Ok((engine, ready))
+    }
+
+    fn spawn(&mut self) -> Result<Ready, EngineError> {
+        let mut command = Command::new(&self.spec.program);
+        command
+            .arg("__engine-child")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(limit) = self.spec.memory_limit {
+            command.arg("--memory-limit").arg(limit.to_string());
+        }
+        let mut process = command.spawn().map_err(|error| {
+            EngineError::failed(format!(
+                "plugin '{}': cannot start its process ({}): {error}",
+                self.name,
+                self.spec.program.display()
+            ))
+        })?;
+        let input = process.stdin.take().expect("piped stdin");
+        let output = process.stdout.take().expect("piped stdout");
+        let errors = process.stderr.take().expect("piped stderr");
+        let (sender, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(output).lines() {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // The plugin's own output (and its log lines) reach the host's log, never its stdout.
+        let services = self.services.clone();
+        let name = self.name.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(errors).lines().map_while(Result::ok) {
+                relay(&services, &name, &line);
+            }
+        });
+        self.child = Some(Running {
+            process,
+            input,
+            replies,
+        });
+        let init = serde_json::to_value(&self.spec.init).unwrap_or_default();
+        let ready: Ready = self.exchange_line(init, "start")?;
+        for request in self.replay.clone() {
+            let op = request.op();
+            let _: Value = self.exchange(request, op)?;
+        }
+        Ok(ready)
+    }
+
+    /// Sends one request and reads its reply, starting a child first when none runs.
+    fn call<T: DeserializeOwned>(&mut self, request: Request) -> Result<T, EngineError> {
+        let op = request.op();
+        if let Some(until) = self.breaker_open_until {
+            if Instant::now() < until {
+                return Err(EngineError::failed(format!(
+                    "plugin '{}' failed {} times in a row; not restarted for another {}s",
+                    self.name,
+                    BREAKER_FAILURES,
+                    until.saturating_duration_since(Instant::now()).as_secs()
+                )));
+            }
+            self.breaker_open_until = None;
+        }
+        if self.child.is_none() {
+            if let Err(error) = self.spawn() {
+                self.failed();
+                return Err(error);
+            }
+        }
+        let keeps_state = matches!(
+            request,
+            Request::OnSessionStart { .. } | Request::UpdateModel { .. }
+        );
+        let remembered = keeps_state.then(|| request.clone());
+        let result = self.exchange(request, op);
+        match &result {
+            Ok(_) => {
+                self.failures = 0;
+                self.breaker_trips = 0;
+                if let Some(request) = remembered {
+                    // Only the latest of each kind matters to a restarted child.
+                    self.replay
+                        .retain(|r| std::mem::discriminant(r) != std::mem::discriminant(&request));
+                    self.replay.push(request);
+                }
+            }
+            Err(_) if self.child.is_none() => self.failed(),
+            Err(_) => {}
+        }
+        result
+    }
+
+    fn failed(&mut self) {
+        self.failures += 1;
+        if self.failures >= BREAKER_FAILURES {
+            let wait = BREAKER_BASE
+                .saturating_mul(1 << self.breaker_trips.min(5))
+                .min(BREAKER_MAX);
+            self.breaker_open_until = Some(Instant::now() + wait);
+            self.breaker_trips += 1;
+            self.failures = 0;
+        }
+    }
+
+    fn exchange<T: DeserializeOwned>(
+        &mut self,
+        request: Request,
+        op: &str,
+    ) -> Result<T, EngineError> {
+        let value = serde_json::to_value(&request)
+            .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
+        self.exchange_line(value, op)
+    }
+
+    /// Writes one line and waits (up to the deadline) for the reply. A child that dies, hangs
+    /// or answers nonsense is killed and reaped; the error says why.
+    fn exchange_line<T: DeserializeOwned>(
+        &mut self,
+        request: Value,
+        op: &str,
+    ) -> Result<T, EngineError> {
+        let timeout = self.spec.timeout;
+        let running = self.child.as_mut().expect("a running child");
+        let mut line = request.to_string();
+        line.push('\n');
+        let written = running
+            .input
+            .write_all(line.as_bytes())
+            .and_then(|()| running.input.flush());
+        let outcome = match written {
+            Err(_) => Err(None),
+            Ok(()) => match running.replies.recv_timeout(timeout) {
+                Ok(Ok(line)) => Ok(line),
+                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(None),
+                Err(RecvTimeoutError::Timeout) => Err(Some(timeout)),
+            },
+        };
+        let line = match outcome {
+            Ok(line) => line,
+            Err(hung) => return Err(self.lost(op, hung)),
+        };
+        match serde_json::from_str::<Reply>(&line) {
+            Ok(Reply::Ok(value)) => serde_json::from_value(value).map_err(|error| {
+                EngineError::failed(format!(
+                    "plugin '{}' answered {op} with something unreadable: {error}",
+                    self.name
+                ))
+            }),
+            Ok(Reply::Err(error)) => Err(error.into()),
+            Err(error) => {
+                let error = EngineError::failed(format!(
+                    "plugin '{}' broke its process's protocol in {op}: {error}",
+                    self.name
+                ));
+                self.kill();
+                Err(error)
+            }
+        }
+    }
+
+    /// The child is gone (or hung, and is killed now): reaps it and says why, in one line.
+    fn lost(&mut self, op: &str, hung: Option<Duration>) -> EngineError {
+        let status = self.kill();
+        let cause = match hung {
+            Some(timeout) => format!(
+                "did not answer within {}s (plugins.{}.timeout); its process was killed",
+                timeout.as_secs_f64(),
+                self.name
+            ),
+            None => describe_exit(status),
+        };
+        EngineError::failed(format!("plugin '{}' {cause} during {op}", self.name))
+    }
+
+    fn kill(&mut self) -> Option<ExitStatus> {
+        let mut running = self.child.take()?;
+        drop(running.input);
+        let _ = running.process.kill();
+        running.process.wait().ok()
+    }
+}
+
+impl Drop for ProcessEngine {
+    fn drop(&mut self) {
+        if let Some(running) = self.child.take() {
+            // Closing its input ends the child's loop; it exits on its own.
+            let Running {
+                mut process, input, ..
+            } = running;
+            drop(input);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                match process.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = process.kill();
+                        let _ = process.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        }
+    }
+}
+
+/// Why a child ended, for people.
+fn describe_exit(status: Option<ExitStatus>) -> String {
+    let Some(status) = status else {
+        return "lost its process".to_string();
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let what = match signal {
+                libc::SIGABRT => {
+                    "aborted (SIGABRT; a failed allocation or a stack overflow ends this way)"
+                }
+                libc::SIGSEGV => "crashed (SIGSEGV: an invalid memory access)",
+                libc::SIGBUS => "crashed (SIGBUS)",
+                libc::SIGILL => "crashed (SIGILL)",
+                libc::SIGFPE => "crashed (SIGFPE)",
+                libc::SIGKILL => "was killed (SIGKILL; out of memory?)",
+                _ => "was killed by a signal",
+            };
+            return format!("{what} [signal {signal}]");
+        }
+    }
+    match status.code() {
+        Some(0) => "exited (status 0) instead of answering".to_string(),
+        Some(code) => format!("exited with status {code}"),
+        None => "ended".to_string(),
+    }
+}
+
+/// One line of the child's stderr into the host's log: the child's own log lines keep their
+/// level (`[engine] warn: ...`); anything else the plugin printed is `info`.
+fn relay(services: &HostServicesImpl, name: &str, line: &str) {
+    let prefix = format!("[{name}] ");
+    let (level, message) = match line.strip_prefix(&prefix).and_then(|r| r.split_once(": ")) {
+        Some(("debug", m)) => (LogLevel::Debug, m),
+        Some(("info", m)) => (LogLevel::Info, m),
+        Some(("warn", m)) => (LogLevel::Warn, m),
+        Some(("error", m)) => (LogLevel::Error, m),
+        _ => (LogLevel::Info, line),
+    };
+    services.log_sink().log(name, level, message);
+}
+
+impl ContextEngine for ProcessEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
+        self.call::<Value>(Request::UpdateFromResponse {
+            usage: usage.clone(),
+        })
+        .map(drop)
+    }
+
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
+        self.call(Request::ShouldCompress { prompt_tokens })
+    }
+
+    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        self.call(Request::ShouldCompressPreflight {
+            messages: messages.to_vec(),
+        })
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        self.call(Request::Compress {
+            messages: messages.to_vec(),
+            options: options.clone(),
+        })
+    }
+
+    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        self.call(Request::HasContentToCompress {
+            messages: messages.to_vec(),
+        })
+    }
+
+    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
+        self.call::<Value>(Request::OnSessionStart {
+            session: session.clone(),
+        })
+        .map(drop)
+    }
+
+    fn on_session_end(
+        &mut self,
+        session_id: &str,
+        messages: &[Message],
+    ) -> Result<(), EngineError> {
+        self.call::<Value>(Request::OnSessionEnd {
+            session_id: session_id.to_string(),
+            messages: messages.to_vec(),
+        })
+        .map(drop)
+    }
+
+    fn on_session_reset(&mut self) -> Result<(), EngineError> {
+        self.call::<Value>(Request::OnSessionReset).map(drop)
+    }
+
+    fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
+        self.call(Request::ToolSchemas)
+    }
+
+    fn handle_tool_call(&mut self, name: &str, args: &Value) -> Result<String, EngineError> {
+        self.call(Request::HandleToolCall {
+            name: name.to_string(),
+            args: args.clone(),
+        })
+    }
+
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        self.call(Request::Status)
+    }
+
+    fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
+        self.call::<Value>(Request::UpdateModel {
+            model: model.to_string(),
+            context_length,
+        })
+        .map(drop)
+    }
+
+    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
+        self.call(Request::LastCompression)
+    }
+
+    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
+        self.call(Request::Sessions)
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
+        self.call(Request::Session {
+            session_id: session_id.to_string(),
+        })
+    }
+
+    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
+        self.call(Request::DeleteSession {
+            session_id: session_id.to_string(),
+        })
+    }
+
+    fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
+        self.call(Request::Invoke {
+            name: op.to_string(),
+            payload: payload.clone(),
+        })
+    }
+}

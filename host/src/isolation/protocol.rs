@@ -1,0 +1,174 @@
+//! What the host and an engine's child process say to each other: one JSON object per line,
+//! a request from the host, one reply from the child. The operations are the ABI's.
+
+use ctxhost_sdk::{
+    CompressOptions, EngineError, ErrorKind, Message, SessionStart, SettingFault, Usage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The first line the host sends: how to build the engine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Init {
+    /// The config's text and where it came from (plugin directories resolve against it).
+    pub config_text: String,
+    pub config_source: Option<std::path::PathBuf>,
+    /// `$CTXHOST_HOME`.
+    pub home: std::path::PathBuf,
+    /// The engine to start.
+    pub name: String,
+    /// Where engines keep their data.
+    pub data_root: std::path::PathBuf,
+    pub verbose: bool,
+}
+
+/// The child's answer to [`Init`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ready {
+    pub name: String,
+    pub version: String,
+}
+
+/// One engine operation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    UpdateFromResponse {
+        usage: Usage,
+    },
+    ShouldCompress {
+        prompt_tokens: u64,
+    },
+    ShouldCompressPreflight {
+        messages: Vec<Message>,
+    },
+    Compress {
+        messages: Vec<Message>,
+        options: CompressOptions,
+    },
+    HasContentToCompress {
+        messages: Vec<Message>,
+    },
+    OnSessionStart {
+        session: SessionStart,
+    },
+    OnSessionEnd {
+        session_id: String,
+        messages: Vec<Message>,
+    },
+    OnSessionReset,
+    ToolSchemas,
+    HandleToolCall {
+        name: String,
+        args: Value,
+    },
+    Status,
+    UpdateModel {
+        model: String,
+        context_length: u64,
+    },
+    LastCompression,
+    Sessions,
+    Session {
+        session_id: String,
+    },
+    DeleteSession {
+        session_id: String,
+    },
+    Invoke {
+        name: String,
+        payload: Value,
+    },
+}
+
+impl Request {
+    /// The operation's name, for messages.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::UpdateFromResponse { .. } => "update_from_response",
+            Request::ShouldCompress { .. } => "should_compress",
+            Request::ShouldCompressPreflight { .. } => "should_compress_preflight",
+            Request::Compress { .. } => "compress",
+            Request::HasContentToCompress { .. } => "has_content_to_compress",
+            Request::OnSessionStart { .. } => "on_session_start",
+            Request::OnSessionEnd { .. } => "on_session_end",
+            Request::OnSessionReset => "on_session_reset",
+            Request::ToolSchemas => "tool_schemas",
+            Request::HandleToolCall { .. } => "handle_tool_call",
+            Request::Status => "status",
+            Request::UpdateModel { .. } => "update_model",
+            Request::LastCompression => "last_compression",
+            Request::Sessions => "sessions",
+            Request::Session { .. } => "session",
+            Request::DeleteSession { .. } => "delete_session",
+            Request::Invoke { .. } => "invoke",
+        }
+    }
+}
+
+/// An [`EngineError`] on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireError {
+    pub kind: WireKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<SettingFault>,
+}
+
+/// [`ErrorKind`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireKind {
+    Failed,
+    InvalidInput,
+    Unsupported,
+    Panicked,
+    NotConfigured,
+    Unavailable,
+    InvalidSetting,
+}
+
+impl From<&EngineError> for WireError {
+    fn from(error: &EngineError) -> Self {
+        let kind = match error.kind() {
+            ErrorKind::InvalidInput => WireKind::InvalidInput,
+            ErrorKind::Unsupported => WireKind::Unsupported,
+            ErrorKind::Panicked => WireKind::Panicked,
+            ErrorKind::NotConfigured => WireKind::NotConfigured,
+            ErrorKind::Unavailable => WireKind::Unavailable,
+            ErrorKind::InvalidSetting => WireKind::InvalidSetting,
+            _ => WireKind::Failed,
+        };
+        WireError {
+            kind,
+            message: error.message().to_string(),
+            setting: error.setting().cloned(),
+        }
+    }
+}
+
+impl From<WireError> for EngineError {
+    fn from(error: WireError) -> Self {
+        if let (WireKind::InvalidSetting, Some(fault)) = (error.kind, &error.setting) {
+            return EngineError::invalid_setting(fault.key.clone(), fault.problem.clone());
+        }
+        let kind = match error.kind {
+            WireKind::Failed => ErrorKind::Failed,
+            WireKind::InvalidInput => ErrorKind::InvalidInput,
+            WireKind::Unsupported => ErrorKind::Unsupported,
+            WireKind::Panicked => ErrorKind::Panicked,
+            WireKind::NotConfigured => ErrorKind::NotConfigured,
+            WireKind::Unavailable => ErrorKind::Unavailable,
+            WireKind::InvalidSetting => ErrorKind::InvalidSetting,
+        };
+        EngineError::new(kind, error.message)
+    }
+}
+
+/// The child's answer to one request (or to [`Init`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    Ok(Value),
+    Err(WireError),
+}

@@ -1,0 +1,134 @@
+//! Plugin engines in a child process: whatever the plugin does, the host reports it in one
+//! line, keeps the conversation and carries on with the built-in compressor.
+
+use std::sync::Arc;
+
+use ctxhost::{Config, Engines, SessionOptions};
+use ctxhost_tests::upstream::{reply, FakeUpstream};
+use ctxhost_tests::{binary, long_session, Sandbox};
+use serde_json::{json, Value};
+
+fn config(mode: &str) -> String {
+    format!(
+        "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
+         mode: {mode}\n    isolation: process\n    timeout: 2\n    memory_limit_mb: 2048\n"
+    )
+}
+
+#[test]
+fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compressor() {
+    let transcript: Vec<Value> = long_session()[..60].to_vec();
+    for (mode, cause) in [
+        ("abort", "aborted"),
+        ("segfault", "crashed (SIGSEGV"),
+        ("stack_overflow", "aborted"),
+        ("oom", "aborted"),
+        ("hang", "did not answer within 2s"),
+        ("exit", "exited (status 0)"),
+        ("stdout", "invalid context"),
+    ] {
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+        sandbox.write_config(&config(mode));
+        let path = sandbox.write_json("t.json", &Value::Array(transcript.clone()));
+        let out = sandbox.path().join("out.json");
+        let run = sandbox.ctxhost(&[
+            "run",
+            path.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, Some(3), "{mode}: {}", run.stderr);
+        let report = run.json();
+        assert_eq!(
+            report["runs"][0]["fell_back_to"], "compressor",
+            "{mode}: {report}"
+        );
+        let lines: Vec<&str> = run
+            .stderr_lines()
+            .into_iter()
+            .filter(|l| l.contains("hostile") && l.contains(cause))
+            .collect();
+        assert!(
+            !lines.is_empty(),
+            "{mode}: no line names the cause: {}",
+            run.stderr
+        );
+        let context: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(
+            context[0], transcript[0],
+            "{mode}: the system prompt is kept"
+        );
+        assert_eq!(
+            context.last(),
+            transcript.last(),
+            "{mode}: the last turn is kept"
+        );
+        assert!(!run.stdout.contains("hostile plugin writing"), "{mode}");
+    }
+}
+
+#[test]
+fn a_hung_plugin_is_killed_at_its_deadline_and_restarted_on_the_next_call() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    sandbox.write_config(&config("hang_once"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let config = Config::load(&sandbox.config_path()).unwrap();
+    let mut engines =
+        Engines::for_config(config, sandbox.home(), runtime.handle().clone(), false).unwrap();
+    engines.set_child_program(binary());
+    let mut session = engines
+        .open_session("hostile", SessionOptions::new("s").strict())
+        .unwrap();
+    runtime.block_on(async {
+        let first = session.status().await.unwrap_err().to_string();
+        assert!(first.contains("did not answer within 2s"), "{first}");
+        let second = session.status().await;
+        assert!(second.is_ok(), "restarted: {second:?}");
+        assert_eq!(session.engine(), "hostile");
+    });
+}
+
+#[test]
+fn the_gateway_keeps_serving_other_sessions_while_one_plugin_process_crashes() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    sandbox.write_config(&config("abort"));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let send = |session: &str, messages: &Value| {
+        client
+            .post(format!("{}/chat/completions", gateway.base_url()))
+            .header("x-ctxhost-session", session)
+            .json(&json!({"model": "gpt-4o", "messages": messages}))
+            .send()
+            .unwrap()
+    };
+    let first = json!([{"role": "user", "content": "one"}]);
+    assert_eq!(send("a", &first).status(), 200);
+    let second = json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "ok"},
+                        {"role": "user", "content": "two"}]);
+    // The engine asked to compress after the first call: its process aborts.
+    let crashed = send("a", &second);
+    assert_eq!(crashed.status(), 200);
+    let error = crashed.headers()["x-ctxhost-engine-error"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("hostile") && error.contains("aborted"),
+        "{error}"
+    );
+    let other = send("b", &first);
+    assert_eq!(other.status(), 200);
+    assert_eq!(other.headers()["x-ctxhost-engine"], "hostile");
+    let messages = Arc::new(upstream.chat_requests());
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1].messages(), second.as_array().unwrap().clone());
+}
