@@ -9,9 +9,18 @@ const CONFIG: &str = "context:\n  engine: lcm\nmodel:\n  context_length: 16000\n
 
 #[test]
 fn a_long_session_through_lcm_loses_nothing_and_its_tools_work_from_the_shell() {
+    long_session_through_lcm(CONFIG);
+}
+
+#[test]
+fn lcm_isolated_in_its_own_process_behaves_the_same() {
+    long_session_through_lcm(&format!("{CONFIG}plugins:\n  lcm:\n    isolation: process\n"));
+}
+
+fn long_session_through_lcm(config: &str) {
     let sandbox = Sandbox::new();
     sandbox.link_repo_plugins();
-    sandbox.write_config(CONFIG);
+    sandbox.write_config(config);
     let mut session = long_session();
     // A marker only one message carries.
     session[40]["content"] = json!(format!(
