@@ -348,7 +348,7 @@ impl Session {
             .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let error = match result {
-            Ok(output) => match contract::check_structure(&messages, &output) {
+            Ok(output) => match self.check(&messages, &output) {
                 Ok(()) => {
                     let mut report = self.last_compression().await;
                     // Engines that do not time themselves get the host's measure.
@@ -378,6 +378,21 @@ impl Session {
             error: Some(error),
             report: None,
         }
+    }
+
+    /// What the host enforces of the output contract on every compression: the structure
+    /// (valid UTF-8, no shadowed field, a valid sequence, not empty, system prompt first, known
+    /// roles) and no growth in tokens. The newest-user-message rule stays with the engines'
+    /// own tests for now: the built-in compressor folds its own earlier summary (a user
+    /// message) into the next one when a long tool loop follows it.
+    fn check(&self, input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
+        contract::check_structure(input, output)?;
+        let tokens = self.services.tokens();
+        let (before, after) = (tokens.count_messages(input), tokens.count_messages(output));
+        if after > before {
+            return Err(OutputViolation::Larger { before, after });
+        }
+        Ok(())
     }
 
     /// The engine's report of its last compression.

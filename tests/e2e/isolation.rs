@@ -9,27 +9,35 @@ use ctxhost_tests::{binary, long_session, Sandbox};
 use serde_json::{json, Value};
 
 fn config(mode: &str) -> String {
+    config_in(mode, "process")
+}
+
+fn config_in(mode: &str, isolation: &str) -> String {
     format!(
         "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
-         mode: {mode}\n    isolation: process\n    timeout: 2\n    memory_limit_mb: 2048\n"
+         mode: {mode}\n    isolation: {isolation}\n    timeout: 2\n    memory_limit_mb: 2048\n"
     )
 }
 
 #[test]
 fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compressor() {
     let transcript: Vec<Value> = long_session()[..60].to_vec();
-    for (mode, cause) in [
-        ("abort", "aborted"),
-        ("segfault", "crashed (SIGSEGV"),
-        ("stack_overflow", "aborted"),
-        ("oom", "aborted"),
-        ("hang", "did not answer within 2s"),
-        ("exit", "exited (status 0)"),
-        ("stdout", "invalid context"),
+    for (mode, isolation, cause) in [
+        ("abort", "process", "aborted"),
+        ("segfault", "process", "crashed (SIGSEGV"),
+        ("stack_overflow", "process", "aborted"),
+        ("oom", "process", "aborted"),
+        ("hang", "process", "did not answer within 2s"),
+        ("exit", "process", "exited (status 0)"),
+        ("stdout", "process", "the output is empty"),
+        ("forge", "process", "a second `role`"),
+        ("forge", "in_process", "a second `role`"),
+        ("grow", "process", "larger than the input"),
+        ("grow", "in_process", "larger than the input"),
     ] {
         let sandbox = Sandbox::new();
         sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
-        sandbox.write_config(&config(mode));
+        sandbox.write_config(&config_in(mode, isolation));
         let path = sandbox.write_json("t.json", &Value::Array(transcript.clone()));
         let out = sandbox.path().join("out.json");
         let run = sandbox.ctxhost(&[

@@ -14,7 +14,9 @@ fn a_long_session_through_lcm_loses_nothing_and_its_tools_work_from_the_shell() 
 
 #[test]
 fn lcm_isolated_in_its_own_process_behaves_the_same() {
-    long_session_through_lcm(&format!("{CONFIG}plugins:\n  lcm:\n    isolation: process\n"));
+    long_session_through_lcm(&format!(
+        "{CONFIG}plugins:\n  lcm:\n    isolation: process\n"
+    ));
 }
 
 fn long_session_through_lcm(config: &str) {

@@ -2,12 +2,13 @@
 //! checks both sides run: the host on every compression, and an engine's own tests (through
 //! `ctxhost-sdk-test`).
 //!
-//! - [`check_structure`]: `output` is a valid chat sequence, not empty when `input` was not,
-//!   opens with `input`'s system prompt unchanged, and uses only chat-format roles or roles
-//!   `input` used. Breaking it loses or forges the conversation, so the host refuses such
-//!   output.
+//! - [`check_structure`]: every text is valid UTF-8, no extra field shadows a core one (`role`,
+//!   `content`, `tool_calls`, `tool_call_id`, `name`), `output` is a valid chat sequence, not
+//!   empty when `input` was not, opens with `input`'s system prompt unchanged, and uses only
+//!   chat-format roles or roles `input` used. Breaking it loses or forges the conversation.
 //! - [`check_output`]: the whole contract: the structure, plus the newest user message of
-//!   `input` kept unchanged and `output` costing no more tokens than `input`.
+//!   `input` kept unchanged and `output` costing no more tokens than `input`. The host checks
+//!   it on every compression, for every engine; a violation is an engine failure.
 
 use crate::message::{role, Message};
 use crate::sequence::{self, SequenceError};
@@ -45,6 +46,21 @@ pub enum OutputViolation {
         /// Its index in the input.
         index: usize,
     },
+    /// A message holds text that is not valid UTF-8.
+    #[error("output message {index} holds text that is not valid UTF-8")]
+    InvalidText {
+        /// Its index in the output.
+        index: usize,
+    },
+    /// A message carries an extra field that would shadow a core one when written out (a
+    /// second `role`, say).
+    #[error("output message {index} carries a second `{field}` among its extra fields")]
+    ShadowedField {
+        /// Its index in the output.
+        index: usize,
+        /// The core field it would shadow.
+        field: String,
+    },
     /// The output costs more tokens than the input.
     #[error("the output is larger than the input: {before} → {after} tokens")]
     Larger {
@@ -58,6 +74,14 @@ pub enum OutputViolation {
 /// The structure every output must keep (see the [module docs](self)). An invalid `input` is
 /// not the engine's fault: only breaking a valid sequence counts.
 pub fn check_structure(input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
+    for (index, message) in output.iter().enumerate() {
+        if !message.is_valid_utf8() {
+            return Err(OutputViolation::InvalidText { index });
+        }
+        if let Some(field) = message.shadowing_field() {
+            return Err(OutputViolation::ShadowedField { index, field });
+        }
+    }
     if let Err(problem) = sequence::validate(output) {
         if sequence::validate(input).is_ok() {
             return Err(problem.into());

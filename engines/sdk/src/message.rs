@@ -282,6 +282,51 @@ impl Message {
         parse_object(&self.extra)
     }
 
+    /// A field kept among the unknown ones that would shadow a core one (`role`, `content`,
+    /// `tool_calls`, `tool_call_id`, `name`) when the message is written out.
+    pub(crate) fn shadowing_field(&self) -> Option<String> {
+        if self.extra.is_empty() {
+            return None;
+        }
+        const CORE: [&str; 5] = ["role", "content", "tool_calls", "tool_call_id", "name"];
+        parse_object(&self.extra)
+            .keys()
+            .find(|key| CORE.contains(&key.as_str()))
+            .cloned()
+    }
+
+    /// Whether every text the message holds is valid UTF-8. Strings built by this crate always
+    /// are; a plugin built with `unsafe` code or another toolchain could hand back any bytes,
+    /// so the host checks the bytes themselves before using them as text.
+    pub(crate) fn is_valid_utf8(&self) -> bool {
+        fn valid(text: &RString) -> bool {
+            std::str::from_utf8(text.as_str().as_bytes()).is_ok()
+        }
+        let optional = |text: &ROption<RString>| match text {
+            ROption::RSome(text) => valid(text),
+            ROption::RNone => true,
+        };
+        let content = match &self.content {
+            Content::Text(text) | Content::Json(text) => valid(text),
+            Content::Absent | Content::Null => true,
+        };
+        let calls = match &self.tool_calls {
+            ROption::RSome(calls) => calls.iter().all(|call| {
+                optional(&call.id)
+                    && optional(&call.name)
+                    && optional(&call.arguments)
+                    && valid(&call.extra)
+            }),
+            ROption::RNone => true,
+        };
+        valid(&self.role)
+            && content
+            && calls
+            && optional(&self.tool_call_id)
+            && optional(&self.name)
+            && valid(&self.extra)
+    }
+
     /// Sets (or with `None`, removes) a field this model does not know, such as `reasoning`.
     pub fn set_extra_field(&mut self, key: &str, value: Option<Value>) {
         let mut extra = self.extra_fields();

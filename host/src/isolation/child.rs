@@ -21,9 +21,20 @@ fn answer(engine: &mut dyn ContextEngine, request: Request) -> Reply {
         Request::ShouldCompressPreflight { messages } => {
             engine.should_compress_preflight(&messages).map(Value::Bool)
         }
-        Request::Compress { messages, options } => engine
-            .compress(&messages, &options)
-            .and_then(|output| to_value(&output)),
+        Request::Compress { messages, options } => {
+            engine.compress(&messages, &options).and_then(|output| {
+                // A forged field would change meaning on the way through JSON (the last of
+                // two `role` keys wins): refuse the output here, where it is still visible.
+                ctxhost_sdk::contract::check_structure(&messages, &output).map_err(
+                    |violation| {
+                        ctxhost_sdk::EngineError::failed(format!(
+                            "returned an invalid context: {violation}"
+                        ))
+                    },
+                )?;
+                to_value(&output)
+            })
+        }
         Request::HasContentToCompress { messages } => {
             engine.has_content_to_compress(&messages).map(Value::Bool)
         }
