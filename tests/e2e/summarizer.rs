@@ -321,3 +321,72 @@ fn the_host_redacts_what_any_engine_sends_and_every_summary_it_returns() {
         assert!(!output.contains(leaked), "{engine}");
     }
 }
+
+/// A summarizer that redirects elsewhere, answers with a body that never ends, or stays silent:
+/// the key never leaves for the redirect's target, memory stays bounded (the run succeeds under
+/// a 4 GiB address-space limit), the overall deadline holds, and the compression falls back to
+/// the offline summary.
+#[test]
+fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
+    use ctxhost_tests::upstream::{Answer, FakeUpstream};
+    let elsewhere = FakeUpstream::start(|_| Answer::Json(200, serde_json::json!({})));
+    let target = format!("{}/chat/completions", elsewhere.base_url());
+    for (answer, expected) in [
+        (Answer::Redirect(target), "redirects are not followed"),
+        (Answer::Endless, "was cut off"),
+        // Silent past the overall deadline while each attempt could wait a minute.
+        (Answer::Hang, "auxiliary.compression.deadline"),
+    ] {
+        let endless = matches!(answer, Answer::Endless | Answer::Hang);
+        let server = FakeUpstream::start(move |_| answer.clone());
+        let sandbox = Sandbox::new();
+        sandbox.write_config(&format!(
+            "model:\n  context_length: 8000\nauxiliary:\n  compression:\n    provider: custom\n    \
+             model: tiny-summarizer\n    base_url: {}\n    api_key_env: {KEY_ENV}\n    \
+             max_retries: 0\n    timeout: 60\n    deadline: 1\n",
+            server.base_url()
+        ));
+        let path = transcript(&sandbox);
+        let mut command = std::process::Command::new(ctxhost_tests::binary());
+        command
+            .current_dir(sandbox.path())
+            .env("CTXHOST_HOME", sandbox.home())
+            .env(KEY_ENV, SECRET)
+            .args(["compress", &path]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; called in the child before exec.
+            unsafe {
+                command.pre_exec(|| {
+                    let limit = libc::rlimit {
+                        rlim_cur: 4 << 30,
+                        rlim_max: 4 << 30,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        let context: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let summary = summary_of(&context);
+        assert!(!summary.is_empty());
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(server.received().len() == 1, "no retry of a fatal answer");
+        assert!(
+            elsewhere.received().is_empty(),
+            "the redirect target never saw the key"
+        );
+        if endless {
+            assert!(
+                server.wait_abandoned(),
+                "the answer in progress was dropped"
+            );
+        }
+    }
+}

@@ -63,6 +63,8 @@ pub enum Answer {
     Hang,
     /// `307 Temporary Redirect` to this URL.
     Redirect(String),
+    /// `200 application/json` whose body never ends: 64 KiB chunks until the client goes away.
+    Endless,
 }
 
 type Handler = dyn Fn(&Received) -> Answer + Send + Sync;
@@ -205,6 +207,20 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .header("location", location)
             .body(Body::empty())
             .unwrap(),
+        Answer::Endless => {
+            let stream = async_stream::stream! {
+                let _guard = Guard { shared, finished: false };
+                let chunk = Bytes::from(vec![b' '; 64 * 1024]);
+                yield Ok::<_, std::convert::Infallible>(Bytes::from_static(b"{\"choices\": ["));
+                loop {
+                    yield Ok(chunk.clone());
+                }
+            };
+            Response::builder()
+                .header("content-type", "application/json")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
         Answer::Stream(events) => sse(shared, events, false),
         Answer::StreamThenHang(events) => sse(shared, events, true),
         Answer::Hang => {

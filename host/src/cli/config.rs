@@ -217,6 +217,7 @@ fn known_keys() -> Vec<String> {
         "auxiliary.compression.api_key_env",
         "auxiliary.compression.timeout",
         "auxiliary.compression.max_retries",
+        "auxiliary.compression.deadline",
         "auxiliary.compression.context_length",
         "auxiliary.compression.cooldown_seconds",
         "trust.enabled",

@@ -33,6 +33,8 @@ pub(crate) struct LlmClient {
     model: String,
     key: KeySource,
     timeout: Duration,
+    /// Bound on one summary, retries included.
+    deadline: Duration,
     policy: RetryPolicy,
     window: u64,
     description: String,
@@ -70,6 +72,7 @@ impl LlmClient {
                 owner: description.clone(),
             },
             timeout,
+            deadline: Duration::from_secs_f64(settings.deadline),
             policy: RetryPolicy::new(settings.max_retries),
             window: settings.effective_context_length(),
             description,
@@ -123,9 +126,9 @@ impl LlmClient {
         };
         let post = &post;
         let url = self.url.as_str();
-        let text = self
-            .runtime
-            .block_on(with_retries(self.policy, move |_| async move {
+        let deadline = self.deadline;
+        let text = self.runtime.block_on(async move {
+            let attempts = with_retries(self.policy, move |_| async move {
                 let answer = post.send().await?;
                 let text = wire
                     .answer(&answer)
@@ -138,7 +141,20 @@ impl LlmClient {
                     )));
                 }
                 Ok(text)
-            }))?;
+            });
+            tokio::time::timeout(deadline, attempts)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(EngineError::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "the summary model at {url} gave no usable answer within {}s \
+                             (auxiliary.compression.deadline)",
+                            deadline.as_secs_f64()
+                        ),
+                    ))
+                })
+        })?;
         Ok(Summary {
             text,
             summarizer: self.description.clone(),

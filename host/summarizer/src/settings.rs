@@ -13,6 +13,8 @@ pub const SECTION: &str = "auxiliary.compression";
 pub const DEFAULT_CONTEXT_LENGTH: u64 = 128_000;
 /// Seconds per HTTP request when the config does not say.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+/// The default bound on one summary, retries included.
+pub const DEFAULT_DEADLINE_SECS: f64 = 90.0;
 /// Retries after the first attempt when the config does not say.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// More retries than this only hide an outage.
@@ -105,6 +107,9 @@ pub struct SummarizerSettings {
     pub timeout: f64,
     /// Retries after the first attempt on 429, 5xx, timeouts and connection errors.
     pub max_retries: u32,
+    /// Seconds one summary may take in all, retries and backoff included (default 90): past
+    /// it the host answers with the offline summary.
+    pub deadline: f64,
     /// The summary model's window in tokens (default 128000): requests are trimmed to fit it.
     pub context_length: Option<u64>,
     /// Seconds the summarizer rests after a failure, the offline summary answering meanwhile
@@ -122,6 +127,7 @@ impl Default for SummarizerSettings {
             api_key_env: None,
             timeout: DEFAULT_TIMEOUT_SECS,
             max_retries: DEFAULT_MAX_RETRIES,
+            deadline: DEFAULT_DEADLINE_SECS,
             context_length: None,
             cooldown_seconds: None,
         }
@@ -172,13 +178,14 @@ impl SettingsError {
     }
 }
 
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "provider",
     "model",
     "base_url",
     "api_key_env",
     "timeout",
     "max_retries",
+    "deadline",
     "context_length",
     "cooldown_seconds",
 ];
@@ -211,6 +218,7 @@ impl SummarizerSettings {
                 "api_key_env" => settings.api_key_env = field(key, value)?,
                 "timeout" => settings.timeout = field(key, value)?,
                 "max_retries" => settings.max_retries = field(key, value)?,
+                "deadline" => settings.deadline = field(key, value)?,
                 "context_length" => settings.context_length = field(key, value)?,
                 "cooldown_seconds" => settings.cooldown_seconds = field(key, value)?,
                 "api_key" => {
@@ -235,6 +243,15 @@ impl SummarizerSettings {
     /// Checks that the settings can work; errors name the key, e.g.
     /// `auxiliary.compression.base_url: required when provider is custom`.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        if !self.deadline.is_finite() || self.deadline <= 0.0 {
+            return Err(SettingsError::invalid(
+                "deadline",
+                format!(
+                    "must be a positive number of seconds, not {}",
+                    self.deadline
+                ),
+            ));
+        }
         if !self.timeout.is_finite() || self.timeout <= 0.0 {
             return Err(SettingsError::invalid(
                 "timeout",
@@ -351,7 +368,7 @@ fn field<T: serde::de::DeserializeOwned>(key: &str, value: &Value) -> Result<T, 
                 "must be one of {}",
                 Provider::ALL.map(Provider::as_str).join(", ")
             ),
-            "timeout" => "must be a number of seconds".to_string(),
+            "timeout" | "deadline" => "must be a number of seconds".to_string(),
             "max_retries" | "context_length" => "must be a whole number".to_string(),
             "cooldown_seconds" => "must be a whole number of seconds".to_string(),
             _ => "must be a string".to_string(),

@@ -50,10 +50,15 @@ impl KeySource {
     }
 }
 
+/// The largest answer a summarizer may send: a summary is a few thousand tokens.
+pub const MAX_ANSWER_BYTES: usize = 8 << 20;
+
 /// The reqwest client every LLM summarizer uses.
 pub fn http_client(timeout: Duration) -> Result<reqwest::Client, SettingsError> {
     reqwest::Client::builder()
         .connect_timeout(timeout.min(Duration::from_secs(10)))
+        // A redirect would carry the key to another origin: none is followed.
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("ctxhost/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|error| SettingsError::Client(error.to_string()))
@@ -85,10 +90,25 @@ impl Post<'_> {
             .map_err(|error| self.transport_failure(&error))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let body = response
-            .bytes()
-            .await
-            .map_err(|error| self.transport_failure(&error))?;
+        if status.is_redirection() {
+            let target = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("nowhere")
+                .to_string();
+            return Err(Failure::fatal(EngineError::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "the summary model at {} redirected ({}) to {target}; redirects are not \
+                     followed (the key would go with them): set auxiliary.compression.base_url \
+                     to the final URL",
+                    self.url,
+                    status.as_u16()
+                ),
+            )));
+        }
+        let body = self.read_limited(response).await?;
         if !status.is_success() {
             return Err(self.status_failure(status, &body, retry_after));
         }
@@ -102,6 +122,30 @@ impl Post<'_> {
                 ),
             ))
         })
+    }
+
+    /// The body, refused past [`MAX_ANSWER_BYTES`] so an endless answer cannot exhaust memory.
+    async fn read_limited(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| self.transport_failure(&error))?
+        {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(Failure::fatal(EngineError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "the summary model at {} answered with more than {} MiB; the answer \
+                         was cut off",
+                        self.url,
+                        MAX_ANSWER_BYTES >> 20
+                    ),
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     fn transport_failure(&self, error: &reqwest::Error) -> Failure {
