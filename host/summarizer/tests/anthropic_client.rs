@@ -15,6 +15,7 @@ fn settings(base_url: String, key_env: &str) -> SummarizerSettings {
         api_key_env: Some(key_env.into()),
         timeout: 5.0,
         max_retries: 2,
+        deadline: 60.0,
         context_length: None,
         cooldown_seconds: None,
     }

@@ -18,6 +18,7 @@ fn settings(provider: Provider, base_url: String, key_env: Option<&str>) -> Summ
         api_key_env: key_env.map(str::to_string),
         timeout: 5.0,
         max_retries: 3,
+        deadline: 60.0,
         context_length: None,
         cooldown_seconds: None,
     }
