@@ -361,7 +361,7 @@ impl Engines {
             }
         };
         let mut warnings = Vec::new();
-        let started = match self.start(name, &data_root) {
+        let started = match self.start(name, &data_root, options.isolation) {
             Ok(started) => started,
             Err(Failure::Settings(error)) => return Err(error.into()),
             Err(failure) if options.resolution == Resolution::Strict => {
@@ -426,7 +426,12 @@ impl Engines {
     }
 
     /// Starts engine `name`, in the design's resolution order.
-    fn start(&self, name: &str, data_root: &Path) -> Result<Started, Failure> {
+    fn start(
+        &self,
+        name: &str,
+        data_root: &Path,
+        isolation: Option<Isolation>,
+    ) -> Result<Started, Failure> {
         if name == BUILT_IN_ENGINE {
             return match self.compressor_at(data_root) {
                 Ok(engine) => Ok(Started {
@@ -444,7 +449,7 @@ impl Engines {
         }
         let candidates = discover(&self.plugin_roots());
         if let Some(candidate) = candidates.iter().find(|c| c.name == name) {
-            return self.start_plugin(candidate, data_root);
+            return self.start_plugin(candidate, data_root, isolation);
         }
         if let Some(registered) = self.registered.iter().find(|r| r.name == name) {
             let services = self.host_services(name, self.config.engine_section(name), data_root);
@@ -576,11 +581,16 @@ impl Engines {
             })
     }
 
-    fn start_plugin(&self, candidate: &Candidate, data_root: &Path) -> Result<Started, Failure> {
+    fn start_plugin(
+        &self,
+        candidate: &Candidate,
+        data_root: &Path,
+        forced: Option<Isolation>,
+    ) -> Result<Started, Failure> {
         let library = self.load(candidate).map_err(Failure::Other)?;
         let name = candidate.name.as_str();
         let host = self.config.plugin_host_settings(name);
-        let isolation = host.isolation.unwrap_or(match candidate.root {
+        let isolation = forced.or(host.isolation).unwrap_or(match candidate.root {
             RootKind::UserHome => Isolation::Process,
             RootKind::ConfigDir => Isolation::InProcess,
         });

@@ -57,6 +57,8 @@ pub struct SessionOptions {
     /// The model and its window, when not the config's `model.name` / `model.context_length`
     /// (the gateway takes them from each request).
     pub model: Option<(String, u64)>,
+    /// Where a plugin engine runs, over its configured or default isolation.
+    pub isolation: Option<crate::isolation::Isolation>,
 }
 
 impl SessionOptions {
@@ -77,6 +79,12 @@ impl SessionOptions {
     /// Refuses to fall back: the named engine or an error.
     pub fn strict(mut self) -> Self {
         self.resolution = Resolution::Strict;
+        self
+    }
+
+    /// Runs a plugin engine in a child process whatever its config says (`plugins doctor`).
+    pub fn isolated(mut self) -> Self {
+        self.isolation = Some(crate::isolation::Isolation::Process);
         self
     }
 

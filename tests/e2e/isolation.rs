@@ -140,3 +140,32 @@ fn the_gateway_keeps_serving_other_sessions_while_one_plugin_process_crashes() {
     assert_eq!(messages.len(), 3);
     assert_eq!(messages[1].messages(), second.as_array().unwrap().clone());
 }
+
+#[test]
+fn plugins_doctor_exercises_each_plugin_in_a_child_and_survives_a_crash() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    sandbox.add_plugin("window", "ctxhost_engine_window");
+    // Not even selected, and configured to run in process: the doctor still isolates it.
+    sandbox.write_config("plugins:\n  hostile:\n    mode: abort\n    isolation: in_process\n");
+    let doctor = sandbox.ctxhost(&["plugins", "doctor"]);
+    assert_eq!(doctor.code, Some(1), "{}{}", doctor.stdout, doctor.stderr);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("hostile"))
+        .unwrap();
+    assert!(
+        line.starts_with("problem") && line.contains("aborted") && line.contains("compress"),
+        "{line}"
+    );
+    let window = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("window:"))
+        .unwrap();
+    assert!(
+        window.starts_with("ok") && window.contains("status and compress work"),
+        "{window}"
+    );
+}

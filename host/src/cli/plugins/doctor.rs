@@ -7,7 +7,12 @@ use std::process::ExitCode;
 use clap::Args;
 use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::engines::ResolveError;
+use std::sync::Arc;
+
 use ctxhost::plugins::ProblemKind;
+use ctxhost::session::SessionError;
+use ctxhost::SessionOptions;
+use ctxhost_sdk::{contract, CompressOptions, Message};
 use serde::Serialize;
 
 use crate::cli::{App, GlobalArgs};
@@ -85,6 +90,81 @@ pub fn run(global: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The window the exercise runs with: small, so a short conversation crosses any threshold.
+const EXERCISE_WINDOW: u64 = 8_192;
+
+/// Runs plugin `name` for real, in a child process (whatever it does there cannot take the
+/// doctor down) and on a temporary state: `status`, then a forced `compress` of a built-in
+/// conversation twice the window, whose output must keep the whole output contract.
+fn exercise(app: &App, name: &str) -> Result<String, (ProblemKind, String)> {
+    let options = SessionOptions::new("ctxhost-doctor")
+        .temporary()
+        .strict()
+        .isolated()
+        .model("doctor-check", EXERCISE_WINDOW);
+    let mut session = app.engines.open_session(name, options).map_err(|error| {
+        let kind = match error {
+            ResolveError::Config(_) => ProblemKind::BadSettings,
+            _ => ProblemKind::LoadFailed,
+        };
+        (kind, error.to_string())
+    })?;
+    let conversation = Arc::new(conversation(&session));
+    app.runtime.block_on(async {
+        session.begin().await.map_err(fault)?;
+        session.status().await.map_err(fault)?;
+        let compression = session
+            .compress(
+                conversation.clone(),
+                CompressOptions {
+                    force: true,
+                    ..CompressOptions::default()
+                },
+            )
+            .await;
+        if let Some(error) = compression.error {
+            return Err(fault(error));
+        }
+        contract::check_output(&conversation, &compression.messages, |list| {
+            session.count(list)
+        })
+        .map_err(|violation| {
+            (
+                ProblemKind::LoadFailed,
+                format!("its compress breaks the output contract: {violation}"),
+            )
+        })?;
+        Ok(format!(
+            "status and compress work ({} → {} tokens)",
+            session.count(&conversation),
+            session.count(&compression.messages)
+        ))
+    })
+}
+
+fn fault(error: SessionError) -> (ProblemKind, String) {
+    (ProblemKind::LoadFailed, error.to_string())
+}
+
+/// A plain conversation of about twice the exercise window.
+fn conversation(session: &ctxhost::Session) -> Vec<Message> {
+    let mut messages = vec![Message::system("You are a careful coding assistant.")];
+    let mut turn = 0;
+    while session.count(&messages) < 2 * EXERCISE_WINDOW {
+        messages.push(Message::user(format!(
+            "Step {turn}: look at src/module_{turn}.rs and explain what `handle_{turn}` does. {}",
+            "It reads the request, checks the input, and writes the answer. ".repeat(8)
+        )));
+        messages.push(Message::assistant(format!(
+            "In step {turn}, `handle_{turn}` validates its input and returns a result. {}",
+            "The function is small and its error paths are tested. ".repeat(8)
+        )));
+        turn += 1;
+    }
+    messages.push(Message::user("Now summarize what we found."));
+    messages
+}
+
 fn examine(app: &App) -> Vec<Finding> {
     let config = app.config();
     let selected = config.context.engine.as_str();
@@ -129,23 +209,20 @@ fn examine(app: &App) -> Vec<Finding> {
         seen.push(name);
         let source = inspection.candidate.root.label();
         match &inspection.loaded {
-            Ok(library) => match app.engines.instantiate(inspection) {
-                Ok(_) => findings.push(finding(
+            Ok(library) => match exercise(app, name) {
+                Ok(did) => findings.push(finding(
                     name,
                     Level::Ok,
                     None,
                     format!(
-                        "{} ({source}, {})",
+                        "{} ({source}, {}): {did}",
                         library.manifest().version,
                         library.path().display()
                     ),
                 )),
-                Err(error) => findings.push(finding(
-                    name,
-                    Level::Problem,
-                    Some(ProblemKind::BadSettings),
-                    error,
-                )),
+                Err((kind, error)) => {
+                    findings.push(finding(name, Level::Problem, Some(kind), error))
+                }
             },
             Err(problem) if problem.kind.is_choice() && name != selected => findings.push(finding(
                 name,
