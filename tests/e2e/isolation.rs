@@ -169,3 +169,30 @@ fn plugins_doctor_exercises_each_plugin_in_a_child_and_survives_a_crash() {
         "{window}"
     );
 }
+
+#[test]
+fn a_plugin_whose_name_is_a_path_is_broken_and_writes_nothing_outside_the_home() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("escape", "ctxhost_engine_window");
+    sandbox.write_descriptor(
+        "escape",
+        "name: ../../outside\nlibrary: ctxhost_engine_window\n",
+    );
+    sandbox.write_config("context:\n  engine: escape\n");
+    let list = sandbox.ctxhost(&["plugins", "list"]);
+    assert!(
+        list.stdout.contains("not a plain engine name"),
+        "{}{}",
+        list.stdout,
+        list.stderr
+    );
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..10].to_vec()));
+    let run = sandbox.ctxhost(&["compress", transcript.to_str().unwrap()]);
+    assert!(
+        run.stderr.contains("not a plain engine name"),
+        "{}",
+        run.stderr
+    );
+    assert!(!sandbox.path().join("outside").exists());
+    assert!(!sandbox.home().join("outside").exists());
+}

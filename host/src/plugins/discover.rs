@@ -92,12 +92,32 @@ pub fn discover(roots: &[PluginRoot]) -> Vec<Candidate> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let descriptor = Descriptor::read(&dir);
-            let name = descriptor
-                .as_ref()
-                .ok()
-                .and_then(|d| d.name.clone())
-                .unwrap_or(dir_name);
+            let mut descriptor = Descriptor::read(&dir);
+            let declared = descriptor.as_ref().ok().and_then(|d| d.name.clone());
+            // The name keys the engine's data directory: a name that is a path (`../x`) would
+            // put it anywhere, so such a plugin is broken, under its directory's name.
+            let name = match declared {
+                Some(name) if super::is_plain_name(&name) => name,
+                Some(name) => {
+                    descriptor = Err(format!(
+                        "{}: name `{name}` is not a plain engine name (lowercase letters, digits, \
+                         `-` and `_`)",
+                        dir.join(DESCRIPTOR_FILE).display()
+                    ));
+                    dir_name
+                }
+                None if !super::is_plain_name(&dir_name) => {
+                    if descriptor.is_ok() {
+                        descriptor = Err(format!(
+                            "{}: the directory's name is not a plain engine name (lowercase \
+                             letters, digits, `-` and `_`); rename it or set `name:`",
+                            dir.display()
+                        ));
+                    }
+                    dir_name
+                }
+                None => dir_name,
+            };
             found.push(Candidate {
                 name,
                 dir,

@@ -478,16 +478,7 @@ pub fn check_name(name: &str) -> Result<(), InstallError> {
     if name == BUILT_IN_ENGINE {
         return Err(InstallError::Reserved(name.to_string()));
     }
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric());
-    if valid {
+    if super::is_plain_name(name) {
         Ok(())
     } else {
         Err(InstallError::BadName(name.to_string()))

@@ -15,3 +15,18 @@ pub use descriptor::{
 };
 pub use discover::{discover, Candidate, PluginRoot, RootKind};
 pub use inspect::{inspect, Inspection, Problem, ProblemKind};
+
+/// Whether `name` can be an engine's name: it becomes a directory under `$CTXHOST_HOME` and a
+/// config key, so only lowercase letters, digits, `-` and `_`, starting with a letter or digit,
+/// at most 64 bytes (never `..` or a path).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+}
