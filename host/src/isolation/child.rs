@@ -7,10 +7,24 @@ use std::io::{BufRead, Write};
 use ctxhost_sdk::ContextEngine;
 use serde_json::Value;
 
-use super::protocol::{Reply, Request, WireError};
+use super::protocol::{MessageList, Reply, Request, WireError};
+
+/// The last message list the host sent, which the next one is a change to.
+#[derive(Default)]
+struct Received {
+    messages: Vec<ctxhost_sdk::Message>,
+}
+
+impl Received {
+    fn apply(&mut self, list: MessageList) -> &[ctxhost_sdk::Message] {
+        self.messages.truncate(list.keep);
+        self.messages.extend(list.append);
+        &self.messages
+    }
+}
 
 /// Runs one request on the engine.
-fn answer(engine: &mut dyn ContextEngine, request: Request) -> Reply {
+fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Request) -> Reply {
     let result = match request {
         Request::UpdateFromResponse { usage } => {
             engine.update_from_response(&usage).map(|()| Value::Null)
@@ -18,11 +32,12 @@ fn answer(engine: &mut dyn ContextEngine, request: Request) -> Reply {
         Request::ShouldCompress { prompt_tokens } => {
             engine.should_compress(prompt_tokens).map(Value::Bool)
         }
-        Request::ShouldCompressPreflight { messages } => {
-            engine.should_compress_preflight(&messages).map(Value::Bool)
-        }
+        Request::ShouldCompressPreflight { messages } => engine
+            .should_compress_preflight(received.apply(messages))
+            .map(Value::Bool),
         Request::Compress { messages, options } => {
-            engine.compress(&messages, &options).and_then(|output| {
+            let messages = received.apply(messages);
+            engine.compress(messages, &options).and_then(|output| {
                 // A forged field would change meaning on the way through JSON (the last of
                 // two `role` keys wins): refuse the output here, where it is still visible.
                 ctxhost_sdk::contract::check_structure(&messages, &output).map_err(
@@ -35,9 +50,9 @@ fn answer(engine: &mut dyn ContextEngine, request: Request) -> Reply {
                 to_value(&output)
             })
         }
-        Request::HasContentToCompress { messages } => {
-            engine.has_content_to_compress(&messages).map(Value::Bool)
-        }
+        Request::HasContentToCompress { messages } => engine
+            .has_content_to_compress(received.apply(messages))
+            .map(Value::Bool),
         Request::OnSessionStart { session } => {
             engine.on_session_start(&session).map(|()| Value::Null)
         }
@@ -91,13 +106,14 @@ pub fn serve(
     input: impl BufRead,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
+    let mut received = Received::default();
     for line in input.lines() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
         let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(request) => answer(engine, request),
+            Ok(request) => answer(engine, &mut received, request),
             Err(error) => Reply::Err(WireError::from(&ctxhost_sdk::EngineError::new(
                 ctxhost_sdk::ErrorKind::InvalidInput,
                 format!("the engine's process cannot read the request: {error}"),

@@ -16,7 +16,7 @@ use ctxhost_sdk::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::protocol::{Init, Ready, Reply, Request};
+use super::protocol::{Init, MessageList, Ready, Reply, Request};
 use crate::services::HostServicesImpl;
 
 /// Consecutive failures after which the child is no longer restarted for a while.
@@ -54,6 +54,8 @@ pub struct ProcessEngine {
     failures: u32,
     breaker_open_until: Option<Instant>,
     breaker_trips: u32,
+    /// The message list the child holds (what the next list is sent as a change to).
+    shipped: Vec<Message>,
 }
 
 impl ProcessEngine {
@@ -72,6 +74,7 @@ impl ProcessEngine {
             failures: 0,
             breaker_open_until: None,
             breaker_trips: 0,
+            shipped: Vec::new(),
         };
         let ready = engine.spawn()?;
         Ok((engine, ready))
@@ -118,6 +121,7 @@ impl ProcessEngine {
             input,
             replies,
         });
+        self.shipped.clear();
         let init = serde_json::to_value(&self.spec.init).unwrap_or_default();
         let ready: Ready = self.exchange_line(init, "start")?;
         for request in self.replay.clone() {
@@ -168,6 +172,22 @@ impl ProcessEngine {
             Err(_) => {}
         }
         result
+    }
+
+    /// `messages` as a change to what the child holds: the common start kept, the rest sent.
+    fn ship(&mut self, messages: &[Message]) -> MessageList {
+        let keep = self
+            .shipped
+            .iter()
+            .zip(messages)
+            .take_while(|(held, new)| held == new)
+            .count();
+        self.shipped.truncate(keep);
+        self.shipped.extend_from_slice(&messages[keep..]);
+        MessageList {
+            keep,
+            append: messages[keep..].to_vec(),
+        }
     }
 
     fn failed(&mut self) {
@@ -345,9 +365,8 @@ impl ContextEngine for ProcessEngine {
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        self.call(Request::ShouldCompressPreflight {
-            messages: messages.to_vec(),
-        })
+        let messages = self.ship(messages);
+        self.call(Request::ShouldCompressPreflight { messages })
     }
 
     fn compress(
@@ -355,16 +374,16 @@ impl ContextEngine for ProcessEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
+        let messages = self.ship(messages);
         self.call(Request::Compress {
-            messages: messages.to_vec(),
+            messages,
             options: options.clone(),
         })
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        self.call(Request::HasContentToCompress {
-            messages: messages.to_vec(),
-        })
+        let messages = self.ship(messages);
+        self.call(Request::HasContentToCompress { messages })
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {

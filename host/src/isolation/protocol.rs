@@ -29,6 +29,16 @@ pub struct Ready {
     pub version: String,
 }
 
+/// A message list, sent as a change to the last list the child received: most calls only add
+/// messages at the end, so the history is not sent again on every turn.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MessageList {
+    /// How many messages of the previous list start this one.
+    pub keep: usize,
+    /// The messages after them.
+    pub append: Vec<Message>,
+}
+
 /// One engine operation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -40,14 +50,14 @@ pub enum Request {
         prompt_tokens: u64,
     },
     ShouldCompressPreflight {
-        messages: Vec<Message>,
+        messages: MessageList,
     },
     Compress {
-        messages: Vec<Message>,
+        messages: MessageList,
         options: CompressOptions,
     },
     HasContentToCompress {
-        messages: Vec<Message>,
+        messages: MessageList,
     },
     OnSessionStart {
         session: SessionStart,
