@@ -1,6 +1,8 @@
 //! What the plugin boundary costs: `compress` on a ~200K-token conversation through the window
-//! engine loaded as a cdylib, against the same engine linked in. Both get the host's real
-//! services (tiktoken counts, cached), so the difference is the ABI crossing.
+//! engine loaded as a cdylib, against the same engine linked in, and against the cdylib isolated
+//! in a child process (`isolation: process`); and the per-turn check
+//! (`should_compress_preflight`) in process and isolated. All get the host's real services
+//! (tiktoken counts, cached), so the differences are the crossings.
 //!
 //! Run: `cargo bench -p ctxhost-tests --bench abi_crossing`
 
@@ -15,7 +17,9 @@ use ctxhost_sdk::{
     CompressOptions, ContextEngine, EnginePlugin, EngineSetup, HostBackend, HostServices, Message,
     ModelInfo,
 };
-use ctxhost_tests::{library, long_session};
+use ctxhost::isolation::parent::{ChildSpec, ProcessEngine};
+use ctxhost::isolation::protocol::Init;
+use ctxhost_tests::{binary, library, long_session, Sandbox};
 
 /// About 200K tokens: the corpus session, repeated.
 fn conversation(host: &HostServicesImpl) -> Vec<Message> {
@@ -65,6 +69,29 @@ fn abi_crossing(c: &mut Criterion) {
     // Warm the token cache the way a live session has it.
     linked.compress(&messages, &options).unwrap();
 
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("window", "ctxhost_engine_window");
+    let config = "plugins:\n  window:\n    isolation: process\n";
+    sandbox.write_config(config);
+    let (mut isolated, _) = ProcessEngine::start(
+        ChildSpec {
+            program: binary(),
+            init: Init {
+                config_text: config.to_string(),
+                config_source: Some(sandbox.config_path()),
+                home: sandbox.home(),
+                name: "window".to_string(),
+                data_root: sandbox.path().join("data"),
+                verbose: false,
+            },
+            timeout: std::time::Duration::from_secs(300),
+            memory_limit: None,
+        },
+        host.clone(),
+    )
+    .expect("the isolated window starts");
+    isolated.compress(&messages, &options).unwrap();
+
     let mut group = c.benchmark_group("compress_200k_tokens");
     group.sample_size(30);
     group.bench_function("linked_in", |b| {
@@ -72,6 +99,20 @@ fn abi_crossing(c: &mut Criterion) {
     });
     group.bench_function("cdylib", |b| {
         b.iter(|| loaded.compress(&messages, &options).unwrap())
+    });
+    group.bench_function("cdylib_isolated", |b| {
+        b.iter(|| isolated.compress(&messages, &options).unwrap())
+    });
+    group.finish();
+
+    // The per-turn check on the same conversation (the isolated child already holds it, as it
+    // does in a session where each turn adds a message or two).
+    let mut group = c.benchmark_group("preflight_200k_tokens");
+    group.bench_function("cdylib", |b| {
+        b.iter(|| loaded.should_compress_preflight(&messages).unwrap())
+    });
+    group.bench_function("cdylib_isolated", |b| {
+        b.iter(|| isolated.should_compress_preflight(&messages).unwrap())
     });
     group.finish();
 }
