@@ -9,6 +9,8 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use ctxhost::isolation::parent::{ChildSpec, ProcessEngine};
+use ctxhost::isolation::protocol::Init;
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
 use ctxhost_engine_window::WindowEngine;
@@ -17,8 +19,6 @@ use ctxhost_sdk::{
     CompressOptions, ContextEngine, EnginePlugin, EngineSetup, HostBackend, HostServices, Message,
     ModelInfo,
 };
-use ctxhost::isolation::parent::{ChildSpec, ProcessEngine};
-use ctxhost::isolation::protocol::Init;
 use ctxhost_tests::{binary, library, long_session, Sandbox};
 
 /// About 200K tokens: the corpus session, repeated.

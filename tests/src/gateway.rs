@@ -79,6 +79,11 @@ impl Sandbox {
 }
 
 impl GatewayProcess {
+    /// The process id (benchmarks read its memory).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `http://127.0.0.1:PORT/v1`
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.url)

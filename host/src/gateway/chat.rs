@@ -278,7 +278,12 @@ async fn handle(
     let prepared = live
         .prepare(&gateway, &request.history, &request.model, window)
         .await;
-    gateway.persist(&live.record).await?;
+    // A new view is saved before it is used, so a crash mid-request cannot lose a compression;
+    // the rest of the record (lineage, counts) is saved once the answer is on its way (a
+    // client that retries after a crash sends the same history, which extends the old lineage).
+    if prepared.compressed {
+        gateway.persist(&live.record).await?;
+    }
     let mut session_headers = HeaderMap::new();
     set_header(&mut session_headers, SESSION_HEADER, &key.name);
     set_header(
@@ -740,6 +745,9 @@ async fn stream(
         gateway.save(&live.record).await;
         return Ok(relay(status, relayed, &session_headers, body));
     }
+    // The stream may be abandoned by its client at any point: the session as it stands now is
+    // saved first.
+    gateway.save(&live.record).await;
     let frames = async_stream::stream! {
         let mut guard = guard;
         let live = guard.as_mut().expect("the session is open");
