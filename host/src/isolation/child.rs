@@ -40,13 +40,11 @@ fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Requ
             engine.compress(messages, &options).and_then(|output| {
                 // A forged field would change meaning on the way through JSON (the last of
                 // two `role` keys wins): refuse the output here, where it is still visible.
-                ctxhost_sdk::contract::check_structure(&messages, &output).map_err(
-                    |violation| {
-                        ctxhost_sdk::EngineError::failed(format!(
-                            "returned an invalid context: {violation}"
-                        ))
-                    },
-                )?;
+                ctxhost_sdk::contract::check_structure(messages, &output).map_err(|violation| {
+                    ctxhost_sdk::EngineError::failed(format!(
+                        "returned an invalid context: {violation}"
+                    ))
+                })?;
                 to_value(&output)
             })
         }
