@@ -162,7 +162,14 @@ impl Bound {
             tracing::info!("shutting down: finishing requests in flight");
             let _ = stopping_tx.send(true);
         };
-        let server = axum::serve(self.listener, router).with_graceful_shutdown(signal);
+        // Answers (and every streamed chunk) go out at once: Nagle's algorithm would hold small
+        // writes back until the client acknowledges the previous ones.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a connection: {error}");
+            }
+        });
+        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
         let server = std::future::IntoFuture::into_future(server);
         tokio::pin!(server);
         let mut stopping = stopping_rx;
