@@ -395,12 +395,9 @@ impl Session {
     /// message) into the next one when a long tool loop follows it.
     fn check(&self, input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
         contract::check_structure(input, output)?;
-        let tokens = self.services.tokens();
-        let (before, after) = (tokens.count_messages(input), tokens.count_messages(output));
-        if after > before {
-            return Err(OutputViolation::Larger { before, after });
-        }
-        Ok(())
+        contract::check_size(input, output, |list| {
+            self.services.tokens().count_messages(list)
+        })
     }
 
     /// The engine's report of its last compression.

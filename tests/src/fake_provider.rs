@@ -108,6 +108,19 @@ impl Recorded {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).expect("the request body is JSON")
     }
+
+    /// The chat `messages` it carried.
+    pub fn messages(&self) -> Vec<Value> {
+        self.json()["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether it asked for a stream.
+    pub fn streams(&self) -> bool {
+        self.json()["stream"].as_bool().unwrap_or(false)
+    }
 }
 
 pub struct TestServer {

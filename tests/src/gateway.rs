@@ -89,6 +89,25 @@ impl GatewayProcess {
         format!("{}/v1", self.url)
     }
 
+    /// `GET PATH` on the gateway as the client holding `credential` (`None`: no
+    /// `Authorization`); the status and the JSON body.
+    pub fn get_json(&self, path: &str, credential: Option<&str>) -> (u16, serde_json::Value) {
+        let mut request = reqwest::blocking::Client::new().get(format!("{}{path}", self.url));
+        if let Some(credential) = credential {
+            request = request.bearer_auth(credential);
+        }
+        let response = request.send().expect("the gateway answers");
+        let status = response.status().as_u16();
+        (status, response.json().expect("a JSON body"))
+    }
+
+    /// What the gateway holds about session `id` of `credential` (`/ctxhost/sessions/{id}`).
+    pub fn session(&self, id: &str, credential: Option<&str>) -> serde_json::Value {
+        let (status, body) = self.get_json(&format!("/ctxhost/sessions/{id}"), credential);
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// What it logged after the ready line so far.
     pub fn log(&self) -> Vec<String> {
         self.log.0.lock().unwrap().clone()

@@ -12,43 +12,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-/// A request the upstream received.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub method: String,
-    /// Path and query.
-    pub path: String,
-    /// Names lowercased.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Received {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("the upstream request body is JSON")
-    }
-
-    /// The `messages` the gateway sent.
-    pub fn messages(&self) -> Vec<Value> {
-        self.json()["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// Whether the request asked for a stream.
-    pub fn streams(&self) -> bool {
-        self.json()["stream"].as_bool().unwrap_or(false)
-    }
-}
+pub use crate::fake_provider::Recorded;
 
 /// What the upstream answers one request with.
 #[derive(Debug, Clone)]
@@ -67,11 +31,11 @@ pub enum Answer {
     Endless,
 }
 
-type Handler = dyn Fn(&Received) -> Answer + Send + Sync;
+type Handler = dyn Fn(&Recorded) -> Answer + Send + Sync;
 
 struct Shared {
     handler: Box<Handler>,
-    received: Mutex<Vec<Received>>,
+    received: Mutex<Vec<Recorded>>,
     /// Told each time a client went away from a stream or a hung request.
     abandoned: Mutex<mpsc::Sender<()>>,
 }
@@ -85,7 +49,7 @@ pub struct FakeUpstream {
 }
 
 impl FakeUpstream {
-    pub fn start(handler: impl Fn(&Received) -> Answer + Send + Sync + 'static) -> Self {
+    pub fn start(handler: impl Fn(&Recorded) -> Answer + Send + Sync + 'static) -> Self {
         let (abandoned_tx, abandoned) = mpsc::channel();
         let shared = Arc::new(Shared {
             handler: Box::new(handler),
@@ -128,12 +92,12 @@ impl FakeUpstream {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
-    pub fn received(&self) -> Vec<Received> {
+    pub fn received(&self) -> Vec<Recorded> {
         self.shared.received.lock().unwrap().clone()
     }
 
     /// The chat-completions requests received, in order.
-    pub fn chat_requests(&self) -> Vec<Received> {
+    pub fn chat_requests(&self) -> Vec<Recorded> {
         self.received()
             .into_iter()
             .filter(|r| r.path.starts_with("/v1/chat/completions"))
@@ -174,7 +138,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let body = axum::body::to_bytes(body, usize::MAX)
         .await
         .unwrap_or_default();
-    let received = Received {
+    let received = Recorded {
         method: parts.method.to_string(),
         path: parts
             .uri
@@ -191,7 +155,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 )
             })
             .collect(),
-        body: body.to_vec(),
+        body: String::from_utf8_lossy(&body).into_owned(),
     };
     let answer = (shared.handler)(&received);
     shared.received.lock().unwrap().push(received);
@@ -346,7 +310,7 @@ pub fn chunks(message: &Value, usage: Option<Value>) -> Vec<Value> {
 }
 
 /// Answers `message` the way the request asks: streamed (with usage when asked) or not.
-pub fn reply(request: &Received, message: Value, usage: Option<Value>) -> Answer {
+pub fn reply(request: &Recorded, message: Value, usage: Option<Value>) -> Answer {
     let body = request.json();
     if body["stream"].as_bool().unwrap_or(false) {
         let wants_usage = body["stream_options"]["include_usage"]

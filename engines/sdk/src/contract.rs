@@ -74,14 +74,7 @@ pub enum OutputViolation {
 /// The structure every output must keep (see the [module docs](self)). An invalid `input` is
 /// not the engine's fault: only breaking a valid sequence counts.
 pub fn check_structure(input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
-    for (index, message) in output.iter().enumerate() {
-        if !message.is_valid_utf8() {
-            return Err(OutputViolation::InvalidText { index });
-        }
-        if let Some(field) = message.shadowing_field() {
-            return Err(OutputViolation::ShadowedField { index, field });
-        }
-    }
+    check_fields(output)?;
     if let Err(problem) = sequence::validate(output) {
         if sequence::validate(input).is_ok() {
             return Err(problem.into());
@@ -110,6 +103,34 @@ pub fn check_structure(input: &[Message], output: &[Message]) -> Result<(), Outp
     Ok(())
 }
 
+/// What each message of `output` holds on its own: valid UTF-8, and no extra field that would
+/// shadow a core one when written out. The part of [`check_structure`] that must run before the
+/// messages are serialized (a shadowing field changes meaning once written as JSON).
+pub fn check_fields(output: &[Message]) -> Result<(), OutputViolation> {
+    for (index, message) in output.iter().enumerate() {
+        if !message.is_valid_utf8() {
+            return Err(OutputViolation::InvalidText { index });
+        }
+        if let Some(field) = message.shadowing_field() {
+            return Err(OutputViolation::ShadowedField { index, field });
+        }
+    }
+    Ok(())
+}
+
+/// `output` costs no more tokens than `input`; `count` gives a message list's tokens.
+pub fn check_size(
+    input: &[Message],
+    output: &[Message],
+    count: impl Fn(&[Message]) -> u64,
+) -> Result<(), OutputViolation> {
+    let (before, after) = (count(input), count(output));
+    if after > before {
+        return Err(OutputViolation::Larger { before, after });
+    }
+    Ok(())
+}
+
 /// The whole output contract (see the [module docs](self)); `count` gives a message list's
 /// tokens.
 pub fn check_output(
@@ -123,11 +144,7 @@ pub fn check_output(
             return Err(OutputViolation::NewestUserLost { index });
         }
     }
-    let (before, after) = (count(input), count(output));
-    if after > before {
-        return Err(OutputViolation::Larger { before, after });
-    }
-    Ok(())
+    check_size(input, output, count)
 }
 
 /// `a user message: "first ask"`, cut to 40 characters.

@@ -2,8 +2,10 @@
 
 use std::fmt;
 
-/// What kind of failure an [`EngineError`] is. Crosses the plugin boundary as a number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What kind of failure an [`EngineError`] is. Crosses the plugin boundary as a number, and a
+/// process boundary by name (`failed`, `invalid_setting`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The operation ran and failed.
     Failed,

@@ -375,6 +375,14 @@ fn relay(
     response
 }
 
+/// What every model call of one request shares.
+struct ModelCall<'a> {
+    request: &'a ChatRequest,
+    schemas: &'a [Value],
+    headers: &'a HeaderMap,
+    query: Option<&'a str>,
+}
+
 /// What a reply's tool calls are, split.
 struct Calls {
     /// The engine's calls: (id, name, arguments).
@@ -453,22 +461,17 @@ async fn complete(
     let mut usage = UsageSum::default();
     let rounds = gateway.settings.limits.tool_rounds.max(1);
     let mut round = 0;
+    let call = ModelCall {
+        request: &request,
+        schemas: &schemas,
+        headers: &headers,
+        query: query.as_deref(),
+    };
     let (mut answer, relayed) = loop {
         round += 1;
-        let body = request.upstream_body(&messages, &schemas);
-        let response = gateway
-            .call_upstream(
-                Method::POST,
-                UPSTREAM_PATH,
-                query.as_deref(),
-                &headers,
-                body,
-            )
-            .await;
-        let response = match response {
+        let response = match gateway.model_call(live, &call, &messages).await {
             Ok(response) => response,
             Err(error) => {
-                live.record.stats.upstream_errors += 1;
                 gateway.save(&live.record).await;
                 return Err(error);
             }
@@ -719,20 +722,15 @@ async fn stream(
     let messages = prepared.upstream;
     // The first call is made before answering, so its failure reaches the client with the
     // upstream's own status and body.
-    let body = request.upstream_body(&messages, &schemas);
-    let first = gateway
-        .call_upstream(
-            Method::POST,
-            UPSTREAM_PATH,
-            query.as_deref(),
-            &headers,
-            body,
-        )
-        .await;
-    let first = match first {
+    let call = ModelCall {
+        request: &request,
+        schemas: &schemas,
+        headers: &headers,
+        query: query.as_deref(),
+    };
+    let first = match gateway.model_call(live, &call, &messages).await {
         Ok(response) => response,
         Err(error) => {
-            live.record.stats.upstream_errors += 1;
             gateway.save(&live.record).await;
             return Err(error);
         }
@@ -861,11 +859,13 @@ async fn stream(
                 if !calls.has_client_calls && round_number < rounds {
                     messages.push(reply);
                     messages.extend(results);
-                    let body = request.upstream_body(&messages, &schemas);
-                    match gateway
-                        .call_upstream(Method::POST, UPSTREAM_PATH, query.as_deref(), &headers, body)
-                        .await
-                    {
+                    let call = ModelCall {
+                        request: &request,
+                        schemas: &schemas,
+                        headers: &headers,
+                        query: query.as_deref(),
+                    };
+                    match gateway.model_call(live, &call, &messages).await {
                         Ok(next) if next.status().is_success() => {
                             response = Some(next);
                             continue;
@@ -888,7 +888,6 @@ async fn stream(
                             break;
                         }
                         Err(error) => {
-                            gateway.upstream_error(live, "connect");
                             yield Ok(sse(&error.body()));
                             break;
                         }
@@ -953,28 +952,33 @@ async fn stream(
 }
 
 impl Gateway {
-    /// Sends one call upstream, timing it.
-    pub async fn call_upstream(
+    /// Makes one model call for `request` with `messages` (and the engine's tools), timing it;
+    /// a call that gets no answer at all is counted against the session and logged.
+    async fn model_call(
         &self,
-        method: Method,
-        path: &str,
-        query: Option<&str>,
-        headers: &HeaderMap,
-        body: Bytes,
+        live: &mut Live,
+        call: &ModelCall<'_>,
+        messages: &[Message],
     ) -> Result<reqwest::Response, GatewayError> {
+        let body = call.request.upstream_body(messages, call.schemas);
         let started = Instant::now();
         let result = self
             .upstream
-            .send(method, path, query, headers, Some(body))
+            .send(
+                Method::POST,
+                UPSTREAM_PATH,
+                call.query,
+                call.headers,
+                Some(body),
+            )
             .await;
         self.metrics.observe(
             "ctxhost_upstream_duration_seconds",
-            &[("route", path)],
+            &[("route", UPSTREAM_PATH)],
             started.elapsed(),
         );
         if let Err(error) = &result {
-            self.metrics
-                .add("ctxhost_upstream_errors_total", &[("kind", "connect")], 1);
+            self.upstream_error(live, "connect");
             tracing::warn!("{error}");
         }
         result

@@ -7,9 +7,9 @@
 
 use std::fmt;
 
-use ctxhost_sdk::Message;
+use ctxhost_sdk::{Content, Message};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{json, Value};
+
 use sha2::{Digest as _, Sha256};
 
 /// A message's identity in a lineage: what a client may re-serialize differently (a `null`
@@ -19,24 +19,34 @@ pub struct Digest([u8; 32]);
 
 impl Digest {
     pub fn of(message: &Message) -> Self {
-        let value = message.to_value();
-        let content = match &value["content"] {
-            Value::String(text) if text.is_empty() => Value::Null,
-            other => other.clone(),
+        // Fed straight from the fields (each with its length, so no two splits collide):
+        // every request hashes its whole history, so no JSON is built here.
+        let mut hasher = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
         };
-        let calls: Vec<Value> = message
-            .tool_calls()
-            .iter()
-            .map(|call| json!([call.id(), call.name(), call.arguments()]))
-            .collect();
-        let identity = json!([
-            message.role(),
-            content,
-            calls,
-            message.tool_call_id(),
-            message.name(),
-        ]);
-        Digest(Sha256::digest(identity.to_string().as_bytes()).into())
+        field(message.role().as_bytes());
+        match message.content() {
+            Content::Text(text) if !text.is_empty() => {
+                field(b"t");
+                field(text.as_bytes());
+            }
+            Content::Json(json) => {
+                field(b"j");
+                field(json.as_bytes());
+            }
+            // Absent, null and "" are the same message to a client library.
+            _ => field(b"-"),
+        }
+        for call in message.tool_calls() {
+            field(call.id().as_bytes());
+            field(call.name().as_bytes());
+            field(call.arguments().as_bytes());
+        }
+        field(message.tool_call_id().unwrap_or("\0").as_bytes());
+        field(message.name().unwrap_or("\0").as_bytes());
+        Digest(hasher.finalize().into())
     }
 
     pub fn hex(&self) -> String {
@@ -184,6 +194,7 @@ impl Conversation {
 mod tests {
     use super::*;
     use ctxhost_sdk::ToolCall;
+    use serde_json::Value;
 
     fn history(n: usize) -> Vec<Message> {
         let mut messages = vec![Message::system("be brief")];

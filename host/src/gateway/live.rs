@@ -229,7 +229,9 @@ impl Live {
                 engine_error = Some(self.failed(gateway, &error));
             }
         }
-        let (continuity, mut upstream) = self.record.conversation.advance(history);
+        let (continuity, upstream) = self.record.conversation.advance(history);
+        // Shared with the engine calls below, not copied for each.
+        let mut upstream = Arc::new(upstream);
         self.record.stats.requests += 1;
         let received = self.session.count(history);
         self.record.stats.tokens_received += received;
@@ -251,7 +253,7 @@ impl Live {
         } else {
             match self
                 .session
-                .should_compress_preflight(Arc::new(upstream.clone()))
+                .should_compress_preflight(upstream.clone())
                 .await
             {
                 Ok(true) => Some(Trigger::Preflight),
@@ -271,7 +273,7 @@ impl Live {
             let compression = self
                 .session
                 .compress(
-                    Arc::new(upstream.clone()),
+                    upstream.clone(),
                     CompressOptions {
                         current_tokens: Some(tokens_before),
                         ..CompressOptions::default()
@@ -281,8 +283,8 @@ impl Live {
             let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
             let outcome = match &compression.error {
                 None => {
-                    upstream = compression.messages.to_vec();
-                    self.record.conversation.compressed(upstream.clone());
+                    upstream = compression.messages.clone();
+                    self.record.conversation.compressed(upstream.to_vec());
                     compressed = true;
                     "ok"
                 }
@@ -321,7 +323,7 @@ impl Live {
         self.record.engine = self.session.engine().to_string();
         self.record.updated_at = unix_now();
         Prepared {
-            upstream,
+            upstream: Arc::try_unwrap(upstream).unwrap_or_else(|shared| shared.to_vec()),
             continuity,
             compressed,
             engine_error,

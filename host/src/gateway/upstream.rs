@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use bytes::Bytes;
-use futures_util::StreamExt;
+use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};
 use super::settings::ServeSettings;
@@ -109,13 +109,7 @@ impl Upstream {
             .await
             .map_err(|error| describe(&error, &self.base))?;
         // A redirect is never followed, nor handed to the client to follow with its key.
-        if response.status().is_redirection() {
-            let target = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere")
-                .to_string();
+        if let Some(target) = redirect_of(&response) {
             return Err(GatewayError::new(
                 ErrorKind::BadGateway,
                 format!(
@@ -174,26 +168,24 @@ pub fn relayed_headers(upstream: &reqwest::header::HeaderMap) -> HeaderMap {
 
 /// Reads a whole body, refusing one over `limit` bytes.
 pub async fn read_body(response: reqwest::Response, limit: u64) -> Result<Bytes, GatewayError> {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| {
-            let kind = if error.is_timeout() {
-                ErrorKind::UpstreamTimeout
-            } else {
-                ErrorKind::BadGateway
-            };
-            GatewayError::new(kind, format!("the upstream's answer broke off: {error}"))
-        })?;
-        if (body.len() + chunk.len()) as u64 > limit {
-            return Err(GatewayError::new(
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    read_capped(response, cap)
+        .await
+        .map(Bytes::from)
+        .map_err(|error| match error {
+            CappedReadError::TooLarge => GatewayError::new(
                 ErrorKind::BadGateway,
                 format!(
                     "the upstream's response is over serve.limits.max_response_bytes ({limit} bytes)"
                 ),
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(body))
+            ),
+            CappedReadError::Transport(error) => {
+                let kind = if error.is_timeout() {
+                    ErrorKind::UpstreamTimeout
+                } else {
+                    ErrorKind::BadGateway
+                };
+                GatewayError::new(kind, format!("the upstream's answer broke off: {error}"))
+            }
+        })
 }

@@ -39,8 +39,9 @@ fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Requ
             let messages = received.apply(messages);
             engine.compress(messages, &options).and_then(|output| {
                 // A forged field would change meaning on the way through JSON (the last of
-                // two `role` keys wins): refuse the output here, where it is still visible.
-                ctxhost_sdk::contract::check_structure(messages, &output).map_err(|violation| {
+                // two `role` keys wins): refuse it here, where it is still visible. The host
+                // checks the rest of the contract on what arrives.
+                ctxhost_sdk::contract::check_fields(&output).map_err(|violation| {
                     ctxhost_sdk::EngineError::failed(format!(
                         "returned an invalid context: {violation}"
                     ))

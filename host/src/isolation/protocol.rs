@@ -119,38 +119,16 @@ impl Request {
 /// An [`EngineError`] on the wire.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireError {
-    pub kind: WireKind,
+    pub kind: ErrorKind,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setting: Option<SettingFault>,
 }
 
-/// [`ErrorKind`] on the wire.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireKind {
-    Failed,
-    InvalidInput,
-    Unsupported,
-    Panicked,
-    NotConfigured,
-    Unavailable,
-    InvalidSetting,
-}
-
 impl From<&EngineError> for WireError {
     fn from(error: &EngineError) -> Self {
-        let kind = match error.kind() {
-            ErrorKind::InvalidInput => WireKind::InvalidInput,
-            ErrorKind::Unsupported => WireKind::Unsupported,
-            ErrorKind::Panicked => WireKind::Panicked,
-            ErrorKind::NotConfigured => WireKind::NotConfigured,
-            ErrorKind::Unavailable => WireKind::Unavailable,
-            ErrorKind::InvalidSetting => WireKind::InvalidSetting,
-            _ => WireKind::Failed,
-        };
         WireError {
-            kind,
+            kind: error.kind(),
             message: error.message().to_string(),
             setting: error.setting().cloned(),
         }
@@ -159,19 +137,12 @@ impl From<&EngineError> for WireError {
 
 impl From<WireError> for EngineError {
     fn from(error: WireError) -> Self {
-        if let (WireKind::InvalidSetting, Some(fault)) = (error.kind, &error.setting) {
-            return EngineError::invalid_setting(fault.key.clone(), fault.problem.clone());
+        match error.setting {
+            Some(fault) if error.kind == ErrorKind::InvalidSetting => {
+                EngineError::invalid_setting(fault.key, fault.problem)
+            }
+            _ => EngineError::new(error.kind, error.message),
         }
-        let kind = match error.kind {
-            WireKind::Failed => ErrorKind::Failed,
-            WireKind::InvalidInput => ErrorKind::InvalidInput,
-            WireKind::Unsupported => ErrorKind::Unsupported,
-            WireKind::Panicked => ErrorKind::Panicked,
-            WireKind::NotConfigured => ErrorKind::NotConfigured,
-            WireKind::Unavailable => ErrorKind::Unavailable,
-            WireKind::InvalidSetting => ErrorKind::InvalidSetting,
-        };
-        EngineError::new(kind, error.message)
     }
 }
 

@@ -38,6 +38,7 @@ pub use openai::OpenAiSummarizer;
 pub use prompt::DEFAULT_INSTRUCTIONS;
 pub use retry::RetryPolicy;
 pub use settings::{Provider, SettingsError, SummarizerSettings};
+pub use transport::{read_capped, redirect_of, CappedReadError};
 
 /// Writes summaries for engines.
 pub trait Summarizer: Send + Sync {

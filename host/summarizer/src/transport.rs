@@ -50,6 +50,43 @@ impl KeySource {
     }
 }
 
+/// Where a redirecting answer points (`None` for any other answer). The host's HTTP clients
+/// follow no redirects: a redirect would carry the caller's key to another origin.
+pub fn redirect_of(response: &reqwest::Response) -> Option<String> {
+    response.status().is_redirection().then(|| {
+        response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("nowhere")
+            .to_string()
+    })
+}
+
+/// Why a capped read stopped.
+#[derive(Debug)]
+pub enum CappedReadError {
+    /// The body went past the cap.
+    TooLarge,
+    /// The connection failed mid-body.
+    Transport(reqwest::Error),
+}
+
+/// Reads a whole body, stopping (without reading further) once it would pass `limit` bytes.
+pub async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, CappedReadError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(CappedReadError::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(CappedReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// The largest answer a summarizer may send: a summary is a few thousand tokens.
 pub const MAX_ANSWER_BYTES: usize = 8 << 20;
 
@@ -90,13 +127,7 @@ impl Post<'_> {
             .map_err(|error| self.transport_failure(&error))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        if status.is_redirection() {
-            let target = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere")
-                .to_string();
+        if let Some(target) = redirect_of(&response) {
             return Err(Failure::fatal(EngineError::new(
                 ErrorKind::Unavailable,
                 format!(
@@ -125,15 +156,12 @@ impl Post<'_> {
     }
 
     /// The body, refused past [`MAX_ANSWER_BYTES`] so an endless answer cannot exhaust memory.
-    async fn read_limited(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+    async fn read_limited(&self, response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        read_capped(response, MAX_ANSWER_BYTES)
             .await
-            .map_err(|error| self.transport_failure(&error))?
-        {
-            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(Failure::fatal(EngineError::new(
+            .map_err(|error| match error {
+                CappedReadError::Transport(error) => self.transport_failure(&error),
+                CappedReadError::TooLarge => Failure::fatal(EngineError::new(
                     ErrorKind::Unavailable,
                     format!(
                         "the summary model at {} answered with more than {} MiB; the answer \
@@ -141,11 +169,8 @@ impl Post<'_> {
                         self.url,
                         MAX_ANSWER_BYTES >> 20
                     ),
-                )));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+                )),
+            })
     }
 
     fn transport_failure(&self, error: &reqwest::Error) -> Failure {

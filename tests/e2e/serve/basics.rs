@@ -55,12 +55,7 @@ fn relays_a_completion_and_names_the_session_and_engine() {
     assert_eq!(sent_body["user"], "u-1");
     assert_eq!(sent_body["messages"], body["messages"]);
 
-    let health: Value = client()
-        .get(format!("{}/healthz", gateway.url))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let health: Value = gateway.get_json("/healthz", None).1;
     assert_eq!(health["status"], "ok");
     let metrics = client()
         .get(format!("{}/metrics", gateway.url))
@@ -185,12 +180,7 @@ fn json_logs_and_a_model_change_reach_the_engine() {
             .send()
             .unwrap();
         assert_eq!(response.status(), 200);
-        let state: Value = client()
-            .get(format!("{}/ctxhost/sessions/models", gateway.url))
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
+        let state: Value = gateway.session("models", None);
         assert_eq!(state["model"], model);
         assert_eq!(state["context_length"], window, "{state}");
         messages.push(json!({"role": "assistant", "content": "ok"}));

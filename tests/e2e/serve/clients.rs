@@ -3,13 +3,13 @@
 use std::process::Command;
 
 use ctxhost_tests::python::{python_with_sdks, script};
-use ctxhost_tests::upstream::{reply, tool_call, FakeUpstream, Received};
+use ctxhost_tests::upstream::{reply, tool_call, FakeUpstream, Recorded};
 use ctxhost_tests::Sandbox;
 use serde_json::{json, Value};
 
 /// The scripted model: asks for the weather in two cities at once when it has the tool and the
 /// user just spoke; summarizes tool results; greets otherwise.
-fn model(request: &Received) -> ctxhost_tests::upstream::Answer {
+fn model(request: &Recorded) -> ctxhost_tests::upstream::Answer {
     let body = request.json();
     let messages = body["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
@@ -77,10 +77,10 @@ fn the_official_openai_sdk_parses_every_answer() {
     }
     assert_eq!(out["bad_request"]["status"], 400);
     // Streams asked upstream for usage even when the client did not.
-    let streamed: Vec<Received> = upstream
+    let streamed: Vec<Recorded> = upstream
         .chat_requests()
         .into_iter()
-        .filter(Received::streams)
+        .filter(Recorded::streams)
         .collect();
     assert!(streamed
         .iter()

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use ctxhost_tests::upstream::{reply, tool_call, Answer, FakeUpstream, Received};
+use ctxhost_tests::upstream::{reply, tool_call, Answer, FakeUpstream, Recorded};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
@@ -24,7 +24,7 @@ fn history(n: usize) -> Vec<Value> {
 /// The scripted model: replays recorded answers; asked about the marker, it searches with
 /// `lcm_grep` (and, when asked to, also calls the client's `shell` in the same reply); given
 /// the search's result, it reports it.
-fn model(recorded: Arc<Mutex<VecDeque<Value>>>) -> impl Fn(&Received) -> Answer {
+fn model(recorded: Arc<Mutex<VecDeque<Value>>>) -> impl Fn(&Recorded) -> Answer {
     move |request| {
         let body = request.json();
         let messages = body["messages"].as_array().unwrap();
@@ -180,13 +180,7 @@ fn the_gateway_answers_lcm_grep_for_the_model_streamed_or_not() {
                 turn(&client, &base, &session, &messages[..index], false);
             }
         }
-        let state: Value = client
-            .get(format!("{}/ctxhost/sessions/{session}", gateway.url))
-            .bearer_auth("sk-tools")
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
+        let state: Value = gateway.session(&session, Some("sk-tools"));
         assert!(
             !state["compressions"].as_array().unwrap().is_empty(),
             "{state}"

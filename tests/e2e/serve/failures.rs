@@ -139,13 +139,7 @@ fn a_client_leaving_mid_stream_cancels_the_upstream_call() {
     drop(response);
     assert!(upstream.wait_abandoned(), "the upstream stream was closed");
     // The session is intact: the same history continues.
-    let state: Value = client()
-        .get(format!("{}/ctxhost/sessions/failing", gateway.url))
-        .bearer_auth("sk-failures")
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let state: Value = gateway.session("failing", Some("sk-failures"));
     assert_eq!(state["messages_seen"], 6);
 }
 

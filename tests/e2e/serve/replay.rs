@@ -60,13 +60,7 @@ fn a_recorded_session_compresses_where_ctxhost_run_says() {
             message["content"]
         );
     }
-    let session: Value = client
-        .get(format!("{}/ctxhost/sessions/replayed", gateway.url))
-        .bearer_auth("sk-replay")
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let session: Value = gateway.session("replayed", Some("sk-replay"));
 
     let calls = report["calls"].as_array().unwrap();
     assert_eq!(session["stats"]["upstream_calls"], json!(calls.len()));

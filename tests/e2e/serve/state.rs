@@ -59,13 +59,7 @@ fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
     for index in calls(&messages) {
         send(&client, &gateway.base_url(), &messages[..index]);
     }
-    let state: Value = client
-        .get(format!("{}/ctxhost/sessions/restarted", gateway.url))
-        .bearer_auth("sk-restart")
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let state: Value = gateway.session("restarted", Some("sk-restart"));
     let compressed: Vec<u64> = state["compressions"]
         .as_array()
         .unwrap()
@@ -102,13 +96,7 @@ fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
         sent == expected,
         "after the restart the upstream got another request than without one"
     );
-    let state: Value = client
-        .get(format!("{}/ctxhost/sessions/restarted", gateway.url))
-        .bearer_auth("sk-restart")
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let state: Value = gateway.session("restarted", Some("sk-restart"));
     assert_eq!(
         state["compressions"].as_array().unwrap().len(),
         compressed.iter().filter(|r| **r < request as u64).count(),
@@ -192,36 +180,17 @@ fn thirty_two_sessions_over_eight_credentials_never_cross() {
             .collect();
         assert_eq!(workers.len(), 1, "{workers:?}");
     }
-    let client = reqwest::blocking::Client::new();
-    let list = |credential: &str| -> Value {
-        client
-            .get(format!("{}/ctxhost/sessions", gateway.url))
-            .bearer_auth(credential)
-            .send()
-            .unwrap()
-            .json()
-            .unwrap()
-    };
     for credential in 0..8 {
-        let sessions = list(&format!("sk-cred-{credential}"));
+        let credential = format!("sk-cred-{credential}");
+        let (_, sessions) = gateway.get_json("/ctxhost/sessions", Some(&credential));
         let sessions = sessions["sessions"].as_array().unwrap();
         assert_eq!(sessions.len(), 4, "{sessions:?}");
         assert!(sessions.iter().all(|s| s["requests"] == 3));
     }
     // Another credential cannot read a session by naming it.
-    let foreign = client
-        .get(format!("{}/ctxhost/sessions/s0", gateway.url))
-        .bearer_auth("sk-somebody-else")
-        .send()
-        .unwrap();
-    assert_eq!(foreign.status(), 404);
-    let own: Value = client
-        .get(format!("{}/ctxhost/sessions/s0", gateway.url))
-        .bearer_auth("sk-cred-0")
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let (status, _) = gateway.get_json("/ctxhost/sessions/s0", Some("sk-somebody-else"));
+    assert_eq!(status, 404);
+    let own: Value = gateway.session("s0", Some("sk-cred-0"));
     assert_eq!(own["messages_seen"], 6);
 }
 
@@ -255,20 +224,10 @@ fn sessions_beyond_the_memory_cap_reopen_from_the_store() {
             history.push(json!({"role": "assistant", "content": "noted"}));
             history.push(json!({"role": "user", "content": format!("turn {turn}")}));
         }
-        let health: Value = client
-            .get(format!("{}/healthz", gateway.url))
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
+        let health: Value = gateway.get_json("/healthz", None).1;
         assert!(health["sessions"].as_u64().unwrap() <= 2, "{health}");
     }
-    let state: Value = client
-        .get(format!("{}/ctxhost/sessions/capped-0", gateway.url))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    let state: Value = gateway.session("capped-0", None);
     assert_eq!(state["requests"], 2);
     assert_eq!(state["messages_seen"], 3);
 }
