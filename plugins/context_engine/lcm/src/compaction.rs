@@ -66,6 +66,9 @@ pub struct Report {
     pub passes: usize,
     pub leaf_summaries: usize,
     pub condensed_summaries: usize,
+    /// Summaries of the same sources already stored (a replay, a resume) and used again
+    /// instead of asking the summarizer twice.
+    pub reused_summaries: usize,
     pub summarizer_calls: u32,
     /// The highest escalation level any summary of this compaction needed: 0 normal,
     /// 1 aggressive, 2 truncation.
@@ -232,9 +235,15 @@ impl Compactor<'_> {
                 times.push(stored.created_at);
             }
         }
-        let (Some(&first_seq), Some(&last_seq)) = (seqs.first(), seqs.last()) else {
+        let (Some(&first_seq), Some(&last_seq)) = (seqs.iter().min(), seqs.iter().max()) else {
             return Ok(());
         };
+        let ids: Vec<String> = rowids.iter().map(i64::to_string).collect();
+        let id = summary_id(self.conv, "leaf", &ids);
+        if self.reuse(entries, range.clone(), &id, report)? {
+            return Ok(());
+        }
+        let chunk = &entries[range.clone()];
         let source_tokens = context::tokens(chunk);
         let previous = range
             .start
@@ -256,11 +265,10 @@ impl Compactor<'_> {
             focus_topic,
         };
         let written = self.write(&job, deadline, report);
-        let ids: Vec<String> = rowids.iter().map(i64::to_string).collect();
         let min_time = times.iter().copied().min().unwrap_or(0);
         let max_time = times.iter().copied().max().unwrap_or(0);
         let summary = self.summary_row(
-            summary_id(self.conv, "leaf", &ids),
+            id,
             SummaryKind::Leaf,
             0,
             (first_seq, last_seq),
@@ -287,6 +295,11 @@ impl Compactor<'_> {
             .filter_map(|e| e.summary().cloned())
             .collect();
         if children.len() < 2 {
+            return Ok(());
+        }
+        let ids: Vec<String> = children.iter().map(|c| c.id.clone()).collect();
+        let id = summary_id(self.conv, "condensed", &ids);
+        if self.reuse(entries, range.clone(), &id, report)? {
             return Ok(());
         }
         let sources: Vec<Source> = children
@@ -319,7 +332,6 @@ impl Compactor<'_> {
             focus_topic,
         };
         let written = self.write(&job, deadline, report);
-        let ids: Vec<String> = children.iter().map(|c| c.id.clone()).collect();
         let depth = children.iter().map(|c| c.depth).max().unwrap_or(0) + 1;
         let seqs = (
             children.iter().map(|c| c.seq_start).min().unwrap_or(0),
@@ -330,7 +342,7 @@ impl Compactor<'_> {
             children.iter().map(|c| c.time_end).max().unwrap_or(0),
         );
         let summary = self.summary_row(
-            summary_id(self.conv, "condensed", &ids),
+            id,
             SummaryKind::Condensed,
             depth,
             seqs,
@@ -392,6 +404,30 @@ impl Compactor<'_> {
         };
         row.block_tokens = self.services.count_message_tokens(&blocks::render(&row));
         row
+    }
+
+    /// Swaps the stored summary `id` in for `range` when it exists: the same sources were
+    /// summarized before (ids derive from the sources), by a replay or before a resume.
+    fn reuse(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        range: Range<usize>,
+        id: &str,
+        report: &mut Report,
+    ) -> Result<bool, EngineError> {
+        let Some(summary) = self.store.summary(self.conv, id)? else {
+            return Ok(false);
+        };
+        let positions: Vec<i64> = entries[range.clone()].iter().map(|e| e.position).collect();
+        self.store.put_in_context(&summary, &positions)?;
+        let entry = Entry {
+            position: positions[0],
+            tokens: summary.block_tokens,
+            kind: EntryKind::Summary(summary),
+        };
+        entries.splice(range, [entry]);
+        report.reused_summaries += 1;
+        Ok(true)
     }
 
     /// Writes the summary and swaps it in for `range`, in the store and in memory.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::assemble::assemble;
 use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
-use crate::ingest::ingest;
+use crate::ingest::{ingest, Ingested};
 use crate::ops;
 use crate::settings::Settings;
 use crate::store::Store;
@@ -57,6 +57,13 @@ impl LcmEngine {
             services: &self.services,
             settings: &self.settings,
         }
+    }
+
+    /// Stores what is new in `messages` and makes what they are the conversation's context list.
+    fn ingest(&mut self, conv: i64, messages: &[Message]) -> Result<Ingested, EngineError> {
+        let ingested = ingest(&mut self.store, conv, &self.services, messages)?;
+        self.store.set_context(conv, &ingested.context)?;
+        Ok(ingested)
     }
 
     fn target_tokens(&self) -> u64 {
@@ -199,7 +206,7 @@ impl ContextEngine for LcmEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        let ingested = ingest(&mut self.store, self.conv, &self.services, messages)?;
+        let ingested = self.ingest(self.conv, messages)?;
         let head = &messages[..sequence::head_len(messages)];
         self.head_tokens = self.services.count_messages_tokens(head);
         let mut entries = context::load(&self.store, self.conv)?;
@@ -267,7 +274,7 @@ impl ContextEngine for LcmEngine {
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        ingest(&mut self.store, self.conv, &self.services, messages)?;
+        self.ingest(self.conv, messages)?;
         let entries = context::load(&self.store, self.conv)?;
         let tail =
             compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
@@ -312,7 +319,7 @@ impl ContextEngine for LcmEngine {
         } else {
             self.store.current_conversation(session_id)?
         };
-        ingest(&mut self.store, conv, &self.services, messages)?;
+        self.ingest(conv, messages)?;
         Ok(())
     }
 

@@ -60,16 +60,19 @@ struct DoctorArgs {
 /// of sync, SQLite's own quick check.
 pub fn doctor(store: &mut Store, payload: &Value) -> Result<Value, EngineError> {
     let args: DoctorArgs = parse(payload, "doctor")?;
-    let (problems, fixed) = store.doctor(args.fix)?;
-    let problems: Vec<Value> = problems
-        .iter()
-        .map(|p| json!({"check": p.check, "count": p.count, "detail": p.detail}))
-        .collect();
+    let found = store.doctor(args.fix)?;
+    let list = |findings: &[crate::store::Problem]| -> Vec<Value> {
+        findings
+            .iter()
+            .map(|p| json!({"check": p.check, "count": p.count, "detail": p.detail}))
+            .collect()
+    };
     Ok(json!({
-        "ok": problems.is_empty(),
+        "ok": found.problems.is_empty(),
         "database": store.path().display().to_string(),
-        "problems": problems,
-        "fixed": fixed,
+        "problems": list(&found.problems),
+        "notes": list(&found.notes),
+        "fixed": found.fixed,
     }))
 }
 

@@ -5,6 +5,7 @@
 //! holds. This module opens the database and maps every failure to an [`EngineError`] that
 //! names the file, so a corrupted or locked store is one clear line for the host, never a panic.
 
+mod ingest;
 mod queries;
 pub mod schema;
 mod sessions;
@@ -17,7 +18,7 @@ use ctxhost_sdk::{EngineError, Message};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use serde_json::Value;
 
-pub use queries::Hit;
+pub use queries::{Hit, Problem};
 
 /// Why a store operation failed (before the file name is attached).
 #[derive(Debug)]
@@ -165,6 +166,38 @@ pub struct NewMessage {
     pub text: String,
     pub tokens: u64,
     pub hash: String,
+    /// The message it follows in the host's order: part of its identity.
+    pub prev: Prev,
+}
+
+/// The message a new one follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prev {
+    /// None: it is the first (head messages are outside the chain and use this too).
+    First,
+    /// A message already stored, by row id.
+    Stored(i64),
+    /// An earlier message of the same batch, by index.
+    New(usize),
+}
+
+/// A stored non-head message as ingest sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRef {
+    pub rowid: i64,
+    pub seq: i64,
+    /// Row id of the message it follows (0: the first).
+    pub prev: i64,
+    pub hash: String,
+}
+
+/// What one entry of the context list is, without loading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemKey {
+    /// A stored message, by row id.
+    Message(i64),
+    /// A summary, by id.
+    Summary(String),
 }
 
 /// One entry of the context list.

@@ -1,6 +1,5 @@
 //! Every query the engine runs, as methods of [`Store`].
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
@@ -8,8 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 
 use super::{
-    now_ms, ContextItem, ItemRow, NewMessage, Sources, Store, StoreError, StoredMessage,
-    SummaryKind, SummaryRow,
+    now_ms, ContextItem, ItemRow, Sources, Store, StoreError, StoredMessage, SummaryKind,
+    SummaryRow,
 };
 use ctxhost_sdk::EngineError;
 
@@ -106,6 +105,15 @@ pub struct Stats {
     pub compactions: u64,
 }
 
+/// What `doctor` found.
+#[derive(Debug, Clone, Default)]
+pub struct Doctor {
+    pub problems: Vec<Problem>,
+    /// Findings that are not faults.
+    pub notes: Vec<Problem>,
+    pub fixed: Vec<String>,
+}
+
 /// One doctor finding.
 #[derive(Debug, Clone)]
 pub struct Problem {
@@ -141,115 +149,6 @@ impl Store {
                 params![session_id, now_ms()],
             )?;
             Ok(tx.last_insert_rowid())
-        })
-    }
-
-    // --- ingest --------------------------------------------------------------------------
-
-    /// Hashes of the newest `limit` non-head messages, oldest first.
-    pub fn raw_tail_hashes(&self, conv: i64, limit: usize) -> Result<Vec<String>, EngineError> {
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT hash FROM messages WHERE conversation_id = ?1 AND head = 0 \
-                 ORDER BY seq DESC LIMIT ?2",
-            )?;
-            let mut hashes = stmt
-                .query_map(params![conv, limit as i64], |r| r.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
-            hashes.reverse();
-            Ok(hashes)
-        })
-    }
-
-    /// How often each of `hashes` is stored among a conversation's non-head messages (hashes
-    /// stored nowhere are absent from the map).
-    pub fn raw_hash_counts(
-        &self,
-        conv: i64,
-        hashes: &[&str],
-    ) -> Result<HashMap<String, u64>, EngineError> {
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT count(*) FROM messages WHERE conversation_id = ?1 AND hash = ?2 AND head = 0",
-            )?;
-            let mut counts = HashMap::new();
-            for hash in hashes {
-                let count: u64 = stmt.query_row(params![conv, hash], |r| r.get(0))?;
-                if count > 0 {
-                    counts.insert(hash.to_string(), count);
-                }
-            }
-            Ok(counts)
-        })
-    }
-
-    /// Hashes of the head (leading system) messages stored for a conversation.
-    pub fn head_hashes(&self, conv: i64) -> Result<HashSet<String>, EngineError> {
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT hash FROM messages WHERE conversation_id = ?1 AND head = 1",
-            )?;
-            let hashes = stmt
-                .query_map([conv], |r| r.get::<_, String>(0))?
-                .collect::<Result<HashSet<_>, _>>()?;
-            Ok(hashes)
-        })
-    }
-
-    /// Stores messages in one transaction, numbering them after the conversation's last, and
-    /// appends the non-head ones to the context list.
-    pub fn append_messages(
-        &mut self,
-        conv: i64,
-        messages: &[NewMessage],
-    ) -> Result<usize, EngineError> {
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let now = now_ms();
-        self.write(|tx| {
-            let first_seq: i64 = tx.query_row(
-                "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE conversation_id = ?1",
-                [conv],
-                |r| r.get(0),
-            )?;
-            let mut position: i64 = tx.query_row(
-                "SELECT coalesce(max(position), -1) + 1 FROM context_items WHERE conversation_id = ?1",
-                [conv],
-                |r| r.get(0),
-            )?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO messages(conversation_id, seq, role, head, json, text, tokens, hash, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            let mut item = tx.prepare_cached(
-                "INSERT INTO context_items(conversation_id, position, message_id) VALUES (?1, ?2, ?3)",
-            )?;
-            for (seq, message) in (first_seq..).zip(messages) {
-                insert.execute(params![
-                    conv,
-                    seq,
-                    message.role,
-                    message.head,
-                    message.json,
-                    message.text,
-                    message.tokens,
-                    message.hash,
-                    now
-                ])?;
-                let rowid = tx.last_insert_rowid();
-                if !message.head {
-                    item.execute(params![conv, position, rowid])?;
-                    position += 1;
-                }
-            }
-            // Index the whole batch in one statement (see the schema on why not a trigger).
-            tx.execute(
-                "INSERT INTO messages_fts(rowid, text) \
-                 SELECT id, text FROM messages WHERE conversation_id = ?1 AND seq >= ?2",
-                params![conv, first_seq],
-            )?;
-            Ok(messages.len())
         })
     }
 
@@ -350,27 +249,17 @@ impl Store {
                     }
                 }
             }
-            let Some(first) = replaced.first() else {
-                return Err(StoreError::Schema(
-                    "a summary must replace at least one context item".into(),
-                ));
-            };
-            let mut delete = tx.prepare_cached(
-                "DELETE FROM context_items WHERE conversation_id = ?1 AND position = ?2",
-            )?;
-            for position in replaced {
-                if delete.execute(params![summary.conversation_id, position])? != 1 {
-                    return Err(StoreError::Corrupt(format!(
-                        "context item {position} vanished during compaction"
-                    )));
-                }
-            }
-            tx.execute(
-                "INSERT INTO context_items(conversation_id, position, summary_id) VALUES (?1, ?2, ?3)",
-                params![summary.conversation_id, first, summary.id],
-            )?;
-            Ok(())
+            replace_items(tx, summary, replaced)
         })
+    }
+
+    /// Puts a stored summary in the context list in place of the items at `replaced`.
+    pub fn put_in_context(
+        &mut self,
+        summary: &SummaryRow,
+        replaced: &[i64],
+    ) -> Result<(), EngineError> {
+        self.write(|tx| replace_items(tx, summary, replaced))
     }
 
     // --- lookups -------------------------------------------------------------------------
@@ -728,8 +617,9 @@ impl Store {
 
     /// Consistency checks over the whole database. With `fix`, out-of-sync full-text indexes
     /// are rebuilt (the only finding that can be repaired without guessing).
-    pub fn doctor(&mut self, fix: bool) -> Result<(Vec<Problem>, Vec<String>), EngineError> {
+    pub fn doctor(&mut self, fix: bool) -> Result<Doctor, EngineError> {
         let mut problems = Vec::new();
+        let mut notes = Vec::new();
         let mut fixed = Vec::new();
         self.read(|c| {
             let mut stmt = c.prepare("PRAGMA quick_check")?;
@@ -747,6 +637,16 @@ impl Store {
                 let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
                 if count > 0 {
                     problems.push(Problem {
+                        check,
+                        count,
+                        detail: detail.to_string(),
+                    });
+                }
+            }
+            for (check, sql, detail) in NOTES {
+                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
+                if count > 0 {
+                    notes.push(Problem {
                         check,
                         count,
                         detail: detail.to_string(),
@@ -777,7 +677,11 @@ impl Store {
                 }
             }
         }
-        Ok((problems, fixed))
+        Ok(Doctor {
+            problems,
+            notes,
+            fixed,
+        })
     }
 
     /// A consistent copy of the whole database at `to` (which must not exist yet).
@@ -809,6 +713,33 @@ impl Store {
         wal.push("-wal");
         (size(&self.path), size(Path::new(&wal)))
     }
+}
+
+/// The context items at `replaced` give way to `summary`, which takes the first one's position.
+fn replace_items(
+    tx: &rusqlite::Transaction<'_>,
+    summary: &SummaryRow,
+    replaced: &[i64],
+) -> Result<(), StoreError> {
+    let Some(first) = replaced.first() else {
+        return Err(StoreError::Schema(
+            "a summary must replace at least one context item".into(),
+        ));
+    };
+    let mut delete = tx
+        .prepare_cached("DELETE FROM context_items WHERE conversation_id = ?1 AND position = ?2")?;
+    for position in replaced {
+        if delete.execute(params![summary.conversation_id, position])? != 1 {
+            return Err(StoreError::Corrupt(format!(
+                "context item {position} vanished during compaction"
+            )));
+        }
+    }
+    tx.execute(
+        "INSERT INTO context_items(conversation_id, position, summary_id) VALUES (?1, ?2, ?3)",
+        params![summary.conversation_id, first, summary.id],
+    )?;
+    Ok(())
 }
 
 fn fts_integrity(c: &Connection, table: &str) -> Result<(), StoreError> {
@@ -854,12 +785,18 @@ const CHECKS: &[(&str, &str, &str)] = &[
             OR (ci.summary_id IS NOT NULL AND s.id IS NULL)",
         "context items point at rows that are not stored",
     ),
+];
+
+/// Findings that are not faults: the model's view is what the host last sent, so stored rows
+/// outside it (turns another engine left out, summaries of an earlier view) are normal; they
+/// stay searchable and recoverable through the tools. (name, query, what it means)
+const NOTES: &[(&str, &str, &str)] = &[
     (
         "messages_out_of_view",
         "SELECT count(*) FROM messages m WHERE m.head = 0 \
          AND NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) \
          AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id)",
-        "messages neither in the context nor under any summary (unreachable from the model's view)",
+        "messages neither in the context nor under any summary (reachable through the tools)",
     ),
     (
         "summaries_out_of_view",

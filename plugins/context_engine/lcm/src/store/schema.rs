@@ -126,6 +126,19 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX messages_by_hash ON messages(conversation_id, hash);
     "#,
+    // 5: a message's identity is its content and the message it follows (`prev_id`, 0 for the
+    // first), so a prefix re-sent, a replay or a resume finds what is stored instead of storing
+    // it again. Stores written before knew no other order than `seq`: each message follows the
+    // previous non-head one.
+    r#"
+    ALTER TABLE messages ADD COLUMN prev_id INTEGER NOT NULL DEFAULT 0;
+    UPDATE messages SET prev_id = coalesce((
+        SELECT p.id FROM messages p
+        WHERE p.conversation_id = messages.conversation_id AND p.head = 0 AND p.seq < messages.seq
+        ORDER BY p.seq DESC LIMIT 1
+    ), 0) WHERE head = 0;
+    CREATE INDEX messages_by_prev ON messages(conversation_id, prev_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -211,6 +211,31 @@ pub fn recover(engine: &mut LcmEngine, context: &[Message], page_tokens: u64) ->
     out
 }
 
+/// Every non-head message stored in the conversation, in stored order, each recovered through
+/// `lcm_expand` of its `msg_<seq>` id.
+pub fn stored_messages(engine: &mut LcmEngine) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut missing_in_a_row = 0;
+    for seq in 0.. {
+        let page = tool(engine, "lcm_expand", json!({"id": format!("msg_{seq}")}));
+        let Some(messages) = page["messages"].as_array() else {
+            // Sequence numbers are dense: a few misses in a row is the end.
+            missing_in_a_row += 1;
+            if missing_in_a_row > 8 {
+                break;
+            }
+            continue;
+        };
+        missing_in_a_row = 0;
+        for item in messages {
+            if item["message"]["role"] != "system" {
+                out.push(item["message"].clone());
+            }
+        }
+    }
+    out
+}
+
 pub fn values(messages: &[Message]) -> Vec<Value> {
     messages.iter().map(Message::to_value).collect()
 }
