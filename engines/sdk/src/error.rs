@@ -21,6 +21,9 @@ pub enum ErrorKind {
     Unavailable,
     /// One of the engine's settings is wrong; [`EngineError::setting`] names it.
     InvalidSetting,
+    /// The session is held by another writer (another process, say) and stayed held as long
+    /// as the engine waited; trying again later may work, carrying on in parallel must not.
+    Busy,
 }
 
 impl ErrorKind {
@@ -33,6 +36,7 @@ impl ErrorKind {
             ErrorKind::NotConfigured => 4,
             ErrorKind::Unavailable => 5,
             ErrorKind::InvalidSetting => 6,
+            ErrorKind::Busy => 7,
         }
     }
 
@@ -45,6 +49,7 @@ impl ErrorKind {
             4 => ErrorKind::NotConfigured,
             5 => ErrorKind::Unavailable,
             6 => ErrorKind::InvalidSetting,
+            7 => ErrorKind::Busy,
             _ => ErrorKind::Failed,
         }
     }
@@ -60,6 +65,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::NotConfigured => "not configured",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::InvalidSetting => "invalid setting",
+            ErrorKind::Busy => "busy",
         })
     }
 }
@@ -159,6 +165,16 @@ impl EngineError {
     /// Whether this is [`ErrorKind::Unsupported`], i.e. the caller should use its default.
     pub fn is_unsupported(&self) -> bool {
         self.kind == ErrorKind::Unsupported
+    }
+
+    /// The session is held by another writer ([`ErrorKind::Busy`]).
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, message)
+    }
+
+    /// Whether another writer holds the session ([`ErrorKind::Busy`]).
+    pub fn is_busy(&self) -> bool {
+        self.kind == ErrorKind::Busy
     }
 }
 

@@ -13,6 +13,7 @@ use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
 use crate::ingest::{ingest, Ingested};
 use crate::ops;
+use crate::session_lock::SessionLock;
 use crate::settings::Settings;
 use crate::store::Store;
 use crate::telemetry::compression_report;
@@ -39,6 +40,9 @@ pub struct LcmEngine {
     head_tokens: u64,
     /// Telemetry of the last `compress` call.
     last_report: Option<Report>,
+    /// The lock of the session this engine writes, taken at its first write (or when the
+    /// session starts) and held until the engine moves to another session or is dropped.
+    lock: Option<SessionLock>,
 }
 
 impl LcmEngine {
@@ -59,7 +63,36 @@ impl LcmEngine {
         }
     }
 
-    /// Stores what is new in `messages` and makes what they are the conversation's context list.
+    /// Holds the session's lock, taking it if needed: every write goes through here, so two
+    /// processes never write one session at once.
+    fn lock_session(&mut self) -> Result<(), EngineError> {
+        if self
+            .lock
+            .as_ref()
+            .is_some_and(|lock| lock.session_id() == self.session_id)
+        {
+            return Ok(());
+        }
+        self.lock = None;
+        self.lock = Some(SessionLock::acquire(
+            self.services.data_dir(),
+            &self.session_id,
+            Duration::from_millis(self.settings.session_lock_wait_ms),
+        )?);
+        Ok(())
+    }
+
+    /// The lock of another session than this engine's, held while the caller writes it.
+    fn lock_other(&self, session_id: &str) -> Result<SessionLock, EngineError> {
+        SessionLock::acquire(
+            self.services.data_dir(),
+            session_id,
+            Duration::from_millis(self.settings.session_lock_wait_ms),
+        )
+    }
+
+    /// Stores what is new in `messages` and makes what they are the conversation's context
+    /// list. The caller holds the conversation's session lock.
     fn ingest(&mut self, conv: i64, messages: &[Message]) -> Result<Ingested, EngineError> {
         let ingested = ingest(&mut self.store, conv, &self.services, messages)?;
         self.store.set_context(conv, &ingested.context)?;
@@ -153,6 +186,11 @@ impl EnginePlugin for LcmEngine {
             &d.busy_timeout_ms.to_string(),
             "How long to wait for a database locked by another process.",
         )
+        .config_key(
+            "session_lock_wait_ms",
+            &d.session_lock_wait_ms.to_string(),
+            "How long a second writer of a session waits for the first to finish.",
+        )
     }
 
     fn create(services: HostServices) -> Result<Self, EngineError> {
@@ -160,8 +198,18 @@ impl EnginePlugin for LcmEngine {
         // the session starts (the host then keeps its built-in compressor).
         let settings = Settings::from_services(&services)?;
         let path = services.data_dir().join(DATABASE_FILE);
-        let mut store = Store::open(&path, Duration::from_millis(settings.busy_timeout_ms))?;
-        let conv = store.current_conversation(DEFAULT_SESSION)?;
+        // A database that does not open leaves the engine up, for `doctor` to say what is wrong
+        // and how to restore it; every other call fails with the reason (the host then keeps
+        // the conversation with its built-in compressor).
+        let mut store =
+            Store::open_or_unusable(&path, Duration::from_millis(settings.busy_timeout_ms));
+        let conv = match store.unusable() {
+            Some(why) => {
+                services.warn(&format!("{why}; run `ctxhost engine doctor`"));
+                0
+            }
+            None => store.current_conversation(DEFAULT_SESSION)?,
+        };
         let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
         Ok(LcmEngine {
             services,
@@ -172,6 +220,7 @@ impl EnginePlugin for LcmEngine {
             conv,
             head_tokens: 0,
             last_report: None,
+            lock: None,
         })
     }
 
@@ -206,6 +255,7 @@ impl ContextEngine for LcmEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
+        self.lock_session()?;
         let ingested = self.ingest(self.conv, messages)?;
         let head = &messages[..sequence::head_len(messages)];
         self.head_tokens = self.services.count_messages_tokens(head);
@@ -274,6 +324,7 @@ impl ContextEngine for LcmEngine {
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        self.lock_session()?;
         self.ingest(self.conv, messages)?;
         let entries = context::load(&self.store, self.conv)?;
         let tail =
@@ -300,10 +351,13 @@ impl ContextEngine for LcmEngine {
         } else {
             session.session_id.as_str()
         };
-        if id != self.session_id {
+        if id != self.session_id && self.store.unusable().is_none() {
             self.conv = self.store.current_conversation(id)?;
             self.session_id = id.to_string();
             self.last_report = None;
+            // The previous session's lock goes; this one's is taken at the first write, so
+            // reading a session another process writes (its status, its tools) never waits.
+            self.lock = None;
         }
         Ok(())
     }
@@ -314,17 +368,20 @@ impl ContextEngine for LcmEngine {
         messages: &[Message],
     ) -> Result<(), EngineError> {
         // Store whatever arrived since the last compress; nothing is summarized here.
-        let conv = if session_id.is_empty() || session_id == self.session_id {
-            self.conv
+        if session_id.is_empty() || session_id == self.session_id {
+            self.lock_session()?;
+            self.ingest(self.conv, messages)?;
         } else {
-            self.store.current_conversation(session_id)?
-        };
-        self.ingest(conv, messages)?;
+            let _lock = self.lock_other(session_id)?;
+            let conv = self.store.current_conversation(session_id)?;
+            self.ingest(conv, messages)?;
+        }
         Ok(())
     }
 
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         // `/new` or `/reset`: the old conversation stays stored; the session starts afresh.
+        self.lock_session()?;
         self.tracker.reset();
         self.conv = self.store.new_conversation(&self.session_id)?;
         self.last_report = None;
@@ -384,6 +441,13 @@ impl ContextEngine for LcmEngine {
     }
 
     fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
+        // Never under a writer's feet: the session's lock first.
+        let _lock = if session_id == self.session_id {
+            self.lock_session()?;
+            None
+        } else {
+            Some(self.lock_other(session_id)?)
+        };
         let deleted = self.store.delete_session(session_id)?;
         if session_id == self.session_id {
             // This engine's own session: it goes on in a fresh conversation, as after a reset.

@@ -20,7 +20,9 @@
 //! - `tools/`: the agent's tools;
 //! - `telemetry.rs`: the compaction report as the contract's `CompressionReport`;
 //! - `ops.rs`: `status`, `doctor`, `backup`, `last_compaction` through `invoke`;
-//! - `ids.rs`: content hashes and summary ids.
+//! - `ids.rs`: content hashes and summary ids;
+//! - `session_lock.rs`: one writer per session, across processes;
+//! - `private_files.rs`: owner-only files and directories for everything the store writes.
 //!
 //! The crate builds both as a cdylib (what the host loads) and an rlib (so tests and benchmarks
 //! link [`LcmEngine`] directly).
@@ -33,6 +35,8 @@ mod engine;
 mod ids;
 mod ingest;
 mod ops;
+mod private_files;
+mod session_lock;
 mod settings;
 mod store;
 mod summarize;

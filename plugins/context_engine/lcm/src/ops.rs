@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::context;
-use crate::store::{schema, Store};
+use crate::store::{schema, Repair, Store, BACKUP_DIR};
 
 /// Sizes of the store and of the model's view.
 pub fn status(
@@ -52,15 +52,21 @@ pub fn status(
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct DoctorArgs {
-    /// Rebuild full-text indexes that are out of sync.
-    fix: bool,
+    /// Repair what can be repaired exactly (`fix` is the older name).
+    #[serde(alias = "fix")]
+    apply: bool,
+    /// A backup to restore edited messages from.
+    from_backup: Option<PathBuf>,
 }
 
 /// Consistency checks: broken links, summaries without sources, messages out of view, FTS out
 /// of sync, SQLite's own quick check.
 pub fn doctor(store: &mut Store, payload: &Value) -> Result<Value, EngineError> {
     let args: DoctorArgs = parse(payload, "doctor")?;
-    let found = store.doctor(args.fix)?;
+    let found = store.doctor(&Repair {
+        apply: args.apply,
+        from_backup: args.from_backup.as_deref(),
+    })?;
     let list = |findings: &[crate::store::Problem]| -> Vec<Value> {
         findings
             .iter()
@@ -76,18 +82,24 @@ pub fn doctor(store: &mut Store, payload: &Value) -> Result<Value, EngineError> 
     }))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 struct BackupArgs {
-    path: PathBuf,
+    /// Default: `backups/lcm-<unix ms>.sqlite` beside the database.
+    path: Option<PathBuf>,
 }
 
 /// A consistent copy of the database (`VACUUM INTO`), safe while the engine keeps writing.
 pub fn backup(store: &Store, payload: &Value) -> Result<Value, EngineError> {
     let args: BackupArgs = parse(payload, "backup")?;
-    let bytes = store.backup(&args.path)?;
+    let path = args.path.unwrap_or_else(|| {
+        let dir = store.path().parent().unwrap_or(std::path::Path::new("."));
+        dir.join(BACKUP_DIR)
+            .join(format!("lcm-{}.sqlite", crate::store::now_ms()))
+    });
+    let bytes = store.backup(&path)?;
     Ok(json!({
-        "path": args.path.display().to_string(),
+        "path": path.display().to_string(),
         "bytes": bytes,
         "source": store.path().display().to_string(),
     }))
@@ -117,9 +129,7 @@ impl OpPayload for DoctorArgs {
 }
 
 impl OpPayload for BackupArgs {
-    fn when_absent(op: &str) -> Result<Self, EngineError> {
-        Err(EngineError::invalid_input(format!(
-            "{op}: give {{\"path\": \"<file to write>\"}}"
-        )))
+    fn when_absent(_: &str) -> Result<Self, EngineError> {
+        Ok(BackupArgs::default())
     }
 }

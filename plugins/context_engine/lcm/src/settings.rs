@@ -39,6 +39,8 @@ pub struct Settings {
     pub expand_max_tokens: u64,
     /// How long to wait for a database another process holds locked, in milliseconds.
     pub busy_timeout_ms: u64,
+    /// How long a second writer of a session waits for the first to let go, in milliseconds.
+    pub session_lock_wait_ms: u64,
 }
 
 impl Default for Settings {
@@ -58,6 +60,7 @@ impl Default for Settings {
             summarizer_timeout_ms: 30_000,
             expand_max_tokens: 4_000,
             busy_timeout_ms: 5_000,
+            session_lock_wait_ms: 10_000,
         }
     }
 }

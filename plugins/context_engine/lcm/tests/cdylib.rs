@@ -52,7 +52,7 @@ fn the_cdylib_loads_compresses_and_answers_tools() {
 }
 
 #[test]
-fn a_corrupted_store_fails_to_instantiate_with_one_clear_error() {
+fn a_corrupted_store_fails_every_call_with_one_clear_error_and_doctor_says_how_to_restore() {
     let path = library();
     let library = load_library(&path).unwrap_or_else(|e| panic!("{}", e.summary()));
     let host = host(Script::Good, json!({}), SMALL_WINDOW);
@@ -61,11 +61,22 @@ fn a_corrupted_store_fails_to_instantiate_with_one_clear_error() {
         b"this is not a database, at all; really not",
     )
     .unwrap();
-    let error = library
+    let mut engine = library
         .instantiate(host.backend(), host.setup().clone())
-        .err()
-        .expect("refused");
+        .unwrap_or_else(|e| panic!("the engine stays up to diagnose its store: {e}"));
+    let error = engine
+        .compress(&tool_chat(3, 100), &CompressOptions::default())
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Failed);
     assert!(error.message().contains("lcm.sqlite"), "{error}");
+    assert!(error.message().contains("ctxhost engine doctor"), "{error}");
     assert!(!error.message().contains('\n'), "one line: {error}");
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(false), "{doctor}");
+    assert_eq!(doctor["problems"][0]["check"], json!("open"), "{doctor}");
+    let detail = doctor["problems"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("move") && detail.contains("backup"),
+        "{detail}"
+    );
 }

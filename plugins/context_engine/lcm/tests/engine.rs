@@ -15,10 +15,6 @@ fn forced() -> CompressOptions {
     }
 }
 
-fn status(engine: &mut LcmEngine) -> Value {
-    engine.invoke("status", &Value::Null).unwrap()
-}
-
 fn start(engine: &mut LcmEngine, session: &str) {
     engine
         .on_session_start(&SessionStart {
@@ -521,8 +517,14 @@ fn operations_report_check_and_back_up_the_store() {
         .invoke("backup", &json!({"path": target}))
         .unwrap_err();
     assert!(again.message().contains("already exists"), "{again}");
-    let no_path = engine.invoke("backup", &Value::Null).unwrap_err();
-    assert_eq!(no_path.kind(), ErrorKind::InvalidInput);
+    // Without a path: the default backup directory beside the database.
+    let default = engine.invoke("backup", &Value::Null).unwrap();
+    let written = std::path::PathBuf::from(default["path"].as_str().unwrap());
+    assert_eq!(
+        written.parent(),
+        Some(host.data_dir().join("backups").as_path())
+    );
+    assert!(written.exists());
     assert!(engine
         .invoke("no_such_op", &Value::Null)
         .unwrap_err()

@@ -131,9 +131,10 @@ fn a_per_call_timeout_cuts_a_slow_summarizer_off() {
 fn a_corrupted_database_is_an_error_naming_the_file() {
     let host = host(Script::Good, json!({}), SMALL_WINDOW);
     std::fs::write(host.data_dir().join("lcm.sqlite"), vec![0x5a; 8192]).unwrap();
-    let error = try_engine(&host)
-        .err()
-        .expect("a corrupted store is refused");
+    let mut engine = try_engine(&host).expect("the engine stays up to diagnose its store");
+    let error = engine
+        .compress(&tool_chat(3, 100), &CompressOptions::default())
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Failed);
     assert!(error.message().contains("lcm.sqlite"), "{error}");
     assert!(error.message().contains("not a database"), "{error}");
@@ -156,11 +157,6 @@ fn a_store_damaged_while_open_gives_errors_not_panics() {
         )
         .unwrap();
     }
-    let error = engine
-        .compress(&history, &CompressOptions::default())
-        .unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Failed);
-    assert!(error.message().contains("lcm.sqlite"), "{error}");
     let doctor = engine.invoke("doctor", &Value::Null).unwrap();
     assert_eq!(doctor["ok"], json!(false));
     let checks: Vec<&str> = doctor["problems"]
@@ -170,6 +166,12 @@ fn a_store_damaged_while_open_gives_errors_not_panics() {
         .map(|p| p["check"].as_str().unwrap())
         .collect();
     assert!(checks.contains(&"dangling_context_items"), "{doctor}");
+    assert!(checks.contains(&"checksum_mismatch"), "{doctor}");
+    let error = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Failed);
+    assert!(error.message().contains("lcm.sqlite"), "{error}");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! holds. This module opens the database and maps every failure to an [`EngineError`] that
 //! names the file, so a corrupted or locked store is one clear line for the host, never a panic.
 
+mod doctor;
 mod ingest;
 mod queries;
 pub mod schema;
@@ -18,7 +19,8 @@ use ctxhost_sdk::{EngineError, Message};
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use serde_json::Value;
 
-pub use queries::{Hit, Problem};
+pub use doctor::{Problem, Repair};
+pub use queries::Hit;
 
 /// Why a store operation failed (before the file name is attached).
 #[derive(Debug)]
@@ -216,9 +218,16 @@ pub struct ItemRow {
 /// The page cache of one connection, in KiB.
 const CACHE_KIB: i64 = 16 * 1024;
 
-/// The open database.
+/// Where `backup` writes when no path is given, beside the database; `doctor` names the
+/// newest file there when the store needs restoring.
+pub const BACKUP_DIR: &str = "backups";
+
+/// The open database, or the reason it does not open.
 pub struct Store {
-    conn: Connection,
+    /// `None` when the database does not open: every query then fails with `unusable`, and
+    /// only `doctor` has something to say.
+    conn: Option<Connection>,
+    unusable: Option<String>,
     path: PathBuf,
 }
 
@@ -226,13 +235,38 @@ impl Store {
     /// Opens (creating if needed) the database at `path`, switches it to WAL and migrates it.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store, EngineError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
+            crate::private_files::create_dir(dir).map_err(|e| {
                 EngineError::failed(format!(
                     "lcm store {}: cannot create the directory: {e}",
                     dir.display()
                 ))
             })?;
         }
+        // SQLite creates the log and shared-memory files with the database's mode: create the
+        // database owner-only first, and tighten a store an earlier release left readable.
+        let private = || -> std::io::Result<()> {
+            if !path.exists() {
+                match crate::private_files::create_new_empty(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+                    _ => {}
+                }
+            }
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = path.as_os_str().to_owned();
+                file.push(suffix);
+                let file = std::path::PathBuf::from(file);
+                if file.exists() {
+                    crate::private_files::restrict(&file)?;
+                }
+            }
+            Ok(())
+        };
+        private().map_err(|e| {
+            EngineError::failed(format!(
+                "lcm store {}: cannot make it private to its owner: {e}",
+                path.display()
+            ))
+        })?;
         let fail =
             |e: StoreError| EngineError::failed(format!("lcm store {}: {e}", path.display()));
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -264,9 +298,36 @@ impl Store {
         };
         setup(&mut conn).map_err(fail)?;
         Ok(Store {
-            conn,
+            conn: Some(conn),
+            unusable: None,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Like [`open`](Self::open), but a database that does not open gives a store that says why
+    /// on every query (and to `doctor`) instead of an error: the engine stays up to diagnose it.
+    pub fn open_or_unusable(path: &Path, busy_timeout: Duration) -> Store {
+        Store::open(path, busy_timeout).unwrap_or_else(|error| Store {
+            conn: None,
+            unusable: Some(error.message().to_string()),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Why the database does not open, when it does not.
+    pub fn unusable(&self) -> Option<&str> {
+        self.unusable.as_deref()
+    }
+
+    fn connection(&self) -> Result<&Connection, EngineError> {
+        self.conn.as_ref().ok_or_else(|| self.not_open())
+    }
+
+    fn not_open(&self) -> EngineError {
+        EngineError::failed(format!(
+            "{}; run `ctxhost engine doctor` for how to restore it",
+            self.unusable.as_deref().unwrap_or("lcm store: not open")
+        ))
     }
 
     pub fn path(&self) -> &Path {
@@ -287,7 +348,7 @@ impl Store {
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        body(&self.conn).map_err(|e| self.error(e))
+        body(self.connection()?).map_err(|e| self.error(e))
     }
 
     /// Runs `body` in one write transaction, taken up front so a concurrent writer makes us
@@ -296,10 +357,11 @@ impl Store {
         &mut self,
         body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(self.not_open());
+        };
         let outcome = (|| {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = body(&tx)?;
             tx.commit()?;
             Ok(value)

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
 use super::{
@@ -103,23 +103,6 @@ pub struct Stats {
     pub context_messages: u64,
     pub context_summaries: u64,
     pub compactions: u64,
-}
-
-/// What `doctor` found.
-#[derive(Debug, Clone, Default)]
-pub struct Doctor {
-    pub problems: Vec<Problem>,
-    /// Findings that are not faults.
-    pub notes: Vec<Problem>,
-    pub fixed: Vec<String>,
-}
-
-/// One doctor finding.
-#[derive(Debug, Clone)]
-pub struct Problem {
-    pub check: &'static str,
-    pub count: u64,
-    pub detail: String,
 }
 
 impl Store {
@@ -615,75 +598,6 @@ impl Store {
         })
     }
 
-    /// Consistency checks over the whole database. With `fix`, out-of-sync full-text indexes
-    /// are rebuilt (the only finding that can be repaired without guessing).
-    pub fn doctor(&mut self, fix: bool) -> Result<Doctor, EngineError> {
-        let mut problems = Vec::new();
-        let mut notes = Vec::new();
-        let mut fixed = Vec::new();
-        self.read(|c| {
-            let mut stmt = c.prepare("PRAGMA quick_check")?;
-            let lines = stmt
-                .query_map([], |r| r.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
-            if lines != ["ok"] {
-                problems.push(Problem {
-                    check: "integrity",
-                    count: lines.len() as u64,
-                    detail: lines.join("; "),
-                });
-            }
-            for (check, sql, detail) in CHECKS {
-                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
-                if count > 0 {
-                    problems.push(Problem {
-                        check,
-                        count,
-                        detail: detail.to_string(),
-                    });
-                }
-            }
-            for (check, sql, detail) in NOTES {
-                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
-                if count > 0 {
-                    notes.push(Problem {
-                        check,
-                        count,
-                        detail: detail.to_string(),
-                    });
-                }
-            }
-            Ok(())
-        })?;
-        for table in ["messages_fts", "summaries_fts"] {
-            if let Err(why) = self.read(|c| fts_integrity(c, table)) {
-                if fix {
-                    self.write(|tx| {
-                        tx.execute_batch(&format!(
-                            "INSERT INTO {table}({table}) VALUES ('rebuild')"
-                        ))?;
-                        Ok(())
-                    })?;
-                    fixed.push(format!("{table}: rebuilt"));
-                } else {
-                    problems.push(Problem {
-                        check: "fts_out_of_sync",
-                        count: 1,
-                        detail: format!(
-                            "{table} does not match its table ({}); run doctor with {{\"fix\": true}}",
-                            why.message()
-                        ),
-                    });
-                }
-            }
-        }
-        Ok(Doctor {
-            problems,
-            notes,
-            fixed,
-        })
-    }
-
     /// A consistent copy of the whole database at `to` (which must not exist yet).
     pub fn backup(&self, to: &Path) -> Result<u64, EngineError> {
         if to.exists() {
@@ -693,15 +607,24 @@ impl Store {
             )));
         }
         if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
+            crate::private_files::create_dir(dir).map_err(|e| {
                 EngineError::failed(format!("backup: cannot create {}: {e}", dir.display()))
             })?;
         }
+        // Owner-only from the start: VACUUM INTO writes into an empty file and keeps its mode.
+        crate::private_files::create_new_empty(to).map_err(|e| {
+            EngineError::failed(format!("backup: cannot create {}: {e}", to.display()))
+        })?;
         let target = to.to_string_lossy().into_owned();
-        self.read(|c| {
+        let copied = self.read(|c| {
             c.execute("VACUUM INTO ?1", [&target])?;
             Ok(())
-        })?;
+        });
+        if let Err(error) = copied {
+            // No half-written backup left behind to be mistaken for a good one.
+            let _ = std::fs::remove_file(to);
+            return Err(error);
+        }
         let bytes = std::fs::metadata(to).map(|m| m.len()).unwrap_or(0);
         Ok(bytes)
     }
@@ -741,68 +664,3 @@ fn replace_items(
     )?;
     Ok(())
 }
-
-fn fts_integrity(c: &Connection, table: &str) -> Result<(), StoreError> {
-    // rank = 1 also compares the index with the content table.
-    c.execute_batch(&format!(
-        "INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
-    ))?;
-    Ok(())
-}
-
-/// (name, query counting offenders, what it means).
-const CHECKS: &[(&str, &str, &str)] = &[
-    (
-        "broken_message_links",
-        "SELECT count(*) FROM summary_messages sm LEFT JOIN messages m ON m.id = sm.message_id \
-         WHERE m.id IS NULL",
-        "leaf summaries point at messages that are not stored",
-    ),
-    (
-        "broken_summary_links",
-        "SELECT count(*) FROM summary_parents p \
-         LEFT JOIN summaries a ON a.id = p.parent_id LEFT JOIN summaries b ON b.id = p.child_id \
-         WHERE a.id IS NULL OR b.id IS NULL",
-        "condensed summaries point at summaries that are not stored",
-    ),
-    (
-        "leaves_without_sources",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'leaf' \
-         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.id)",
-        "leaf summaries with no source messages",
-    ),
-    (
-        "condensed_without_children",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'condensed' \
-         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.parent_id = s.id)",
-        "condensed summaries with no child summaries",
-    ),
-    (
-        "dangling_context_items",
-        "SELECT count(*) FROM context_items ci \
-         LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.id = ci.summary_id \
-         WHERE (ci.message_id IS NOT NULL AND m.id IS NULL) \
-            OR (ci.summary_id IS NOT NULL AND s.id IS NULL)",
-        "context items point at rows that are not stored",
-    ),
-];
-
-/// Findings that are not faults: the model's view is what the host last sent, so stored rows
-/// outside it (turns another engine left out, summaries of an earlier view) are normal; they
-/// stay searchable and recoverable through the tools. (name, query, what it means)
-const NOTES: &[(&str, &str, &str)] = &[
-    (
-        "messages_out_of_view",
-        "SELECT count(*) FROM messages m WHERE m.head = 0 \
-         AND NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) \
-         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id)",
-        "messages neither in the context nor under any summary (reachable through the tools)",
-    ),
-    (
-        "summaries_out_of_view",
-        "SELECT count(*) FROM summaries s \
-         WHERE NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.summary_id = s.id) \
-         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.child_id = s.id)",
-        "summaries neither in the context nor merged into another",
-    ),
-];

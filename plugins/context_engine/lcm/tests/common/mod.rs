@@ -165,6 +165,11 @@ pub fn tokens(messages: &[Message]) -> u64 {
     ctxhost_sdk_test::tokens::count_messages(messages)
 }
 
+/// The engine's `status` operation.
+pub fn status(engine: &mut LcmEngine) -> Value {
+    engine.invoke("status", &Value::Null).unwrap()
+}
+
 pub fn tool(engine: &mut LcmEngine, name: &str, args: Value) -> Value {
     let answer = engine
         .handle_tool_call(name, &args)

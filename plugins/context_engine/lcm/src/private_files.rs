@@ -1,0 +1,47 @@
+//! Files only their owner can read: the store holds every message verbatim, so the database,
+//! its write-ahead log, its backups and the lock files are created 0600 in directories created
+//! 0700, whatever the umask.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::Path;
+
+/// Creates `dir` and its missing parents, owner-only. Existing directories are left as they are
+/// (they may be shared on purpose).
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// `options`, creating the file owner-only.
+pub fn options(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
+}
+
+/// Makes an existing file owner-only (a store created by an earlier release, say).
+pub fn restrict(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let metadata = std::fs::metadata(path)?;
+        if metadata.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Creates `path` empty and owner-only, failing when it exists: SQLite then writes into it
+/// (`VACUUM INTO` accepts an empty file) and the file keeps its mode.
+pub fn create_new_empty(path: &Path) -> io::Result<()> {
+    options(OpenOptions::new().write(true).create_new(true))
+        .open(path)
+        .map(drop)
+}

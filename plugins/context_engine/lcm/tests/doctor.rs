@@ -1,0 +1,133 @@
+//! `doctor` finds what is wrong with the store and repairs what can be repaired exactly; the
+//! store's files are private to their owner.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use ctxhost_sdk::{CompressOptions, ContextEngine};
+use serde_json::{json, Value};
+
+fn doctor(engine: &mut ctxhost_engine_lcm::LcmEngine, args: Value) -> Value {
+    engine.invoke("doctor", &args).unwrap()
+}
+
+fn checks(report: &Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["check"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn sql(path: &Path, statements: &str) {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(statements)
+        .unwrap();
+}
+
+#[test]
+fn a_duplicate_a_deleted_source_link_and_an_edited_message_are_found_and_repaired() {
+    let host = small_host();
+    let mut engine = engine(&host);
+    let history = tool_chat(30, 400);
+    let view = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    assert_eq!(doctor(&mut engine, Value::Null)["ok"], json!(true));
+    let backup = host.data_dir().join("before.sqlite");
+    engine.invoke("backup", &json!({"path": backup})).unwrap();
+    let db = host.data_dir().join("lcm.sqlite");
+
+    // A message stored twice (the same content after the same message), a leaf that lost a
+    // source link, and a message whose text was edited behind the engine's back.
+    sql(
+        &db,
+        "INSERT INTO messages(conversation_id, seq, role, head, json, text, tokens, hash, prev_id, created_at) \
+           SELECT conversation_id, (SELECT max(seq) + 1 FROM messages), role, head, json, text, tokens, hash, prev_id, created_at \
+           FROM messages WHERE seq = 5; \
+         INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE seq = (SELECT max(seq) FROM messages); \
+         DELETE FROM summary_messages WHERE (summary_id, ord) = \
+           (SELECT summary_id, 1 FROM summaries s JOIN summary_messages sm ON sm.summary_id = s.id \
+            WHERE s.kind = 'leaf' LIMIT 1); \
+         UPDATE messages SET json = replace(json, 'output 2 ', 'output 2 EDITED ') WHERE seq = 7;",
+    );
+    let found = doctor(&mut engine, Value::Null);
+    assert_eq!(found["ok"], json!(false), "{found}");
+    let found_checks = checks(&found);
+    for check in [
+        "duplicate_messages",
+        "missing_source_links",
+        "checksum_mismatch",
+    ] {
+        assert!(found_checks.iter().any(|c| c == check), "{check}: {found}");
+    }
+
+    // Without the backup, the duplicate and the link are repaired; the edit cannot be undone.
+    let applied = doctor(&mut engine, json!({"apply": true}));
+    assert_eq!(checks(&applied), ["checksum_mismatch"], "{applied}");
+    assert_eq!(applied["fixed"].as_array().unwrap().len(), 2, "{applied}");
+    // With it, the edited text comes back, checked against its checksum.
+    let restored = doctor(&mut engine, json!({"apply": true, "from_backup": backup}));
+    assert_eq!(restored["ok"], json!(true), "{restored}");
+    assert!(
+        restored["fixed"][0].as_str().unwrap().contains("restored"),
+        "{restored}"
+    );
+    assert_eq!(status(&mut engine)["messages"], json!(history.len()));
+    // Nothing lost: the view still expands to the whole conversation.
+    assert!(recover(&mut engine, &view, 1000) == values(&history));
+}
+
+#[test]
+fn doctor_runs_on_a_truncated_database_and_says_how_to_restore_it() {
+    let host = small_host();
+    {
+        let mut engine = engine(&host);
+        engine
+            .compress(&tool_chat(30, 400), &CompressOptions::default())
+            .unwrap();
+        engine.invoke("backup", &Value::Null).unwrap();
+    }
+    let db = host.data_dir().join("lcm.sqlite");
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&db, &bytes[..bytes.len() / 3]).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let mut engine = engine(&host);
+    let report = doctor(&mut engine, Value::Null);
+    assert_eq!(report["ok"], json!(false), "{report}");
+    let detail = report["problems"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("backups"),
+        "names the latest backup: {detail}"
+    );
+    assert!(detail.contains("move"), "{detail}");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_database_its_log_and_its_backups_are_private_to_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    // The umask most systems run with: files would be 0644 and directories 0755 by default.
+    // SAFETY: umask only sets this process's file-creation mask.
+    unsafe { libc::umask(0o022) };
+    let host = small_host();
+    let mut engine = engine(&host);
+    engine
+        .compress(&tool_chat(30, 400), &CompressOptions::default())
+        .unwrap();
+    let backup = engine.invoke("backup", &Value::Null).unwrap();
+    let db = host.data_dir().join("lcm.sqlite");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&db), 0o600);
+    assert_eq!(mode(Path::new(&format!("{}-wal", db.display()))), 0o600);
+    let backup = Path::new(backup["path"].as_str().unwrap());
+    assert_eq!(mode(backup), 0o600);
+    assert_eq!(mode(backup.parent().unwrap()), 0o700);
+    assert_eq!(mode(&host.data_dir().join("locks")), 0o700);
+}
