@@ -131,3 +131,45 @@ fn the_database_its_log_and_its_backups_are_private_to_their_owner() {
     assert_eq!(mode(backup.parent().unwrap()), 0o700);
     assert_eq!(mode(&host.data_dir().join("locks")), 0o700);
 }
+
+#[test]
+fn a_version_4_store_from_the_previous_release_opens_and_migrates() {
+    // Written by the release before exactly-once ingest: the first 90 messages of the example
+    // session, replayed in a small window (session `v4-fixture`).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lcm-v4.sqlite");
+    let host = small_host();
+    std::fs::copy(&fixture, host.data_dir().join("lcm.sqlite")).unwrap();
+    let mut engine = engine(&host);
+    engine
+        .on_session_start(&ctxhost_sdk::SessionStart {
+            session_id: "v4-fixture".into(),
+            model: None,
+            context_length: None,
+        })
+        .unwrap();
+    let status = status(&mut engine);
+    assert_eq!(
+        status["schema_version"], status["schema_latest"],
+        "{status}"
+    );
+    assert_eq!(status["messages"], json!(90), "{status}");
+    assert_eq!(doctor(&mut engine, Value::Null)["ok"], json!(true));
+    // The same 90 messages sent again are recognised, not stored a second time.
+    let session: Vec<ctxhost_sdk::Message> = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../examples/session.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    engine
+        .compress(&session[..90], &CompressOptions::default())
+        .unwrap();
+    assert_eq!(self::status(&mut engine)["messages"], json!(90));
+    let found = tool(
+        &mut engine,
+        "lcm_grep",
+        json!({"pattern": "chall", "scope": "both", "limit": 5}),
+    );
+    assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");
+}
