@@ -9,6 +9,7 @@ mod embedding;
 mod install;
 mod isolation;
 mod lcm;
+mod lcm_integrity;
 mod loading;
 mod output;
 mod picker;

@@ -234,15 +234,24 @@ impl Sandbox {
 
     /// Runs `ctxhost` with extra environment variables (API keys for a loopback provider).
     pub fn ctxhost_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output = Command::new(binary())
-            .current_dir(self.path())
-            .env("CTXHOST_HOME", self.home())
-            .env_remove("CARGO_TARGET_DIR")
+        let output = self
+            .command(args)
             .envs(env.iter().copied())
-            .args(args)
             .output()
             .expect("ctxhost runs");
         Run::from(output)
+    }
+
+    /// The `ctxhost` command with this sandbox's config and home, not started yet (for tests
+    /// that watch or kill it while it runs).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .current_dir(self.path())
+            .env("CTXHOST_HOME", self.home())
+            .env_remove("CARGO_TARGET_DIR")
+            .args(args);
+        command
     }
 
     /// The config file's text.
