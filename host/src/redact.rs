@@ -28,9 +28,10 @@ fn rules() -> &'static [Rule] {
                 r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
                 "[REDACTED PRIVATE KEY]",
             ),
-            // Credentials in URLs: scheme://user:password@host
+            // Credentials in URLs: scheme://user:password@host, whatever the password holds
+            // (`/` included) short of whitespace or `@`.
             rule(
-                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@",
+                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^\s@]+@",
                 "${pre}[REDACTED]@",
             ),
             rule(r"(?i)(?P<pre>(?-u:\b)bearer\s+)[A-Za-z0-9._~+/=-]{12,}", "${pre}[REDACTED]"),
@@ -39,9 +40,18 @@ fn rules() -> &'static [Rule] {
             rule(r"(?-u:\b)sk-[A-Za-z0-9_-]{16,}", REDACTED),
             rule(r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", REDACTED),
             rule(r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)", REDACTED),
-            rule(r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,}", REDACTED),
+            rule(r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}", REDACTED),
+            rule(r"(?-u:\b)xapp-[0-9]-[A-Za-z0-9-]{10,}", REDACTED),
+            rule(
+                r"(?P<pre>hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}",
+                "${pre}[REDACTED]",
+            ),
+            // npm and PyPI publishing tokens.
+            rule(r"(?-u:\b)npm_[A-Za-z0-9]{30,}", REDACTED),
+            rule(r"(?-u:\b)pypi-[A-Za-z0-9_-]{40,}", REDACTED),
             rule(r"(?-u:\b)AIza[0-9A-Za-z_-]{30,}", REDACTED),
             rule(r"(?-u:\b)(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", REDACTED),
+            rule(r"(?-u:\b)whsec_[A-Za-z0-9]{24,}", REDACTED),
             rule(r"(?-u:\b)hf_[A-Za-z0-9]{20,}", REDACTED),
             rule(r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", REDACTED),
             // Assignments: api_key = "...", password: ..., AWS_SECRET_ACCESS_KEY=...
@@ -113,6 +123,28 @@ mod tests {
             ),
             ("password: correct-horse", "password: [REDACTED]"),
             ("xoxb-1234567890-abcdefghij", "[REDACTED]"),
+            (
+                "npm token npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                "npm token [REDACTED]",
+            ),
+            (
+                "TWINE_PASSWORD pypi-AgEIcHlwaS5vcmcCJGQ0ZjRkY2E4LTk2NGQtNGU3Ni1hMjVmLTk2YjE5NWE1",
+                "TWINE_PASSWORD [REDACTED]",
+            ),
+            (
+                "postgres://app:p/a:ss@db.internal:5432/prod",
+                "postgres://app:[REDACTED]@db.internal:5432/prod",
+            ),
+            (
+                "hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX",
+                "hooks.slack.com/services/[REDACTED]",
+            ),
+            ("whsec_abcdefghijklmnopqrstuvwxyz012345", "[REDACTED]"),
+            ("sk_live_abcdefghijklmnop1234", "[REDACTED]"),
+            (
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+                "jwt [REDACTED]",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redact(input), expected, "{input}");

@@ -390,3 +390,83 @@ fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
         }
     }
 }
+
+/// One secret of every kind an agent's turns carry, with the part that must never leave.
+const PLANTED: &[(&str, &str)] = &[
+    ("key sk-proj-PLANTEDSECRET0123456789abcdef", "PLANTEDSECRET0123456789"),
+    ("token ghp_PLANTED0123456789abcdefghijABCDEFGH", "ghp_PLANTED01234"),
+    ("aws AKIAPLANTED123456789 in use", "AKIAPLANTED123456789"),
+    ("db postgres://app:pl/ant:ed@db.internal:5432/prod", "pl/ant:ed"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEPLANTEDPEM\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEPLANTEDPEM",
+    ),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJwbGFudGVkIjoxfQ.c2lnbmF0dXJlcGxhbnRlZA",
+        "eyJwbGFudGVkIjoxfQ",
+    ),
+    ("npm_PLANTED0123456789abcdefghijklmnopqrst", "npm_PLANTED0123"),
+    (
+        "pypi-AgEIcHlwaS5vcmcPLANTED0123456789abcdefghijklmnopqrstuvwxyz",
+        "AgEIcHlwaS5vcmcPLANTED",
+    ),
+    ("slack xoxb-1234567890-PLANTEDslackToken", "PLANTEDslackToken"),
+    ("stripe sk_live_PLANTED0123456789abcd", "sk_live_PLANTED"),
+    ("export DB_PASSWORD=Pl4nted-Passw0rd", "Pl4nted-Passw0rd"),
+];
+
+#[test]
+fn no_planted_secret_reaches_the_summarizer_or_a_stored_summary_though_lcm_keeps_the_originals() {
+    let leaked = "sk-live-LEAKEDBYTHEMODEL0123456789";
+    let server = TestServer::start(vec![
+        chat_reply(&format!(
+            "Earlier turns: the user gave key {leaked}."
+        ));
+        40
+    ]);
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(&format!(
+        "context:\n  engine: lcm\nplugins:\n  lcm:\n    fresh_tail_count: 4\n{}",
+        ladder_config(&server, "")
+    ));
+    let mut messages = read_json(&corpus_dir().join("ctf__web__i_got_id_demo.json"));
+    let list = messages.as_array_mut().unwrap();
+    for (index, (secret, _)) in PLANTED.iter().enumerate() {
+        list.insert(
+            2 + 2 * index,
+            serde_json::json!({"role": "user", "content": format!("here: {secret}")}),
+        );
+        list.insert(
+            3 + 2 * index,
+            serde_json::json!({"role": "assistant", "content": "Noted."}),
+        );
+    }
+    let path = sandbox.write_json("session.json", &messages);
+    let run = sandbox.ctxhost_with_env(
+        &["compress", "--force", path.to_str().unwrap()],
+        &[(KEY_ENV, "k")],
+    );
+    assert!(run.success(), "{}", run.stderr);
+    let sent: String = server.requests().iter().map(|r| r.body.clone()).collect();
+    assert!(!sent.is_empty(), "lcm asked the summarizer");
+    let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
+    let column = |sql: &str| -> String {
+        let mut stmt = store.prepare(sql).unwrap();
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
+        rows.map(Result::unwrap).collect::<Vec<_>>().join("\n")
+    };
+    let summaries = column("SELECT text FROM summaries");
+    let originals = column("SELECT json FROM messages");
+    assert!(!summaries.is_empty());
+    assert!(!summaries.contains(leaked), "{summaries}");
+    for (secret, part) in PLANTED {
+        assert!(!sent.contains(part), "{secret} reached the summarizer");
+        assert!(!summaries.contains(part), "{secret} is in a stored summary");
+        // Originals are kept verbatim: that is the engine's job (its README says where).
+        assert!(
+            originals.contains(part),
+            "{secret} is stored as it was said"
+        );
+    }
+}
