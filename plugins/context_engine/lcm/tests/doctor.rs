@@ -46,10 +46,9 @@ fn a_duplicate_a_deleted_source_link_and_an_edited_message_are_found_and_repaire
     // source link, and a message whose text was edited behind the engine's back.
     sql(
         &db,
-        "INSERT INTO messages(conversation_id, seq, role, head, json, text, tokens, hash, prev_id, created_at) \
-           SELECT conversation_id, (SELECT max(seq) + 1 FROM messages), role, head, json, text, tokens, hash, prev_id, created_at \
+        "INSERT INTO messages(conversation_id, seq, role, head, json, tokens, hash, prev_id, created_at) \
+           SELECT conversation_id, (SELECT max(seq) + 1 FROM messages), role, head, json, tokens, hash, prev_id, created_at \
            FROM messages WHERE seq = 5; \
-         INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE seq = (SELECT max(seq) FROM messages); \
          DELETE FROM summary_messages WHERE (summary_id, ord) = \
            (SELECT summary_id, 1 FROM summaries s JOIN summary_messages sm ON sm.summary_id = s.id \
             WHERE s.kind = 'leaf' LIMIT 1); \

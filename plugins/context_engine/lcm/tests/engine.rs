@@ -492,8 +492,7 @@ fn operations_report_check_and_back_up_the_store() {
     {
         let conn = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
         conn.execute_batch(
-            "INSERT INTO messages_fts(messages_fts, rowid, text) \
-             SELECT 'delete', id, text FROM messages WHERE seq = 3",
+            "DELETE FROM messages_fts WHERE rowid = (SELECT id FROM messages WHERE seq = 3)",
         )
         .unwrap();
     }

@@ -17,7 +17,8 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{Store, StoreError};
+use super::queries::{json_at, searchable};
+use super::{codec, Store, StoreError};
 use crate::ids::{message_hash, summary_id};
 use ctxhost_sdk::EngineError;
 
@@ -118,7 +119,7 @@ impl Store {
                 }
             }
             for table in FTS_TABLES {
-                if let Err(why) = fts_integrity(c, table) {
+                if let Err(why) = fts_in_sync(c, table) {
                     found.problems.push(Problem {
                         check: "fts_out_of_sync",
                         count: 1,
@@ -145,8 +146,8 @@ impl Store {
             remove_duplicates(tx, fixed)?;
             restore_source_links(tx, fixed)?;
             for table in FTS_TABLES {
-                if fts_integrity(tx, table).is_err() {
-                    tx.execute_batch(&format!("INSERT INTO {table}({table}) VALUES ('rebuild')"))?;
+                if fts_in_sync(tx, table).is_err() {
+                    rebuild_index(tx, table)?;
                     fixed.push(format!("{table}: rebuilt"));
                 }
             }
@@ -165,11 +166,50 @@ fn quick_check(c: &Connection) -> Result<Vec<String>, StoreError> {
     Ok(lines)
 }
 
-fn fts_integrity(c: &Connection, table: &str) -> Result<(), StoreError> {
+/// Whether a full-text index matches its table. The summaries' index reads its text from its
+/// table, so FTS5 can compare them; the messages' index keeps no text (it derives from each
+/// message's JSON), so the check is that it indexes exactly the stored rows.
+fn fts_in_sync(c: &Connection, table: &str) -> Result<(), StoreError> {
+    if table == "messages_fts" {
+        c.execute_batch("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")?;
+        let (missing, extra): (u64, u64) = c.query_row(
+            "SELECT \
+               (SELECT count(*) FROM messages m WHERE NOT EXISTS \
+                  (SELECT 1 FROM messages_fts f WHERE f.rowid = m.id)), \
+               (SELECT count(*) FROM messages_fts f WHERE NOT EXISTS \
+                  (SELECT 1 FROM messages m WHERE m.id = f.rowid))",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if missing + extra > 0 {
+            return Err(StoreError::Corrupt(format!(
+                "{missing} message(s) not indexed, {extra} indexed row(s) not stored"
+            )));
+        }
+        return Ok(());
+    }
     // rank = 1 also compares the index with the content table.
     c.execute_batch(&format!(
         "INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
     ))?;
+    Ok(())
+}
+
+/// Indexes every row of the table again.
+fn rebuild_index(c: &Connection, table: &str) -> Result<(), StoreError> {
+    if table != "messages_fts" {
+        c.execute_batch(&format!("INSERT INTO {table}({table}) VALUES ('rebuild')"))?;
+        return Ok(());
+    }
+    c.execute_batch("INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')")?;
+    let mut rows = c.prepare("SELECT id, seq, json FROM messages")?;
+    let mut index = c.prepare("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
+    let mut cursor = rows.query([])?;
+    while let Some(row) = cursor.next()? {
+        let (rowid, seq): (i64, i64) = (row.get(0)?, row.get(1)?);
+        let text = searchable(&json_at(row, 2)?, seq)?;
+        index.execute(params![rowid, text])?;
+    }
     Ok(())
 }
 
@@ -218,8 +258,9 @@ fn edited_messages(c: &Connection) -> Result<Vec<Edited>, StoreError> {
     let mut edited = Vec::new();
     while let Some(row) = rows.next()? {
         let hash: String = row.get(3)?;
-        let json = row.get_ref(4)?.as_str().map_err(rusqlite::Error::from)?;
-        if message_hash(json) != hash {
+        // A value that no longer decodes is edited too.
+        let same = codec::decode(row.get_ref(4)?).is_ok_and(|json| message_hash(&json) == hash);
+        if !same {
             edited.push(Edited {
                 rowid: row.get(0)?,
                 conversation: row.get(1)?,
@@ -245,25 +286,25 @@ fn restore_from_backup(
         .map_err(|e| StoreError::Schema(format!("backup {}: {e}", backup.display())))?;
     let mut lookup =
         source.prepare("SELECT json FROM messages WHERE conversation_id = ?1 AND seq = ?2")?;
-    let mut update = c.prepare("UPDATE messages SET json = ?1, text = ?2 WHERE id = ?3")?;
+    let mut update = c.prepare("UPDATE messages SET json = ?1 WHERE id = ?2")?;
+    let mut unindex = c.prepare("DELETE FROM messages_fts WHERE rowid = ?1")?;
+    let mut index = c.prepare("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
     let mut restored = 0;
     for message in &edited {
         let original: Option<String> = lookup
-            .query_row(params![message.conversation, message.seq], |r| r.get(0))
+            .query_row(params![message.conversation, message.seq], |r| json_at(r, 0))
             .optional()?;
         let Some(json) = original.filter(|json| message_hash(json) == message.hash) else {
             continue;
         };
-        let text = serde_json::from_str::<ctxhost_sdk::Message>(&json)
-            .map_err(|e| StoreError::Corrupt(format!("backup msg_{}: {e}", message.seq)))?
-            .searchable_text()
-            .into_owned();
-        update.execute(params![json, text, message.rowid])?;
+        // The searchable text derives from the JSON: index what came back.
+        let text = searchable(&json, message.seq)?;
+        update.execute(params![codec::encode(&json), message.rowid])?;
+        unindex.execute([message.rowid])?;
+        index.execute(params![message.rowid, text])?;
         restored += 1;
     }
     if restored > 0 {
-        // The searchable text derives from the JSON: index what came back.
-        c.execute_batch("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")?;
         fixed.push(format!(
             "{restored} edited message(s) restored from {}",
             backup.display()

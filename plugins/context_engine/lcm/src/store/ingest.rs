@@ -156,9 +156,13 @@ impl Store {
                 |r| r.get(0),
             )?;
             let mut insert = tx.prepare_cached(
-                "INSERT INTO messages(conversation_id, seq, role, head, json, text, tokens, hash, \
-                 prev_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO messages(conversation_id, seq, role, head, json, tokens, hash, \
+                 prev_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
+            // One row per statement: no statement journal, so the index's pending terms stay
+            // in memory until the transaction ends (see `hashsize` in the schema).
+            let mut index =
+                tx.prepare_cached("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
             let mut rowids: Vec<i64> = Vec::with_capacity(messages.len());
             for (seq, message) in (first_seq..).zip(messages) {
                 let prev = match message.prev {
@@ -175,21 +179,16 @@ impl Store {
                     seq,
                     message.role,
                     message.head,
-                    message.json,
-                    message.text,
+                    super::codec::encode(&message.json),
                     message.tokens,
                     message.hash,
                     prev,
                     now
                 ])?;
-                rowids.push(tx.last_insert_rowid());
+                let rowid = tx.last_insert_rowid();
+                index.execute(params![rowid, message.text])?;
+                rowids.push(rowid);
             }
-            // Index the whole batch in one statement (see the schema on why not a trigger).
-            tx.execute(
-                "INSERT INTO messages_fts(rowid, text) \
-                 SELECT id, text FROM messages WHERE conversation_id = ?1 AND seq >= ?2",
-                params![conv, first_seq],
-            )?;
             Ok(rowids)
         })
     }

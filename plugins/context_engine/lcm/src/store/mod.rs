@@ -5,6 +5,7 @@
 //! holds. This module opens the database and maps every failure to an [`EngineError`] that
 //! names the file, so a corrupted or locked store is one clear line for the host, never a panic.
 
+mod codec;
 mod doctor;
 mod ingest;
 mod queries;

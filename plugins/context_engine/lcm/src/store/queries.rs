@@ -27,10 +27,28 @@ fn message_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<StoredMessage>
         seq: row.get(at + 1)?,
         role: row.get(at + 2)?,
         head: row.get(at + 3)?,
-        json: row.get(at + 4)?,
+        json: json_at(row, at + 4)?,
         tokens: row.get(at + 5)?,
         created_at: row.get(at + 6)?,
     })
+}
+
+/// A message's original JSON from column `at`, text or compressed.
+pub(super) fn json_at(row: &Row<'_>, at: usize) -> rusqlite::Result<String> {
+    super::codec::decode(row.get_ref(at)?).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            at,
+            rusqlite::types::Type::Blob,
+            Box::new(std::io::Error::other(e.to_string())),
+        )
+    })
+}
+
+/// What search sees of a stored message: derived from its JSON, never stored twice.
+pub(super) fn searchable(json: &str, seq: i64) -> Result<String, StoreError> {
+    let message: ctxhost_sdk::Message = serde_json::from_str(json)
+        .map_err(|e| StoreError::Corrupt(format!("message {}: {e}", super::message_id(seq))))?;
+    Ok(message.searchable_text().into_owned())
 }
 
 const SUMMARY_COLUMNS: &str = "s.id, s.conversation_id, s.kind, s.depth, s.seq_start, s.seq_end, \
@@ -429,11 +447,13 @@ impl Store {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
-            let mut row = c.prepare_cached("SELECT seq, role, text FROM messages WHERE id = ?1")?;
+            let mut row = c.prepare_cached("SELECT seq, role, json FROM messages WHERE id = ?1")?;
             let mut hits = Vec::with_capacity(page.len());
             for (rowid, rank) in page {
-                let (seq, role, text) =
-                    row.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                let (seq, role, json): (i64, String, String) = row.query_row([rowid], |r| {
+                    Ok((r.get(0)?, r.get(1)?, json_at(r, 2)?))
+                })?;
+                let text = searchable(&json, seq)?;
                 hits.push(Hit::Message {
                     rowid,
                     seq,
@@ -497,14 +517,16 @@ impl Store {
     ) -> Result<(), EngineError> {
         self.read(|c| {
             let mut stmt = c.prepare_cached(
-                "SELECT id, seq, role, text FROM messages \
+                "SELECT id, seq, role, json FROM messages \
                  WHERE conversation_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq DESC",
             )?;
             let mut rows = stmt.query(params![conv, since, before])?;
             while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(1)?;
                 let role = row.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
-                let text = row.get_ref(3)?.as_str().map_err(rusqlite::Error::from)?;
-                if !visit(row.get(0)?, row.get(1)?, role, text) {
+                let json = json_at(row, 3)?;
+                let text = searchable(&json, seq)?;
+                if !visit(row.get(0)?, seq, role, &text) {
                     break;
                 }
             }

@@ -139,7 +139,27 @@ const MIGRATIONS: &[&str] = &[
     ), 0) WHERE head = 0;
     CREATE INDEX messages_by_prev ON messages(conversation_id, prev_id);
     "#,
+    // 6: each message's text is kept once. The searchable text derives from the original JSON,
+    // so the full-text index keeps no copy of it (contentless, rows deleted by id) and the
+    // column goes; large originals are written zstd-compressed from now on (as blobs).
+    r#"
+    DROP TRIGGER messages_fts_delete;
+    DROP TABLE messages_fts;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        text, content = '', contentless_delete = 1, tokenize = 'unicode61'
+    );
+    INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', 8388608);
+    INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages;
+    ALTER TABLE messages DROP COLUMN text;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.id;
+    END;
+    "#,
 ];
+
+/// The version that dropped the duplicated text: a store migrated past it is vacuumed once, so
+/// the space comes back to the file system.
+const TEXT_DROPPED: u32 = 6;
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;
@@ -162,12 +182,16 @@ pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<(), StoreError> 
              upgrade the lcm plugin"
         )));
     }
-    for next in current..target.min(LATEST) {
+    let target = target.min(LATEST);
+    for next in current..target {
         let tx = conn.transaction()?;
         tx.execute_batch(MIGRATIONS[next as usize])?;
         // PRAGMA takes no bound parameters; the value is our own integer.
         tx.execute_batch(&format!("PRAGMA user_version = {}", next + 1))?;
         tx.commit()?;
+    }
+    if (1..TEXT_DROPPED).contains(&current) && target >= TEXT_DROPPED {
+        conn.execute_batch("VACUUM")?;
     }
     Ok(())
 }
