@@ -2,22 +2,38 @@
 //! when that saves at least a tenth. SQLite's own type tells which, so stores written before
 //! compression existed read unchanged.
 
+use std::cell::RefCell;
+
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 
 use super::StoreError;
 
+thread_local! {
+    // zstd contexts are costly to make (allocations of hundreds of KiB): one of each per
+    // thread, reused for every message.
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        RefCell::new(zstd::bulk::Compressor::new(LEVEL).ok());
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        RefCell::new(zstd::bulk::Decompressor::new().ok());
+}
+
 /// Shorter JSON stays text: compressing it saves little and costs every read.
 const COMPRESS_FROM: usize = 512;
+/// Larger than any message is (a damaged frame must not make us allocate what it claims).
+const MAX_MESSAGE_BYTES: usize = 1 << 30;
 /// zstd's level: fast to write, and most of the gain of higher levels on chat text.
 const LEVEL: i32 = 3;
 
 /// The column value for `json`.
 pub fn encode(json: &str) -> ToSqlOutput<'_> {
     if json.len() >= COMPRESS_FROM {
-        if let Ok(packed) = zstd::bulk::compress(json.as_bytes(), LEVEL) {
-            if packed.len() * 10 <= json.len() * 9 {
-                return ToSqlOutput::Owned(Value::Blob(packed));
-            }
+        let packed = COMPRESSOR.with_borrow_mut(|compressor| {
+            compressor
+                .as_mut()
+                .and_then(|c| c.compress(json.as_bytes()).ok())
+        });
+        if let Some(packed) = packed.filter(|p| p.len() * 10 <= json.len() * 9) {
+            return ToSqlOutput::Owned(Value::Blob(packed));
         }
     }
     ToSqlOutput::Borrowed(ValueRef::Text(json.as_bytes()))
@@ -29,8 +45,23 @@ pub fn decode(value: ValueRef<'_>) -> Result<String, StoreError> {
         ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec())
             .map_err(|e| StoreError::Corrupt(format!("message JSON is not UTF-8: {e}"))),
         ValueRef::Blob(packed) => {
-            let bytes = zstd::stream::decode_all(packed)
-                .map_err(|e| StoreError::Corrupt(format!("compressed message: {e}")))?;
+            let corrupt = |e: &dyn std::fmt::Display| {
+                StoreError::Corrupt(format!("compressed message: {e}"))
+            };
+            // Frames written here record their size; a frame that does not is refused.
+            let size = zstd::zstd_safe::get_frame_content_size(packed)
+                .map_err(|_| corrupt(&"not a zstd frame"))?
+                .ok_or_else(|| corrupt(&"no content size"))?;
+            let size = usize::try_from(size)
+                .ok()
+                .filter(|size| *size <= MAX_MESSAGE_BYTES)
+                .ok_or_else(|| corrupt(&format!("claims {size} bytes")))?;
+            let bytes = DECOMPRESSOR
+                .with_borrow_mut(|decompressor| match decompressor.as_mut() {
+                    Some(d) => d.decompress(packed, size),
+                    None => zstd::bulk::decompress(packed, size),
+                })
+                .map_err(|e| corrupt(&e))?;
             String::from_utf8(bytes)
                 .map_err(|e| StoreError::Corrupt(format!("message JSON is not UTF-8: {e}")))
         }

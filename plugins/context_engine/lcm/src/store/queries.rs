@@ -476,20 +476,23 @@ impl Store {
         relevance: bool,
         limit: usize,
     ) -> Result<Vec<Hit>, EngineError> {
-        let order = if relevance {
-            "summaries_fts.rank, s.seq_end DESC"
-        } else {
-            "s.seq_end DESC"
-        };
-        let sql = format!(
+        // Newest first walks the conversation's summaries by `seq_end` (an index) and keeps
+        // those in the match set, which is read once: no sorter, no lookup and no rank for the
+        // matches past the page. Relevance needs every match's rank anyway.
+        let sql = if relevance {
             "SELECT summaries_fts.rowid, summaries_fts.rank FROM summaries_fts \
              CROSS JOIN summaries s ON s.rowid = summaries_fts.rowid \
              WHERE summaries_fts MATCH ?1 AND s.conversation_id = ?2 \
                AND s.seq_end >= ?3 AND s.seq_start < ?4 \
-             ORDER BY {order} LIMIT ?5"
-        );
+             ORDER BY summaries_fts.rank, s.seq_end DESC LIMIT ?5"
+        } else {
+            "SELECT s.rowid, 0.0 FROM summaries s INDEXED BY summaries_by_end \
+             WHERE s.conversation_id = ?2 AND s.seq_end >= ?3 AND s.seq_start < ?4 \
+               AND s.rowid IN (SELECT rowid FROM summaries_fts WHERE summaries_fts MATCH ?1) \
+             ORDER BY s.seq_end DESC LIMIT ?5"
+        };
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&sql)?;
+            let mut stmt = c.prepare_cached(sql)?;
             let page = stmt
                 .query_map(params![query, conv, since, before, limit as i64], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))

@@ -141,7 +141,8 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 6: each message's text is kept once. The searchable text derives from the original JSON,
     // so the full-text index keeps no copy of it (contentless, rows deleted by id) and the
-    // column goes; large originals are written zstd-compressed from now on (as blobs).
+    // column goes; large originals are written zstd-compressed from now on (as blobs). Summaries
+    // get an index by their newest message.
     r#"
     DROP TRIGGER messages_fts_delete;
     DROP TABLE messages_fts;
@@ -154,6 +155,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
         DELETE FROM messages_fts WHERE rowid = old.id;
     END;
+    -- Newest summaries first without sorting every match (`lcm_grep`'s default order).
+    CREATE INDEX summaries_by_end ON summaries(conversation_id, seq_end);
     "#,
 ];
 
