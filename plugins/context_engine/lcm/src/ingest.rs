@@ -67,7 +67,7 @@ pub fn ingest(
     }
     let head_new = new.len();
 
-    let mut walk = Walk::new(conv);
+    let mut walk = Walk::new(conv, store.has_raw_messages(conv)?);
     let mut slots = Vec::with_capacity(messages.len() - head_len);
     let mut skipped_blocks = 0;
     for message in &messages[head_len..] {
@@ -162,10 +162,13 @@ struct Walk {
     /// Messages this walk met, and the summaries it passed.
     met: HashSet<i64>,
     passed: Vec<String>,
+    /// Whether anything was stored before this call: a first ingest (a transcript imported,
+    /// say) has nothing to look up.
+    stored_before: bool,
 }
 
 impl Walk {
-    fn new(conv: i64) -> Self {
+    fn new(conv: i64, stored_before: bool) -> Self {
         Walk {
             conv,
             at: At::Start,
@@ -173,6 +176,7 @@ impl Walk {
             ahead_is_all: false,
             met: HashSet::new(),
             passed: Vec::new(),
+            stored_before,
         }
     }
 
@@ -205,6 +209,9 @@ impl Walk {
 
     /// The stored message this one is, if any (the walk moves to it).
     fn find(&mut self, store: &Store, hash: &str) -> Result<Option<i64>, EngineError> {
+        if !self.stored_before {
+            return Ok(None);
+        }
         let from = match self.at {
             At::Start => Some((0, -1)),
             At::Stored { rowid, seq } => Some((rowid, seq)),

@@ -292,7 +292,9 @@ fn restore_from_backup(
     let mut restored = 0;
     for message in &edited {
         let original: Option<String> = lookup
-            .query_row(params![message.conversation, message.seq], |r| json_at(r, 0))
+            .query_row(params![message.conversation, message.seq], |r| {
+                json_at(r, 0)
+            })
             .optional()?;
         let Some(json) = original.filter(|json| message_hash(json) == message.hash) else {
             continue;

@@ -8,6 +8,9 @@ use rusqlite::{params, OptionalExtension};
 use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, Store, StoreError};
 use ctxhost_sdk::EngineError;
 
+/// Messages stored per transaction by [`Store::append_messages`].
+const APPEND_BATCH: usize = 20_000;
+
 const RAW_COLUMNS: &str = "id, seq, prev_id, hash";
 
 fn raw_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRef> {
@@ -30,6 +33,17 @@ impl Store {
                 .query_map([conv], |r| r.get::<_, String>(0))?
                 .collect::<Result<HashSet<_>, _>>()?;
             Ok(hashes)
+        })
+    }
+
+    /// Whether the conversation holds any non-head message.
+    pub fn has_raw_messages(&self, conv: i64) -> Result<bool, EngineError> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT EXISTS(SELECT 1 FROM messages WHERE conversation_id = ?1 AND head = 0)",
+                [conv],
+                |r| r.get(0),
+            )?)
         })
     }
 
@@ -138,16 +152,33 @@ impl Store {
         })
     }
 
-    /// Stores messages in one transaction, numbering them after the conversation's last; their
-    /// row ids, in order.
+    /// Stores messages, numbering them after the conversation's last; their row ids, in order.
+    ///
+    /// A transaction per [`APPEND_BATCH`] messages: one huge transaction outgrows the page cache
+    /// and spills into a log it then searches on every page read. A crash between batches
+    /// leaves a prefix stored, which the next call recognises (ingest is exactly once).
     pub fn append_messages(
         &mut self,
         conv: i64,
         messages: &[NewMessage],
     ) -> Result<Vec<i64>, EngineError> {
-        if messages.is_empty() {
-            return Ok(Vec::new());
+        let mut rowids: Vec<i64> = Vec::with_capacity(messages.len());
+        for start in (0..messages.len()).step_by(APPEND_BATCH) {
+            let end = (start + APPEND_BATCH).min(messages.len());
+            self.append_batch(conv, messages, start..end, &mut rowids)?;
         }
+        Ok(rowids)
+    }
+
+    /// Stores `messages[range]` in one transaction, pushing their row ids onto `rowids` (which
+    /// holds those of the batches before).
+    fn append_batch(
+        &mut self,
+        conv: i64,
+        messages: &[NewMessage],
+        range: std::ops::Range<usize>,
+        rowids: &mut Vec<i64>,
+    ) -> Result<(), EngineError> {
         let now = now_ms();
         self.write(|tx| {
             let first_seq: i64 = tx.query_row(
@@ -163,8 +194,7 @@ impl Store {
             // in memory until the transaction ends (see `hashsize` in the schema).
             let mut index =
                 tx.prepare_cached("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
-            let mut rowids: Vec<i64> = Vec::with_capacity(messages.len());
-            for (seq, message) in (first_seq..).zip(messages) {
+            for (seq, message) in (first_seq..).zip(&messages[range]) {
                 let prev = match message.prev {
                     Prev::First => 0,
                     Prev::Stored(rowid) => rowid,
@@ -189,7 +219,7 @@ impl Store {
                 index.execute(params![rowid, message.text])?;
                 rowids.push(rowid);
             }
-            Ok(rowids)
+            Ok(())
         })
     }
 

@@ -450,9 +450,8 @@ impl Store {
             let mut row = c.prepare_cached("SELECT seq, role, json FROM messages WHERE id = ?1")?;
             let mut hits = Vec::with_capacity(page.len());
             for (rowid, rank) in page {
-                let (seq, role, json): (i64, String, String) = row.query_row([rowid], |r| {
-                    Ok((r.get(0)?, r.get(1)?, json_at(r, 2)?))
-                })?;
+                let (seq, role, json): (i64, String, String) =
+                    row.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, json_at(r, 2)?)))?;
                 let text = searchable(&json, seq)?;
                 hits.push(Hit::Message {
                     rowid,

@@ -141,15 +141,16 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 6: each message's text is kept once. The searchable text derives from the original JSON,
     // so the full-text index keeps no copy of it (contentless, rows deleted by id) and the
-    // column goes; large originals are written zstd-compressed from now on (as blobs). Summaries
-    // get an index by their newest message.
+    // column goes; large originals are written zstd-compressed from now on (as blobs). The
+    // index buffers up to 32 MB of terms per transaction (fewer segments to merge in a large
+    // ingest). Summaries get an index by their newest message.
     r#"
     DROP TRIGGER messages_fts_delete;
     DROP TABLE messages_fts;
     CREATE VIRTUAL TABLE messages_fts USING fts5(
         text, content = '', contentless_delete = 1, tokenize = 'unicode61'
     );
-    INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', 8388608);
+    INSERT INTO messages_fts(messages_fts, rank) VALUES ('hashsize', 33554432);
     INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages;
     ALTER TABLE messages DROP COLUMN text;
     CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
