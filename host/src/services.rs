@@ -100,6 +100,7 @@ impl SummarizeService {
                 .previous_summary
                 .as_deref()
                 .map(|s| redact(s).into_owned()),
+            shape: request.shape,
         };
         let mut summary = self.ladder(&request);
         summary.text = redact(&summary.text).into_owned();

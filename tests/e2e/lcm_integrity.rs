@@ -250,3 +250,61 @@ fn two_processes_on_one_session_never_interleave_and_both_say_how_they_ended() {
     assert_eq!(stored_messages(&sandbox, "shared"), messages);
     assert_doctor_ok(&sandbox);
 }
+
+#[test]
+fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated() {
+    let sandbox = sandbox("");
+    let path = transcript();
+    let run = sandbox.ctxhost(&["run", path.to_str().unwrap(), "--session", "readable"]);
+    assert!(run.success(), "{}", run.stderr);
+    let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
+    let mut stmt = store
+        .prepare("SELECT id, kind, text FROM summaries WHERE summarizer = 'offline'")
+        .unwrap();
+    let summaries: Vec<(String, String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(summaries.iter().any(|(_, kind, _)| kind == "leaf"));
+    assert!(summaries.iter().any(|(_, kind, _)| kind == "condensed"));
+    const TITLES: [&str; 8] = [
+        "Asked",
+        "Constraints",
+        "Did",
+        "Open",
+        "Decided",
+        "Files",
+        "Errors",
+        "Next",
+    ];
+    for (id, kind, text) in &summaries {
+        for placeholder in ["None recorded", "Nothing recorded", "(inferred)", "- - "] {
+            assert!(!text.contains(placeholder), "{id}: {placeholder}\n{text}");
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let mut seen = std::collections::HashSet::new();
+        for (index, line) in lines.iter().enumerate() {
+            assert!(seen.insert(*line), "{id}: repeated line {line:?}\n{text}");
+            // A section title is followed by its items.
+            if let Some(title) = line.strip_suffix(':') {
+                if TITLES.contains(&title) {
+                    let next = lines.get(index + 1).copied().unwrap_or_default();
+                    assert!(next.starts_with("- "), "{id}: empty {title}\n{text}");
+                }
+            }
+        }
+        if kind == "leaf" {
+            // What the turns did, or what was asked of them.
+            assert!(
+                text.contains("Did:\n- ") || text.starts_with("Asked"),
+                "{id}\n{text}"
+            );
+        }
+    }
+    let did = summaries
+        .iter()
+        .filter(|(_, kind, text)| kind == "leaf" && text.contains("Did:\n- "))
+        .count();
+    assert!(did * 2 >= summaries.iter().filter(|(_, k, _)| k == "leaf").count());
+}

@@ -4,7 +4,8 @@ use std::time::Instant;
 
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus,
-    Escalation, HostServices, Message, SessionStart, SummarizeRequest, TokenTracker, Usage,
+    Escalation, HostServices, Message, SessionStart, SummarizeRequest, SummaryShape, TokenTracker,
+    Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -244,6 +245,7 @@ impl Compressor {
             max_tokens: self.summary_budget(self.count(middle)),
             focus_topic: options.focus_topic.clone(),
             previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
+            shape: SummaryShape::Handoff,
         };
         let written = self.summarize(&request, turns.len());
         telemetry.summarizer_calls = 1;

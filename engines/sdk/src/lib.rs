@@ -71,6 +71,6 @@ pub use message::{role, Content, Message, MessageError, ToolCall};
 pub use plugin::EnginePlugin;
 pub use services::{
     EngineSetup, HostBackend, HostServices, LogLevel, ModelInfo, SummarizeRequest, Summary,
-    MESSAGE_OVERHEAD_TOKENS,
+    SummaryShape, MESSAGE_OVERHEAD_TOKENS,
 };
 pub use telemetry::{CompressionReport, Escalation, SessionInfo};

@@ -72,6 +72,30 @@ pub struct SummarizeRequest {
     /// A previous summary to update rather than start over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_summary: Option<String>,
+    /// The kind of text wanted. An LLM summarizer follows `instructions`; the offline one,
+    /// which cannot read them, follows this.
+    #[serde(default, skip_serializing_if = "SummaryShape::is_handoff")]
+    pub shape: SummaryShape,
+}
+
+/// The kind of summary an engine asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryShape {
+    /// A handoff to continue the work from: goal, constraints, progress, decisions, files,
+    /// next steps, critical context (the built-in compressor's).
+    #[default]
+    Handoff,
+    /// A record of what a span of turns did (what was asked, commands and their results, files,
+    /// errors, decisions), with nothing empty or repeated; also the merge of such records
+    /// (the lossless engine's leaf and condensed summaries).
+    Digest,
+}
+
+impl SummaryShape {
+    fn is_handoff(&self) -> bool {
+        *self == SummaryShape::Handoff
+    }
 }
 
 /// The summarizer's answer.

@@ -17,8 +17,9 @@ mod extract;
 mod handoff;
 mod merge;
 mod parse;
+mod record;
 
-use ctxhost_sdk::{SummarizeRequest, Summary};
+use ctxhost_sdk::{SummarizeRequest, Summary, SummaryShape};
 
 use crate::budget::{token_bytes, DEFAULT_SUMMARY_TOKENS};
 
@@ -47,6 +48,19 @@ impl OfflineSummarizer {
 
     /// The summary text for `request`.
     pub fn summary_text(&self, request: &SummarizeRequest) -> String {
+        let max_tokens = if request.max_tokens == 0 {
+            DEFAULT_SUMMARY_TOKENS
+        } else {
+            request.max_tokens
+        };
+        if request.shape == SummaryShape::Digest {
+            // Earlier records are merged as they are; turns are read for their facts.
+            let mut record = record::Record::default();
+            if !record.add_records(&request.content) {
+                record.add_digest(&digest::digest(&parse::parse_turns(&request.content)));
+            }
+            return record.render_within(token_bytes(max_tokens));
+        }
         let turns = parse::parse_turns(&request.content);
         let digest = digest::digest(&turns);
         let previous = request
@@ -76,11 +90,6 @@ impl OfflineSummarizer {
             handoff.prioritise(topic);
         }
         handoff.cap(MAX_ITEMS);
-        let max_tokens = if request.max_tokens == 0 {
-            DEFAULT_SUMMARY_TOKENS
-        } else {
-            request.max_tokens
-        };
         handoff.render_within(token_bytes(max_tokens))
     }
 }

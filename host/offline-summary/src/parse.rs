@@ -77,7 +77,12 @@ pub fn parse_turns(content: &str) -> Vec<Turn> {
 fn bracket_tag(line: &str) -> Option<(Role, &str)> {
     let inner_and_rest = line.strip_prefix('[')?;
     let close = inner_and_rest.find(']')?;
-    let inner = inner_and_rest[..close].trim();
+    // A label may carry more after ` · ` (`[tool bash · seq 14]`): the role comes first.
+    let inner = inner_and_rest[..close]
+        .split(" · ")
+        .next()
+        .unwrap_or_default()
+        .trim();
     let rest = strip_separator(&inner_and_rest[close + 1..]);
     let lower = inner.to_ascii_lowercase();
     for marker in ["tool_call", "tool call", "tool-call"] {

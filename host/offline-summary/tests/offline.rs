@@ -41,6 +41,7 @@ fn request(content: &str) -> SummarizeRequest {
         max_tokens: 2000,
         focus_topic: None,
         previous_summary: None,
+        shape: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ fn request() -> SummarizeRequest {
         max_tokens: 256,
         focus_topic: None,
         previous_summary: None,
+        shape: Default::default(),
     }
 }
 

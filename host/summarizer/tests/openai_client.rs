@@ -33,6 +33,7 @@ fn request() -> SummarizeRequest {
         max_tokens: 300,
         focus_topic: Some("parser".into()),
         previous_summary: Some("## Goal\n- earlier goal".into()),
+        shape: Default::default(),
     }
 }
 

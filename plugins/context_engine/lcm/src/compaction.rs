@@ -25,6 +25,7 @@
 //! pass makes progress whatever the summarizer does, because summarizing escalates down to
 //! truncation, and every merge takes at least two blocks.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -224,12 +225,16 @@ impl Compactor<'_> {
         let mut rowids = Vec::with_capacity(chunk.len());
         let mut seqs = Vec::with_capacity(chunk.len());
         let mut times = Vec::with_capacity(chunk.len());
+        // Tool results are labelled with their tool's name, from the call that asked for them.
+        let call_names: HashMap<&str, &str> = chunk
+            .iter()
+            .filter_map(Entry::message)
+            .flat_map(|message| message.tool_calls())
+            .map(|call| (call.id(), call.name()))
+            .collect();
         for entry in chunk {
             if let EntryKind::Message { stored, message } = &entry.kind {
-                sources.push(Source {
-                    label: format!("seq {} · {}", stored.seq, stored.role),
-                    text: message.searchable_text().into_owned(),
-                });
+                sources.extend(summarize::message_sources(stored.seq, message, &call_names));
                 rowids.push(stored.rowid);
                 seqs.push(stored.seq);
                 times.push(stored.created_at);

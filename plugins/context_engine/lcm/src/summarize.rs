@@ -20,7 +20,7 @@
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::{HostServices, SummarizeRequest, Summary};
+use ctxhost_sdk::{HostServices, Message, SummarizeRequest, Summary, SummaryShape};
 
 use crate::store::SummaryKind;
 
@@ -100,6 +100,7 @@ pub fn write(
             max_tokens,
             focus_topic: job.focus_topic.map(str::to_string),
             previous_summary: None,
+            shape: SummaryShape::Digest,
         };
         calls += 1;
         let summary = match ask(services, request, wait) {
@@ -247,6 +248,54 @@ pub fn fence_memory(memory: &str) -> String {
          use it only to understand the turns below)\n{}\n{MEMORY_CLOSE}\n\n",
         clip(inner.trim(), MEMORY_MAX_CHARS)
     )
+}
+
+/// What a stored message gives the summarizer: one source per part, each labelled with its
+/// role first and then its sequence number (`[user · seq 12]`, `[assistant -> tool_call bash ·
+/// seq 13]`, `[tool bash · seq 14]`), which LLMs cite and the host's offline summarizer reads
+/// back as turns.
+pub fn message_sources(
+    seq: i64,
+    message: &Message,
+    call_names: &std::collections::HashMap<&str, &str>,
+) -> Vec<Source> {
+    let mut out = Vec::new();
+    let content = message.content_text();
+    if message.is_tool_result() {
+        let name = message
+            .tool_call_id()
+            .and_then(|id| call_names.get(id).copied())
+            .or(message.name())
+            .unwrap_or_default();
+        let label = if name.is_empty() {
+            format!("tool · seq {seq}")
+        } else {
+            format!("tool {name} · seq {seq}")
+        };
+        out.push(Source {
+            label,
+            text: content.into_owned(),
+        });
+        return out;
+    }
+    let calls = message.tool_calls();
+    if !content.trim().is_empty() || calls.is_empty() {
+        out.push(Source {
+            label: format!("{} · seq {seq}", message.role()),
+            text: content.into_owned(),
+        });
+    }
+    for call in calls {
+        out.push(Source {
+            label: format!(
+                "{} -> tool_call {} · seq {seq}",
+                message.role(),
+                call.name()
+            ),
+            text: call.arguments().to_string(),
+        });
+    }
+    out
 }
 
 /// The sources as one text for the summarizer, each clipped in proportion to its size when

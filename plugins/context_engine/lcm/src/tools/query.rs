@@ -10,7 +10,7 @@ use super::snippet;
 use super::{parse_args, ToolContext, ToolError, ToolResult};
 use crate::store::{message_id, parse_message_id, Hit};
 use crate::summarize::{self, render_sources, Source};
-use ctxhost_sdk::{EngineError, SummarizeRequest};
+use ctxhost_sdk::{EngineError, SummarizeRequest, SummaryShape};
 
 #[derive(Debug, Deserialize)]
 struct Args {
@@ -99,6 +99,7 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
         max_tokens,
         focus_topic: Some(args.prompt.clone()),
         previous_summary: None,
+        shape: SummaryShape::Digest,
     };
     let wait = Duration::from_millis(ctx.settings.summarizer_timeout_ms);
     let (answer, summarizer, note) = match summarize::ask(ctx.services, request, wait) {

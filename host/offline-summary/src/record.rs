@@ -1,0 +1,271 @@
+//! The digest shape ([`SummaryShape::Digest`](ctxhost_sdk::SummaryShape::Digest)): a record
+//! of what a span of turns did, for a summary that stands in for those turns (the lossless
+//! engine's leaves), and the merge of such records (its condensed summaries).
+//!
+//! Sections appear only when they hold something, each line once: no placeholders, no
+//! repeated or doubled bullets. A record reads:
+//!
+//! ```text
+//! Asked: fix the failing test in src/parser.rs
+//! Did:
+//! - Ran `cargo test` → 2 failed
+//! - Edited src/parser.rs
+//! Files: src/parser.rs, tests/parse.rs
+//! Errors:
+//! - error[E0599]: no method named `len` found
+//! ```
+
+use std::collections::HashSet;
+
+use crate::budget::truncate_bytes;
+use crate::digest::Digest;
+
+/// The sections, in the order they are written, with how many items each keeps at most.
+const SECTIONS: [(Section, usize); 8] = [
+    (Section::Asked, 4),
+    (Section::Constraints, 6),
+    (Section::Did, 16),
+    (Section::Open, 6),
+    (Section::Decided, 8),
+    (Section::Files, 16),
+    (Section::Errors, 8),
+    (Section::Next, 4),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Asked,
+    Constraints,
+    Did,
+    Open,
+    Decided,
+    Files,
+    Errors,
+    Next,
+}
+
+impl Section {
+    fn title(self) -> &'static str {
+        match self {
+            Section::Asked => "Asked",
+            Section::Constraints => "Constraints",
+            Section::Did => "Did",
+            Section::Open => "Open",
+            Section::Decided => "Decided",
+            Section::Files => "Files",
+            Section::Errors => "Errors",
+            Section::Next => "Next",
+        }
+    }
+
+    fn from_title(title: &str) -> Option<Section> {
+        SECTIONS
+            .iter()
+            .map(|(section, _)| *section)
+            .find(|section| section.title() == title)
+    }
+
+    /// What its items are, for the note on those left out.
+    fn noun(self) -> &'static str {
+        match self {
+            Section::Asked => "asks",
+            Section::Constraints => "constraints",
+            Section::Did => "actions",
+            Section::Open => "open items",
+            Section::Decided => "decisions",
+            Section::Files => "files",
+            Section::Errors => "errors",
+            Section::Next => "next steps",
+        }
+    }
+
+    /// Written on one line, comma-separated (short items).
+    fn inline(self) -> bool {
+        matches!(self, Section::Files)
+    }
+}
+
+/// A record being built: items per section, each kept once.
+#[derive(Debug, Default)]
+pub struct Record {
+    items: Vec<(Section, Vec<String>)>,
+    seen: HashSet<String>,
+}
+
+impl Record {
+    fn push(&mut self, section: Section, item: &str) {
+        let item = clean(item);
+        // The note on items left out of an earlier record is not an item.
+        let left_out = item.starts_with("(+") && item.ends_with(')');
+        if item.is_empty() || left_out || !self.seen.insert(normalized(&item)) {
+            return;
+        }
+        match self.items.iter_mut().find(|(s, _)| *s == section) {
+            Some((_, items)) => items.push(item),
+            None => self.items.push((section, vec![item])),
+        }
+    }
+
+    fn extend<'a>(&mut self, section: Section, items: impl IntoIterator<Item = &'a String>) {
+        for item in items {
+            self.push(section, item);
+        }
+    }
+
+    /// The facts of new turns.
+    pub fn add_digest(&mut self, digest: &Digest) {
+        self.extend(Section::Asked, &digest.asks);
+        self.extend(Section::Constraints, &digest.constraints);
+        self.extend(Section::Did, &digest.done);
+        self.extend(Section::Open, &digest.blocked);
+        self.extend(Section::Open, &digest.in_progress);
+        self.extend(Section::Decided, &digest.decisions);
+        self.extend(Section::Files, &digest.files);
+        self.extend(Section::Errors, &digest.critical);
+        self.extend(Section::Next, &digest.next_steps);
+    }
+
+    /// Merges the records in `text` (earlier summaries in this shape); returns whether it found
+    /// any, so other text can be read as turns instead.
+    pub fn add_records(&mut self, text: &str) -> bool {
+        let mut found = false;
+        let mut current: Option<Section> = None;
+        for line in text.lines() {
+            let line = line.trim_end();
+            if let Some((title, rest)) = line.split_once(':') {
+                if let Some(section) = Section::from_title(title) {
+                    found = true;
+                    current = Some(section);
+                    let rest = rest.trim();
+                    if section.inline() {
+                        // Without the note on items left out: `a.rs, b.rs (+2 more files)`.
+                        let rest = match rest.rfind(" (+") {
+                            Some(at) if rest.ends_with(')') => &rest[..at],
+                            _ => rest,
+                        };
+                        for item in rest.split(", ") {
+                            self.push(section, item);
+                        }
+                    } else if !rest.is_empty() {
+                        for item in rest.split("; ") {
+                            self.push(section, item);
+                        }
+                    }
+                    continue;
+                }
+            }
+            match (current, line.trim_start().strip_prefix("- ")) {
+                (Some(section), Some(item)) => self.push(section, item),
+                // A line outside any list (a summary's label, a blank line) ends the list.
+                _ => current = None,
+            }
+        }
+        found
+    }
+
+    /// The record as text, within `max_bytes`: sections in order, each cut to its share; the
+    /// whole cut on a line when it still does not fit.
+    pub fn render_within(&self, max_bytes: usize) -> String {
+        let mut out = String::new();
+        for (section, limit) in SECTIONS {
+            let Some((_, items)) = self.items.iter().find(|(s, _)| *s == section) else {
+                continue;
+            };
+            let kept = &items[..items.len().min(limit)];
+            let more = items.len() - kept.len();
+            if section.inline() {
+                out.push_str(&format!("{}: {}", section.title(), kept.join(", ")));
+                if more > 0 {
+                    out.push_str(&format!(" (+{more} more {})", section.noun()));
+                }
+                out.push('\n');
+            } else if section == Section::Asked && kept.len() == 1 {
+                out.push_str(&format!("Asked: {}\n", kept[0]));
+            } else {
+                out.push_str(section.title());
+                out.push_str(":\n");
+                for item in kept {
+                    out.push_str("- ");
+                    out.push_str(item);
+                    out.push('\n');
+                }
+                if more > 0 {
+                    out.push_str(&format!("- (+{more} more {})\n", section.noun()));
+                }
+            }
+        }
+        if out.len() > max_bytes {
+            let cut = truncate_bytes(&out, max_bytes);
+            let end = cut.rfind('\n').unwrap_or(cut.len());
+            out = cut[..end].to_string();
+            // A section title the cut left without items goes too.
+            while out.lines().last().is_some_and(|line| {
+                line.ends_with(':') && Section::from_title(&line[..line.len() - 1]).is_some()
+            }) {
+                let end = out.rfind('\n').unwrap_or(0);
+                out.truncate(end);
+            }
+        }
+        if out.trim().is_empty() {
+            return "Nothing to record: the turns held no request, action, file or error.".into();
+        }
+        out.trim_end().to_string()
+    }
+}
+
+/// An item without leading bullet markers (`- - - text`) and runs of whitespace.
+fn clean(item: &str) -> String {
+    let mut text = item.trim();
+    loop {
+        let stripped = text
+            .strip_prefix("- ")
+            .or_else(|| text.strip_prefix("* "))
+            .or_else(|| text.strip_prefix("• "));
+        match stripped {
+            Some(rest) => text = rest.trim_start(),
+            None => break,
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// How two items are compared for repeats: case and punctuation aside.
+fn normalized(item: &str) -> String {
+    item.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_merge_without_repeats_and_bullets_are_cleaned() {
+        let mut record = Record::default();
+        assert!(record.add_records(
+            "Asked: fix the parser\nDid:\n- Ran `cargo test` → 2 failed\n- - - I see the bug\n\
+             Files: src/a.rs, src/b.rs"
+        ));
+        assert!(record.add_records(
+            "[sum_1 · leaf]\nDid:\n- ran `cargo test` → 2 failed\n- Edited src/a.rs\n- (+3 more actions)\n\
+             Files: src/a.rs (+2 more files)"
+        ));
+        let text = record.render_within(10_000);
+        assert_eq!(
+            text,
+            "Asked: fix the parser\nDid:\n- Ran `cargo test` → 2 failed\n- I see the bug\n\
+             - Edited src/a.rs\nFiles: src/a.rs, src/b.rs"
+        );
+        assert!(!record.add_records("free text with no record in it"));
+    }
+
+    #[test]
+    fn a_cut_never_leaves_a_section_title_without_items() {
+        let mut record = Record::default();
+        record.add_records("Did:\n- one thing done\nErrors:\n- something broke badly here");
+        let text = record.render_within(40);
+        assert_eq!(text, "Did:\n- one thing done");
+    }
+}
