@@ -239,7 +239,7 @@ fn memory_context_reaches_leaf_summaries_as_fenced_reference_material() {
         // The memory cannot close its fence early; the turns follow the fence.
         assert_eq!(content.matches("</memory-context>").count(), 1, "{content}");
         let (_, turns) = content.split_once("</memory-context>").unwrap();
-        assert!(turns.contains("[seq "), "{content}");
+        assert!(turns.contains(" · seq "), "{content}");
     }
     // Condensed summaries get no fence of their own (the fake summarizer copies its input, so
     // the leaves it wrote may quote the memory).
