@@ -21,46 +21,56 @@ pub fn python_with_sdks() -> PathBuf {
             if let Some(python) = std::env::var_os("CTXHOST_TEST_PYTHON") {
                 return PathBuf::from(python);
             }
-            let dir = target_dir().join("ctxhost-test-venv");
-            std::fs::create_dir_all(&dir).expect("the target directory is writable");
-            let lock = File::create(dir.with_extension("lock")).expect("a lock file");
-            lock.lock().expect("lock the virtualenv");
-            let python = dir.join("bin/python");
-            let stamp = dir.join("ctxhost-packages");
-            let wanted = PACKAGES.join(" ");
-            if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-                let created = Command::new("python3")
-                    .args(["-m", "venv", "--clear"])
-                    .arg(&dir)
-                    .status();
-                assert!(
-                    created.as_ref().is_ok_and(|s| s.success()),
-                    "cannot create a Python virtualenv with `python3 -m venv` ({created:?}): \
-                     install Python 3 with its venv module (Debian: python3-venv), or set \
-                     CTXHOST_TEST_PYTHON to an interpreter that has the openai and anthropic \
-                     packages"
-                );
-                let installed = Command::new(&python)
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--disable-pip-version-check",
-                    ])
-                    .args(PACKAGES)
-                    .status();
-                assert!(
-                    installed.as_ref().is_ok_and(|s| s.success()),
-                    "cannot install {wanted} from PyPI into {} ({installed:?}): the gateway's \
-                     client tests need them; check that PyPI is reachable",
-                    dir.display()
-                );
-                std::fs::write(&stamp, &wanted).expect("write the stamp");
-            }
-            python
+            virtualenv(
+                "ctxhost-test-venv",
+                PACKAGES,
+                "the gateway's client tests (or set CTXHOST_TEST_PYTHON to an interpreter \
+                 that has the openai and anthropic packages)",
+            )
         })
         .clone()
+}
+
+/// A virtualenv under the target directory named `name` holding `packages` (created or
+/// refreshed when the list changed, under a lock so parallel callers share it); returns its
+/// `bin/python`. `purpose` names who needs it in the message a machine without Python gets.
+pub fn virtualenv(name: &str, packages: &[&str], purpose: &str) -> PathBuf {
+    let dir = target_dir().join(name);
+    std::fs::create_dir_all(&dir).expect("the target directory is writable");
+    let lock = File::create(dir.with_extension("lock")).expect("a lock file");
+    lock.lock().expect("lock the virtualenv");
+    let python = dir.join("bin/python");
+    let stamp = dir.join("ctxhost-packages");
+    let wanted = packages.join(" ");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        let created = Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&dir)
+            .status();
+        assert!(
+            created.as_ref().is_ok_and(|s| s.success()),
+            "cannot create a Python virtualenv with `python3 -m venv` ({created:?}): install \
+             Python 3 with its venv module (Debian: python3-venv); {purpose} need it"
+        );
+        let installed = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(packages)
+            .status();
+        assert!(
+            installed.as_ref().is_ok_and(|s| s.success()),
+            "cannot install {wanted} from PyPI into {} ({installed:?}): {purpose} need them; \
+             check that PyPI is reachable",
+            dir.display()
+        );
+        std::fs::write(&stamp, &wanted).expect("write the stamp");
+    }
+    python
 }
 
 /// The suite's Python client scripts (`tests/python/`).

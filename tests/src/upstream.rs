@@ -29,6 +29,8 @@ pub enum Answer {
     Redirect(String),
     /// `200 application/json` whose body never ends: 64 KiB chunks until the client goes away.
     Endless,
+    /// This answer after a pause, as a real model takes time to answer (benchmarks).
+    After(Duration, Box<Answer>),
 }
 
 type Handler = dyn Fn(&Recorded) -> Answer + Send + Sync;
@@ -157,8 +159,12 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .collect(),
         body: String::from_utf8_lossy(&body).into_owned(),
     };
-    let answer = (shared.handler)(&received);
+    let mut answer = (shared.handler)(&received);
     shared.received.lock().unwrap().push(received);
+    while let Answer::After(pause, then) = answer {
+        tokio::time::sleep(pause).await;
+        answer = *then;
+    }
     match answer {
         Answer::Json(status, value) => Response::builder()
             .status(StatusCode::from_u16(status).unwrap())
@@ -186,6 +192,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .unwrap()
         }
         Answer::Stream(events) => sse(shared, events, false),
+        Answer::After(..) => unreachable!("unwrapped above"),
         Answer::StreamThenHang(events) => sse(shared, events, true),
         Answer::Hang => {
             let mut guard = Guard {

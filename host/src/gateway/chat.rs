@@ -24,6 +24,7 @@ use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::models::{context_window, usable_window, ConfiguredModel};
 use super::record::SessionKey;
+use super::request_body::read_limited;
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
 
@@ -997,33 +998,6 @@ impl Gateway {
         headers: &HeaderMap,
         body: Body,
     ) -> Result<Bytes, GatewayError> {
-        let limit = self.settings.limits.max_request_bytes;
-        let too_large = || {
-            GatewayError::new(
-                ErrorKind::TooLarge,
-                format!("the request body is over serve.limits.max_request_bytes ({limit} bytes)"),
-            )
-        };
-        let declared = headers
-            .get(axum::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|length| length > limit) {
-            return Err(too_large());
-        }
-        axum::body::to_bytes(body, usize::try_from(limit).unwrap_or(usize::MAX))
-            .await
-            .map_err(|error| {
-                let too_big = std::error::Error::source(&error)
-                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-                if too_big {
-                    too_large()
-                } else {
-                    GatewayError::new(
-                        ErrorKind::BadRequest,
-                        format!("cannot read the request body: {error}"),
-                    )
-                }
-            })
+        read_limited(headers, body, self.settings.limits.max_request_bytes).await
     }
 }

@@ -20,6 +20,7 @@ pub mod live;
 pub mod metrics;
 pub mod models;
 pub mod record;
+mod request_body;
 pub mod routes;
 pub mod settings;
 pub mod store;

@@ -163,6 +163,19 @@ fn an_oversized_body_gets_413_and_changes_nothing() {
     let error: Value = response.json().unwrap();
     assert_eq!(error["error"]["code"], "request_too_large");
     assert!(upstream.chat_requests().is_empty());
+    // Sent without a length (chunked), the body is found too large as it arrives.
+    let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": huge}]});
+    let response = client()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .bearer_auth("sk-failures")
+        .header("content-type", "application/json")
+        .body(reqwest::blocking::Body::new(std::io::Cursor::new(
+            body.to_string().into_bytes(),
+        )))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert!(upstream.chat_requests().is_empty());
     let fine = post(
         &gateway.base_url(),
         &json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "small"}]}),
