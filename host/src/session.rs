@@ -449,8 +449,8 @@ impl Session {
         self.call(op, move |e| e.invoke(&name, &payload)).await
     }
 
-    /// Runs `body` on the active engine in the blocking pool: the one place engines leave the
-    /// async runtime. A panic retires the engine; an operation the engine does not have is
+    /// Runs `body` on the active engine off the async scheduler: the one place engines leave
+    /// the async runtime. A panic retires the engine; an operation the engine does not have is
     /// [`SessionError::Unsupported`].
     async fn call<T, F>(&mut self, op: impl Into<String>, body: F) -> Result<T, SessionError>
     where
@@ -458,14 +458,23 @@ impl Session {
         F: FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError> + Send + 'static,
     {
         let engine = self.active.engine.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
+        let run = move || {
             let mut guard = match engine.lock() {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
             catch_unwind(AssertUnwindSafe(|| body(guard.as_mut())))
-        })
-        .await;
+        };
+        // On a multi-threaded runtime the call runs in place: the worker's other tasks move to
+        // another thread, and no thread has to wake up before or after it (on an idle machine
+        // those two wake-ups were most of what the gateway added to a request).
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let outcome = if multi_threaded {
+            Ok(tokio::task::block_in_place(run))
+        } else {
+            tokio::task::spawn_blocking(run).await
+        };
         let name = self.active.name.clone();
         let op = op.into();
         let error = match outcome {

@@ -78,7 +78,9 @@ impl Route {
 }
 
 /// Sends `total` requests from `concurrency` sessions, each waiting for its answer before
-/// sending the next; returns each latency (sorted) and the wall time.
+/// sending the next; returns each latency (sorted) and the wall time. Sessions start spread
+/// over `stagger` (the upstream's pause), as independent agents do: started together, they
+/// would stay in lockstep and arrive as one burst of `concurrency` requests every pause.
 async fn load(
     client: &reqwest::Client,
     route: &Route,
@@ -86,6 +88,7 @@ async fn load(
     total: usize,
     body: Arc<Value>,
     tag: &str,
+    stagger: Duration,
 ) -> (Vec<Duration>, Duration) {
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -93,7 +96,9 @@ async fn load(
         let (client, route, body) = (client.clone(), route.clone(), body.clone());
         let session = format!("{tag}-{worker}");
         let count = total / concurrency;
+        let delay = stagger * worker as u32 / concurrency as u32;
         tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
             let mut latencies = Vec::with_capacity(count);
             for _ in 0..count {
                 let t = Instant::now();
@@ -272,6 +277,10 @@ fn main() {
     let upstream = {
         let pause_ms = pause_ms.clone();
         FakeUpstream::start(move |request| {
+            // LiteLLM asks for other things too (`GET /v1/models`); only chats get answers.
+            if !request.path.ends_with("/chat/completions") {
+                return Answer::Json(404, json!({"error": {"message": "not served here"}}));
+            }
             let answer = reply(
                 request,
                 json!({"role": "assistant", "content": "A short answer from the fake upstream."}),
@@ -316,7 +325,7 @@ fn main() {
     let mut rows = Vec::new();
     runtime.block_on(async {
         for route in std::iter::once(&direct).chain(&proxies) {
-            load(&client, route, 4, 200, body.clone(), "warm").await;
+            load(&client, route, 4, 200, body.clone(), "warm", Duration::ZERO).await;
         }
         for pause in [Duration::ZERO, UPSTREAM_PAUSE] {
             pause_ms.store(pause.as_millis() as u64, Ordering::Relaxed);
@@ -330,6 +339,7 @@ fn main() {
                     REQUESTS_PER_LEVEL,
                     body.clone(),
                     &tag,
+                    pause,
                 )
                 .await;
                 for route in &proxies {
@@ -339,7 +349,8 @@ fn main() {
                         concurrency,
                         REQUESTS_PER_LEVEL,
                         body.clone(),
-                        &format!("{tag}-{}", route.name),
+                        &format!("{tag}-{}", route.name.replace(' ', "-")),
+                        pause,
                     )
                     .await;
                     rows.push(row(&pause_label, concurrency, route.name, &d, &v, wall));
@@ -365,7 +376,16 @@ fn main() {
     let compressing = json!({"model": "small-model", "messages": long});
     let plain_long = json!({"model": "gpt-4o", "messages": long});
     runtime.block_on(async {
-        let (d, _) = load(&client, &direct, 1, 100, Arc::new(plain_long.clone()), "cd").await;
+        let (d, _) = load(
+            &client,
+            &direct,
+            1,
+            100,
+            Arc::new(plain_long.clone()),
+            "cd",
+            Duration::ZERO,
+        )
+        .await;
         let mut times = Vec::new();
         for i in 0..100 {
             let t = Instant::now();

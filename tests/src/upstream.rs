@@ -162,7 +162,10 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let mut answer = (shared.handler)(&received);
     shared.received.lock().unwrap().push(received);
     while let Answer::After(pause, then) = answer {
-        tokio::time::sleep(pause).await;
+        // A thread's sleep, not the runtime's timer: the timer rounds every pause up to its
+        // next millisecond tick, which in a closed loop locks onto the caller's phase and
+        // skews a benchmark's comparisons by up to a millisecond.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
         answer = *then;
     }
     match answer {

@@ -544,8 +544,7 @@ async fn complete(
         answer["usage"] = total;
     }
     live.finished(&gateway).await;
-    gateway.save(&live.record).await;
-    drop(guard);
+    gateway.save_then_release(guard);
     let mut response = relay(
         reqwest::StatusCode::OK,
         relayed,
@@ -709,6 +708,30 @@ fn sse(value: &Value) -> Bytes {
 
 type Frame = Result<Bytes, Infallible>;
 
+/// A streamed answer's hold on its session: saved and released when the stream is done with
+/// it, finished or dropped by a client that left.
+struct ReleaseOnDrop {
+    gateway: Arc<Gateway>,
+    guard: Option<OwnedMutexGuard<Option<Live>>>,
+}
+
+impl ReleaseOnDrop {
+    fn live(&mut self) -> &mut Live {
+        self.guard
+            .as_mut()
+            .and_then(|guard| guard.as_mut())
+            .expect("the session is open")
+    }
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            self.gateway.save_then_release(guard);
+        }
+    }
+}
+
 async fn stream(
     gateway: Arc<Gateway>,
     mut guard: OwnedMutexGuard<Option<Live>>,
@@ -744,12 +767,11 @@ async fn stream(
         gateway.save(&live.record).await;
         return Ok(relay(status, relayed, &session_headers, body));
     }
-    // The stream may be abandoned by its client at any point: the session as it stands now is
-    // saved first.
-    gateway.save(&live.record).await;
     let frames = async_stream::stream! {
-        let mut guard = guard;
-        let live = guard.as_mut().expect("the session is open");
+        // The client may leave at any point: whenever the stream ends or is dropped, the
+        // session as it stands is saved and released.
+        let mut guard = ReleaseOnDrop { gateway: gateway.clone(), guard: Some(guard) };
+        let live = guard.live();
         let mut messages = messages;
         let mut hidden: Vec<Message> = Vec::new();
         let mut visible_content = String::new();
@@ -930,7 +952,6 @@ async fn stream(
             break;
         }
         live.finished(&gateway).await;
-        gateway.save(&live.record).await;
     };
     let frames = frames.map(|frame: Frame| frame);
     let mut response = Response::new(Body::from_stream(frames));

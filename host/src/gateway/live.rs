@@ -29,46 +29,89 @@ pub struct Live {
 /// The slot of one session: empty until its first request opens it.
 pub type Slot = Arc<Mutex<Option<Live>>>;
 
+/// One session held in memory.
+struct Entry {
+    slot: Slot,
+    /// When it was last asked for (the eviction clock).
+    used: u64,
+    /// Its record as of its last finished exchange: what the sessions endpoints show while the
+    /// save of that exchange may still be under way.
+    published: Option<Arc<SessionRecord>>,
+}
+
 /// Sessions by key, with when each was last asked for.
 #[derive(Default)]
 pub struct LiveSessions {
-    slots: std::sync::Mutex<HashMap<SessionKey, (Slot, u64)>>,
+    entries: std::sync::Mutex<HashMap<SessionKey, Entry>>,
     clock: std::sync::atomic::AtomicU64,
 }
 
 impl LiveSessions {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<SessionKey, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The slot of `key` (created empty when new). Over `cap` sessions, the least recently used
     /// ones that no request holds leave memory (their state is in the store; they reopen on
     /// their next request); they are returned to be dropped off the async runtime.
     fn slot(&self, key: &SessionKey, cap: usize) -> (Slot, Vec<Slot>) {
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((slot, used)) = slots.get_mut(key) {
-            *used = now;
-            return (slot.clone(), Vec::new());
+        let mut entries = self.entries();
+        if let Some(entry) = entries.get_mut(key) {
+            entry.used = now;
+            return (entry.slot.clone(), Vec::new());
         }
         let slot: Slot = Arc::default();
-        slots.insert(key.clone(), (slot.clone(), now));
+        entries.insert(
+            key.clone(),
+            Entry {
+                slot: slot.clone(),
+                used: now,
+                published: None,
+            },
+        );
         let mut evicted = Vec::new();
-        if slots.len() > cap {
-            let mut idle: Vec<(u64, SessionKey)> = slots
+        if entries.len() > cap {
+            // A slot nobody else holds has no request in flight and no save pending.
+            let mut idle: Vec<(u64, SessionKey)> = entries
                 .iter()
-                .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
-                .map(|(key, (_, used))| (*used, key.clone()))
+                .filter(|(_, entry)| Arc::strong_count(&entry.slot) == 1)
+                .map(|(key, entry)| (entry.used, key.clone()))
                 .collect();
             idle.sort();
-            let excess = slots.len() - cap;
+            let excess = entries.len() - cap;
             for (_, key) in idle.into_iter().take(excess) {
-                if let Some((slot, _)) = slots.remove(&key) {
-                    evicted.push(slot);
+                if let Some(entry) = entries.remove(&key) {
+                    evicted.push(entry.slot);
                 }
             }
         }
         (slot, evicted)
     }
 
+    /// Records `record` as its session's latest state.
+    fn publish(&self, record: Arc<SessionRecord>) {
+        if let Some(entry) = self.entries().get_mut(&record.key) {
+            entry.published = Some(record);
+        }
+    }
+
+    /// The latest state of `key` if it is in memory.
+    pub fn published(&self, key: &SessionKey) -> Option<Arc<SessionRecord>> {
+        self.entries().get(key).and_then(|e| e.published.clone())
+    }
+
+    /// The latest states of the sessions of `credential` in memory.
+    pub fn published_of(&self, credential: &str) -> Vec<Arc<SessionRecord>> {
+        self.entries()
+            .iter()
+            .filter(|(key, _)| key.credential == credential)
+            .filter_map(|(_, e)| e.published.clone())
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.entries().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -186,16 +229,56 @@ impl Gateway {
     /// Saves a session's record once its answer is on its way: a failure is logged and counted,
     /// never put in place of the answer.
     pub async fn save(&self, record: &SessionRecord) {
-        if let Err(error) = self.persist(record).await {
-            tracing::error!(session = %record.key.name, "cannot save the session: {error}");
+        self.save_published(self.publish(record)).await;
+    }
+
+    /// Saves the session's record after its answer has gone out, then releases the session:
+    /// its next request waits for the save, so saves of one session land in order and a
+    /// session leaves memory only once saved. The sessions endpoints see the record at once;
+    /// shutdown waits for these saves.
+    pub fn save_then_release(self: &Arc<Self>, guard: OwnedMutexGuard<Option<Live>>) {
+        let Some(record) = guard.as_ref().map(|live| self.publish(&live.record)) else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let gateway = self.clone();
+                let save = async move {
+                    gateway.save_published(record).await;
+                    drop(guard);
+                };
+                self.saves.spawn_on(save, &runtime);
+            }
+            // Released outside the runtime (it is going away): saved here and now.
+            Err(_) => {
+                if let Err(error) = self.store.save(&record) {
+                    tracing::error!(session = %record.key.name, "cannot save the session: {error}");
+                }
+            }
+        }
+    }
+
+    /// Saves a session's record (on the blocking pool); the sessions endpoints see it at once.
+    pub async fn persist(&self, record: &SessionRecord) -> Result<(), GatewayError> {
+        self.write(self.publish(record)).await
+    }
+
+    fn publish(&self, record: &SessionRecord) -> Arc<SessionRecord> {
+        let record = Arc::new(record.clone());
+        self.live.publish(record.clone());
+        record
+    }
+
+    async fn save_published(&self, record: Arc<SessionRecord>) {
+        let name = record.key.name.clone();
+        if let Err(error) = self.write(record).await {
+            tracing::error!(session = %name, "cannot save the session: {error}");
             self.metrics.add("ctxhost_store_errors_total", &[], 1);
         }
     }
 
-    /// Saves a session's record (on the blocking pool).
-    pub async fn persist(&self, record: &SessionRecord) -> Result<(), GatewayError> {
+    async fn write(&self, record: Arc<SessionRecord>) -> Result<(), GatewayError> {
         let store = self.store.clone();
-        let record = record.clone();
         tokio::task::spawn_blocking(move || store.save(&record))
             .await
             .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?

@@ -79,6 +79,8 @@ pub struct Gateway {
     pub metrics: Metrics,
     pub tokens: GatewayTokens,
     pub live: LiveSessions,
+    /// Session saves still being written after their answer went out; shutdown waits for them.
+    pub saves: tokio_util::task::TaskTracker,
     pub verbose: bool,
 }
 
@@ -137,6 +139,7 @@ impl Bound {
                 metrics: Metrics::default(),
                 tokens,
                 live: LiveSessions::default(),
+                saves: tokio_util::task::TaskTracker::new(),
                 verbose: options.verbose,
             }),
             listener,
@@ -149,13 +152,25 @@ impl Bound {
     }
 
     /// Serves until `shutdown` resolves; then stops accepting, gives in-flight requests
-    /// `serve.limits.shutdown_grace_seconds` to finish, and returns. Session state is saved
-    /// after every request, so nothing is left to write.
+    /// `serve.limits.shutdown_grace_seconds` to finish, waits for the session saves still being
+    /// written, and returns.
     pub async fn run(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
-        let grace = Duration::from_secs_f64(self.gateway.settings.limits.shutdown_grace_seconds);
+        let gateway = self.gateway.clone();
+        let grace = Duration::from_secs_f64(gateway.settings.limits.shutdown_grace_seconds);
+        let served = self.serve(shutdown, grace).await;
+        gateway.saves.close();
+        gateway.saves.wait().await;
+        served
+    }
+
+    async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> Result<(), StartError> {
         let router = routes::router(self.gateway.clone());
         let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
         let signal = async move {

@@ -171,7 +171,20 @@ async fn list_sessions(
     headers: HeaderMap,
 ) -> Result<Json<Value>, GatewayError> {
     let credential = credential_of(&headers);
-    let records = blocking(&gateway, move |g| g.store.list(&credential)).await?;
+    // Sessions in memory are shown as of their last exchange (its save may still be running).
+    let live = gateway.live.published_of(&credential);
+    let mut records = blocking(&gateway, move |g| g.store.list(&credential)).await?;
+    for record in live {
+        match records.iter_mut().find(|r| r.key == record.key) {
+            Some(stored) => *stored = (*record).clone(),
+            None => records.push((*record).clone()),
+        }
+    }
+    records.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then_with(|| a.key.name.cmp(&b.key.name))
+    });
     Ok(Json(json!({
         "engine": gateway.engine,
         "sessions": records.iter().map(summary).collect::<Vec<_>>(),
@@ -188,14 +201,16 @@ async fn show_session(
         credential: credential_of(&headers),
         name: id.clone(),
     };
-    let record = blocking(&gateway, move |g| g.store.load(&key))
-        .await?
-        .ok_or_else(|| {
-            GatewayError::new(
-                ErrorKind::NotFound,
-                format!("no session '{id}' for this credential"),
-            )
-        })?;
+    let record = match gateway.live.published(&key) {
+        Some(record) => Some((*record).clone()),
+        None => blocking(&gateway, move |g| g.store.load(&key)).await?,
+    };
+    let record = record.ok_or_else(|| {
+        GatewayError::new(
+            ErrorKind::NotFound,
+            format!("no session '{id}' for this credential"),
+        )
+    })?;
     let mut value = summary(&record);
     value["stats"] = serde_json::to_value(&record.stats).unwrap_or_default();
     value["view_messages"] = json!(record.conversation.view().len());
