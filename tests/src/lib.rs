@@ -23,6 +23,7 @@ const PACKAGES: &[&str] = &[
 
 pub mod fake_provider;
 pub mod gateway;
+pub mod postgres;
 pub mod python;
 pub mod upstream;
 

@@ -235,6 +235,10 @@ fn known_keys() -> Vec<String> {
         "serve.limits.tool_rounds",
         "serve.limits.shutdown_grace_seconds",
         "serve.limits.max_live_sessions",
+        "serve.state",
+        "serve.database.pool_size",
+        "serve.database.connect_timeout_seconds",
+        "serve.database.statement_timeout_seconds",
     ]
     .map(str::to_string)
     .to_vec();

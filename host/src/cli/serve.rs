@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use ctxhost::gateway::store::StateLocation;
 use ctxhost::gateway::{self, Bound, ServeOptions};
 
 use super::{App, GlobalArgs};
@@ -46,16 +47,19 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         settings.upstream = upstream.clone();
     }
     init_logging(args.log_format, app.verbose);
-    let state_path = ctxhost::home::home_dir()
-        .join("data")
-        .join("gateway")
-        .join("sessions.sqlite");
+    let state = StateLocation::parse(
+        settings.state.as_deref(),
+        ctxhost::home::home_dir()
+            .join("data")
+            .join("gateway")
+            .join("sessions.sqlite"),
+    );
     let App {
         engines, runtime, ..
     } = app;
     let options = ServeOptions {
         settings,
-        state_path,
+        state,
         verbose: global.verbose,
     };
     runtime.block_on(async move {

@@ -5,7 +5,7 @@
 //! ```text
 //! agent ──HTTP──▶ ctxhost serve ──HTTP──▶ model provider
 //!                   │  per session: lineage (message digests), view, engine
-//!                   └─ state store (SQLite under $CTXHOST_HOME/data/gateway/)
+//!                   └─ state store (SQLite under $CTXHOST_HOME/data/gateway/, or PostgreSQL)
 //! ```
 //!
 //! A request locks its session, takes in the client's full history ([`conversation`]), lets the
@@ -63,7 +63,7 @@ pub enum StartError {
 pub struct ServeOptions {
     pub settings: ServeSettings,
     /// Where the session store lives.
-    pub state_path: std::path::PathBuf,
+    pub state: store::StateLocation,
     /// Log message bodies and keys (never by default).
     pub verbose: bool,
 }
@@ -120,7 +120,7 @@ impl Bound {
         };
         let upstream =
             Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
-        let store = store::SqliteStore::open(&options.state_path)?;
+        let store = options.state.open(&settings.database).await?;
         let listener =
             tokio::net::TcpListener::bind(addr)
                 .await
@@ -134,7 +134,7 @@ impl Bound {
                 engines,
                 engine,
                 settings,
-                store: Arc::new(store),
+                store,
                 upstream,
                 metrics: Metrics::default(),
                 tokens,

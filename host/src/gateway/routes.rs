@@ -92,12 +92,28 @@ fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) 
     );
 }
 
-async fn healthz(State(gateway): State<Arc<Gateway>>) -> Json<Value> {
-    Json(json!({
-        "status": "ok",
+/// `GET /healthz`: 200 while the gateway and its store answer, 503 (same body) when the store
+/// does not.
+async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
+    let store = {
+        let gateway = gateway.clone();
+        tokio::task::spawn_blocking(move || gateway.store.health())
+            .await
+            .ok()
+    };
+    let healthy = store.as_ref().is_some_and(|s| s.ok);
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = Json(json!({
+        "status": if healthy { "ok" } else { "degraded" },
         "engine": gateway.engine,
         "sessions": gateway.live.len(),
-    }))
+        "store": store,
+    }));
+    (status, body).into_response()
 }
 
 async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {

@@ -27,6 +27,11 @@ pub struct ServeSettings {
     pub models: BTreeMap<String, u64>,
     /// Size, time and round limits.
     pub limits: Limits,
+    /// Where session state lives: a SQLite file path, or a `postgres://` URL for a database
+    /// several gateways share. Default: `$CTXHOST_HOME/data/gateway/sessions.sqlite`.
+    pub state: Option<String>,
+    /// The connection pool and timeouts when `state` is a PostgreSQL URL.
+    pub database: DatabaseSettings,
 }
 
 impl Default for ServeSettings {
@@ -38,6 +43,30 @@ impl Default for ServeSettings {
             auth: AuthSettings::default(),
             models: BTreeMap::new(),
             limits: Limits::default(),
+            state: None,
+            database: DatabaseSettings::default(),
+        }
+    }
+}
+
+/// `serve.database`: how the gateway uses a PostgreSQL `serve.state`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// Connections the gateway keeps open at most.
+    pub pool_size: usize,
+    /// Seconds to connect (and to wait for a free connection from the pool).
+    pub connect_timeout_seconds: f64,
+    /// Seconds one statement may run before the server cancels it.
+    pub statement_timeout_seconds: f64,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        DatabaseSettings {
+            pool_size: 16,
+            connect_timeout_seconds: 5.0,
+            statement_timeout_seconds: 10.0,
         }
     }
 }
@@ -145,9 +174,28 @@ impl ServeSettings {
                 "limits.shutdown_grace_seconds",
                 self.limits.shutdown_grace_seconds,
             ),
+            (
+                "database.connect_timeout_seconds",
+                self.database.connect_timeout_seconds,
+            ),
+            (
+                "database.statement_timeout_seconds",
+                self.database.statement_timeout_seconds,
+            ),
         ] {
             if !(seconds.is_finite() && seconds > 0.0) {
                 return Err(fault(key, "must be a positive number of seconds"));
+            }
+        }
+        if self.database.pool_size == 0 {
+            return Err(fault("database.pool_size", "must be at least 1"));
+        }
+        if let Some(state) = &self.state {
+            if state.trim().is_empty() {
+                return Err(fault(
+                    "state",
+                    "must be a file path or a postgres:// URL (or be left out for the default)",
+                ));
             }
         }
         if let Some((name, _)) = self.models.iter().find(|(_, window)| **window < 1024) {

@@ -1,37 +1,13 @@
-//! Where session records live between requests and across restarts. SQLite under
-//! `$CTXHOST_HOME/data/gateway/` by default; the trait is what a shared database implements.
+//! The SQLite store (the default): one file under `$CTXHOST_HOME/data/gateway/`, one row per
+//! session holding its record as JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::record::{SessionKey, SessionRecord};
-
-/// A store failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("cannot open the gateway's session store {path}: {reason}")]
-    Open { path: PathBuf, reason: String },
-    #[error("the gateway's session store failed: {0}")]
-    Query(String),
-    #[error("a stored session is unreadable ({name}): {reason}")]
-    Corrupt { name: String, reason: String },
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
-        StoreError::Query(error.to_string())
-    }
-}
-
-/// Session records, by key. Calls block: the gateway makes them on the blocking pool.
-pub trait SessionStore: Send + Sync {
-    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError>;
-    fn save(&self, record: &SessionRecord) -> Result<(), StoreError>;
-    /// Every session of one credential, most recently used first.
-    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
-}
+use super::{decode, encode, SessionStore, StoreError, StoreHealth};
+use crate::gateway::record::{SessionKey, SessionRecord};
 
 /// The SQLite store: one row per session, the record as JSON.
 pub struct SqliteStore {
@@ -54,7 +30,7 @@ impl SqliteStore {
     /// created 0700 and the file 0600.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let fail = |reason: String| StoreError::Open {
-            path: path.to_path_buf(),
+            location: path.display().to_string(),
             reason,
         };
         if let Some(dir) = path.parent() {
@@ -80,13 +56,6 @@ impl SqliteStore {
     }
 }
 
-fn decode(name: &str, json: &str) -> Result<SessionRecord, StoreError> {
-    serde_json::from_str(json).map_err(|error| StoreError::Corrupt {
-        name: name.to_string(),
-        reason: error.to_string(),
-    })
-}
-
 impl SessionStore for SqliteStore {
     fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError> {
         let json: Option<String> = self
@@ -101,7 +70,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
-        let json = serde_json::to_string(record).map_err(|e| StoreError::Query(e.to_string()))?;
+        let json = encode(record)?;
         self.connection().execute(
             "INSERT INTO gateway_sessions (credential, name, record, updated_at)
              VALUES (?1, ?2, ?3, ?4)
@@ -132,6 +101,19 @@ impl SessionStore for SqliteStore {
             records.push(decode(&name, &json)?);
         }
         Ok(records)
+    }
+
+    fn health(&self) -> StoreHealth {
+        let answered =
+            self.connection()
+                .query_row("SELECT count(*) FROM gateway_sessions", [], |row| {
+                    row.get::<_, i64>(0)
+                });
+        StoreHealth {
+            backend: "sqlite",
+            ok: answered.is_ok(),
+            problem: answered.err().map(|e| e.to_string()),
+        }
     }
 }
 
