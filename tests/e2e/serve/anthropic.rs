@@ -283,9 +283,11 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
         report["total_input_tokens_no_engine"]
     );
     // What went upstream over /v1/messages is valid Anthropic: every tool_use answered in the
-    // very next message.
+    // very next message, and the conversation opens with the user.
     for request in upstream.messages_requests() {
-        assert_tools_paired(request.json()["messages"].as_array().unwrap());
+        let messages = request.json()["messages"].as_array().unwrap().clone();
+        assert_tools_paired(&messages);
+        assert_eq!(messages[0]["role"], "user");
     }
 }
 
