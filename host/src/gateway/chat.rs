@@ -19,10 +19,10 @@ use tokio::sync::OwnedMutexGuard;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::turn::{
-    answer_calls, begin_turn, engine_tools, relay, session_name, split_calls, with_session_headers,
-    ReleaseOnDrop, TurnRequest,
+    answer_calls, begin_turn, engine_tools, event_stream, relay, session_name, split_calls,
+    with_session_headers, Called, ReleaseOnDrop, Step, ToolRounds, TurnRequest,
 };
-use super::upstream::{read_body, relayed_headers};
+use super::upstream::read_body;
 use super::Gateway;
 
 /// The header naming a client's session.
@@ -279,10 +279,8 @@ async fn complete(
     let live = guard.as_mut().expect("the session is open");
     let (schemas, engine_names) = engine_tools(live, &request.client_tools);
     let mut messages = prepared.upstream;
-    let mut hidden: Vec<Message> = Vec::new();
+    let mut tools = ToolRounds::new(&gateway);
     let mut usage = UsageSum::default();
-    let rounds = gateway.settings.limits.tool_rounds.max(1);
-    let mut round = 0;
     let call = ModelCall {
         request: &request,
         schemas: &schemas,
@@ -290,29 +288,12 @@ async fn complete(
         query: query.as_deref(),
     };
     let (mut answer, relayed) = loop {
-        round += 1;
-        let response = match gateway.model_call(live, &call, &messages).await {
-            Ok(response) => response,
-            Err(error) => {
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
+        let sent = gateway.model_call(live, &call, &messages).await;
+        let (response, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+            Called::Success(response, relayed) => (response, relayed),
+            Called::Relayed(response) => return Ok(response),
         };
-        let status = response.status();
-        let relayed = relayed_headers(response.headers());
-        let bytes = match read_body(response, gateway.settings.limits.max_response_bytes).await {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                gateway.upstream_error(live, "body");
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
-        };
-        if !status.is_success() {
-            gateway.upstream_error(live, &status.as_u16().to_string());
-            gateway.save(&live.record).await;
-            return Ok(relay(status, relayed, &session_headers, bytes));
-        }
+        let bytes = gateway.read_answer(live, response).await?;
         let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
             GatewayError::new(
                 ErrorKind::BadGateway,
@@ -332,34 +313,22 @@ async fn complete(
         let Some(reply) = reply else {
             break (answer, relayed);
         };
-        let calls = split_calls(&reply, &engine_names);
-        if calls.engine.is_empty() {
-            if !hidden.is_empty() {
-                hidden.push(reply.clone());
-                live.record.conversation.splice(&reply, hidden);
+        match tools
+            .after(&gateway, live, reply, &engine_names, &mut messages)
+            .await
+        {
+            Step::Answer => break (answer, relayed),
+            Step::Again => continue,
+            Step::Hide { client_calls } => {
+                let visible = visible_message(&message, &engine_names);
+                tools.hide(live, Message::from_value(visible.clone()).ok());
+                answer["choices"][0]["message"] = visible;
+                if !client_calls {
+                    answer["choices"][0]["finish_reason"] = json!("stop");
+                }
+                break (answer, relayed);
             }
-            break (answer, relayed);
         }
-        let results = answer_calls(&gateway, live, &calls.engine).await;
-        if calls.has_client_calls || round >= rounds {
-            // The client answers its own calls; the engine's stay with the gateway, spliced
-            // back into the upstream history when the client's answers arrive.
-            hidden.push(reply.clone());
-            hidden.extend(results);
-            let visible = visible_message(&message, &engine_names);
-            if let Ok(visible_reply) = Message::from_value(visible.clone()) {
-                live.record.conversation.splice(&visible_reply, hidden);
-            }
-            answer["choices"][0]["message"] = visible;
-            if !calls.has_client_calls {
-                answer["choices"][0]["finish_reason"] = json!("stop");
-            }
-            break (answer, relayed);
-        }
-        messages.push(reply.clone());
-        messages.extend(results.iter().cloned());
-        hidden.push(reply);
-        hidden.extend(results);
     };
     if let Some(total) = usage.value() {
         answer["usage"] = total;
@@ -549,21 +518,11 @@ async fn stream(
         headers: &headers,
         query: query.as_deref(),
     };
-    let first = match gateway.model_call(live, &call, &messages).await {
-        Ok(response) => response,
-        Err(error) => {
-            gateway.save(&live.record).await;
-            return Err(error);
-        }
+    let sent = gateway.model_call(live, &call, &messages).await;
+    let (first, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+        Called::Success(response, relayed) => (response, relayed),
+        Called::Relayed(response) => return Ok(response),
     };
-    let status = first.status();
-    let relayed = relayed_headers(first.headers());
-    if !status.is_success() {
-        gateway.upstream_error(live, &status.as_u16().to_string());
-        let body = read_body(first, gateway.settings.limits.max_response_bytes).await?;
-        gateway.save(&live.record).await;
-        return Ok(relay(status, relayed, &session_headers, body));
-    }
     let frames = async_stream::stream! {
         // The client may leave at any point: whenever the stream ends or is dropped, the
         // session as it stands is saved and released.
@@ -751,23 +710,7 @@ async fn stream(
         live.finished(&gateway).await;
     };
     let frames = frames.map(|frame: Frame| frame);
-    let mut response = Response::new(Body::from_stream(frames));
-    let response_headers = response.headers_mut();
-    for (name, value) in &relayed {
-        response_headers.insert(name, value.clone());
-    }
-    response_headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response_headers.insert(
-        axum::http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    for (name, value) in &session_headers {
-        response_headers.insert(name, value.clone());
-    }
-    Ok(response)
+    Ok(event_stream(frames, &relayed, &session_headers))
 }
 
 impl Gateway {

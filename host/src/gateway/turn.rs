@@ -24,6 +24,7 @@ use super::live::{Live, Prepared};
 use super::models::{context_window, usable_window, ConfiguredModel};
 use super::record::SessionKey;
 use super::request_body::read_limited;
+use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
 
 /// The session's name: the client's `x-ctxhost-session`, else the client's own session header
@@ -284,7 +285,157 @@ pub async fn answer_calls(
     results
 }
 
+/// What a non-streamed request does after one of its model calls.
+pub enum Step {
+    /// The reply is the answer, as it came.
+    Answer,
+    /// The reply is the answer once the engine's calls are taken out of it (the client has
+    /// calls of its own to answer, or the rounds ran out); [`ToolRounds::hide`] then.
+    Hide { client_calls: bool },
+    /// The engine's calls were answered: call the model again.
+    Again,
+}
+
+/// A non-streamed request's rounds of engine tool calls, and what the client never sees of
+/// them.
+pub struct ToolRounds {
+    hidden: Vec<Message>,
+    round: u32,
+    rounds: u32,
+}
+
+impl ToolRounds {
+    pub fn new(gateway: &Gateway) -> Self {
+        ToolRounds {
+            hidden: Vec::new(),
+            round: 0,
+            rounds: gateway.settings.limits.tool_rounds.max(1),
+        }
+    }
+
+    /// Takes in a model call's reply: answers the engine's calls in it (adding them and their
+    /// results to `messages` when the model is to be called again) and says what comes next.
+    pub async fn after(
+        &mut self,
+        gateway: &Gateway,
+        live: &mut Live,
+        reply: Message,
+        engine_names: &HashSet<String>,
+        messages: &mut Vec<Message>,
+    ) -> Step {
+        self.round += 1;
+        let calls = split_calls(&reply, engine_names);
+        if calls.engine.is_empty() {
+            if !self.hidden.is_empty() {
+                self.hidden.push(reply.clone());
+                let hidden = std::mem::take(&mut self.hidden);
+                live.record.conversation.splice(&reply, hidden);
+            }
+            return Step::Answer;
+        }
+        let results = answer_calls(gateway, live, &calls.engine).await;
+        if calls.has_client_calls || self.round >= self.rounds {
+            self.hidden.push(reply);
+            self.hidden.extend(results);
+            return Step::Hide {
+                client_calls: calls.has_client_calls,
+            };
+        }
+        messages.push(reply.clone());
+        messages.extend(results.iter().cloned());
+        self.hidden.push(reply);
+        self.hidden.extend(results);
+        Step::Again
+    }
+
+    /// The client receives `visible`: the client answers its own calls; the engine's stay with
+    /// the gateway, spliced back into the upstream history when the client's answers arrive.
+    pub fn hide(&mut self, live: &mut Live, visible: Option<Message>) {
+        if let Some(visible) = visible {
+            let hidden = std::mem::take(&mut self.hidden);
+            live.record.conversation.splice(&visible, hidden);
+        }
+    }
+}
+
+/// A model call taken in: a success to read or stream, or the upstream's own error, already
+/// made into the client's response.
+pub enum Called {
+    Success(reqwest::Response, HeaderMap),
+    Relayed(Response),
+}
+
+/// A streamed answer: `frames` as Server-Sent Events, with the upstream's headers and the
+/// session's.
+pub fn event_stream<S>(frames: S, relayed: &HeaderMap, session_headers: &HeaderMap) -> Response
+where
+    S: futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+{
+    let mut response = Response::new(Body::from_stream(frames));
+    let headers = response.headers_mut();
+    for (name, value) in relayed {
+        headers.insert(name, value.clone());
+    }
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    with_session_headers(response, session_headers)
+}
+
 impl Gateway {
+    /// Takes in a model call's result: a success is handed back with the headers to relay; an
+    /// upstream error is counted and relayed with its own status and body; no answer at all is
+    /// the gateway's error. The session is saved before any failure goes out.
+    pub async fn take_call(
+        &self,
+        live: &mut Live,
+        sent: Result<reqwest::Response, GatewayError>,
+        session_headers: &HeaderMap,
+    ) -> Result<Called, GatewayError> {
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                self.save(&live.record).await;
+                return Err(error);
+            }
+        };
+        let status = response.status();
+        let relayed = relayed_headers(response.headers());
+        if status.is_success() {
+            return Ok(Called::Success(response, relayed));
+        }
+        let body = self.read_answer(live, response).await?;
+        self.upstream_error(live, &status.as_u16().to_string());
+        self.save(&live.record).await;
+        Ok(Called::Relayed(relay(
+            status,
+            relayed,
+            session_headers,
+            body,
+        )))
+    }
+
+    /// Reads a model call's whole answer (bounded); a failure is counted and the session saved.
+    pub async fn read_answer(
+        &self,
+        live: &mut Live,
+        response: reqwest::Response,
+    ) -> Result<Bytes, GatewayError> {
+        match read_body(response, self.settings.limits.max_response_bytes).await {
+            Ok(bytes) => Ok(bytes),
+            Err(error) => {
+                self.upstream_error(live, "body");
+                self.save(&live.record).await;
+                Err(error)
+            }
+        }
+    }
+
     /// Makes one model call (`POST base/route`) with `body`, timing it; a call that gets no
     /// answer at all is counted against the session and logged.
     pub async fn send_model(

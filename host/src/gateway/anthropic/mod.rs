@@ -22,7 +22,7 @@ use tokio::sync::OwnedMutexGuard;
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::turn::{
-    answer_calls, begin_turn, engine_tools, relay, session_name, split_calls, with_session_headers,
+    begin_turn, engine_tools, relay, session_name, with_session_headers, Called, Step, ToolRounds,
     TurnRequest,
 };
 use super::upstream::{read_body, relayed_headers};
@@ -295,10 +295,8 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
     let live = guard.as_mut().expect("the session is open");
     let (schemas, engine_names) = engine_tools(live, &request.client_tools);
     let mut messages = prepared.upstream;
-    let mut hidden: Vec<Message> = Vec::new();
+    let mut tools = ToolRounds::new(&gateway);
     let mut usage = UsageSum::default();
-    let rounds = gateway.settings.limits.tool_rounds.max(1);
-    let mut round = 0;
     let call = ModelCall {
         request: &request,
         schemas: &schemas,
@@ -306,29 +304,12 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
         query: query.as_deref(),
     };
     let (mut answer, relayed) = loop {
-        round += 1;
-        let response = match call.send(&gateway, live, &messages).await {
-            Ok(response) => response,
-            Err(error) => {
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
+        let sent = call.send(&gateway, live, &messages).await;
+        let (response, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+            Called::Success(response, relayed) => (response, relayed),
+            Called::Relayed(response) => return Ok(response),
         };
-        let status = response.status();
-        let relayed = relayed_headers(response.headers());
-        let bytes = match read_body(response, gateway.settings.limits.max_response_bytes).await {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                gateway.upstream_error(live, "body");
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
-        };
-        if !status.is_success() {
-            gateway.upstream_error(live, &status.as_u16().to_string());
-            gateway.save(&live.record).await;
-            return Ok(relay(status, relayed, &session_headers, bytes));
-        }
+        let bytes = gateway.read_answer(live, response).await?;
         let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
             GatewayError::new(
                 ErrorKind::BadGateway,
@@ -347,34 +328,22 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
         let Some(reply) = reply else {
             break (answer, relayed);
         };
-        let calls = split_calls(&reply, &engine_names);
-        if calls.engine.is_empty() {
-            if !hidden.is_empty() {
-                hidden.push(reply.clone());
-                live.record.conversation.splice(&reply, hidden);
+        match tools
+            .after(&gateway, live, reply, &engine_names, &mut messages)
+            .await
+        {
+            Step::Answer => break (answer, relayed),
+            Step::Again => continue,
+            Step::Hide { client_calls } => {
+                let visible = visible_blocks(&answer["content"], &engine_names);
+                tools.hide(live, convert::reply_message(&visible).ok());
+                answer["content"] = visible;
+                if !client_calls {
+                    answer["stop_reason"] = json!("end_turn");
+                }
+                break (answer, relayed);
             }
-            break (answer, relayed);
         }
-        let results = answer_calls(&gateway, live, &calls.engine).await;
-        if calls.has_client_calls || round >= rounds {
-            // The client answers its own calls; the engine's stay with the gateway, spliced
-            // back into the upstream history when the client's answers arrive.
-            hidden.push(reply);
-            hidden.extend(results);
-            let visible = visible_blocks(&answer["content"], &engine_names);
-            if let Ok(visible_reply) = convert::reply_message(&visible) {
-                live.record.conversation.splice(&visible_reply, hidden);
-            }
-            answer["content"] = visible;
-            if !calls.has_client_calls {
-                answer["stop_reason"] = json!("end_turn");
-            }
-            break (answer, relayed);
-        }
-        messages.push(reply.clone());
-        messages.extend(results.iter().cloned());
-        hidden.push(reply);
-        hidden.extend(results);
     };
     if usage.calls > 1 {
         if let Some(total) = usage.value() {

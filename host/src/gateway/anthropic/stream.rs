@@ -6,8 +6,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;
 
-use axum::body::Body;
-use axum::http::HeaderValue;
 use axum::response::Response;
 use bytes::Bytes;
 use ctxhost_sdk::Message;
@@ -18,8 +16,10 @@ use serde_json::{json, Value};
 use super::convert;
 use super::{is_engine_call, parse_usage, Exchange, ModelCall, UsageSum};
 use crate::gateway::error::{ErrorKind, GatewayError};
-use crate::gateway::turn::{answer_calls, engine_tools, relay, split_calls, ReleaseOnDrop};
-use crate::gateway::upstream::{read_body, relayed_headers};
+use crate::gateway::turn::{
+    answer_calls, engine_tools, event_stream, split_calls, Called, ReleaseOnDrop,
+};
+use crate::gateway::upstream::read_body;
 
 fn event(name: &str, data: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
@@ -190,21 +190,11 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
     };
     // The first call is made before answering, so its failure reaches the client with the
     // upstream's own status and body.
-    let first = match call.send(&gateway, live, &messages).await {
-        Ok(response) => response,
-        Err(error) => {
-            gateway.save(&live.record).await;
-            return Err(error);
-        }
+    let sent = call.send(&gateway, live, &messages).await;
+    let (first, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+        Called::Success(response, relayed) => (response, relayed),
+        Called::Relayed(response) => return Ok(response),
     };
-    let status = first.status();
-    let relayed = relayed_headers(first.headers());
-    if !status.is_success() {
-        gateway.upstream_error(live, &status.as_u16().to_string());
-        let body = read_body(first, gateway.settings.limits.max_response_bytes).await?;
-        gateway.save(&live.record).await;
-        return Ok(relay(status, relayed, &session_headers, body));
-    }
     let frames = async_stream::stream! {
         // The client may leave at any point: whenever the stream ends or is dropped, the
         // session as it stands is saved and released.
@@ -359,21 +349,5 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
         }
         live.finished(&gateway).await;
     };
-    let mut response = Response::new(Body::from_stream(frames));
-    let response_headers = response.headers_mut();
-    for (name, value) in &relayed {
-        response_headers.insert(name, value.clone());
-    }
-    response_headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response_headers.insert(
-        axum::http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    for (name, value) in &session_headers {
-        response_headers.insert(name, value.clone());
-    }
-    Ok(response)
+    Ok(event_stream(frames, &relayed, &session_headers))
 }
