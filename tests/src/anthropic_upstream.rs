@@ -162,15 +162,17 @@ pub fn from_openai(messages: &[Value]) -> (Option<Value>, Vec<Value>) {
     (system, out)
 }
 
-/// An OpenAI assistant message as Anthropic content: its text, then its tool calls.
+/// An OpenAI assistant message as Anthropic content: its thinking (a `thinking` block kept in
+/// its field of that name, if any), its text, then its tool calls.
 pub fn assistant_blocks(message: &Value) -> Value {
     let text = message["content"].as_str().unwrap_or_default();
     let calls = message["tool_calls"].as_array();
-    if calls.is_none() {
+    let thinking = message.get("thinking");
+    if calls.is_none() && thinking.is_none() {
         return json!(text);
     }
-    let mut blocks = Vec::new();
-    if !text.is_empty() {
+    let mut blocks: Vec<Value> = thinking.into_iter().cloned().collect();
+    if !text.is_empty() || calls.is_none() {
         blocks.push(json!({"type": "text", "text": text}));
     }
     for call in calls.into_iter().flatten() {

@@ -178,6 +178,14 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
             call["function"]["arguments"] = json!(input.to_string());
         }
     }
+    // Every assistant turn thought first, with a signature naming the turn (kept beside the
+    // OpenAI message, where neither token counts nor the other APIs see it).
+    for (index, message) in transcript.iter_mut().enumerate() {
+        if message["role"] == "assistant" {
+            message["thinking"] = json!({"type": "thinking", "thinking": "Next step.",
+                                         "signature": format!("sig-{index}")});
+        }
+    }
     let sandbox = Sandbox::new();
     sandbox.write(
         "config.yaml",
@@ -284,11 +292,27 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
     );
     // What went upstream over /v1/messages is valid Anthropic: every tool_use answered in the
     // very next message, and the conversation opens with the user.
+    // A thinking block only ever goes up with the very turn it was signed for.
+    let mut thinking_sent = 0;
     for request in upstream.messages_requests() {
         let messages = request.json()["messages"].as_array().unwrap().clone();
         assert_tools_paired(&messages);
         assert_eq!(messages[0]["role"], "user");
+        for message in &messages {
+            let blocks = message["content"].as_array().cloned().unwrap_or_default();
+            for (position, block) in blocks.iter().enumerate() {
+                if block["type"] != "thinking" {
+                    continue;
+                }
+                let signature = block["signature"].as_str().unwrap();
+                let turn: usize = signature["sig-".len()..].parse().unwrap();
+                assert_eq!(position, 0);
+                assert_eq!(message["content"], assistant_blocks(&transcript[turn]));
+                thinking_sent += 1;
+            }
+        }
     }
+    assert!(thinking_sent > 0);
 }
 
 /// Every `tool_use` is answered by a `tool_result` in the next message, and every
