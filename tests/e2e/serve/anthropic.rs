@@ -587,3 +587,122 @@ fn the_gateway_answers_lcm_grep_over_messages_streamed_or_not() {
         assert_eq!(ids, ["call_grep", "call_shell"]);
     }
 }
+
+/// Posts `body` to `/v1/messages` as a Claude Code-like client; the status, the lineage header
+/// and the body's text.
+fn post_messages(gateway: &GatewayProcess, body: &Value) -> (u16, String, String) {
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}/messages?beta=true", gateway.base_url()))
+        .header("x-api-key", "sk-ant-errors")
+        .header("x-claude-code-session-id", "cc-errors")
+        .json(body)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let lineage = response
+        .headers()
+        .get("x-ctxhost-lineage")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, lineage, response.text().unwrap())
+}
+
+#[test]
+fn errors_on_messages_come_in_anthropics_shape() {
+    let rate_limited = json!({"type": "error",
+                              "error": {"type": "rate_limit_error", "message": "slow down"}});
+    let answer = rate_limited.clone();
+    let upstream = FakeUpstream::start(move |request| {
+        let text = request.json()["messages"][0]["content"].to_string();
+        if text.contains("limit") {
+            Answer::Json(429, answer.clone())
+        } else {
+            // A stream the provider breaks off with an error event.
+            Answer::Events(vec![
+                (
+                    "message_start".into(),
+                    json!({"type": "message_start",
+                    "message": message(&json!([]), Some(json!({"input_tokens": 3, "output_tokens": 1})))}),
+                ),
+                (
+                    "error".into(),
+                    json!({"type": "error",
+                    "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+                ),
+            ])
+        }
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let user = |text: &str| json!([{"role": "user", "content": text}]);
+    // The gateway's own: a body that is not a Messages request.
+    let (status, _, text) = post_messages(&gateway, &json!({"model": "claude-x", "messages": []}));
+    assert_eq!(status, 400);
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("messages"));
+    let (status, _, text) = post_messages(
+        &gateway,
+        &json!({"model": "claude-x", "messages": [{"role": "robot", "content": "hi"}]}),
+    );
+    assert_eq!(status, 400);
+    assert!(text.contains("messages[0]: unknown role `robot`"), "{text}");
+    // The upstream's own, streamed or not: its status and body.
+    for stream in [false, true] {
+        let (status, _, text) = post_messages(
+            &gateway,
+            &json!({"model": "claude-x", "stream": stream, "messages": user("over the limit")}),
+        );
+        assert_eq!(status, 429);
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), rate_limited);
+    }
+    // An error event mid-stream reaches the client as the provider sent it.
+    let (status, _, text) = post_messages(
+        &gateway,
+        &json!({"model": "claude-x", "stream": true, "messages": user("hi")}),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\""
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn moving_cache_breakpoints_keeps_the_lineage() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!([{"type": "text", "text": "ok"}]), None)
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let cached = json!({"type": "ephemeral"});
+    let text = |text: &str, cache: bool| {
+        let mut block = json!({"type": "text", "text": text});
+        if cache {
+            block["cache_control"] = cached.clone();
+        }
+        json!([block])
+    };
+    // As Claude Code does: the breakpoint sits on the newest user message each turn.
+    let first = json!([{"role": "user", "content": text("one", true)}]);
+    let second = json!([
+        {"role": "user", "content": text("one", false)},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": text("two", true)},
+    ]);
+    let (status, lineage, _) =
+        post_messages(&gateway, &json!({"model": "claude-x", "messages": first}));
+    assert_eq!((status, lineage.as_str()), (200, "first"));
+    let (status, lineage, _) =
+        post_messages(&gateway, &json!({"model": "claude-x", "messages": second}));
+    assert_eq!((status, lineage.as_str()), (200, "continued"));
+    // And each breakpoint went upstream where the client put it.
+    let sent = upstream.messages_requests().last().unwrap().json();
+    assert_eq!(sent["messages"], second);
+}
