@@ -149,6 +149,10 @@ fn the_official_anthropic_sdk_parses_every_answer_and_the_upstream_gets_every_by
     // Claude Code's session header names the session, scoped by the client's x-api-key.
     let session = session_of(&gateway, "cc-session-1", "sk-ant-python");
     assert_eq!(session["requests"], 1);
+    // The engine heard of the prompt as the provider counted it: input, cache reads and cache
+    // writes together.
+    let session = session_of(&gateway, "py-anthropic-true", "sk-ant-python");
+    assert_eq!(session["last_prompt_tokens"], 30 + 10 + 5);
 }
 
 /// `/ctxhost/sessions/{id}` as the client holding `key` (sent as `x-api-key`) sees it.
