@@ -177,24 +177,32 @@ impl UsageSum {
     }
 }
 
-/// Every model call of one request shares these.
-struct ModelCall<'a> {
-    request: &'a MessagesRequest,
-    schemas: &'a [Value],
-    headers: &'a HeaderMap,
-    query: Option<&'a str>,
+/// What every model call of one request shares: the request, the engine's tools offered with
+/// it, and the client's headers and query string.
+struct ModelCall {
+    request: MessagesRequest,
+    schemas: Vec<Value>,
+    engine_names: HashSet<String>,
+    headers: HeaderMap,
+    query: Option<String>,
 }
 
-impl ModelCall<'_> {
+impl ModelCall {
     async fn send(
         &self,
         gateway: &Gateway,
         live: &mut Live,
         messages: &[Message],
     ) -> Result<reqwest::Response, GatewayError> {
-        let body = self.request.upstream_body(messages, self.schemas);
+        let body = self.request.upstream_body(messages, &self.schemas);
         gateway
-            .send_model(live, UPSTREAM_PATH, self.query, self.headers, body)
+            .send_model(
+                live,
+                UPSTREAM_PATH,
+                self.query.as_deref(),
+                &self.headers,
+                body,
+            )
             .await
     }
 }
@@ -233,16 +241,23 @@ async fn handle(
     )
     .await?;
     let session_headers = turn.session_headers;
+    let live = turn.guard.as_ref().expect("the session is open");
+    let (schemas, engine_names) = engine_tools(live, &request.client_tools);
+    let stream = request.stream;
     let exchange = Exchange {
         gateway,
         guard: turn.guard,
-        request,
         prepared: turn.prepared,
-        headers,
-        query: uri.query().map(str::to_string),
         session_headers: session_headers.clone(),
+        call: ModelCall {
+            request,
+            schemas,
+            engine_names,
+            headers,
+            query: uri.query().map(str::to_string),
+        },
     };
-    let answered = if exchange.request.stream {
+    let answered = if stream {
         stream::stream(exchange).await
     } else {
         complete(exchange).await
@@ -257,11 +272,9 @@ async fn handle(
 struct Exchange {
     gateway: Arc<Gateway>,
     guard: OwnedMutexGuard<Option<Live>>,
-    request: MessagesRequest,
     prepared: Prepared,
-    headers: HeaderMap,
-    query: Option<String>,
     session_headers: HeaderMap,
+    call: ModelCall,
 }
 
 /// `content` without the engine's `tool_use` blocks: what the client receives.
@@ -286,23 +299,15 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
     let Exchange {
         gateway,
         mut guard,
-        request,
         prepared,
-        headers,
-        query,
         session_headers,
+        call,
     } = exchange;
     let live = guard.as_mut().expect("the session is open");
-    let (schemas, engine_names) = engine_tools(live, &request.client_tools);
+    let engine_names = &call.engine_names;
     let mut messages = prepared.upstream;
     let mut tools = ToolRounds::new(&gateway);
     let mut usage = UsageSum::default();
-    let call = ModelCall {
-        request: &request,
-        schemas: &schemas,
-        headers: &headers,
-        query: query.as_deref(),
-    };
     let (mut answer, relayed) = loop {
         let sent = call.send(&gateway, live, &messages).await;
         let (response, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
@@ -329,13 +334,13 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
             break (answer, relayed);
         };
         match tools
-            .after(&gateway, live, reply, &engine_names, &mut messages)
+            .after(&gateway, live, reply, engine_names, &mut messages)
             .await
         {
             Step::Answer => break (answer, relayed),
             Step::Again => continue,
             Step::Hide { client_calls } => {
-                let visible = visible_blocks(&answer["content"], &engine_names);
+                let visible = visible_blocks(&answer["content"], engine_names);
                 tools.hide(live, convert::reply_message(&visible).ok());
                 answer["content"] = visible;
                 if !client_calls {

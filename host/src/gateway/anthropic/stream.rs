@@ -14,11 +14,9 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use super::convert;
-use super::{is_engine_call, parse_usage, Exchange, ModelCall, UsageSum};
+use super::{is_engine_call, parse_usage, Exchange, UsageSum};
 use crate::gateway::error::{ErrorKind, GatewayError};
-use crate::gateway::turn::{
-    answer_calls, engine_tools, event_stream, split_calls, Called, ReleaseOnDrop,
-};
+use crate::gateway::turn::{answer_calls, event_stream, split_calls, Called, ReleaseOnDrop};
 use crate::gateway::upstream::read_body;
 
 fn event(name: &str, data: &Value) -> Bytes {
@@ -173,21 +171,12 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
     let Exchange {
         gateway,
         mut guard,
-        request,
         prepared,
-        headers,
-        query,
         session_headers,
+        call,
     } = exchange;
     let live = guard.as_mut().expect("the session is open");
-    let (schemas, engine_names) = engine_tools(live, &request.client_tools);
     let messages = prepared.upstream;
-    let call = ModelCall {
-        request: &request,
-        schemas: &schemas,
-        headers: &headers,
-        query: query.as_deref(),
-    };
     // The first call is made before answering, so its failure reaches the client with the
     // upstream's own status and body.
     let sent = call.send(&gateway, live, &messages).await;
@@ -200,12 +189,7 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
         // session as it stands is saved and released.
         let mut guard = ReleaseOnDrop::new(gateway.clone(), guard);
         let live = guard.live();
-        let call = ModelCall {
-            request: &request,
-            schemas: &schemas,
-            headers: &headers,
-            query: query.as_deref(),
-        };
+        let engine_names = &call.engine_names;
         let mut messages = messages;
         let mut hidden: Vec<Message> = Vec::new();
         let mut visible: Vec<Value> = Vec::new();
@@ -260,7 +244,7 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
                 if let Some(data) = round.rewrite(
                     &name,
                     data,
-                    &engine_names,
+                    engine_names,
                     &mut next_client_index,
                     round_number == 1,
                 ) {
@@ -289,7 +273,7 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
             live.called(&gateway, &messages, reply.as_ref(), parse_usage(&round_usage)).await;
             let mut stop = round.stop.clone().unwrap_or_else(|| json!({"stop_reason": "end_turn", "stop_sequence": null}));
             if let Some(reply) = reply {
-                let calls = split_calls(&reply, &engine_names);
+                let calls = split_calls(&reply, engine_names);
                 if calls.engine.is_empty() {
                     hidden.push(reply);
                 } else {
