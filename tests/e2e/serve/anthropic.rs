@@ -655,6 +655,17 @@ fn errors_on_messages_come_in_anthropics_shape() {
     );
     assert_eq!(status, 400);
     assert!(text.contains("messages[0]: unknown role `robot`"), "{text}");
+    // A gateway that wants a token says so in the same shape.
+    let guarded = Sandbox::new();
+    guarded.write_config("serve:\n  auth:\n    tokens: [gateway-token]\n");
+    let guarded = guarded.serve(&upstream.base_url(), &[]);
+    let (status, _, text) = post_messages(
+        &guarded,
+        &json!({"model": "claude-x", "messages": user("hi")}),
+    );
+    assert_eq!(status, 401);
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["type"], "authentication_error", "{body}");
     // The upstream's own, streamed or not: its status and body.
     for stream in [false, true] {
         let (status, _, text) = post_messages(
