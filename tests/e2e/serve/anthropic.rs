@@ -153,6 +153,11 @@ fn the_official_anthropic_sdk_parses_every_answer_and_the_upstream_gets_every_by
     // writes together.
     let session = session_of(&gateway, "py-anthropic-true", "sk-ant-python");
     assert_eq!(session["last_prompt_tokens"], 30 + 10 + 5);
+    // Each conversation's second turn continued the lineage of its first.
+    for id in ["py-anthropic-true", "py-anthropic-false"] {
+        let session = session_of(&gateway, id, "sk-ant-python");
+        assert_eq!(session["stats"]["new_lineages"], 0, "{id}: {session}");
+    }
 }
 
 /// `/ctxhost/sessions/{id}` as the client holding `key` (sent as `x-api-key`) sees it.
