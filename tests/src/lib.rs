@@ -21,6 +21,7 @@ const PACKAGES: &[&str] = &[
     "ctxhost-fixture-hostile",
 ];
 
+pub mod anthropic_upstream;
 pub mod fake_provider;
 pub mod gateway;
 pub mod postgres;

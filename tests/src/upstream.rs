@@ -21,6 +21,9 @@ pub enum Answer {
     Json(u16, Value),
     /// `200 text/event-stream`: each value as a `data:` event, then `data: [DONE]`.
     Stream(Vec<Value>),
+    /// `200 text/event-stream`: named events (`event: NAME` then `data:`), as Anthropic streams;
+    /// no `[DONE]`.
+    Events(Vec<(String, Value)>),
     /// These events, then nothing: the stream stays open until the client goes away.
     StreamThenHang(Vec<Value>),
     /// No answer at all, until the client goes away.
@@ -103,6 +106,14 @@ impl FakeUpstream {
         self.received()
             .into_iter()
             .filter(|r| r.path.starts_with("/v1/chat/completions"))
+            .collect()
+    }
+
+    /// The Anthropic Messages requests received (not `count_tokens`), in order.
+    pub fn messages_requests(&self) -> Vec<Recorded> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
             .collect()
     }
 
@@ -195,6 +206,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .unwrap()
         }
         Answer::Stream(events) => sse(shared, events, false),
+        Answer::Events(events) => named_sse(shared, events),
         Answer::After(..) => unreachable!("unwrapped above"),
         Answer::StreamThenHang(events) => sse(shared, events, true),
         Answer::Hang => {
@@ -223,6 +235,21 @@ fn sse(shared: Arc<Shared>, events: Vec<Value>, hang: bool) -> Response {
     };
     Response::builder()
         .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+fn named_sse(shared: Arc<Shared>, events: Vec<(String, Value)>) -> Response {
+    let stream = async_stream::stream! {
+        let mut guard = Guard { shared, finished: false };
+        for (name, data) in events {
+            yield Ok::<_, std::convert::Infallible>(Bytes::from(format!("event: {name}\ndata: {data}\n\n")));
+        }
+        guard.finished = true;
+    };
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("request-id", "req-fake")
         .body(Body::from_stream(stream))
         .unwrap()
 }

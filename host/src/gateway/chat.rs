@@ -4,28 +4,25 @@
 use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
-use sha2::{Digest as _, Sha256};
 use tokio::sync::OwnedMutexGuard;
 
-use super::auth::credential_of;
-use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
-use super::models::{context_window, usable_window, ConfiguredModel};
-use super::record::SessionKey;
-use super::request_body::read_limited;
-use super::upstream::{read_body, relayed_headers};
+use super::turn::{
+    answer_calls, begin_turn, engine_tools, event_stream, relay, session_name, split_calls,
+    with_session_headers, Called, ReleaseOnDrop, Step, ToolRounds, TurnRequest,
+};
+use super::upstream::read_body;
 use super::Gateway;
 
 /// The header naming a client's session.
@@ -94,42 +91,6 @@ impl ChatRequest {
             output_budget,
             client_tools,
         })
-    }
-
-    /// The session's name: the client's header, else a hash of how the conversation starts
-    /// (its system prompt and first user message), stable across the conversation's turns.
-    fn session_name(&self, headers: &HeaderMap) -> Result<String, GatewayError> {
-        if let Some(value) = headers.get(SESSION_HEADER) {
-            let name = value.to_str().unwrap_or_default();
-            let valid =
-                !name.is_empty() && name.len() <= 200 && name.bytes().all(|b| b.is_ascii_graphic());
-            if !valid {
-                return Err(GatewayError::new(
-                    ErrorKind::BadRequest,
-                    format!("{SESSION_HEADER} must be 1 to 200 printable ASCII characters"),
-                ));
-            }
-            return Ok(name.to_string());
-        }
-        let first = |role: &str| {
-            self.history
-                .iter()
-                .find(|m| m.role() == role)
-                .map(|m| m.to_value()["content"].to_string())
-                .unwrap_or_default()
-        };
-        let mut hasher = Sha256::new();
-        hasher.update(first("system"));
-        hasher.update([0]);
-        hasher.update(first("user"));
-        let digest = hasher.finalize();
-        Ok(format!(
-            "auto-{}",
-            digest[..8]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        ))
     }
 
     /// The body of one model call: the client's fields, `messages`, the engine's tools beside
@@ -214,28 +175,6 @@ impl UsageSum {
     }
 }
 
-/// Which of a reply's tool calls are the engine's: its tools that the client does not also
-/// define (the client's own tool of the same name wins).
-fn engine_tools(live: &Live, request: &ChatRequest) -> (Vec<Value>, HashSet<String>) {
-    let names: HashSet<String> = live
-        .tool_names
-        .iter()
-        .filter(|n| !request.client_tools.contains(*n))
-        .cloned()
-        .collect();
-    let schemas = live
-        .tool_schemas
-        .iter()
-        .filter(|s| {
-            s["function"]["name"]
-                .as_str()
-                .is_some_and(|n| names.contains(n))
-        })
-        .cloned()
-        .collect();
-    (schemas, names)
-}
-
 pub async fn chat_completions(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
@@ -257,56 +196,19 @@ async fn handle(
     let bytes = gateway.read_request(&headers, body).await?;
     let request = ChatRequest::parse(&bytes)?;
     drop(bytes);
-    let key = SessionKey {
-        credential: credential_of(&headers),
-        name: request.session_name(&headers)?,
-    };
-    let settings = &gateway.settings;
-    let configured = &gateway.engines.config().model;
-    let window = usable_window(
-        context_window(
-            &request.model,
-            &settings.models,
-            &ConfiguredModel {
-                name: &configured.name,
-                context_length: configured.context_length,
-            },
-        ),
-        request.output_budget,
-    );
-    let mut guard = gateway.session(&key, &request.model, window).await?;
-    let live = guard.as_mut().expect("the session is open");
-    let prepared = live
-        .prepare(&gateway, &request.history, &request.model, window)
-        .await;
-    // A new view is saved before it is used, so a crash mid-request cannot lose a compression;
-    // the rest of the record (lineage, counts) is saved once the answer is on its way (a
-    // client that retries after a crash sends the same history, which extends the old lineage).
-    if prepared.compressed {
-        gateway.persist(&live.record).await?;
-    }
-    let mut session_headers = HeaderMap::new();
-    set_header(&mut session_headers, SESSION_HEADER, &key.name);
-    set_header(
-        &mut session_headers,
-        "x-ctxhost-engine",
-        live.session.engine(),
-    );
-    set_header(
-        &mut session_headers,
-        "x-ctxhost-lineage",
-        match prepared.continuity {
-            Continuity::First => "first",
-            Continuity::Extends => "continued",
-            Continuity::Diverged => "new",
+    let name = session_name(&headers, None, &request.history)?;
+    let turn = begin_turn(
+        &gateway,
+        &headers,
+        TurnRequest {
+            name,
+            history: &request.history,
+            model: &request.model,
+            output_budget: request.output_budget,
         },
-    );
-    if prepared.compressed {
-        set_header(&mut session_headers, "x-ctxhost-compressed", "true");
-    }
-    if let Some(error) = &prepared.engine_error {
-        set_header(&mut session_headers, "x-ctxhost-engine-error", error);
-    }
+    )
+    .await?;
+    let (guard, prepared, session_headers) = (turn.guard, turn.prepared, turn.session_headers);
     let query = uri.query().map(str::to_string);
     let answered = if request.stream {
         stream(
@@ -332,48 +234,8 @@ async fn handle(
         .await
     };
     // The gateway's own errors name the session too.
-    Ok(answered.unwrap_or_else(|error| {
-        let mut response = error.into_response();
-        for (name, value) in &session_headers {
-            response.headers_mut().insert(name, value.clone());
-        }
-        response
-    }))
-}
-
-/// A header value from text that may hold anything: cut to one line.
-fn set_header(headers: &mut HeaderMap, name: &'static str, value: &str) {
-    let line: String = value
-        .chars()
-        .map(|c| {
-            if c.is_ascii() && !c.is_ascii_control() {
-                c
-            } else {
-                ' '
-            }
-        })
-        .take(300)
-        .collect();
-    if let Ok(value) = HeaderValue::from_str(&line) {
-        headers.insert(name, value);
-    }
-}
-
-/// The upstream's own answer, status and body as they came, with the session's headers.
-fn relay(
-    status: reqwest::StatusCode,
-    upstream_headers: HeaderMap,
-    session_headers: &HeaderMap,
-    body: Bytes,
-) -> Response {
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() =
-        StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    *response.headers_mut() = upstream_headers;
-    for (name, value) in session_headers {
-        response.headers_mut().insert(name, value.clone());
-    }
-    response
+    Ok(answered
+        .unwrap_or_else(|error| with_session_headers(error.into_response(), &session_headers)))
 }
 
 /// What every model call of one request shares.
@@ -382,47 +244,6 @@ struct ModelCall<'a> {
     schemas: &'a [Value],
     headers: &'a HeaderMap,
     query: Option<&'a str>,
-}
-
-/// What a reply's tool calls are, split.
-struct Calls {
-    /// The engine's calls: (id, name, arguments).
-    engine: Vec<(String, String, String)>,
-    has_client_calls: bool,
-}
-
-fn split_calls(reply: &Message, engine_names: &HashSet<String>) -> Calls {
-    let mut engine = Vec::new();
-    let mut has_client_calls = false;
-    for call in reply.tool_calls() {
-        if engine_names.contains(call.name()) {
-            engine.push((
-                call.id().to_string(),
-                call.name().to_string(),
-                call.arguments().to_string(),
-            ));
-        } else {
-            has_client_calls = true;
-        }
-    }
-    Calls {
-        engine,
-        has_client_calls,
-    }
-}
-
-/// Runs the engine's calls; their results, in order.
-async fn answer_calls(
-    gateway: &Gateway,
-    live: &mut Live,
-    calls: &[(String, String, String)],
-) -> Vec<Message> {
-    let mut results = Vec::new();
-    for (id, name, arguments) in calls {
-        let answer = live.run_tool(gateway, name, arguments).await;
-        results.push(Message::tool_result(id.clone(), answer));
-    }
-    results
 }
 
 /// The reply with the engine's calls taken out, as the client receives it.
@@ -456,12 +277,10 @@ async fn complete(
     session_headers: HeaderMap,
 ) -> Result<Response, GatewayError> {
     let live = guard.as_mut().expect("the session is open");
-    let (schemas, engine_names) = engine_tools(live, &request);
+    let (schemas, engine_names) = engine_tools(live, &request.client_tools);
     let mut messages = prepared.upstream;
-    let mut hidden: Vec<Message> = Vec::new();
+    let mut tools = ToolRounds::new(&gateway);
     let mut usage = UsageSum::default();
-    let rounds = gateway.settings.limits.tool_rounds.max(1);
-    let mut round = 0;
     let call = ModelCall {
         request: &request,
         schemas: &schemas,
@@ -469,29 +288,12 @@ async fn complete(
         query: query.as_deref(),
     };
     let (mut answer, relayed) = loop {
-        round += 1;
-        let response = match gateway.model_call(live, &call, &messages).await {
-            Ok(response) => response,
-            Err(error) => {
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
+        let sent = gateway.model_call(live, &call, &messages).await;
+        let (response, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+            Called::Success(response, relayed) => (response, relayed),
+            Called::Relayed(response) => return Ok(response),
         };
-        let status = response.status();
-        let relayed = relayed_headers(response.headers());
-        let bytes = match read_body(response, gateway.settings.limits.max_response_bytes).await {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                gateway.upstream_error(live, "body");
-                gateway.save(&live.record).await;
-                return Err(error);
-            }
-        };
-        if !status.is_success() {
-            gateway.upstream_error(live, &status.as_u16().to_string());
-            gateway.save(&live.record).await;
-            return Ok(relay(status, relayed, &session_headers, bytes));
-        }
+        let bytes = gateway.read_answer(live, response).await?;
         let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
             GatewayError::new(
                 ErrorKind::BadGateway,
@@ -511,34 +313,22 @@ async fn complete(
         let Some(reply) = reply else {
             break (answer, relayed);
         };
-        let calls = split_calls(&reply, &engine_names);
-        if calls.engine.is_empty() {
-            if !hidden.is_empty() {
-                hidden.push(reply.clone());
-                live.record.conversation.splice(&reply, hidden);
+        match tools
+            .after(&gateway, live, reply, &engine_names, &mut messages)
+            .await
+        {
+            Step::Answer => break (answer, relayed),
+            Step::Again => continue,
+            Step::Hide { client_calls } => {
+                let visible = visible_message(&message, &engine_names);
+                tools.hide(live, Message::from_value(visible.clone()).ok());
+                answer["choices"][0]["message"] = visible;
+                if !client_calls {
+                    answer["choices"][0]["finish_reason"] = json!("stop");
+                }
+                break (answer, relayed);
             }
-            break (answer, relayed);
         }
-        let results = answer_calls(&gateway, live, &calls.engine).await;
-        if calls.has_client_calls || round >= rounds {
-            // The client answers its own calls; the engine's stay with the gateway, spliced
-            // back into the upstream history when the client's answers arrive.
-            hidden.push(reply.clone());
-            hidden.extend(results);
-            let visible = visible_message(&message, &engine_names);
-            if let Ok(visible_reply) = Message::from_value(visible.clone()) {
-                live.record.conversation.splice(&visible_reply, hidden);
-            }
-            answer["choices"][0]["message"] = visible;
-            if !calls.has_client_calls {
-                answer["choices"][0]["finish_reason"] = json!("stop");
-            }
-            break (answer, relayed);
-        }
-        messages.push(reply.clone());
-        messages.extend(results.iter().cloned());
-        hidden.push(reply);
-        hidden.extend(results);
     };
     if let Some(total) = usage.value() {
         answer["usage"] = total;
@@ -708,30 +498,6 @@ fn sse(value: &Value) -> Bytes {
 
 type Frame = Result<Bytes, Infallible>;
 
-/// A streamed answer's hold on its session: saved and released when the stream is done with
-/// it, finished or dropped by a client that left.
-struct ReleaseOnDrop {
-    gateway: Arc<Gateway>,
-    guard: Option<OwnedMutexGuard<Option<Live>>>,
-}
-
-impl ReleaseOnDrop {
-    fn live(&mut self) -> &mut Live {
-        self.guard
-            .as_mut()
-            .and_then(|guard| guard.as_mut())
-            .expect("the session is open")
-    }
-}
-
-impl Drop for ReleaseOnDrop {
-    fn drop(&mut self) {
-        if let Some(guard) = self.guard.take() {
-            self.gateway.save_then_release(guard);
-        }
-    }
-}
-
 async fn stream(
     gateway: Arc<Gateway>,
     mut guard: OwnedMutexGuard<Option<Live>>,
@@ -742,7 +508,7 @@ async fn stream(
     session_headers: HeaderMap,
 ) -> Result<Response, GatewayError> {
     let live = guard.as_mut().expect("the session is open");
-    let (schemas, engine_names) = engine_tools(live, &request);
+    let (schemas, engine_names) = engine_tools(live, &request.client_tools);
     let messages = prepared.upstream;
     // The first call is made before answering, so its failure reaches the client with the
     // upstream's own status and body.
@@ -752,25 +518,15 @@ async fn stream(
         headers: &headers,
         query: query.as_deref(),
     };
-    let first = match gateway.model_call(live, &call, &messages).await {
-        Ok(response) => response,
-        Err(error) => {
-            gateway.save(&live.record).await;
-            return Err(error);
-        }
+    let sent = gateway.model_call(live, &call, &messages).await;
+    let (first, relayed) = match gateway.take_call(live, sent, &session_headers).await? {
+        Called::Success(response, relayed) => (response, relayed),
+        Called::Relayed(response) => return Ok(response),
     };
-    let status = first.status();
-    let relayed = relayed_headers(first.headers());
-    if !status.is_success() {
-        gateway.upstream_error(live, &status.as_u16().to_string());
-        let body = read_body(first, gateway.settings.limits.max_response_bytes).await?;
-        gateway.save(&live.record).await;
-        return Ok(relay(status, relayed, &session_headers, body));
-    }
     let frames = async_stream::stream! {
         // The client may leave at any point: whenever the stream ends or is dropped, the
         // session as it stands is saved and released.
-        let mut guard = ReleaseOnDrop { gateway: gateway.clone(), guard: Some(guard) };
+        let mut guard = ReleaseOnDrop::new(gateway.clone(), guard);
         let live = guard.live();
         let mut messages = messages;
         let mut hidden: Vec<Message> = Vec::new();
@@ -954,28 +710,11 @@ async fn stream(
         live.finished(&gateway).await;
     };
     let frames = frames.map(|frame: Frame| frame);
-    let mut response = Response::new(Body::from_stream(frames));
-    let response_headers = response.headers_mut();
-    for (name, value) in &relayed {
-        response_headers.insert(name, value.clone());
-    }
-    response_headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response_headers.insert(
-        axum::http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    for (name, value) in &session_headers {
-        response_headers.insert(name, value.clone());
-    }
-    Ok(response)
+    Ok(event_stream(frames, &relayed, &session_headers))
 }
 
 impl Gateway {
-    /// Makes one model call for `request` with `messages` (and the engine's tools), timing it;
-    /// a call that gets no answer at all is counted against the session and logged.
+    /// Makes one model call for `request` with `messages` (and the engine's tools).
     async fn model_call(
         &self,
         live: &mut Live,
@@ -983,42 +722,7 @@ impl Gateway {
         messages: &[Message],
     ) -> Result<reqwest::Response, GatewayError> {
         let body = call.request.upstream_body(messages, call.schemas);
-        let started = Instant::now();
-        let result = self
-            .upstream
-            .send(
-                Method::POST,
-                UPSTREAM_PATH,
-                call.query,
-                call.headers,
-                Some(body),
-            )
-            .await;
-        self.metrics.observe(
-            "ctxhost_upstream_duration_seconds",
-            &[("route", UPSTREAM_PATH)],
-            started.elapsed(),
-        );
-        if let Err(error) = &result {
-            self.upstream_error(live, "connect");
-            tracing::warn!("{error}");
-        }
-        result
-    }
-
-    /// Counts an upstream error against a session.
-    fn upstream_error(&self, live: &mut Live, kind: &str) {
-        live.record.stats.upstream_errors += 1;
-        self.metrics
-            .add("ctxhost_upstream_errors_total", &[("kind", kind)], 1);
-    }
-
-    /// Reads a request body, refusing one over `serve.limits.max_request_bytes` with 413.
-    pub async fn read_request(
-        &self,
-        headers: &HeaderMap,
-        body: Body,
-    ) -> Result<Bytes, GatewayError> {
-        read_limited(headers, body, self.settings.limits.max_request_bytes).await
+        self.send_model(live, UPSTREAM_PATH, call.query, call.headers, body)
+            .await
     }
 }

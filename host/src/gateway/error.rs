@@ -1,5 +1,6 @@
 //! Errors the gateway itself answers with, in the shape OpenAI clients parse:
-//! `{"error": {"message", "type", "code"}}`.
+//! `{"error": {"message", "type", "code"}}`, or on the Anthropic routes in Anthropic's:
+//! `{"type": "error", "error": {"type", "message"}}`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -37,6 +38,19 @@ impl ErrorKind {
             ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The `error.type` Anthropic's clients know for it.
+    fn anthropic_type(&self) -> &'static str {
+        match self {
+            ErrorKind::BadRequest => "invalid_request_error",
+            ErrorKind::Unauthorized => "authentication_error",
+            ErrorKind::NotFound => "not_found_error",
+            ErrorKind::TooLarge => "request_too_large",
+            ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
+            ErrorKind::UpstreamTimeout => "timeout_error",
+            ErrorKind::Unavailable => "overloaded_error",
         }
     }
 
@@ -78,6 +92,22 @@ impl GatewayError {
     pub fn body(&self) -> serde_json::Value {
         let (kind, code) = self.kind.type_and_code();
         json!({"error": {"message": self.message, "type": kind, "code": code}})
+    }
+}
+
+impl GatewayError {
+    /// The body in Anthropic's shape, also sent as an `error` event when a stream fails.
+    pub fn anthropic_body(&self) -> serde_json::Value {
+        json!({"type": "error", "error": {"type": self.kind.anthropic_type(), "message": self.message}})
+    }
+}
+
+/// A gateway error answered in Anthropic's shape.
+pub struct AnthropicError(pub GatewayError);
+
+impl IntoResponse for AnthropicError {
+    fn into_response(self) -> Response {
+        (self.0.status(), axum::Json(self.0.anthropic_body())).into_response()
     }
 }
 

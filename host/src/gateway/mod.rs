@@ -12,6 +12,7 @@
 //! engine compress through the host's [`Session`](crate::Session) API ([`live`]), sends the
 //! view plus what is new upstream ([`chat`]), and records what came back.
 
+pub mod anthropic;
 pub mod auth;
 pub mod chat;
 pub mod conversation;
@@ -24,6 +25,7 @@ mod request_body;
 pub mod routes;
 pub mod settings;
 pub mod store;
+pub mod turn;
 pub mod upstream;
 
 use std::net::SocketAddr;

@@ -12,9 +12,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use super::anthropic;
 use super::auth::credential_of;
 use super::chat::chat_completions;
-use super::error::{ErrorKind, GatewayError};
+use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::record::{SessionKey, SessionRecord};
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
@@ -22,6 +23,8 @@ use super::Gateway;
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/v1/models", get(models))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))
@@ -50,11 +53,15 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
             .tokens
             .admits(request.headers(), gateway.upstream.holds_key())
     {
-        let response = GatewayError::new(
+        let error = GatewayError::new(
             ErrorKind::Unauthorized,
             "this gateway needs a token: send it in the x-ctxhost-token header",
-        )
-        .into_response();
+        );
+        let response = if request.uri().path().starts_with("/v1/messages") {
+            AnthropicError(error).into_response()
+        } else {
+            error.into_response()
+        };
         count(&gateway, &route, &response, started);
         return response;
     }

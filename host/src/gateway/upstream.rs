@@ -94,8 +94,14 @@ impl Upstream {
             forwarded.append(name.clone(), value.clone());
         }
         if let Some(key) = &self.key {
-            if let Ok(value) = HeaderValue::from_str(&format!("Bearer {key}")) {
-                forwarded.insert(axum::http::header::AUTHORIZATION, value);
+            // Anthropic's Messages API takes its key in x-api-key, OpenAI's APIs as a bearer.
+            let (name, value) = if path.starts_with("messages") {
+                (HeaderName::from_static("x-api-key"), key.clone())
+            } else {
+                (axum::http::header::AUTHORIZATION, format!("Bearer {key}"))
+            };
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                forwarded.insert(name, value);
             }
         }
         let mut request = self.client.request(method, &url).headers(forwarded);

@@ -1,0 +1,517 @@
+//! Anthropic Messages to the engine's message model (OpenAI chat format) and back, losslessly.
+//!
+//! Engines reason about OpenAI messages: tool calls on assistant messages, one `tool` message
+//! per result. An Anthropic request is taken apart into that shape and everything it does not
+//! need is kept beside it, so a message the engine left alone converts back to the very blocks
+//! the client sent:
+//! - content arrays stay Anthropic blocks (they read as content parts: `text` blocks count as
+//!   text); a `tool_use` block becomes a tool call and leaves a stub `{"type": "tool_use",
+//!   "id"}` in its place; each `tool_result` block becomes a `tool` message;
+//! - the blocks' other fields ride along in extra fields (`anthropic_block` on a tool call or
+//!   result: the block with its input or content taken out), pieces of one Anthropic message
+//!   after the first are marked `anthropic_join`, a `role: "system"` entry inside `messages` is
+//!   marked `anthropic_inline`;
+//! - `cache_control` is lifted out of content arrays into `anthropic_cache_control`, so moving a
+//!   breakpoint (as Claude Code does every turn) does not change a message's identity;
+//! - an assistant turn with thinking records a digest of what it said (`anthropic_turn`): if an
+//!   engine changed the turn, its thinking blocks no longer match it and are dropped.
+
+use ctxhost_sdk::{Content, Message};
+use serde_json::{json, Map, Value};
+use sha2::{Digest as _, Sha256};
+
+const BLOCK: &str = "anthropic_block";
+const JOIN: &str = "anthropic_join";
+const INLINE: &str = "anthropic_inline";
+const CACHE: &str = "anthropic_cache_control";
+const TURN: &str = "anthropic_turn";
+
+/// Why a request's messages are not Anthropic Messages: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ConvertError {
+    pub location: String,
+    pub message: String,
+}
+
+fn error(location: impl Into<String>, message: impl Into<String>) -> ConvertError {
+    ConvertError {
+        location: location.into(),
+        message: message.into(),
+    }
+}
+
+/// The engine's messages for a request's `system` and `messages`.
+pub fn to_messages(system: Option<&Value>, turns: &[Value]) -> Result<Vec<Message>, ConvertError> {
+    let mut messages = Vec::with_capacity(turns.len() + 1);
+    if let Some(system) = system {
+        let mut message = message(json!({"role": "system", "content": system}), "system")?;
+        lift_cache_control(&mut message);
+        messages.push(message);
+    }
+    for (index, turn) in turns.iter().enumerate() {
+        let location = format!("messages[{index}]");
+        let Some(turn) = turn.as_object() else {
+            return Err(error(location, "a message must be a JSON object"));
+        };
+        let role = turn
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| error(&location, "the message has no string \"role\""))?;
+        let content = turn.get("content").cloned().unwrap_or(Value::Null);
+        match role {
+            "assistant" => messages.push(assistant(content, &location)?),
+            "user" => user(content, &location, &mut messages)?,
+            "system" => {
+                let mut message =
+                    message(json!({"role": "system", "content": content}), &location)?;
+                lift_cache_control(&mut message);
+                message.set_extra_field(INLINE, Some(Value::Bool(true)));
+                messages.push(message);
+            }
+            other => {
+                return Err(error(
+                    location,
+                    format!("unknown role `{other}` (expected user, assistant or system)"),
+                ))
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// One assistant reply (its content blocks) as the engine's message.
+pub fn reply_message(content: &Value) -> Result<Message, ConvertError> {
+    assistant(content.clone(), "the upstream's reply")
+}
+
+fn message(value: Value, location: &str) -> Result<Message, ConvertError> {
+    Message::from_value(value).map_err(|e| error(location, e.to_string()))
+}
+
+fn assistant(content: Value, location: &str) -> Result<Message, ConvertError> {
+    let Value::Array(blocks) = content else {
+        return message(json!({"role": "assistant", "content": content}), location);
+    };
+    let mut kept = Vec::with_capacity(blocks.len());
+    let mut calls = Vec::new();
+    let mut thinks = false;
+    for block in blocks {
+        match block_type(&block) {
+            "tool_use" => {
+                let mut template = block;
+                let input = template
+                    .get_mut("input")
+                    .map(Value::take)
+                    .unwrap_or_else(|| json!({}));
+                let id = template["id"].clone();
+                kept.push(json!({"type": "tool_use", "id": id}));
+                calls.push(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": template["name"], "arguments": input.to_string()},
+                    BLOCK: template,
+                }));
+            }
+            kind => {
+                thinks |= matches!(kind, "thinking" | "redacted_thinking");
+                kept.push(block);
+            }
+        }
+    }
+    let mut value = json!({"role": "assistant", "content": kept});
+    if !calls.is_empty() {
+        value["tool_calls"] = Value::Array(calls);
+    }
+    let mut message = message(value, location)?;
+    lift_cache_control(&mut message);
+    if thinks {
+        message.set_extra_field(TURN, Some(Value::String(turn_digest(&message))));
+    }
+    Ok(message)
+}
+
+/// A user turn: its `tool_result` blocks become `tool` messages, the blocks between them user
+/// messages, in order; every piece after the first is marked as joining the one before.
+fn user(content: Value, location: &str, messages: &mut Vec<Message>) -> Result<(), ConvertError> {
+    let Value::Array(blocks) = content else {
+        messages.push(message(
+            json!({"role": "user", "content": content}),
+            location,
+        )?);
+        return Ok(());
+    };
+    let mut pieces: Vec<Message> = Vec::new();
+    let mut pending: Vec<Value> = Vec::new();
+    let flush = |pending: &mut Vec<Value>, pieces: &mut Vec<Message>| {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let value = json!({"role": "user", "content": std::mem::take(pending)});
+        let mut piece = message(value, location)?;
+        lift_cache_control(&mut piece);
+        pieces.push(piece);
+        Ok::<_, ConvertError>(())
+    };
+    let empty = blocks.is_empty();
+    for block in blocks {
+        if block_type(&block) != "tool_result" {
+            pending.push(block);
+            continue;
+        }
+        flush(&mut pending, &mut pieces)?;
+        let mut template = block;
+        let mut value = json!({"role": "tool", "tool_call_id": template["tool_use_id"]});
+        if let Some(content) = template.get_mut("content") {
+            value["content"] = content.take();
+        }
+        value[BLOCK] = template;
+        pieces.push(message(value, location)?);
+    }
+    flush(&mut pending, &mut pieces)?;
+    if empty {
+        pieces.push(message(json!({"role": "user", "content": []}), location)?);
+    }
+    for (index, mut piece) in pieces.into_iter().enumerate() {
+        if index > 0 {
+            piece.set_extra_field(JOIN, Some(Value::Bool(true)));
+        }
+        messages.push(piece);
+    }
+    Ok(())
+}
+
+fn block_type(block: &Value) -> &str {
+    block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Moves `cache_control` out of a content array's blocks into an extra field.
+fn lift_cache_control(message: &mut Message) {
+    let Content::Json(text) = message.content() else {
+        return;
+    };
+    let Ok(Value::Array(mut blocks)) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let mut lifted = Vec::new();
+    for (index, block) in blocks.iter_mut().enumerate() {
+        if let Some(control) = block
+            .as_object_mut()
+            .and_then(|b| b.shift_remove("cache_control"))
+        {
+            lifted.push(json!([index, control]));
+        }
+    }
+    if !lifted.is_empty() {
+        message.set_content_json(&Value::Array(blocks));
+        message.set_extra_field(CACHE, Some(Value::Array(lifted)));
+    }
+}
+
+/// What an assistant turn said: its content and its calls' arguments.
+fn turn_digest(message: &Message) -> String {
+    let mut hasher = Sha256::new();
+    match message.content() {
+        Content::Text(text) | Content::Json(text) => hasher.update(text.as_bytes()),
+        Content::Absent | Content::Null => {}
+    }
+    for call in message.tool_calls() {
+        hasher.update([0]);
+        hasher.update(call.id().as_bytes());
+        hasher.update([0]);
+        hasher.update(call.arguments().as_bytes());
+    }
+    hasher.finalize()[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An Anthropic request's `system` and `messages`, from the engine's messages.
+pub struct Converted {
+    pub system: Option<Value>,
+    pub messages: Vec<Value>,
+}
+
+/// The engine's messages as Anthropic Messages: what an engine left alone comes back as the
+/// client sent it; what it wrote (summaries, shortened results) becomes plain blocks.
+pub fn from_messages(messages: &[Message]) -> Converted {
+    let mut system: Vec<Value> = Vec::new();
+    let mut system_is_text = true;
+    let mut out: Vec<Value> = Vec::new();
+    // Whether the last Anthropic message ends with a tool result (results of one turn share it).
+    let mut after_result = false;
+    for message in messages {
+        let extra = message.extra_fields();
+        let joins = extra.get(JOIN).and_then(Value::as_bool).unwrap_or(false);
+        match message.role() {
+            "system" | "developer" if !extra.contains_key(INLINE) => {
+                let content = content_value(message, &extra);
+                system_is_text &= content.is_string();
+                system.push(content);
+                continue;
+            }
+            "system" => {
+                out.push(json!({"role": "system", "content": content_value(message, &extra)}));
+                after_result = false;
+            }
+            "assistant" => {
+                out.push(
+                    json!({"role": "assistant", "content": assistant_content(message, &extra)}),
+                );
+                after_result = false;
+            }
+            "tool" => {
+                let mut block = match extra.get(BLOCK) {
+                    Some(Value::Object(template)) => template.clone(),
+                    _ => Map::from_iter([("type".to_string(), json!("tool_result"))]),
+                };
+                block.insert(
+                    "tool_use_id".into(),
+                    json!(message.tool_call_id().unwrap_or_default()),
+                );
+                match message.content() {
+                    Content::Absent => {
+                        block.shift_remove("content");
+                    }
+                    _ => {
+                        block.insert("content".into(), content_value(message, &extra));
+                    }
+                }
+                push_user(&mut out, vec![Value::Object(block)], joins || after_result);
+                after_result = true;
+            }
+            _ => {
+                let content = content_value(message, &extra);
+                match (joins, content) {
+                    (true, content) => push_user(&mut out, as_blocks(content), true),
+                    (false, content) => out.push(json!({"role": "user", "content": content})),
+                }
+                after_result = false;
+            }
+        }
+    }
+    let system = match system.len() {
+        0 => None,
+        1 => system.pop(),
+        _ if system_is_text => Some(Value::String(
+            system
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )),
+        _ => Some(Value::Array(
+            system.into_iter().flat_map(as_blocks).collect(),
+        )),
+    };
+    Converted {
+        system,
+        messages: out,
+    }
+}
+
+/// Adds `blocks` to the last message when it is a user message and `join`, else as a new one.
+fn push_user(out: &mut Vec<Value>, blocks: Vec<Value>, join: bool) {
+    if join {
+        if let Some(last) = out.last_mut().filter(|m| m["role"] == "user") {
+            let content = last["content"].take();
+            let mut joined = as_blocks(content);
+            joined.extend(blocks);
+            last["content"] = Value::Array(joined);
+            return;
+        }
+    }
+    out.push(json!({"role": "user", "content": blocks}));
+}
+
+fn as_blocks(content: Value) -> Vec<Value> {
+    match content {
+        Value::Array(blocks) => blocks,
+        Value::String(text) if text.is_empty() => Vec::new(),
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Null => Vec::new(),
+        other => vec![other],
+    }
+}
+
+/// A message's content as Anthropic content: text as a string, blocks with their
+/// `cache_control` put back.
+fn content_value(message: &Message, extra: &Map<String, Value>) -> Value {
+    match message.content() {
+        Content::Text(text) => Value::String(text.to_string()),
+        Content::Json(text) => {
+            let mut value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            if let (Value::Array(blocks), Some(Value::Array(lifted))) =
+                (&mut value, extra.get(CACHE))
+            {
+                for entry in lifted {
+                    let index = entry[0].as_u64().unwrap_or(u64::MAX) as usize;
+                    if let Some(Value::Object(block)) = blocks.get_mut(index) {
+                        block.insert("cache_control".into(), entry[1].clone());
+                    }
+                }
+            }
+            value
+        }
+        Content::Absent | Content::Null => Value::String(String::new()),
+    }
+}
+
+/// An assistant message's blocks: its content with each tool-use stub replaced by its call;
+/// calls without a stub (an engine's rewrite) come last. Thinking survives only an unchanged
+/// turn.
+fn assistant_content(message: &Message, extra: &Map<String, Value>) -> Value {
+    let value = message.to_value();
+    let calls: Vec<Value> = value["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(tool_use)
+        .collect();
+    let content = content_value(message, extra);
+    if calls.is_empty() && !content.is_array() {
+        return content;
+    }
+    let unchanged = extra
+        .get(TURN)
+        .and_then(Value::as_str)
+        .is_none_or(|digest| digest == turn_digest(message));
+    let mut used = vec![false; calls.len()];
+    let mut blocks = Vec::new();
+    for block in as_blocks(content) {
+        let kind = block_type(&block);
+        if !unchanged && matches!(kind, "thinking" | "redacted_thinking") {
+            continue;
+        }
+        if kind == "tool_use" && block.get("input").is_none() {
+            let position = calls
+                .iter()
+                .enumerate()
+                .position(|(i, call)| !used[i] && call["id"] == block["id"]);
+            if let Some(i) = position {
+                used[i] = true;
+                blocks.push(calls[i].clone());
+            }
+            continue;
+        }
+        blocks.push(block);
+    }
+    for (call, used) in calls.into_iter().zip(used) {
+        if !used {
+            blocks.push(call);
+        }
+    }
+    Value::Array(blocks)
+}
+
+/// A tool call (OpenAI shape) as a `tool_use` block.
+fn tool_use(call: Value) -> Value {
+    let mut block = match &call[BLOCK] {
+        Value::Object(template) => template.clone(),
+        _ => Map::from_iter([("type".to_string(), json!("tool_use"))]),
+    };
+    let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+    let input = serde_json::from_str::<Value>(arguments)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"arguments": arguments}));
+    block.insert("id".into(), call["id"].clone());
+    block.insert("name".into(), call["function"]["name"].clone());
+    block.insert("input".into(), input);
+    Value::Object(block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> (Value, Vec<Value>) {
+        let system = json!([{"type": "text", "text": "You are terse.",
+                             "cache_control": {"type": "ephemeral"}}]);
+        let messages = vec![
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "Look at these."},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Paris is in France."},
+                 "title": "Atlas", "citations": {"enabled": true}},
+            ]}),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "They want a tool.", "signature": "sig-1"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "text", "text": "Checking.", "citations": [{"type": "char_location",
+                  "cited_text": "Paris", "document_index": 0, "start_char_index": 0, "end_char_index": 5}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"},
+                 "cache_control": {"type": "ephemeral"}},
+            ]}),
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": true, "content": [
+                    {"type": "text", "text": "no network"},
+                    {"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}},
+                ]},
+                {"type": "search_result", "source": "https://example.com", "title": "T",
+                 "content": [{"type": "text", "text": "found"}]},
+                {"type": "text", "text": "Go on.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+            ]}),
+            json!({"role": "system", "content": "Mid-conversation note."}),
+            json!({"role": "user", "content": "Thanks."}),
+        ];
+        (system, messages)
+    }
+
+    #[test]
+    fn every_block_survives_a_round_trip() {
+        let (system, turns) = request();
+        let messages = to_messages(Some(&system), &turns).unwrap();
+        assert_eq!(messages[0].role(), "system");
+        assert_eq!(messages[2].tool_calls()[0].name(), "get_weather");
+        assert_eq!(messages[3].tool_call_id(), Some("toolu_1"));
+        ctxhost_sdk::sequence::validate(&messages).unwrap();
+        let back = from_messages(&messages);
+        assert_eq!(back.system, Some(system));
+        assert_eq!(back.messages, turns);
+    }
+
+    #[test]
+    fn moving_a_cache_breakpoint_keeps_the_message() {
+        let plain = to_messages(
+            None,
+            &[json!({"role": "user", "content": [{"type": "text", "text": "a"}]})],
+        );
+        let marked = to_messages(
+            None,
+            &[
+                json!({"role": "user", "content": [{"type": "text", "text": "a",
+                       "cache_control": {"type": "ephemeral"}}]}),
+            ],
+        );
+        assert_eq!(plain.unwrap()[0].content(), marked.unwrap()[0].content());
+    }
+
+    #[test]
+    fn a_changed_turn_loses_its_thinking_and_results_stay_with_their_calls() {
+        let (system, turns) = request();
+        let mut messages = to_messages(Some(&system), &turns).unwrap();
+        messages[2].tool_calls_mut()[0].set_arguments(r#"{"city":"[shortened]"}"#);
+        // An engine's summary in place of the user's first turn, and a rewritten result.
+        messages[1] = Message::user("summary of earlier turns");
+        messages[3].set_text("[result cleared]");
+        let back = from_messages(&messages);
+        let assistant = &back.messages[1]["content"];
+        assert!(assistant
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking"));
+        assert_eq!(assistant[1]["input"], json!({"city": "[shortened]"}));
+        let results = &back.messages[2]["content"];
+        assert_eq!(results[0]["type"], "tool_result");
+        assert_eq!(results[0]["content"], "[result cleared]");
+        assert_eq!(results[0]["is_error"], true);
+        assert_eq!(back.messages[0]["content"], "summary of earlier turns");
+    }
+}

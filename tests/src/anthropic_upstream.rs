@@ -1,0 +1,186 @@
+//! Answers in Anthropic Messages' shape for the scripted upstream ([`crate::upstream`]): a
+//! whole message, or the same message as the event sequence Anthropic streams (every block
+//! type's deltas, pings, usage at the start and at the end).
+
+use serde_json::{json, Value};
+
+use crate::upstream::{Answer, Recorded};
+
+/// A non-streamed Messages answer with `content` (blocks).
+pub fn message(content: &Value, usage: Option<Value>) -> Value {
+    let stop = if calls_tools(content) {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    let mut answer = json!({
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-fake",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": null,
+    });
+    if let Some(usage) = usage {
+        answer["usage"] = usage;
+    }
+    answer
+}
+
+fn calls_tools(content: &Value) -> bool {
+    content
+        .as_array()
+        .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_use"))
+}
+
+fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+/// The same message as Anthropic streams it.
+pub fn events(content: &Value, usage: Option<Value>) -> Vec<(String, Value)> {
+    let mut start = message(&json!([]), None);
+    start["stop_reason"] = Value::Null;
+    let usage = usage.unwrap_or_else(|| json!({"input_tokens": 0, "output_tokens": 0}));
+    start["usage"] = json!({"input_tokens": usage["input_tokens"], "output_tokens": 1});
+    let mut out = vec![
+        (
+            "message_start".to_string(),
+            json!({"type": "message_start", "message": start}),
+        ),
+        ("ping".to_string(), json!({"type": "ping"})),
+    ];
+    let mut push = |name: &str, data: Value| out.push((name.to_string(), data));
+    for (index, block) in content.as_array().into_iter().flatten().enumerate() {
+        let (empty, deltas): (Value, Vec<Value>) = match block["type"].as_str().unwrap_or("") {
+            "text" => {
+                let mut empty = json!({"type": "text", "text": ""});
+                let mut deltas: Vec<Value> = pieces(block["text"].as_str().unwrap_or(""), 7)
+                    .into_iter()
+                    .map(|p| json!({"type": "text_delta", "text": p}))
+                    .collect();
+                if let Some(citations) = block["citations"].as_array() {
+                    empty["citations"] = json!([]);
+                    deltas.extend(
+                        citations
+                            .iter()
+                            .map(|c| json!({"type": "citations_delta", "citation": c})),
+                    );
+                }
+                (empty, deltas)
+            }
+            "thinking" => {
+                let mut deltas: Vec<Value> = pieces(block["thinking"].as_str().unwrap_or(""), 9)
+                    .into_iter()
+                    .map(|p| json!({"type": "thinking_delta", "thinking": p}))
+                    .collect();
+                deltas.push(json!({"type": "signature_delta", "signature": block["signature"]}));
+                (
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    deltas,
+                )
+            }
+            "tool_use" => {
+                let input = block["input"].to_string();
+                (
+                    json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                    pieces(&input, 5)
+                        .into_iter()
+                        .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+                        .collect(),
+                )
+            }
+            _ => (block.clone(), Vec::new()),
+        };
+        push(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": empty}),
+        );
+        for delta in deltas {
+            push(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            );
+        }
+        push(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    let stop = if calls_tools(content) {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    push(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": usage}),
+    );
+    push("message_stop", json!({"type": "message_stop"}));
+    out
+}
+
+/// Answers `content` the way the request asks: streamed or not.
+pub fn reply(request: &Recorded, content: Value, usage: Option<Value>) -> Answer {
+    if request.json()["stream"].as_bool().unwrap_or(false) {
+        Answer::Events(events(&content, usage))
+    } else {
+        Answer::Json(200, message(&content, usage))
+    }
+}
+
+/// OpenAI chat messages (a recorded session) as an Anthropic request's `system` and
+/// `messages`: tool calls as `tool_use` blocks, each run of tool results as one user message.
+pub fn from_openai(messages: &[Value]) -> (Option<Value>, Vec<Value>) {
+    let mut system = None;
+    let mut out: Vec<Value> = Vec::new();
+    let mut in_results = false;
+    for message in messages {
+        let text = message["content"].as_str().unwrap_or_default();
+        match message["role"].as_str().unwrap_or_default() {
+            "system" => system = Some(json!(text)),
+            "tool" => {
+                let block = json!({"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                                   "content": text});
+                match out.last_mut().filter(|_| in_results) {
+                    Some(last) => last["content"].as_array_mut().unwrap().push(block),
+                    None => out.push(json!({"role": "user", "content": [block]})),
+                }
+                in_results = true;
+                continue;
+            }
+            "assistant" => {
+                out.push(json!({"role": "assistant", "content": assistant_blocks(message)}))
+            }
+            role => out.push(json!({"role": role, "content": text})),
+        }
+        in_results = false;
+    }
+    (system, out)
+}
+
+/// An OpenAI assistant message as Anthropic content: its thinking (a `thinking` block kept in
+/// its field of that name, if any), its text, then its tool calls.
+pub fn assistant_blocks(message: &Value) -> Value {
+    let text = message["content"].as_str().unwrap_or_default();
+    let calls = message["tool_calls"].as_array();
+    let thinking = message.get("thinking");
+    if calls.is_none() && thinking.is_none() {
+        return json!(text);
+    }
+    let mut blocks: Vec<Value> = thinking.into_iter().cloned().collect();
+    if !text.is_empty() || calls.is_none() {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for call in calls.into_iter().flatten() {
+        let input: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}"))
+                .unwrap_or_else(|_| json!({}));
+        blocks.push(json!({"type": "tool_use", "id": call["id"],
+                           "name": call["function"]["name"], "input": input}));
+    }
+    Value::Array(blocks)
+}
