@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{completion, reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
@@ -48,6 +49,19 @@ fn calls(messages: &[Value]) -> Vec<usize> {
 
 #[test]
 fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
+    restart_keeps_the_view("");
+}
+
+#[test]
+fn a_restarted_gateway_on_postgresql_sends_the_same_view_byte_for_byte() {
+    let url = Postgres::database("restart");
+    restart_keeps_the_view(&format!("serve:\n  state: {url}\n"));
+}
+
+/// Drives a session up to just past its first compression through a gateway whose state is
+/// configured by `state_config`, restarts it, and checks the next upstream request against one
+/// from a gateway that never restarted.
+fn restart_keeps_the_view(state_config: &str) {
     let messages = long_session()[..140].to_vec();
     let client = reqwest::blocking::Client::new();
 
@@ -76,9 +90,16 @@ fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
     drop(gateway);
 
     let sandbox = Sandbox::new();
-    sandbox.write_config(CONFIG);
+    sandbox.write_config(&format!("{CONFIG}{state_config}"));
     let upstream = recorded_upstream(&messages);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let backend = if state_config.is_empty() {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    let (status, health) = gateway.get_json("/healthz", None);
+    assert_eq!((status, &health["store"]["backend"]), (200, &json!(backend)));
     let indices = calls(&messages);
     for index in &indices[..request - 1] {
         send(&client, &gateway.base_url(), &messages[..*index]);
