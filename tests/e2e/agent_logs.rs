@@ -1,0 +1,242 @@
+//! Agents' own session logs as transcripts: a Claude Code session file and a Codex rollout,
+//! replayed with `ctxhost run` and written back in their own format with `--output-format`.
+
+use std::path::PathBuf;
+
+use ctxhost_tests::{corpus_dir, workspace_root, Sandbox};
+use serde_json::Value;
+
+/// The fixtures and the format each is detected as.
+const LOGS: [(&str, &str); 2] = [
+    ("claude-code.jsonl", "claude-code"),
+    ("codex-rollout.jsonl", "codex"),
+];
+
+/// The field each format keeps its source lines in.
+const ORIGIN_FIELDS: [&str; 2] = ["claude_code", "codex"];
+
+fn fixture(file: &str) -> PathBuf {
+    workspace_root()
+        .join("tests/fixtures/transcripts")
+        .join(file)
+}
+
+/// A sandbox with the echo engine (it returns the conversation unchanged).
+fn sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("echo", "ctxhost_fixture_echo");
+    sandbox.write_config("model:\n  context_length: 8000\n");
+    sandbox
+}
+
+/// Messages without the fields that record their source lines, tool call arguments compacted
+/// (formats that keep them as objects do not keep their spacing).
+fn conversation(messages: Value) -> Vec<Value> {
+    let mut messages = match messages {
+        Value::Array(messages) => messages,
+        other => panic!("not a message array: {other}"),
+    };
+    for message in &mut messages {
+        for field in ORIGIN_FIELDS {
+            message.as_object_mut().unwrap().shift_remove(field);
+        }
+        for call in message["tool_calls"].as_array_mut().into_iter().flatten() {
+            let arguments = &mut call["function"]["arguments"];
+            if let Some(parsed) = arguments
+                .as_str()
+                .and_then(|a| serde_json::from_str::<Value>(a).ok())
+            {
+                *arguments = Value::String(parsed.to_string());
+            }
+        }
+    }
+    messages
+}
+
+#[test]
+fn claude_code_and_codex_logs_replay_with_run_and_write_their_own_format_back() {
+    let sandbox = sandbox();
+    for (file, format) in LOGS {
+        let out = sandbox.path().join(format!("final-{file}"));
+        let run = sandbox.ctxhost(&[
+            "run",
+            fixture(file).to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+            "--output-format",
+            "same",
+        ]);
+        assert!(run.success(), "{file}: {}", run.stderr);
+        let report = run.json();
+        assert_eq!(report["format"], format, "{file}");
+        let replay = &report["runs"][0];
+        assert!(replay["errors"].as_array().unwrap().is_empty(), "{replay}");
+        let compressions = replay["compressions"].as_array().unwrap();
+        assert!(
+            compressions
+                .iter()
+                .any(|c| c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
+            "{file}: no compression shrank the context: {compressions:?}"
+        );
+        // The final context was written as a log of the same format, which reads back as the
+        // final context.
+        let again = sandbox.ctxhost(&["compress", out.to_str().unwrap(), "--engine", "echo"]);
+        assert!(again.success(), "{file}: {}", again.stderr);
+        assert_eq!(
+            again.json().as_array().unwrap().len() as u64,
+            replay["final_messages"].as_u64().unwrap(),
+            "{file}"
+        );
+        let first_line: Value = serde_json::from_str(
+            std::fs::read_to_string(&out)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(first_line.get("role").is_none(), "{file}: {first_line}");
+        // The text report names the format too.
+        let text = sandbox.ctxhost(&["run", fixture(file).to_str().unwrap()]);
+        assert!(
+            text.stdout.starts_with(&format!("format       {format}\n")),
+            "{}",
+            text.stdout
+        );
+    }
+}
+
+#[test]
+fn compress_writes_the_log_back_and_it_reads_as_the_compressed_conversation() {
+    let sandbox = sandbox();
+    for (file, format) in LOGS {
+        let path = fixture(file);
+        let path = path.to_str().unwrap();
+        let args = ["compress", path, "--engine", "compressor", "--force"];
+        let as_openai = sandbox.ctxhost(&args);
+        assert!(as_openai.success(), "{file}: {}", as_openai.stderr);
+        let as_log = sandbox.ctxhost(&[&args[..], &["--output-format", "same"]].concat());
+        assert!(as_log.success(), "{file}: {}", as_log.stderr);
+        assert_ne!(
+            as_log.stdout,
+            std::fs::read_to_string(path).unwrap(),
+            "{file}: compressed"
+        );
+        let written = sandbox.write(&format!("compressed-{file}"), &as_log.stdout);
+        let read_back =
+            sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        assert!(read_back.success(), "{file}: {}", read_back.stderr);
+        assert!(
+            read_back.stderr.contains(&format!(
+                "echo: {} → ",
+                as_openai.json().as_array().unwrap().len()
+            )),
+            "{}",
+            read_back.stderr
+        );
+        assert_eq!(
+            conversation(read_back.json()),
+            conversation(as_openai.json()),
+            "{file}: the {format} log reads back as what the engine returned"
+        );
+    }
+}
+
+#[test]
+fn an_unchanged_log_round_trips_losslessly() {
+    let sandbox = sandbox();
+    for (file, format) in LOGS {
+        let path = fixture(file);
+        let original = std::fs::read_to_string(&path).unwrap();
+        let path = path.to_str().unwrap();
+        // Written back unchanged: the same bytes.
+        let same = sandbox.ctxhost(&[
+            "compress",
+            path,
+            "--engine",
+            "echo",
+            "--output-format",
+            format,
+        ]);
+        assert!(same.success(), "{file}: {}", same.stderr);
+        assert_eq!(same.stdout, original, "{file}");
+        // Parse, write back, parse again: equal, source lines included.
+        let first = sandbox.ctxhost(&["compress", path, "--engine", "echo"]);
+        let written = sandbox.write(&format!("again-{file}"), &same.stdout);
+        let second = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        assert!(
+            first.success() && second.success(),
+            "{}{}",
+            first.stderr,
+            second.stderr
+        );
+        assert_eq!(first.json(), second.json(), "{file}");
+    }
+}
+
+#[test]
+fn an_openai_transcript_converts_to_a_codex_rollout_and_back() {
+    let sandbox = sandbox();
+    let corpus =
+        corpus_dir().join("function_calling__install-1__marshmallow-code__marshmallow-1867.json");
+    let corpus = corpus.to_str().unwrap();
+    let rollout = sandbox.ctxhost(&[
+        "compress",
+        corpus,
+        "--engine",
+        "echo",
+        "--output-format",
+        "codex",
+    ]);
+    assert!(rollout.success(), "{}", rollout.stderr);
+    let written = sandbox.write("converted.jsonl", &rollout.stdout);
+    let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+    assert!(back.success(), "{}", back.stderr);
+    let original = sandbox.ctxhost(&["compress", corpus, "--engine", "echo"]);
+    assert_eq!(conversation(back.json()), conversation(original.json()));
+    // Claude Code logs hold no system prompt: it is left out, and said so.
+    let log = sandbox.ctxhost(&[
+        "compress",
+        corpus,
+        "--engine",
+        "echo",
+        "--output-format",
+        "claude-code",
+    ]);
+    assert!(log.success(), "{}", log.stderr);
+    assert!(
+        log.stderr
+            .contains("note: the system prompt is not written"),
+        "{}",
+        log.stderr
+    );
+    let written = sandbox.write("converted-claude.jsonl", &log.stdout);
+    let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+    assert!(back.success(), "{}", back.stderr);
+    assert_eq!(
+        conversation(back.json()),
+        conversation(original.json())[1..].to_vec()
+    );
+}
+
+#[test]
+fn formats_that_cannot_be_written_yet_are_one_line() {
+    let sandbox = sandbox();
+    let hermes = workspace_root().join("tests/fixtures/transcripts/hermes.jsonl");
+    let run = sandbox.ctxhost(&[
+        "compress",
+        hermes.to_str().unwrap(),
+        "--engine",
+        "echo",
+        "--output-format",
+        "same",
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("writing hermes is not supported yet"),
+        "{}",
+        run.stderr
+    );
+}
