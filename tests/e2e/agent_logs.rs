@@ -221,22 +221,34 @@ fn an_openai_transcript_converts_to_a_codex_rollout_and_back() {
 }
 
 #[test]
-fn formats_that_cannot_be_written_yet_are_one_line() {
+fn every_format_writes_itself_back() {
     let sandbox = sandbox();
-    let hermes = workspace_root().join("tests/fixtures/transcripts/hermes.jsonl");
-    let run = sandbox.ctxhost(&[
-        "compress",
-        hermes.to_str().unwrap(),
-        "--engine",
-        "echo",
-        "--output-format",
-        "same",
-    ]);
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert_eq!(run.stderr_lines().len(), 1, "{}", run.stderr);
+    for file in ["anthropic.json", "hermes.jsonl"] {
+        let path = fixture(file);
+        let path = path.to_str().unwrap();
+        let original = sandbox.ctxhost(&["compress", path, "--engine", "echo"]);
+        let same = sandbox.ctxhost(&[
+            "compress",
+            path,
+            "--engine",
+            "echo",
+            "--output-format",
+            "same",
+        ]);
+        assert!(same.success(), "{file}: {}", same.stderr);
+        assert_ne!(same.stdout, original.stdout, "{file}: not OpenAI messages");
+        let written = sandbox.write(&format!("again-{file}"), &same.stdout);
+        let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        assert!(back.success(), "{file}: {}", back.stderr);
+        assert_eq!(back.json(), original.json(), "{file}");
+    }
+    let unknown = sandbox.ctxhost(&["compress", "x.json", "--output-format", "yaml"]);
+    assert_eq!(unknown.code, Some(2));
     assert!(
-        run.stderr.contains("writing hermes is not supported yet"),
+        unknown.stderr.contains(
+            "unknown format `yaml`; use openai, hermes, anthropic, claude-code, codex or same"
+        ),
         "{}",
-        run.stderr
+        unknown.stderr
     );
 }

@@ -38,8 +38,8 @@ pub struct CompressArgs {
     /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
-    /// Format of the result: openai, the input's own (`same`: Claude Code and Codex logs are
-    /// written back as logs), claude-code or codex
+    /// Format of the result: openai, the input's own (`same`: a Claude Code or Codex log is
+    /// written back as a log), hermes, anthropic, claude-code or codex
     #[arg(long, value_name = "FORMAT", default_value = "openai", value_parser = |s: &str| s.parse::<OutputFormat>())]
     pub output_format: OutputFormat,
 }
@@ -89,7 +89,7 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
 /// Writes messages in `format` to `path` (`-`: standard output), with a note on stderr for
 /// what that format cannot hold.
 pub fn write_messages(path: &Path, messages: &[Message], format: Format) -> anyhow::Result<()> {
-    let written = transcript::write(messages, format)?;
+    let written = transcript::write(messages, format);
     for note in &written.notes {
         eprintln!("note: {note}");
     }

@@ -41,8 +41,8 @@ pub struct RunArgs {
     /// Write the final context to FILE (`-`: standard output), as --output-format says
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Format of --out: openai, the input's own (`same`: Claude Code and Codex logs are written
-    /// back as logs), claude-code or codex
+    /// Format of --out: openai, the input's own (`same`: a Claude Code or Codex log is written
+    /// back as a log), hermes, anthropic, claude-code or codex
     #[arg(long, value_name = "FORMAT", default_value = "openai", value_parser = |s: &str| s.parse::<OutputFormat>())]
     pub output_format: OutputFormat,
     /// Print the report as JSON

@@ -1,5 +1,6 @@
-//! OpenAI messages back into Anthropic content blocks, for the lines rebuilt from messages an
-//! engine changed or wrote (the inverse of the `anthropic` reader, block by block).
+//! OpenAI messages back into Anthropic Messages: content blocks (for the Claude Code lines
+//! rebuilt from messages an engine changed or wrote) and whole documents (the inverse of the
+//! `anthropic` reader).
 
 use ctxhost_sdk::{Content, Message};
 use serde_json::{json, Map, Value};
@@ -81,6 +82,60 @@ pub(super) fn tool_result(message: &Message, is_error: Option<&Value>) -> Value 
     block
 }
 
+/// Messages as an Anthropic Messages document, `{"system", "messages"}` with one message per
+/// line: system prompts joined into `system`, consecutive tool results in one user turn,
+/// reasoning as a `thinking` block (without a signature: the message model keeps none).
+pub(super) fn write(messages: &[Message]) -> String {
+    let mut system = Vec::new();
+    let mut turns: Vec<Value> = Vec::new();
+    let mut results_open = false;
+    for message in messages {
+        let role = message.role();
+        if role == "tool" {
+            let block = tool_result(message, None);
+            match turns.last_mut() {
+                Some(turn) if results_open => {
+                    if let Some(blocks) = turn["content"].as_array_mut() {
+                        blocks.push(block);
+                    }
+                }
+                _ => turns.push(json!({"role": "user", "content": [block]})),
+            }
+            results_open = true;
+            continue;
+        }
+        results_open = false;
+        match role {
+            "system" => system.push(message.content_text().into_owned()),
+            "assistant" => {
+                let thinking = match message.extra_fields().get("reasoning") {
+                    Some(Value::String(text)) => {
+                        vec![json!({"type": "thinking", "thinking": text})]
+                    }
+                    _ => Vec::new(),
+                };
+                let blocks = assistant_blocks(message, thinking);
+                turns.push(json!({"role": "assistant", "content": blocks}));
+            }
+            _ => turns.push(json!({"role": "user", "content": user_content(message)})),
+        }
+    }
+    let mut text = String::from("{");
+    if !system.is_empty() {
+        text.push_str(&format!(
+            "\"system\": {},\n",
+            Value::String(system.join("\n"))
+        ));
+    }
+    text.push_str("\"messages\": [");
+    for (index, turn) in turns.iter().enumerate() {
+        text.push_str(if index == 0 { "\n" } else { ",\n" });
+        text.push_str(&turn.to_string());
+    }
+    text.push_str("\n]}\n");
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,9 +165,32 @@ mod tests {
             ]
         );
         let result = tool_result(&Message::tool_result("t1", "out"), Some(&json!(true)));
+        assert_eq!(result["is_error"], true);
         assert_eq!(
             result,
             json!({"tool_use_id": "t1", "type": "tool_result", "content": "out", "is_error": true})
+        );
+    }
+
+    #[test]
+    fn a_document_reads_back_as_the_same_messages() {
+        let document = r#"{"system": "s", "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "x"},
+                {"type": "text", "text": "a"}, {"type": "tool_use", "id": "u1", "name": "ls", "input": {}},
+                {"type": "tool_use", "id": "u2", "name": "pwd", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "u2", "content": "y"}, {"type": "text", "text": "more"}]},
+            {"role": "assistant", "content": "done"}]}"#;
+        let messages = crate::transcript::anthropic::parse(document, "d").unwrap();
+        let written = write(&messages);
+        assert_eq!(
+            crate::transcript::anthropic::parse(&written, "w").unwrap(),
+            messages
+        );
+        assert_eq!(
+            crate::transcript::detect(&written),
+            crate::transcript::Format::Anthropic
         );
     }
 }

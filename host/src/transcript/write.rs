@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use ctxhost_sdk::Message;
 
-use super::{claude_code, codex, openai, Format, TranscriptError};
+use super::{claude_code, codex, hermes, openai, to_anthropic, Format};
 
 /// What `--output-format` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,17 +54,16 @@ pub struct Written {
 
 /// Writes `messages` in `format`. Claude Code and Codex write the lines a message was read from
 /// back when the message is unchanged, and new lines for the rest.
-pub fn write(messages: &[Message], format: Format) -> Result<Written, TranscriptError> {
-    match format {
-        Format::OpenAi => Ok(Written {
-            text: openai::write(messages),
-            notes: Vec::new(),
-        }),
-        Format::ClaudeCode => Ok(claude_code::write(messages)),
-        Format::Codex => Ok(codex::write(messages)),
-        Format::Hermes | Format::Anthropic => Err(TranscriptError::new(
-            "--output-format",
-            format!("writing {format} is not supported yet; use openai, claude-code or codex"),
-        )),
+pub fn write(messages: &[Message], format: Format) -> Written {
+    let text = match format {
+        Format::OpenAi => openai::write(messages),
+        Format::Hermes => hermes::write(messages),
+        Format::Anthropic => to_anthropic::write(messages),
+        Format::ClaudeCode => return claude_code::write(messages),
+        Format::Codex => return codex::write(messages),
+    };
+    Written {
+        text,
+        notes: Vec::new(),
     }
 }
