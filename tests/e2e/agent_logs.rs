@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use ctxhost_tests::{corpus_dir, workspace_root, Sandbox};
+use ctxhost_tests::{corpus_dir, workspace_root, Run, Sandbox};
 use serde_json::Value;
 
 /// The fixtures and the format each is detected as.
@@ -27,6 +27,11 @@ fn sandbox() -> Sandbox {
     sandbox.add_plugin("echo", "ctxhost_fixture_echo");
     sandbox.write_config("model:\n  context_length: 8000\n");
     sandbox
+}
+
+/// `ctxhost compress PATH --engine echo` with more arguments: the file read and written as is.
+fn echo(sandbox: &Sandbox, path: &str, more: &[&str]) -> Run {
+    sandbox.ctxhost(&[&["compress", path, "--engine", "echo"], more].concat())
 }
 
 /// Messages without the fields that record their source lines, tool call arguments compacted
@@ -81,7 +86,7 @@ fn claude_code_and_codex_logs_replay_with_run_and_write_their_own_format_back() 
         );
         // The final context was written as a log of the same format, which reads back as the
         // final context.
-        let again = sandbox.ctxhost(&["compress", out.to_str().unwrap(), "--engine", "echo"]);
+        let again = echo(&sandbox, out.to_str().unwrap(), &[]);
         assert!(again.success(), "{file}: {}", again.stderr);
         assert_eq!(
             again.json().as_array().unwrap().len() as u64,
@@ -124,8 +129,7 @@ fn compress_writes_the_log_back_and_it_reads_as_the_compressed_conversation() {
             "{file}: compressed"
         );
         let written = sandbox.write(&format!("compressed-{file}"), &as_log.stdout);
-        let read_back =
-            sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        let read_back = echo(&sandbox, written.to_str().unwrap(), &[]);
         assert!(read_back.success(), "{file}: {}", read_back.stderr);
         assert!(
             read_back.stderr.contains(&format!(
@@ -151,20 +155,13 @@ fn an_unchanged_log_round_trips_losslessly() {
         let original = std::fs::read_to_string(&path).unwrap();
         let path = path.to_str().unwrap();
         // Written back unchanged: the same bytes.
-        let same = sandbox.ctxhost(&[
-            "compress",
-            path,
-            "--engine",
-            "echo",
-            "--output-format",
-            format,
-        ]);
+        let same = echo(&sandbox, path, &["--output-format", format]);
         assert!(same.success(), "{file}: {}", same.stderr);
         assert_eq!(same.stdout, original, "{file}");
         // Parse, write back, parse again: equal, source lines included.
-        let first = sandbox.ctxhost(&["compress", path, "--engine", "echo"]);
+        let first = echo(&sandbox, path, &[]);
         let written = sandbox.write(&format!("again-{file}"), &same.stdout);
-        let second = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        let second = echo(&sandbox, written.to_str().unwrap(), &[]);
         assert!(
             first.success() && second.success(),
             "{}{}",
@@ -181,29 +178,15 @@ fn an_openai_transcript_converts_to_a_codex_rollout_and_back() {
     let corpus =
         corpus_dir().join("function_calling__install-1__marshmallow-code__marshmallow-1867.json");
     let corpus = corpus.to_str().unwrap();
-    let rollout = sandbox.ctxhost(&[
-        "compress",
-        corpus,
-        "--engine",
-        "echo",
-        "--output-format",
-        "codex",
-    ]);
+    let rollout = echo(&sandbox, corpus, &["--output-format", "codex"]);
     assert!(rollout.success(), "{}", rollout.stderr);
     let written = sandbox.write("converted.jsonl", &rollout.stdout);
-    let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+    let back = echo(&sandbox, written.to_str().unwrap(), &[]);
     assert!(back.success(), "{}", back.stderr);
-    let original = sandbox.ctxhost(&["compress", corpus, "--engine", "echo"]);
+    let original = echo(&sandbox, corpus, &[]);
     assert_eq!(conversation(back.json()), conversation(original.json()));
     // Claude Code logs hold no system prompt: it is left out, and said so.
-    let log = sandbox.ctxhost(&[
-        "compress",
-        corpus,
-        "--engine",
-        "echo",
-        "--output-format",
-        "claude-code",
-    ]);
+    let log = echo(&sandbox, corpus, &["--output-format", "claude-code"]);
     assert!(log.success(), "{}", log.stderr);
     assert!(
         log.stderr
@@ -212,7 +195,7 @@ fn an_openai_transcript_converts_to_a_codex_rollout_and_back() {
         log.stderr
     );
     let written = sandbox.write("converted-claude.jsonl", &log.stdout);
-    let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+    let back = echo(&sandbox, written.to_str().unwrap(), &[]);
     assert!(back.success(), "{}", back.stderr);
     assert_eq!(
         conversation(back.json()),
@@ -226,19 +209,12 @@ fn every_format_writes_itself_back() {
     for file in ["anthropic.json", "hermes.jsonl"] {
         let path = fixture(file);
         let path = path.to_str().unwrap();
-        let original = sandbox.ctxhost(&["compress", path, "--engine", "echo"]);
-        let same = sandbox.ctxhost(&[
-            "compress",
-            path,
-            "--engine",
-            "echo",
-            "--output-format",
-            "same",
-        ]);
+        let original = echo(&sandbox, path, &[]);
+        let same = echo(&sandbox, path, &["--output-format", "same"]);
         assert!(same.success(), "{file}: {}", same.stderr);
         assert_ne!(same.stdout, original.stdout, "{file}: not OpenAI messages");
         let written = sandbox.write(&format!("again-{file}"), &same.stdout);
-        let back = sandbox.ctxhost(&["compress", written.to_str().unwrap(), "--engine", "echo"]);
+        let back = echo(&sandbox, written.to_str().unwrap(), &[]);
         assert!(back.success(), "{file}: {}", back.stderr);
         assert_eq!(back.json(), original.json(), "{file}");
     }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::origin::{self, Group, Run};
 use super::write::Written;
-use super::{jsonl, TranscriptError};
+use super::{assistant_message, jsonl, TranscriptError};
 
 /// The extra field holding each message's lines.
 const KEY: &str = "codex";
@@ -211,7 +211,7 @@ fn items(items: &[&Value]) -> Vec<Message> {
             Part::Assistant => assistant.push(item),
             Part::Single => {
                 if !assistant.is_empty() {
-                    messages.push(assistant_message(&assistant));
+                    messages.push(assistant_turn(&assistant));
                     assistant.clear();
                 }
                 messages.push(single_message(item));
@@ -220,7 +220,7 @@ fn items(items: &[&Value]) -> Vec<Message> {
         }
     }
     if !assistant.is_empty() {
-        messages.push(assistant_message(&assistant));
+        messages.push(assistant_turn(&assistant));
     }
     messages
 }
@@ -237,7 +237,7 @@ fn texts(content: Option<&Value>) -> Vec<String> {
     }
 }
 
-fn assistant_message(items: &[&Value]) -> Message {
+fn assistant_turn(items: &[&Value]) -> Message {
     let mut text = Vec::new();
     let mut reasoning = Vec::new();
     let mut calls = Vec::new();
@@ -270,20 +270,8 @@ fn assistant_message(items: &[&Value]) -> Message {
             _ => {}
         }
     }
-    let text = text.join("\n");
-    let mut message = if calls.is_empty() {
-        Message::assistant(text)
-    } else {
-        let mut message = Message::assistant_tool_calls(calls);
-        if !text.is_empty() {
-            message.set_text(text);
-        }
-        message
-    };
-    if !reasoning.is_empty() {
-        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
-    }
-    message
+    let reasoning: Vec<&str> = reasoning.iter().map(String::as_str).collect();
+    assistant_message(&text.join("\n"), calls, &reasoning)
 }
 
 fn single_message(item: &Value) -> Message {

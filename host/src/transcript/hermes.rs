@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use ctxhost_sdk::{Message, ToolCall};
 use serde_json::{json, Value};
 
-use super::{parse_document, TranscriptError};
+use super::{assistant_message, parse_document, TranscriptError};
 
 pub(super) fn looks_like(value: &Value) -> bool {
     match value {
@@ -134,20 +134,7 @@ fn assistant(value: &str, turn: usize) -> Result<Message, String> {
         ));
     }
     let text = strip_blocks(&strip_blocks(value, "think"), "tool_call");
-    let text = text.trim();
-    let mut message = if calls.is_empty() {
-        Message::assistant(text)
-    } else {
-        let mut message = Message::assistant_tool_calls(calls);
-        if !text.is_empty() {
-            message.set_text(text);
-        }
-        message
-    };
-    if !reasoning.is_empty() {
-        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
-    }
-    Ok(message)
+    Ok(assistant_message(text.trim(), calls, &reasoning))
 }
 
 /// Messages as one Hermes trajectory (a JSONL line): reasoning in `<think>`, calls in

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use ctxhost_sdk::sequence::{self, SequenceError};
-use ctxhost_sdk::Message;
+use ctxhost_sdk::{Message, ToolCall};
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -239,6 +239,24 @@ pub fn detect(text: &str) -> Format {
     } else {
         Format::OpenAi
     }
+}
+
+/// An assistant message from its parts: text, tool calls (`content: null` when there is no
+/// text) and the reasoning as its `reasoning` field.
+pub(crate) fn assistant_message(text: &str, calls: Vec<ToolCall>, reasoning: &[&str]) -> Message {
+    let mut message = if calls.is_empty() {
+        Message::assistant(text)
+    } else {
+        let mut message = Message::assistant_tool_calls(calls);
+        if !text.is_empty() {
+            message.set_text(text);
+        }
+        message
+    };
+    if !reasoning.is_empty() {
+        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
+    }
+    message
 }
 
 pub(crate) fn json_problem(error: &serde_json::Error) -> String {
