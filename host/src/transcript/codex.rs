@@ -634,6 +634,27 @@ mod tests {
     }
 
     #[test]
+    fn a_local_shell_call_stays_one_when_rebuilt() {
+        let text = [
+            wrapped("session_meta", json!({"id": "s", "base_instructions": {"text": "sys"}})),
+            wrapped("response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ls"}]})),
+            wrapped("response_item", json!({"type": "local_shell_call", "call_id": "c9", "status": "completed", "action": {"type": "exec", "command": ["ls"]}})),
+            wrapped("response_item", json!({"type": "function_call_output", "call_id": "c9", "output": {"content": "a.txt", "success": true}})),
+        ]
+        .join("\n");
+        let mut messages = parse(&text, "r.jsonl").unwrap();
+        assert_eq!(messages[2].tool_calls()[0].name(), "local_shell");
+        assert_eq!(messages[3].content_text(), "a.txt");
+        messages[2].tool_calls_mut()[0].set_arguments(r#"{"type":"exec","command":["ls","-a"]}"#);
+        let written = write(&messages).text;
+        assert!(
+            written.contains(r#""type":"local_shell_call","call_id":"c9","status":"completed","action":{"type":"exec","command":["ls","-a"]}"#),
+            "{written}"
+        );
+        assert_eq!(parse(&written, "w.jsonl").unwrap().len(), 4);
+    }
+
+    #[test]
     fn a_compaction_replaces_what_came_before() {
         let text = [
             wrapped("session_meta", json!({"id": "s", "base_instructions": {"text": "sys"}})),
