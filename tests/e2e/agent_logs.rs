@@ -60,48 +60,47 @@ fn conversation(messages: Value) -> Vec<Value> {
 
 #[test]
 fn claude_code_and_codex_logs_replay_with_run_and_write_their_own_format_back() {
-    let sandbox = sandbox();
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config("model:\n  context_length: 8000\n");
     for (file, format) in LOGS {
-        let out = sandbox.path().join(format!("final-{file}"));
-        let run = sandbox.ctxhost(&[
-            "run",
-            fixture(file).to_str().unwrap(),
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-            "--output-format",
-            "same",
-        ]);
-        assert!(run.success(), "{file}: {}", run.stderr);
-        let report = run.json();
-        assert_eq!(report["format"], format, "{file}");
-        let replay = &report["runs"][0];
-        assert!(replay["errors"].as_array().unwrap().is_empty(), "{replay}");
-        let compressions = replay["compressions"].as_array().unwrap();
-        assert!(
-            compressions
-                .iter()
-                .any(|c| c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
-            "{file}: no compression shrank the context: {compressions:?}"
-        );
-        // The final context was written as a log of the same format, which reads back as the
-        // final context.
-        let again = echo(&sandbox, out.to_str().unwrap(), &[]);
-        assert!(again.success(), "{file}: {}", again.stderr);
-        assert_eq!(
-            again.json().as_array().unwrap().len() as u64,
-            replay["final_messages"].as_u64().unwrap(),
-            "{file}"
-        );
-        let first_line: Value = serde_json::from_str(
-            std::fs::read_to_string(&out)
-                .unwrap()
-                .lines()
-                .next()
-                .unwrap(),
-        )
-        .unwrap();
-        assert!(first_line.get("role").is_none(), "{file}: {first_line}");
+        for engine in ["compressor", "lcm"] {
+            let out = sandbox.path().join(format!("final-{engine}-{file}"));
+            let out = out.to_str().unwrap();
+            let run = sandbox.ctxhost(&[
+                "run",
+                fixture(file).to_str().unwrap(),
+                "--engine",
+                engine,
+                "--json",
+                "--out",
+                out,
+                "--output-format",
+                "same",
+            ]);
+            assert!(run.success(), "{file}, {engine}: {}", run.stderr);
+            let report = run.json();
+            assert_eq!(report["format"], format, "{file}");
+            let replay = &report["runs"][0];
+            assert!(replay["errors"].as_array().unwrap().is_empty(), "{replay}");
+            let compressions = replay["compressions"].as_array().unwrap();
+            assert!(
+                compressions
+                    .iter()
+                    .any(|c| c["tokens_after"].as_u64() < c["tokens_before"].as_u64()),
+                "{file}, {engine}: no compression shrank the context: {compressions:?}"
+            );
+            // The final context was written as a log of the same format, which reads back as
+            // the final context.
+            let again = sandbox.ctxhost(&["run", out, "--json"]);
+            assert!(again.success(), "{file}, {engine}: {}", again.stderr);
+            assert_eq!(again.json()["format"], format);
+            assert_eq!(
+                again.json()["runs"][0]["messages"],
+                replay["final_messages"],
+                "{file}, {engine}"
+            );
+        }
         // The text report names the format too.
         let text = sandbox.ctxhost(&["run", fixture(file).to_str().unwrap()]);
         assert!(
