@@ -168,7 +168,22 @@ fn an_unchanged_log_round_trips_losslessly() {
             second.stderr
         );
         assert_eq!(first.json(), second.json(), "{file}");
+        // Naming the format reads the same; naming the wrong one is one line.
+        let named = echo(&sandbox, path, &["--format", format]);
+        assert_eq!(named.stdout, first.stdout, "{file}");
     }
+    let wrong = echo(
+        &sandbox,
+        fixture("claude-code.jsonl").to_str().unwrap(),
+        &["--format", "codex"],
+    );
+    assert_eq!(wrong.code, Some(1));
+    assert_eq!(wrong.stderr_lines().len(), 1, "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("not a Codex rollout"),
+        "{}",
+        wrong.stderr
+    );
 }
 
 #[test]
