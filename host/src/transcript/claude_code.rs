@@ -277,6 +277,8 @@ struct ChainWriter {
 
 impl ChainWriter {
     fn push(&mut self, mut line: Value, on_chain: bool, new: bool) {
+        // Only entries (objects) link; a stored line of another shape goes out as it came.
+        let on_chain = on_chain && line.is_object();
         if on_chain {
             let parent = line.get("parentUuid").and_then(Value::as_str);
             let keep = match parent {
@@ -310,7 +312,7 @@ fn rebuild(run: &Run, template: Option<&Value>, writer: &mut ChainWriter, notes:
         .map(|o| o.member_lines())
         .unwrap_or_default();
     let original_messages = convert(&originals).unwrap_or_default();
-    let mut place = originals.first().copied();
+    let mut place = originals.first().copied().filter(|e| e.is_object());
     for message in &run.messages {
         let (kind, body) = match message.role() {
             "system" => {
@@ -528,6 +530,18 @@ mod tests {
             .unwrap();
         assert_eq!(summary["parentUuid"], Value::Null);
         assert_eq!(summary["sessionId"], "s");
+    }
+
+    #[test]
+    fn stored_lines_of_another_shape_do_not_break_writing() {
+        let mut message = Message::user("hi");
+        message.set_extra_field(
+            KEY,
+            Some(json!({"group": 0, "lines": [5, "x"], "members": [0], "chain": [0, 1]})),
+        );
+        let written = write(&[message]);
+        let again = parse(&written.text, "w.jsonl").unwrap();
+        assert_eq!(again[0].content_text(), "hi");
     }
 
     #[test]

@@ -435,7 +435,9 @@ fn rebuild(run: &Run, kinds: &mut HashMap<String, String>) -> Vec<Rebuilt> {
                     } else {
                         &mut line
                     };
-                    meta["base_instructions"] = json!({ "text": text });
+                    if meta.is_object() {
+                        meta["base_instructions"] = json!({ "text": text });
+                    }
                     line
                 });
                 let bare = originals.iter().any(|l| l.get("payload").is_none());
