@@ -2,6 +2,7 @@
 //! the shared corpus of agent transcripts.
 
 mod abi;
+mod agent_logs;
 mod config_cmd;
 mod config_errors;
 mod dependencies;

@@ -1,24 +1,24 @@
 //! `ctxhost compress`: one compression of a recorded conversation.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxhost::transcript::{self, Format};
+use ctxhost::transcript::{self, Format, OutputFormat};
 use ctxhost::SessionOptions;
 use ctxhost_sdk::{CompressOptions, Message};
 
-use super::{App, GlobalArgs, SessionArg};
+use super::{output, App, GlobalArgs, SessionArg};
 
 /// Exit code when the engine failed and the conversation was printed unchanged.
 pub const ENGINE_FAILED: u8 = 3;
 
 #[derive(Debug, Args)]
 pub struct CompressArgs {
-    /// Conversation to compress: OpenAI chat messages as a JSON array or JSON Lines (`-` reads
-    /// standard input)
+    /// Conversation to compress: OpenAI chat messages (JSON array or JSONL), a Hermes trajectory,
+    /// Anthropic Messages, a Claude Code session log or a Codex rollout (`-` reads standard
+    /// input)
     pub transcript: PathBuf,
     /// Topic to preserve in priority
     #[arg(long, value_name = "TOPIC")]
@@ -35,15 +35,20 @@ pub struct CompressArgs {
     /// Memory-provider text to fold into the summary as reference material
     #[arg(long, value_name = "TEXT")]
     pub memory: Option<String>,
-    /// Transcript format: openai, hermes or anthropic [default: detected]
+    /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
+    /// Format of the result: openai, the input's own (`same`: a Claude Code or Codex log is
+    /// written back as a log), hermes, anthropic, claude-code or codex
+    #[arg(long, value_name = "FORMAT", default_value = "openai", value_parser = |s: &str| s.parse::<OutputFormat>())]
+    pub output_format: OutputFormat,
 }
 
 pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     app.warm_tokenizer();
-    let messages = transcript::read(&args.transcript, args.format)?;
+    let read = transcript::read_transcript(&args.transcript, args.format)?;
+    let (messages, output_format) = (read.messages, args.output_format.resolve(read.format));
     let mut session = app.open_session(
         args.engine.as_deref(),
         SessionOptions::new(&args.session.session),
@@ -64,7 +69,7 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         session.compress(input.clone(), options).await
     });
     let tokens_after = count(&outcome.messages);
-    print_messages(&outcome.messages)?;
+    write_messages(Path::new("-"), &outcome.messages, output_format)?;
     if let Some(error) = &outcome.error {
         eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));
@@ -81,17 +86,14 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// A JSON array with one message per line: valid JSON, and readable and diffable as text.
-fn print_messages(messages: &[Message]) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    out.write_all(b"[")?;
-    for (index, message) in messages.iter().enumerate() {
-        out.write_all(if index == 0 { b"\n" } else { b",\n" })?;
-        serde_json::to_writer(&mut out, message)?;
+/// Writes messages in `format` to `path` (`-`: standard output), with a note on stderr for
+/// what that format cannot hold.
+pub fn write_messages(path: &Path, messages: &[Message], format: Format) -> anyhow::Result<()> {
+    let written = transcript::write(messages, format);
+    for note in &written.notes {
+        eprintln!("note: {note}");
     }
-    out.write_all(b"\n]\n")?;
-    out.flush()?;
+    output::write(path, written.text.as_bytes())?;
     Ok(())
 }
 

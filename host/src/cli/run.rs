@@ -7,18 +7,18 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use ctxhost::replay::{replay, Replay};
-use ctxhost::transcript::{self, Format};
+use ctxhost::transcript::{self, Format, OutputFormat};
 use ctxhost::SessionOptions;
 use ctxhost_sdk::Message;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::compress::ENGINE_FAILED;
+use super::compress::{write_messages, ENGINE_FAILED};
 use super::{output, plot, report, App, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Recorded session: OpenAI chat messages (JSON array or JSONL), a Hermes trajectory, or
-    /// Anthropic Messages; `-` reads standard input
+    /// Recorded session: OpenAI chat messages (JSON array or JSONL), a Hermes trajectory,
+    /// Anthropic Messages, a Claude Code session log or a Codex rollout; `-` reads standard input
     pub transcript: PathBuf,
     /// Use this engine instead of `context.engine` (an engine that does not resolve is an
     /// error)
@@ -38,16 +38,20 @@ pub struct RunArgs {
     /// file (or --session)
     #[arg(long)]
     pub keep: bool,
-    /// Write the final context (JSON messages) to FILE (`-`: standard output)
+    /// Write the final context to FILE (`-`: standard output), as --output-format says
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Format of --out: openai, the input's own (`same`: a Claude Code or Codex log is written
+    /// back as a log), hermes, anthropic, claude-code or codex
+    #[arg(long, value_name = "FORMAT", default_value = "openai", value_parser = |s: &str| s.parse::<OutputFormat>())]
+    pub output_format: OutputFormat,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
     /// Draw context tokens per model call as an SVG to FILE
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Transcript format: openai, hermes or anthropic [default: detected]
+    /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
 }
@@ -58,7 +62,8 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut app = App::new(global)?;
     app.warm_tokenizer();
-    let messages = transcript::read(&args.transcript, args.format)?;
+    let read = transcript::read_transcript(&args.transcript, args.format)?;
+    let (messages, format) = (read.messages, read.format);
     if let Some(length) = args.context_length {
         app.engines.config_mut().model.context_length = length;
     }
@@ -84,8 +89,12 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     if let Some(path) = &args.out {
-        write_messages(path, &replays[0].final_context)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_messages(
+            path,
+            &replays[0].final_context,
+            args.output_format.resolve(format),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.plot {
         let series: Vec<plot::Series> = replays.iter().map(series).collect();
@@ -95,9 +104,10 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut text = String::new();
     if args.json {
-        let value = serde_json::json!({ "runs": replays });
+        let value = serde_json::json!({ "format": format.name(), "runs": replays });
         text = serde_json::to_string_pretty(&value)? + "\n";
     } else {
+        text.push_str(&format!("format       {format}\n"));
         let texts: Vec<String> = replays.iter().map(report::text).collect();
         text.push_str(&texts.join("\n"));
         if let [a, b] = replays.as_slice() {
@@ -192,16 +202,4 @@ fn session_name(path: &Path) -> String {
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty() && s != "-")
         .unwrap_or_else(|| "session".to_string())
-}
-
-/// The same shape `ctxhost compress` prints: a JSON array, one message per line.
-pub fn write_messages(path: &Path, messages: &[Message]) -> anyhow::Result<()> {
-    let mut text = String::from("[");
-    for (index, message) in messages.iter().enumerate() {
-        text.push_str(if index == 0 { "\n" } else { ",\n" });
-        text.push_str(&serde_json::to_string(message)?);
-    }
-    text.push_str("\n]\n");
-    output::write(path, text.as_bytes())?;
-    Ok(())
 }

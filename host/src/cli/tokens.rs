@@ -20,7 +20,7 @@ pub struct TokensArgs {
     /// Print JSON instead of tables
     #[arg(long)]
     pub json: bool,
-    /// Transcript format: openai, hermes or anthropic [default: detected]
+    /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
 }

@@ -3,10 +3,12 @@
 //! `<tool_call>{"name", "arguments"}</tool_call>` blocks; tool turns carry one
 //! `<tool_response>{"tool_call_id", "name", "content"}</tool_response>` block per call.
 
-use ctxhost_sdk::{Message, ToolCall};
-use serde_json::Value;
+use std::collections::HashMap;
 
-use super::{parse_document, TranscriptError};
+use ctxhost_sdk::{Message, ToolCall};
+use serde_json::{json, Value};
+
+use super::{assistant_message, parse_document, TranscriptError};
 
 pub(super) fn looks_like(value: &Value) -> bool {
     match value {
@@ -132,20 +134,60 @@ fn assistant(value: &str, turn: usize) -> Result<Message, String> {
         ));
     }
     let text = strip_blocks(&strip_blocks(value, "think"), "tool_call");
-    let text = text.trim();
-    let mut message = if calls.is_empty() {
-        Message::assistant(text)
-    } else {
-        let mut message = Message::assistant_tool_calls(calls);
-        if !text.is_empty() {
-            message.set_text(text);
+    Ok(assistant_message(text.trim(), calls, &reasoning))
+}
+
+/// Messages as one Hermes trajectory (a JSONL line): reasoning in `<think>`, calls in
+/// `<tool_call>`, consecutive tool results in one `tool` turn of `<tool_response>` blocks.
+pub(super) fn write(messages: &[Message]) -> String {
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut turns: Vec<Value> = Vec::new();
+    let mut responses_open = false;
+    for message in messages {
+        if message.is_tool_result() {
+            let id = message.tool_call_id().unwrap_or_default();
+            let response = json!({
+                "tool_call_id": id,
+                "name": names.get(id).copied().unwrap_or_default(),
+                "content": message.content_text(),
+            });
+            let block = format!("<tool_response>\n{response}\n</tool_response>");
+            match turns.last_mut() {
+                Some(turn) if responses_open => {
+                    let value = format!("{}\n{block}", turn["value"].as_str().unwrap_or_default());
+                    turn["value"] = Value::String(value);
+                }
+                _ => turns.push(json!({"from": "tool", "value": block})),
+            }
+            responses_open = true;
+            continue;
         }
-        message
-    };
-    if !reasoning.is_empty() {
-        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
+        responses_open = false;
+        let (from, value) = match message.role() {
+            "system" => ("system", message.content_text().into_owned()),
+            "assistant" => {
+                let mut parts = Vec::new();
+                if let Some(Value::String(reasoning)) = message.extra_fields().get("reasoning") {
+                    parts.push(format!("<think>\n{reasoning}\n</think>"));
+                }
+                let text = message.content_text();
+                if !text.is_empty() {
+                    parts.push(text.into_owned());
+                }
+                for call in message.tool_calls() {
+                    names.insert(call.id(), call.name());
+                    let arguments = serde_json::from_str::<Value>(call.arguments())
+                        .unwrap_or_else(|_| Value::String(call.arguments().to_string()));
+                    let call = json!({"name": call.name(), "arguments": arguments});
+                    parts.push(format!("<tool_call>\n{call}\n</tool_call>"));
+                }
+                ("gpt", parts.join("\n"))
+            }
+            _ => ("human", message.content_text().into_owned()),
+        };
+        turns.push(json!({"from": from, "value": value}));
     }
-    Ok(message)
+    json!({ "conversations": turns }).to_string() + "\n"
 }
 
 /// The inner text of every `<tag>…</tag>` block, in order.
@@ -175,4 +217,22 @@ fn strip_blocks(text: &str, tag: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trajectory_reads_back_as_the_same_messages() {
+        let trajectory = r#"{"conversations": [{"from": "system", "value": "s"},
+            {"from": "human", "value": "q"},
+            {"from": "gpt", "value": "<think>\nhm\n</think>\nlook\n<tool_call>\n{\"name\": \"ls\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"pwd\", \"arguments\": {}}\n</tool_call>"},
+            {"from": "tool", "value": "<tool_response>\n{\"tool_call_id\": \"c1\", \"name\": \"ls\", \"content\": \"x\"}\n</tool_response>\n<tool_response>\n{\"tool_call_id\": \"c2\", \"name\": \"pwd\", \"content\": \"/\"}\n</tool_response>"},
+            {"from": "gpt", "value": "done"}]}"#;
+        let messages = parse(trajectory, "t").unwrap();
+        let written = write(&messages);
+        assert_eq!(parse(&written, "w").unwrap(), messages);
+        assert!(looks_like(&serde_json::from_str(&written).unwrap()));
+    }
 }

@@ -1,16 +1,25 @@
 //! Reading recorded conversations in the formats agents save them in, detected automatically:
-//! OpenAI chat messages, Hermes Agent trajectories and Anthropic Messages. Every error is one line
+//! OpenAI chat messages, Hermes Agent trajectories, Anthropic Messages, Claude Code session logs
+//! and Codex rollout files; and writing messages back in one of them. Every error is one line
 //! with the file, the line or message number, and what is wrong.
 
 mod anthropic;
+mod claude_code;
+mod codex;
 mod hermes;
+mod jsonl;
 mod openai;
+mod origin;
+mod to_anthropic;
+mod write;
+
+pub use write::{write, OutputFormat, Written};
 
 use std::path::Path;
 use std::str::FromStr;
 
 use ctxhost_sdk::sequence::{self, SequenceError};
-use ctxhost_sdk::Message;
+use ctxhost_sdk::{Message, ToolCall};
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,21 +49,62 @@ pub enum Format {
     /// Anthropic Messages: content blocks with `tool_use` / `tool_result`, optional top-level
     /// `system`.
     Anthropic,
+    /// Claude Code session logs (`~/.claude/projects/<project>/<session>.jsonl`): one entry per
+    /// line, the conversation being the `parentUuid` chain that ends at the last message.
+    ClaudeCode,
+    /// Codex rollout files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): `session_meta`,
+    /// `response_item`, `event_msg`, `turn_context` and `compacted` lines (or bare items in the
+    /// oldest rollouts).
+    Codex,
+}
+
+impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 5] = [
+        Format::OpenAi,
+        Format::Hermes,
+        Format::Anthropic,
+        Format::ClaudeCode,
+        Format::Codex,
+    ];
+
+    /// The name the command line uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Hermes => "hermes",
+            Format::Anthropic => "anthropic",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl FromStr for Format {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "openai" => Ok(Format::OpenAi),
-            "hermes" => Ok(Format::Hermes),
-            "anthropic" => Ok(Format::Anthropic),
-            other => Err(format!(
-                "unknown format `{other}`; use openai, hermes or anthropic"
-            )),
-        }
+        Format::ALL
+            .into_iter()
+            .find(|format| format.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown format `{text}`; use {}", names.join(", "))
+            })
     }
+}
+
+/// A transcript as read: its messages and the format they were read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub messages: Vec<Message>,
+    pub format: Format,
 }
 
 /// The roles a chat transcript may use.
@@ -70,6 +120,11 @@ const ROLES: &[&str] = &[
 /// Reads a transcript file (`-` for standard input), detecting its format unless `format` is
 /// given, and checks that it is a valid chat sequence.
 pub fn read(path: &Path, format: Option<Format>) -> Result<Vec<Message>, TranscriptError> {
+    read_transcript(path, format).map(|transcript| transcript.messages)
+}
+
+/// [`read`], also saying which format the file was read as.
+pub fn read_transcript(path: &Path, format: Option<Format>) -> Result<Transcript, TranscriptError> {
     let name = path.display().to_string();
     let bytes = if path == Path::new("-") {
         let mut buffer = Vec::new();
@@ -87,7 +142,7 @@ pub fn read(path: &Path, format: Option<Format>) -> Result<Vec<Message>, Transcr
             ),
         )
     })?;
-    parse(&text, &name, format)
+    parse_transcript(&text, &name, format)
 }
 
 /// Parses transcript text; `name` is used in error locations.
@@ -96,6 +151,15 @@ pub fn parse(
     name: &str,
     format: Option<Format>,
 ) -> Result<Vec<Message>, TranscriptError> {
+    parse_transcript(text, name, format).map(|transcript| transcript.messages)
+}
+
+/// [`parse`], also saying which format the text was read as.
+pub fn parse_transcript(
+    text: &str,
+    name: &str,
+    format: Option<Format>,
+) -> Result<Transcript, TranscriptError> {
     let text = text.trim_start_matches('\u{feff}');
     if text.trim().is_empty() {
         return Err(TranscriptError::new(
@@ -111,9 +175,11 @@ pub fn parse(
         Format::OpenAi => openai::parse(text, name)?,
         Format::Hermes => hermes::parse(text, name)?,
         Format::Anthropic => anthropic::parse(text, name)?,
+        Format::ClaudeCode => claude_code::parse(text, name)?,
+        Format::Codex => codex::parse(text, name)?,
     };
     check(&messages, name)?;
-    Ok(messages)
+    Ok(Transcript { messages, format })
 }
 
 /// Known roles and a valid chat sequence: the rules every engine relies on.
@@ -164,11 +230,33 @@ pub fn detect(text: &str) -> Format {
     };
     if hermes::looks_like(&first) {
         Format::Hermes
+    } else if claude_code::looks_like(&first) {
+        Format::ClaudeCode
+    } else if codex::looks_like(&first) {
+        Format::Codex
     } else if anthropic::looks_like(&first) {
         Format::Anthropic
     } else {
         Format::OpenAi
     }
+}
+
+/// An assistant message from its parts: text, tool calls (`content: null` when there is no
+/// text) and the reasoning as its `reasoning` field.
+pub(crate) fn assistant_message(text: &str, calls: Vec<ToolCall>, reasoning: &[&str]) -> Message {
+    let mut message = if calls.is_empty() {
+        Message::assistant(text)
+    } else {
+        let mut message = Message::assistant_tool_calls(calls);
+        if !text.is_empty() {
+            message.set_text(text);
+        }
+        message
+    };
+    if !reasoning.is_empty() {
+        message.set_extra_field("reasoning", Some(Value::String(reasoning.join("\n"))));
+    }
+    message
 }
 
 pub(crate) fn json_problem(error: &serde_json::Error) -> String {
@@ -229,5 +317,42 @@ mod tests {
             detect(r#"{"system":"s","messages":[{"role":"user","content":"a"}]}"#),
             Format::Anthropic
         );
+        assert_eq!(
+            detect("{\"type\":\"summary\",\"summary\":\"s\",\"leafUuid\":\"u\"}\n{}"),
+            Format::ClaudeCode
+        );
+        assert_eq!(
+            detect(r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"a"}}"#),
+            Format::ClaudeCode
+        );
+        assert_eq!(
+            detect(
+                "{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{}"
+            ),
+            Format::Codex
+        );
+        assert_eq!(
+            detect(r#"{"id":"s","timestamp":"t","instructions":null}"#),
+            Format::Codex
+        );
+    }
+
+    #[test]
+    fn output_formats_name_a_format_or_the_input_s_own() {
+        assert_eq!("same".parse(), Ok(OutputFormat::Same));
+        assert_eq!(
+            "claude-code"
+                .parse::<OutputFormat>()
+                .map(|f| f.resolve(Format::OpenAi)),
+            Ok(Format::ClaudeCode)
+        );
+        assert_eq!(
+            OutputFormat::default().resolve(Format::Codex),
+            Format::OpenAi
+        );
+        assert!("yaml"
+            .parse::<OutputFormat>()
+            .unwrap_err()
+            .contains("or same"));
     }
 }

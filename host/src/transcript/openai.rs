@@ -3,7 +3,7 @@
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
-use super::{json_problem, parse_document, TranscriptError};
+use super::{jsonl, parse_document, TranscriptError};
 
 /// Parses transcript text; `name` is used in error locations.
 pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
@@ -37,17 +37,10 @@ pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptEr
             .map(|(i, v)| (format!("{name}: message {}", i + 1), v))
             .collect()
     } else {
-        let mut values = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let location = format!("{name}:{}", index + 1);
-            let value: Value = serde_json::from_str(line)
-                .map_err(|error| fail(location.clone(), json_problem(&error)))?;
-            values.push((location, value));
-        }
-        values
+        jsonl::read(text, name)?
+            .into_iter()
+            .map(|line| (format!("{name}:{}", line.number), line.value))
+            .collect()
     };
     values
         .into_iter()
@@ -55,6 +48,17 @@ pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptEr
             Message::from_value(value).map_err(|error| fail(location, error.to_string()))
         })
         .collect()
+}
+
+/// A JSON array with one message per line: valid JSON, and readable and diffable as text.
+pub(super) fn write(messages: &[Message]) -> String {
+    let mut text = String::from("[");
+    for (index, message) in messages.iter().enumerate() {
+        text.push_str(if index == 0 { "\n" } else { ",\n" });
+        text.push_str(&message.to_string());
+    }
+    text.push_str("\n]\n");
+    text
 }
 
 /// A single JSON object spanning several lines (pretty-printed) rather than JSONL.
