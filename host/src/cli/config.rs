@@ -239,6 +239,8 @@ fn known_keys() -> Vec<String> {
         "serve.database.pool_size",
         "serve.database.connect_timeout_seconds",
         "serve.database.statement_timeout_seconds",
+        "serve.cache.breakpoints",
+        "serve.cache.min_tokens_saved",
     ]
     .map(str::to_string)
     .to_vec();

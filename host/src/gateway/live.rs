@@ -347,6 +347,16 @@ impl Live {
                 }
             }
         };
+        // A compression deferred for saving too little waits until the history has grown.
+        let trigger = trigger.filter(|_| {
+            let deferred_until = self.record.deferred_until_tokens;
+            let tokens = self.session.count(&upstream);
+            let waits = deferred_until > 0 && tokens < deferred_until && tokens <= window;
+            if waits {
+                self.record.compress_next = false;
+            }
+            !waits
+        });
         let mut compressed = false;
         if let Some(trigger) = trigger {
             self.record.compress_next = false;
@@ -364,10 +374,25 @@ impl Live {
                 )
                 .await;
             let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let min_saved = gateway.settings.cache.min_tokens_saved;
+            let saves_too_little = || {
+                let saved = tokens_before.saturating_sub(self.session.count(&compression.messages));
+                min_saved > 0 && saved < min_saved && tokens_before <= window
+            };
             let outcome = match &compression.error {
+                // Not worth a cold cache: the view stays until the history grows by min_saved.
+                None if saves_too_little() => {
+                    self.record.deferred_until_tokens = tokens_before + min_saved;
+                    self.record.stats.compressions_deferred += 1;
+                    gateway
+                        .metrics
+                        .add("ctxhost_compressions_deferred_total", &[], 1);
+                    "deferred"
+                }
                 None => {
                     upstream = compression.messages.clone();
                     self.record.conversation.compressed(upstream.to_vec());
+                    self.record.deferred_until_tokens = 0;
                     compressed = true;
                     "ok"
                 }
@@ -401,6 +426,7 @@ impl Live {
                 elapsed_ms,
                 error: compression.error.as_ref().map(ToString::to_string),
                 report: compression.report.clone(),
+                deferred: outcome == "deferred",
             });
         }
         self.record.engine = self.session.engine().to_string();
@@ -430,6 +456,20 @@ impl Live {
         gateway
             .metrics
             .add("ctxhost_tokens_sent_total", &[], prompt_tokens);
+        if let Some(reported) = &reported {
+            let stats = &mut self.record.stats;
+            stats.reported_prompt_tokens += reported.prompt_tokens;
+            let read = reported.cache_read_tokens.unwrap_or(0);
+            let write = reported.cache_write_tokens.unwrap_or(0);
+            stats.cache_read_tokens += read;
+            stats.cache_write_tokens += write;
+            gateway
+                .metrics
+                .add("ctxhost_cache_read_tokens_total", &[], read);
+            gateway
+                .metrics
+                .add("ctxhost_cache_write_tokens_total", &[], write);
+        }
         let usage = reported.unwrap_or_else(|| {
             let completion_tokens = reply.map(|m| self.session.count_message(m)).unwrap_or(0);
             Usage {

@@ -96,6 +96,21 @@ const HELP: &[(&str, &str, &str)] = &[
         "Tokens of the prompts sent upstream.",
     ),
     (
+        "ctxhost_cache_read_tokens_total",
+        "counter",
+        "Prompt tokens the provider reported reading from its prompt cache.",
+    ),
+    (
+        "ctxhost_cache_write_tokens_total",
+        "counter",
+        "Prompt tokens the provider reported writing to its prompt cache.",
+    ),
+    (
+        "ctxhost_compressions_deferred_total",
+        "counter",
+        "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved.",
+    ),
+    (
         "ctxhost_new_lineages_total",
         "counter",
         "Requests whose history did not extend the session's lineage.",

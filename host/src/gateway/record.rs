@@ -53,6 +53,9 @@ pub struct CompressionRecord {
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub report: Option<CompressionReport>,
+    /// Not applied: it saved fewer tokens than `serve.cache.min_tokens_saved`.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub deferred: bool,
 }
 
 /// Running totals.
@@ -77,6 +80,43 @@ pub struct Stats {
     pub upstream_errors: u64,
     /// Times the client's history did not extend the lineage.
     pub new_lineages: u64,
+    /// Prompt tokens the provider reported, summed over the calls that reported usage.
+    #[serde(default)]
+    pub reported_prompt_tokens: u64,
+    /// Of those, tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Of those, tokens written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Compressions not applied because they would have saved too little
+    /// (`serve.cache.min_tokens_saved`).
+    #[serde(default)]
+    pub compressions_deferred: u64,
+}
+
+/// What a cache read costs against an uncached input token (Anthropic: 0.1x).
+const CACHE_READ_PRICE: f64 = 0.1;
+/// What a cache write costs against an uncached input token (Anthropic, 5 minutes: 1.25x).
+const CACHE_WRITE_PRICE: f64 = 1.25;
+
+impl Stats {
+    /// The share of reported prompt tokens served from the cache.
+    pub fn cache_hit_ratio(&self) -> f64 {
+        if self.reported_prompt_tokens == 0 {
+            return 0.0;
+        }
+        self.cache_read_tokens as f64 / self.reported_prompt_tokens as f64
+    }
+
+    /// Input cost the cache avoided, in uncached-input-token equivalents: reads cost a tenth,
+    /// writes a quarter more (Anthropic's prices; OpenAI's cached reads are cheaper still, and
+    /// its writes cost nothing extra, so this is a floor there).
+    pub fn input_tokens_avoided(&self) -> i64 {
+        let saved = self.cache_read_tokens as f64 * (1.0 - CACHE_READ_PRICE)
+            - self.cache_write_tokens as f64 * (CACHE_WRITE_PRICE - 1.0);
+        saved.round() as i64
+    }
 }
 
 /// Everything kept about one session.
@@ -93,6 +133,10 @@ pub struct SessionRecord {
     pub compress_next: bool,
     /// The prompt tokens of the last model call (reported, else counted).
     pub last_prompt_tokens: u64,
+    /// A compression was deferred for saving too little: none is tried again until what goes
+    /// upstream reaches this many tokens (0: none deferred).
+    #[serde(default)]
+    pub deferred_until_tokens: u64,
     pub stats: Stats,
     pub compressions: Vec<CompressionRecord>,
     /// Unix seconds.
@@ -111,6 +155,7 @@ impl SessionRecord {
             conversation: Conversation::default(),
             compress_next: false,
             last_prompt_tokens: 0,
+            deferred_until_tokens: 0,
             stats: Stats::default(),
             compressions: Vec::new(),
             created_at: now,

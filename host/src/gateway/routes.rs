@@ -172,6 +172,12 @@ fn summary(record: &SessionRecord) -> Value {
         "tokens_received": record.stats.tokens_received,
         "tokens_sent": record.stats.tokens_sent,
         "compressions": record.compressions.len(),
+        "cache": {
+            "read_tokens": record.stats.cache_read_tokens,
+            "write_tokens": record.stats.cache_write_tokens,
+            "hit_ratio": record.stats.cache_hit_ratio(),
+            "input_tokens_avoided": record.stats.input_tokens_avoided(),
+        },
         "updated_at": record.updated_at,
     })
 }

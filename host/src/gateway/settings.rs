@@ -32,6 +32,8 @@ pub struct ServeSettings {
     pub state: Option<String>,
     /// The connection pool and timeouts when `state` is a PostgreSQL URL.
     pub database: DatabaseSettings,
+    /// Keeping the provider's prompt cache warm.
+    pub cache: CacheSettings,
 }
 
 impl Default for ServeSettings {
@@ -45,8 +47,32 @@ impl Default for ServeSettings {
             limits: Limits::default(),
             state: None,
             database: DatabaseSettings::default(),
+            cache: CacheSettings::default(),
         }
     }
+}
+
+/// `serve.cache`: prompt caching.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSettings {
+    /// Cache breakpoints on Anthropic requests whose client set none.
+    pub breakpoints: CacheBreakpoints,
+    /// A compression that would save fewer tokens than this, while the uncompressed history
+    /// still fits, is not applied (it would throw away a warm cache for little): the session
+    /// goes on with its view until it has grown by this much. 0 applies every compression.
+    pub min_tokens_saved: u64,
+}
+
+/// `serve.cache.breakpoints`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheBreakpoints {
+    /// The system prompt and the last three messages, as Hermes' `system_and_3`.
+    #[default]
+    Auto,
+    /// None added.
+    Off,
 }
 
 /// `serve.database`: how the gateway uses a PostgreSQL `serve.state`.

@@ -303,8 +303,41 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
     // very next message, and the conversation opens with the user.
     // A thinking block only ever goes up with the very turn it was signed for.
     let mut thinking_sent = 0;
-    for request in upstream.messages_requests() {
-        let messages = request.json()["messages"].as_array().unwrap().clone();
+    let requests = upstream.messages_requests();
+    let compressed_at: Vec<usize> = compressions(&via_messages)
+        .iter()
+        .map(|c| c[0].as_u64().unwrap() as usize)
+        .collect();
+    for (index, request) in requests.iter().enumerate() {
+        // The client set no breakpoints: the gateway marks the system prompt and the last
+        // three messages.
+        let body = request.json();
+        let turns = body["messages"].as_array().unwrap().len();
+        assert_eq!(
+            breakpoints(&body),
+            1 + turns.min(3),
+            "request {}",
+            index + 1
+        );
+        // Between two compressions every request starts with the one before it, byte for
+        // byte but for the rolling markers: the provider's cache keeps hitting.
+        if index > 0 && !compressed_at.contains(&(index + 1)) {
+            let before =
+                serde_json::to_string(&unmarked(&requests[index - 1].json()["messages"])).unwrap();
+            let now = serde_json::to_string(&unmarked(&body["messages"])).unwrap();
+            assert!(
+                now.starts_with(before.trim_end_matches(']')),
+                "request {} does not extend request {} byte for byte",
+                index + 1,
+                index
+            );
+        }
+    }
+    for request in requests {
+        let messages = unmarked(&request.json()["messages"])
+            .as_array()
+            .unwrap()
+            .clone();
         assert_tools_paired(&messages);
         assert_eq!(messages[0]["role"], "user");
         for message in &messages {
@@ -322,6 +355,33 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
         }
     }
     assert!(thinking_sent > 0);
+}
+
+/// How many blocks carry a cache breakpoint.
+fn breakpoints(value: &Value) -> usize {
+    match value {
+        Value::Object(fields) => {
+            usize::from(fields.contains_key("cache_control"))
+                + fields.values().map(breakpoints).sum::<usize>()
+        }
+        Value::Array(items) => items.iter().map(breakpoints).sum(),
+        _ => 0,
+    }
+}
+
+/// `value` without its cache breakpoints.
+fn unmarked(value: &Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, value)| (key.clone(), unmarked(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Every `tool_use` is answered by a `tool_result` in the next message, and every

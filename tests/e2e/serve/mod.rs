@@ -2,6 +2,7 @@
 
 mod anthropic;
 mod basics;
+mod cache;
 mod clients;
 mod engine_tools;
 mod failures;

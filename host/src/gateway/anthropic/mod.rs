@@ -4,6 +4,7 @@
 //! answered on the way as `tool_use` / `tool_result` rounds, streamed ([`stream`]) or not.
 //! `POST /v1/messages/count_tokens` is passed through as the client sent it.
 
+mod cache;
 pub mod convert;
 mod stream;
 
@@ -21,6 +22,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
+use super::settings::CacheBreakpoints;
 use super::turn::{
     begin_turn, engine_tools, relay, session_name, with_session_headers, Called, Step, ToolRounds,
     TurnRequest,
@@ -42,6 +44,8 @@ struct MessagesRequest {
     stream: bool,
     output_budget: Option<u64>,
     client_tools: HashSet<String>,
+    /// The client placed no cache breakpoints: the gateway places its own.
+    add_breakpoints: bool,
 }
 
 impl MessagesRequest {
@@ -56,6 +60,7 @@ impl MessagesRequest {
         if turns.is_empty() {
             return Err(bad("`messages` must not be empty".into()));
         }
+        let add_breakpoints = !cache::client_sets_breakpoints(&body, &turns);
         let system = body.get_mut("system").map(Value::take);
         let history =
             convert::to_messages(system.as_ref(), &turns).map_err(|e| bad(e.to_string()))?;
@@ -83,6 +88,7 @@ impl MessagesRequest {
             stream,
             output_budget,
             client_tools,
+            add_breakpoints,
         })
     }
 
@@ -108,6 +114,9 @@ impl MessagesRequest {
             if let Value::Array(tools) = tools {
                 tools.extend(engine_tools.iter().map(anthropic_tool));
             }
+        }
+        if self.add_breakpoints {
+            cache::add_breakpoints(&mut body);
         }
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
@@ -226,8 +235,9 @@ async fn handle(
     body: Body,
 ) -> Result<Response, GatewayError> {
     let bytes = gateway.read_request(&headers, body).await?;
-    let request = MessagesRequest::parse(&bytes)?;
+    let mut request = MessagesRequest::parse(&bytes)?;
     drop(bytes);
+    request.add_breakpoints &= gateway.settings.cache.breakpoints == CacheBreakpoints::Auto;
     let name = session_name(&headers, Some(CLIENT_SESSION_HEADER), &request.history)?;
     let turn = begin_turn(
         &gateway,

@@ -1,0 +1,134 @@
+//! The provider's prompt cache: its use counted per session and in the metrics, the gateway's
+//! breakpoints turned off on request, and compressions not worth a cold cache deferred.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ctxhost_tests::anthropic_upstream::reply;
+use ctxhost_tests::upstream::{completion, Answer, FakeUpstream};
+use ctxhost_tests::{long_session, Sandbox};
+use serde_json::{json, Value};
+
+#[test]
+fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
+    let upstream = FakeUpstream::start(|request| {
+        let usage = json!({"input_tokens": 100, "cache_read_input_tokens": 900,
+                           "cache_creation_input_tokens": 0, "output_tokens": 5});
+        reply(
+            request,
+            json!([{"type": "text", "text": "Noted."}]),
+            Some(usage),
+        )
+    });
+    let sandbox = Sandbox::new();
+    sandbox.write_config("serve:\n  cache:\n    breakpoints: off\n");
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let mut messages = vec![json!({"role": "user", "content": "Remember the number 7."})];
+    for turn in 0..2 {
+        let response = client
+            .post(format!("{}/messages", gateway.base_url()))
+            .header("x-api-key", "sk-cache")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-ctxhost-session", "cached")
+            .json(&json!({"model": "claude-fake", "max_tokens": 1024,
+                          "system": "You keep numbers.", "messages": messages}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200, "turn {turn}");
+        let answer: Value = response.json().unwrap();
+        messages.push(json!({"role": "assistant", "content": answer["content"]}));
+        messages.push(json!({"role": "user", "content": "And 8."}));
+    }
+    for request in upstream.messages_requests() {
+        let body = request.json();
+        assert!(
+            !body.to_string().contains("cache_control"),
+            "breakpoints: off adds none: {body}"
+        );
+        assert_eq!(
+            body["system"], "You keep numbers.",
+            "sent as the client wrote it"
+        );
+    }
+    let response = client
+        .get(format!("{}/ctxhost/sessions/cached", gateway.url))
+        .header("x-api-key", "sk-cache")
+        .send()
+        .unwrap();
+    let session: Value = response.json().unwrap();
+    assert_eq!(session["cache"]["read_tokens"], 1800, "{session}");
+    assert_eq!(session["cache"]["hit_ratio"], 0.9);
+    // A cache read costs a tenth of an input token: 1,800 read saved 1,620.
+    assert_eq!(session["cache"]["input_tokens_avoided"], 1620);
+    let metrics = client
+        .get(format!("{}/metrics", gateway.url))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("ctxhost_cache_read_tokens_total 1800"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_compression_that_saves_too_little_waits_while_the_history_still_fits() {
+    let messages = long_session()[..140].to_vec();
+    let replies: VecDeque<Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect();
+    let replies = Arc::new(Mutex::new(replies));
+    let upstream = FakeUpstream::start(move |_| {
+        let message = replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("a recorded reply");
+        Answer::Json(200, completion(message, None))
+    });
+    let sandbox = Sandbox::new();
+    // Far more than any compression here saves: every one that is not needed is deferred.
+    sandbox.write_config(
+        "model:\n  context_length: 16000\nserve:\n  cache:\n    min_tokens_saved: 1000000\n",
+    );
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    for index in (0..messages.len()).filter(|i| messages[*i]["role"] == "assistant") {
+        let response = client
+            .post(format!("{}/chat/completions", gateway.base_url()))
+            .bearer_auth("sk-defer")
+            .header("x-ctxhost-session", "deferring")
+            .json(&json!({"model": "gpt-4o", "messages": messages[..index]}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let session = gateway.session("deferring", Some("sk-defer"));
+    let compressions = session["compressions"].as_array().unwrap();
+    let deferred: Vec<&Value> = compressions
+        .iter()
+        .filter(|c| c["deferred"] == true)
+        .collect();
+    let applied: Vec<&Value> = compressions
+        .iter()
+        .filter(|c| c["deferred"] != true)
+        .collect();
+    assert!(!deferred.is_empty(), "{session}");
+    assert_eq!(
+        session["stats"]["compressions_deferred"].as_u64().unwrap(),
+        deferred.len() as u64
+    );
+    for compression in &deferred {
+        assert_eq!(
+            compression["tokens_after"], compression["tokens_before"],
+            "a deferred compression leaves what goes upstream as it was"
+        );
+    }
+    // Once the history no longer fits, compressing is not optional.
+    assert!(!applied.is_empty(), "{session}");
+    assert!(session["stats"]["peak_prompt_tokens"].as_u64().unwrap() <= 16000);
+}
