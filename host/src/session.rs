@@ -388,16 +388,8 @@ impl Session {
         }
     }
 
-    /// What the host enforces of the output contract on every compression: the structure
-    /// (valid UTF-8, no shadowed field, a valid sequence, not empty, system prompt first, known
-    /// roles) and no growth in tokens. The newest-user-message rule stays with the engines'
-    /// own tests for now: the built-in compressor folds its own earlier summary (a user
-    /// message) into the next one when a long tool loop follows it.
     fn check(&self, input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
-        contract::check_structure(input, output)?;
-        contract::check_size(input, output, |list| {
-            self.services.tokens().count_messages(list)
-        })
+        check_output(&self.services, input, output)
     }
 
     /// The engine's report of its last compression.
@@ -476,32 +468,85 @@ impl Session {
             tokio::task::spawn_blocking(run).await
         };
         let name = self.active.name.clone();
-        let op = op.into();
-        let error = match outcome {
-            Ok(Ok(Ok(value))) => return Ok(value),
-            Ok(Ok(Err(error))) if error.kind() == ErrorKind::Panicked => SessionError::Panicked {
-                engine: name,
-                op,
-                message: error.message().to_string(),
-            },
-            Ok(Ok(Err(error))) if error.is_unsupported() => {
-                return Err(SessionError::Unsupported { engine: name, op })
+        match settle(outcome, &name, op.into()) {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                if matches!(error, SessionError::Panicked { .. }) {
+                    self.fall_back(error.clone());
+                }
+                Err(error)
             }
-            Ok(Ok(Err(error))) => {
-                return Err(SessionError::Failed {
-                    engine: name,
-                    op,
-                    error,
-                })
-            }
-            Ok(Err(_)) | Err(_) => SessionError::Panicked {
+        }
+    }
+
+    /// Starts compressing `messages` apart from the session (in the background): the future
+    /// owns what it needs, so the session stays usable for what does not reach the engine;
+    /// anything that does waits until the compression is done. Take the outcome back with
+    /// [`Session::absorb`].
+    pub fn compress_detached(
+        &self,
+        messages: Arc<Vec<Message>>,
+        options: CompressOptions,
+    ) -> impl std::future::Future<Output = DetachedCompression> + Send + 'static {
+        let engine = self.active.engine.clone();
+        let name = self.active.name.clone();
+        let services = self.services.clone();
+        async move {
+            let input = messages.clone();
+            let started = std::time::Instant::now();
+            let outcome = tokio::task::spawn_blocking(move || {
+                let mut guard = match engine.lock() {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                catch_unwind(AssertUnwindSafe(|| {
+                    let output = guard.compress(&input, &options)?;
+                    Ok((output, guard.last_compression().ok().flatten()))
+                }))
+            })
+            .await;
+            let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let result =
+                settle(outcome, &name, "compress".to_string()).and_then(|(output, mut report)| {
+                    check_output(&services, &messages, &output).map_err(|violation| {
+                        SessionError::InvalidOutput {
+                            engine: name.clone(),
+                            violation,
+                        }
+                    })?;
+                    if let Some(report) = report.as_mut().filter(|r| r.elapsed_ms == 0.0) {
+                        report.elapsed_ms = elapsed_ms;
+                    }
+                    Ok((output, report))
+                });
+            DetachedCompression {
+                input: messages,
                 engine: name,
-                op,
-                message: "the engine panicked".to_string(),
+                result,
+            }
+        }
+    }
+
+    /// Takes back a compression made apart: as [`Session::compress`] would have ended (a
+    /// failure retires the engine for the standby compressor).
+    pub fn absorb(&mut self, detached: DetachedCompression) -> Compression {
+        match detached.result {
+            Ok((output, report)) => Compression {
+                messages: Arc::new(output),
+                engine: detached.engine,
+                error: None,
+                report,
             },
-        };
-        self.fall_back(error.clone());
-        Err(error)
+            Err(error) => {
+                self.fall_back(error.clone());
+                Compression {
+                    messages: detached.input,
+                    engine: detached.engine,
+                    error: Some(error),
+                    report: None,
+                }
+            }
+        }
     }
 
     fn fall_back(&mut self, reason: SessionError) {
@@ -512,5 +557,56 @@ impl Session {
                 reason,
             });
         }
+    }
+}
+
+/// A compression made apart from its session ([`Session::compress_detached`]).
+pub struct DetachedCompression {
+    input: Arc<Vec<Message>>,
+    engine: String,
+    result: Result<(Vec<Message>, Option<CompressionReport>), SessionError>,
+}
+
+/// What the host enforces of the output contract on every compression: the structure (valid
+/// UTF-8, no shadowed field, a valid sequence, not empty, system prompt first, known roles)
+/// and no growth in tokens. The newest-user-message rule stays with the engines' own tests for
+/// now: the built-in compressor folds its own earlier summary (a user message) into the next
+/// one when a long tool loop follows it.
+fn check_output(
+    services: &HostServicesImpl,
+    input: &[Message],
+    output: &[Message],
+) -> Result<(), OutputViolation> {
+    contract::check_structure(input, output)?;
+    contract::check_size(input, output, |list| services.tokens().count_messages(list))
+}
+
+/// An engine call's outcome, off the runtime and through `catch_unwind`, as a typed result.
+fn settle<T>(
+    outcome: Result<std::thread::Result<Result<T, EngineError>>, tokio::task::JoinError>,
+    name: &str,
+    op: String,
+) -> Result<T, SessionError> {
+    let name = name.to_string();
+    match outcome {
+        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(error))) if error.kind() == ErrorKind::Panicked => Err(SessionError::Panicked {
+            engine: name,
+            op,
+            message: error.message().to_string(),
+        }),
+        Ok(Ok(Err(error))) if error.is_unsupported() => {
+            Err(SessionError::Unsupported { engine: name, op })
+        }
+        Ok(Ok(Err(error))) => Err(SessionError::Failed {
+            engine: name,
+            op,
+            error,
+        }),
+        Ok(Err(_)) | Err(_) => Err(SessionError::Panicked {
+            engine: name,
+            op,
+            message: "the engine panicked".to_string(),
+        }),
     }
 }

@@ -116,18 +116,28 @@ impl GatewayProcess {
     /// Waits until a log line contains `text` (bounded, so a broken gateway fails the test
     /// instead of hanging it); returns the line.
     pub fn wait_for_log(&self, text: &str) -> String {
+        self.wait_for_logs(text, 1)
+    }
+
+    /// Waits until `count` log lines contain `text` (bounded as [`Self::wait_for_log`]);
+    /// returns the last of them.
+    pub fn wait_for_logs(&self, text: &str, count: usize) -> String {
         let (lines, changed) = &*self.log;
         let guard = lines.lock().unwrap();
         let (guard, _) = changed
             .wait_timeout_while(guard, Duration::from_secs(30), |lines| {
-                !lines.iter().any(|l| l.contains(text))
+                lines.iter().filter(|l| l.contains(text)).count() < count
             })
             .unwrap();
-        guard
-            .iter()
-            .find(|l| l.contains(text))
-            .cloned()
-            .unwrap_or_else(|| panic!("the gateway never logged {text:?}: {:?}", *guard))
+        let matching: Vec<&String> = guard.iter().filter(|l| l.contains(text)).collect();
+        if matching.len() < count {
+            panic!(
+                "the gateway logged {text:?} {} times, not {count}: {:?}",
+                matching.len(),
+                *guard
+            );
+        }
+        matching[count - 1].clone()
     }
 
     /// Sends SIGTERM without waiting.

@@ -241,6 +241,9 @@ fn known_keys() -> Vec<String> {
         "serve.database.statement_timeout_seconds",
         "serve.cache.breakpoints",
         "serve.cache.min_tokens_saved",
+        "serve.compaction.background",
+        "serve.compaction.margin",
+        "serve.compaction.wait_seconds",
     ]
     .map(str::to_string)
     .to_vec();

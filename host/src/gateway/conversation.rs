@@ -139,6 +139,12 @@ impl Conversation {
             self.view_version += 1;
         }
         self.lineage = digests;
+        (continuity, self.upstream(history))
+    }
+
+    /// What goes upstream for `history` (the lineage as last advanced): the view, then the
+    /// client's messages after it, with the gateway's own tool exchanges spliced back in.
+    pub fn upstream(&self, history: &[Message]) -> Vec<Message> {
         let mut upstream = self.view.clone();
         for (message, digest) in history[self.covered..]
             .iter()
@@ -149,13 +155,19 @@ impl Conversation {
                 None => upstream.push(message.clone()),
             }
         }
-        (continuity, upstream)
+        upstream
     }
 
     /// The engine compressed what was sent for the lineage so far into `view`.
     pub fn compressed(&mut self, view: Vec<Message>) {
+        self.compressed_at(self.lineage.len(), view);
+    }
+
+    /// The engine compressed what was sent for the lineage's first `base` messages into
+    /// `view` (a compression prepared in the background, while the lineage grew on).
+    pub fn compressed_at(&mut self, base: usize, view: Vec<Message>) {
         self.view = view;
-        self.covered = self.lineage.len();
+        self.covered = base.min(self.lineage.len());
         self.view_version += 1;
         // Splices the view now stands for are no longer needed.
         let live = &self.lineage[self.covered..];

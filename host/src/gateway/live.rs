@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
@@ -24,6 +24,10 @@ pub struct Live {
     /// The engine's tool schemas (OpenAI function format), fetched once.
     pub tool_schemas: Vec<Value>,
     pub tool_names: HashSet<String>,
+    /// A compression being prepared in the background.
+    pub(super) pending: Option<super::background::Pending>,
+    /// Usage reported while the engine was busy preparing a compression, for it afterwards.
+    queued_usage: Vec<Usage>,
 }
 
 /// The slot of one session: empty until its first request opens it.
@@ -208,11 +212,16 @@ impl Gateway {
                 session.context_length(),
             ),
         };
+        let mut record = record;
+        // A compression being prepared when the gateway stopped is gone with it.
+        record.pending = None;
         Ok(Live {
             session,
             record,
             tool_schemas,
             tool_names,
+            pending: None,
+            queued_usage: Vec::new(),
         })
     }
 
@@ -288,7 +297,11 @@ impl Gateway {
 
 impl Live {
     /// Counts and logs a failed engine operation against the session; returns its line.
-    fn failed(&mut self, gateway: &Gateway, error: &crate::session::SessionError) -> String {
+    pub(super) fn failed(
+        &mut self,
+        gateway: &Gateway,
+        error: &crate::session::SessionError,
+    ) -> String {
         self.record.stats.engine_failures += 1;
         gateway.engine_failed(error);
         error.to_string()
@@ -305,13 +318,6 @@ impl Live {
         window: u64,
     ) -> Prepared {
         let mut engine_error = None;
-        if model != self.record.model || window != self.record.context_length {
-            self.record.model = model.to_string();
-            self.record.context_length = window;
-            if let Err(error) = self.session.update_model(model.to_string(), window).await {
-                engine_error = Some(self.failed(gateway, &error));
-            }
-        }
         let (continuity, upstream) = self.record.conversation.advance(history);
         // Shared with the engine calls below, not copied for each.
         let mut upstream = Arc::new(upstream);
@@ -330,6 +336,36 @@ impl Live {
                 messages = history.len(),
                 "the client's history does not extend the session's lineage: starting a new lineage"
             );
+        }
+        let mut compressed = false;
+        if self.pending.is_some() {
+            // A compression prepared in the background: waited for up to the bound, and past
+            // it only when the last view plus what is new would not fit.
+            let bound = Duration::from_secs_f64(gateway.settings.compaction.wait_seconds);
+            if !self.settle_pending(Some(bound)).await && self.session.count(&upstream) > window {
+                self.settle_pending(None).await;
+            }
+            if let Some(taken) = self.take_pending(gateway, history, &mut engine_error) {
+                upstream = Arc::new(taken);
+                compressed = true;
+            }
+        }
+        if self.preparing() {
+            // Still being prepared: the last view goes up as it is, and the busy engine is not
+            // asked anything more.
+            return self.prepared(upstream, continuity, compressed, engine_error);
+        }
+        if model != self.record.model || window != self.record.context_length {
+            self.record.model = model.to_string();
+            self.record.context_length = window;
+            if let Err(error) = self.session.update_model(model.to_string(), window).await {
+                engine_error = Some(self.failed(gateway, &error));
+            }
+        }
+        for usage in std::mem::take(&mut self.queued_usage) {
+            if let Err(error) = self.session.record_usage(usage).await {
+                engine_error = Some(self.failed(gateway, &error));
+            }
         }
         let trigger = if self.record.compress_next {
             Some(Trigger::Threshold)
@@ -357,7 +393,6 @@ impl Live {
             }
             !waits
         });
-        let mut compressed = false;
         if let Some(trigger) = trigger {
             self.record.compress_next = false;
             let tokens_before = self.session.count(&upstream);
@@ -429,6 +464,41 @@ impl Live {
                 deferred: outcome == "deferred",
             });
         }
+        // Near the threshold (the engine would compress with `margin` more tokens) and not
+        // compressed now: the next compression is prepared while this request is answered.
+        let settings = &gateway.settings.compaction;
+        if !compressed && settings.background && continuity != Continuity::Diverged {
+            let margin = (settings.margin * window as f64) as u64;
+            let tokens = self.session.count(&upstream);
+            // Not again before the context has regrown by half the margin since the last
+            // compression: each one changes the view, and with it the provider's cache.
+            let regrown = self
+                .record
+                .compressions
+                .iter()
+                .rev()
+                .find(|c| c.error.is_none() && !c.deferred)
+                .is_none_or(|last| tokens >= last.tokens_after + margin / 2);
+            if margin > 0
+                && regrown
+                && matches!(
+                    self.session.should_compress(tokens + margin).await,
+                    Ok(true)
+                )
+            {
+                self.start_pending(gateway, upstream.clone());
+            }
+        }
+        self.prepared(upstream, continuity, compressed, engine_error)
+    }
+
+    fn prepared(
+        &mut self,
+        upstream: Arc<Vec<Message>>,
+        continuity: Continuity,
+        compressed: bool,
+        engine_error: Option<String>,
+    ) -> Prepared {
         self.record.engine = self.session.engine().to_string();
         self.record.updated_at = unix_now();
         Prepared {
@@ -480,13 +550,21 @@ impl Live {
             }
         });
         self.record.last_prompt_tokens = usage.prompt_tokens;
-        if let Err(error) = self.session.record_usage(usage).await {
+        if self.preparing() {
+            self.queued_usage.push(usage);
+        } else if let Err(error) = self.session.record_usage(usage).await {
             self.failed(gateway, &error);
         }
     }
 
     /// After the last call of a request: asks the engine whether the next one must compress.
     pub async fn finished(&mut self, gateway: &Gateway) {
+        if self.pending.is_some() {
+            // One is being prepared (or ready): the next request takes it in.
+            self.record.engine = self.session.engine().to_string();
+            self.record.updated_at = unix_now();
+            return;
+        }
         match self
             .session
             .should_compress(self.record.last_prompt_tokens)
@@ -503,6 +581,8 @@ impl Live {
 
     /// Runs one of the engine's tools for the model; a failure becomes the tool's answer.
     pub async fn run_tool(&mut self, gateway: &Gateway, name: &str, arguments: &str) -> String {
+        // The engine answers once it is done preparing a compression.
+        self.settle_pending(None).await;
         let args: Value = serde_json::from_str(arguments)
             .unwrap_or_else(|_| Value::String(arguments.to_string()));
         self.record.stats.engine_tool_calls += 1;

@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod auth;
+pub mod background;
 pub mod chat;
 pub mod conversation;
 pub mod error;

@@ -34,6 +34,8 @@ pub enum Trigger {
     Preflight,
     /// `should_compress` on the prompt tokens the provider reported for the previous call.
     Threshold,
+    /// Prepared in the background when the session neared its threshold, taken in here.
+    Background,
 }
 
 /// One compression, as `/ctxhost/sessions/{id}` shows it.
@@ -89,6 +91,9 @@ pub struct Stats {
     /// Of those, tokens written to the provider's prompt cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Compressions prepared in the background and taken in.
+    #[serde(default)]
+    pub background_compressions: u64,
     /// Compressions not applied because they would have saved too little
     /// (`serve.cache.min_tokens_saved`).
     #[serde(default)]
@@ -133,6 +138,9 @@ pub struct SessionRecord {
     pub compress_next: bool,
     /// The prompt tokens of the last model call (reported, else counted).
     pub last_prompt_tokens: u64,
+    /// A compression being prepared in the background.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<super::background::PendingInfo>,
     /// A compression was deferred for saving too little: none is tried again until what goes
     /// upstream reaches this many tokens (0: none deferred).
     #[serde(default)]
@@ -156,6 +164,7 @@ impl SessionRecord {
             compress_next: false,
             last_prompt_tokens: 0,
             deferred_until_tokens: 0,
+            pending: None,
             stats: Stats::default(),
             compressions: Vec::new(),
             created_at: now,

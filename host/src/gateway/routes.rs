@@ -246,6 +246,7 @@ async fn show_session(
     value["view_covers"] = json!(record.conversation.covered());
     value["pending_splices"] = json!(record.conversation.pending_splices());
     value["compress_next"] = json!(record.compress_next);
+    value["pending"] = json!(record.pending);
     value["last_prompt_tokens"] = json!(record.last_prompt_tokens);
     value["created_at"] = json!(record.created_at);
     value["compressions"] = serde_json::to_value(&record.compressions).unwrap_or_default();

@@ -34,6 +34,8 @@ pub struct ServeSettings {
     pub database: DatabaseSettings,
     /// Keeping the provider's prompt cache warm.
     pub cache: CacheSettings,
+    /// Compressions prepared in the background.
+    pub compaction: CompactionSettings,
 }
 
 impl Default for ServeSettings {
@@ -48,6 +50,32 @@ impl Default for ServeSettings {
             state: None,
             database: DatabaseSettings::default(),
             cache: CacheSettings::default(),
+            compaction: CompactionSettings::default(),
+        }
+    }
+}
+
+/// `serve.compaction`: compressions prepared before they are needed, so no turn waits for a
+/// summarizer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactionSettings {
+    /// Prepare compressions in the background (else each runs on the request that needs it).
+    pub background: bool,
+    /// How near the threshold a session is when its next request starts one, as a share of
+    /// the window: the engine is asked whether it would compress with this many more tokens.
+    pub margin: f64,
+    /// Seconds a request waits for a compression still being prepared before it goes upstream
+    /// with the last view (when that fits the window; it waits on otherwise).
+    pub wait_seconds: f64,
+}
+
+impl Default for CompactionSettings {
+    fn default() -> Self {
+        CompactionSettings {
+            background: true,
+            margin: 0.1,
+            wait_seconds: 2.0,
         }
     }
 }
@@ -200,6 +228,7 @@ impl ServeSettings {
                 "limits.shutdown_grace_seconds",
                 self.limits.shutdown_grace_seconds,
             ),
+            ("compaction.wait_seconds", self.compaction.wait_seconds),
             (
                 "database.connect_timeout_seconds",
                 self.database.connect_timeout_seconds,
@@ -212,6 +241,12 @@ impl ServeSettings {
             if !(seconds.is_finite() && seconds > 0.0) {
                 return Err(fault(key, "must be a positive number of seconds"));
             }
+        }
+        if !(self.compaction.margin.is_finite() && (0.0..1.0).contains(&self.compaction.margin)) {
+            return Err(fault(
+                "compaction.margin",
+                "must be a share of the window, from 0 to below 1",
+            ));
         }
         if self.database.pool_size == 0 {
             return Err(fault("database.pool_size", "must be at least 1"));

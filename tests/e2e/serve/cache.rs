@@ -93,7 +93,8 @@ fn a_compression_that_saves_too_little_waits_while_the_history_still_fits() {
     let sandbox = Sandbox::new();
     // Far more than any compression here saves: every one that is not needed is deferred.
     sandbox.write_config(
-        "model:\n  context_length: 16000\nserve:\n  cache:\n    min_tokens_saved: 1000000\n",
+        "model:\n  context_length: 16000\nserve:\n  cache:\n    min_tokens_saved: 1000000\n  \
+         compaction:\n    background: false\n",
     );
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let client = reqwest::blocking::Client::new();

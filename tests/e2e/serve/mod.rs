@@ -1,6 +1,7 @@
 //! `ctxhost serve`: the gateway, driven over real HTTP on 127.0.0.1 against a scripted upstream.
 
 mod anthropic;
+mod background;
 mod basics;
 mod cache;
 mod clients;

@@ -19,6 +19,9 @@ fn a_recorded_session_compresses_where_ctxhost_run_says() {
         "config.yaml",
         &std::fs::read_to_string(workspace_root().join("config.yaml")).unwrap(),
     );
+    // As `ctxhost run` does: each compression on the request that needs it.
+    let set = sandbox.ctxhost(&["config", "set", "serve.compaction.background", "false"]);
+    assert!(set.success(), "{}", set.stderr);
     sandbox.write_json("session.json", &Value::Array(transcript.clone()));
     let run = sandbox.ctxhost(&["run", "session.json", "--json"]);
     assert!(run.success(), "{}", run.stderr);

@@ -8,7 +8,10 @@ use ctxhost_tests::upstream::{completion, reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
-const CONFIG: &str = "model:\n  context_length: 16000\n";
+/// Compressions run on the request that needs them (none prepared in the background), so two
+/// gateways fed the same turns compress at the same requests.
+const CONFIG: &str =
+    "model:\n  context_length: 16000\nserve:\n  compaction:\n    background: false\n";
 
 /// A gateway in a fresh sandbox whose upstream answers with the session's recorded replies.
 fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
@@ -55,11 +58,11 @@ fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
 #[test]
 fn a_restarted_gateway_on_postgresql_sends_the_same_view_byte_for_byte() {
     let url = Postgres::database("restart");
-    restart_keeps_the_view(&format!("serve:\n  state: {url}\n"));
+    restart_keeps_the_view(&format!("  state: {url}\n"));
 }
 
 /// Drives a session up to just past its first compression through a gateway whose state is
-/// configured by `state_config`, restarts it, and checks the next upstream request against one
+/// configured by `state_config` (lines of `serve:`), restarts it, and checks the next upstream request against one
 /// from a gateway that never restarted.
 fn restart_keeps_the_view(state_config: &str) {
     let messages = long_session()[..140].to_vec();
