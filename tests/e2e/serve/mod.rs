@@ -6,4 +6,5 @@ mod clients;
 mod engine_tools;
 mod failures;
 mod replay;
+mod responses;
 mod state;

@@ -99,7 +99,10 @@ fn restart_keeps_the_view(state_config: &str) {
         "postgres"
     };
     let (status, health) = gateway.get_json("/healthz", None);
-    assert_eq!((status, &health["store"]["backend"]), (200, &json!(backend)));
+    assert_eq!(
+        (status, &health["store"]["backend"]),
+        (200, &json!(backend))
+    );
     let indices = calls(&messages);
     for index in &indices[..request - 1] {
         send(&client, &gateway.base_url(), &messages[..*index]);
