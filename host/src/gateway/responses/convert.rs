@@ -214,3 +214,84 @@ fn rebuild(message: &Message, kinds: &mut HashMap<String, String>) -> Vec<Value>
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input() -> Value {
+        json!([
+            {"role": "user", "content": "list the files"},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be terse"},
+             {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "exec_command",
+             "arguments": "{\"cmd\":\"ls\"}", "status": "completed"},
+            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "ok"},
+            {"type": "message", "role": "assistant", "id": "msg_1",
+             "content": [{"type": "output_text", "text": "done", "annotations": []}]},
+        ])
+    }
+
+    #[test]
+    fn items_go_back_as_they_came() {
+        let messages = to_messages(Some(&json!("sys")), &input()).unwrap();
+        let roles: Vec<&str> = messages.iter().map(Message::role).collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "developer",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant"
+            ]
+        );
+        assert_eq!(messages[3].tool_calls().len(), 2);
+        let back = from_messages(&messages);
+        assert_eq!(back.instructions, Some(json!("sys")));
+        assert_eq!(back.input, input());
+    }
+
+    #[test]
+    fn a_string_input_stays_a_string() {
+        let messages = to_messages(None, &json!("hello")).unwrap();
+        let back = from_messages(&messages);
+        assert_eq!((back.instructions, back.input), (None, json!("hello")));
+    }
+
+    #[test]
+    fn a_changed_turn_is_rebuilt_and_a_replaced_one_takes_its_reasoning_along() {
+        let mut messages = to_messages(None, &input()).unwrap();
+        messages[2].set_text("[summarized]");
+        messages[3].set_text("[cleared]");
+        let back = from_messages(&messages).input;
+        let items = back.as_array().unwrap();
+        // The output the engine cleared is rebuilt with its call's type...
+        assert!(
+            items.contains(&json!({"type": "function_call_output", "call_id": "c1",
+                                       "output": "[cleared]"}))
+        );
+        // ... and the custom call keeps its own type.
+        assert!(items
+            .iter()
+            .any(|i| i["type"] == "custom_tool_call" && i["call_id"] == "c2"));
+        // A turn replaced by a summary leaves no reasoning behind.
+        messages.splice(2..5, [Message::user("summary")]);
+        let back = from_messages(&messages).input;
+        assert!(!back.to_string().contains("rs_1"), "{back}");
+    }
+
+    #[test]
+    fn input_that_is_not_items_is_located() {
+        let error = to_messages(None, &json!([{"role": "user", "content": "hi"}, 7])).unwrap_err();
+        assert_eq!(error.to_string(), "input[1]: an item must be a JSON object");
+        assert!(to_messages(None, &json!(42)).is_err());
+    }
+}

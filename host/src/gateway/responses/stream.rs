@@ -141,6 +141,8 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
         let rounds = gateway.settings.limits.tool_rounds.max(1);
         let mut response = Some(first);
         let mut round_number = 0u32;
+        // The client knows the response by the id it was opened with, whichever round ends it.
+        let mut opened_id = Value::Null;
         'rounds: loop {
             round_number += 1;
             let Some(upstream) = response.take() else { break };
@@ -176,6 +178,9 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
                     gateway.upstream_error(live, "stream");
                     yield Ok(out.frame(data));
                     break 'rounds;
+                }
+                if opened_id.is_null() && OPENS.contains(&data["type"].as_str().unwrap_or_default()) {
+                    opened_id = data["response"]["id"].clone();
                 }
                 if let Some(data) = round.rewrite(data, engine_names, &mut next_client_index, round_number == 1) {
                     yield Ok(out.frame(data));
@@ -242,6 +247,9 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
                 }
             }
             end["response"]["output"] = Value::Array(visible.clone());
+            if !opened_id.is_null() {
+                end["response"]["id"] = opened_id.clone();
+            }
             if let Some(total) = usage.total() {
                 end["response"]["usage"] = total;
             }
