@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Uri};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::Message;
@@ -26,8 +26,8 @@ use tokio::sync::OwnedMutexGuard;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::turn::{
-    begin_turn, engine_tools, relay, session_name, with_session_headers, Called, Step, ToolRounds,
-    TurnRequest,
+    begin_turn, engine_tools, json_answer, session_name, with_session_headers, Called, Step,
+    ToolRounds, TurnRequest,
 };
 use super::Gateway;
 use usage::{parse_usage, UsageSum};
@@ -316,15 +316,5 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
     }
     live.finished(&gateway).await;
     gateway.save_then_release(guard);
-    let mut response = relay(
-        reqwest::StatusCode::OK,
-        relayed,
-        &session_headers,
-        Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
-    );
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
+    Ok(json_answer(relayed, &session_headers, &answer))
 }
