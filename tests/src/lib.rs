@@ -26,6 +26,7 @@ pub mod fake_provider;
 pub mod gateway;
 pub mod postgres;
 pub mod python;
+pub mod responses_upstream;
 pub mod upstream;
 
 pub fn workspace_root() -> PathBuf {

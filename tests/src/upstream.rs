@@ -117,6 +117,14 @@ impl FakeUpstream {
             .collect()
     }
 
+    /// The Responses API requests received, in order.
+    pub fn responses_requests(&self) -> Vec<Recorded> {
+        self.received()
+            .into_iter()
+            .filter(|r| r.path.starts_with("/v1/responses"))
+            .collect()
+    }
+
     /// Waits until a client has gone away from a stream or a hung request (bounded, so a
     /// broken gateway fails the test instead of hanging it).
     pub fn wait_abandoned(&self) -> bool {

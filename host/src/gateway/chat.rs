@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Uri};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
@@ -19,8 +19,8 @@ use tokio::sync::OwnedMutexGuard;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::turn::{
-    answer_calls, begin_turn, engine_tools, event_stream, relay, session_name, split_calls,
-    with_session_headers, Called, ReleaseOnDrop, Step, ToolRounds, TurnRequest,
+    answer_calls, begin_turn, engine_tools, event_stream, json_answer, session_name, split_calls,
+    with_session_headers, Called, ReleaseOnDrop, Step, StreamBudget, ToolRounds, TurnRequest,
 };
 use super::upstream::read_body;
 use super::Gateway;
@@ -335,17 +335,7 @@ async fn complete(
     }
     live.finished(&gateway).await;
     gateway.save_then_release(guard);
-    let mut response = relay(
-        reqwest::StatusCode::OK,
-        relayed,
-        &session_headers,
-        Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
-    );
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
+    Ok(json_answer(relayed, &session_headers, &answer))
 }
 
 /// One tool call being streamed.
@@ -535,8 +525,7 @@ async fn stream(
         let mut usage = UsageSum::default();
         let mut next_client_index = 0usize;
         let mut meta: Option<Value> = None;
-        let limit = gateway.settings.limits.max_response_bytes;
-        let mut received = 0u64;
+        let mut budget = StreamBudget::new(&gateway);
         let rounds = gateway.settings.limits.tool_rounds.max(1);
         let mut response = Some(first);
         let mut round_number = 0u32;
@@ -547,28 +536,13 @@ async fn stream(
             let mut events = upstream.bytes_stream().eventsource();
             let mut done = false;
             while let Some(event) = events.next().await {
-                let event = match event {
+                let event = match budget.take(&gateway, live, event) {
                     Ok(event) => event,
                     Err(error) => {
-                        let error = GatewayError::new(
-                            ErrorKind::BadGateway,
-                            format!("the upstream's stream broke off: {error}"),
-                        );
-                        gateway.upstream_error(live, "stream");
                         yield Ok::<_, Infallible>(sse(&error.body()));
                         break 'rounds;
                     }
                 };
-                received += event.data.len() as u64;
-                if received > limit {
-                    let error = GatewayError::new(
-                        ErrorKind::BadGateway,
-                        format!("the upstream's response is over serve.limits.max_response_bytes ({limit} bytes)"),
-                    );
-                    gateway.upstream_error(live, "too_large");
-                    yield Ok(sse(&error.body()));
-                    break 'rounds;
-                }
                 if event.data.trim() == "[DONE]" {
                     done = true;
                     break;
@@ -652,7 +626,7 @@ async fn stream(
                         Ok(next) => {
                             let status = next.status();
                             gateway.upstream_error(live, &status.as_u16().to_string());
-                            let body = read_body(next, limit).await.unwrap_or_default();
+                            let body = read_body(next, budget.limit).await.unwrap_or_default();
                             let error = serde_json::from_slice::<Value>(&body)
                                 .ok()
                                 .filter(|v| v.get("error").is_some())

@@ -54,7 +54,7 @@ impl ErrorKind {
         }
     }
 
-    fn type_and_code(&self) -> (&'static str, &'static str) {
+    pub fn type_and_code(&self) -> (&'static str, &'static str) {
         match self {
             ErrorKind::BadRequest => ("invalid_request_error", "invalid_request"),
             ErrorKind::Unauthorized => ("invalid_request_error", "invalid_gateway_token"),

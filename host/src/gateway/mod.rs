@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod models;
 pub mod record;
 mod request_body;
+pub mod responses;
 pub mod routes;
 pub mod settings;
 pub mod store;

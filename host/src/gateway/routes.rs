@@ -25,6 +25,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+        .route("/v1/responses", post(super::responses::responses))
         .route("/v1/models", get(models))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))

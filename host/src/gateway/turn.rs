@@ -191,6 +191,70 @@ pub fn relay(
     with_session_headers(response, session_headers)
 }
 
+/// A whole answer: `answer` as JSON, status 200, with the upstream's headers and the session's.
+pub fn json_answer(
+    upstream_headers: HeaderMap,
+    session_headers: &HeaderMap,
+    answer: &Value,
+) -> Response {
+    let mut response = relay(
+        reqwest::StatusCode::OK,
+        upstream_headers,
+        session_headers,
+        Bytes::from(serde_json::to_vec(answer).unwrap_or_default()),
+    );
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// What the upstream may stream for one request, over all of its rounds:
+/// `serve.limits.max_response_bytes` of event data.
+pub struct StreamBudget {
+    received: u64,
+    pub limit: u64,
+}
+
+impl StreamBudget {
+    pub fn new(gateway: &Gateway) -> Self {
+        StreamBudget {
+            received: 0,
+            limit: gateway.settings.limits.max_response_bytes,
+        }
+    }
+
+    /// Takes in one upstream event: a stream that broke off or went over the budget is the
+    /// gateway's error, counted against the session.
+    pub fn take<E: std::fmt::Display>(
+        &mut self,
+        gateway: &Gateway,
+        live: &mut Live,
+        event: Result<eventsource_stream::Event, E>,
+    ) -> Result<eventsource_stream::Event, GatewayError> {
+        let event = event.map_err(|error| {
+            gateway.upstream_error(live, "stream");
+            GatewayError::new(
+                ErrorKind::BadGateway,
+                format!("the upstream's stream broke off: {error}"),
+            )
+        })?;
+        self.received += event.data.len() as u64;
+        if self.received > self.limit {
+            gateway.upstream_error(live, "too_large");
+            return Err(GatewayError::new(
+                ErrorKind::BadGateway,
+                format!(
+                    "the upstream's response is over serve.limits.max_response_bytes ({} bytes)",
+                    self.limit
+                ),
+            ));
+        }
+        Ok(event)
+    }
+}
+
 /// A streamed answer's hold on its session: saved and released when the stream is done with
 /// it, finished or dropped by a client that left.
 pub struct ReleaseOnDrop {

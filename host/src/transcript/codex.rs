@@ -76,7 +76,7 @@ pub(super) fn looks_like(first: &Value) -> bool {
 
 /// How an item joins the conversation.
 #[derive(PartialEq)]
-enum Part {
+pub(crate) enum Part {
     /// Part of an assistant message (reasoning, its text, its calls).
     Assistant,
     /// A message of its own (a user or developer turn, a call's output).
@@ -85,8 +85,17 @@ enum Part {
     Skip,
 }
 
-fn part(item: &Value) -> Part {
-    match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+/// An item's type; a bare `{role, content}` (the Responses API's short form) is a message.
+fn item_type(item: &Value) -> &str {
+    match item.get("type").and_then(Value::as_str) {
+        Some(kind) => kind,
+        None if item.get("role").is_some() => "message",
+        None => "",
+    }
+}
+
+pub(crate) fn part(item: &Value) -> Part {
+    match item_type(item) {
         "message" if item.get("role").and_then(Value::as_str) == Some("assistant") => {
             Part::Assistant
         }
@@ -203,7 +212,7 @@ fn convert(members: &[&Value]) -> Vec<Message> {
 }
 
 /// Responses API items as messages: assistant items in a row become one message.
-fn items(items: &[&Value]) -> Vec<Message> {
+pub(crate) fn items(items: &[&Value]) -> Vec<Message> {
     let mut messages = Vec::new();
     let mut assistant: Vec<&Value> = Vec::new();
     for item in items {
@@ -276,7 +285,7 @@ fn assistant_turn(items: &[&Value]) -> Message {
 
 fn single_message(item: &Value) -> Message {
     let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
-    if field("type") != "message" {
+    if item_type(item) != "message" {
         return Message::tool_result(field("call_id"), output_text(item.get("output")));
     }
     let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
@@ -411,7 +420,7 @@ fn new_meta(instructions: Option<&str>, bare: bool, timestamp: Option<&Value>) -
 
 /// A line rebuilt from a message: a whole line (a session line, a kept reasoning line) or an
 /// item to wrap.
-enum Rebuilt {
+pub(crate) enum Rebuilt {
     Line(Value),
     Item(Value),
 }
@@ -445,23 +454,42 @@ fn rebuild(run: &Run, kinds: &mut HashMap<String, String>) -> Vec<Rebuilt> {
                     meta.unwrap_or_else(|| new_meta(Some(&text), bare, None)),
                 ));
             }
-            "assistant" => {
-                assistant_items(message, &originals, &original_messages, kinds, &mut out)
-            }
-            "tool" => {
-                let id = message.tool_call_id().unwrap_or_default();
-                let kind = match kinds.get(id).map(String::as_str) {
-                    Some("custom_tool_call") => "custom_tool_call_output",
-                    _ => "function_call_output",
-                };
-                out.push(Rebuilt::Item(json!({
-                    "type": kind, "call_id": id, "output": message.content_text()
-                })));
-            }
-            role => out.push(Rebuilt::Item(json!({
-                "type": "message", "role": role, "content": content_items(message, "input_text")
-            }))),
+            _ => out.extend(message_items(
+                message,
+                &originals,
+                &original_messages,
+                kinds,
+            )),
         }
+    }
+    out
+}
+
+/// A user, developer, assistant or tool message as Responses items: an assistant's reasoning
+/// (the original lines of `originals` when it did not change), text and calls (with the item
+/// type each call had, remembered in `kinds` for its output).
+pub(crate) fn message_items(
+    message: &Message,
+    originals: &[&Value],
+    original_messages: &[Message],
+    kinds: &mut HashMap<String, String>,
+) -> Vec<Rebuilt> {
+    let mut out = Vec::new();
+    match message.role() {
+        "assistant" => assistant_items(message, originals, original_messages, kinds, &mut out),
+        "tool" => {
+            let id = message.tool_call_id().unwrap_or_default();
+            let kind = match kinds.get(id).map(String::as_str) {
+                Some("custom_tool_call") => "custom_tool_call_output",
+                _ => "function_call_output",
+            };
+            out.push(Rebuilt::Item(json!({
+                "type": kind, "call_id": id, "output": message.content_text()
+            })));
+        }
+        role => out.push(Rebuilt::Item(json!({
+            "type": "message", "role": role, "content": content_items(message, "input_text")
+        }))),
     }
     out
 }

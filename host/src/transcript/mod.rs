@@ -5,7 +5,7 @@
 
 mod anthropic;
 mod claude_code;
-mod codex;
+pub(crate) mod codex;
 mod hermes;
 mod jsonl;
 mod openai;

@@ -8,4 +8,5 @@ mod clients;
 mod engine_tools;
 mod failures;
 mod replay;
+mod responses;
 mod state;

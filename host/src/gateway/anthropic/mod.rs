@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, Uri};
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
@@ -24,8 +24,8 @@ use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::live::{Live, Prepared};
 use super::settings::CacheBreakpoints;
 use super::turn::{
-    begin_turn, engine_tools, relay, session_name, with_session_headers, Called, Step, ToolRounds,
-    TurnRequest,
+    begin_turn, engine_tools, json_answer, relay, session_name, with_session_headers, Called, Step,
+    ToolRounds, TurnRequest,
 };
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
@@ -367,17 +367,7 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
     }
     live.finished(&gateway).await;
     gateway.save_then_release(guard);
-    let mut response = relay(
-        reqwest::StatusCode::OK,
-        relayed,
-        &session_headers,
-        Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
-    );
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
+    Ok(json_answer(relayed, &session_headers, &answer))
 }
 
 /// `POST /v1/messages/count_tokens`: relayed as the client sent it (the session's view is not

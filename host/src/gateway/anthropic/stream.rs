@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use super::convert;
 use super::{is_engine_call, parse_usage, Exchange, UsageSum};
 use crate::gateway::error::{ErrorKind, GatewayError};
-use crate::gateway::turn::{answer_calls, event_stream, split_calls, Called, ReleaseOnDrop};
+use crate::gateway::turn::{
+    answer_calls, event_stream, split_calls, Called, ReleaseOnDrop, StreamBudget,
+};
 use crate::gateway::upstream::read_body;
 
 fn event(name: &str, data: &Value) -> Bytes {
@@ -195,8 +197,7 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
         let mut visible: Vec<Value> = Vec::new();
         let mut usage = UsageSum::default();
         let mut next_client_index = 0usize;
-        let limit = gateway.settings.limits.max_response_bytes;
-        let mut received = 0u64;
+        let mut budget = StreamBudget::new(&gateway);
         let rounds = gateway.settings.limits.tool_rounds.max(1);
         let mut response = Some(first);
         let mut round_number = 0u32;
@@ -206,28 +207,13 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
             let mut round = StreamedRound::default();
             let mut events = upstream.bytes_stream().eventsource();
             while let Some(next) = events.next().await {
-                let next = match next {
+                let next = match budget.take(&gateway, live, next) {
                     Ok(next) => next,
                     Err(error) => {
-                        let error = GatewayError::new(
-                            ErrorKind::BadGateway,
-                            format!("the upstream's stream broke off: {error}"),
-                        );
-                        gateway.upstream_error(live, "stream");
                         yield Ok::<_, Infallible>(error_event(&error));
                         break 'rounds;
                     }
                 };
-                received += next.data.len() as u64;
-                if received > limit {
-                    let error = GatewayError::new(
-                        ErrorKind::BadGateway,
-                        format!("the upstream's response is over serve.limits.max_response_bytes ({limit} bytes)"),
-                    );
-                    gateway.upstream_error(live, "too_large");
-                    yield Ok(error_event(&error));
-                    break 'rounds;
-                }
                 let Ok(data) = serde_json::from_str::<Value>(&next.data) else {
                     continue;
                 };
@@ -291,7 +277,7 @@ pub(super) async fn stream(exchange: Exchange) -> Result<Response, GatewayError>
                             Ok(next) => {
                                 let status = next.status();
                                 gateway.upstream_error(live, &status.as_u16().to_string());
-                                let body = read_body(next, limit).await.unwrap_or_default();
+                                let body = read_body(next, budget.limit).await.unwrap_or_default();
                                 let error = serde_json::from_slice::<Value>(&body)
                                     .ok()
                                     .filter(|v| v["type"] == "error")
