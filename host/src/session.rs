@@ -188,6 +188,9 @@ pub struct Session {
     services: Arc<HostServicesImpl>,
     model: String,
     context_length: u64,
+    /// Messages this session's engines wrote (in an output, not in its input) that are still
+    /// in the context: the output contract's newest-user-message rule does not protect them.
+    written: Vec<Message>,
     /// Keeps a temporary state directory alive as long as the session.
     _state: Option<tempfile::TempDir>,
 }
@@ -224,6 +227,7 @@ impl Session {
             services: parts.services,
             model: parts.model,
             context_length: parts.context_length,
+            written: Vec::new(),
             _state: parts.state,
         }
     }
@@ -358,6 +362,7 @@ impl Session {
         let error = match result {
             Ok(output) => match self.check(&messages, &output) {
                 Ok(()) => {
+                    self.remember_written(&messages, &output);
                     let mut report = self.last_compression().await;
                     // Engines that do not time themselves get the host's measure.
                     if let Some(report) = report.as_mut().filter(|r| r.elapsed_ms == 0.0) {
@@ -388,16 +393,31 @@ impl Session {
         }
     }
 
-    /// What the host enforces of the output contract on every compression: the structure
-    /// (valid UTF-8, no shadowed field, a valid sequence, not empty, system prompt first, known
-    /// roles) and no growth in tokens. The newest-user-message rule stays with the engines'
-    /// own tests for now: the built-in compressor folds its own earlier summary (a user
-    /// message) into the next one when a long tool loop follows it.
+    /// The whole output contract, on every compression: the structure (valid UTF-8, no
+    /// shadowed field, a valid sequence, not empty, system prompt first, known roles), the
+    /// newest user message kept, and no growth in tokens. A user message this session's
+    /// engines wrote (a summary between head and tail) is theirs to fold into the next one;
+    /// so is a summary of the built-in compressor's from before this session (a transcript
+    /// compressed earlier), which it recognises as its own.
     fn check(&self, input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
         contract::check_structure(input, output)?;
+        contract::check_newest_user(input, output, |message| {
+            self.written.contains(message) || ctxhost_compressor::is_own_summary(message)
+        })?;
         contract::check_size(input, output, |list| {
             self.services.tokens().count_messages(list)
         })
+    }
+
+    /// Records the user messages an accepted compression wrote (only user messages matter to
+    /// the contract), forgetting those that left the context.
+    fn remember_written(&mut self, input: &[Message], output: &[Message]) {
+        self.written.retain(|message| output.contains(message));
+        for message in output.iter().filter(|m| m.is_user()) {
+            if !self.written.contains(message) && !input.contains(message) {
+                self.written.push(message.clone());
+            }
+        }
     }
 
     /// The engine's report of its last compression.

@@ -14,6 +14,7 @@ mod loading;
 mod output;
 mod picker;
 mod plugins_cmd;
+mod project_trust;
 mod registry;
 mod run;
 mod serve;
