@@ -17,7 +17,7 @@ use crate::isolation::protocol::{Init, Loaded, Purpose};
 use crate::isolation::{HostPluginSettings, Isolation};
 use crate::plugins::{
     discover, inspect, refused, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
-    RootKind,
+    ReadManifest, RootKind,
 };
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
@@ -525,7 +525,7 @@ impl Engines {
     /// library that aborts while it loads is reported instead of ending the host.
     fn load(&self, candidate: &Candidate) -> Result<PluginLibrary, Warning> {
         let probe = |candidate: &Candidate, library: &Path| self.probe_once(candidate, library);
-        let probe: Option<&dyn Fn(&Candidate, &Path) -> Result<Manifest, Problem>> =
+        let probe: Option<ReadManifest> =
             (!self.in_child && self.child_program.is_some()).then_some(&probe);
         let inspection = self.inspect_with(candidate.clone(), false, Loader::InProcess { probe });
         let warning = |problem: Problem| Warning {
@@ -539,9 +539,9 @@ impl Engines {
         };
         match inspection.loaded {
             Err(problem) => Err(warning(problem)),
-            Ok(_) => inspection.in_process.ok_or_else(|| {
-                warning(Problem::new(ProblemKind::LoadFailed, "not loaded".into()))
-            }),
+            Ok(_) => inspection
+                .in_process
+                .ok_or_else(|| warning(Problem::new(ProblemKind::LoadFailed, "not loaded".into()))),
         }
     }
 
@@ -586,7 +586,11 @@ impl Engines {
 
     /// What the library at `library` declares, read by a child process that loads it: a
     /// library that aborts, crashes or hangs while loading is one problem naming the plugin.
-    pub fn read_manifest(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
+    pub fn read_manifest(
+        &self,
+        candidate: &Candidate,
+        library: &Path,
+    ) -> Result<Manifest, Problem> {
         let purpose = Purpose::Manifest {
             library: library.to_path_buf(),
         };
@@ -612,10 +616,12 @@ impl Engines {
     fn probe_once(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
         static PROBED: std::sync::Mutex<Vec<(PathBuf, Manifest)>> =
             std::sync::Mutex::new(Vec::new());
-        let known = PROBED
-            .lock()
-            .ok()
-            .and_then(|probed| probed.iter().find(|(p, _)| p == library).map(|(_, m)| m.clone()));
+        let known = PROBED.lock().ok().and_then(|probed| {
+            probed
+                .iter()
+                .find(|(p, _)| p == library)
+                .map(|(_, m)| m.clone())
+        });
         if let Some(manifest) = known {
             return Ok(manifest);
         }
@@ -631,7 +637,12 @@ impl Engines {
     /// `validate_settings`, so no store is opened and no directory is made. Only settings errors
     /// are errors; an engine that cannot be loaded is not checked.
     pub fn check_settings(&self, config: &Config, name: &str) -> Result<(), ConfigError> {
-        let engines = Engines::new(config.clone(), self.home.clone(), self.services.clone());
+        let mut checked_config = config.clone();
+        // The config about to be written is the same project's: as trusted as this one.
+        if let Some(why) = self.config.project_untrusted() {
+            checked_config.distrust_project(why);
+        }
+        let engines = Engines::new(checked_config, self.home.clone(), self.services.clone());
         if name == BUILT_IN_ENGINE {
             // The compressor's constructor only reads its settings.
             return match engines.compressor() {

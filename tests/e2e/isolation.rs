@@ -224,12 +224,17 @@ fn a_plugin_that_aborts_while_loading_is_one_line_in_list_info_doctor_and_run() 
             "{mode}: {}",
             list.stdout
         );
-        assert!(list.stdout.contains("window"), "{mode}: the listing goes on");
+        assert!(
+            list.stdout.contains("window"),
+            "{mode}: the listing goes on"
+        );
 
         let info = sandbox.ctxhost_with_env(&["plugins", "info", "hostile"], &env);
         assert!(info.success(), "{mode}: {}", info.stderr);
         assert!(
-            info.stdout.lines().any(|l| l.starts_with("problem") && l.contains("aborted")),
+            info.stdout
+                .lines()
+                .any(|l| l.starts_with("problem") && l.contains("aborted")),
             "{mode}: {}",
             info.stdout
         );
@@ -244,13 +249,20 @@ fn a_plugin_that_aborts_while_loading_is_one_line_in_list_info_doctor_and_run() 
             "{mode}: {}",
             doctor.stdout
         );
-        assert!(doctor.stdout.contains("ok       window:"), "{mode}: {}", doctor.stdout);
+        assert!(
+            doctor.stdout.contains("ok       window:"),
+            "{mode}: {}",
+            doctor.stdout
+        );
 
         let run = sandbox.ctxhost_with_env(&["run", path.to_str().unwrap(), "--json"], &env);
         assert_eq!(run.code, Some(3), "{mode}: {}", run.stderr);
         assert_eq!(run.json()["runs"][0]["engine"], "compressor", "{mode}");
         assert_eq!(
-            run.stderr_lines().into_iter().filter(names_the_crash).count(),
+            run.stderr_lines()
+                .into_iter()
+                .filter(names_the_crash)
+                .count(),
             1,
             "{mode}: {}",
             run.stderr

@@ -34,7 +34,12 @@ fn an_untrusted_projects_plugin_runs_nowhere_until_the_project_is_trusted() {
     let (sandbox, transcript) = echo_project();
 
     let run = run_in_project(&sandbox, &transcript);
-    assert_eq!(run.code, Some(3), "not the engine asked for: {}", run.stderr);
+    assert_eq!(
+        run.code,
+        Some(3),
+        "not the engine asked for: {}",
+        run.stderr
+    );
     assert_eq!(run.json()["runs"][0]["engine"], "compressor");
     let line = run
         .stderr_lines()
@@ -55,7 +60,10 @@ fn an_untrusted_projects_plugin_runs_nowhere_until_the_project_is_trusted() {
         .find(|l| l.contains("echo:"))
         .unwrap_or_else(|| panic!("doctor says nothing of echo: {}", doctor.stdout));
     assert!(echo_line.contains("ctxhost trust"), "{echo_line}");
-    assert!(!echo_line.contains("status and compress work"), "{echo_line}");
+    assert!(
+        !echo_line.contains("status and compress work"),
+        "{echo_line}"
+    );
 
     let trust = sandbox.ctxhost_in_project(&["trust"], &[]);
     assert!(trust.success(), "{}", trust.stderr);
@@ -78,11 +86,21 @@ fn an_untrusted_projects_plugin_runs_nowhere_until_the_project_is_trusted() {
         doctor.stdout
     );
 
-    // Any change to the config (or the plugins beside it) untrusts the project again.
+    // ctxhost's own edits keep the trust; any other change to the config (or the plugins
+    // beside it) untrusts the project again.
+    let set = sandbox.ctxhost_in_project(&["config", "set", "model.context_length", "12000"], &[]);
+    assert!(set.success(), "{}", set.stderr);
+    let run = run_in_project(&sandbox, &transcript);
+    assert_eq!(run.json()["runs"][0]["engine"], "echo", "{}", run.stderr);
+
     sandbox.write_config("context:\n  engine: echo\nmodel:\n  context_length: 9000\n");
     let run = run_in_project(&sandbox, &transcript);
     assert_eq!(run.json()["runs"][0]["engine"], "compressor");
-    assert!(run.stderr.contains("changed since you trusted it"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("changed since you trusted it"),
+        "{}",
+        run.stderr
+    );
     assert!(sandbox.ctxhost_in_project(&["trust"], &[]).success());
     std::fs::write(sandbox.plugin_dir("echo").join("notes.txt"), "new file").unwrap();
     let run = run_in_project(&sandbox, &transcript);
@@ -98,7 +116,12 @@ fn an_untrusted_projects_plugin_runs_nowhere_until_the_project_is_trusted() {
         &["--config", "config.yaml", "run", &transcript, "--json"],
         &[],
     );
-    assert_eq!(named.json()["runs"][0]["engine"], "echo", "{}", named.stderr);
+    assert_eq!(
+        named.json()["runs"][0]["engine"],
+        "echo",
+        "{}",
+        named.stderr
+    );
 }
 
 #[test]
@@ -118,7 +141,10 @@ fn an_untrusted_project_config_sends_no_credential_anywhere() {
 
     let run = sandbox.ctxhost_in_project(&["compress", "--force", transcript], &token);
     assert!(run.success(), "{}", run.stderr);
-    assert!(server.requests().is_empty(), "an untrusted config sent a request");
+    assert!(
+        server.requests().is_empty(),
+        "an untrusted config sent a request"
+    );
     let warnings: Vec<&str> = run
         .stderr_lines()
         .into_iter()
@@ -160,10 +186,12 @@ fn the_checkout_ctxhost_was_built_from_is_trusted_without_asking() {
         .unwrap();
     let run = Run::from(run);
     assert!(run.success(), "{}", run.stderr);
-    let built_here = ctxhost_tests::binary()
-        .canonicalize()
-        .unwrap()
-        .starts_with(ctxhost_tests::workspace_root().join("target").canonicalize().unwrap());
+    let built_here = ctxhost_tests::binary().canonicalize().unwrap().starts_with(
+        ctxhost_tests::workspace_root()
+            .join("target")
+            .canonicalize()
+            .unwrap(),
+    );
     let expected = if built_here { "enabled" } else { "untrusted" };
     assert_eq!(listed_state(&run, "window"), expected, "{}", run.stdout);
 }

@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use clap::Args;
 use ctxhost::isolation::child;
 use ctxhost::isolation::protocol::{Init, Loaded, Purpose, Ready, Reply, WireError};
-use ctxhost_plugin_host::load_library;
 use ctxhost::{Config, Engines};
+use ctxhost_plugin_host::load_library;
 
 #[derive(Debug, Args)]
 pub struct EngineChildArgs {

@@ -3,9 +3,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use clap::Args;
-use ctxhost::config::project::{self, Origin, Record, Standing, Store, Trusted};
+use ctxhost::config::project::{self, Origin, Standing, Store, Trusted};
 use ctxhost::home;
 
 use super::GlobalArgs;
@@ -51,15 +51,7 @@ pub fn run(global: &GlobalArgs, args: &TrustArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let sha256 =
-        project::fingerprint(&config).with_context(|| format!("cannot read {}", config.display()))?;
-    store.projects.insert(
-        key.clone(),
-        Record {
-            sha256: sha256.clone(),
-        },
-    );
-    store.write(&home)?;
+    let sha256 = project::record(&config, &home)?;
     println!(
         "trusted {} (sha256 {}…, with its plugins): its plugins load and its credentials are used until it changes (recorded in {})",
         key.display(),

@@ -72,7 +72,9 @@ pub enum Untrusted {
 pub enum StoreError {
     #[error("{path}: {reason}")]
     Io { path: String, reason: String },
-    #[error("{path}: not a trusted-projects file ({reason}); remove it and trust your projects again")]
+    #[error(
+        "{path}: not a trusted-projects file ({reason}); remove it and trust your projects again"
+    )]
     Invalid { path: String, reason: String },
 }
 
@@ -174,6 +176,31 @@ pub fn standing(config: &Path, origin: Origin, home: &Path) -> Standing {
         Ok(actual) if actual == record.sha256 => Standing::Trusted(Trusted::Recorded),
         _ => Standing::Untrusted(Untrusted::Changed),
     }
+}
+
+/// Whether `config` is recorded as trusted and has not changed since.
+pub fn is_recorded(config: &Path, home: &Path) -> bool {
+    let Ok(store) = Store::read(home) else {
+        return false;
+    };
+    store
+        .projects
+        .get(&key(config))
+        .is_some_and(|record| fingerprint(config).is_ok_and(|actual| actual == record.sha256))
+}
+
+/// Records `config` (as it is now, with its plugin tree) as trusted; returns its hash.
+pub fn record(config: &Path, home: &Path) -> Result<String, StoreError> {
+    let mut store = Store::read(home)?;
+    let sha256 = fingerprint(config).map_err(|error| io_error(config, error))?;
+    store.projects.insert(
+        key(config),
+        Record {
+            sha256: sha256.clone(),
+        },
+    );
+    store.write(home)?;
+    Ok(sha256)
 }
 
 /// Whether `config` sits at the root of the cargo checkout the running executable was built

@@ -67,18 +67,19 @@ impl Problem {
     }
 }
 
+/// Reads the manifest of `candidate`'s library (the path) in another process.
+pub type ReadManifest<'a> = &'a dyn Fn(&Candidate, &Path) -> Result<Manifest, Problem>;
+
 /// How an inspection reads the library's manifest, once the user's approvals allow loading it.
 pub enum Loader<'a> {
     /// Not at all: approvals and files only.
     Skip,
     /// In this process (the engine's own process, or a plugin trusted to run in the host's),
     /// after `probe` (when given) loaded it once in another process.
-    InProcess {
-        probe: Option<&'a dyn Fn(&Candidate, &Path) -> Result<Manifest, Problem>>,
-    },
+    InProcess { probe: Option<ReadManifest<'a>> },
     /// By another process: loading runs the plugin's code, and a library that aborts while it
     /// loads must not take the asking command down.
-    Isolated(&'a dyn Fn(&Candidate, &Path) -> Result<Manifest, Problem>),
+    Isolated(ReadManifest<'a>),
 }
 
 /// Everything learned about one plugin directory.
@@ -141,13 +142,7 @@ pub fn inspect(
         in_process: None,
         candidate,
     };
-    inspection.loaded = check(
-        &mut inspection,
-        trust,
-        untrusted,
-        always_hash,
-        loader,
-    );
+    inspection.loaded = check(&mut inspection, trust, untrusted, always_hash, loader);
     inspection
 }
 
@@ -191,8 +186,8 @@ fn check(
     let mut opened = None;
     if needs_hash {
         let mut file = std::fs::File::open(&library).map_err(unreadable)?;
-        let hash = trust::tree_sha256(&candidate.dir, Some((&library, &mut file)))
-            .map_err(|error| {
+        let hash =
+            trust::tree_sha256(&candidate.dir, Some((&library, &mut file))).map_err(|error| {
                 Problem::new(
                     ProblemKind::Unreadable,
                     format!("cannot read {}: {error}", candidate.dir.display()),

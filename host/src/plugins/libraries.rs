@@ -48,10 +48,7 @@ pub fn foreign_libraries(library: &Path, plugin_dir: &Path) -> std::io::Result<V
     let Ok(elf) = goblin::elf::Elf::parse(&bytes) else {
         return Ok(Vec::new());
     };
-    let origin = library
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let origin = library.parent().map(Path::to_path_buf).unwrap_or_default();
     let own = [resolved(plugin_dir), resolved(&origin)];
     let system = system_dirs();
     let allowed = |path: &Path| {
@@ -65,9 +62,16 @@ pub fn foreign_libraries(library: &Path, plugin_dir: &Path) -> std::io::Result<V
                 .replace("${ORIGIN}", &origin.to_string_lossy())
                 .replace("$ORIGIN", &origin.to_string_lossy());
             // An empty entry is the working directory: as foreign as it gets.
-            if expanded.is_empty() || !Path::new(&expanded).is_absolute() || !allowed(Path::new(&expanded)) {
+            if expanded.is_empty()
+                || !Path::new(&expanded).is_absolute()
+                || !allowed(Path::new(&expanded))
+            {
                 found.push(Foreign::SearchPath {
-                    entry: if entry.is_empty() { "the working directory".into() } else { entry.to_string() },
+                    entry: if entry.is_empty() {
+                        "the working directory".into()
+                    } else {
+                        entry.to_string()
+                    },
                     kind,
                 });
             }

@@ -180,7 +180,10 @@ fn approve(app: &App, inspection: &Inspection) -> anyhow::Result<(String, String
         bail!("plugin '{name}' has no library to approve");
     };
     let unreadable = |error: std::io::Error| {
-        anyhow::anyhow!("cannot read {}: {error}", inspection.candidate.dir.display())
+        anyhow::anyhow!(
+            "cannot read {}: {error}",
+            inspection.candidate.dir.display()
+        )
     };
     let mut file = std::fs::File::open(library).map_err(unreadable)?;
     let checksum =
