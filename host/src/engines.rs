@@ -200,14 +200,7 @@ impl Engines {
         name: &str,
         data_root: &Path,
     ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
-        let candidates = discover(&self.plugin_roots());
-        let candidate = candidates
-            .iter()
-            .find(|c| c.name == name)
-            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
-        let library = self
-            .load(candidate)
-            .map_err(|warning| EngineError::failed(warning.summary))?;
+        let library = self.load_named(name)?;
         let setup = self.setup(name, self.config.engine_section(name), data_root);
         std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
             EngineError::failed(format!(
@@ -223,16 +216,20 @@ impl Engines {
     /// In an isolated engine's process: checks plugin `name`'s settings (its
     /// `validate_settings`: nothing is opened or created).
     pub fn validate_for_child(&self, name: &str) -> Result<(), EngineError> {
+        let library = self.load_named(name)?;
+        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
+        library.validate_settings(self.services.clone(), setup)
+    }
+
+    /// Loads plugin `name` into this process, under the user's approvals.
+    fn load_named(&self, name: &str) -> Result<PluginLibrary, EngineError> {
         let candidates = discover(&self.plugin_roots());
         let candidate = candidates
             .iter()
             .find(|c| c.name == name)
             .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
-        let library = self
-            .load(candidate)
-            .map_err(|warning| EngineError::failed(warning.summary))?;
-        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
-        library.validate_settings(self.services.clone(), setup)
+        self.load(candidate)
+            .map_err(|warning| EngineError::failed(warning.summary))
     }
 
     pub fn config(&self) -> &Config {

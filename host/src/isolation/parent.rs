@@ -65,7 +65,13 @@ impl ProcessEngine {
         spec: ChildSpec,
         services: Arc<HostServicesImpl>,
     ) -> Result<(Self, Ready), EngineError> {
-        let mut engine = ProcessEngine {
+        let mut engine = Self::new(spec, services);
+        let ready = engine.spawn()?;
+        Ok((engine, ready))
+    }
+
+    fn new(spec: ChildSpec, services: Arc<HostServicesImpl>) -> Self {
+        ProcessEngine {
             name: spec.init.name.clone(),
             spec,
             services,
@@ -75,9 +81,7 @@ impl ProcessEngine {
             breaker_open_until: None,
             breaker_trips: 0,
             shipped: Vec::new(),
-        };
-        let ready = engine.spawn()?;
-        Ok((engine, ready))
+        }
     }
 
     /// Starts a child for a one-off question ([`Purpose`](super::protocol::Purpose) other than
@@ -88,17 +92,7 @@ impl ProcessEngine {
         services: Arc<HostServicesImpl>,
         op: &str,
     ) -> Result<T, EngineError> {
-        let mut engine = ProcessEngine {
-            name: spec.init.name.clone(),
-            spec,
-            services,
-            child: None,
-            replay: Vec::new(),
-            failures: 0,
-            breaker_open_until: None,
-            breaker_trips: 0,
-            shipped: Vec::new(),
-        };
+        let mut engine = Self::new(spec, services);
         engine.launch()?;
         let init = serde_json::to_value(&engine.spec.init).unwrap_or_default();
         engine.exchange_line(init, op)
