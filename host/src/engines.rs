@@ -7,13 +7,18 @@ use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
 use ctxhost_plugin_host::PluginLibrary;
-use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, ModelInfo};
+use ctxhost_sdk::{
+    ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, Manifest, ModelInfo,
+};
 
 use crate::config::{Config, ConfigError, BUILT_IN_ENGINE};
 use crate::isolation::parent::{ChildSpec, ProcessEngine};
-use crate::isolation::protocol::Init;
+use crate::isolation::protocol::{Init, Loaded, Purpose};
 use crate::isolation::{HostPluginSettings, Isolation};
-use crate::plugins::{discover, inspect, Candidate, Inspection, PluginRoot, ProblemKind, RootKind};
+use crate::plugins::{
+    discover, inspect, refused, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
+    ReadManifest, RootKind,
+};
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
 
@@ -82,8 +87,10 @@ pub enum State {
     Active,
     /// Usable: loads and is allowed to.
     Enabled,
-    /// Installed under the user's home, not approved yet.
+    /// Installed under the user's home, not approved yet (or approved by an older version).
     Installed,
+    /// A plugin of a project the user has not trusted (`ctxhost trust`).
+    Untrusted,
     /// Turned off by `ctxhost plugins disable`.
     Disabled,
     /// Cannot be used; the listing says why.
@@ -98,7 +105,8 @@ impl State {
         match problem {
             None if selected => State::Active,
             None => State::Enabled,
-            Some(ProblemKind::NotEnabled) => State::Installed,
+            Some(ProblemKind::NotEnabled | ProblemKind::StaleApproval) => State::Installed,
+            Some(ProblemKind::UntrustedProject) => State::Untrusted,
             Some(ProblemKind::Disabled) => State::Disabled,
             Some(_) => State::Broken,
         }
@@ -109,6 +117,7 @@ impl State {
             State::Active => "active",
             State::Enabled => "enabled",
             State::Installed => "installed",
+            State::Untrusted => "untrusted",
             State::Disabled => "disabled",
             State::Broken => "broken",
             State::Shadowed => "shadowed",
@@ -191,14 +200,7 @@ impl Engines {
         name: &str,
         data_root: &Path,
     ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
-        let candidates = discover(&self.plugin_roots());
-        let candidate = candidates
-            .iter()
-            .find(|c| c.name == name)
-            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
-        let library = self
-            .load(candidate)
-            .map_err(|warning| EngineError::failed(warning.summary))?;
+        let library = self.load_named(name)?;
         let setup = self.setup(name, self.config.engine_section(name), data_root);
         std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
             EngineError::failed(format!(
@@ -209,6 +211,25 @@ impl Engines {
         let version = library.manifest().version.clone();
         let engine = library.instantiate(self.services.clone(), setup)?;
         Ok((Box::new(engine), version))
+    }
+
+    /// In an isolated engine's process: checks plugin `name`'s settings (its
+    /// `validate_settings`: nothing is opened or created).
+    pub fn validate_for_child(&self, name: &str) -> Result<(), EngineError> {
+        let library = self.load_named(name)?;
+        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
+        library.validate_settings(self.services.clone(), setup)
+    }
+
+    /// Loads plugin `name` into this process, under the user's approvals.
+    fn load_named(&self, name: &str) -> Result<PluginLibrary, EngineError> {
+        let candidates = discover(&self.plugin_roots());
+        let candidate = candidates
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
+        self.load(candidate)
+            .map_err(|warning| EngineError::failed(warning.summary))
     }
 
     pub fn config(&self) -> &Config {
@@ -496,9 +517,15 @@ impl Engines {
             .join(", ")
     }
 
+    /// Loads plugin `candidate` into this process. Outside an isolated engine's own process,
+    /// the library is first loaded once in a child (when this host can start one), so a
+    /// library that aborts while it loads is reported instead of ending the host.
     fn load(&self, candidate: &Candidate) -> Result<PluginLibrary, Warning> {
-        let inspection = inspect(candidate.clone(), &self.config.trust, false);
-        inspection.loaded.map_err(|problem| Warning {
+        let probe = |candidate: &Candidate, library: &Path| self.probe_once(candidate, library);
+        let probe: Option<ReadManifest> =
+            (!self.in_child && self.child_program.is_some()).then_some(&probe);
+        let inspection = self.inspect_with(candidate.clone(), false, Loader::InProcess { probe });
+        let warning = |problem: Problem| Warning {
             summary: format!(
                 "plugin '{}' ({}): {}",
                 candidate.name,
@@ -506,15 +533,43 @@ impl Engines {
                 problem.summary
             ),
             detail: problem.detail,
-        })
+        };
+        match inspection.loaded {
+            Err(problem) => Err(warning(problem)),
+            Ok(_) => inspection
+                .in_process
+                .ok_or_else(|| warning(Problem::new(ProblemKind::LoadFailed, "not loaded".into()))),
+        }
+    }
+
+    fn inspect_with(&self, candidate: Candidate, always_hash: bool, loader: Loader) -> Inspection {
+        inspect(
+            candidate,
+            &self.config.trust,
+            self.config.project_untrusted(),
+            always_hash,
+            loader,
+        )
+    }
+
+    /// Inspects `candidate`, reading its manifest in a child process (in this process only for
+    /// a program embedding the host that set no `ctxhost` binary to run children).
+    fn inspect_listed(&self, candidate: Candidate, always_hash: bool) -> Inspection {
+        let read = |candidate: &Candidate, library: &Path| self.read_manifest(candidate, library);
+        let loader = match self.child_program {
+            Some(_) if !self.in_child => Loader::Isolated(&read),
+            _ => Loader::InProcess { probe: None },
+        };
+        self.inspect_with(candidate, always_hash, loader)
     }
 
     /// Every plugin directory resolution can see, inspected under the user's approvals, in
-    /// resolution order. `always_hash` computes every library's checksum.
+    /// resolution order (manifests read in child processes). `always_hash` computes every
+    /// plugin directory's hash.
     pub fn inspect_plugins(&self, always_hash: bool) -> Vec<Inspection> {
         discover(&self.plugin_roots())
             .into_iter()
-            .map(|candidate| inspect(candidate, &self.config.trust, always_hash))
+            .map(|candidate| self.inspect_listed(candidate, always_hash))
             .collect()
     }
 
@@ -523,7 +578,55 @@ impl Engines {
         discover(&self.plugin_roots())
             .into_iter()
             .find(|c| c.name == name)
-            .map(|candidate| inspect(candidate, &self.config.trust, always_hash))
+            .map(|candidate| self.inspect_listed(candidate, always_hash))
+    }
+
+    /// What the library at `library` declares, read by a child process that loads it: a
+    /// library that aborts, crashes or hangs while loading is one problem naming the plugin.
+    pub fn read_manifest(
+        &self,
+        candidate: &Candidate,
+        library: &Path,
+    ) -> Result<Manifest, Problem> {
+        let purpose = Purpose::Manifest {
+            library: library.to_path_buf(),
+        };
+        let spec = self
+            .child_spec(&candidate.name, &self.data_root(), purpose)
+            .map_err(|warning| Problem::new(ProblemKind::LoadFailed, warning.summary))?;
+        match ProcessEngine::ask::<Loaded>(spec, self.services.clone(), "load") {
+            Ok(Loaded::Manifest(manifest)) => Ok(manifest),
+            Ok(Loaded::Refused {
+                kind,
+                summary,
+                detail,
+            }) => Err(refused(library, kind, &summary, &detail)),
+            Err(error) => Err(Problem::new(
+                ProblemKind::LoadFailed,
+                error.message().to_string(),
+            )),
+        }
+    }
+
+    /// [`read_manifest`](Self::read_manifest), once per library per process: what loaded in a
+    /// child before is not asked again.
+    fn probe_once(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
+        static PROBED: std::sync::Mutex<Vec<(PathBuf, Manifest)>> =
+            std::sync::Mutex::new(Vec::new());
+        let known = PROBED.lock().ok().and_then(|probed| {
+            probed
+                .iter()
+                .find(|(p, _)| p == library)
+                .map(|(_, m)| m.clone())
+        });
+        if let Some(manifest) = known {
+            return Ok(manifest);
+        }
+        let manifest = self.read_manifest(candidate, library)?;
+        if let Ok(mut probed) = PROBED.lock() {
+            probed.push((library.to_path_buf(), manifest.clone()));
+        }
+        Ok(manifest)
     }
 
     /// Checks that engine `name` accepts its settings in `config` (a config about to be
@@ -531,7 +634,12 @@ impl Engines {
     /// `validate_settings`, so no store is opened and no directory is made. Only settings errors
     /// are errors; an engine that cannot be loaded is not checked.
     pub fn check_settings(&self, config: &Config, name: &str) -> Result<(), ConfigError> {
-        let engines = Engines::new(config.clone(), self.home.clone(), self.services.clone());
+        let mut checked_config = config.clone();
+        // The config about to be written is the same project's: as trusted as this one.
+        if let Some(why) = self.config.project_untrusted() {
+            checked_config.distrust_project(why);
+        }
+        let engines = Engines::new(checked_config, self.home.clone(), self.services.clone());
         if name == BUILT_IN_ENGINE {
             // The compressor's constructor only reads its settings.
             return match engines.compressor() {
@@ -539,14 +647,37 @@ impl Engines {
                 _ => Ok(()),
             };
         }
-        let Some(inspection) = engines.inspect_plugin(name, false) else {
+        let Some(candidate) = discover(&engines.plugin_roots())
+            .into_iter()
+            .find(|c| c.name == name)
+        else {
             return Ok(());
         };
-        let Ok(library) = &inspection.loaded else {
+        let allowed = engines.inspect_with(candidate.clone(), false, Loader::Skip);
+        if allowed.loaded.as_ref().err().map(|p| p.kind) != Some(ProblemKind::NotLoaded) {
             return Ok(());
+        }
+        // The engine's own code judges its settings: in a child, like any plugin code the
+        // host runs only to ask something.
+        let checked = match self.child_program.clone() {
+            Some(program) if !self.in_child => {
+                let mut engines = engines;
+                engines.child_program = Some(program);
+                engines
+                    .child_spec(name, &engines.data_root(), Purpose::ValidateSettings)
+                    .map_err(|warning| EngineError::failed(warning.summary))
+                    .and_then(|spec| {
+                        ProcessEngine::ask::<serde_json::Value>(
+                            spec,
+                            self.services.clone(),
+                            "validate_settings",
+                        )
+                        .map(drop)
+                    })
+            }
+            _ => engines.validate_for_child(name),
         };
-        let setup = engines.setup(name, config.engine_section(name), &engines.data_root());
-        match library.validate_settings(self.services.clone(), setup) {
+        match checked {
             Err(error) => match settings_error(config, name, &error) {
                 Some(error) => Err(error),
                 None => Ok(()),
@@ -560,34 +691,12 @@ impl Engines {
         self.registered.iter().any(|r| r.name == name)
     }
 
-    /// Builds plugin engine `name` from an inspected, loadable library (for `plugins info` and
-    /// `doctor`, which check settings and list tools).
-    pub fn instantiate(&self, inspection: &Inspection) -> Result<Box<dyn ContextEngine>, String> {
-        let library = inspection.loaded.as_ref().map_err(|p| p.summary.clone())?;
-        let name = inspection.candidate.name.as_str();
-        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
-        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
-            format!(
-                "cannot create its data directory {}: {error}",
-                setup.data_dir.display()
-            )
-        })?;
-        library
-            .instantiate(self.services.clone(), setup)
-            .map(|engine| Box::new(engine) as Box<dyn ContextEngine>)
-            .map_err(|error| match self.settings_error(name, &error) {
-                Some(error) => error.to_string(),
-                None => format!("failed to start: {error}"),
-            })
-    }
-
     fn start_plugin(
         &self,
         candidate: &Candidate,
         data_root: &Path,
         forced: Option<Isolation>,
     ) -> Result<Started, Failure> {
-        let library = self.load(candidate).map_err(Failure::Other)?;
         let name = candidate.name.as_str();
         let host = self.config.plugin_host_settings(name);
         let isolation = forced.or(host.isolation).unwrap_or(match candidate.root {
@@ -595,8 +704,23 @@ impl Engines {
             RootKind::ConfigDir => Isolation::InProcess,
         });
         if isolation == Isolation::Process && !self.in_child {
-            return self.start_isolated(candidate, &library, data_root, &host);
+            // The child loads the library; here only the approvals are checked.
+            let allowed = self.inspect_with(candidate.clone(), false, Loader::Skip);
+            return match allowed.loaded {
+                Err(problem) if problem.kind != ProblemKind::NotLoaded => {
+                    Err(Failure::Other(Warning {
+                        summary: format!(
+                            "plugin '{name}' ({}): {}",
+                            candidate.dir.display(),
+                            problem.summary
+                        ),
+                        detail: problem.detail,
+                    }))
+                }
+                _ => self.start_isolated(candidate, allowed.library, data_root, &host),
+            };
         }
+        let library = self.load(candidate).map_err(Failure::Other)?;
         let setup = self.setup(name, self.config.engine_section(name), data_root);
         if let Err(error) = std::fs::create_dir_all(&setup.data_dir) {
             return Err(Failure::Other(Warning {
@@ -631,41 +755,21 @@ impl Engines {
     fn start_isolated(
         &self,
         candidate: &Candidate,
-        library: &PluginLibrary,
+        library: Option<PathBuf>,
         data_root: &Path,
         host: &HostPluginSettings,
     ) -> Result<Started, Failure> {
         let name = candidate.name.as_str();
-        let program = match &self.child_program {
-            Some(program) => program.clone(),
-            None => std::env::current_exe().map_err(|error| {
-                Failure::Other(Warning {
-                    summary: format!(
-                        "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
-                    ),
-                    detail: None,
-                })
-            })?,
-        };
-        let spec = ChildSpec {
-            program,
-            init: Init {
-                config_text: self.config.text().to_string(),
-                config_source: self.config.source.clone(),
-                home: self.home.clone(),
-                name: name.to_string(),
-                data_root: data_root.to_path_buf(),
-                verbose: true,
-            },
-            timeout: std::time::Duration::from_secs_f64(host.timeout),
-            memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
-        };
+        let mut spec = self
+            .child_spec(name, data_root, Purpose::Engine)
+            .map_err(Failure::Other)?;
+        spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
         match ProcessEngine::start(spec, self.services.clone()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {
                     root: candidate.root,
-                    library: library.path().to_path_buf(),
+                    library: library.unwrap_or_else(|| candidate.dir.clone()),
                 },
                 version: ready.version,
                 engine: Box::new(engine),
@@ -678,6 +782,41 @@ impl Engines {
                 })),
             },
         }
+    }
+
+    /// How to start a child process for plugin `name`: this config, `purpose`, the plugin's
+    /// memory limit, and (for one-off questions) a deadline of at most a minute.
+    fn child_spec(
+        &self,
+        name: &str,
+        data_root: &Path,
+        purpose: Purpose,
+    ) -> Result<ChildSpec, Warning> {
+        let program = match &self.child_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe().map_err(|error| Warning {
+                summary: format!(
+                    "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
+                ),
+                detail: None,
+            })?,
+        };
+        let host = self.config.plugin_host_settings(name);
+        Ok(ChildSpec {
+            program,
+            init: Init {
+                config_text: self.config.text().to_string(),
+                config_source: self.config.source.clone(),
+                home: self.home.clone(),
+                name: name.to_string(),
+                data_root: data_root.to_path_buf(),
+                verbose: true,
+                project_trusted: self.config.project_trusted(),
+                purpose,
+            },
+            timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),
+            memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
+        })
     }
 
     /// Everything resolution can see: the built-in compressor first, then plugins (each loaded,
@@ -707,11 +846,7 @@ impl Engines {
                 name: name.clone(),
                 source: inspection.candidate.root.label().to_string(),
                 version: inspection.version(),
-                api_level: inspection
-                    .loaded
-                    .as_ref()
-                    .ok()
-                    .map(|l| l.manifest().api_level),
+                api_level: inspection.loaded.as_ref().ok().map(|m| m.api_level),
                 description: inspection.description(),
                 state: State::of(selected, problem.map(|p| p.kind)),
                 problem: problem.map(|p| p.summary.clone()),

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Sessions(command) => cli::sessions::run(&cli.global, command),
         Command::Config(command) => cli::config::run(&cli.global, command),
         Command::Serve(args) => cli::serve::run(&cli.global, args),
+        Command::Trust(args) => cli::trust::run(&cli.global, args),
         Command::EngineChild(args) => cli::engine_child::run(args),
     };
     match result {

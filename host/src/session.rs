@@ -188,6 +188,9 @@ pub struct Session {
     services: Arc<HostServicesImpl>,
     model: String,
     context_length: u64,
+    /// Messages this session's engines wrote (in an output, not in its input) that are still
+    /// in the context: the output contract's newest-user-message rule does not protect them.
+    written: Vec<Message>,
     /// Keeps a temporary state directory alive as long as the session.
     _state: Option<tempfile::TempDir>,
 }
@@ -224,6 +227,7 @@ impl Session {
             services: parts.services,
             model: parts.model,
             context_length: parts.context_length,
+            written: Vec::new(),
             _state: parts.state,
         }
     }
@@ -358,6 +362,7 @@ impl Session {
         let error = match result {
             Ok(output) => match self.check(&messages, &output) {
                 Ok(()) => {
+                    self.remember_written(&messages, &output);
                     let mut report = self.last_compression().await;
                     // Engines that do not time themselves get the host's measure.
                     if let Some(report) = report.as_mut().filter(|r| r.elapsed_ms == 0.0) {
@@ -388,8 +393,25 @@ impl Session {
         }
     }
 
+    /// The whole output contract, on every compression: the structure (valid UTF-8, no
+    /// shadowed field, a valid sequence, not empty, system prompt first, known roles), the
+    /// newest user message kept, and no growth in tokens. A user message this session's
+    /// engines wrote (a summary between head and tail) is theirs to fold into the next one;
+    /// so is a summary of the built-in compressor's from before this session (a transcript
+    /// compressed earlier), which it recognises as its own.
     fn check(&self, input: &[Message], output: &[Message]) -> Result<(), OutputViolation> {
-        check_output(&self.services, input, output)
+        check_output(&self.services, &self.written, input, output)
+    }
+
+    /// Records the user messages an accepted compression wrote (only user messages matter to
+    /// the contract), forgetting those that left the context.
+    fn remember_written(&mut self, input: &[Message], output: &[Message]) {
+        self.written.retain(|message| output.contains(message));
+        for message in output.iter().filter(|m| m.is_user()) {
+            if !self.written.contains(message) && !input.contains(message) {
+                self.written.push(message.clone());
+            }
+        }
     }
 
     /// The engine's report of its last compression.
@@ -491,6 +513,7 @@ impl Session {
         let engine = self.active.engine.clone();
         let name = self.active.name.clone();
         let services = self.services.clone();
+        let written = self.written.clone();
         async move {
             let input = messages.clone();
             let started = std::time::Instant::now();
@@ -508,7 +531,7 @@ impl Session {
             let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
             let result =
                 settle(outcome, &name, "compress".to_string()).and_then(|(output, mut report)| {
-                    check_output(&services, &messages, &output).map_err(|violation| {
+                    check_output(&services, &written, &messages, &output).map_err(|violation| {
                         SessionError::InvalidOutput {
                             engine: name.clone(),
                             violation,
@@ -531,12 +554,15 @@ impl Session {
     /// failure retires the engine for the standby compressor).
     pub fn absorb(&mut self, detached: DetachedCompression) -> Compression {
         match detached.result {
-            Ok((output, report)) => Compression {
-                messages: Arc::new(output),
-                engine: detached.engine,
-                error: None,
-                report,
-            },
+            Ok((output, report)) => {
+                self.remember_written(&detached.input, &output);
+                Compression {
+                    messages: Arc::new(output),
+                    engine: detached.engine,
+                    error: None,
+                    report,
+                }
+            }
             Err(error) => {
                 self.fall_back(error.clone());
                 Compression {
@@ -567,17 +593,17 @@ pub struct DetachedCompression {
     result: Result<(Vec<Message>, Option<CompressionReport>), SessionError>,
 }
 
-/// What the host enforces of the output contract on every compression: the structure (valid
-/// UTF-8, no shadowed field, a valid sequence, not empty, system prompt first, known roles)
-/// and no growth in tokens. The newest-user-message rule stays with the engines' own tests for
-/// now: the built-in compressor folds its own earlier summary (a user message) into the next
-/// one when a long tool loop follows it.
+/// The output contract as the host enforces it on every compression (see `Session::check`).
 fn check_output(
     services: &HostServicesImpl,
+    written: &[Message],
     input: &[Message],
     output: &[Message],
 ) -> Result<(), OutputViolation> {
     contract::check_structure(input, output)?;
+    contract::check_newest_user(input, output, |message| {
+        written.contains(message) || ctxhost_compressor::is_own_summary(message)
+    })?;
     contract::check_size(input, output, |list| services.tokens().count_messages(list))
 }
 

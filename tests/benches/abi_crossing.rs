@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost::isolation::parent::{ChildSpec, ProcessEngine};
-use ctxhost::isolation::protocol::Init;
+use ctxhost::isolation::protocol::{Init, Purpose};
 use ctxhost::services::{HostServicesImpl, LogSink};
 use ctxhost::tokens::TokenCounter;
 use ctxhost_engine_window::WindowEngine;
@@ -83,6 +83,8 @@ fn abi_crossing(c: &mut Criterion) {
                 name: "window".to_string(),
                 data_root: sandbox.path().join("data"),
                 verbose: false,
+                project_trusted: true,
+                purpose: Purpose::Engine,
             },
             timeout: std::time::Duration::from_secs(300),
             memory_limit: None,

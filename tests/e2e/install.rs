@@ -221,10 +221,11 @@ fn install_shipped_installs_and_approves_both_engines_for_a_config_outside_the_c
     let text = std::fs::read_to_string(&config).expect("the home config was written");
     for (name, lib_name) in [("lcm", LCM), ("window", WINDOW)] {
         let installed = sandbox.installed_dir(name).join(file_name(lib_name));
-        let sha256 = ctxhost::plugins::trust::sha256_file(&installed).unwrap();
+        let tree =
+            ctxhost::plugins::trust::tree_sha256(&sandbox.installed_dir(name), None).unwrap();
         assert!(
-            text.contains(&format!("{name}: {sha256}")),
-            "{name} approved by checksum: {text}"
+            text.contains(&format!("{name}: tree-sha256:{tree}")),
+            "{name} approved by the hash of its directory: {text}"
         );
         let row = row(&sandbox.ctxhost(&["plugins", "list", "--json"]), name);
         assert_eq!(row["source"], "user plugin dir", "{row}");

@@ -34,6 +34,8 @@ fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compress
         ("forge", "in_process", "a second `role`"),
         ("grow", "process", "larger than the input"),
         ("grow", "in_process", "larger than the input"),
+        ("drop_user", "process", "newest user message"),
+        ("drop_user", "in_process", "newest user message"),
     ] {
         let sandbox = Sandbox::new();
         sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
@@ -195,4 +197,75 @@ fn a_plugin_whose_name_is_a_path_is_broken_and_writes_nothing_outside_the_home()
     );
     assert!(!sandbox.path().join("outside").exists());
     assert!(!sandbox.home().join("outside").exists());
+}
+
+#[test]
+fn a_plugin_that_aborts_while_loading_is_one_line_in_list_info_doctor_and_run() {
+    let transcript = Value::Array(long_session()[..20].to_vec());
+    for (mode, isolation) in [
+        ("manifest", "process"),
+        ("constructor", "process"),
+        ("manifest", "in_process"),
+        ("constructor", "in_process"),
+    ] {
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+        sandbox.add_plugin("window", "ctxhost_engine_window");
+        sandbox.write_config(&config_in("echo", isolation));
+        let path = sandbox.write_json("t.json", &transcript);
+        let env = [("CTXHOST_HOSTILE_LOAD", mode)];
+        let names_the_crash = |line: &&str| line.contains("hostile") && line.contains("aborted");
+
+        let list = sandbox.ctxhost_with_env(&["plugins", "list"], &env);
+        assert!(list.success(), "{mode}: {}{}", list.stdout, list.stderr);
+        assert_eq!(
+            list.stdout.lines().filter(names_the_crash).count(),
+            1,
+            "{mode}: {}",
+            list.stdout
+        );
+        assert!(
+            list.stdout.contains("window"),
+            "{mode}: the listing goes on"
+        );
+
+        let info = sandbox.ctxhost_with_env(&["plugins", "info", "hostile"], &env);
+        assert!(info.success(), "{mode}: {}", info.stderr);
+        assert!(
+            info.stdout
+                .lines()
+                .any(|l| l.starts_with("problem") && l.contains("aborted")),
+            "{mode}: {}",
+            info.stdout
+        );
+
+        let doctor = sandbox.ctxhost_with_env(&["plugins", "doctor"], &env);
+        assert_eq!(doctor.code, Some(1), "{mode}: {}", doctor.stdout);
+        assert!(
+            doctor
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("problem  hostile:") && l.contains("aborted")),
+            "{mode}: {}",
+            doctor.stdout
+        );
+        assert!(
+            doctor.stdout.contains("ok       window:"),
+            "{mode}: {}",
+            doctor.stdout
+        );
+
+        let run = sandbox.ctxhost_with_env(&["run", path.to_str().unwrap(), "--json"], &env);
+        assert_eq!(run.code, Some(3), "{mode}: {}", run.stderr);
+        assert_eq!(run.json()["runs"][0]["engine"], "compressor", "{mode}");
+        assert_eq!(
+            run.stderr_lines()
+                .into_iter()
+                .filter(names_the_crash)
+                .count(),
+            1,
+            "{mode}: {}",
+            run.stderr
+        );
+    }
 }

@@ -11,6 +11,7 @@ use rexpect::session::spawn_with_options;
 fn picker(sandbox: &Sandbox) -> rexpect::session::PtySession {
     let mut command = Command::new(binary());
     command
+        .args(sandbox.config_args(&[]))
         .arg("plugins")
         .current_dir(sandbox.path())
         .env("CTXHOST_HOME", sandbox.home())

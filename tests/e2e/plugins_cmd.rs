@@ -724,3 +724,99 @@ fn mistyped_plugin_names_get_a_suggestion() {
         );
     }
 }
+
+#[test]
+fn an_approval_covers_every_file_of_the_plugin_directory() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: window\nmodel:\n  context_length: 16000\n");
+    assert!(install_window(&sandbox, &["--enable"]).success());
+    assert_eq!(
+        compressed_by(&sandbox.ctxhost(&["compress", &session()])),
+        "window"
+    );
+    // Not the library: a file beside it, as a library it loads from its own directory would be.
+    std::fs::write(
+        sandbox.installed_dir("window").join("libhelper.so"),
+        "swapped in after the approval",
+    )
+    .unwrap();
+    let run = sandbox.ctxhost(&["compress", &session()]);
+    assert_eq!(compressed_by(&run), "compressor");
+    assert!(
+        run.stderr_lines()[0].contains("changed since it was enabled"),
+        "{}",
+        run.stderr
+    );
+    assert!(sandbox.ctxhost(&["plugins", "enable", "window"]).success());
+    assert_eq!(
+        compressed_by(&sandbox.ctxhost(&["compress", &session()])),
+        "window"
+    );
+}
+
+#[test]
+fn an_approval_written_by_an_older_version_is_stale_until_approved_again() {
+    let sandbox = Sandbox::new();
+    assert!(install_window(&sandbox, &[]).success());
+    let library_sha256 = {
+        use sha2::{Digest, Sha256};
+        let installed = sandbox
+            .installed_dir("window")
+            .join(library("ctxhost_engine_window").file_name().unwrap());
+        format!("{:x}", Sha256::digest(std::fs::read(installed).unwrap()))
+    };
+    sandbox.write_config(&format!(
+        "context:\n  engine: window\nmodel:\n  context_length: 16000\ntrust:\n  enabled:\n    window: {library_sha256}\n"
+    ));
+    let run = sandbox.ctxhost(&["compress", &session()]);
+    assert_eq!(compressed_by(&run), "compressor");
+    let lines: Vec<&str> = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("older ctxhost"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].contains("`ctxhost plugins enable window`"),
+        "{}",
+        lines[0]
+    );
+    let list = sandbox.ctxhost(&["plugins", "list"]);
+    assert!(list.success(), "{}", list.stderr);
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.starts_with("window: ") && l.contains("older ctxhost")),
+        "{}",
+        list.stdout
+    );
+    let enable = sandbox.ctxhost(&["plugins", "enable", "window"]);
+    assert!(enable.success(), "{}", enable.stderr);
+    assert!(sandbox.config_text().contains("window: tree-sha256:"));
+    assert_eq!(
+        compressed_by(&sandbox.ctxhost(&["compress", &session()])),
+        "window"
+    );
+}
+
+#[test]
+fn doctor_flags_a_library_that_searches_for_shared_libraries_outside_its_directory() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: compressor\n");
+    sandbox.add_plugin("foreign-rpath", "ctxhost_fixture_foreign_rpath");
+    sandbox.add_plugin("window", "ctxhost_engine_window");
+    let doctor = sandbox.ctxhost(&["plugins", "doctor"]);
+    assert_eq!(doctor.code, Some(1), "{}", doctor.stdout);
+    let problems: Vec<&str> = doctor
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("problem"))
+        .collect();
+    assert_eq!(problems.len(), 1, "{}", doctor.stdout);
+    assert!(
+        problems[0].starts_with("problem  foreign-rpath: ")
+            && problems[0].contains("/opt/ctxhost-fixture-elsewhere/lib"),
+        "{}",
+        problems[0]
+    );
+}

@@ -352,6 +352,7 @@ fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
             .current_dir(sandbox.path())
             .env("CTXHOST_HOME", sandbox.home())
             .env(KEY_ENV, SECRET)
+            .args(sandbox.config_args(&[]))
             .args(["compress", &path]);
         #[cfg(unix)]
         {

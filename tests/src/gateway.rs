@@ -39,6 +39,7 @@ impl Sandbox {
             .env_remove("CARGO_TARGET_DIR")
             .env_remove("CTXHOST_LOG")
             .envs(env.iter().copied())
+            .args(self.config_args(args))
             .args(["serve", "--listen", "127.0.0.1:0", "--upstream", upstream])
             .args(args)
             .stdin(Stdio::null())

@@ -19,6 +19,7 @@ const PACKAGES: &[&str] = &[
     "ctxhost-fixture-abi-mismatch",
     "ctxhost-fixture-echo",
     "ctxhost-fixture-hostile",
+    "ctxhost-fixture-foreign-rpath",
 ];
 
 pub mod anthropic_upstream;
@@ -246,8 +247,28 @@ impl Sandbox {
     }
 
     /// The `ctxhost` command with this sandbox's config and home, not started yet (for tests
-    /// that watch or kill it while it runs).
+    /// that watch or kill it while it runs). The sandbox's `config.yaml`, when there is one, is
+    /// named with `--config` (which trusts it): tests about untrusted projects use
+    /// [`project_command`](Self::project_command).
     pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.project_command(&[]);
+        command.args(self.config_args(args)).args(args);
+        command
+    }
+
+    /// `--config config.yaml` when this sandbox has a config and `args` name none.
+    pub fn config_args(&self, args: &[&str]) -> Vec<&'static str> {
+        let named = args.iter().any(|a| *a == "--config" || *a == "-c");
+        if self.config_path().is_file() && !named {
+            vec!["--config", "config.yaml"]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The `ctxhost` command run in this sandbox as in a project's directory: its
+    /// `config.yaml` found there, not named (so untrusted until `ctxhost trust`).
+    pub fn project_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(binary());
         command
             .current_dir(self.path())
@@ -255,6 +276,16 @@ impl Sandbox {
             .env_remove("CARGO_TARGET_DIR")
             .args(args);
         command
+    }
+
+    /// Runs `ctxhost` as in a project's directory (see [`project_command`](Self::project_command)).
+    pub fn ctxhost_in_project(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let output = self
+            .project_command(args)
+            .envs(env.iter().copied())
+            .output()
+            .expect("ctxhost runs");
+        Run::from(output)
     }
 
     /// The config file's text.

@@ -30,4 +30,4 @@ mod summary;
 
 pub use compressor::{Compressor, Telemetry};
 pub use settings::Settings;
-pub use summary::SUMMARY_PREFIX;
+pub use summary::{is_summary as is_own_summary, SUMMARY_PREFIX};

@@ -6,9 +6,17 @@
 //!   `content`, `tool_calls`, `tool_call_id`, `name`), `output` is a valid chat sequence, not
 //!   empty when `input` was not, opens with `input`'s system prompt unchanged, and uses only
 //!   chat-format roles or roles `input` used. Breaking it loses or forges the conversation.
+//! - [`check_newest_user`]: the newest user message of `input` that an engine did not write
+//!   itself is in `output`, unchanged. An engine's own summary may be a user message (it
+//!   stands between head and tail), and a later compression folds it into the next summary:
+//!   that summary is the engine's to replace, the user's words are not. Which messages an
+//!   engine wrote is the caller's to say: from what it saw come out of the engine (the host
+//!   tracks it per session), or from the engine itself (the built-in compressor knows its
+//!   own summaries from before a session), never from a plugin's say-so.
 //! - [`check_output`]: the whole contract: the structure, plus the newest user message of
 //!   `input` kept unchanged and `output` costing no more tokens than `input`. The host checks
-//!   it on every compression, for every engine; a violation is an engine failure.
+//!   it on every compression, for every engine (with the messages each session's engines
+//!   wrote exempt); a violation is an engine failure.
 
 use crate::message::{role, Message};
 use crate::sequence::{self, SequenceError};
@@ -40,7 +48,8 @@ pub enum OutputViolation {
         /// The role.
         role: String,
     },
-    /// The input's newest user message is not in the output, unchanged.
+    /// The input's newest user message (that the engine did not write) is not in the output,
+    /// unchanged.
     #[error("the newest user message (input message {index}) is not in the output")]
     NewestUserLost {
         /// Its index in the input.
@@ -118,6 +127,24 @@ pub fn check_fields(output: &[Message]) -> Result<(), OutputViolation> {
     Ok(())
 }
 
+/// The newest user message of `input` for which `written_by_engine` is false is in `output`,
+/// unchanged.
+pub fn check_newest_user(
+    input: &[Message],
+    output: &[Message],
+    written_by_engine: impl Fn(&Message) -> bool,
+) -> Result<(), OutputViolation> {
+    let newest = input
+        .iter()
+        .rposition(|m| m.is_user() && !written_by_engine(m));
+    match newest {
+        Some(index) if !output.contains(&input[index]) => {
+            Err(OutputViolation::NewestUserLost { index })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `output` costs no more tokens than `input`; `count` gives a message list's tokens.
 pub fn check_size(
     input: &[Message],
@@ -139,11 +166,7 @@ pub fn check_output(
     count: impl Fn(&[Message]) -> u64,
 ) -> Result<(), OutputViolation> {
     check_structure(input, output)?;
-    if let Some(index) = input.iter().rposition(Message::is_user) {
-        if !output.contains(&input[index]) {
-            return Err(OutputViolation::NewestUserLost { index });
-        }
-    }
+    check_newest_user(input, output, |_| false)?;
     check_size(input, output, count)
 }
 

@@ -16,7 +16,8 @@ pub struct LoadError {
 }
 
 /// The families of load failure, for callers that react differently to each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LoadErrorKind {
     /// The file is missing or is not a loadable shared library.
     Open,

@@ -292,9 +292,8 @@ fn default_of(app: &App, key: &str) -> Option<Value> {
             .map(|k| edit::parse_value(&k.default)),
         (Some("plugins"), Some(engine), Some(name)) => {
             let inspection = app.engines.inspect_plugin(engine, false)?;
-            let library = inspection.loaded.ok()?;
-            library
-                .manifest()
+            let manifest = inspection.loaded.ok()?;
+            manifest
                 .config_keys
                 .iter()
                 .find(|k| k.key == name)

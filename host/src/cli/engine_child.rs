@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use ctxhost::isolation::child;
-use ctxhost::isolation::protocol::{Init, Ready, Reply, WireError};
+use ctxhost::isolation::protocol::{Init, Loaded, Purpose, Ready, Reply, WireError};
 use ctxhost::{Config, Engines};
+use ctxhost_plugin_host::load_library;
 
 #[derive(Debug, Args)]
 pub struct EngineChildArgs {
@@ -32,14 +33,30 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         .read_line(&mut first)
         .context("reading the engine to start")?;
     let init: Init = serde_json::from_str(&first).context("the host sent no valid start line")?;
+    if let Purpose::Manifest { library } = &init.purpose {
+        // Only the library is needed: no config, no runtime.
+        let loaded = match load_library(library) {
+            Ok(library) => Loaded::Manifest(library.manifest().clone()),
+            Err(error) => Loaded::Refused {
+                kind: error.kind(),
+                summary: error.summary().to_string(),
+                detail: error.detail().to_string(),
+            },
+        };
+        child::send(&mut replies, &Reply::Ok(serde_json::to_value(loaded)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let started = Config::parse(&init.config_text, init.config_source.clone())
+    let engines = Config::parse(&init.config_text, init.config_source.clone())
         .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
-        .and_then(|config| {
+        .and_then(|mut config| {
+            if !init.project_trusted {
+                config.distrust_project(ctxhost::config::project::Untrusted::Never);
+            }
             Engines::for_config(
                 config,
                 init.home.clone(),
@@ -48,10 +65,19 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
             )
             .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
         })
-        .and_then(|mut engines| {
+        .map(|mut engines| {
             engines.as_engine_child();
-            engines.start_for_child(&init.name, &init.data_root)
+            engines
         });
+    if init.purpose == Purpose::ValidateSettings {
+        let reply = match engines.and_then(|e| e.validate_for_child(&init.name)) {
+            Ok(()) => Reply::Ok(serde_json::Value::Null),
+            Err(error) => Reply::Err(WireError::from(&error)),
+        };
+        child::send(&mut replies, &reply)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let started = engines.and_then(|engines| engines.start_for_child(&init.name, &init.data_root));
     let (mut engine, version) = match started {
         Ok(started) => started,
         Err(error) => {

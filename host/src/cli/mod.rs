@@ -14,11 +14,13 @@ pub mod serve;
 pub mod sessions;
 pub mod tokens;
 pub mod tools;
+pub mod trust;
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use ctxhost::config::project::{self, Origin, Standing};
 use ctxhost::engines::Warning;
 use ctxhost::{home, Config, Engines, Session, SessionOptions};
 
@@ -77,6 +79,9 @@ pub enum Command {
     /// Run the gateway: agents point their base URL here, and every session's context is kept
     /// under the window by the configured engine
     Serve(serve::ServeArgs),
+    /// Trust the project config in this directory (./config.yaml): its plugins and the
+    /// credentials it names are used until it changes. `--revoke` takes the trust back
+    Trust(trust::TrustArgs),
     /// The process an isolated engine runs in (started by the host)
     #[command(name = "__engine-child", hide = true)]
     EngineChild(engine_child::EngineChildArgs),
@@ -105,20 +110,38 @@ impl App {
 
     fn build(global: &GlobalArgs, missing_ok: bool) -> anyhow::Result<Self> {
         let home = home::home_dir();
-        let config_path = global
-            .config
-            .clone()
-            .or_else(|| home::default_config_path(&home))
-            .unwrap_or_else(|| home.join(home::CONFIG_FILE));
-        let config = if config_path.is_file() || (global.config.is_some() && !missing_ok) {
+        let (config_path, origin) = config_path(global, &home);
+        let mut config = if config_path.is_file() || (global.config.is_some() && !missing_ok) {
             Config::load(&config_path)?
         } else if missing_ok {
             Config::parse("", Some(config_path.clone()))?
         } else {
             Config::defaults()
         };
+        let origin = if config.source.is_none() {
+            Origin::Defaults
+        } else {
+            origin
+        };
+        if let Standing::Untrusted(why) = project::standing(&config_path, origin, &home) {
+            let ignored = config.distrust_project(why);
+            if !ignored.is_empty() {
+                eprintln!(
+                    "warning: {}; until then its plugins do not load and {} {} not used",
+                    project::how_to_trust(&config_path, why),
+                    ignored.join(", "),
+                    if ignored.len() == 1 { "is" } else { "are" }
+                );
+            }
+        }
         let runtime = runtime()?;
-        let engines = Engines::for_config(config, home, runtime.handle().clone(), global.verbose)?;
+        let mut engines =
+            Engines::for_config(config, home, runtime.handle().clone(), global.verbose)?;
+        // Plugin code the host only asks something of (a manifest, its settings) runs in a
+        // child of this very binary.
+        if let Ok(program) = std::env::current_exe() {
+            engines.set_child_program(program);
+        }
         Ok(App {
             engines,
             config_path,
@@ -164,6 +187,21 @@ impl App {
                 eprintln!("{detail}");
             }
         }
+    }
+}
+
+/// The config file commands use, and where it comes from: `--config FILE`, else
+/// `./config.yaml` (a project's), else the home's (which may not exist yet).
+pub fn config_path(global: &GlobalArgs, home: &std::path::Path) -> (PathBuf, Origin) {
+    if let Some(path) = &global.config {
+        return (path.clone(), Origin::Named);
+    }
+    match home::default_config_path(home) {
+        Some(path) if project::key(&path).parent() == Some(&project::key(home)) => {
+            (path, Origin::Home)
+        }
+        Some(path) => (path, Origin::Project),
+        None => (home.join(home::CONFIG_FILE), Origin::Home),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod edit;
 mod locate;
+pub mod project;
 pub mod write;
 
 use std::collections::BTreeMap;
@@ -36,14 +37,18 @@ pub struct Config {
     pub trust: TrustSection,
     /// `serve.*`: the gateway.
     pub serve: crate::gateway::ServeSettings,
+    /// Whether the config's project (its plugins and credentials) may be used; see
+    /// [`project`]. A config read by a program embedding the host is trusted.
+    project_untrusted: Option<project::Untrusted>,
 }
 
-/// `trust.*`: which plugin libraries the user approved, written by `ctxhost plugins enable`.
-/// Loading a library runs its code, so an approval names the exact file by its checksum.
+/// `trust.*`: which plugins the user approved, written by `ctxhost plugins enable`. Loading a
+/// library runs its code, so an approval names the plugin's exact files by their hash.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrustSection {
-    /// Engine name → sha256 (hex) of the library approved for it.
+    /// Engine name → `tree-sha256:<hex>`, the hash of the plugin directory approved for it
+    /// (a bare sha256 is an older version's approval of the library alone: stale).
     pub enabled: BTreeMap<String, String>,
     /// Engines that never load, even when selected.
     pub disabled: Vec<String>,
@@ -192,6 +197,7 @@ impl Config {
             plugins: file.plugins.unwrap_or_default(),
             trust: file.trust.unwrap_or_default(),
             serve: crate::gateway::ServeSettings::default(),
+            project_untrusted: None,
         };
         config.serve =
             crate::gateway::ServeSettings::from_value(file.serve.as_ref().unwrap_or(&Value::Null))
@@ -273,14 +279,60 @@ impl Config {
             }
         }
         for (name, checksum) in &self.trust.enabled {
-            if checksum.len() != 64 || !checksum.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if crate::plugins::trust::Recorded::parse(checksum).is_none() {
                 return Err(self.error_at(
                     &format!("trust.enabled.{name}"),
-                    "must be the sha256 of the plugin's library (64 hex digits); run `ctxhost plugins enable` to record it",
+                    "must be the hash of the plugin's directory (`tree-sha256:` and 64 hex digits); run `ctxhost plugins enable` to record it",
                 ));
             }
         }
         Ok(())
+    }
+
+    /// Whether the config's project may be used (its plugins load, its credentials are used).
+    pub fn project_trusted(&self) -> bool {
+        self.project_untrusted.is_none()
+    }
+
+    /// Why the config's project is not trusted, when it is not.
+    pub fn project_untrusted(&self) -> Option<project::Untrusted> {
+        self.project_untrusted
+    }
+
+    /// Holds the config to what an untrusted project may do: its plugins do not load, its
+    /// approvals count for nothing, and nothing it names that holds a credential or an
+    /// endpoint is used (the summarizer becomes the offline one; the gateway's key, tokens and
+    /// upstream their defaults). Returns the keys set that are not used.
+    pub fn distrust_project(&mut self, why: project::Untrusted) -> Vec<String> {
+        self.project_untrusted = Some(why);
+        self.trust.enabled.clear();
+        let mut ignored = Vec::new();
+        let summarizer = &self.summarizer;
+        if summarizer.provider != ctxhost_summarizer::Provider::Offline
+            || summarizer.base_url.is_some()
+            || summarizer.api_key_env.is_some()
+        {
+            ignored.push("auxiliary.compression (the offline summarizer runs)".to_string());
+            self.summarizer = SummarizerSettings {
+                cooldown_seconds: self.summarizer.cooldown_seconds,
+                ..SummarizerSettings::default()
+            };
+        }
+        let defaults = crate::gateway::ServeSettings::default();
+        let serve = &mut self.serve;
+        for (key, set) in [
+            ("serve.upstream", serve.upstream != defaults.upstream),
+            ("serve.upstream_key_env", serve.upstream_key_env.is_some()),
+            ("serve.auth", serve.auth != defaults.auth),
+        ] {
+            if set {
+                ignored.push(key.to_string());
+            }
+        }
+        serve.upstream = defaults.upstream;
+        serve.upstream_key_env = None;
+        serve.auth = defaults.auth;
+        ignored
     }
 
     /// The text the config was read from (empty for defaults).

@@ -79,6 +79,9 @@ pub fn update_checked(
     let config = Config::parse(&edited, Some(path.to_path_buf())).map_err(WriteError::Rejected)?;
     check(&config).map_err(WriteError::Rejected)?;
     if edited != text || !path.exists() {
+        // A project the user trusted stays trusted through ctxhost's own edits of it.
+        let home = crate::home::home_dir();
+        let trusted = super::project::is_recorded(path, &home);
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|error| WriteError::Write {
                 path: path.to_path_buf(),
@@ -89,6 +92,12 @@ pub fn update_checked(
             path: path.to_path_buf(),
             error,
         })?;
+        if trusted {
+            super::project::record(path, &home).map_err(|error| WriteError::Write {
+                path: super::project::Store::path(&home),
+                error: std::io::Error::other(error.to_string()),
+            })?;
+        }
     }
     Ok(config)
 }

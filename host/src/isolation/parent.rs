@@ -65,7 +65,13 @@ impl ProcessEngine {
         spec: ChildSpec,
         services: Arc<HostServicesImpl>,
     ) -> Result<(Self, Ready), EngineError> {
-        let mut engine = ProcessEngine {
+        let mut engine = Self::new(spec, services);
+        let ready = engine.spawn()?;
+        Ok((engine, ready))
+    }
+
+    fn new(spec: ChildSpec, services: Arc<HostServicesImpl>) -> Self {
+        ProcessEngine {
             name: spec.init.name.clone(),
             spec,
             services,
@@ -75,12 +81,36 @@ impl ProcessEngine {
             breaker_open_until: None,
             breaker_trips: 0,
             shipped: Vec::new(),
-        };
-        let ready = engine.spawn()?;
-        Ok((engine, ready))
+        }
+    }
+
+    /// Starts a child for a one-off question ([`Purpose`](super::protocol::Purpose) other than
+    /// `Engine`) and returns its one answer; whatever the plugin does while it is asked (abort,
+    /// crash, hang) comes back as an error naming the plugin and the cause, during `op`.
+    pub fn ask<T: DeserializeOwned>(
+        spec: ChildSpec,
+        services: Arc<HostServicesImpl>,
+        op: &str,
+    ) -> Result<T, EngineError> {
+        let mut engine = Self::new(spec, services);
+        engine.launch()?;
+        let init = serde_json::to_value(&engine.spec.init).unwrap_or_default();
+        engine.exchange_line(init, op)
     }
 
     fn spawn(&mut self) -> Result<Ready, EngineError> {
+        self.launch()?;
+        let init = serde_json::to_value(&self.spec.init).unwrap_or_default();
+        let ready: Ready = self.exchange_line(init, "start")?;
+        for request in self.replay.clone() {
+            let op = request.op();
+            let _: Value = self.exchange(request, op)?;
+        }
+        Ok(ready)
+    }
+
+    /// Starts the child process and the threads that read its output.
+    fn launch(&mut self) -> Result<(), EngineError> {
         let mut command = Command::new(&self.spec.program);
         command
             .arg("__engine-child")
@@ -122,13 +152,7 @@ impl ProcessEngine {
             replies,
         });
         self.shipped.clear();
-        let init = serde_json::to_value(&self.spec.init).unwrap_or_default();
-        let ready: Ready = self.exchange_line(init, "start")?;
-        for request in self.replay.clone() {
-            let op = request.op();
-            let _: Value = self.exchange(request, op)?;
-        }
-        Ok(ready)
+        Ok(())
     }
 
     /// Sends one request and reads its reply, starting a child first when none runs.

@@ -20,6 +20,44 @@ pub struct Init {
     /// Where engines keep their data.
     pub data_root: std::path::PathBuf,
     pub verbose: bool,
+    /// Whether the config's project (its plugins and credentials) is trusted: the child
+    /// holds the config to what the host decided.
+    #[serde(default = "trusted")]
+    pub project_trusted: bool,
+    /// What the child is for.
+    #[serde(default)]
+    pub purpose: Purpose,
+}
+
+fn trusted() -> bool {
+    true
+}
+
+/// Why the host starts a child.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// Run the engine and answer its operations.
+    #[default]
+    Engine,
+    /// Load the library and answer with what it declares ([`Loaded`]), then exit: loading
+    /// runs the plugin's code, so listings read manifests here, never in the host.
+    Manifest { library: std::path::PathBuf },
+    /// Check the engine's settings without building it (no store opened), then exit.
+    ValidateSettings,
+}
+
+/// The child's answer to [`Purpose::Manifest`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Loaded {
+    Manifest(ctxhost_sdk::Manifest),
+    /// The loader refused the library (not a plugin, another interface, ...).
+    Refused {
+        kind: ctxhost_plugin_host::LoadErrorKind,
+        summary: String,
+        detail: String,
+    },
 }
 
 /// The child's answer to [`Init`].

@@ -15,7 +15,7 @@ use super::descriptor::{
     executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
 };
 use super::shipped::{self, Origin};
-use super::trust::sha256_file;
+use super::trust::{sha256_file, tree_sha256};
 use super::PluginRoot;
 use crate::config::{edit, BUILT_IN_ENGINE};
 
@@ -230,13 +230,13 @@ fn place(
                 })
             }
             Existing::KeepSameBuild => {
-                if let Some(same) = same_build(manifest, library, &dest, &file_name)? {
+                if same_build(manifest, library, &dest, &file_name)?.is_some() {
                     return Ok(Installed {
                         library: dest.join(&file_name),
                         name,
                         version: version.clone(),
+                        sha256: tree_sha256(&dest, None).map_err(io("read", &dest))?,
                         dir: dest,
-                        sha256: same,
                         replaced: None,
                         built: false,
                         unchanged: true,
@@ -269,12 +269,12 @@ fn place(
         });
     }
     let version = loaded.manifest().version.clone();
-    let sha256 = sha256_file(&staged_library).map_err(io("read", &staged_library))?;
 
     let staged = staging.keep();
     swap_into_place(&staged, &dest, &root.path, &name).inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&staged);
     })?;
+    let sha256 = tree_sha256(&dest, None).map_err(io("read", &dest))?;
     Ok(Installed {
         library: dest.join(&file_name),
         name,

@@ -5,6 +5,7 @@ mod descriptor;
 mod discover;
 pub mod inspect;
 pub mod install;
+pub mod libraries;
 pub mod scaffold;
 pub mod shipped;
 pub mod trust;
@@ -14,7 +15,7 @@ pub use descriptor::{
     DESCRIPTOR_FILE,
 };
 pub use discover::{discover, Candidate, PluginRoot, RootKind};
-pub use inspect::{inspect, Inspection, Problem, ProblemKind};
+pub use inspect::{inspect, refused, Inspection, Loader, Problem, ProblemKind, ReadManifest};
 
 /// Whether `name` can be an engine's name: it becomes a directory under `$CTXHOST_HOME` and a
 /// config key, so only lowercase letters, digits, `-` and `_`, starting with a letter or digit,

@@ -1,9 +1,11 @@
-//! Trust: loading a plugin library runs its code, so the user approves each library by its
-//! checksum (`trust.enabled.<name>` in config.yaml) and the host refuses one that changed.
-//! Plugins beside the config file belong to the user's own project and load without approval,
-//! unless the user approved a particular build (then that build is enforced too).
+//! Trust: loading a plugin library runs its code, so the user approves each plugin by a hash
+//! of its whole directory (`trust.enabled.<name>` in config.yaml: every file's name and
+//! content, so a library the plugin loads from its own directory cannot be swapped either) and
+//! the host refuses one that changed. Plugins beside the config file belong to the user's own
+//! project and load without approval once the project is trusted, unless the user approved a
+//! particular build (then that build is enforced too).
 
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -11,17 +13,52 @@ use sha2::{Digest, Sha256};
 use super::RootKind;
 use crate::config::TrustSection;
 
-/// What the user's approvals say about one plugin library.
+/// How an approval is written in `trust.enabled`: the tree hash, tagged.
+pub const TREE_TAG: &str = "tree-sha256:";
+
+/// What an approval in `trust.enabled` records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// The hash of the plugin's whole directory (see [`tree_sha256`]).
+    Tree(String),
+    /// A bare sha256 of the library alone, as older versions wrote it: it no longer
+    /// approves anything, the plugin must be approved again.
+    LibraryOnly(String),
+}
+
+impl Recorded {
+    /// Reads a `trust.enabled` value; `None` when it is neither form.
+    pub fn parse(value: &str) -> Option<Self> {
+        let is_hex = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+        match value.strip_prefix(TREE_TAG) {
+            Some(hash) if is_hex(hash) => Some(Recorded::Tree(hash.to_ascii_lowercase())),
+            None if is_hex(value) => Some(Recorded::LibraryOnly(value.to_string())),
+            _ => None,
+        }
+    }
+
+    /// The value to record for a tree hash.
+    pub fn value_of(tree_hash: &str) -> String {
+        format!("{TREE_TAG}{tree_hash}")
+    }
+}
+
+/// What the user's approvals say about one plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
-    /// Approved, and the library is the one approved.
+    /// Approved, and the plugin's directory is the one approved.
     Approved,
-    /// A plugin of the user's own project (beside the config file) with no recorded approval.
+    /// A plugin of the user's own (trusted) project, beside the config file, with no recorded
+    /// approval.
     Project,
+    /// A plugin of a project the user has not trusted (`ctxhost trust`).
+    UntrustedProject,
     /// Installed under the user's home but never enabled.
     NotApproved,
-    /// Approved, but the library changed since.
+    /// Approved, but the plugin's directory changed since.
     Changed { approved: String, actual: String },
+    /// Approved by an older ctxhost, whose approval covered only the library.
+    Stale,
     /// Listed in `trust.disabled`.
     Disabled,
 }
@@ -32,32 +69,131 @@ impl Approval {
         matches!(self, Approval::Approved | Approval::Project)
     }
 
-    /// Decides for plugin `name` from `root`, whose library has checksum `actual` (computed
-    /// only when needed, so plugins of the project never cost a hash).
+    /// Decides for plugin `name` from `root`, whose directory hashes to `actual` (computed
+    /// only when needed, so plugins of the project never cost a hash). `project_trusted` says
+    /// whether the config's project is trusted; an untrusted project's approvals count for
+    /// nothing (its config could approve anything).
     pub fn decide(
         name: &str,
         root: RootKind,
         trust: &TrustSection,
+        project_trusted: bool,
         actual: impl FnOnce() -> std::io::Result<String>,
     ) -> std::io::Result<Self> {
         if trust.disabled.iter().any(|d| d == name) {
             return Ok(Approval::Disabled);
         }
-        match trust.enabled.get(name) {
-            Some(approved) => {
+        if root == RootKind::ConfigDir && !project_trusted {
+            return Ok(Approval::UntrustedProject);
+        }
+        let recorded = trust
+            .enabled
+            .get(name)
+            .filter(|_| project_trusted)
+            .and_then(|value| Recorded::parse(value));
+        match recorded {
+            Some(Recorded::Tree(approved)) => {
                 let actual = actual()?;
-                Ok(if actual.eq_ignore_ascii_case(approved) {
+                Ok(if actual.eq_ignore_ascii_case(&approved) {
                     Approval::Approved
                 } else {
-                    Approval::Changed {
-                        approved: approved.clone(),
-                        actual,
-                    }
+                    Approval::Changed { approved, actual }
                 })
             }
+            Some(Recorded::LibraryOnly(_)) => Ok(Approval::Stale),
             None if root == RootKind::ConfigDir => Ok(Approval::Project),
             None => Ok(Approval::NotApproved),
         }
+    }
+}
+
+/// The hash of a plugin directory: every entry under `dir` (hidden ones included), in byte
+/// order of their paths, each as its kind, its relative path and (for files) the sha256 of its
+/// content; symbolic links are followed. `library`, when given, is the plugin's library held
+/// open: its content is read from that handle (so the file hashed is the file loaded) and,
+/// when it lies outside `dir` (a checkout's build output), it is hashed in too.
+pub fn tree_sha256(
+    dir: &Path,
+    mut library: Option<(&Path, &mut std::fs::File)>,
+) -> std::io::Result<String> {
+    let mut tree = Sha256::new();
+    let mut entries = Vec::new();
+    collect(dir, Path::new(""), 0, &mut entries)?;
+    entries.sort();
+    let mut library_inside = false;
+    for (relative, is_dir) in entries {
+        let bytes = path_bytes(&relative);
+        if is_dir {
+            tree.update(b"d\0");
+            tree.update(&bytes);
+            tree.update(b"\0");
+            continue;
+        }
+        let full = dir.join(&relative);
+        let hash = match library.as_mut() {
+            Some((path, file)) if *path == full => {
+                library_inside = true;
+                file.rewind()?;
+                sha256_of(file)?
+            }
+            _ => sha256_file(&full)?,
+        };
+        tree.update(b"f\0");
+        tree.update(&bytes);
+        tree.update(b"\0");
+        tree.update(hash.as_bytes());
+        tree.update(b"\0");
+    }
+    if let (Some((path, file)), false) = (library, library_inside) {
+        file.rewind()?;
+        let hash = sha256_of(file)?;
+        tree.update(b"x\0");
+        tree.update(path_bytes(Path::new(path.file_name().unwrap_or_default())));
+        tree.update(b"\0");
+        tree.update(hash.as_bytes());
+        tree.update(b"\0");
+    }
+    Ok(format!("{:x}", tree.finalize()))
+}
+
+/// How deep a plugin directory may nest (a symbolic link loop ends here, as an error).
+const MAX_DEPTH: usize = 32;
+
+fn collect(
+    dir: &Path,
+    relative: &Path,
+    depth: usize,
+    out: &mut Vec<(std::path::PathBuf, bool)>,
+) -> std::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(std::io::Error::other(format!(
+            "{} nests deeper than {MAX_DEPTH} directories (a symbolic link loop?)",
+            dir.display()
+        )));
+    }
+    for entry in std::fs::read_dir(dir.join(relative))? {
+        let entry = entry?;
+        let path = relative.join(entry.file_name());
+        // Followed: what a link names is what would be loaded.
+        if std::fs::metadata(entry.path())?.is_dir() {
+            collect(dir, &path, depth + 1, out)?;
+            out.push((path, true));
+        } else {
+            out.push((path, false));
+        }
+    }
+    Ok(())
+}
+
+fn path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        path.to_string_lossy().replace('\\', "/").into_bytes()
     }
 }
 
@@ -98,5 +234,6 @@ pub fn load_path(file: &std::fs::File, path: &Path) -> std::path::PathBuf {
 
 /// A checksum shortened for messages (the full one is in config.yaml and `plugins info`).
 pub fn short(checksum: &str) -> &str {
+    let checksum = checksum.strip_prefix(TREE_TAG).unwrap_or(checksum);
     &checksum[..checksum.len().min(12)]
 }

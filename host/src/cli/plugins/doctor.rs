@@ -9,6 +9,7 @@ use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::engines::ResolveError;
 use std::sync::Arc;
 
+use ctxhost::plugins::libraries::foreign_libraries;
 use ctxhost::plugins::ProblemKind;
 use ctxhost::session::SessionError;
 use ctxhost::SessionOptions;
@@ -209,15 +210,19 @@ fn examine(app: &App) -> Vec<Finding> {
         seen.push(name);
         let source = inspection.candidate.root.label();
         match &inspection.loaded {
-            Ok(library) => match exercise(app, name) {
+            Ok(manifest) => match exercise(app, name) {
                 Ok(did) => findings.push(finding(
                     name,
                     Level::Ok,
                     None,
                     format!(
                         "{} ({source}, {}): {did}",
-                        library.manifest().version,
-                        library.path().display()
+                        manifest.version,
+                        inspection
+                            .library
+                            .as_deref()
+                            .unwrap_or(&inspection.candidate.dir)
+                            .display()
                     ),
                 )),
                 Err((kind, error)) => {
@@ -235,6 +240,28 @@ fn examine(app: &App) -> Vec<Finding> {
                 Level::Problem,
                 Some(problem.kind),
                 problem.summary.clone(),
+            )),
+        }
+    }
+    for inspection in &inspections {
+        let Some(library) = inspection.library.as_deref().filter(|l| l.is_file()) else {
+            continue;
+        };
+        let name = inspection.candidate.name.as_str();
+        match foreign_libraries(library, &inspection.candidate.dir) {
+            Ok(foreign) => findings.extend(foreign.into_iter().map(|foreign| {
+                finding(
+                    name,
+                    Level::Problem,
+                    Some(ProblemKind::ForeignLibraries),
+                    foreign.to_string(),
+                )
+            })),
+            Err(error) => findings.push(finding(
+                name,
+                Level::Problem,
+                Some(ProblemKind::Unreadable),
+                format!("cannot read {}: {error}", library.display()),
             )),
         }
     }

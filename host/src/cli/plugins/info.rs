@@ -7,6 +7,7 @@ use clap::Args;
 use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::engines::State;
 use ctxhost::plugins::trust::{short, Approval};
+use ctxhost::SessionOptions;
 use ctxhost_sdk::ConfigKey;
 use serde::Serialize;
 use serde_json::Value;
@@ -107,23 +108,24 @@ fn plugin(app: &App, name: &str) -> anyhow::Result<Info> {
             ctxhost::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
         );
     };
-    let manifest = inspection
-        .loaded
-        .as_ref()
-        .ok()
-        .map(|l| l.manifest().clone());
+    let manifest = inspection.loaded.as_ref().ok().cloned();
     let section = app.config().engine_section(name);
-    let (tools, tools_error) = match app.engines.instantiate(&inspection) {
-        Ok(mut engine) => match engine.tool_schemas() {
+    let (tools, tools_error) = match &inspection.loaded {
+        Ok(_) => match tools_of(app, name) {
             Ok(schemas) => (schemas.iter().map(tool).collect(), None),
-            Err(error) => (Vec::new(), Some(error.to_string())),
+            Err(error) => (Vec::new(), Some(error)),
         },
-        Err(_) if inspection.loaded.is_err() => (Vec::new(), None),
-        Err(error) => (Vec::new(), Some(error)),
+        Err(_) => (Vec::new(), None),
     };
     let approval = match &inspection.approval {
         Some(Approval::Approved) => "approved (this build)".to_string(),
         Some(Approval::Project) => "not needed (the project's own plugin)".to_string(),
+        Some(Approval::UntrustedProject) => {
+            "the project is not trusted: `ctxhost trust` trusts it".to_string()
+        }
+        Some(Approval::Stale) => format!(
+            "approved by an older ctxhost (the library only): `ctxhost plugins enable {name}` re-approves"
+        ),
         Some(Approval::NotApproved) => {
             format!("not approved: `ctxhost plugins enable {name}` approves this build")
         }
@@ -164,6 +166,21 @@ fn plugin(app: &App, name: &str) -> anyhow::Result<Info> {
         tools,
         tools_error,
     })
+}
+
+/// The engine's tool schemas, asked of it in a child process on a temporary state.
+fn tools_of(app: &App, name: &str) -> Result<Vec<Value>, String> {
+    let options = SessionOptions::new("ctxhost-info")
+        .temporary()
+        .strict()
+        .isolated();
+    let mut session = app
+        .engines
+        .open_session(name, options)
+        .map_err(|error| error.to_string())?;
+    app.runtime
+        .block_on(session.tool_schemas())
+        .map_err(|error| error.to_string())
 }
 
 /// Declared keys with what the config sets, then keys the config sets that nothing declares.

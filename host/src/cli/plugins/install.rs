@@ -10,7 +10,7 @@ use ctxhost::config::BUILT_IN_ENGINE;
 use ctxhost::plugins::install::{self, Request};
 use ctxhost::plugins::scaffold;
 use ctxhost::plugins::shipped::Origin;
-use ctxhost::plugins::trust::short;
+use ctxhost::plugins::trust::{short, Recorded};
 use ctxhost::plugins::RootKind;
 use serde_yaml::Value;
 
@@ -25,7 +25,7 @@ pub struct InstallArgs {
     /// The plugin.yaml to use for a library that has none beside it
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
-    /// Also approve it (record its library's sha256), so it may load
+    /// Also approve it (record the hash of its directory), so it may load
     #[arg(long)]
     pub enable: bool,
     /// Replace a plugin of the same name that is already installed
@@ -89,7 +89,10 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
     let trust = &app.config().trust;
     if args.enable {
         let key = format!("trust.enabled.{name}");
-        let mut changes = vec![Change::Set(&key, Value::String(installed.sha256.clone()))];
+        let mut changes = vec![Change::Set(
+            &key,
+            Value::String(Recorded::value_of(&installed.sha256)),
+        )];
         if trust.disabled.iter().any(|d| d == name) {
             changes.push(Change::Set(
                 "trust.disabled",
@@ -107,7 +110,7 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
     let approved_other = trust
         .enabled
         .get(name)
-        .filter(|approved| **approved != installed.sha256);
+        .filter(|approved| **approved != Recorded::value_of(&installed.sha256));
     match approved_other {
         Some(approved) if !args.enable => println!(
             "note: the approved build of {name} was {}…, so this one will not load until `ctxhost plugins enable {name}` approves it",
@@ -161,8 +164,9 @@ fn install_shipped(app: &App, force: bool) -> anyhow::Result<ExitCode> {
         }
         println!("  library  {}", one.library.display());
         println!("  sha256   {}", one.sha256);
-        if trust.enabled.get(name) != Some(&one.sha256) {
-            changes.push(Change::Set(key, Value::String(one.sha256.clone())));
+        let approval = Recorded::value_of(&one.sha256);
+        if trust.enabled.get(name) != Some(&approval) {
+            changes.push(Change::Set(key, Value::String(approval)));
         }
         disabled.retain(|d| d != name);
     }

@@ -25,8 +25,9 @@ pub struct PluginsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCommand {
-    /// List every engine: the built-in compressor, plugins (loaded, when allowed, to check
-    /// their ABI) and engines registered in code, with source, version, state and path
+    /// List every engine: the built-in compressor, plugins (loaded in a child process, when
+    /// allowed, to check their ABI) and engines registered in code, with source, version, state
+    /// and path
     List(ListArgs),
     /// Show one engine: manifest, tools, config keys with current values, library and checksum
     Info(info::InfoArgs),
@@ -39,7 +40,7 @@ pub enum PluginsCommand {
     /// Remove a plugin installed in the user plugin directory
     #[command(visible_alias = "uninstall")]
     Remove(install::RemoveArgs),
-    /// Approve a plugin: record its library's sha256 so this build, and only this build, loads
+    /// Approve a plugin: record the hash of its directory so these files, and only these, load
     Enable(select::NameArgs),
     /// Stop a plugin from loading, even when selected
     Disable(select::NameArgs),

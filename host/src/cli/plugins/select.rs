@@ -7,9 +7,8 @@ use anyhow::bail;
 use clap::Args;
 use ctxhost::config::write::{update, update_checked, Change};
 use ctxhost::config::BUILT_IN_ENGINE;
-use ctxhost::plugins::trust::{sha256_file, short};
+use ctxhost::plugins::trust::{short, tree_sha256, Recorded};
 use ctxhost::plugins::{Inspection, ProblemKind};
-use ctxhost_plugin_host::load_library;
 use serde_yaml::Value;
 
 use crate::cli::{App, GlobalArgs};
@@ -58,13 +57,21 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
             ),
             Some(inspection) => match &inspection.loaded {
                 Ok(_) => {}
-                Err(problem) if problem.kind == ProblemKind::NotEnabled => {
-                    let (checksum, version) = approve(&inspection)?;
+                Err(problem)
+                    if matches!(
+                        problem.kind,
+                        ProblemKind::NotEnabled | ProblemKind::StaleApproval
+                    ) =>
+                {
+                    let (checksum, version) = approve(app, &inspection)?;
                     notes.push(format!(
                         "approved {name} {version} (sha256 {}…): this build may now load",
                         short(&checksum)
                     ));
-                    changes.push(Change::Set(&approval_key, Value::String(checksum)));
+                    changes.push(Change::Set(
+                        &approval_key,
+                        Value::String(Recorded::value_of(&checksum)),
+                    ));
                 }
                 Err(problem) if force => notes.push(format!(
                     "warning: {name}: {}; the built-in compressor runs until that is fixed",
@@ -96,15 +103,21 @@ pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> 
     if let Err(problem) = &inspection.loaded {
         let approvable = matches!(
             problem.kind,
-            ProblemKind::NotEnabled | ProblemKind::Disabled | ProblemKind::ChecksumMismatch
+            ProblemKind::NotEnabled
+                | ProblemKind::Disabled
+                | ProblemKind::ChecksumMismatch
+                | ProblemKind::StaleApproval
         );
         if !approvable {
             bail!("cannot enable '{name}': {}", problem.summary);
         }
     }
-    let (checksum, version) = approve(&inspection)?;
+    let (checksum, version) = approve(&app, &inspection)?;
     let key = format!("trust.enabled.{name}");
-    let mut changes = vec![Change::Set(&key, Value::String(checksum.clone()))];
+    let mut changes = vec![Change::Set(
+        &key,
+        Value::String(Recorded::value_of(&checksum)),
+    )];
     if app.config().trust.disabled.iter().any(|d| d == name) {
         changes.push(Change::Set(
             "trust.disabled",
@@ -113,7 +126,7 @@ pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> 
     }
     update(&app.config_path, &changes)?;
     println!(
-        "enabled {name} {version}: sha256 {checksum} is approved (in {}); a different build of the library will be refused until it is enabled again",
+        "enabled {name} {version}: its directory (sha256 {checksum}) is approved (in {}); a change to any file in it will be refused until it is enabled again",
         app.config_path.display()
     );
     if app.config().context.engine != name {
@@ -158,33 +171,34 @@ pub fn disable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks that a plugin's library loads and is the engine it claims to be, and returns its
-/// checksum and version for the approval. Loading runs the library's code: only on the user's
-/// explicit request (enable, use).
-fn approve(inspection: &Inspection) -> anyhow::Result<(String, String)> {
+/// Checks that a plugin's library loads (in a child process: loading runs its code) and is
+/// the engine it claims to be, and returns the hash of its directory and its version for the
+/// approval.
+fn approve(app: &App, inspection: &Inspection) -> anyhow::Result<(String, String)> {
     let name = &inspection.candidate.name;
     let Some(library) = &inspection.library else {
         bail!("plugin '{name}' has no library to approve");
     };
-    let checksum = match &inspection.checksum {
-        Some(checksum) => checksum.clone(),
-        None => sha256_file(library)
-            .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", library.display()))?,
-    };
-    let loaded = load_library(library).map_err(|error| {
+    let unreadable = |error: std::io::Error| {
         anyhow::anyhow!(
-            "cannot enable '{name}': {}: {}",
-            library.display(),
-            error.summary()
+            "cannot read {}: {error}",
+            inspection.candidate.dir.display()
         )
-    })?;
-    if &loaded.manifest().name != name {
+    };
+    let mut file = std::fs::File::open(library).map_err(unreadable)?;
+    let checksum =
+        tree_sha256(&inspection.candidate.dir, Some((library, &mut file))).map_err(unreadable)?;
+    let manifest = app
+        .engines
+        .read_manifest(&inspection.candidate, library)
+        .map_err(|problem| anyhow::anyhow!("cannot enable '{name}': {}", problem.summary))?;
+    if &manifest.name != name {
         bail!(
             "cannot enable '{name}': plugin.yaml names '{name}' but the library is engine '{}'",
-            loaded.manifest().name
+            manifest.name
         );
     }
-    Ok((checksum, loaded.manifest().version.clone()))
+    Ok((checksum, manifest.version))
 }
 
 pub(super) fn without(list: &[String], name: &str) -> Value {

@@ -525,12 +525,17 @@ pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: 
 }
 
 /// The oldest run of raw messages before the tail, up to `max_tokens` (at least one message),
-/// ending on a turn boundary.
+/// ending on a turn boundary. The newest user message is never part of one: the output
+/// contract keeps it in the model's view, verbatim, wherever it stands.
 pub fn leaf_chunk(entries: &[Entry], tail: usize, max_tokens: u64) -> Option<Range<usize>> {
-    let start = (0..tail).find(|&i| entries[i].is_message())?;
+    let pinned = (0..entries.len())
+        .rev()
+        .find(|&i| entries[i].is_user_message());
+    let chunkable = |i: usize| entries[i].is_message() && Some(i) != pinned;
+    let start = (0..tail).find(|&i| chunkable(i))?;
     let mut end = start;
     let mut tokens = 0;
-    while end < tail && entries[end].is_message() {
+    while end < tail && chunkable(end) {
         if end > start && tokens + entries[end].tokens > max_tokens {
             break;
         }

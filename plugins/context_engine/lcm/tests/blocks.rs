@@ -32,6 +32,9 @@ fn summaries_stay_inside_their_blocks_and_lookalikes_are_ordinary_messages() {
     let mut history = tool_chat(30, 400);
     history.insert(2, Message::user(FORGED));
     history.insert(3, Message::assistant("noted"));
+    // The newest user message stays in the view verbatim (the output contract): a later one,
+    // so the lookalike is summarized like any older message.
+    history.push(Message::user("thanks; now the tests"));
     let view = engine
         .compress(&history, &CompressOptions::default())
         .unwrap();
