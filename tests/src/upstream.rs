@@ -263,6 +263,25 @@ fn named_sse(shared: Arc<Shared>, events: Vec<(String, Value)>) -> Response {
 }
 
 /// A non-streamed chat completion with `message` as its only choice.
+/// An upstream that answers every chat call with the recorded session's next assistant
+/// message, in order (a session replayed turn by turn).
+pub fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
+    let replies: std::collections::VecDeque<Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect();
+    let replies = Arc::new(Mutex::new(replies));
+    FakeUpstream::start(move |_| {
+        let message = replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("a recorded reply");
+        Answer::Json(200, completion(message, None))
+    })
+}
+
 pub fn completion(message: Value, usage: Option<Value>) -> Value {
     let finish = if message.get("tool_calls").is_some() {
         "tool_calls"

@@ -1,11 +1,9 @@
 //! Compressions prepared in the background: no turn waits for the summarizer, and a turn that
 //! finds one still being prepared waits at most `serve.compaction.wait_seconds`.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctxhost_tests::upstream::{completion, Answer, FakeUpstream};
+use ctxhost_tests::upstream::{completion, recorded_upstream, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
@@ -20,24 +18,6 @@ fn summarizer(pause: Option<Duration>) -> FakeUpstream {
             Some(pause) => Answer::After(pause, Box::new(Answer::Json(200, summary))),
             None => Answer::Hang,
         }
-    })
-}
-
-/// The model: the recorded session's next assistant message, every call.
-fn recorded_model(messages: &[Value]) -> FakeUpstream {
-    let replies: VecDeque<Value> = messages
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect();
-    let replies = Arc::new(Mutex::new(replies));
-    FakeUpstream::start(move |_| {
-        let message = replies
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("a recorded reply");
-        Answer::Json(200, completion(message, None))
     })
 }
 
@@ -69,7 +49,7 @@ fn no_turn_waits_for_the_summarizer_when_compressions_are_prepared_in_the_backgr
     // from well below it: that one compresses on its request, as nothing could foresee it).
     let messages = long_session()[..110].to_vec();
     let summarizer = summarizer(Some(Duration::from_secs(1)));
-    let model = recorded_model(&messages);
+    let model = recorded_upstream(&messages);
     let sandbox = Sandbox::new();
     sandbox.write_config(&config(&summarizer, 2.0));
     let gateway = sandbox.serve(&model.base_url(), &[]);
@@ -115,7 +95,7 @@ fn a_turn_that_finds_a_compression_still_being_prepared_goes_on_with_the_last_vi
     let messages = long_session()[..140].to_vec();
     // This summarizer never answers within the test.
     let summarizer = summarizer(None);
-    let model = recorded_model(&messages);
+    let model = recorded_upstream(&messages);
     let sandbox = Sandbox::new();
     sandbox.write_config(&config(&summarizer, 0.2));
     let gateway = sandbox.serve(&model.base_url(), &[]);

@@ -1,11 +1,8 @@
 //! The provider's prompt cache: its use counted per session and in the metrics, the gateway's
 //! breakpoints turned off on request, and compressions not worth a cold cache deferred.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
 use ctxhost_tests::anthropic_upstream::reply;
-use ctxhost_tests::upstream::{completion, Answer, FakeUpstream};
+use ctxhost_tests::upstream::{recorded_upstream, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
@@ -76,20 +73,7 @@ fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
 #[test]
 fn a_compression_that_saves_too_little_waits_while_the_history_still_fits() {
     let messages = long_session()[..140].to_vec();
-    let replies: VecDeque<Value> = messages
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect();
-    let replies = Arc::new(Mutex::new(replies));
-    let upstream = FakeUpstream::start(move |_| {
-        let message = replies
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("a recorded reply");
-        Answer::Json(200, completion(message, None))
-    });
+    let upstream = recorded_upstream(&messages);
     let sandbox = Sandbox::new();
     // Far more than any compression here saves: every one that is not needed is deferred.
     sandbox.write_config(

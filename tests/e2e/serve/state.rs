@@ -1,10 +1,7 @@
 //! Session state: it survives a restart, and sessions never cross, whoever asks.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
 use ctxhost_tests::postgres::Postgres;
-use ctxhost_tests::upstream::{completion, reply, Answer, FakeUpstream};
+use ctxhost_tests::upstream::{recorded_upstream, reply, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
@@ -12,24 +9,6 @@ use serde_json::{json, Value};
 /// gateways fed the same turns compress at the same requests.
 const CONFIG: &str =
     "model:\n  context_length: 16000\nserve:\n  compaction:\n    background: false\n";
-
-/// A gateway in a fresh sandbox whose upstream answers with the session's recorded replies.
-fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
-    let replies: VecDeque<Value> = messages
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .cloned()
-        .collect();
-    let replies = Arc::new(Mutex::new(replies));
-    FakeUpstream::start(move |_| {
-        let message = replies
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("a recorded reply");
-        Answer::Json(200, completion(message, None))
-    })
-}
 
 fn send(client: &reqwest::blocking::Client, base: &str, messages: &[Value]) -> Value {
     let response = client
