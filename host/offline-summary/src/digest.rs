@@ -6,6 +6,7 @@ use super::extract::{
     is_shell_tool, names_file, paths, prompt_commands, same_file, sentences, trailing_command,
     CallFacts,
 };
+use super::markers::Markers;
 use super::parse::{Role, Turn};
 
 const ASK_MAX: usize = 400;
@@ -382,13 +383,14 @@ fn push_unique(list: &mut Vec<String>, item: String) {
     }
 }
 
+static TODO: Markers = Markers::new(&["todo", "fixme"]);
+
 fn note_decisions(text: &str, decisions: &mut Vec<String>, todos: &mut Vec<String>) {
     for sentence in sentences(text) {
         if is_decision(sentence) {
             push_unique(decisions, compact(sentence, SENTENCE_MAX));
         }
-        let lower = sentence.to_lowercase();
-        if lower.contains("todo") || lower.contains("fixme") {
+        if TODO.any_in(sentence) {
             push_unique(todos, compact(sentence, SENTENCE_MAX));
         }
     }

@@ -1,9 +1,12 @@
 //! Facts read out of a turn's text: file paths, commands, errors, decisions, constraints and
 //! next steps.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::budget::truncate_bytes;
+use crate::markers::Markers;
 
 /// `text` on one line (whitespace collapsed), cut to `max_bytes`.
 pub fn compact(text: &str, max_bytes: usize) -> String {
@@ -139,6 +142,8 @@ const BARE_FILE_NAMES: &[&str] = &[
 /// File paths mentioned in `text`, in order of first mention, without duplicates.
 pub fn paths(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
+    // Tool outputs list the same files over and over: a set keeps this linear.
+    let mut seen: HashSet<String> = HashSet::new();
     for token in text.split(|c: char| {
         c.is_whitespace()
             || matches!(
@@ -159,14 +164,37 @@ pub fn paths(text: &str) -> Vec<String> {
                     | '='
             )
     }) {
+        if !could_be_path(token) {
+            continue;
+        }
         if let Some(path) = as_path(token) {
-            if !found.iter().any(|p| p == &path) {
+            if seen.insert(path.clone()) {
                 found.push(path);
             }
         }
     }
     found
 }
+
+/// A cheap necessary condition for [`as_path`], which most words of a text fail.
+fn could_be_path(token: &str) -> bool {
+    token.bytes().any(|b| PATH_HINTS[usize::from(b)])
+}
+
+/// Bytes every path holds one of: `/`, a backslash (Windows), `.` (before an extension), or the first
+/// letter of one of [`BARE_FILE_NAMES`].
+const PATH_HINTS: [bool; 256] = {
+    let mut hints = [false; 256];
+    hints[b'/' as usize] = true;
+    hints[b'\\' as usize] = true;
+    hints[b'.' as usize] = true;
+    let mut i = 0;
+    while i < BARE_FILE_NAMES.len() {
+        hints[BARE_FILE_NAMES[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    hints
+};
 
 /// `token` as a file path, if it looks like one.
 fn as_path(token: &str) -> Option<String> {
@@ -248,8 +276,9 @@ fn strip_line_suffix(token: &str) -> &str {
 fn has_known_extension(name: &str) -> bool {
     match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() || name.starts_with('.') => {
-            let ext = ext.to_ascii_lowercase();
-            EXTENSIONS.contains(&ext.as_str())
+            EXTENSIONS
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(ext))
                 && stem.chars().any(char::is_alphabetic)
                 && !stem.ends_with('.')
         }
@@ -262,6 +291,10 @@ fn has_known_extension(name: &str) -> bool {
 
 /// Lines of `text` that report an error, a traceback reduced to its final exception line.
 pub fn error_lines(text: &str) -> Vec<String> {
+    // Most outputs hold no error at all.
+    if !ERROR_HINTS.any_in(text) {
+        return Vec::new();
+    }
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     let mut i = 0;
@@ -303,26 +336,14 @@ pub fn is_error_line(line: &str) -> bool {
     if trimmed.ends_with(':') && !trimmed.contains(char::is_whitespace) {
         return false;
     }
+    if !ERROR_HINTS.any_in(trimmed) {
+        return false;
+    }
     let lower = trimmed.to_lowercase();
     if let Some(code) = exit_code(&lower) {
         return code != 0;
     }
-    const ALWAYS: &[&str] = &[
-        "error[",
-        "fatal:",
-        "panicked at",
-        "traceback (most recent call last)",
-        "command not found",
-        "no such file or directory",
-        "permission denied",
-        "segmentation fault",
-        "timed out",
-        "non-zero exit",
-        "nonzero exit",
-        "could not compile",
-        "npm err!",
-    ];
-    if ALWAYS.iter().any(|marker| lower.contains(marker)) {
+    if ALWAYS_ERRORS.iter().any(|marker| lower.contains(marker)) {
         return true;
     }
     if names_exception(trimmed)
@@ -367,6 +388,44 @@ pub fn is_error_line(line: &str) -> bool {
     }
     false
 }
+
+/// Markers that make a line an error whatever surrounds them.
+const ALWAYS_ERRORS: &[&str] = &[
+    "error[",
+    "fatal:",
+    "panicked at",
+    "traceback (most recent call last)",
+    "command not found",
+    "no such file or directory",
+    "permission denied",
+    "segmentation fault",
+    "timed out",
+    "non-zero exit",
+    "nonzero exit",
+    "could not compile",
+    "npm err!",
+];
+
+/// Every error line holds one of these (lower-cased): an [`ALWAYS_ERRORS`] marker, what
+/// [`exit_code`] reads (`exit`, `return`), `exception:` or `error` (`Error:` of
+/// [`names_exception`] included), `fail`. Most lines hold none and are passed over in one scan.
+static ERROR_HINTS: Markers = Markers::new(&[
+    "error",
+    "fail",
+    "exit",
+    "return",
+    "exception:",
+    "fatal:",
+    "panicked at",
+    "traceback (most recent call last)",
+    "command not found",
+    "no such file or directory",
+    "permission denied",
+    "segmentation fault",
+    "timed out",
+    "could not compile",
+    "npm err!",
+]);
 
 /// `12: code` or `12| code`: a line of a numbered listing.
 fn is_listing_line(trimmed: &str) -> bool {
@@ -468,87 +527,79 @@ pub fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-fn contains_any(sentence: &str, markers: &[&str]) -> bool {
-    let lower = sentence.to_lowercase();
-    markers.iter().any(|marker| lower.contains(marker))
-}
-
 /// A choice made: "decided", "instead", "will use", ...
 pub fn is_decision(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "decided",
-            "decide to",
-            "decision",
-            "instead",
-            "rather than",
-            "will use",
-            "we'll use",
-            "i'll use",
-            "going to use",
-            "let's use",
-            "let's go with",
-            "go with",
-            "chose",
-            "choose",
-            "opted",
-            "switch to",
-            "switched to",
-            "settled on",
-        ],
-    )
+    DECISION.any_in(sentence)
 }
+
+static DECISION: Markers = Markers::new(&[
+    "decided",
+    "decide to",
+    "decision",
+    "instead",
+    "rather than",
+    "will use",
+    "we'll use",
+    "i'll use",
+    "going to use",
+    "let's use",
+    "let's go with",
+    "go with",
+    "chose",
+    "choose",
+    "opted",
+    "switch to",
+    "switched to",
+    "settled on",
+]);
 
 /// A user's rule or preference: "must", "don't", "always", "prefer", ...
 pub fn is_constraint(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "must",
-            "don't",
-            "do not",
-            "never",
-            "always",
-            "prefer",
-            "avoid",
-            "make sure",
-            "should not",
-            "shouldn't",
-            "only use",
-            "without ",
-            "keep ",
-            "no more than",
-            "at most",
-            "at least",
-        ],
-    )
+    CONSTRAINT.any_in(sentence)
 }
+
+static CONSTRAINT: Markers = Markers::new(&[
+    "must",
+    "don't",
+    "do not",
+    "never",
+    "always",
+    "prefer",
+    "avoid",
+    "make sure",
+    "should not",
+    "shouldn't",
+    "only use",
+    "without ",
+    "keep ",
+    "no more than",
+    "at most",
+    "at least",
+]);
 
 /// What is still to do: "next", "TODO", "need to", ...
 pub fn is_next_step(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "next step",
-            "next,",
-            "next i",
-            "next we",
-            "then i'll",
-            "then we",
-            "todo",
-            "need to",
-            "needs to",
-            "still need",
-            "remaining",
-            "i will ",
-            "i'll ",
-            "we will ",
-            "we'll ",
-            "left to do",
-        ],
-    )
+    NEXT_STEP.any_in(sentence)
 }
+
+static NEXT_STEP: Markers = Markers::new(&[
+    "next step",
+    "next,",
+    "next i",
+    "next we",
+    "then i'll",
+    "then we",
+    "todo",
+    "need to",
+    "needs to",
+    "still need",
+    "remaining",
+    "i will ",
+    "i'll ",
+    "we will ",
+    "we'll ",
+    "left to do",
+]);
 
 // ---------------------------------------------------------------------------------------------
 // Tool calls and commands
