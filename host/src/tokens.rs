@@ -360,6 +360,31 @@ mod tests {
     }
 
     #[test]
+    fn pieces_counted_once_count_as_bpe_openai_counts_each_text() {
+        let counter = TokenCounter::new("o200k_base");
+        let Some(Loaded::Bpe(tokenizer)) = counter.loaded() else {
+            panic!("o200k_base loads with bpe-openai")
+        };
+        let reference = bpe_openai::o200k_base();
+        let mut pieces = PieceCounts::default();
+        let texts = [
+            "fn main() { println!(\"héllo, wörld\"); } // 🚀",
+            "the the the  the\n\n\tthe",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaa 1234567890 ÄÖÜ 日本語のテキスト",
+            "fn main() { the aaaaaaaa 1234 }   ",
+        ];
+        // Twice: the second time every piece comes from `pieces`.
+        for text in texts.iter().chain(&texts) {
+            let expected = reference.count(*text) as u64;
+            assert_eq!(
+                count_pieces(tokenizer, text, &mut pieces),
+                expected,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
     fn counts_match_tiktoken_and_are_cached() {
         let counter = TokenCounter::new("o200k_base");
         let text = "The quick brown fox jumps over the lazy dog. ".repeat(10);

@@ -2,6 +2,7 @@
 //! next steps.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -144,57 +145,100 @@ pub fn paths(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     // Tool outputs list the same files over and over: a set keeps this linear.
     let mut seen: HashSet<String> = HashSet::new();
-    for token in text.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | '<'
-                    | '>'
-                    | ','
-                    | ';'
-                    | '|'
-                    | '='
-            )
-    }) {
-        if !could_be_path(token) {
-            continue;
+    let mut note = |word: &str, hints: u8| {
+        if !could_be_path(word, hints) {
+            return;
         }
-        if let Some(path) = as_path(token) {
+        if let Some(path) = as_path(word) {
             if seen.insert(path.clone()) {
                 found.push(path);
             }
+        }
+    };
+    if text.is_ascii() {
+        // The split below, and each word's hints, in one pass over the bytes: most of a
+        // session is ASCII, and most words are passed over on their hints alone.
+        let classes = ascii_classes();
+        let (mut start, mut hints) = (0, 0);
+        for (at, &byte) in text.as_bytes().iter().enumerate() {
+            match classes[usize::from(byte)] {
+                WORD_BREAK => {
+                    note(&text[start..at], hints);
+                    (start, hints) = (at + 1, 0);
+                }
+                class => hints |= class,
+            }
+        }
+        note(&text[start..], hints);
+    } else {
+        for word in text.split(breaks_word) {
+            let hints = word
+                .bytes()
+                .filter(u8::is_ascii)
+                .fold(0, |hints, byte| hints | ascii_classes()[usize::from(byte)]);
+            note(word, hints);
         }
     }
     found
 }
 
-/// A cheap necessary condition for [`as_path`], which most words of a text fail.
-fn could_be_path(token: &str) -> bool {
-    token.bytes().any(|b| PATH_HINTS[usize::from(b)])
+/// Where [`paths`] splits a text into words: whitespace, quotes, brackets and the punctuation
+/// around paths in prose and code.
+fn breaks_word(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '|'
+                | '='
+        )
 }
 
-/// Bytes every path holds one of: `/`, a backslash (Windows), `.` (before an extension), or the first
-/// letter of one of [`BARE_FILE_NAMES`].
-const PATH_HINTS: [bool; 256] = {
-    let mut hints = [false; 256];
-    hints[b'/' as usize] = true;
-    hints[b'\\' as usize] = true;
-    hints[b'.' as usize] = true;
-    let mut i = 0;
-    while i < BARE_FILE_NAMES.len() {
-        hints[BARE_FILE_NAMES[i].as_bytes()[0] as usize] = true;
-        i += 1;
-    }
-    hints
-};
+/// What an ASCII byte is to [`paths`]: where words break, or the hints a word's bytes give.
+const WORD_BREAK: u8 = 1;
+/// `/`, a backslash (Windows) or `.` (before an extension): every path but a bare file name
+/// holds one.
+const PATH_BYTE: u8 = 2;
+/// A capital: [`BARE_FILE_NAMES`] all start with one.
+const CAPITAL: u8 = 4;
+
+fn ascii_classes() -> &'static [u8; 128] {
+    static CLASSES: OnceLock<[u8; 128]> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let mut classes = [0; 128];
+        for (byte, class) in (0u8..).zip(classes.iter_mut()) {
+            let c = char::from(byte);
+            *class = if breaks_word(c) {
+                WORD_BREAK
+            } else if matches!(c, '/' | '\\' | '.') {
+                PATH_BYTE
+            } else if c.is_ascii_uppercase() {
+                CAPITAL
+            } else {
+                0
+            };
+        }
+        classes
+    })
+}
+
+/// A cheap necessary condition for [`as_path`], which most words of a text fail, from the
+/// word's `hints` (its bytes' classes).
+fn could_be_path(word: &str, hints: u8) -> bool {
+    hints & PATH_BYTE != 0
+        || (hints & CAPITAL != 0 && BARE_FILE_NAMES.iter().any(|name| word.contains(name)))
+}
 
 /// `token` as a file path, if it looks like one.
 fn as_path(token: &str) -> Option<String> {
@@ -273,14 +317,33 @@ fn strip_line_suffix(token: &str) -> &str {
     token
 }
 
+/// Whether `ext` is one of [`EXTENSIONS`], in any case. Code is full of `a.b` words that
+/// have to be looked up, hence a set.
+fn is_known_extension(ext: &str) -> bool {
+    static KNOWN: OnceLock<HashSet<&str>> = OnceLock::new();
+    const LONGEST: usize = 16;
+    // The extensions are short and ASCII: anything else is none of them.
+    if ext.len() > LONGEST || !ext.is_ascii() {
+        return false;
+    }
+    let mut lower = [0u8; LONGEST];
+    lower[..ext.len()].copy_from_slice(ext.as_bytes());
+    lower[..ext.len()].make_ascii_lowercase();
+    let Ok(lower) = std::str::from_utf8(&lower[..ext.len()]) else {
+        return false;
+    };
+    KNOWN
+        .get_or_init(|| {
+            debug_assert!(EXTENSIONS.iter().all(|e| e.len() <= LONGEST));
+            EXTENSIONS.iter().copied().collect()
+        })
+        .contains(lower)
+}
+
 fn has_known_extension(name: &str) -> bool {
     match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() || name.starts_with('.') => {
-            EXTENSIONS
-                .iter()
-                .any(|known| known.eq_ignore_ascii_case(ext))
-                && stem.chars().any(char::is_alphabetic)
-                && !stem.ends_with('.')
+            is_known_extension(ext) && stem.chars().any(char::is_alphabetic) && !stem.ends_with('.')
         }
         _ => false,
     }
@@ -407,13 +470,15 @@ const ALWAYS_ERRORS: &[&str] = &[
 ];
 
 /// Every error line holds one of these (lower-cased): an [`ALWAYS_ERRORS`] marker, what
-/// [`exit_code`] reads (`exit`, `return`), `exception:` or `error` (`Error:` of
-/// [`names_exception`] included), `fail`. Most lines hold none and are passed over in one scan.
+/// [`exit_code`] reads (`exit`, `returncode`, `return code`), `exception:` or `error`
+/// (`Error:` of [`names_exception`] included), `fail`. Most lines hold none and are passed over
+/// in one scan.
 static ERROR_HINTS: Markers = Markers::new(&[
     "error",
     "fail",
     "exit",
-    "return",
+    "returncode",
+    "return code",
     "exception:",
     "fatal:",
     "panicked at",
@@ -774,6 +839,23 @@ mod tests {
             paths(r#"{"path": "tests/test_x.py"} File "/app/x.py", line 3"#),
             ["tests/test_x.py", "/app/x.py"]
         );
+    }
+
+    #[test]
+    fn ascii_and_other_text_split_into_the_same_paths() {
+        let ascii = "see src/a.rs, Makefile and (docs/b.md); \\not a path; C:\\x\\y.txt LICENSE.";
+        let expected = [
+            "src/a.rs",
+            "Makefile",
+            "docs/b.md",
+            "C:\\x\\y.txt",
+            "LICENSE",
+        ];
+        assert_eq!(paths(ascii), expected);
+        // One non-ASCII word takes the character-by-character split: same paths.
+        assert_eq!(paths(&format!("{ascii} café")), expected);
+        // Unicode whitespace (a no-break space) separates words too.
+        assert_eq!(paths("src/a.rs\u{a0}src/b.rs"), ["src/a.rs", "src/b.rs"]);
     }
 
     #[test]

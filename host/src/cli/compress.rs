@@ -44,6 +44,9 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     let app = App::new(global)?;
     app.warm_tokenizer();
     let messages = transcript::read(&args.transcript, args.format)?;
+    // The tokenizer is still loading (on another core): compile the redaction patterns a
+    // summary needs meanwhile, instead of after counting.
+    ctxhost::redact::warm();
     let mut session = app.open_session(
         args.engine.as_deref(),
         SessionOptions::new(&args.session.session),
