@@ -355,7 +355,7 @@ fn has_known_extension(name: &str) -> bool {
 /// Lines of `text` that report an error, a traceback reduced to its final exception line.
 pub fn error_lines(text: &str) -> Vec<String> {
     // Most outputs hold no error at all.
-    if !ERROR_HINTS.any_in(text) {
+    if !may_report_errors(text) {
         return Vec::new();
     }
     let lines: Vec<&str> = text.lines().collect();
@@ -399,14 +399,14 @@ pub fn is_error_line(line: &str) -> bool {
     if trimmed.ends_with(':') && !trimmed.contains(char::is_whitespace) {
         return false;
     }
-    if !ERROR_HINTS.any_in(trimmed) {
+    if !may_report_errors(trimmed) {
         return false;
     }
     let lower = trimmed.to_lowercase();
     if let Some(code) = exit_code(&lower) {
         return code != 0;
     }
-    if ALWAYS_ERRORS.iter().any(|marker| lower.contains(marker)) {
+    if ALWAYS_ERRORS.any_in(trimmed) {
         return true;
     }
     if names_exception(trimmed)
@@ -453,7 +453,7 @@ pub fn is_error_line(line: &str) -> bool {
 }
 
 /// Markers that make a line an error whatever surrounds them.
-const ALWAYS_ERRORS: &[&str] = &[
+const ALWAYS_ERROR_MARKERS: &[&str] = &[
     "error[",
     "fatal:",
     "panicked at",
@@ -468,29 +468,27 @@ const ALWAYS_ERRORS: &[&str] = &[
     "could not compile",
     "npm err!",
 ];
+static ALWAYS_ERRORS: Markers = Markers::new(ALWAYS_ERROR_MARKERS);
 
-/// Every error line holds one of these (lower-cased): an [`ALWAYS_ERRORS`] marker, what
-/// [`exit_code`] reads (`exit`, `returncode`, `return code`), `exception:` or `error`
-/// (`Error:` of [`names_exception`] included), `fail`. Most lines hold none and are passed over
-/// in one scan.
-static ERROR_HINTS: Markers = Markers::new(&[
-    "error",
-    "fail",
-    "exit",
-    "returncode",
-    "return code",
-    "exception:",
-    "fatal:",
-    "panicked at",
-    "traceback (most recent call last)",
-    "command not found",
-    "no such file or directory",
-    "permission denied",
-    "segmentation fault",
-    "timed out",
-    "could not compile",
-    "npm err!",
-]);
+/// Every error line holds an [`ALWAYS_ERRORS`] marker or one of these: what [`exit_code`]
+/// reads, `exception:` or `error` (`Error:` of [`names_exception`] included), `fail`. Most
+/// lines and outputs hold none, and are passed over in one scan.
+static ERROR_HINTS: Markers = Markers::either(
+    &[
+        "error",
+        "fail",
+        "exit",
+        "returncode",
+        "return code",
+        "exception:",
+    ],
+    ALWAYS_ERROR_MARKERS,
+);
+
+/// Whether `text` may hold an error line.
+fn may_report_errors(text: &str) -> bool {
+    ERROR_HINTS.any_in(text)
+}
 
 /// `12: code` or `12| code`: a line of a numbered listing.
 fn is_listing_line(trimmed: &str) -> bool {

@@ -12,17 +12,27 @@ use aho_corasick::AhoCorasick;
 
 /// A fixed set of lower-case markers, searched as substrings ignoring case.
 pub struct Markers {
-    markers: &'static [&'static str],
+    /// The markers, in one or two lists (one automaton searches both).
+    lists: [&'static [&'static str]; 2],
     automaton: OnceLock<AhoCorasick>,
 }
 
 impl Markers {
     /// `markers` must be lower case (what `str::to_lowercase` gives).
     pub const fn new(markers: &'static [&'static str]) -> Self {
+        Self::either(markers, &[])
+    }
+
+    /// The markers of both lists, searched in one pass.
+    pub const fn either(first: &'static [&'static str], second: &'static [&'static str]) -> Self {
         Markers {
-            markers,
+            lists: [first, second],
             automaton: OnceLock::new(),
         }
+    }
+
+    fn markers(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.lists.iter().flat_map(|list| list.iter().copied())
     }
 
     /// Whether `text`, lower-cased, contains one of the markers.
@@ -31,14 +41,14 @@ impl Markers {
             return self.automaton().is_match(text);
         }
         let lower = text.to_lowercase();
-        self.markers.iter().any(|marker| lower.contains(marker))
+        self.markers().any(|marker| lower.contains(marker))
     }
 
     fn automaton(&self) -> &AhoCorasick {
         self.automaton.get_or_init(|| {
             AhoCorasick::builder()
                 .ascii_case_insensitive(true)
-                .build(self.markers)
+                .build(self.markers())
                 .expect("a few short literal markers build an automaton")
         })
     }
@@ -58,6 +68,15 @@ mod tests {
         assert!(MARKERS.any_in("ÄÖÜ: TODO"));
         assert!(!MARKERS.any_in("nothing to see"));
         assert!(!MARKERS.any_in("ÄÖÜ nothing"));
+    }
+
+    #[test]
+    fn either_list_matches() {
+        let markers = Markers::either(&["alpha"], &["beta"]);
+        assert!(markers.any_in("ALPHA"));
+        assert!(markers.any_in("Beta"));
+        assert!(markers.any_in("ÄÖÜ beta"));
+        assert!(!markers.any_in("gamma"));
     }
 
     #[test]
