@@ -1,7 +1,9 @@
 //! Prebuilds the counting tables of `o200k_base`: bpe-openai's byte-pair encoding without the
 //! parts counting never reads (the tokens' bytes, the bytes-to-token index and two of its three
-//! automata, which serve encoding and decoding). A one-shot command loads it in about half the
-//! time. The tables are checked here: the lean encoding must count like the full one.
+//! automata, which serve encoding and decoding), written with bincode, whose fixed-width
+//! integers read back several times faster than bpe-openai's MessagePack. A one-shot command
+//! loads it in a fraction of the time. The tables are checked here: the lean encoding, read
+//! back as `tokens.rs` reads it, must count like the full one.
 
 use std::path::PathBuf;
 
@@ -20,8 +22,10 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     let full = &bpe_openai::o200k_base().bpe;
     let serialized = rmp_serde::to_vec(full).expect("the encoding serializes");
-    let lean = lean(&serialized);
-    let reloaded: BytePairEncoding = rmp_serde::from_slice(&lean).expect("lean tables load");
+    let lean: BytePairEncoding =
+        rmp_serde::from_slice(&lean(&serialized)).expect("lean tables load");
+    let tables = bincode::serialize(&lean).expect("the lean encoding serializes");
+    let reloaded: BytePairEncoding = bincode::deserialize(&tables).expect("the tables load");
     let sample = "Token counting, cached per text: fn main() { println!(\"héllo\"); } // 🚀 \
                   aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1234567890 \n\n\t  ÄÖÜ 日本語のテキスト";
     for piece in bpe_openai::o200k_base().split(sample) {
@@ -32,7 +36,7 @@ fn main() {
         );
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("o200k_base.count.msgpack"), lean).expect("OUT_DIR is writable");
+    std::fs::write(out.join("o200k_base.count.bincode"), tables).expect("OUT_DIR is writable");
 }
 
 /// The serialized encoding with the fields counting does not use replaced by empty ones.

@@ -11,17 +11,28 @@ use regex::{Regex, RegexSet};
 pub const REDACTED: &str = "[REDACTED]";
 
 struct Rule {
-    pattern: Regex,
+    pattern: &'static str,
     /// Replacement, with `$name` groups kept around the secret.
     replacement: &'static str,
+    /// `pattern` compiled, the first time the text holds a match (most texts hold none, and
+    /// compiling every rule cost a one-shot command more than scanning its session).
+    compiled: OnceLock<Regex>,
+}
+
+impl Rule {
+    fn regex(&self) -> &Regex {
+        self.compiled
+            .get_or_init(|| Regex::new(self.pattern).expect("redaction patterns are valid"))
+    }
 }
 
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let rule = |pattern: &str, replacement: &'static str| Rule {
-            pattern: Regex::new(pattern).expect("redaction patterns are valid"),
+        let rule = |pattern: &'static str, replacement: &'static str| Rule {
+            pattern,
             replacement,
+            compiled: OnceLock::new(),
         };
         vec![
             rule(
@@ -67,9 +78,14 @@ fn rules() -> &'static [Rule] {
 fn rule_set() -> &'static RegexSet {
     static SET: OnceLock<RegexSet> = OnceLock::new();
     SET.get_or_init(|| {
-        RegexSet::new(rules().iter().map(|r| r.pattern.as_str()))
-            .expect("redaction patterns are valid")
+        RegexSet::new(rules().iter().map(|r| r.pattern)).expect("redaction patterns are valid")
     })
+}
+
+/// Compiles what every [`redact`] call needs, so that a command can do it while it waits for
+/// something else (a one-shot `ctxhost compress` while the tokenizer loads).
+pub fn warm() {
+    rule_set();
 }
 
 /// `text` with every secret replaced.
@@ -81,9 +97,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     let mut current = Cow::Borrowed(text);
     for (index, rule) in rules().iter().enumerate() {
         // A replacement can only remove matches, so rules that did not match still do not.
-        if hits.matched(index) && rule.pattern.is_match(&current) {
+        if hits.matched(index) && rule.regex().is_match(&current) {
             current = Cow::Owned(
-                rule.pattern
+                rule.regex()
                     .replace_all(&current, rule.replacement)
                     .into_owned(),
             );

@@ -4,8 +4,10 @@
 //! Two backends give identical counts for `o200k_base` and `cl100k_base`: GitHub's `bpe-openai`
 //! (the default where it has the encoding: measured here it loads in ~140 ms and counts ~25 MB/s)
 //! and `tiktoken-rs` (~210 ms and ~5 MB/s; also has `p50k_base` and `r50k_base`). `o200k_base`
-//! loads from counting-only tables `build.rs` prebuilds from bpe-openai's, in about half its
-//! time: a one-shot command on a tiny transcript went from ~45 ms to ~25 ms in all.
+//! loads from counting-only tables `build.rs` prebuilds from bpe-openai's (without what only
+//! encoding reads, in bincode), in a fraction of its time. A text is split into pieces (words,
+//! runs of punctuation) before its byte pairs are merged, and a session repeats its pieces: each
+//! distinct piece of a batch is merged once.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -66,6 +68,10 @@ type Key = (u64, usize);
 
 /// Exact counts of texts, by key.
 type Counted = HashMap<Key, u64, BuildHasherDefault<IdentityHasher>>;
+
+/// Counts of the pieces bpe-openai's pre-tokenizer split texts into, by piece: a piece counts
+/// the same wherever it appears.
+type PieceCounts = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
 
 impl TokenCounter {
     /// `encoding` must be one of [`crate::config::ENCODINGS`] (the config validates it).
@@ -135,10 +141,11 @@ impl TokenCounter {
                 cache.insert(key, count.min(u64::from(u32::MAX)) as u32);
             }
         }
+        let mut pieces = PieceCounts::default();
         for text in texts {
             let text = text.as_ref();
             if text.len() < CACHE_MIN_BYTES {
-                total += self.count_uncached(text);
+                total += self.count_uncached(text, &mut pieces);
             } else if let Some(count) = counted.get(&(fx_hash(text.as_bytes()), text.len())) {
                 total += count;
             }
@@ -179,30 +186,33 @@ impl TokenCounter {
     }
 
     fn count_chunk(&self, chunk: &[(Key, &str)]) -> Counted {
+        let mut pieces = PieceCounts::default();
         chunk
             .iter()
-            .map(|&(key, text)| (key, self.count_uncached(text)))
+            .map(|&(key, text)| (key, self.count_uncached(text, &mut pieces)))
             .collect()
     }
 
     pub fn count(&self, text: &str) -> u64 {
+        let mut pieces = PieceCounts::default();
         if text.len() < CACHE_MIN_BYTES {
-            return self.count_uncached(text);
+            return self.count_uncached(text, &mut pieces);
         }
         let key = (fx_hash(text.as_bytes()), text.len());
         if let Some(count) = self.cache.lock().ok().and_then(|c| c.get(&key).copied()) {
             return u64::from(count);
         }
-        let count = self.count_uncached(text);
+        let count = self.count_uncached(text, &mut pieces);
         if let Ok(mut cache) = self.cache.lock() {
             cache.insert(key, count.min(u64::from(u32::MAX)) as u32);
         }
         count
     }
 
-    fn count_uncached(&self, text: &str) -> u64 {
+    /// The count of `text`, its pieces looked up in (and added to) `pieces` first.
+    fn count_uncached(&self, text: &str, pieces: &mut PieceCounts) -> u64 {
         match self.loaded() {
-            Some(Loaded::Bpe(bpe)) => bpe.count(text) as u64,
+            Some(Loaded::Bpe(bpe)) => count_pieces(bpe, text, pieces),
             Some(Loaded::Tiktoken(bpe)) => bpe.encode_ordinary(text).len() as u64,
             // Unreachable with a validated config; a rough estimate beats failing the turn.
             None => (text.len() as u64).div_ceil(4),
@@ -237,14 +247,31 @@ impl TokenCounter {
     }
 }
 
+/// What `tokenizer.count(text)` answers (the sum of its pieces' counts), with each distinct
+/// piece merged once.
+fn count_pieces(tokenizer: &bpe_openai::Tokenizer, text: &str, counted: &mut PieceCounts) -> u64 {
+    let text = tokenizer.normalize(text);
+    tokenizer
+        .split(text.as_str())
+        .map(|piece| {
+            if let Some(&count) = counted.get(piece) {
+                return u64::from(count);
+            }
+            let count = tokenizer.bpe.count(piece.as_bytes());
+            counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
+            count as u64
+        })
+        .sum()
+}
+
 /// `o200k_base` for counting only, from the tables `build.rs` prebuilt: bpe-openai's encoding
-/// without what only encoding and decoding read, so it loads in about half the time. Its
-/// `encode` and `decode` are not usable; its `count` is bpe-openai's.
+/// without what only encoding and decoding read, in bincode, so it loads in a fraction of the
+/// time. Its `encode` and `decode` are not usable; its `count` is bpe-openai's.
 fn o200k_base_counter() -> &'static bpe_openai::Tokenizer {
     static COUNTER: OnceLock<bpe_openai::Tokenizer> = OnceLock::new();
     COUNTER.get_or_init(|| {
-        let tables = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.count.msgpack"));
-        let bpe = rmp_serde::from_slice(tables).expect("build.rs checked the tables");
+        let tables = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.count.bincode"));
+        let bpe = bincode::deserialize(tables).expect("build.rs checked the tables");
         // The encoding's split pattern (tiktoken's), with its `\s+(?!\S)` spelled without
         // look-ahead as bpe-openai does: `\s+\s` less its last character (the `true`), or `\s+$`.
         let words = [
@@ -330,6 +357,31 @@ mod tests {
         // Counted once: the second time every long text comes from the cache.
         assert_eq!(batch.cache.lock().unwrap().len(), 400);
         assert_eq!(batch.count_texts(&texts), one_by_one);
+    }
+
+    #[test]
+    fn pieces_counted_once_count_as_bpe_openai_counts_each_text() {
+        let counter = TokenCounter::new("o200k_base");
+        let Some(Loaded::Bpe(tokenizer)) = counter.loaded() else {
+            panic!("o200k_base loads with bpe-openai")
+        };
+        let reference = bpe_openai::o200k_base();
+        let mut pieces = PieceCounts::default();
+        let texts = [
+            "fn main() { println!(\"héllo, wörld\"); } // 🚀",
+            "the the the  the\n\n\tthe",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaa 1234567890 ÄÖÜ 日本語のテキスト",
+            "fn main() { the aaaaaaaa 1234 }   ",
+        ];
+        // Twice: the second time every piece comes from `pieces`.
+        for text in texts.iter().chain(&texts) {
+            let expected = reference.count(*text) as u64;
+            assert_eq!(
+                count_pieces(tokenizer, text, &mut pieces),
+                expected,
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

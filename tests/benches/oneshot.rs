@@ -4,6 +4,8 @@
 //!
 //! - `compress_1402_messages`: a ~412K-token session, the corpus three times over behind one
 //!   system prompt (each text counted once: repeats hit the cache).
+//! - `tokens_1402_messages`: the same session through `ctxhost tokens` (read and count only),
+//!   so the difference is what compressing adds (the offline summary, mostly).
 //! - `compress_tiny`: two short messages, so mostly start-up and the tokenizer load.
 //!
 //! Run: `cargo bench -p ctxhost-tests --bench oneshot` (builds the release binary first).
@@ -38,11 +40,15 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("oneshot");
     group.sample_size(20);
-    for (name, transcript) in [("compress_1402_messages", &long), ("compress_tiny", &tiny)] {
+    for (name, command, transcript) in [
+        ("compress_1402_messages", "compress", &long),
+        ("tokens_1402_messages", "tokens", &long),
+        ("compress_tiny", "compress", &tiny),
+    ] {
         let path = transcript.to_str().expect("a UTF-8 path");
-        let run = sandbox.ctxhost(&["compress", path]);
+        let run = sandbox.ctxhost(&[command, path]);
         assert!(run.success(), "{name}: {}", run.stderr);
-        group.bench_function(name, |b| b.iter(|| sandbox.ctxhost(&["compress", path])));
+        group.bench_function(name, |b| b.iter(|| sandbox.ctxhost(&[command, path])));
     }
     group.finish();
 }

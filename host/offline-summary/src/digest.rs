@@ -1,11 +1,14 @@
 //! What a run of turns amounts to: asks, actions and their outcomes, files, errors,
 //! decisions and the latest state.
 
+use std::collections::HashMap;
+
 use super::extract::{
     call_facts, compact, error_lines, file_verb, is_constraint, is_decision, is_next_step,
     is_shell_tool, names_file, paths, prompt_commands, same_file, sentences, trailing_command,
     CallFacts,
 };
+use super::markers::Markers;
 use super::parse::{Role, Turn};
 
 const ASK_MAX: usize = 400;
@@ -245,14 +248,23 @@ pub fn digest(turns: &[Turn]) -> Digest {
     // Progress.
     let last_turn = turns.len().saturating_sub(1);
     let mut done: Vec<(String, usize)> = Vec::new();
+    // Indexes, so that a session of thousands of actions is read in one pass: where each text
+    // is in `done`, and the last action of each text that succeeded.
+    let mut done_at: HashMap<&str, usize> = HashMap::new();
+    let last_success: HashMap<&str, usize> = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, action)| action.outcome == Outcome::Ok)
+        .map(|(i, action)| (action.text.as_str(), i))
+        .collect();
     for (i, action) in actions.iter().enumerate() {
         let finished = match &action.outcome {
             Outcome::Ok => true,
             Outcome::Pending => action.turn < last_turn,
             Outcome::Failed(error) => {
-                let fixed_later = actions[i + 1..]
-                    .iter()
-                    .any(|later| later.text == action.text && later.outcome == Outcome::Ok);
+                let fixed_later = last_success
+                    .get(action.text.as_str())
+                    .is_some_and(|&later| later > i);
                 if !fixed_later {
                     push_unique(
                         &mut digest.blocked,
@@ -263,9 +275,12 @@ pub fn digest(turns: &[Turn]) -> Digest {
             }
         };
         if finished {
-            match done.iter_mut().find(|(text, _)| *text == action.text) {
-                Some((_, count)) => *count += 1,
-                None => done.push((action.text.clone(), 1)),
+            match done_at.get(action.text.as_str()) {
+                Some(&at) => done[at].1 += 1,
+                None => {
+                    done_at.insert(&action.text, done.len());
+                    done.push((action.text.clone(), 1));
+                }
             }
             if action.outcome == Outcome::Ok {
                 push_unique(&mut digest.succeeded, action.text.clone());
@@ -382,13 +397,14 @@ fn push_unique(list: &mut Vec<String>, item: String) {
     }
 }
 
+static TODO: Markers = Markers::new(&["todo", "fixme"]);
+
 fn note_decisions(text: &str, decisions: &mut Vec<String>, todos: &mut Vec<String>) {
     for sentence in sentences(text) {
         if is_decision(sentence) {
             push_unique(decisions, compact(sentence, SENTENCE_MAX));
         }
-        let lower = sentence.to_lowercase();
-        if lower.contains("todo") || lower.contains("fixme") {
+        if TODO.any_in(sentence) {
             push_unique(todos, compact(sentence, SENTENCE_MAX));
         }
     }

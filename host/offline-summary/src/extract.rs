@@ -1,9 +1,13 @@
 //! Facts read out of a turn's text: file paths, commands, errors, decisions, constraints and
 //! next steps.
 
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use crate::budget::truncate_bytes;
+use crate::markers::Markers;
 
 /// `text` on one line (whitespace collapsed), cut to `max_bytes`.
 pub fn compact(text: &str, max_bytes: usize) -> String {
@@ -139,33 +143,101 @@ const BARE_FILE_NAMES: &[&str] = &[
 /// File paths mentioned in `text`, in order of first mention, without duplicates.
 pub fn paths(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    for token in text.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\''
-                    | '`'
-                    | '('
-                    | ')'
-                    | '['
-                    | ']'
-                    | '{'
-                    | '}'
-                    | '<'
-                    | '>'
-                    | ','
-                    | ';'
-                    | '|'
-                    | '='
-            )
-    }) {
-        if let Some(path) = as_path(token) {
-            if !found.iter().any(|p| p == &path) {
+    // Tool outputs list the same files over and over: a set keeps this linear.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut note = |word: &str, hints: u8| {
+        if !could_be_path(word, hints) {
+            return;
+        }
+        if let Some(path) = as_path(word) {
+            if seen.insert(path.clone()) {
                 found.push(path);
             }
         }
+    };
+    if text.is_ascii() {
+        // The split below, and each word's hints, in one pass over the bytes: most of a
+        // session is ASCII, and most words are passed over on their hints alone.
+        let classes = ascii_classes();
+        let (mut start, mut hints) = (0, 0);
+        for (at, &byte) in text.as_bytes().iter().enumerate() {
+            match classes[usize::from(byte)] {
+                WORD_BREAK => {
+                    note(&text[start..at], hints);
+                    (start, hints) = (at + 1, 0);
+                }
+                class => hints |= class,
+            }
+        }
+        note(&text[start..], hints);
+    } else {
+        for word in text.split(breaks_word) {
+            let hints = word
+                .bytes()
+                .filter(u8::is_ascii)
+                .fold(0, |hints, byte| hints | ascii_classes()[usize::from(byte)]);
+            note(word, hints);
+        }
     }
     found
+}
+
+/// Where [`paths`] splits a text into words: whitespace, quotes, brackets and the punctuation
+/// around paths in prose and code.
+fn breaks_word(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '|'
+                | '='
+        )
+}
+
+/// What an ASCII byte is to [`paths`]: where words break, or the hints a word's bytes give.
+const WORD_BREAK: u8 = 1;
+/// `/`, a backslash (Windows) or `.` (before an extension): every path but a bare file name
+/// holds one.
+const PATH_BYTE: u8 = 2;
+/// A capital: [`BARE_FILE_NAMES`] all start with one.
+const CAPITAL: u8 = 4;
+
+fn ascii_classes() -> &'static [u8; 128] {
+    static CLASSES: OnceLock<[u8; 128]> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let mut classes = [0; 128];
+        for (byte, class) in (0u8..).zip(classes.iter_mut()) {
+            let c = char::from(byte);
+            *class = if breaks_word(c) {
+                WORD_BREAK
+            } else if matches!(c, '/' | '\\' | '.') {
+                PATH_BYTE
+            } else if c.is_ascii_uppercase() {
+                CAPITAL
+            } else {
+                0
+            };
+        }
+        classes
+    })
+}
+
+/// A cheap necessary condition for [`as_path`], which most words of a text fail, from the
+/// word's `hints` (its bytes' classes).
+fn could_be_path(word: &str, hints: u8) -> bool {
+    hints & PATH_BYTE != 0
+        || (hints & CAPITAL != 0 && BARE_FILE_NAMES.iter().any(|name| word.contains(name)))
 }
 
 /// `token` as a file path, if it looks like one.
@@ -245,13 +317,33 @@ fn strip_line_suffix(token: &str) -> &str {
     token
 }
 
+/// Whether `ext` is one of [`EXTENSIONS`], in any case. Code is full of `a.b` words that
+/// have to be looked up, hence a set.
+fn is_known_extension(ext: &str) -> bool {
+    static KNOWN: OnceLock<HashSet<&str>> = OnceLock::new();
+    const LONGEST: usize = 16;
+    // The extensions are short and ASCII: anything else is none of them.
+    if ext.len() > LONGEST || !ext.is_ascii() {
+        return false;
+    }
+    let mut lower = [0u8; LONGEST];
+    lower[..ext.len()].copy_from_slice(ext.as_bytes());
+    lower[..ext.len()].make_ascii_lowercase();
+    let Ok(lower) = std::str::from_utf8(&lower[..ext.len()]) else {
+        return false;
+    };
+    KNOWN
+        .get_or_init(|| {
+            debug_assert!(EXTENSIONS.iter().all(|e| e.len() <= LONGEST));
+            EXTENSIONS.iter().copied().collect()
+        })
+        .contains(lower)
+}
+
 fn has_known_extension(name: &str) -> bool {
     match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() || name.starts_with('.') => {
-            let ext = ext.to_ascii_lowercase();
-            EXTENSIONS.contains(&ext.as_str())
-                && stem.chars().any(char::is_alphabetic)
-                && !stem.ends_with('.')
+            is_known_extension(ext) && stem.chars().any(char::is_alphabetic) && !stem.ends_with('.')
         }
         _ => false,
     }
@@ -262,6 +354,10 @@ fn has_known_extension(name: &str) -> bool {
 
 /// Lines of `text` that report an error, a traceback reduced to its final exception line.
 pub fn error_lines(text: &str) -> Vec<String> {
+    // Most outputs hold no error at all.
+    if !may_report_errors(text) {
+        return Vec::new();
+    }
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     let mut i = 0;
@@ -303,26 +399,14 @@ pub fn is_error_line(line: &str) -> bool {
     if trimmed.ends_with(':') && !trimmed.contains(char::is_whitespace) {
         return false;
     }
+    if !may_report_errors(trimmed) {
+        return false;
+    }
     let lower = trimmed.to_lowercase();
     if let Some(code) = exit_code(&lower) {
         return code != 0;
     }
-    const ALWAYS: &[&str] = &[
-        "error[",
-        "fatal:",
-        "panicked at",
-        "traceback (most recent call last)",
-        "command not found",
-        "no such file or directory",
-        "permission denied",
-        "segmentation fault",
-        "timed out",
-        "non-zero exit",
-        "nonzero exit",
-        "could not compile",
-        "npm err!",
-    ];
-    if ALWAYS.iter().any(|marker| lower.contains(marker)) {
+    if ALWAYS_ERRORS.any_in(trimmed) {
         return true;
     }
     if names_exception(trimmed)
@@ -366,6 +450,44 @@ pub fn is_error_line(line: &str) -> bool {
         }
     }
     false
+}
+
+/// Markers that make a line an error whatever surrounds them.
+const ALWAYS_ERROR_MARKERS: &[&str] = &[
+    "error[",
+    "fatal:",
+    "panicked at",
+    "traceback (most recent call last)",
+    "command not found",
+    "no such file or directory",
+    "permission denied",
+    "segmentation fault",
+    "timed out",
+    "non-zero exit",
+    "nonzero exit",
+    "could not compile",
+    "npm err!",
+];
+static ALWAYS_ERRORS: Markers = Markers::new(ALWAYS_ERROR_MARKERS);
+
+/// Every error line holds an [`ALWAYS_ERRORS`] marker or one of these: what [`exit_code`]
+/// reads, `exception:` or `error` (`Error:` of [`names_exception`] included), `fail`. Most
+/// lines and outputs hold none, and are passed over in one scan.
+static ERROR_HINTS: Markers = Markers::either(
+    &[
+        "error",
+        "fail",
+        "exit",
+        "returncode",
+        "return code",
+        "exception:",
+    ],
+    ALWAYS_ERROR_MARKERS,
+);
+
+/// Whether `text` may hold an error line.
+fn may_report_errors(text: &str) -> bool {
+    ERROR_HINTS.any_in(text)
 }
 
 /// `12: code` or `12| code`: a line of a numbered listing.
@@ -468,87 +590,79 @@ pub fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
-fn contains_any(sentence: &str, markers: &[&str]) -> bool {
-    let lower = sentence.to_lowercase();
-    markers.iter().any(|marker| lower.contains(marker))
-}
-
 /// A choice made: "decided", "instead", "will use", ...
 pub fn is_decision(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "decided",
-            "decide to",
-            "decision",
-            "instead",
-            "rather than",
-            "will use",
-            "we'll use",
-            "i'll use",
-            "going to use",
-            "let's use",
-            "let's go with",
-            "go with",
-            "chose",
-            "choose",
-            "opted",
-            "switch to",
-            "switched to",
-            "settled on",
-        ],
-    )
+    DECISION.any_in(sentence)
 }
+
+static DECISION: Markers = Markers::new(&[
+    "decided",
+    "decide to",
+    "decision",
+    "instead",
+    "rather than",
+    "will use",
+    "we'll use",
+    "i'll use",
+    "going to use",
+    "let's use",
+    "let's go with",
+    "go with",
+    "chose",
+    "choose",
+    "opted",
+    "switch to",
+    "switched to",
+    "settled on",
+]);
 
 /// A user's rule or preference: "must", "don't", "always", "prefer", ...
 pub fn is_constraint(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "must",
-            "don't",
-            "do not",
-            "never",
-            "always",
-            "prefer",
-            "avoid",
-            "make sure",
-            "should not",
-            "shouldn't",
-            "only use",
-            "without ",
-            "keep ",
-            "no more than",
-            "at most",
-            "at least",
-        ],
-    )
+    CONSTRAINT.any_in(sentence)
 }
+
+static CONSTRAINT: Markers = Markers::new(&[
+    "must",
+    "don't",
+    "do not",
+    "never",
+    "always",
+    "prefer",
+    "avoid",
+    "make sure",
+    "should not",
+    "shouldn't",
+    "only use",
+    "without ",
+    "keep ",
+    "no more than",
+    "at most",
+    "at least",
+]);
 
 /// What is still to do: "next", "TODO", "need to", ...
 pub fn is_next_step(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "next step",
-            "next,",
-            "next i",
-            "next we",
-            "then i'll",
-            "then we",
-            "todo",
-            "need to",
-            "needs to",
-            "still need",
-            "remaining",
-            "i will ",
-            "i'll ",
-            "we will ",
-            "we'll ",
-            "left to do",
-        ],
-    )
+    NEXT_STEP.any_in(sentence)
 }
+
+static NEXT_STEP: Markers = Markers::new(&[
+    "next step",
+    "next,",
+    "next i",
+    "next we",
+    "then i'll",
+    "then we",
+    "todo",
+    "need to",
+    "needs to",
+    "still need",
+    "remaining",
+    "i will ",
+    "i'll ",
+    "we will ",
+    "we'll ",
+    "left to do",
+]);
 
 // ---------------------------------------------------------------------------------------------
 // Tool calls and commands
@@ -723,6 +837,23 @@ mod tests {
             paths(r#"{"path": "tests/test_x.py"} File "/app/x.py", line 3"#),
             ["tests/test_x.py", "/app/x.py"]
         );
+    }
+
+    #[test]
+    fn ascii_and_other_text_split_into_the_same_paths() {
+        let ascii = "see src/a.rs, Makefile and (docs/b.md); \\not a path; C:\\x\\y.txt LICENSE.";
+        let expected = [
+            "src/a.rs",
+            "Makefile",
+            "docs/b.md",
+            "C:\\x\\y.txt",
+            "LICENSE",
+        ];
+        assert_eq!(paths(ascii), expected);
+        // One non-ASCII word takes the character-by-character split: same paths.
+        assert_eq!(paths(&format!("{ascii} café")), expected);
+        // Unicode whitespace (a no-break space) separates words too.
+        assert_eq!(paths("src/a.rs\u{a0}src/b.rs"), ["src/a.rs", "src/b.rs"]);
     }
 
     #[test]

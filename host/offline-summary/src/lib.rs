@@ -15,6 +15,7 @@ pub mod budget;
 mod digest;
 mod extract;
 mod handoff;
+mod markers;
 mod merge;
 mod parse;
 mod record;
