@@ -294,12 +294,7 @@ async fn complete(
             Called::Relayed(response) => return Ok(response),
         };
         let bytes = gateway.read_answer(live, response).await?;
-        let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            GatewayError::new(
-                ErrorKind::BadGateway,
-                format!("the upstream's answer is not JSON: {e}"),
-            )
-        })?;
+        let mut answer = super::turn::parse_answer(&bytes)?;
         usage.add(&answer["usage"]);
         let message = answer["choices"][0]["message"].clone();
         let reply = Message::from_value(message.clone()).ok();

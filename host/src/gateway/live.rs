@@ -383,10 +383,12 @@ impl Live {
                 }
             }
         };
+        // Counted once here: the deferral, the compression and the near check below share it
+        // (the upstream only changes if a compression is applied).
+        let tokens = self.session.count(&upstream);
         // A compression deferred for saving too little waits until the history has grown.
         let trigger = trigger.filter(|_| {
             let deferred_until = self.record.deferred_until_tokens;
-            let tokens = self.session.count(&upstream);
             let waits = deferred_until > 0 && tokens < deferred_until && tokens <= window;
             if waits {
                 self.record.compress_next = false;
@@ -395,7 +397,7 @@ impl Live {
         });
         if let Some(trigger) = trigger {
             self.record.compress_next = false;
-            let tokens_before = self.session.count(&upstream);
+            let tokens_before = tokens;
             let messages_before = upstream.len();
             let started = Instant::now();
             let compression = self
@@ -469,7 +471,6 @@ impl Live {
         let settings = &gateway.settings.compaction;
         if !compressed && settings.background && continuity != Continuity::Diverged {
             let margin = (settings.margin * window as f64) as u64;
-            let tokens = self.session.count(&upstream);
             // Not again before the context has regrown by half the margin since the last
             // compression: each one changes the view, and with it the provider's cache.
             let regrown = self

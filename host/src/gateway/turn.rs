@@ -543,3 +543,55 @@ impl Gateway {
         read_limited(headers, body, self.settings.limits.max_request_bytes).await
     }
 }
+
+/// A request of one of the provider APIs, as the model calls of one client request send it.
+pub trait UpstreamRequest {
+    /// The provider route, after the base URL (`messages`, `responses`).
+    const PATH: &'static str;
+    /// The body of one model call: the client's fields with `messages` as the history and the
+    /// engine's tools offered beside the client's.
+    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes;
+}
+
+/// What every model call of one request shares: the request, the engine's tools offered with
+/// it, and the client's headers and query string.
+pub struct ModelCall<R> {
+    pub request: R,
+    pub schemas: Vec<Value>,
+    pub engine_names: HashSet<String>,
+    pub headers: HeaderMap,
+    pub query: Option<String>,
+}
+
+impl<R: UpstreamRequest> ModelCall<R> {
+    pub async fn send(
+        &self,
+        gateway: &Gateway,
+        live: &mut Live,
+        messages: &[Message],
+    ) -> Result<reqwest::Response, GatewayError> {
+        let body = self.request.upstream_body(messages, &self.schemas);
+        gateway
+            .send_model(live, R::PATH, self.query.as_deref(), &self.headers, body)
+            .await
+    }
+}
+
+/// One request's exchange with the provider, its session held.
+pub struct Exchange<R> {
+    pub gateway: Arc<Gateway>,
+    pub guard: OwnedMutexGuard<Option<Live>>,
+    pub prepared: Prepared,
+    pub session_headers: HeaderMap,
+    pub call: ModelCall<R>,
+}
+
+/// A non-streamed answer read back from the provider.
+pub fn parse_answer(bytes: &[u8]) -> Result<Value, GatewayError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        GatewayError::new(
+            ErrorKind::BadGateway,
+            format!("the upstream's answer is not JSON: {e}"),
+        )
+    })
+}

@@ -18,14 +18,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
-use tokio::sync::OwnedMutexGuard;
 
 use super::error::{AnthropicError, ErrorKind, GatewayError};
-use super::live::{Live, Prepared};
 use super::settings::CacheBreakpoints;
 use super::turn::{
-    begin_turn, engine_tools, json_answer, relay, session_name, with_session_headers, Called, Step,
-    ToolRounds, TurnRequest,
+    self, begin_turn, engine_tools, json_answer, relay, session_name, with_session_headers, Called,
+    ModelCall, Step, ToolRounds, TurnRequest,
 };
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
@@ -90,35 +88,6 @@ impl MessagesRequest {
             client_tools,
             add_breakpoints,
         })
-    }
-
-    /// The body of one model call: the client's fields, `system` and `messages` from
-    /// `messages`, and the engine's tools (OpenAI schemas) as Anthropic tools after the
-    /// client's.
-    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes {
-        let converted = convert::from_messages(messages);
-        let mut body = self.body.clone();
-        body.insert("messages".into(), Value::Array(converted.messages));
-        match converted.system {
-            Some(system) => {
-                body.insert("system".into(), system);
-            }
-            None => {
-                body.shift_remove("system");
-            }
-        }
-        if !engine_tools.is_empty() {
-            let tools = body
-                .entry("tools")
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(tools) = tools {
-                tools.extend(engine_tools.iter().map(anthropic_tool));
-            }
-        }
-        if self.add_breakpoints {
-            cache::add_breakpoints(&mut body);
-        }
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
 }
 
@@ -186,36 +155,6 @@ impl UsageSum {
     }
 }
 
-/// What every model call of one request shares: the request, the engine's tools offered with
-/// it, and the client's headers and query string.
-struct ModelCall {
-    request: MessagesRequest,
-    schemas: Vec<Value>,
-    engine_names: HashSet<String>,
-    headers: HeaderMap,
-    query: Option<String>,
-}
-
-impl ModelCall {
-    async fn send(
-        &self,
-        gateway: &Gateway,
-        live: &mut Live,
-        messages: &[Message],
-    ) -> Result<reqwest::Response, GatewayError> {
-        let body = self.request.upstream_body(messages, &self.schemas);
-        gateway
-            .send_model(
-                live,
-                UPSTREAM_PATH,
-                self.query.as_deref(),
-                &self.headers,
-                body,
-            )
-            .await
-    }
-}
-
 pub async fn messages(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
@@ -278,14 +217,40 @@ async fn handle(
     }))
 }
 
-/// One request's exchange with the provider, its session held.
-struct Exchange {
-    gateway: Arc<Gateway>,
-    guard: OwnedMutexGuard<Option<Live>>,
-    prepared: Prepared,
-    session_headers: HeaderMap,
-    call: ModelCall,
+impl turn::UpstreamRequest for MessagesRequest {
+    const PATH: &'static str = UPSTREAM_PATH;
+    /// The body of one model call: the client's fields, `system` and `messages` from
+    /// `messages`, and the engine's tools (OpenAI schemas) as Anthropic tools after the
+    /// client's.
+    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes {
+        let converted = convert::from_messages(messages);
+        let mut body = self.body.clone();
+        body.insert("messages".into(), Value::Array(converted.messages));
+        match converted.system {
+            Some(system) => {
+                body.insert("system".into(), system);
+            }
+            None => {
+                body.shift_remove("system");
+            }
+        }
+        if !engine_tools.is_empty() {
+            let tools = body
+                .entry("tools")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(tools) = tools {
+                tools.extend(engine_tools.iter().map(anthropic_tool));
+            }
+        }
+        if self.add_breakpoints {
+            cache::add_breakpoints(&mut body);
+        }
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
 }
+
+/// One request's exchange with the provider, its session held.
+type Exchange = turn::Exchange<MessagesRequest>;
 
 /// `content` without the engine's `tool_use` blocks: what the client receives.
 fn visible_blocks(content: &Value, engine_names: &HashSet<String>) -> Value {
@@ -325,12 +290,7 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
             Called::Relayed(response) => return Ok(response),
         };
         let bytes = gateway.read_answer(live, response).await?;
-        let mut answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            GatewayError::new(
-                ErrorKind::BadGateway,
-                format!("the upstream's answer is not JSON: {e}"),
-            )
-        })?;
+        let mut answer = turn::parse_answer(&bytes)?;
         usage.add(&answer["usage"]);
         let reply = convert::reply_message(&answer["content"]).ok();
         live.called(

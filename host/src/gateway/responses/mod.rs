@@ -21,13 +21,11 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::Message;
 use serde_json::{json, Map, Value};
-use tokio::sync::OwnedMutexGuard;
 
 use super::error::{ErrorKind, GatewayError};
-use super::live::{Live, Prepared};
 use super::turn::{
-    begin_turn, engine_tools, json_answer, session_name, with_session_headers, Called, Step,
-    ToolRounds, TurnRequest,
+    self, begin_turn, engine_tools, json_answer, session_name, with_session_headers, Called,
+    ModelCall, Step, ToolRounds, TurnRequest,
 };
 use super::Gateway;
 use usage::{parse_usage, UsageSum};
@@ -90,31 +88,6 @@ impl ResponsesRequest {
             client_tools,
         })
     }
-
-    /// The body of one model call: the client's fields, `instructions` and `input` from
-    /// `messages`, and the engine's tools as flat function tools after the client's.
-    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes {
-        let converted = convert::from_messages(messages);
-        let mut body = self.body.clone();
-        body.insert("input".into(), converted.input);
-        match converted.instructions {
-            Some(instructions) => {
-                body.insert("instructions".into(), instructions);
-            }
-            None => {
-                body.shift_remove("instructions");
-            }
-        }
-        if !engine_tools.is_empty() {
-            let tools = body
-                .entry("tools")
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(tools) = tools {
-                tools.extend(engine_tools.iter().map(function_tool));
-            }
-        }
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
-    }
 }
 
 /// An engine tool's Chat Completions schema as a Responses function tool (flat).
@@ -129,36 +102,6 @@ fn function_tool(schema: &Value) -> Value {
         _ => json!({"type": "object", "properties": {}}),
     };
     tool
-}
-
-/// What every model call of one request shares: the request, the engine's tools offered with
-/// it, and the client's headers and query string.
-struct ModelCall {
-    request: ResponsesRequest,
-    schemas: Vec<Value>,
-    engine_names: HashSet<String>,
-    headers: HeaderMap,
-    query: Option<String>,
-}
-
-impl ModelCall {
-    async fn send(
-        &self,
-        gateway: &Gateway,
-        live: &mut Live,
-        messages: &[Message],
-    ) -> Result<reqwest::Response, GatewayError> {
-        let body = self.request.upstream_body(messages, &self.schemas);
-        gateway
-            .send_model(
-                live,
-                UPSTREAM_PATH,
-                self.query.as_deref(),
-                &self.headers,
-                body,
-            )
-            .await
-    }
 }
 
 pub async fn responses(
@@ -230,14 +173,36 @@ async fn handle(
         .unwrap_or_else(|error| with_session_headers(error.into_response(), &session_headers)))
 }
 
-/// One request's exchange with the provider, its session held.
-struct Exchange {
-    gateway: Arc<Gateway>,
-    guard: OwnedMutexGuard<Option<Live>>,
-    prepared: Prepared,
-    session_headers: HeaderMap,
-    call: ModelCall,
+impl turn::UpstreamRequest for ResponsesRequest {
+    const PATH: &'static str = UPSTREAM_PATH;
+    /// The body of one model call: the client's fields, `instructions` and `input` from
+    /// `messages`, and the engine's tools as flat function tools after the client's.
+    fn upstream_body(&self, messages: &[Message], engine_tools: &[Value]) -> Bytes {
+        let converted = convert::from_messages(messages);
+        let mut body = self.body.clone();
+        body.insert("input".into(), converted.input);
+        match converted.instructions {
+            Some(instructions) => {
+                body.insert("instructions".into(), instructions);
+            }
+            None => {
+                body.shift_remove("instructions");
+            }
+        }
+        if !engine_tools.is_empty() {
+            let tools = body
+                .entry("tools")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(tools) = tools {
+                tools.extend(engine_tools.iter().map(function_tool));
+            }
+        }
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
 }
+
+/// One request's exchange with the provider, its session held.
+type Exchange = turn::Exchange<ResponsesRequest>;
 
 /// Whether an output item is one of the engine's calls: never shown to the client.
 fn is_engine_call(item: &Value, engine_names: &HashSet<String>) -> bool {
@@ -278,12 +243,7 @@ async fn complete(exchange: Exchange) -> Result<Response, GatewayError> {
             Called::Relayed(response) => return Ok(response),
         };
         let bytes = gateway.read_answer(live, response).await?;
-        let answer: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            GatewayError::new(
-                ErrorKind::BadGateway,
-                format!("the upstream's answer is not JSON: {e}"),
-            )
-        })?;
+        let answer = turn::parse_answer(&bytes)?;
         usage.add(&answer["usage"]);
         let reply = convert::reply_message(&answer["output"]);
         live.called(
