@@ -593,6 +593,21 @@ pub struct DetachedCompression {
     result: Result<(Vec<Message>, Option<CompressionReport>), SessionError>,
 }
 
+impl DetachedCompression {
+    /// The engine that was asked.
+    pub fn engine(&self) -> &str {
+        &self.engine
+    }
+
+    /// What it made (checked against the output contract), with its report, or why it failed.
+    pub fn outcome(&self) -> Result<(&[Message], Option<&CompressionReport>), &SessionError> {
+        match &self.result {
+            Ok((output, report)) => Ok((output, report.as_ref())),
+            Err(error) => Err(error),
+        }
+    }
+}
+
 /// The output contract as the host enforces it on every compression (see `Session::check`).
 fn check_output(
     services: &HostServicesImpl,

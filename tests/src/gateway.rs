@@ -150,6 +150,12 @@ impl GatewayProcess {
         }
     }
 
+    /// Kills the process at once (SIGKILL: no shutdown of any kind) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Sends SIGTERM and waits for the process to end; returns its status and full log.
     pub fn stop(mut self) -> (ExitStatus, Vec<String>) {
         self.signal_stop();

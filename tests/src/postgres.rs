@@ -20,10 +20,10 @@ const SUPERUSER: &str = "postgres";
 
 /// A running throwaway server.
 pub struct Postgres {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     bin: PathBuf,
     port: u16,
-    _server: Child,
+    server: Option<Child>,
 }
 
 static SHARED: OnceLock<Postgres> = OnceLock::new();
@@ -32,7 +32,18 @@ static DATABASES: AtomicU32 = AtomicU32::new(0);
 impl Postgres {
     /// This test process's server, started on first use.
     pub fn shared() -> &'static Postgres {
-        SHARED.get_or_init(Postgres::start)
+        // Started from a thread that lives as long as the process: the server dies with the
+        // thread that started it (PR_SET_PDEATHSIG), and a test's thread ends with the test.
+        SHARED.get_or_init(|| {
+            let (started_tx, started) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = started_tx.send(Postgres::start());
+                loop {
+                    std::thread::park();
+                }
+            });
+            started.recv().expect("the PostgreSQL server starts")
+        })
     }
 
     /// A new, empty database on the shared server; its URL.
@@ -57,6 +68,53 @@ impl Postgres {
     /// The URL of database `name` on this server.
     pub fn url(&self, name: &str) -> String {
         format!("postgres://{SUPERUSER}@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// A server of the caller's own (one it may stop and start again), with one database; its
+    /// URL.
+    pub fn dedicated(tag: &str) -> (Postgres, String) {
+        let server = Postgres::start();
+        let status = server
+            .tool("createdb")
+            .args(["-h", "127.0.0.1", "-p", &server.port.to_string()])
+            .args(["-U", SUPERUSER, tag])
+            .status()
+            .expect("run createdb");
+        assert!(status.success(), "createdb {tag} failed: {status}");
+        let url = server.url(tag);
+        (server, url)
+    }
+
+    /// Stops the server (a fast shutdown: clients are disconnected) and waits until it is down.
+    pub fn stop(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            // SAFETY: kill(2) on our own child's pid; SIGINT is postgres' fast shutdown.
+            unsafe {
+                libc::kill(server.id() as i32, libc::SIGINT);
+            }
+            server.wait().expect("postgres stops");
+        }
+    }
+
+    /// Starts a stopped server again on the same data and port, and waits until it is ready.
+    pub fn restart(&mut self) {
+        assert!(self.server.is_none(), "the server is running");
+        self.server = Some(launch(&self.bin, self.dir.path(), self.port));
+    }
+
+    /// Runs `sql` with psql against `url`; its rows, one per line, fields split by `|`.
+    pub fn psql(url: &str, sql: &str) -> String {
+        let output = Postgres::shared()
+            .tool("psql")
+            .args([url, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("run psql");
+        assert!(
+            output.status.success(),
+            "psql failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("UTF-8 rows")
     }
 
     /// The port the server listens on (loopback).
@@ -105,51 +163,65 @@ impl Postgres {
             String::from_utf8_lossy(&output.stderr)
         );
         let port = free_port();
-        let mut server = Command::new(bin.join("postgres"));
-        server
-            .args(["-D", path_str(&data), "-p", &port.to_string()])
-            .args(["-k", path_str(dir.path())])
-            .args(["-c", "listen_addresses=127.0.0.1"])
-            // A test cluster: durability buys nothing and costs time.
-            .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
-            .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        as_owner(&mut server, owner);
-        // SAFETY: prctl is async-signal-safe; it ties the server's life to this process.
-        unsafe {
-            server.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = server.spawn().expect("start postgres");
-        // Ready when the server says so in its log (no polling against a deadline).
-        let stderr = child.stderr.take().expect("server stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let mut seen = Vec::new();
-        loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    let ready = line.contains("ready to accept connections");
-                    seen.push(line);
-                    if ready {
-                        break;
-                    }
-                }
-                _ => panic!("postgres stopped before it was ready:\n{}", seen.join("\n")),
-            }
-        }
-        // Keep draining its log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let server = launch(&bin, dir.path(), port);
         Postgres {
-            _dir: dir,
+            dir,
             bin,
             port,
-            _server: child,
+            server: Some(server),
         }
     }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the server of the cluster in `dir` on `port` and waits until it is ready.
+fn launch(bin: &Path, dir: &Path, port: u16) -> Child {
+    let data = dir.join("data");
+    let owner = server_owner();
+    let mut server = Command::new(bin.join("postgres"));
+    server
+        .args(["-D", path_str(&data), "-p", &port.to_string()])
+        .args(["-k", path_str(dir)])
+        .args(["-c", "listen_addresses=127.0.0.1"])
+        // A test cluster: durability buys nothing and costs time.
+        .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+        .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    as_owner(&mut server, owner);
+    // SAFETY: prctl is async-signal-safe; it ties the server's life to this process.
+    unsafe {
+        server.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = server.spawn().expect("start postgres");
+    // Ready when the server says so in its log (no polling against a deadline).
+    let stderr = child.stderr.take().expect("server stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                let ready = line.contains("ready to accept connections");
+                seen.push(line);
+                if ready {
+                    break;
+                }
+            }
+            _ => panic!("postgres stopped before it was ready:\n{}", seen.join("\n")),
+        }
+    }
+    // Keep draining its log so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    child
 }
 
 fn path_str(path: &Path) -> &str {

@@ -14,10 +14,9 @@ use ctxhost_sdk::{Message, Usage};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::OwnedMutexGuard;
 
 use super::error::{ErrorKind, GatewayError};
-use super::live::{Live, Prepared};
+use super::live::{Live, Prepared, SessionGuard};
 use super::turn::{
     answer_calls, begin_turn, engine_tools, event_stream, json_answer, session_name, split_calls,
     with_session_headers, Called, ReleaseOnDrop, Step, StreamBudget, ToolRounds, TurnRequest,
@@ -269,7 +268,7 @@ fn visible_message(message: &Value, engine_names: &HashSet<String>) -> Value {
 
 async fn complete(
     gateway: Arc<Gateway>,
-    mut guard: OwnedMutexGuard<Option<Live>>,
+    mut guard: SessionGuard,
     request: ChatRequest,
     prepared: Prepared,
     headers: HeaderMap,
@@ -485,7 +484,7 @@ type Frame = Result<Bytes, Infallible>;
 
 async fn stream(
     gateway: Arc<Gateway>,
-    mut guard: OwnedMutexGuard<Option<Live>>,
+    mut guard: SessionGuard,
     request: ChatRequest,
     prepared: Prepared,
     headers: HeaderMap,

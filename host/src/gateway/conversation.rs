@@ -189,6 +189,16 @@ impl Conversation {
         self.view_version
     }
 
+    /// The turn the lineage stands at: a digest of every message the client has sent, the
+    /// same on every replica and for every retry of one request (the turn ledger's key).
+    pub fn turn_id(&self) -> String {
+        let mut hasher = Sha256::new();
+        for digest in &self.lineage {
+            hasher.update(digest.0);
+        }
+        Digest(hasher.finalize().into()).hex()
+    }
+
     pub fn lineage_len(&self) -> usize {
         self.lineage.len()
     }

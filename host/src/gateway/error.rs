@@ -25,6 +25,11 @@ pub enum ErrorKind {
     Internal,
     /// The gateway is shutting down.
     Unavailable,
+    /// The session's database is unreachable (the request may be retried).
+    StoreUnavailable,
+    /// Another gateway on the same database kept the session past
+    /// `serve.database.lease_wait_seconds`.
+    SessionBusy,
 }
 
 impl ErrorKind {
@@ -37,7 +42,9 @@ impl ErrorKind {
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Unavailable | ErrorKind::StoreUnavailable | ErrorKind::SessionBusy => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -50,7 +57,8 @@ impl ErrorKind {
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
             ErrorKind::UpstreamTimeout => "timeout_error",
-            ErrorKind::Unavailable => "overloaded_error",
+            ErrorKind::Unavailable | ErrorKind::SessionBusy => "overloaded_error",
+            ErrorKind::StoreUnavailable => "api_error",
         }
     }
 
@@ -64,6 +72,8 @@ impl ErrorKind {
             ErrorKind::UpstreamTimeout => ("upstream_error", "upstream_timeout"),
             ErrorKind::Internal => ("server_error", "gateway_state_error"),
             ErrorKind::Unavailable => ("server_error", "shutting_down"),
+            ErrorKind::StoreUnavailable => ("server_error", "session_store_unavailable"),
+            ErrorKind::SessionBusy => ("server_error", "session_busy"),
         }
     }
 }

@@ -11,9 +11,11 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::store::{Claim, Coordination, LeaseKind, StoreError};
+
 use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
-use super::record::{unix_now, CompressionRecord, SessionKey, SessionRecord, Trigger};
+use super::record::{unix_now, unix_now_ms, CompressionRecord, SessionKey, SessionRecord, Trigger};
 use super::Gateway;
 use crate::session::{Session, SessionError, SessionOptions};
 
@@ -32,6 +34,49 @@ pub struct Live {
 
 /// The slot of one session: empty until its first request opens it.
 pub type Slot = Arc<Mutex<Option<Live>>>;
+
+/// A session held for one request: in this gateway by its slot's lock, and among gateways on
+/// one database by its turn lease, let go (after the slot) when this is dropped.
+pub struct SessionGuard {
+    guard: OwnedMutexGuard<Option<Live>>,
+    lease: Option<(Arc<Coordination>, super::store::Lease)>,
+}
+
+impl std::ops::Deref for SessionGuard {
+    type Target = Option<Live>;
+    fn deref(&self) -> &Option<Live> {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for SessionGuard {
+    fn deref_mut(&mut self) -> &mut Option<Live> {
+        &mut self.guard
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        let Some((coordination, lease)) = self.lease.take() else {
+            return;
+        };
+        let Some(key) = self.guard.as_ref().map(|live| live.record.key.clone()) else {
+            // Never opened: the lease was claimed under the key the request named.
+            return coordination.forget(lease);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(error) = coordination.release(&key, &lease).await {
+                        // It lapses on its own once the heartbeat stops renewing it.
+                        tracing::warn!(session = %key.name, "cannot let go of the session's lease: {error}");
+                    }
+                });
+            }
+            Err(_) => coordination.forget(lease),
+        }
+    }
+}
 
 /// One session held in memory.
 struct Entry {
@@ -133,13 +178,15 @@ pub struct Prepared {
 }
 
 impl Gateway {
-    /// The session `key`, locked for this request; opened (from the store, or new) on first use.
+    /// The session `key`, locked for this request (and, with a shared database, leased from
+    /// the other gateways); opened (from the store, or new) on first use, and read again when
+    /// another gateway saved it since.
     pub async fn session(
         self: &Arc<Self>,
         key: &SessionKey,
         model: &str,
         window: u64,
-    ) -> Result<OwnedMutexGuard<Option<Live>>, GatewayError> {
+    ) -> Result<SessionGuard, GatewayError> {
         let cap = self.settings.limits.max_live_sessions.max(1);
         let (slot, evicted) = self.live.slot(key, cap);
         if !evicted.is_empty() {
@@ -149,11 +196,80 @@ impl Gateway {
         self.metrics
             .live_sessions
             .store(self.live.len() as u64, Ordering::Relaxed);
-        let mut guard = slot.lock_owned().await;
+        let guard = slot.lock_owned().await;
+        let (lease, stored_revision) = match &self.coordination {
+            Some(coordination) => {
+                let (lease, revision) = self.claim_turn(coordination, key).await?;
+                (Some((coordination.clone(), lease)), revision)
+            }
+            None => (None, None),
+        };
+        let mut guard = SessionGuard { guard, lease };
         if guard.is_none() {
             *guard = Some(self.open(key, model, window).await?);
+        } else if let Some(live) = guard.as_mut() {
+            // Saved by another gateway since this one last read or wrote it.
+            if stored_revision.is_some_and(|stored| stored != live.record.revision) {
+                self.reload(live).await?;
+            }
         }
         Ok(guard)
+    }
+
+    /// Waits for the session's turn lease, up to `serve.database.lease_wait_seconds`.
+    async fn claim_turn(
+        &self,
+        coordination: &Coordination,
+        key: &SessionKey,
+    ) -> Result<(super::store::Lease, Option<u64>), GatewayError> {
+        let wait = Duration::from_secs_f64(self.settings.database.lease_wait_seconds);
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match coordination.claim(key, LeaseKind::Turn).await {
+                Ok(Claim::Granted {
+                    lease,
+                    stored_revision,
+                }) => return Ok((lease, stored_revision)),
+                Ok(Claim::Held { holder }) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(GatewayError::new(
+                            ErrorKind::SessionBusy,
+                            format!(
+                                "session {} is held by gateway {holder} for longer than \
+                                 serve.database.lease_wait_seconds ({}s): try again",
+                                key.name,
+                                wait.as_secs_f64()
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(pause.min(left)).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(error) => return Err(store_unavailable(&error)),
+            }
+        }
+    }
+
+    /// Takes in the record another gateway saved since this one last read or wrote it; a
+    /// compression this gateway was preparing is kept only if the record still names it.
+    async fn reload(&self, live: &mut Live) -> Result<(), GatewayError> {
+        let store = self.store.clone();
+        let key = live.record.key.clone();
+        let stored = tokio::task::spawn_blocking(move || store.load(&key))
+            .await
+            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
+            .map_err(|e| store_unavailable(&e))?;
+        let Some(stored) = stored else {
+            return Ok(());
+        };
+        if stored.pending.is_none() || stored.pending != live.record.pending {
+            live.pending = None;
+        }
+        live.record = stored;
+        self.metrics.add("ctxhost_session_reloads_total", &[], 1);
+        Ok(())
     }
 
     async fn open(
@@ -213,8 +329,11 @@ impl Gateway {
             ),
         };
         let mut record = record;
-        // A compression being prepared when the gateway stopped is gone with it.
-        record.pending = None;
+        if self.coordination.is_none() {
+            // A compression being prepared when the gateway stopped is gone with it (with a
+            // shared database, another gateway may be preparing it: `prepare` finds out).
+            record.pending = None;
+        }
         Ok(Live {
             session,
             record,
@@ -237,23 +356,31 @@ impl Gateway {
 
     /// Saves a session's record once its answer is on its way: a failure is logged and counted,
     /// never put in place of the answer.
-    pub async fn save(&self, record: &SessionRecord) {
-        self.save_published(self.publish(record)).await;
+    pub async fn save(&self, record: &mut SessionRecord) {
+        let published = self.publish(record);
+        if !self.save_published(published).await {
+            record.revision = 0;
+        }
     }
 
     /// Saves the session's record after its answer has gone out, then releases the session:
     /// its next request waits for the save, so saves of one session land in order and a
     /// session leaves memory only once saved. The sessions endpoints see the record at once;
     /// shutdown waits for these saves.
-    pub fn save_then_release(self: &Arc<Self>, guard: OwnedMutexGuard<Option<Live>>) {
-        let Some(record) = guard.as_ref().map(|live| self.publish(&live.record)) else {
+    pub fn save_then_release(self: &Arc<Self>, mut guard: SessionGuard) {
+        let Some(record) = guard.as_mut().map(|live| self.publish(&mut live.record)) else {
             return;
         };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 let gateway = self.clone();
                 let save = async move {
-                    gateway.save_published(record).await;
+                    if !gateway.save_published(record).await {
+                        // Read again from the store on its next request.
+                        if let Some(live) = guard.as_mut() {
+                            live.record.revision = 0;
+                        }
+                    }
                     drop(guard);
                 };
                 self.saves.spawn_on(save, &runtime);
@@ -268,31 +395,75 @@ impl Gateway {
     }
 
     /// Saves a session's record (on the blocking pool); the sessions endpoints see it at once.
-    pub async fn persist(&self, record: &SessionRecord) -> Result<(), GatewayError> {
-        self.write(self.publish(record)).await
+    pub async fn persist(&self, record: &mut SessionRecord) -> Result<(), GatewayError> {
+        let published = self.publish(record);
+        let written = self.write(published).await;
+        if written.is_err() {
+            record.revision = 0;
+        }
+        written
     }
 
-    fn publish(&self, record: &SessionRecord) -> Arc<SessionRecord> {
+    /// The record as it is about to be saved, at its next revision.
+    fn publish(&self, record: &mut SessionRecord) -> Arc<SessionRecord> {
+        record.revision += 1;
         let record = Arc::new(record.clone());
         self.live.publish(record.clone());
         record
     }
 
-    async fn save_published(&self, record: Arc<SessionRecord>) {
+    /// Writes a record whose answer has gone out, logging and counting a failure; false when it
+    /// was not written. A database that is away is tried again, for up to
+    /// `serve.database.retry_seconds`: the client already has its answer, so the turn is not
+    /// given up at the first failure.
+    async fn save_published(&self, record: Arc<SessionRecord>) -> bool {
         let name = record.key.name.clone();
-        if let Err(error) = self.write(record).await {
-            tracing::error!(session = %name, "cannot save the session: {error}");
-            self.metrics.add("ctxhost_store_errors_total", &[], 1);
+        let bound = Duration::from_secs_f64(self.settings.database.retry_seconds);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(25);
+        loop {
+            match self.write(record.clone()).await {
+                Ok(()) => return true,
+                Err(error)
+                    if error.kind == ErrorKind::StoreUnavailable
+                        && self.coordination.is_some()
+                        && started.elapsed() + pause < bound =>
+                {
+                    tracing::warn!(session = %name, "cannot save the session yet, trying again: {error}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(error) => {
+                    tracing::error!(session = %name, "cannot save the session: {error}");
+                    self.metrics.add("ctxhost_store_errors_total", &[], 1);
+                    return false;
+                }
+            }
         }
     }
 
     async fn write(&self, record: Arc<SessionRecord>) -> Result<(), GatewayError> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || store.save(&record))
+        let written = tokio::task::spawn_blocking(move || store.save(&record))
             .await
-            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
-            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))
+            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
+        match written {
+            Ok(()) => Ok(()),
+            Err(error @ StoreError::Conflict { .. }) => {
+                self.metrics.add("ctxhost_store_conflicts_total", &[], 1);
+                Err(GatewayError::new(ErrorKind::SessionBusy, error.to_string()))
+            }
+            Err(error) => Err(store_unavailable(&error)),
+        }
     }
+}
+
+/// A store failure as the client sees it: the request can be retried.
+fn store_unavailable(error: &StoreError) -> GatewayError {
+    GatewayError::new(
+        ErrorKind::StoreUnavailable,
+        format!("{error}: retry the request"),
+    )
 }
 
 impl Live {
@@ -349,6 +520,20 @@ impl Live {
                 upstream = Arc::new(taken);
                 compressed = true;
             }
+        } else if self.shared_pending(gateway) {
+            let fits = self.session.count(&upstream) <= window;
+            if let Some(taken) = self
+                .take_shared_pending(gateway, history, fits, &mut engine_error)
+                .await
+            {
+                upstream = Arc::new(taken);
+                compressed = true;
+            }
+            if self.record.pending.is_some() {
+                // Still being prepared by another gateway: no second compression of the
+                // session meanwhile.
+                return self.prepared(upstream, continuity, compressed, engine_error);
+            }
         }
         if self.preparing() {
             // Still being prepared: the last view goes up as it is, and the busy engine is not
@@ -400,6 +585,7 @@ impl Live {
             let tokens_before = tokens;
             let messages_before = upstream.len();
             let started = Instant::now();
+            let started_at_ms = unix_now_ms();
             let compression = self
                 .session
                 .compress(
@@ -464,6 +650,12 @@ impl Live {
                 error: compression.error.as_ref().map(ToString::to_string),
                 report: compression.report.clone(),
                 deferred: outcome == "deferred",
+                replica: gateway
+                    .coordination
+                    .as_ref()
+                    .map(|_| gateway.replica.clone()),
+                started_at_ms,
+                finished_at_ms: unix_now_ms(),
             });
         }
         // Near the threshold (the engine would compress with `margin` more tokens) and not
@@ -487,7 +679,7 @@ impl Live {
                     Ok(true)
                 )
             {
-                self.start_pending(gateway, upstream.clone());
+                self.start_pending(gateway, upstream.clone()).await;
             }
         }
         self.prepared(upstream, continuity, compressed, engine_error)

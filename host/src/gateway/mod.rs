@@ -79,6 +79,10 @@ pub struct Gateway {
     pub engine: String,
     pub settings: ServeSettings,
     pub store: Arc<dyn SessionStore>,
+    /// With a database several gateways share: their leases and prepared compressions.
+    pub coordination: Option<Arc<store::Coordination>>,
+    /// This gateway's name among replicas (in leases, the turn ledger and telemetry).
+    pub replica: String,
     pub upstream: Upstream,
     pub metrics: Metrics,
     pub tokens: GatewayTokens,
@@ -124,7 +128,8 @@ impl Bound {
         };
         let upstream =
             Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
-        let store = options.state.open(&settings.database).await?;
+        let replica = store::default_replica_name();
+        let opened = options.state.open(&settings.database, &replica).await?;
         let listener =
             tokio::net::TcpListener::bind(addr)
                 .await
@@ -138,7 +143,9 @@ impl Bound {
                 engines,
                 engine,
                 settings,
-                store,
+                store: opened.store,
+                coordination: opened.coordination,
+                replica,
                 upstream,
                 metrics: Metrics::default(),
                 tokens,
@@ -164,9 +171,16 @@ impl Bound {
     ) -> Result<(), StartError> {
         let gateway = self.gateway.clone();
         let grace = Duration::from_secs_f64(gateway.settings.limits.shutdown_grace_seconds);
+        let heartbeat = gateway
+            .coordination
+            .clone()
+            .map(|c| tokio::spawn(heartbeat(c)));
         let served = self.serve(shutdown, grace).await;
         gateway.saves.close();
         gateway.saves.wait().await;
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.abort();
+        }
         served
     }
 
@@ -206,6 +220,18 @@ impl Bound {
                 );
                 Ok(())
             }
+        }
+    }
+}
+
+/// Renews this gateway's leases three times a term, so they lapse only when it stops or dies.
+async fn heartbeat(coordination: Arc<store::Coordination>) {
+    let mut every = tokio::time::interval(coordination.lease_duration() / 3);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(error) = coordination.renew_held().await {
+            tracing::warn!("cannot renew this gateway's session leases: {error}");
         }
     }
 }

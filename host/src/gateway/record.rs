@@ -58,6 +58,14 @@ pub struct CompressionRecord {
     /// Not applied: it saved fewer tokens than `serve.cache.min_tokens_saved`.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub deferred: bool,
+    /// The gateway replica that ran it (with several on one PostgreSQL database).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replica: Option<String>,
+    /// When it started and ended, Unix milliseconds (by the replica's clock).
+    #[serde(default)]
+    pub started_at_ms: u64,
+    #[serde(default)]
+    pub finished_at_ms: u64,
 }
 
 /// Running totals.
@@ -147,6 +155,10 @@ pub struct SessionRecord {
     pub deferred_until_tokens: u64,
     pub stats: Stats,
     pub compressions: Vec<CompressionRecord>,
+    /// Bumped at every save: a shared store refuses a record older than the one it holds, and
+    /// a replica that finds a newer one stored reloads it.
+    #[serde(default)]
+    pub revision: u64,
     /// Unix seconds.
     pub created_at: u64,
     pub updated_at: u64,
@@ -167,10 +179,19 @@ impl SessionRecord {
             pending: None,
             stats: Stats::default(),
             compressions: Vec::new(),
+            revision: 0,
             created_at: now,
             updated_at: now,
         }
     }
+}
+
+/// Unix milliseconds.
+pub fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub fn unix_now() -> u64 {

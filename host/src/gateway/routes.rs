@@ -118,6 +118,7 @@ async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
     let body = Json(json!({
         "status": if healthy { "ok" } else { "degraded" },
         "engine": gateway.engine,
+        "replica": gateway.replica,
         "sessions": gateway.live.len(),
         "store": store,
     }));
@@ -206,6 +207,8 @@ async fn list_sessions(
     let mut records = blocking(&gateway, move |g| g.store.list(&credential)).await?;
     for record in live {
         match records.iter_mut().find(|r| r.key == record.key) {
+            // With several gateways on one database, another may have saved it since.
+            Some(stored) if stored.revision > record.revision => {}
             Some(stored) => *stored = (*record).clone(),
             None => records.push((*record).clone()),
         }
@@ -231,9 +234,19 @@ async fn show_session(
         credential: credential_of(&headers),
         name: id.clone(),
     };
-    let record = match gateway.live.published(&key) {
-        Some(record) => Some((*record).clone()),
-        None => blocking(&gateway, move |g| g.store.load(&key)).await?,
+    let published = gateway.live.published(&key);
+    let record = match published {
+        // Alone on its store, this gateway's own record is the latest.
+        Some(record) if gateway.coordination.is_none() => Some((*record).clone()),
+        // Else whichever of its own and the stored one is newer.
+        published => {
+            let stored = blocking(&gateway, move |g| g.store.load(&key)).await?;
+            match (stored, published) {
+                (Some(stored), Some(own)) if own.revision > stored.revision => Some((*own).clone()),
+                (Some(stored), _) => Some(stored),
+                (None, own) => own.map(|own| (*own).clone()),
+            }
+        }
     };
     let record = record.ok_or_else(|| {
         GatewayError::new(
@@ -250,6 +263,7 @@ async fn show_session(
     value["pending"] = json!(record.pending);
     value["last_prompt_tokens"] = json!(record.last_prompt_tokens);
     value["created_at"] = json!(record.created_at);
+    value["revision"] = json!(record.revision);
     value["compressions"] = serde_json::to_value(&record.compressions).unwrap_or_default();
     Ok(Json(value))
 }

@@ -113,6 +113,15 @@ pub struct DatabaseSettings {
     pub connect_timeout_seconds: f64,
     /// Seconds one statement may run before the server cancels it.
     pub statement_timeout_seconds: f64,
+    /// Seconds a gateway's hold on a session (a turn, a compression) lasts unless renewed: how
+    /// long other gateways on the database wait for one that died.
+    pub lease_seconds: f64,
+    /// Seconds a request waits for another gateway to finish with its session before it gets
+    /// 503.
+    pub lease_wait_seconds: f64,
+    /// Seconds a session whose answer went out keeps trying to save while the database is
+    /// away, before the save is given up (and logged).
+    pub retry_seconds: f64,
 }
 
 impl Default for DatabaseSettings {
@@ -121,6 +130,9 @@ impl Default for DatabaseSettings {
             pool_size: 16,
             connect_timeout_seconds: 5.0,
             statement_timeout_seconds: 10.0,
+            lease_seconds: 10.0,
+            lease_wait_seconds: 120.0,
+            retry_seconds: 30.0,
         }
     }
 }
@@ -237,6 +249,12 @@ impl ServeSettings {
                 "database.statement_timeout_seconds",
                 self.database.statement_timeout_seconds,
             ),
+            ("database.lease_seconds", self.database.lease_seconds),
+            (
+                "database.lease_wait_seconds",
+                self.database.lease_wait_seconds,
+            ),
+            ("database.retry_seconds", self.database.retry_seconds),
         ] {
             if !(seconds.is_finite() && seconds > 0.0) {
                 return Err(fault(key, "must be a positive number of seconds"));

@@ -14,13 +14,12 @@ use bytes::Bytes;
 use ctxhost_sdk::Message;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use tokio::sync::OwnedMutexGuard;
 
 use super::auth::credential_of;
 use super::chat::SESSION_HEADER;
 use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
-use super::live::{Live, Prepared};
+use super::live::{Live, Prepared, SessionGuard};
 use super::models::{context_window, usable_window, ConfiguredModel};
 use super::record::SessionKey;
 use super::request_body::read_limited;
@@ -74,7 +73,7 @@ pub fn session_name(
 
 /// A turn under way: its session locked, what goes upstream, and the headers naming it.
 pub struct Turn {
-    pub guard: OwnedMutexGuard<Option<Live>>,
+    pub guard: SessionGuard,
     pub prepared: Prepared,
     pub session_headers: HeaderMap,
 }
@@ -120,7 +119,7 @@ pub async fn begin_turn(
     // the rest of the record (lineage, counts) is saved once the answer is on its way (a
     // client that retries after a crash sends the same history, which extends the old lineage).
     if prepared.compressed {
-        gateway.persist(&live.record).await?;
+        gateway.persist(&mut live.record).await?;
     }
     let mut session_headers = HeaderMap::new();
     set_header(&mut session_headers, SESSION_HEADER, &key.name);
@@ -259,11 +258,11 @@ impl StreamBudget {
 /// it, finished or dropped by a client that left.
 pub struct ReleaseOnDrop {
     gateway: Arc<Gateway>,
-    guard: Option<OwnedMutexGuard<Option<Live>>>,
+    guard: Option<SessionGuard>,
 }
 
 impl ReleaseOnDrop {
-    pub fn new(gateway: Arc<Gateway>, guard: OwnedMutexGuard<Option<Live>>) -> Self {
+    pub fn new(gateway: Arc<Gateway>, guard: SessionGuard) -> Self {
         ReleaseOnDrop {
             gateway,
             guard: Some(guard),
@@ -464,7 +463,7 @@ impl Gateway {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                self.save(&live.record).await;
+                self.save(&mut live.record).await;
                 return Err(error);
             }
         };
@@ -475,7 +474,7 @@ impl Gateway {
         }
         let body = self.read_answer(live, response).await?;
         self.upstream_error(live, &status.as_u16().to_string());
-        self.save(&live.record).await;
+        self.save(&mut live.record).await;
         Ok(Called::Relayed(relay(
             status,
             relayed,
@@ -494,7 +493,7 @@ impl Gateway {
             Ok(bytes) => Ok(bytes),
             Err(error) => {
                 self.upstream_error(live, "body");
-                self.save(&live.record).await;
+                self.save(&mut live.record).await;
                 Err(error)
             }
         }
@@ -580,7 +579,7 @@ impl<R: UpstreamRequest> ModelCall<R> {
 /// One request's exchange with the provider, its session held.
 pub struct Exchange<R> {
     pub gateway: Arc<Gateway>,
-    pub guard: OwnedMutexGuard<Option<Live>>,
+    pub guard: SessionGuard,
     pub prepared: Prepared,
     pub session_headers: HeaderMap,
     pub call: ModelCall<R>,

@@ -8,5 +8,6 @@ mod clients;
 mod engine_tools;
 mod failures;
 mod replay;
+mod replicas;
 mod responses;
 mod state;

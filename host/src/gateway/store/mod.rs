@@ -5,12 +5,16 @@ mod postgres;
 mod sqlite;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::record::{SessionKey, SessionRecord};
 use super::settings::DatabaseSettings;
-pub use postgres::PostgresStore;
+pub use postgres::{
+    default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PostgresStore,
+    PreparedState,
+};
 pub use sqlite::SqliteStore;
 
 /// A store failed.
@@ -22,6 +26,10 @@ pub enum StoreError {
     Query(String),
     #[error("a stored session is unreadable ({name}): {reason}")]
     Corrupt { name: String, reason: String },
+    /// Another replica saved the session since this one read it (it held the session's lease
+    /// after this one's lapsed): the newer record stands.
+    #[error("session {name} was saved by another gateway since this one read it: the newer record stands")]
+    Conflict { name: String },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -51,17 +59,43 @@ impl StateLocation {
         }
     }
 
-    /// Opens (creating what is missing, migrating what is old) the store.
+    /// Opens (creating what is missing, migrating what is old) the store; a shared one comes
+    /// with what coordinates the gateways that share it.
     pub async fn open(
         &self,
         database: &DatabaseSettings,
-    ) -> Result<std::sync::Arc<dyn SessionStore>, StoreError> {
+        replica: &str,
+    ) -> Result<OpenedStore, StoreError> {
         Ok(match self {
-            StateLocation::Sqlite(path) => std::sync::Arc::new(SqliteStore::open(path)?),
+            StateLocation::Sqlite(path) => OpenedStore {
+                store: Arc::new(SqliteStore::open(path)?),
+                coordination: None,
+            },
             StateLocation::Postgres(url) => {
-                std::sync::Arc::new(PostgresStore::connect(url, database).await?)
+                let store = PostgresStore::connect(url, database, replica.to_string()).await?;
+                let lease = std::time::Duration::from_secs_f64(database.lease_seconds);
+                OpenedStore {
+                    coordination: Some(Arc::new(store.coordination(lease))),
+                    store: Arc::new(store),
+                }
             }
         })
+    }
+}
+
+/// An open store, and for a database several gateways share, their coordination.
+pub struct OpenedStore {
+    pub store: Arc<dyn SessionStore>,
+    pub coordination: Option<Arc<Coordination>>,
+}
+
+impl StateLocation {
+    /// The backend's name, as `/healthz` shows it.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            StateLocation::Sqlite(_) => "sqlite",
+            StateLocation::Postgres(_) => "postgres",
+        }
     }
 }
 
@@ -79,6 +113,8 @@ pub struct StoreHealth {
 /// Session records, by key. Calls block: the gateway makes them on the blocking pool.
 pub trait SessionStore: Send + Sync {
     fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError>;
+    /// Writes `record`; a shared store refuses it ([`StoreError::Conflict`]) when it holds a
+    /// revision as new or newer.
     fn save(&self, record: &SessionRecord) -> Result<(), StoreError>;
     /// Every session of one credential, most recently used first.
     fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;

@@ -6,6 +6,11 @@
 //! the runtime the store was opened on, through a connection pool (deadpool) with a statement
 //! timeout, over TLS when the server offers it (rustls, Mozilla's roots; `sslmode` in the URL
 //! decides as libpq's does).
+//!
+//! Several gateways may share the database (`coordination.rs`): a save never replaces a newer
+//! record (each carries a revision), and every turn is entered once in a ledger.
+
+mod coordination;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +18,18 @@ use std::time::Duration;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 
+pub use coordination::{
+    default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
+};
+
 use super::{decode, encode, SessionStore, StoreError, StoreHealth};
 use crate::gateway::record::{SessionKey, SessionRecord};
 use crate::gateway::settings::DatabaseSettings;
 
 /// Schema versions of the gateway's tables, applied in order, each once (recorded in
 /// `ctxhost_migrations`). Never edit one that shipped: add the next.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE ctxhost_gateway_sessions (
     credential TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -29,7 +39,39 @@ CREATE TABLE ctxhost_gateway_sessions (
 );
 CREATE INDEX ctxhost_gateway_sessions_recent
     ON ctxhost_gateway_sessions (credential, updated_at DESC, name);
-"];
+",
+    "
+ALTER TABLE ctxhost_gateway_sessions ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE ctxhost_gateway_leases (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    token BIGINT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (credential, name, kind)
+);
+CREATE INDEX ctxhost_gateway_leases_token ON ctxhost_gateway_leases (token);
+CREATE TABLE ctxhost_gateway_prepared (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    id BIGINT NOT NULL,
+    replica TEXT NOT NULL,
+    prepared TEXT NOT NULL,
+    PRIMARY KEY (credential, name)
+);
+CREATE TABLE ctxhost_gateway_turns (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    messages INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
+    replica TEXT NOT NULL,
+    committed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (credential, name, turn)
+);
+",
+];
 
 /// The component name the gateway's migrations are recorded under.
 const COMPONENT: &str = "gateway";
@@ -41,11 +83,17 @@ pub struct PostgresStore {
     runtime: Handle,
     /// The URL without its password, for messages.
     location: String,
+    /// This gateway's name in the turn ledger.
+    replica: String,
 }
 
 impl PostgresStore {
     /// Connects to `url`, creating or migrating the gateway's tables.
-    pub async fn connect(url: &str, settings: &DatabaseSettings) -> Result<Self, StoreError> {
+    pub async fn connect(
+        url: &str,
+        settings: &DatabaseSettings,
+        replica: String,
+    ) -> Result<Self, StoreError> {
         let location = without_password(url);
         let fail = |reason: String| StoreError::Open {
             location: location.clone(),
@@ -80,9 +128,15 @@ impl PostgresStore {
             pool,
             runtime: Handle::current(),
             location: location.clone(),
+            replica,
         };
         store.migrate().await.map_err(|e| fail(e.to_string()))?;
         Ok(store)
+    }
+
+    /// Leases and prepared compressions over the same pool.
+    pub fn coordination(&self, lease: Duration) -> Coordination {
+        Coordination::new(self.pool.clone(), self.replica.clone(), lease)
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -164,19 +218,60 @@ impl SessionStore for PostgresStore {
     fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
         let json = encode(record)?;
         let updated_at = record.updated_at as i64;
+        let revision = record.revision as i64;
+        let turn = record.conversation.turn_id();
+        let messages = record.conversation.lineage_len() as i32;
         self.block_on(async {
-            let client = self.client().await?;
-            client
+            let mut client = self.client().await?;
+            let transaction = client.transaction().await.map_err(query)?;
+            // Written only over an older revision: a replica that lost the session's lease
+            // never puts its view over the one saved since.
+            let written = transaction
                 .execute(
-                    "INSERT INTO ctxhost_gateway_sessions (credential, name, record, updated_at)
-                     VALUES ($1, $2, $3, $4)
+                    "INSERT INTO ctxhost_gateway_sessions
+                         (credential, name, record, updated_at, revision)
+                     VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT (credential, name) DO UPDATE
-                     SET record = excluded.record, updated_at = excluded.updated_at",
-                    &[&record.key.credential, &record.key.name, &json, &updated_at],
+                     SET record = excluded.record, updated_at = excluded.updated_at,
+                         revision = excluded.revision
+                     WHERE ctxhost_gateway_sessions.revision < excluded.revision",
+                    &[
+                        &record.key.credential,
+                        &record.key.name,
+                        &json,
+                        &updated_at,
+                        &revision,
+                    ],
                 )
                 .await
                 .map_err(query)?;
-            Ok(())
+            if written == 0 {
+                return Err(StoreError::Conflict {
+                    name: record.key.name.clone(),
+                });
+            }
+            if messages > 0 {
+                // Each turn once, whichever replica served it and however often it was saved
+                // or retried.
+                transaction
+                    .execute(
+                        "INSERT INTO ctxhost_gateway_turns
+                             (credential, name, turn, messages, revision, replica)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (credential, name, turn) DO NOTHING",
+                        &[
+                            &record.key.credential,
+                            &record.key.name,
+                            &turn,
+                            &messages,
+                            &revision,
+                            &self.replica,
+                        ],
+                    )
+                    .await
+                    .map_err(query)?;
+            }
+            transaction.commit().await.map_err(query)
         })
     }
 
@@ -210,7 +305,7 @@ impl SessionStore for PostgresStore {
     }
 }
 
-fn query(error: tokio_postgres::Error) -> StoreError {
+pub(super) fn query(error: tokio_postgres::Error) -> StoreError {
     // The server's own message (what and where) is in the source; Display alone says "db error".
     let detail = error
         .as_db_error()
