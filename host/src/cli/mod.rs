@@ -4,6 +4,7 @@ pub mod compress;
 pub mod config;
 pub mod engine;
 pub mod engine_child;
+pub mod migrate;
 pub mod output;
 pub mod picker;
 pub mod plot;

@@ -145,7 +145,7 @@ fn replay_one(
     options: SessionOptions,
 ) -> anyhow::Result<Replay> {
     let mut session = app.open_session(engine, options)?;
-    let bar = progress_bar(messages.len() as u64, session.engine());
+    let bar = progress_bar(messages.len() as u64, session.engine(), "messages");
     let replay = app
         .runtime
         .block_on(replay(&mut session, messages, |done, _| {
@@ -158,18 +158,18 @@ fn replay_one(
     Ok(replay)
 }
 
-/// A bar on stderr while a long replay runs; nothing when stderr is not a terminal.
-fn progress_bar(total: u64, engine: &str) -> ProgressBar {
+/// A bar on stderr while something long runs (`{pos}/{len} UNIT`); nothing when stderr is not
+/// a terminal.
+pub(super) fn progress_bar(total: u64, prefix: &str, unit: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total);
-    if let Ok(style) =
-        ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} messages {elapsed}")
-    {
+    let template = format!("{{prefix}} [{{bar:40}}] {{pos}}/{{len}} {unit} {{elapsed}}");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style.progress_chars("=> "));
     }
-    bar.set_prefix(engine.to_string());
+    bar.set_prefix(prefix.to_string());
     bar
 }
 

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use ctxhost::gateway::store::StateLocation;
+use ctxhost::gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost::gateway::{self, Bound, ServeOptions};
 
 use super::{App, GlobalArgs};
@@ -47,13 +47,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         settings.upstream = upstream.clone();
     }
     init_logging(args.log_format, app.verbose);
-    let state = StateLocation::parse(
-        settings.state.as_deref(),
-        ctxhost::home::home_dir()
-            .join("data")
-            .join("gateway")
-            .join("sessions.sqlite"),
-    );
+    let state = StateLocation::parse(settings.state.as_deref(), default_sqlite_path());
     let App {
         engines, runtime, ..
     } = app;

@@ -19,6 +19,9 @@ pub enum SessionsCommand {
     Show(IdArgs),
     /// Delete everything the engine holds for one session
     Delete(IdArgs),
+    /// Copy the gateway's sessions and the engine's store from SQLite into PostgreSQL (safe to
+    /// run again: what is there already is left alone)
+    Migrate(super::migrate::MigrateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -47,11 +50,12 @@ pub struct IdArgs {
 }
 
 pub fn run(global: &GlobalArgs, command: &SessionsCommand) -> anyhow::Result<ExitCode> {
-    let app = App::new(global)?;
     let engine = match command {
         SessionsCommand::List(args) => &args.engine,
         SessionsCommand::Show(args) | SessionsCommand::Delete(args) => &args.engine,
+        SessionsCommand::Migrate(args) => return super::migrate::run(global, args),
     };
+    let app = App::new(global)?;
     let mut session = app.open_session(engine.engine.as_deref(), SessionOptions::new(""))?;
     let name = session.engine().to_string();
     let answer = app.runtime.block_on(answer(&mut session, command));
@@ -131,6 +135,7 @@ async fn answer(session: &mut Session, command: &SessionsCommand) -> Result<Answ
         SessionsCommand::Delete(args) => {
             Answer::Deleted(session.delete_session(args.id.clone()).await?)
         }
+        SessionsCommand::Migrate(_) => unreachable!("migrate runs on its own (see `run`)"),
     })
 }
 

@@ -4,6 +4,7 @@ use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{recorded_upstream, reply, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
+use sha2::Digest as _;
 
 /// Compressions run on the request that needs them (none prepared in the background), so two
 /// gateways fed the same turns compress at the same requests.
@@ -31,19 +32,71 @@ fn calls(messages: &[Value]) -> Vec<usize> {
 
 #[test]
 fn a_restarted_gateway_sends_the_same_view_byte_for_byte() {
-    restart_keeps_the_view("");
+    restart_keeps_the_view("", "", |_| {});
 }
 
 #[test]
 fn a_restarted_gateway_on_postgresql_sends_the_same_view_byte_for_byte() {
     let url = Postgres::database("restart");
-    restart_keeps_the_view(&format!("  state: {url}\n"));
+    let state = format!("  state: {url}\n");
+    restart_keeps_the_view(&state, &state, |_| {});
+}
+
+#[test]
+fn sessions_migrated_from_sqlite_to_postgresql_go_on_with_the_same_view() {
+    let url = Postgres::database("migrate");
+    restart_keeps_the_view("", &format!("  state: {url}\n"), |sandbox| {
+        let source = sandbox.home().join("data/gateway/sessions.sqlite");
+        let run = sandbox.ctxhost(&["sessions", "migrate", "--to", &url]);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        assert!(
+            run.stdout.contains("gateway: 1 sessions from")
+                && run
+                    .stdout
+                    .contains("1 added, 0 replaced, 0 unchanged; read back and verified"),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout
+                .contains("engine 'compressor': keeps no sessions between runs"),
+            "{}",
+            run.stdout
+        );
+        // Checked apart from the command's own check: the same text on both sides.
+        let sqlite = rusqlite::Connection::open(&source).unwrap();
+        let (record, revision): (String, i64) = sqlite
+            .query_row(
+                "SELECT record, json_extract(record, '$.revision') FROM gateway_sessions",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        let expected: String = sha2::Sha256::digest(record.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let migrated = Postgres::psql(
+            &url,
+            "SELECT count(*), encode(sha256(convert_to(record, 'UTF8')), 'hex'), revision \
+             FROM ctxhost_gateway_sessions GROUP BY record, revision",
+        );
+        assert_eq!(migrated.trim(), format!("1|{expected}|{revision}"));
+        // Again: nothing changes.
+        let again = sandbox.ctxhost(&["sessions", "migrate", "--to", &url]);
+        assert_eq!(again.code, Some(0), "{}", again.stderr);
+        assert!(
+            again.stdout.contains("0 added, 0 replaced, 1 unchanged"),
+            "{}",
+            again.stdout
+        );
+    });
 }
 
 /// Drives a session up to just past its first compression through a gateway whose state is
-/// configured by `state_config` (lines of `serve:`), restarts it, and checks the next upstream request against one
-/// from a gateway that never restarted.
-fn restart_keeps_the_view(state_config: &str) {
+/// configured by `before` (lines of `serve:`), stops it, runs `between`, starts it again with
+/// `after`, and checks the next upstream request against one from a gateway that never stopped.
+fn restart_keeps_the_view(before: &str, after: &str, between: impl FnOnce(&Sandbox)) {
     let messages = long_session()[..140].to_vec();
     let client = reqwest::blocking::Client::new();
 
@@ -72,10 +125,10 @@ fn restart_keeps_the_view(state_config: &str) {
     drop(gateway);
 
     let sandbox = Sandbox::new();
-    sandbox.write_config(&format!("{CONFIG}{state_config}"));
+    sandbox.write_config(&format!("{CONFIG}{before}"));
     let upstream = recorded_upstream(&messages);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let backend = if state_config.is_empty() {
+    let backend = if before.is_empty() {
         "sqlite"
     } else {
         "postgres"
@@ -91,6 +144,8 @@ fn restart_keeps_the_view(state_config: &str) {
     }
     let (status, _) = gateway.stop();
     assert!(status.success());
+    between(&sandbox);
+    sandbox.write_config(&format!("{CONFIG}{after}"));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     send(
         &client,

@@ -1,6 +1,7 @@
 //! Where session records live between requests and across restarts: SQLite under
 //! `$CTXHOST_HOME/data/gateway/` by default, or a PostgreSQL database named by `serve.state`.
 
+pub mod migrate;
 mod postgres;
 mod sqlite;
 
@@ -12,8 +13,8 @@ use serde::Serialize;
 use super::record::{SessionKey, SessionRecord};
 use super::settings::DatabaseSettings;
 pub use postgres::{
-    default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PostgresStore,
-    PreparedState,
+    default_replica_name, random_u64, without_password, Claim, Coordination, Imported, Lease,
+    LeaseKind, PostgresStore, PreparedState,
 };
 pub use sqlite::SqliteStore;
 
@@ -45,6 +46,14 @@ pub enum StateLocation {
     Sqlite(PathBuf),
     /// A PostgreSQL URL (`postgres://` or `postgresql://`).
     Postgres(String),
+}
+
+/// Where the gateway keeps its sessions when `serve.state` is not set.
+pub fn default_sqlite_path() -> PathBuf {
+    crate::home::home_dir()
+        .join("data")
+        .join("gateway")
+        .join("sessions.sqlite")
 }
 
 impl StateLocation {
@@ -120,6 +129,29 @@ pub trait SessionStore: Send + Sync {
     fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
     /// Whether the store answers.
     fn health(&self) -> StoreHealth;
+}
+
+/// A session row as stored, its record's JSON text untouched (what a migration copies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    pub credential: String,
+    pub name: String,
+    pub record: String,
+    pub updated_at: i64,
+}
+
+impl RawRecord {
+    /// The record's revision (0 for records written before revisions were kept).
+    pub fn revision(&self) -> u64 {
+        #[derive(serde::Deserialize)]
+        struct Revision {
+            #[serde(default)]
+            revision: u64,
+        }
+        serde_json::from_str::<Revision>(&self.record)
+            .map(|r| r.revision)
+            .unwrap_or(0)
+    }
 }
 
 /// A stored record back from its JSON.

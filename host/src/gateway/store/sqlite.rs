@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{decode, encode, SessionStore, StoreError, StoreHealth};
+use super::{decode, encode, RawRecord, SessionStore, StoreError, StoreHealth};
 use crate::gateway::record::{SessionKey, SessionRecord};
 
 /// The SQLite store: one row per session, the record as JSON.
@@ -47,6 +47,44 @@ impl SqliteStore {
         Ok(SqliteStore {
             connection: Mutex::new(connection),
         })
+    }
+
+    /// Opens a store that must exist already (the source of a migration), read-only.
+    pub fn open_existing(path: &Path) -> Result<Self, StoreError> {
+        let fail = |reason: String| StoreError::Open {
+            location: path.display().to_string(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(fail("there is no such file".to_string()));
+        }
+        let connection =
+            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(|e| fail(e.to_string()))?;
+        connection
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// Every session as stored (its record's JSON text as it is), by credential and name.
+    pub fn raw_records(&self) -> Result<Vec<RawRecord>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection.prepare(
+            "SELECT credential, name, record, updated_at FROM gateway_sessions
+             ORDER BY credential, name",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(RawRecord {
+                credential: row.get(0)?,
+                name: row.get(1)?,
+                record: row.get(2)?,
+                updated_at: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {

@@ -97,10 +97,9 @@ impl Coordination {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Query(format!("no database connection: {e}")))
+        self.pool.get().await.map_err(|e| {
+            StoreError::Query(format!("no database connection: {}", super::pool_error(&e)))
+        })
     }
 
     /// Asks for `kind` of `key`'s lease: granted when nobody holds it, its holder's lapsed, or

@@ -22,7 +22,7 @@ pub use coordination::{
     default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
 };
 
-use super::{decode, encode, SessionStore, StoreError, StoreHealth};
+use super::{decode, encode, RawRecord, SessionStore, StoreError, StoreHealth};
 use crate::gateway::record::{SessionKey, SessionRecord};
 use crate::gateway::settings::DatabaseSettings;
 
@@ -78,6 +78,16 @@ const COMPONENT: &str = "gateway";
 /// Serializes migrations of gateways starting at once (any fixed key: it only has to agree).
 const MIGRATION_LOCK: i64 = 0x6374_7868_6f73_7401;
 
+/// What importing one session did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Imported {
+    Added,
+    Replaced,
+    Unchanged,
+    /// The database holds it at the same or a newer revision, with other content: kept.
+    KeptNewer,
+}
+
 pub struct PostgresStore {
     pool: Pool,
     runtime: Handle,
@@ -130,8 +140,86 @@ impl PostgresStore {
             location: location.clone(),
             replica,
         };
-        store.migrate().await.map_err(|e| fail(e.to_string()))?;
+        store.migrate().await.map_err(|e| match e {
+            StoreError::Query(reason) => fail(reason),
+            other => fail(other.to_string()),
+        })?;
         Ok(store)
+    }
+
+    /// Copies `rows` in (one transaction): a session absent is added, one whose stored text is
+    /// the same is left alone, one stored at an older revision is replaced, and one stored at
+    /// the same or a newer revision with other content is kept (it went on here).
+    pub fn import(&self, rows: &[RawRecord]) -> Result<Vec<Imported>, StoreError> {
+        self.block_on(async {
+            let mut client = self.client().await?;
+            let transaction = client.transaction().await.map_err(query)?;
+            let mut outcomes = Vec::with_capacity(rows.len());
+            for row in rows {
+                let revision = row.revision() as i64;
+                let existing = transaction
+                    .query_opt(
+                        "SELECT record, revision FROM ctxhost_gateway_sessions
+                         WHERE credential = $1 AND name = $2 FOR UPDATE",
+                        &[&row.credential, &row.name],
+                    )
+                    .await
+                    .map_err(query)?
+                    .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)));
+                let outcome = match existing {
+                    Some((record, _)) if record == row.record => Imported::Unchanged,
+                    Some((_, stored)) if stored >= revision => Imported::KeptNewer,
+                    Some(_) => Imported::Replaced,
+                    None => Imported::Added,
+                };
+                if matches!(outcome, Imported::Added | Imported::Replaced) {
+                    transaction
+                        .execute(
+                            "INSERT INTO ctxhost_gateway_sessions
+                                 (credential, name, record, updated_at, revision)
+                             VALUES ($1, $2, $3, $4, $5)
+                             ON CONFLICT (credential, name) DO UPDATE
+                             SET record = excluded.record, updated_at = excluded.updated_at,
+                                 revision = excluded.revision",
+                            &[
+                                &row.credential,
+                                &row.name,
+                                &row.record,
+                                &row.updated_at,
+                                &revision,
+                            ],
+                        )
+                        .await
+                        .map_err(query)?;
+                }
+                outcomes.push(outcome);
+            }
+            transaction.commit().await.map_err(query)?;
+            Ok(outcomes)
+        })
+    }
+
+    /// The stored text of the record of each of `keys` (`None` where there is none).
+    pub fn raw_texts(&self, keys: &[(String, String)]) -> Result<Vec<Option<String>>, StoreError> {
+        self.block_on(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare(
+                    "SELECT record FROM ctxhost_gateway_sessions
+                     WHERE credential = $1 AND name = $2",
+                )
+                .await
+                .map_err(query)?;
+            let mut texts = Vec::with_capacity(keys.len());
+            for (credential, name) in keys {
+                let row = client
+                    .query_opt(&statement, &[credential, name])
+                    .await
+                    .map_err(query)?;
+                texts.push(row.map(|r| r.get(0)));
+            }
+            Ok(texts)
+        })
     }
 
     /// Leases and prepared compressions over the same pool.
@@ -186,10 +274,13 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| StoreError::Query(format!("no connection to {}: {e}", self.location)))
+        self.pool.get().await.map_err(|e| {
+            StoreError::Query(format!(
+                "no connection to {}: {}",
+                self.location,
+                pool_error(&e)
+            ))
+        })
     }
 
     /// Runs `work` on the store's runtime from a blocking-pool thread.
@@ -312,6 +403,29 @@ pub(super) fn query(error: tokio_postgres::Error) -> StoreError {
         .map(|db| db.message().to_string())
         .unwrap_or_else(|| error.to_string());
     StoreError::Query(detail)
+}
+
+/// Why the pool gave no connection, down to its cause ("connection refused", a password
+/// refused, a timeout), never only "error connecting to server".
+pub(super) fn pool_error(error: &deadpool_postgres::PoolError) -> String {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => {
+            let mut text = error
+                .as_db_error()
+                .map(|db| db.message().to_string())
+                .unwrap_or_else(|| error.to_string());
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                text = format!("{text}: {cause}");
+                source = cause.source();
+            }
+            text
+        }
+        deadpool_postgres::PoolError::Timeout(_) => {
+            "timed out (serve.database.connect_timeout_seconds)".to_string()
+        }
+        other => other.to_string(),
+    }
 }
 
 /// TLS with Mozilla's roots; whether it is used follows the URL's `sslmode` (`prefer` by
