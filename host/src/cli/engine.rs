@@ -10,7 +10,34 @@ use serde_json::Value;
 use ctxhost::session::SessionError;
 use ctxhost::SessionOptions;
 
+use ctxhost::gateway::store::{default_sqlite_path, StateLocation, StoreHealth};
+
 use super::{App, GlobalArgs};
+
+/// How the gateway's session store (`serve.state`) is doing: reachable, and its tables' version.
+fn gateway_store_health(app: &App) -> StoreHealth {
+    let location = StateLocation::parse(app.config().serve.state.as_deref(), default_sqlite_path());
+    let backend = location.backend();
+    if let StateLocation::Sqlite(path) = &location {
+        if !path.exists() {
+            return StoreHealth {
+                backend,
+                ok: true,
+                schema_version: None,
+                problem: None,
+            };
+        }
+    }
+    let database = &app.config().serve.database;
+    let opened = app
+        .runtime
+        .block_on(location.open(database, "ctxhost engine doctor"));
+    match opened {
+        // The PostgreSQL store blocks on the runtime: asked from outside it.
+        Ok(opened) => opened.store.health(),
+        Err(error) => StoreHealth::unreachable(backend, error.to_string()),
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct EngineArgs {
@@ -50,7 +77,19 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs) -> anyhow::Result<ExitCode> {
             Err(error) => Err(error),
         }
     });
-    match answer? {
+    let mut answer = answer?;
+    if args.op == "doctor" {
+        // The gateway's own store is checked beside the engine's.
+        let store = gateway_store_health(&app);
+        let answer = answer.get_or_insert_with(|| {
+            serde_json::json!({"ok": true, "engine": format!("engine '{engine}' has no doctor of its own")})
+        });
+        if !store.ok {
+            answer["ok"] = Value::Bool(false);
+        }
+        answer["gateway_store"] = serde_json::to_value(&store)?;
+    }
+    match answer {
         Some(value) => {
             println!("{}", serde_json::to_string_pretty(&value)?);
             // A doctor that found problems says so in its exit code.

@@ -292,3 +292,31 @@ fn sessions_beyond_the_memory_cap_reopen_from_the_store() {
     assert_eq!(state["requests"], 2);
     assert_eq!(state["messages_seen"], 3);
 }
+
+#[test]
+fn the_doctor_reports_the_gateways_database() {
+    let url = Postgres::database("doctor");
+    let sandbox = Sandbox::new();
+    sandbox.write_config(&format!("serve:\n  state: {url}\n"));
+    let run = sandbox.ctxhost(&["engine", "doctor"]);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["gateway_store"]["backend"], "postgres", "{report}");
+    assert_eq!(report["gateway_store"]["ok"], true, "{report}");
+    assert!(report["gateway_store"]["schema_version"].as_i64().unwrap() >= 2);
+
+    // A database that does not answer: the doctor says so, with the cause, and fails.
+    let port = ctxhost_tests::fake_provider::closed_port();
+    sandbox.write_config(&format!(
+        "serve:\n  state: postgres://ctxhost:secret@127.0.0.1:{port}/gone\n  database:\n    \
+         connect_timeout_seconds: 2\n"
+    ));
+    let run = sandbox.ctxhost(&["engine", "doctor"]);
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    let problem = report["gateway_store"]["problem"].as_str().unwrap();
+    assert!(problem.contains("Connection refused"), "{problem}");
+    assert!(!run.stdout.contains("secret"), "the password never shows");
+}

@@ -98,6 +98,18 @@ pub struct OpenedStore {
     pub coordination: Option<Arc<Coordination>>,
 }
 
+impl StoreHealth {
+    /// A store that could not even be opened.
+    pub fn unreachable(backend: &'static str, problem: String) -> Self {
+        StoreHealth {
+            backend,
+            ok: false,
+            schema_version: None,
+            problem: Some(problem),
+        }
+    }
+}
+
 impl StateLocation {
     /// The backend's name, as `/healthz` shows it.
     pub fn backend(&self) -> &'static str {
@@ -114,6 +126,9 @@ pub struct StoreHealth {
     /// `sqlite` or `postgres`.
     pub backend: &'static str,
     pub ok: bool,
+    /// The version of the gateway's tables, when the store answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<i64>,
     /// What is wrong, when something is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,

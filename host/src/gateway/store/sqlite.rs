@@ -142,14 +142,16 @@ impl SessionStore for SqliteStore {
     }
 
     fn health(&self) -> StoreHealth {
-        let answered =
-            self.connection()
-                .query_row("SELECT count(*) FROM gateway_sessions", [], |row| {
-                    row.get::<_, i64>(0)
-                });
+        let connection = self.connection();
+        let answered = connection
+            .query_row("SELECT count(*) FROM gateway_sessions", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .and_then(|_| connection.query_row("PRAGMA user_version", [], |row| row.get(0)));
         StoreHealth {
             backend: "sqlite",
             ok: answered.is_ok(),
+            schema_version: answered.as_ref().ok().copied(),
             problem: answered.err().map(|e| e.to_string()),
         }
     }

@@ -385,12 +385,19 @@ impl SessionStore for PostgresStore {
     fn health(&self) -> StoreHealth {
         let answered = self.block_on(async {
             let client = self.client().await?;
-            client.simple_query("SELECT 1").await.map_err(query)?;
-            Ok::<_, StoreError>(())
+            let row = client
+                .query_one(
+                    "SELECT version FROM ctxhost_migrations WHERE component = $1",
+                    &[&COMPONENT],
+                )
+                .await
+                .map_err(query)?;
+            Ok::<_, StoreError>(row.get::<_, i32>(0) as i64)
         });
         StoreHealth {
             backend: "postgres",
             ok: answered.is_ok(),
+            schema_version: answered.as_ref().ok().copied(),
             problem: answered.err().map(|e| e.to_string()),
         }
     }
