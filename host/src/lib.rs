@@ -69,6 +69,7 @@
 //! # }
 //! ```
 
+pub mod anthropic;
 pub mod atomic;
 pub mod config;
 pub mod engines;

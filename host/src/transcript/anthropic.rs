@@ -1,13 +1,28 @@
-//! Anthropic Messages: `[{"role": "user"|"assistant", "content": "..." | [blocks]}]`, or
-//! `{"system": ..., "messages": [...]}`. `tool_use` blocks become OpenAI tool calls; each
-//! `tool_result` block becomes a `tool` message; `thinking` becomes `reasoning`.
+//! Anthropic Messages documents: `[{"role", "content"}, ...]`, or a request-shaped object
+//! `{"system": ..., "messages": [...], ...}`. The messages convert with [`crate::anthropic`]
+//! (losslessly: what an engine left alone is written back as it was read); the document's shape
+//! and its other keys (`model`, `tools`, ...) ride on the first message, so the document is
+//! written back whole.
 
-use ctxhost_sdk::{Message, ToolCall};
-use serde_json::{json, Value};
+use ctxhost_sdk::Message;
+use serde_json::{Map, Value};
 
 use super::{parse_document, TranscriptError};
+use crate::anthropic as convert;
 
-const ANTHROPIC_BLOCKS: &[&str] = &["tool_use", "tool_result", "thinking", "redacted_thinking"];
+/// The extra field holding the document's shape: its object with `system` and `messages`
+/// emptied (the other keys and the order of all of them), or an empty array for a bare array.
+const DOCUMENT: &str = "anthropic_document";
+
+/// Block types only Anthropic content has.
+const ANTHROPIC_BLOCKS: &[&str] = &[
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "document",
+    "search_result",
+];
 
 pub(super) fn looks_like(value: &Value) -> bool {
     let messages = match value {
@@ -37,144 +52,118 @@ pub(super) fn looks_like(value: &Value) -> bool {
 }
 
 pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
-    let document = parse_document(text.trim_start(), name)?;
-    let (system, turns) = match &document {
-        Value::Object(object) => (object.get("system"), object.get("messages")),
-        Value::Array(_) => (None, Some(&document)),
-        _ => (None, None),
-    };
-    let turns = turns.and_then(Value::as_array).ok_or_else(|| {
+    let not_messages = || {
         TranscriptError::new(
             name,
             "not Anthropic Messages: expected an array of messages or {\"messages\": [...]}",
         )
-    })?;
-    let mut messages = Vec::new();
-    if let Some(system) = system {
-        messages.push(Message::system(text_of(system)));
-    }
-    for (index, turn) in turns.iter().enumerate() {
-        let location = format!("{name}: message {}", index + 1);
-        let role = turn
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| TranscriptError::new(&location, "the message has no \"role\""))?;
-        let content = turn.get("content").cloned().unwrap_or(Value::Null);
-        match role {
-            "assistant" => messages.push(assistant(&content)),
-            "user" => user(&content, &mut messages),
-            "system" => messages.push(Message::system(text_of(&content))),
-            other => {
-                return Err(TranscriptError::new(
-                    &location,
-                    format!("unknown role `{other}` (expected user or assistant)"),
-                ))
-            }
+    };
+    let (shape, system, turns) = match parse_document(text.trim_start(), name)? {
+        Value::Object(mut object) => {
+            // Taken in place (left null), so the shape keeps the keys' order.
+            let system = object.get_mut("system").map(Value::take);
+            let turns = object.get_mut("messages").map(Value::take);
+            (Value::Object(object), system, turns)
         }
+        turns @ Value::Array(_) => (Value::Array(Vec::new()), None, Some(turns)),
+        _ => return Err(not_messages()),
+    };
+    let Some(Value::Array(turns)) = turns else {
+        return Err(not_messages());
+    };
+    let mut messages = convert::to_messages(system.as_ref(), &turns).map_err(|error| {
+        TranscriptError::new(format!("{name}: {}", error.location), error.message)
+    })?;
+    if let Some(first) = messages.first_mut() {
+        first.set_extra_field(DOCUMENT, Some(shape));
     }
     Ok(messages)
 }
 
-fn assistant(content: &Value) -> Message {
-    let Value::Array(blocks) = content else {
-        return Message::assistant(text_of(content));
+/// Messages as an Anthropic Messages document in the shape it was read in (a new document:
+/// `{"system", "messages"}`), one message per line.
+pub(super) fn write(messages: &[Message]) -> String {
+    let shape = messages
+        .iter()
+        .find_map(|m| m.extra_fields().get(DOCUMENT).cloned());
+    let bare: Vec<Message> = messages
+        .iter()
+        .map(|message| {
+            let mut message = message.clone();
+            message.set_extra_field(DOCUMENT, None);
+            message
+        })
+        .collect();
+    let converted = convert::from_messages(&bare);
+    let turns = lines(&converted.messages);
+    let mut object = match shape {
+        Some(Value::Array(_)) if converted.system.is_none() => return format!("{turns}\n"),
+        Some(Value::Object(object)) => object,
+        _ => Map::new(),
     };
-    let mut text = Vec::new();
-    let mut thinking = Vec::new();
-    let mut calls = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => text.push(str_field(block, "text")),
-            Some("thinking") => thinking.push(str_field(block, "thinking")),
-            Some("tool_use") => calls.push(ToolCall::new(
-                str_field(block, "id"),
-                str_field(block, "name"),
-                block.get("input").unwrap_or(&json!({})).to_string(),
-            )),
-            _ => {}
+    match converted.system {
+        Some(system) if object.contains_key("system") => {
+            object.insert("system".into(), system);
+        }
+        Some(system) => {
+            object.shift_insert(0, "system".into(), system);
+        }
+        None => {
+            object.shift_remove("system");
         }
     }
-    let text = text.join("\n");
-    let mut message = if calls.is_empty() {
-        Message::assistant(text)
-    } else {
-        let mut message = Message::assistant_tool_calls(calls);
-        if !text.is_empty() {
-            message.set_text(text);
-        }
-        message
-    };
-    if !thinking.is_empty() {
-        message.set_extra_field("reasoning", Some(Value::String(thinking.join("\n"))));
+    if !object.contains_key("messages") {
+        object.insert("messages".into(), Value::Null);
     }
-    message
+    let fields: Vec<String> = object
+        .iter()
+        .map(|(key, value)| {
+            let value = match key.as_str() {
+                "messages" => turns.clone(),
+                _ => value.to_string(),
+            };
+            format!("{}: {value}", Value::String(key.clone()))
+        })
+        .collect();
+    format!("{{{}}}\n", fields.join(",\n"))
 }
 
-/// A user turn: its tool results first (they answer the assistant turn before), then any other
-/// content as one user message.
-fn user(content: &Value, messages: &mut Vec<Message>) {
-    let Value::Array(blocks) = content else {
-        messages.push(Message::user(text_of(content)));
-        return;
-    };
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("tool_result") => {
-                let result = block.get("content").map(text_of).unwrap_or_default();
-                messages.push(Message::tool_result(
-                    str_field(block, "tool_use_id"),
-                    result,
-                ));
-            }
-            Some("text") => parts.push(json!({"type": "text", "text": str_field(block, "text")})),
-            Some("image") => {
-                let source = block.get("source").cloned().unwrap_or(Value::Null);
-                let url = match source.get("type").and_then(Value::as_str) {
-                    Some("base64") => format!(
-                        "data:{};base64,{}",
-                        str_field(&source, "media_type"),
-                        str_field(&source, "data")
-                    ),
-                    _ => str_field(&source, "url"),
-                };
-                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-            }
-            _ => {}
-        }
-    }
-    if parts.is_empty() {
-        return;
-    }
-    let all_text = parts.iter().all(|p| p["type"] == "text");
-    let mut message = Message::user("");
-    if all_text {
-        let text: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        message.set_text(text.join("\n"));
-    } else {
-        message.set_content_json(&Value::Array(parts));
-    }
-    messages.push(message);
+/// A JSON array of `turns`, one per line.
+fn lines(turns: &[Value]) -> String {
+    let items: Vec<String> = turns.iter().map(Value::to_string).collect();
+    format!("[\n{}\n]", items.join(",\n"))
 }
 
-fn str_field(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Text of a string or of an array of text blocks.
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
+    #[test]
+    fn a_document_is_written_back_in_its_shape_with_its_other_keys() {
+        let document = r#"{"model": "claude-x", "system": [{"type": "text", "text": "s",
+            "cache_control": {"type": "ephemeral"}}], "max_tokens": 9, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "x"},
+                {"type": "text", "text": "a"}, {"type": "tool_use", "id": "u1", "name": "ls", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "x",
+                "is_error": true}, {"type": "text", "text": "more"}]}], "tools": []}"#;
+        let written = write(&parse(document, "d").unwrap());
+        let compact = |text: &str| serde_json::from_str::<Value>(text).unwrap().to_string();
+        assert_eq!(compact(&written), compact(document));
+        assert_eq!(
+            crate::transcript::detect(&written),
+            crate::transcript::Format::Anthropic
+        );
+        let array = r#"[{"role": "user", "content": [{"type": "text", "text": "q"}]}]"#;
+        assert_eq!(compact(&write(&parse(array, "a").unwrap())), compact(array));
+    }
+
+    #[test]
+    fn messages_of_another_format_become_a_new_document() {
+        let messages = vec![Message::system("s"), Message::user("q")];
+        assert_eq!(
+            write(&messages),
+            "{\"system\": \"s\",\n\"messages\": [\n{\"role\":\"user\",\"content\":\"q\"}\n]}\n"
+        );
     }
 }

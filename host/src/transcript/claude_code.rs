@@ -7,8 +7,8 @@
 //! it as Claude Code's own resume does). Tool results that parallel tool calls left on a sibling
 //! branch are brought back next to their calls. Consecutive assistant entries sharing
 //! `message.id` (Claude Code writes one content block per entry) are one message. The content
-//! converts as Anthropic Messages do; every line is kept on the messages (see `origin`), so the
-//! log can be written back.
+//! converts as Anthropic Messages do ([`crate::anthropic`], losslessly); every line is kept on the
+//! messages (see `origin`), so the log can be written back.
 
 use std::collections::{HashMap, HashSet};
 
@@ -17,7 +17,8 @@ use serde_json::{json, Map, Value};
 
 use super::origin::{self, Group, Run};
 use super::write::Written;
-use super::{anthropic, jsonl, to_anthropic, TranscriptError};
+use super::{jsonl, TranscriptError};
+use crate::anthropic;
 
 /// The extra field holding each message's lines.
 const KEY: &str = "claude_code";
@@ -227,8 +228,8 @@ fn convert(entries: &[&Value]) -> Result<Vec<Message>, String> {
             .cloned()
             .unwrap_or(Value::Null)
     };
-    let turn = json!([{ "role": role, "content": content }]);
-    anthropic::parse(&turn.to_string(), "entry").map_err(|error| error.message)
+    let turn = [json!({ "role": role, "content": content })];
+    anthropic::to_messages(None, &turn).map_err(|error| error.message)
 }
 
 /// Writes messages as a Claude Code session log: the entries of unchanged messages as they were
@@ -303,46 +304,35 @@ impl ChainWriter {
     }
 }
 
-/// New entries for a run's messages: the first takes the place (and uuid) of the run's first
-/// entry when there was one; thinking blocks stay when the reasoning did not change.
+/// New entries for a run's messages, one each: the first takes the place (and uuid) of the
+/// run's first entry when there was one.
 fn rebuild(run: &Run, template: Option<&Value>, writer: &mut ChainWriter, notes: &mut Vec<String>) {
     let originals: Vec<&Value> = run
         .origin
         .as_ref()
         .map(|o| o.member_lines())
         .unwrap_or_default();
-    let original_messages = convert(&originals).unwrap_or_default();
     let mut place = originals.first().copied().filter(|e| e.is_object());
     for message in &run.messages {
-        let (kind, body) = match message.role() {
-            "system" => {
-                notes.push(
-                    "the system prompt is not written: Claude Code session logs do not hold one"
-                        .to_string(),
-                );
-                continue;
-            }
-            "assistant" => {
-                let original = originals.iter().find(|e| kind(e) == "assistant");
-                (
-                    "assistant",
-                    assistant_body(message, original.copied(), &originals, &original_messages),
-                )
-            }
-            "tool" => {
-                let id = message.tool_call_id().unwrap_or_default();
-                let is_error = originals
-                    .iter()
-                    .flat_map(|e| blocks(e))
-                    .find(|b| b.get("tool_use_id").and_then(Value::as_str) == Some(id))
-                    .and_then(|b| b.get("is_error").cloned());
-                let block = to_anthropic::tool_result(message, is_error.as_ref());
-                ("user", json!({"role": "user", "content": [block]}))
-            }
-            _ => (
-                "user",
-                json!({"role": "user", "content": to_anthropic::user_content(message)}),
-            ),
+        if matches!(message.role(), "system" | "developer") {
+            notes.push(
+                "the system prompt is not written: Claude Code session logs do not hold one"
+                    .to_string(),
+            );
+            continue;
+        }
+        // Each message alone as an Anthropic turn: a tool message is a user turn with its
+        // result, an assistant message keeps its thinking only if the turn is unchanged.
+        let converted = anthropic::from_messages(std::slice::from_ref(message));
+        let Some(mut body) = converted.messages.into_iter().next() else {
+            continue;
+        };
+        let entry_type = if body["role"] == "assistant" {
+            let original = originals.iter().find(|e| kind(e) == "assistant");
+            body = assistant_body(message, body["content"].take(), original.copied());
+            "assistant"
+        } else {
+            "user"
         };
         let mut entry = match place.take() {
             Some(original) => {
@@ -355,7 +345,7 @@ fn rebuild(run: &Run, template: Option<&Value>, writer: &mut ChainWriter, notes:
             None => new_entry(template, writer.tip.as_deref(), message),
         };
         entry["parentUuid"] = writer.tip.clone().map_or(Value::Null, Value::String);
-        entry["type"] = Value::String(kind.to_string());
+        entry["type"] = Value::String(entry_type.to_string());
         entry["message"] = body;
         writer.push(entry, true, true);
     }
@@ -385,33 +375,12 @@ fn new_entry(template: Option<&Value>, tip: Option<&str>, message: &Message) -> 
 }
 
 /// The `message` of an assistant entry: the original's fields (id, model, usage...) when the
-/// message came from one, its content rebuilt.
-fn assistant_body(
-    message: &Message,
-    original: Option<&Value>,
-    originals: &[&Value],
-    original_messages: &[Message],
-) -> Value {
-    let reasoning = |m: &Message| m.extra_fields().get("reasoning").cloned();
-    let unchanged_reasoning = original_messages
-        .iter()
-        .find(|m| m.is_assistant())
-        .is_some_and(|m| reasoning(m) == reasoning(message));
-    let thinking: Vec<Value> = if unchanged_reasoning {
-        originals
-            .iter()
-            .flat_map(|e| blocks(e))
-            .filter(|b| {
-                matches!(
-                    b.get("type").and_then(Value::as_str),
-                    Some("thinking" | "redacted_thinking")
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
+/// message came from one, with `content` (as blocks, as Claude Code writes them).
+fn assistant_body(message: &Message, content: Value, original: Option<&Value>) -> Value {
+    let content = match content {
+        Value::String(text) => json!([{"type": "text", "text": text}]),
+        blocks => blocks,
     };
-    let content = Value::Array(to_anthropic::assistant_blocks(message, thinking));
     match original.and_then(|e| e.get("message")) {
         Some(Value::Object(body)) => {
             let mut body = body.clone();
@@ -483,7 +452,11 @@ mod tests {
         let roles: Vec<&str> = messages.iter().map(Message::role).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant"]);
         assert_eq!(messages[1].tool_calls().len(), 2);
-        assert_eq!(messages[1].extra_fields()["reasoning"], "hm");
+        let content: Value = messages[1].to_value()["content"].clone();
+        assert_eq!(
+            content[0],
+            json!({"type": "thinking", "thinking": "hm", "signature": "sig"})
+        );
         assert_eq!(messages[2].tool_call_id(), Some("t1"));
         assert_eq!(messages[4].content_text(), "done");
         ctxhost_sdk::sequence::validate(&messages).unwrap();

@@ -10,7 +10,6 @@ mod hermes;
 mod jsonl;
 mod openai;
 mod origin;
-mod to_anthropic;
 mod write;
 
 pub use write::{write, OutputFormat, Written};
@@ -47,7 +46,7 @@ pub enum Format {
     /// line is the session).
     Hermes,
     /// Anthropic Messages: content blocks with `tool_use` / `tool_result`, optional top-level
-    /// `system`.
+    /// `system`; read and written back losslessly.
     Anthropic,
     /// Claude Code session logs (`~/.claude/projects/<project>/<session>.jsonl`): one entry per
     /// line, the conversation being the `parentUuid` chain that ends at the last message.

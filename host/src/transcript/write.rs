@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use ctxhost_sdk::Message;
 
-use super::{claude_code, codex, hermes, openai, to_anthropic, Format};
+use super::{anthropic, claude_code, codex, hermes, openai, Format};
 
 /// What `--output-format` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub fn write(messages: &[Message], format: Format) -> Written {
     let text = match format {
         Format::OpenAi => openai::write(messages),
         Format::Hermes => hermes::write(messages),
-        Format::Anthropic => to_anthropic::write(messages),
+        Format::Anthropic => anthropic::write(messages),
         Format::ClaudeCode => return claude_code::write(messages),
         Format::Codex => return codex::write(messages),
     };

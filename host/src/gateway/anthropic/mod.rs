@@ -1,11 +1,10 @@
 //! `POST /v1/messages` (Anthropic Messages): the client's history converted into the engine's
-//! message model ([`convert`]), prepared on the same session machinery as Chat Completions
+//! message model ([`crate::anthropic`]), prepared on the same session machinery as Chat Completions
 //! ([`super::turn`], [`super::live`]), converted back for the provider, the engine's own tools
 //! answered on the way as `tool_use` / `tool_result` rounds, streamed ([`stream`]) or not.
 //! `POST /v1/messages/count_tokens` is passed through as the client sent it.
 
 mod cache;
-pub mod convert;
 mod stream;
 
 use std::collections::HashSet;
@@ -18,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
+
+use crate::anthropic as convert;
 
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::settings::CacheBreakpoints;

@@ -13,8 +13,8 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use super::convert;
 use super::{is_engine_call, parse_usage, Exchange, UsageSum};
+use crate::anthropic as convert;
 use crate::gateway::error::{ErrorKind, GatewayError};
 use crate::gateway::turn::{
     answer_calls, event_stream, split_calls, Called, ReleaseOnDrop, StreamBudget,

@@ -1,9 +1,11 @@
-//! Anthropic Messages to the engine's message model (OpenAI chat format) and back, losslessly.
+//! Anthropic Messages to the engine's message model (OpenAI chat format) and back, losslessly:
+//! the one conversion the gateway's `/v1/messages` and the `anthropic` and `claude-code`
+//! transcript formats share.
 //!
 //! Engines reason about OpenAI messages: tool calls on assistant messages, one `tool` message
-//! per result. An Anthropic request is taken apart into that shape and everything it does not
-//! need is kept beside it, so a message the engine left alone converts back to the very blocks
-//! the client sent:
+//! per result. An Anthropic conversation is taken apart into that shape and everything it does
+//! not need is kept beside it, so a message the engine left alone converts back to the very
+//! blocks it was read from (every field, in its order):
 //! - content arrays stay Anthropic blocks (they read as content parts: `text` blocks count as
 //!   text); a `tool_use` block becomes a tool call and leaves a stub `{"type": "tool_use",
 //!   "id"}` in its place; each `tool_result` block becomes a `tool` message;
@@ -14,7 +16,11 @@
 //! - `cache_control` is lifted out of content arrays into `anthropic_cache_control`, so moving a
 //!   breakpoint (as Claude Code does every turn) does not change a message's identity;
 //! - an assistant turn with thinking records a digest of what it said (`anthropic_turn`): if an
-//!   engine changed the turn, its thinking blocks no longer match it and are dropped.
+//!   engine changed the turn, its thinking blocks (whose signatures cover it) no longer match it
+//!   and are dropped.
+//!
+//! What an engine wrote converts to plain blocks: text as text, OpenAI `image_url` parts as
+//! `image` blocks, tool calls as `tool_use` blocks after the turn's text.
 
 use ctxhost_sdk::{Content, Message};
 use serde_json::{json, Map, Value};
@@ -339,12 +345,17 @@ fn as_blocks(content: Value) -> Vec<Value> {
 }
 
 /// A message's content as Anthropic content: text as a string, blocks with their
-/// `cache_control` put back.
+/// `cache_control` put back, OpenAI image parts as image blocks.
 fn content_value(message: &Message, extra: &Map<String, Value>) -> Value {
     match message.content() {
         Content::Text(text) => Value::String(text.to_string()),
         Content::Json(text) => {
             let mut value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            if let Value::Array(blocks) = &mut value {
+                for block in blocks.iter_mut().filter(|b| block_type(b) == "image_url") {
+                    *block = image_block(block);
+                }
+            }
             if let (Value::Array(blocks), Some(Value::Array(lifted))) =
                 (&mut value, extra.get(CACHE))
             {
@@ -359,6 +370,25 @@ fn content_value(message: &Message, extra: &Map<String, Value>) -> Value {
         }
         Content::Absent | Content::Null => Value::String(String::new()),
     }
+}
+
+/// An OpenAI `image_url` part as an `image` block: a data URL as a base64 source, any other
+/// URL as a url source.
+fn image_block(part: &Value) -> Value {
+    let url = part
+        .pointer("/image_url/url")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let inline = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"));
+    let source = match inline {
+        Some((media_type, data)) => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        None => json!({"type": "url", "url": url}),
+    };
+    json!({"type": "image", "source": source})
 }
 
 /// An assistant message's blocks: its content with each tool-use stub replaced by its call;
@@ -513,5 +543,23 @@ mod tests {
         assert_eq!(results[0]["content"], "[result cleared]");
         assert_eq!(results[0]["is_error"], true);
         assert_eq!(back.messages[0]["content"], "summary of earlier turns");
+    }
+
+    #[test]
+    fn openai_image_parts_become_image_blocks() {
+        let mut user = Message::user("");
+        user.set_content_json(&json!([
+            {"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}},
+        ]));
+        assert_eq!(
+            from_messages(&[user]).messages[0]["content"],
+            json!([
+                {"type": "text", "text": "see"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}},
+            ])
+        );
     }
 }
