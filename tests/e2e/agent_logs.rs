@@ -211,10 +211,17 @@ fn an_openai_transcript_converts_to_a_codex_rollout_and_back() {
     let written = sandbox.write("converted-claude.jsonl", &log.stdout);
     let back = echo(&sandbox, written.to_str().unwrap(), &[]);
     assert!(back.success(), "{}", back.stderr);
-    assert_eq!(
-        conversation(back.json()),
-        conversation(original.json())[1..].to_vec()
-    );
+    // Read back, the messages hold Anthropic blocks: the same conversation, as Anthropic
+    // Messages, as the corpus transcript's (less its system prompt).
+    let as_anthropic = |path: &str| -> Value {
+        let run = echo(&sandbox, path, &["--output-format", "anthropic"]);
+        assert!(run.success(), "{path}: {}", run.stderr);
+        serde_json::from_str(&run.stdout).unwrap()
+    };
+    let from_log = as_anthropic(written.to_str().unwrap());
+    let from_corpus = as_anthropic(corpus);
+    assert_eq!(from_log["messages"], from_corpus["messages"]);
+    assert!(from_log.get("system").is_none() && from_corpus["system"].is_string());
 }
 
 #[test]
@@ -241,4 +248,180 @@ fn every_format_writes_itself_back() {
         "{}",
         unknown.stderr
     );
+}
+
+/// An Anthropic Messages document with every block type: thinking with signatures,
+/// redacted_thinking, documents (text and PDF) with citations enabled, images, search results
+/// (in a tool result and on their own), citations of both kinds, tool results with `is_error`
+/// and image content, cache_control on system, blocks and a tool call; `model` and
+/// `max_tokens` beside the messages.
+const EVERY_BLOCK: &str = "anthropic-blocks.json";
+
+/// A JSON text compacted with its keys in the order they came: equal texts are equal
+/// documents, key order included.
+fn compact(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+        .to_string()
+}
+
+#[test]
+fn an_anthropic_document_with_every_block_comes_back_unchanged_under_the_threshold() {
+    let sandbox = sandbox();
+    let path = fixture(EVERY_BLOCK);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let path = path.to_str().unwrap();
+    // The echo engine changes nothing; the compressor has nothing to do under its threshold.
+    for engine in ["echo", "compressor"] {
+        for output in ["same", "anthropic"] {
+            let run = sandbox.ctxhost(&[
+                "compress",
+                path,
+                "--engine",
+                engine,
+                "--output-format",
+                output,
+            ]);
+            assert!(run.success(), "{engine}, {output}: {}", run.stderr);
+            assert_eq!(
+                compact(&run.stdout),
+                compact(&original),
+                "{engine}, {output}"
+            );
+        }
+    }
+    // The document written back reads as the same messages.
+    let written = echo(&sandbox, path, &["--output-format", "same"]);
+    let again = sandbox.write("again-blocks.json", &written.stdout);
+    let first = echo(&sandbox, path, &[]);
+    let second = echo(&sandbox, again.to_str().unwrap(), &[]);
+    assert!(second.success(), "{}", second.stderr);
+    assert_eq!(first.json(), second.json());
+}
+
+/// The blocks of an Anthropic message (a string is one text block).
+fn blocks(message: &Value) -> Vec<Value> {
+    match &message["content"] {
+        Value::Array(blocks) => blocks.clone(),
+        Value::String(text) => vec![serde_json::json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    }
+}
+
+fn has_thinking(message: &Value) -> bool {
+    blocks(message)
+        .iter()
+        .any(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking")
+}
+
+/// What Anthropic requires of a compressed conversation, checked against the original.
+fn assert_valid_for_anthropic(compressed: &Value, original: &Value, what: &str) {
+    assert_eq!(
+        compressed["system"], original["system"],
+        "{what}: the system prompt"
+    );
+    assert_eq!(
+        compressed["model"], original["model"],
+        "{what}: the other keys"
+    );
+    let turns = compressed["messages"].as_array().unwrap();
+    let originals = original["messages"].as_array().unwrap();
+    // Every tool_result answers a tool_use of the assistant turn right before it.
+    for (index, turn) in turns.iter().enumerate() {
+        for result in blocks(turn).iter().filter(|b| b["type"] == "tool_result") {
+            let called = index
+                .checked_sub(1)
+                .map(|before| &turns[before])
+                .filter(|before| before["role"] == "assistant")
+                .is_some_and(|before| {
+                    blocks(before)
+                        .iter()
+                        .any(|b| b["type"] == "tool_use" && b["id"] == result["tool_use_id"])
+                });
+            assert!(
+                called,
+                "{what}: message {index}: {result} has no tool_use before it"
+            );
+        }
+    }
+    // Thinking survives only on a turn that is exactly as it was (its signature covers it).
+    for turn in turns.iter().filter(|t| has_thinking(t)) {
+        assert!(
+            originals.contains(turn),
+            "{what}: thinking kept on a changed turn: {turn}"
+        );
+    }
+    // The current turn is the user's own, as sent.
+    let last_user = |turns: &[Value]| turns.iter().rev().find(|t| t["role"] == "user").cloned();
+    assert_eq!(
+        last_user(turns),
+        last_user(originals),
+        "{what}: the current turn"
+    );
+    assert_eq!(turns.last(), originals.last(), "{what}: the last message");
+}
+
+#[test]
+fn above_the_threshold_an_anthropic_document_stays_valid_for_anthropic() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    // The smallest window, and short protected tails, so that a few turns are over it.
+    sandbox.write_config(
+        "model:\n  context_length: 1024\ncompression:\n  protect_last_n: 3\n  target_ratio: 0.1\n\
+         plugins:\n  lcm:\n    fresh_tail_count: 3\n",
+    );
+    let path = fixture(EVERY_BLOCK);
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let path = path.to_str().unwrap();
+    for engine in ["compressor", "lcm"] {
+        let run = sandbox.ctxhost(&[
+            "compress",
+            path,
+            "--engine",
+            engine,
+            "--force",
+            "--output-format",
+            "same",
+        ]);
+        assert!(run.success(), "{engine}: {}", run.stderr);
+        let compressed: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert!(
+            compressed["messages"].as_array().unwrap().len()
+                < original["messages"].as_array().unwrap().len(),
+            "{engine}: nothing was summarized: {}",
+            run.stderr
+        );
+        assert_valid_for_anthropic(&compressed, &original, engine);
+        // What was written reads back as a valid conversation.
+        let written = sandbox.write(&format!("compressed-{engine}.json"), &run.stdout);
+        let back = sandbox.ctxhost(&[
+            "compress",
+            written.to_str().unwrap(),
+            "--engine",
+            "compressor",
+        ]);
+        assert!(back.success(), "{engine}: {}", back.stderr);
+    }
+    // `ctxhost run` replays it, compressing on the way, and writes the final context back.
+    let out = sandbox.path().join("final-blocks.json");
+    let run = sandbox.ctxhost(&[
+        "run",
+        path,
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--output-format",
+        "same",
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    let report = run.json();
+    assert_eq!(report["format"], "anthropic");
+    let replay = &report["runs"][0];
+    assert!(replay["errors"].as_array().unwrap().is_empty(), "{replay}");
+    assert!(
+        !replay["compressions"].as_array().unwrap().is_empty(),
+        "no compression: {replay}"
+    );
+    let last: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_valid_for_anthropic(&last, &original, "run");
 }

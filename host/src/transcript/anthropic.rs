@@ -74,7 +74,14 @@ pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptEr
     let mut messages = convert::to_messages(system.as_ref(), &turns).map_err(|error| {
         TranscriptError::new(format!("{name}: {}", error.location), error.message)
     })?;
-    if let Some(first) = messages.first_mut() {
+    // `{"system", "messages"}` is what the writer makes of messages anyway: kept only when the
+    // document has another shape.
+    let keys: Vec<&str> = shape
+        .as_object()
+        .map(|object| object.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let written_anyway = matches!(keys.as_slice(), ["system", "messages"] | ["messages"]);
+    if let (false, Some(first)) = (written_anyway, messages.first_mut()) {
         first.set_extra_field(DOCUMENT, Some(shape));
     }
     Ok(messages)

@@ -220,7 +220,7 @@ fn convert(entries: &[&Value]) -> Result<Vec<Message>, String> {
         return Ok(Vec::new());
     };
     let role = kind(first);
-    let content = if role == "assistant" {
+    let content = if role == "assistant" && entries.len() > 1 {
         Value::Array(entries.iter().flat_map(|e| blocks(e)).collect())
     } else {
         first
@@ -375,12 +375,8 @@ fn new_entry(template: Option<&Value>, tip: Option<&str>, message: &Message) -> 
 }
 
 /// The `message` of an assistant entry: the original's fields (id, model, usage...) when the
-/// message came from one, with `content` (as blocks, as Claude Code writes them).
+/// message came from one, with `content`.
 fn assistant_body(message: &Message, content: Value, original: Option<&Value>) -> Value {
-    let content = match content {
-        Value::String(text) => json!([{"type": "text", "text": text}]),
-        blocks => blocks,
-    };
     match original.and_then(|e| e.get("message")) {
         Some(Value::Object(body)) => {
             let mut body = body.clone();
