@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxhost_tests::bench::{first_byte, load, ms, percentile, Route};
 use ctxhost_tests::python::virtualenv;
 use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
@@ -47,110 +48,6 @@ fn history(n: usize) -> Vec<Value> {
             }
         })
         .collect()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
-}
-
-/// Where requests go: the upstream itself, or a proxy in front of it.
-#[derive(Clone)]
-struct Route {
-    name: &'static str,
-    /// The chat-completions URL.
-    url: String,
-    /// Sent with every request (the proxy's credential).
-    bearer: Option<&'static str>,
-}
-
-impl Route {
-    fn request(&self, client: &reqwest::Client, session: &str) -> reqwest::RequestBuilder {
-        let request = client.post(&self.url).header("x-ctxhost-session", session);
-        match self.bearer {
-            Some(token) => request.bearer_auth(token),
-            None => request,
-        }
-    }
-}
-
-/// Sends `total` requests from `concurrency` sessions, each waiting for its answer before
-/// sending the next; returns each latency (sorted) and the wall time. Sessions start spread
-/// over `stagger` (the upstream's pause), as independent agents do: started together, they
-/// would stay in lockstep and arrive as one burst of `concurrency` requests every pause.
-async fn load(
-    client: &reqwest::Client,
-    route: &Route,
-    concurrency: usize,
-    total: usize,
-    body: Arc<Value>,
-    tag: &str,
-    stagger: Duration,
-) -> (Vec<Duration>, Duration) {
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for worker in 0..concurrency {
-        let (client, route, body) = (client.clone(), route.clone(), body.clone());
-        let session = format!("{tag}-{worker}");
-        let count = total / concurrency;
-        let delay = stagger * worker as u32 / concurrency as u32;
-        tasks.push(tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let mut latencies = Vec::with_capacity(count);
-            for _ in 0..count {
-                let t = Instant::now();
-                let response = route
-                    .request(&client, &session)
-                    .json(&*body)
-                    .send()
-                    .await
-                    .unwrap_or_else(|e| panic!("a request to {} failed: {e}", route.name));
-                let status = response.status();
-                let text = response.bytes().await.unwrap();
-                assert!(
-                    status.is_success(),
-                    "{} answered {status}: {}",
-                    route.name,
-                    String::from_utf8_lossy(&text)
-                );
-                latencies.push(t.elapsed());
-            }
-            latencies
-        }));
-    }
-    let mut all = Vec::new();
-    for task in tasks {
-        all.extend(task.await.unwrap());
-    }
-    all.sort();
-    (all, started.elapsed())
-}
-
-async fn first_byte(
-    client: &reqwest::Client,
-    route: &Route,
-    body: &Value,
-    runs: usize,
-) -> Vec<Duration> {
-    let mut times = Vec::new();
-    for i in 0..runs {
-        let t = Instant::now();
-        let mut response = route
-            .request(client, &format!("ttfb-{i}"))
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "{}", response.status());
-        let _ = response.chunk().await.unwrap();
-        times.push(t.elapsed());
-        while response.chunk().await.unwrap().is_some() {}
-    }
-    times.sort();
-    times
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -236,11 +133,11 @@ impl LiteLlm {
     }
 
     fn route(&self) -> Route {
-        Route {
-            name: "litellm",
-            url: format!("http://127.0.0.1:{}/v1/chat/completions", self.port),
-            bearer: Some(LITELLM_KEY),
-        }
+        Route::new(
+            "litellm",
+            format!("http://127.0.0.1:{}/v1/chat/completions", self.port),
+        )
+        .header("authorization", format!("Bearer {LITELLM_KEY}"))
     }
 }
 
@@ -296,16 +193,14 @@ fn main() {
     // A small window for the model the compression run uses; the others get gpt-4o's.
     sandbox.write_config("serve:\n  models:\n    small-model: 4096\n");
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let direct = Route {
-        name: "upstream",
-        url: format!("{}/chat/completions", upstream.base_url()),
-        bearer: None,
-    };
-    let via = Route {
-        name: "ctxhost serve",
-        url: format!("{}/chat/completions", gateway.base_url()),
-        bearer: None,
-    };
+    let direct = Route::new(
+        "upstream",
+        format!("{}/chat/completions", upstream.base_url()),
+    );
+    let via = Route::new(
+        "ctxhost serve",
+        format!("{}/chat/completions", gateway.base_url()),
+    );
     let litellm = match std::env::var("GATEWAY_BENCH_LITELLM").as_deref() {
         Ok("0") => None,
         _ => Some(LiteLlm::start(&upstream.base_url(), &sandbox.home())),

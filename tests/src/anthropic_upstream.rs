@@ -1,6 +1,10 @@
 //! Answers in Anthropic Messages' shape for the scripted upstream ([`crate::upstream`]): a
 //! whole message, or the same message as the event sequence Anthropic streams (every block
-//! type's deltas, pings, usage at the start and at the end).
+//! type's deltas, pings, usage at the start and at the end); and the usage Anthropic's prompt
+//! cache would report ([`PromptCache`]).
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::{json, Value};
 
@@ -183,4 +187,126 @@ pub fn assistant_blocks(message: &Value) -> Value {
                            "name": call["function"]["name"], "input": input}));
     }
     Value::Array(blocks)
+}
+
+/// How many blocks before a breakpoint Anthropic looks back for a cached prefix.
+const CACHE_LOOKBACK: usize = 20;
+
+/// Anthropic's prompt cache as an upstream keeps it, to report usage the way Anthropic computes
+/// it. A request is a sequence of blocks (`tools`, then `system`, then each message's content);
+/// its prefix up to each block marked `cache_control` (a breakpoint) is written to the cache;
+/// a later request reads the longest prefix it shares with one written, found at one of its
+/// own breakpoints or up to [`CACHE_LOOKBACK`] blocks before one. Tokens are estimated at four
+/// bytes of JSON each; entries do not expire (a bench runs for minutes, not the 5-minute TTL).
+#[derive(Debug, Default)]
+pub struct PromptCache {
+    written: HashSet<u64>,
+}
+
+impl PromptCache {
+    /// The `usage` of an answer to the Messages body `request` (input tokens after the last
+    /// breakpoint, cache reads and writes), recording the request's breakpoints.
+    pub fn usage(&mut self, request: &Value, output_tokens: u64) -> Value {
+        let blocks = cache_blocks(request);
+        let mut prefix = DefaultHasher::new();
+        let mut hashes = Vec::with_capacity(blocks.len());
+        let mut tokens = Vec::with_capacity(blocks.len());
+        let mut breakpoints = Vec::new();
+        for (index, (text, breakpoint)) in blocks.iter().enumerate() {
+            text.hash(&mut prefix);
+            hashes.push(prefix.finish());
+            tokens.push((text.len() as u64).div_ceil(4));
+            if *breakpoint {
+                breakpoints.push(index);
+            }
+        }
+        let read_end = breakpoints
+            .iter()
+            .filter_map(|&at| {
+                (at.saturating_sub(CACHE_LOOKBACK)..=at)
+                    .rev()
+                    .find(|&k| self.written.contains(&hashes[k]))
+                    .map(|k| k + 1)
+            })
+            .max()
+            .unwrap_or(0);
+        let written_end = breakpoints.last().map_or(0, |&at| at + 1).max(read_end);
+        let read: u64 = tokens[..read_end].iter().sum();
+        let created: u64 = tokens[read_end..written_end].iter().sum();
+        let input: u64 = tokens[written_end..].iter().sum();
+        self.written
+            .extend(breakpoints.iter().map(|&at| hashes[at]));
+        json!({"input_tokens": input, "cache_creation_input_tokens": created,
+               "cache_read_input_tokens": read, "output_tokens": output_tokens})
+    }
+}
+
+/// A request's cacheable blocks in order, each as the text that identifies it (its role and
+/// place in its message, its JSON less `cache_control`) and whether it is a breakpoint.
+fn cache_blocks(request: &Value) -> Vec<(String, bool)> {
+    let mut blocks = Vec::new();
+    let mut push = |place: String, block: &Value| {
+        let mut block = block.clone();
+        let breakpoint = block
+            .as_object_mut()
+            .and_then(|b| b.shift_remove("cache_control"))
+            .is_some();
+        blocks.push((format!("{place}\n{block}"), breakpoint));
+    };
+    for tool in request["tools"].as_array().into_iter().flatten() {
+        push("tool".into(), tool);
+    }
+    let mut content = |place: &str, value: &Value| match value {
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                push(format!("{place} {index}"), item);
+            }
+        }
+        Value::Null => {}
+        other => push(place.to_string(), other),
+    };
+    content("system", &request["system"]);
+    for message in request["messages"].as_array().into_iter().flatten() {
+        let role = message["role"].as_str().unwrap_or_default();
+        content(role, &message["content"]);
+    }
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_seen_up_to_a_breakpoint_is_read_and_the_rest_written() {
+        let mut cache = PromptCache::default();
+        let marked = |text: &str| json!({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}});
+        let first = json!({"system": [marked("s")], "messages": [
+            {"role": "user", "content": [marked("one")]}]});
+        let usage = cache.usage(&first, 1);
+        assert_eq!(usage["cache_read_input_tokens"], 0);
+        assert!(usage["cache_creation_input_tokens"].as_u64().unwrap() > 0);
+        // The same prefix, the breakpoint moved on: the old prefix is read, the new part written.
+        let second = json!({"system": [marked("s")], "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "one"}]},
+            {"role": "assistant", "content": "two"},
+            {"role": "user", "content": [marked("three")]}]});
+        let usage = cache.usage(&second, 1);
+        assert_eq!(
+            usage["cache_read_input_tokens"],
+            first_tokens(&first),
+            "{usage}"
+        );
+        assert_eq!(usage["input_tokens"], 0);
+        // A changed start reads nothing.
+        let changed = json!({"system": [marked("other")], "messages": second["messages"]});
+        assert_eq!(cache.usage(&changed, 1)["cache_read_input_tokens"], 0);
+    }
+
+    fn first_tokens(request: &Value) -> u64 {
+        cache_blocks(request)
+            .iter()
+            .map(|(text, _)| (text.len() as u64).div_ceil(4))
+            .sum()
+    }
 }

@@ -23,6 +23,7 @@ const PACKAGES: &[&str] = &[
 ];
 
 pub mod anthropic_upstream;
+pub mod bench;
 pub mod fake_provider;
 pub mod gateway;
 pub mod postgres;
