@@ -243,7 +243,7 @@ fn crossing_the_threshold() {
             }
             others.push(latency);
             // The agent runs its tools: long enough for a compression being prepared.
-            let state = gateway.session("crossing", Some(API_KEY));
+            let state = gateway.anthropic_session("crossing", API_KEY);
             if state.get("pending").is_some_and(|p| !p.is_null()) {
                 let t = Instant::now();
                 ready += 1;
@@ -294,7 +294,7 @@ fn cache_hit_ratio() {
             send(&gateway, "cached", &session[..index]);
             turns += 1;
         }
-        let state = gateway.session("cached", Some(API_KEY));
+        let state = gateway.anthropic_session("cached", API_KEY);
         let cache = &state["cache"];
         println!(
             "| {engine} | {turns} | {} | {} | {} | **{:.3}** |",

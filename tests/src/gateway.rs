@@ -109,6 +109,20 @@ impl GatewayProcess {
         body
     }
 
+    /// What the gateway holds about session `id` of the Anthropic client holding `api_key`
+    /// (sent as `x-api-key`, as Anthropic clients do).
+    pub fn anthropic_session(&self, id: &str, api_key: &str) -> serde_json::Value {
+        let response = reqwest::blocking::Client::new()
+            .get(format!("{}/ctxhost/sessions/{id}", self.url))
+            .header("x-api-key", api_key)
+            .send()
+            .expect("the gateway answers");
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().expect("a JSON body");
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// What it logged after the ready line so far.
     pub fn log(&self) -> Vec<String> {
         self.log.0.lock().unwrap().clone()

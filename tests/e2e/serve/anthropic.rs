@@ -147,28 +147,17 @@ fn the_official_anthropic_sdk_parses_every_answer_and_the_upstream_gets_every_by
         json!([{"role": "user", "content": "Count me."}])
     );
     // Claude Code's session header names the session, scoped by the client's x-api-key.
-    let session = session_of(&gateway, "cc-session-1", "sk-ant-python");
+    let session = gateway.anthropic_session("cc-session-1", "sk-ant-python");
     assert_eq!(session["requests"], 1);
     // The engine heard of the prompt as the provider counted it: input, cache reads and cache
     // writes together.
-    let session = session_of(&gateway, "py-anthropic-true", "sk-ant-python");
+    let session = gateway.anthropic_session("py-anthropic-true", "sk-ant-python");
     assert_eq!(session["last_prompt_tokens"], 30 + 10 + 5);
     // Each conversation's second turn continued the lineage of its first.
     for id in ["py-anthropic-true", "py-anthropic-false"] {
-        let session = session_of(&gateway, id, "sk-ant-python");
+        let session = gateway.anthropic_session(id, "sk-ant-python");
         assert_eq!(session["stats"]["new_lineages"], 0, "{id}: {session}");
     }
-}
-
-/// `/ctxhost/sessions/{id}` as the client holding `key` (sent as `x-api-key`) sees it.
-fn session_of(gateway: &GatewayProcess, id: &str, key: &str) -> Value {
-    let response = reqwest::blocking::Client::new()
-        .get(format!("{}/ctxhost/sessions/{id}", gateway.url))
-        .header("x-api-key", key)
-        .send()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().unwrap()
 }
 
 #[test]
@@ -274,7 +263,7 @@ fn a_recorded_session_compresses_over_messages_where_it_does_over_chat_completio
             .collect()
     };
     let via_chat = gateway.session("via-chat", Some("sk-replay"));
-    let via_messages = session_of(&gateway, "via-messages", "sk-replay");
+    let via_messages = gateway.anthropic_session("via-messages", "sk-replay");
     let expected: Vec<Value> = report["compressions"]
         .as_array()
         .unwrap()
@@ -588,7 +577,7 @@ fn the_gateway_answers_lcm_grep_over_messages_streamed_or_not() {
                 turn(&client, &base, &session, &system, &messages, false);
             }
         }
-        let state = session_of(&gateway, &session, "sk-tools");
+        let state = gateway.anthropic_session(&session, "sk-tools");
         assert!(
             !state["compressions"].as_array().unwrap().is_empty(),
             "{state}"
