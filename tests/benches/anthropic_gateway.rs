@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ctxhost_tests::anthropic_upstream::{assistant_blocks, from_openai, reply, PromptCache};
-use ctxhost_tests::bench::{first_byte, load, ms, percentile, Route};
+use ctxhost_tests::bench::{added_latency_cells, first_byte, load, ms, percentile, Route};
 use ctxhost_tests::gateway::GatewayProcess;
 use ctxhost_tests::upstream::{completion, Answer, FakeUpstream};
 use ctxhost_tests::{read_json, workspace_root, Sandbox};
@@ -136,14 +136,9 @@ fn added_latency() {
             )
             .await;
             println!(
-                "| {} ms | {sessions} | {requests} | {} / {} | {} / {} | **{} / {}** |",
+                "| {} ms | {sessions} | {requests} | {} |",
                 pause.as_millis(),
-                ms(percentile(&d, 0.5)),
-                ms(percentile(&d, 0.99)),
-                ms(percentile(&v, 0.5)),
-                ms(percentile(&v, 0.99)),
-                ms(percentile(&v, 0.5).saturating_sub(percentile(&d, 0.5))),
-                ms(percentile(&v, 0.99).saturating_sub(percentile(&d, 0.99))),
+                added_latency_cells(&d, &v),
             );
         }
         pause_ms.store(0, Ordering::Relaxed);

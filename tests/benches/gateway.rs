@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxhost_tests::bench::{first_byte, load, ms, percentile, Route};
+use ctxhost_tests::bench::{added_latency_cells, first_byte, load, ms, percentile, Route};
 use ctxhost_tests::python::virtualenv;
 use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
@@ -158,13 +158,8 @@ fn row(
     wall: Duration,
 ) -> String {
     format!(
-        "| {pause} | {concurrency} | {proxy} | {} / {} | {} / {} | **{} / {}** | {:.0} |",
-        ms(percentile(direct, 0.5)),
-        ms(percentile(direct, 0.99)),
-        ms(percentile(via, 0.5)),
-        ms(percentile(via, 0.99)),
-        ms(percentile(via, 0.5).saturating_sub(percentile(direct, 0.5))),
-        ms(percentile(via, 0.99).saturating_sub(percentile(direct, 0.99))),
+        "| {pause} | {concurrency} | {proxy} | {} | {:.0} |",
+        added_latency_cells(direct, via),
         via.len() as f64 / wall.as_secs_f64(),
     )
 }

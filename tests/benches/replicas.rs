@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxhost_tests::bench::added_latency_cells;
 use ctxhost_tests::gateway::GatewayProcess;
 use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
@@ -24,14 +25,6 @@ use serde_json::{json, Value};
 const SESSIONS: usize = 64;
 const TURNS_PER_SESSION: usize = 30;
 const UPSTREAM_PAUSE: Duration = Duration::from_millis(100);
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1000.0)
-}
 
 /// The history of turn `turn`: it grows by a question and an answer each turn.
 fn history(turn: usize) -> Vec<Value> {
@@ -142,14 +135,9 @@ fn main() {
             for (name, urls) in &setups {
                 let (v, wall) = drive(&client, urls, &format!("{tag}-{}", name.len())).await;
                 println!(
-                    "| {} ms | {name} | {} / {} | {} / {} | **{} / {}** | {:.0} |",
+                    "| {} ms | {name} | {} | {:.0} |",
                     pause.as_millis(),
-                    ms(percentile(&d, 0.5)),
-                    ms(percentile(&d, 0.99)),
-                    ms(percentile(&v, 0.5)),
-                    ms(percentile(&v, 0.99)),
-                    ms(percentile(&v, 0.5).saturating_sub(percentile(&d, 0.5))),
-                    ms(percentile(&v, 0.99).saturating_sub(percentile(&d, 0.99))),
+                    added_latency_cells(&d, &v),
                     v.len() as f64 / wall.as_secs_f64(),
                 );
             }

@@ -17,6 +17,21 @@ pub fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1000.0)
 }
 
+/// The cells of a latency table's row, in ms: `direct p50 / p99 | via p50 / p99 | **added p50
+/// / p99**` (added: what the proxy adds to the direct figure, never below zero).
+pub fn added_latency_cells(direct: &[Duration], via: &[Duration]) -> String {
+    let added = |p: f64| percentile(via, p).saturating_sub(percentile(direct, p));
+    format!(
+        "{} / {} | {} / {} | **{} / {}**",
+        ms(percentile(direct, 0.5)),
+        ms(percentile(direct, 0.99)),
+        ms(percentile(via, 0.5)),
+        ms(percentile(via, 0.99)),
+        ms(added(0.5)),
+        ms(added(0.99)),
+    )
+}
+
 /// Where requests go: the upstream itself, or a proxy in front of it.
 #[derive(Clone)]
 pub struct Route {
