@@ -269,3 +269,55 @@ fn a_plugin_that_aborts_while_loading_is_one_line_in_list_info_doctor_and_run() 
         );
     }
 }
+
+#[test]
+fn plugins_install_loads_the_library_in_a_child_and_refuses_one_that_aborts_while_loading() {
+    let hostile = ctxhost_tests::library("ctxhost_fixture_hostile");
+    let lib_name = hostile.file_name().unwrap().to_str().unwrap().to_string();
+    for mode in ["manifest", "constructor"] {
+        let sandbox = Sandbox::new();
+        sandbox.write_config("context:\n  engine: compressor\n");
+        let manifest = sandbox.write(
+            "hostile.yaml",
+            "name: hostile\nversion: 0.1.0\nlibrary: ctxhost_fixture_hostile\n",
+        );
+        let args = [
+            "plugins",
+            "install",
+            hostile.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--enable",
+        ];
+        let env = [("CTXHOST_HOSTILE_LOAD", mode)];
+        let refused = sandbox.ctxhost_with_env(&args, &env);
+        assert_eq!(refused.code, Some(1), "{mode}: {}", refused.stderr);
+        let lines = refused.stderr_lines();
+        assert_eq!(lines.len(), 1, "{mode}: one line: {}", refused.stderr);
+        assert!(
+            lines[0].contains("does not load")
+                && lines[0].contains("hostile")
+                && lines[0].contains("aborted"),
+            "{mode}: {}",
+            lines[0]
+        );
+        // Nothing installed, no staging directory left, nothing approved.
+        assert!(!sandbox.installed_dir("hostile").exists(), "{mode}");
+        let root = sandbox.home().join("plugins/context_engine");
+        let left: Vec<_> = std::fs::read_dir(&root)
+            .map(|dir| dir.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{mode}: left behind: {left:?}");
+        assert!(!sandbox.config_text().contains("hostile"), "{mode}");
+
+        // The same library, loading normally, installs.
+        let installed = sandbox.ctxhost(&args);
+        assert!(installed.success(), "{mode}: {}", installed.stderr);
+        assert!(
+            installed.stdout.starts_with("installed hostile "),
+            "{mode}: {}",
+            installed.stdout
+        );
+        assert!(sandbox.installed_dir("hostile").join(&lib_name).is_file());
+    }
+}
