@@ -320,3 +320,74 @@ fn the_doctor_reports_the_gateways_database() {
     assert!(problem.contains("Connection refused"), "{problem}");
     assert!(!run.stdout.contains("secret"), "the password never shows");
 }
+
+/// An agent's loop: one task, then only tool calls and their results (the corpus session's
+/// turns as `bash` calls), so the newest user message stays the task while lcm's summaries,
+/// user messages themselves, pile up after it.
+fn agent_loop() -> Vec<Value> {
+    let session = long_session();
+    let mut messages = vec![session[0].clone(), session[1].clone()];
+    let mut call = 0;
+    for pair in session[2..].chunks_exact(2) {
+        let (said, observed) = (&pair[0], &pair[1]);
+        if said["role"] != "assistant" || observed["role"] != "user" {
+            continue;
+        }
+        call += 1;
+        let id = format!("call_{call}");
+        messages.push(json!({
+            "role": "assistant",
+            "content": said["content"],
+            "tool_calls": [ctxhost_tests::upstream::tool_call(&id, "bash", json!({"step": call}))],
+        }));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": observed["content"]}));
+    }
+    messages
+}
+
+#[test]
+fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
+    let messages = agent_loop();
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 16000\nserve:\n  compaction:\n    \
+         background: false\nplugins:\n  lcm:\n    condensed_min_fanout: 2\n    \
+         leaf_chunk_tokens: 3000\n    fresh_tail_count: 8\n",
+    );
+    let upstream = recorded_upstream(&messages);
+    let client = reqwest::blocking::Client::new();
+    // The body's JSON text: the quotes inside a message's content are escaped.
+    let condensed = |body: &str| body.contains(r#"kind=\"condensed\""#);
+    let mut gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let mut restarted = false;
+    for index in calls(&messages) {
+        send(&client, &gateway.base_url(), &messages[..index]);
+        let state: Value = gateway.session("restarted", Some("sk-restart"));
+        let compressions = state["compressions"].as_array().unwrap();
+        for compression in compressions {
+            assert!(
+                compression.get("error").is_none(),
+                "request {index}: {compression}"
+            );
+            assert_eq!(compression["engine"], "lcm", "{compression}");
+        }
+        if !restarted && !compressions.is_empty() {
+            // Summaries in the view, none condensed yet: the gateway stops and starts again
+            // on the same SQLite state.
+            let sent = upstream.chat_requests().last().unwrap().body.clone();
+            assert!(sent.contains("lcm-summary"), "{sent}");
+            assert!(!condensed(&sent), "condensed before the restart");
+            let (status, _) = gateway.stop();
+            assert!(status.success());
+            gateway = sandbox.serve(&upstream.base_url(), &[]);
+            restarted = true;
+        }
+        if restarted && condensed(&upstream.chat_requests().last().unwrap().body) {
+            let log = gateway.log().join("\n");
+            assert!(!log.contains("newest user message"), "{log}");
+            return;
+        }
+    }
+    panic!("lcm never condensed after the restart");
+}
