@@ -357,10 +357,9 @@ fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
     );
     let upstream = recorded_upstream(&messages);
     let client = reqwest::blocking::Client::new();
-    // The body's JSON text: the quotes inside a message's content are escaped.
-    let condensed = |body: &str| body.contains(r#"kind=\"condensed\""#);
+    let last_sent = || upstream.chat_requests().last().unwrap().body.clone();
     let mut gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let mut restarted = false;
+    let mut before_restart: Option<Vec<String>> = None;
     for index in calls(&messages) {
         send(&client, &gateway.base_url(), &messages[..index]);
         let state: Value = gateway.session("restarted", Some("sk-restart"));
@@ -372,22 +371,36 @@ fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
             );
             assert_eq!(compression["engine"], "lcm", "{compression}");
         }
-        if !restarted && !compressions.is_empty() {
-            // Summaries in the view, none condensed yet: the gateway stops and starts again
-            // on the same SQLite state.
-            let sent = upstream.chat_requests().last().unwrap().body.clone();
-            assert!(sent.contains("lcm-summary"), "{sent}");
-            assert!(!condensed(&sent), "condensed before the restart");
-            let (status, _) = gateway.stop();
-            assert!(status.success());
-            gateway = sandbox.serve(&upstream.base_url(), &[]);
-            restarted = true;
-        }
-        if restarted && condensed(&upstream.chat_requests().last().unwrap().body) {
-            let log = gateway.log().join("\n");
-            assert!(!log.contains("newest user message"), "{log}");
-            return;
+        match &before_restart {
+            None if !compressions.is_empty() => {
+                // Summaries in the view: the gateway stops and starts again on the same
+                // SQLite state.
+                assert!(last_sent().contains("lcm-summary"), "{}", last_sent());
+                before_restart = Some(condensed_ids(&last_sent()));
+                let (status, _) = gateway.stop();
+                assert!(status.success());
+                gateway = sandbox.serve(&upstream.base_url(), &[]);
+            }
+            Some(before) if condensed_ids(&last_sent()).iter().any(|id| !before.contains(id)) => {
+                let log = gateway.log().join("\n");
+                assert!(!log.contains("newest user message"), "{log}");
+                return;
+            }
+            _ => {}
         }
     }
     panic!("lcm never condensed after the restart");
+}
+
+/// The ids of the condensed lcm summaries in a request body (JSON text, so the quotes inside a
+/// message's content are escaped).
+fn condensed_ids(body: &str) -> Vec<String> {
+    body.split(r#"<lcm-summary id=\""#)
+        .skip(1)
+        .filter_map(|block| {
+            let (id, rest) = block.split_once(r#"\""#)?;
+            rest.starts_with(r#" kind=\"condensed\""#)
+                .then(|| id.to_string())
+        })
+        .collect()
 }
