@@ -321,3 +321,51 @@ fn plugins_install_loads_the_library_in_a_child_and_refuses_one_that_aborts_whil
         assert!(sandbox.installed_dir("hostile").join(&lib_name).is_file());
     }
 }
+
+#[test]
+fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
+    // The window engine keeps runs of its input, clears old tool output and adds a marker:
+    // what crosses back from its process is runs of the input plus those new messages.
+    let transcript = Value::Array(long_session());
+    let mut outcomes = Vec::new();
+    for isolation in ["in_process", "process"] {
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("window", "ctxhost_engine_window");
+        sandbox.write_config(&format!(
+            "context:\n  engine: window\nmodel:\n  context_length: 16000\nplugins:\n  window:\n    \
+             isolation: {isolation}\n"
+        ));
+        let path = sandbox.write_json("t.json", &transcript);
+        let out = sandbox.path().join("final.json");
+        let run = sandbox.ctxhost(&[
+            "run",
+            path.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(run.success(), "{isolation}: {}", run.stderr);
+        let report = &run.json()["runs"][0];
+        assert_eq!(report["engine"], "window", "{isolation}");
+        assert!(report["errors"].as_array().unwrap().is_empty(), "{report}");
+        let shape: Vec<Value> = report["compressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                json!([
+                    c["call"],
+                    c["tokens_before"],
+                    c["tokens_after"],
+                    c["messages_before"],
+                    c["messages_after"],
+                    c["error"]
+                ])
+            })
+            .collect();
+        assert!(shape.len() >= 2, "{isolation}: {report}");
+        outcomes.push((shape, std::fs::read_to_string(&out).unwrap()));
+    }
+    assert_eq!(outcomes[0].0, outcomes[1].0, "the same compressions");
+    assert!(outcomes[0].1 == outcomes[1].1, "the same final context, byte for byte");
+}
