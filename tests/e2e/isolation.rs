@@ -367,5 +367,8 @@ fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
         outcomes.push((shape, std::fs::read_to_string(&out).unwrap()));
     }
     assert_eq!(outcomes[0].0, outcomes[1].0, "the same compressions");
-    assert!(outcomes[0].1 == outcomes[1].1, "the same final context, byte for byte");
+    assert!(
+        outcomes[0].1 == outcomes[1].1,
+        "the same final context, byte for byte"
+    );
 }

@@ -220,7 +220,11 @@ fn an_untrusted_project_config_names_no_environment_variable_for_a_plugin() {
         "plugins.lcm.summarizer.token_env",
         "are not used",
     ] {
-        assert!(warnings[0].contains(expected), "{expected}: {}", warnings[0]);
+        assert!(
+            warnings[0].contains(expected),
+            "{expected}: {}",
+            warnings[0]
+        );
     }
     assert!(!warnings[0].contains("keep_last"), "{}", warnings[0]);
 

@@ -458,7 +458,10 @@ mod tests {
         let ignored = config.distrust_project(project::Untrusted::Never);
         assert_eq!(
             ignored,
-            ["plugins.lcm.api_key_env", "plugins.lcm.summarizer.token_env"]
+            [
+                "plugins.lcm.api_key_env",
+                "plugins.lcm.summarizer.token_env"
+            ]
         );
         assert_eq!(
             config.engine_section("lcm"),

@@ -51,9 +51,7 @@ fn run(
                 // two `role` keys wins): refuse it here, where it is still visible. The host
                 // checks the rest of the contract on what arrives.
                 ctxhost_sdk::contract::check_fields(&output).map_err(|violation| {
-                    EngineError::failed(format!(
-                        "returned an invalid context: {violation}"
-                    ))
+                    EngineError::failed(format!("returned an invalid context: {violation}"))
                 })?;
                 to_value(&CompressedList::encode(received.messages(), output))
             })

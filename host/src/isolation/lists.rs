@@ -98,7 +98,7 @@ pub enum Part {
     /// Input messages `start..start + len`, unchanged.
     Kept { start: usize, len: usize },
     /// A message that is not in the input (a summary, a shortened tool output).
-    New(Message),
+    New(Box<Message>),
 }
 
 /// The input messages not yet found in order, by [`shape`]: built on the first output message
@@ -128,7 +128,7 @@ impl CompressedList {
                     }
                     next = at + 1;
                 }
-                None => parts.push(Part::New(message)),
+                None => parts.push(Part::New(Box::new(message))),
             }
         }
         CompressedList { parts }
@@ -143,7 +143,7 @@ impl CompressedList {
                 Part::Kept { start, len } => {
                     output.extend_from_slice(input.get(start..start.checked_add(len)?)?)
                 }
-                Part::New(message) => output.push(message),
+                Part::New(message) => output.push(*message),
             }
         }
         Some(output)
@@ -271,9 +271,9 @@ mod tests {
             encoded.parts,
             vec![
                 Part::Kept { start: 0, len: 2 },
-                Part::New(summary),
+                Part::New(Box::new(summary)),
                 Part::Kept { start: 4, len: 1 },
-                Part::New(shortened),
+                Part::New(Box::new(shortened)),
                 Part::Kept { start: 6, len: 2 },
                 Part::Kept { start: 2, len: 1 },
                 // The first equal one after the last found.

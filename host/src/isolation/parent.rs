@@ -229,10 +229,13 @@ impl ProcessEngine {
             .and_then(|()| running.input.flush());
         let outcome = match written {
             Err(_) => Err(None),
-            Ok(()) => running.replies.next(timeout).map_err(|missing| match missing {
-                NoReply::Closed => None,
-                NoReply::TimedOut => Some(timeout),
-            }),
+            Ok(()) => running
+                .replies
+                .next(timeout)
+                .map_err(|missing| match missing {
+                    NoReply::Closed => None,
+                    NoReply::TimedOut => Some(timeout),
+                }),
         };
         let line = match outcome {
             Ok(line) => line,

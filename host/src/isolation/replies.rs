@@ -15,10 +15,10 @@ pub enum NoReply {
     TimedOut,
 }
 
-#[cfg(unix)]
-pub use self::unix::Replies;
 #[cfg(not(unix))]
 pub use self::threaded::Replies;
+#[cfg(unix)]
+pub use self::unix::Replies;
 
 #[cfg(unix)]
 mod unix {

@@ -381,7 +381,11 @@ fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
                 assert!(status.success());
                 gateway = sandbox.serve(&upstream.base_url(), &[]);
             }
-            Some(before) if condensed_ids(&last_sent()).iter().any(|id| !before.contains(id)) => {
+            Some(before)
+                if condensed_ids(&last_sent())
+                    .iter()
+                    .any(|id| !before.contains(id)) =>
+            {
                 let log = gateway.log().join("\n");
                 assert!(!log.contains("newest user message"), "{log}");
                 return;
