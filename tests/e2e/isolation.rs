@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ctxhost::{Config, Engines, SessionOptions};
 use ctxhost_tests::upstream::{reply, FakeUpstream};
-use ctxhost_tests::{binary, long_session, Sandbox};
+use ctxhost_tests::{binary, long_session, Run, Sandbox};
 use serde_json::{json, Value};
 
 fn config(mode: &str) -> String {
@@ -17,6 +17,21 @@ fn config_in(mode: &str, isolation: &str) -> String {
         "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
          mode: {mode}\n    isolation: {isolation}\n    timeout: 2\n    memory_limit_mb: 2048\n"
     )
+}
+
+/// `ctxhost run` of `transcript` (written into the sandbox) with its report as JSON and the
+/// final context written to the file returned.
+fn run_with_out(sandbox: &Sandbox, transcript: &Value) -> (Run, std::path::PathBuf) {
+    let path = sandbox.write_json("t.json", transcript);
+    let out = sandbox.path().join("out.json");
+    let run = sandbox.ctxhost(&[
+        "run",
+        path.to_str().unwrap(),
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (run, out)
 }
 
 #[test]
@@ -40,15 +55,7 @@ fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compress
         let sandbox = Sandbox::new();
         sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
         sandbox.write_config(&config_in(mode, isolation));
-        let path = sandbox.write_json("t.json", &Value::Array(transcript.clone()));
-        let out = sandbox.path().join("out.json");
-        let run = sandbox.ctxhost(&[
-            "run",
-            path.to_str().unwrap(),
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (run, out) = run_with_out(&sandbox, &Value::Array(transcript.clone()));
         assert_eq!(run.code, Some(3), "{mode}: {}", run.stderr);
         let report = run.json();
         assert_eq!(
@@ -335,15 +342,7 @@ fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
             "context:\n  engine: window\nmodel:\n  context_length: 16000\nplugins:\n  window:\n    \
              isolation: {isolation}\n"
         ));
-        let path = sandbox.write_json("t.json", &transcript);
-        let out = sandbox.path().join("final.json");
-        let run = sandbox.ctxhost(&[
-            "run",
-            path.to_str().unwrap(),
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (run, out) = run_with_out(&sandbox, &transcript);
         assert!(run.success(), "{isolation}: {}", run.stderr);
         let report = &run.json()["runs"][0];
         assert_eq!(report["engine"], "window", "{isolation}");
