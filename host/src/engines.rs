@@ -555,7 +555,8 @@ impl Engines {
     /// Inspects `candidate`, reading its manifest in a child process (in this process only for
     /// a program embedding the host that set no `ctxhost` binary to run children).
     fn inspect_listed(&self, candidate: Candidate, always_hash: bool) -> Inspection {
-        let read = |candidate: &Candidate, library: &Path| self.read_manifest(candidate, library);
+        let read =
+            |candidate: &Candidate, library: &Path| self.read_manifest(&candidate.name, library);
         let loader = match self.child_program {
             Some(_) if !self.in_child => Loader::Isolated(&read),
             _ => Loader::InProcess { probe: None },
@@ -583,29 +584,44 @@ impl Engines {
 
     /// What the library at `library` declares, read by a child process that loads it: a
     /// library that aborts, crashes or hangs while loading is one problem naming the plugin.
-    pub fn read_manifest(
-        &self,
-        candidate: &Candidate,
-        library: &Path,
-    ) -> Result<Manifest, Problem> {
+    pub fn read_manifest(&self, name: &str, library: &Path) -> Result<Manifest, Problem> {
+        match self.ask_loaded(name, library)? {
+            Loaded::Manifest(manifest) => Ok(manifest),
+            Loaded::Refused {
+                kind,
+                summary,
+                detail,
+            } => Err(refused(library, kind, &summary, &detail)),
+        }
+    }
+
+    /// What the library at `library` (of plugin `name`) declares, or why it does not load, in
+    /// one line that does not repeat the path: read in a child process like
+    /// [`read_manifest`](Self::read_manifest), in this one only for a program embedding the
+    /// host that set no `ctxhost` binary to run children. For a library about to be installed.
+    pub fn library_manifest(&self, name: &str, library: &Path) -> Result<Manifest, String> {
+        if self.child_program.is_none() || self.in_child {
+            return ctxhost_plugin_host::load_library(library)
+                .map(|loaded| loaded.manifest().clone())
+                .map_err(|error| error.summary().to_string());
+        }
+        match self.ask_loaded(name, library) {
+            Ok(Loaded::Manifest(manifest)) => Ok(manifest),
+            Ok(Loaded::Refused { summary, .. }) => Err(summary),
+            Err(problem) => Err(problem.summary),
+        }
+    }
+
+    /// Loads `library` in a child process and asks what it declares.
+    fn ask_loaded(&self, name: &str, library: &Path) -> Result<Loaded, Problem> {
         let purpose = Purpose::Manifest {
             library: library.to_path_buf(),
         };
         let spec = self
-            .child_spec(&candidate.name, &self.data_root(), purpose)
+            .child_spec(name, &self.data_root(), purpose)
             .map_err(|warning| Problem::new(ProblemKind::LoadFailed, warning.summary))?;
-        match ProcessEngine::ask::<Loaded>(spec, self.services.clone(), "load") {
-            Ok(Loaded::Manifest(manifest)) => Ok(manifest),
-            Ok(Loaded::Refused {
-                kind,
-                summary,
-                detail,
-            }) => Err(refused(library, kind, &summary, &detail)),
-            Err(error) => Err(Problem::new(
-                ProblemKind::LoadFailed,
-                error.message().to_string(),
-            )),
-        }
+        ProcessEngine::ask::<Loaded>(spec, self.services.clone(), "load")
+            .map_err(|error| Problem::new(ProblemKind::LoadFailed, error.message().to_string()))
     }
 
     /// [`read_manifest`](Self::read_manifest), once per library per process: what loaded in a
@@ -622,7 +638,7 @@ impl Engines {
         if let Some(manifest) = known {
             return Ok(manifest);
         }
-        let manifest = self.read_manifest(candidate, library)?;
+        let manifest = self.read_manifest(&candidate.name, library)?;
         if let Ok(mut probed) = PROBED.lock() {
             probed.push((library.to_path_buf(), manifest.clone()));
         }

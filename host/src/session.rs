@@ -414,6 +414,18 @@ impl Session {
         }
     }
 
+    /// Takes `messages` as written by this session's engines in an earlier life of the session
+    /// (before a restart, or in another process sharing its store): a caller that knows its
+    /// client never sent them says so, and the output contract treats them as the engine's
+    /// own, as it does what this session saw them write.
+    pub fn recognize_written<'a>(&mut self, messages: impl IntoIterator<Item = &'a Message>) {
+        for message in messages.into_iter().filter(|m| m.is_user()) {
+            if !self.written.contains(message) {
+                self.written.push(message.clone());
+            }
+        }
+    }
+
     /// The engine's report of its last compression.
     async fn last_compression(&mut self) -> Option<CompressionReport> {
         self.call("last_compression", |e| e.last_compression())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ctxhost::{Config, Engines, SessionOptions};
 use ctxhost_tests::upstream::{reply, FakeUpstream};
-use ctxhost_tests::{binary, long_session, Sandbox};
+use ctxhost_tests::{binary, long_session, Run, Sandbox};
 use serde_json::{json, Value};
 
 fn config(mode: &str) -> String {
@@ -17,6 +17,21 @@ fn config_in(mode: &str, isolation: &str) -> String {
         "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
          mode: {mode}\n    isolation: {isolation}\n    timeout: 2\n    memory_limit_mb: 2048\n"
     )
+}
+
+/// `ctxhost run` of `transcript` (written into the sandbox) with its report as JSON and the
+/// final context written to the file returned.
+fn run_with_out(sandbox: &Sandbox, transcript: &Value) -> (Run, std::path::PathBuf) {
+    let path = sandbox.write_json("t.json", transcript);
+    let out = sandbox.path().join("out.json");
+    let run = sandbox.ctxhost(&[
+        "run",
+        path.to_str().unwrap(),
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (run, out)
 }
 
 #[test]
@@ -40,15 +55,7 @@ fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compress
         let sandbox = Sandbox::new();
         sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
         sandbox.write_config(&config_in(mode, isolation));
-        let path = sandbox.write_json("t.json", &Value::Array(transcript.clone()));
-        let out = sandbox.path().join("out.json");
-        let run = sandbox.ctxhost(&[
-            "run",
-            path.to_str().unwrap(),
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (run, out) = run_with_out(&sandbox, &Value::Array(transcript.clone()));
         assert_eq!(run.code, Some(3), "{mode}: {}", run.stderr);
         let report = run.json();
         assert_eq!(
@@ -268,4 +275,99 @@ fn a_plugin_that_aborts_while_loading_is_one_line_in_list_info_doctor_and_run() 
             run.stderr
         );
     }
+}
+
+#[test]
+fn plugins_install_loads_the_library_in_a_child_and_refuses_one_that_aborts_while_loading() {
+    let hostile = ctxhost_tests::library("ctxhost_fixture_hostile");
+    let lib_name = hostile.file_name().unwrap().to_str().unwrap().to_string();
+    for mode in ["manifest", "constructor"] {
+        let sandbox = Sandbox::new();
+        sandbox.write_config("context:\n  engine: compressor\n");
+        let manifest = sandbox.write(
+            "hostile.yaml",
+            "name: hostile\nversion: 0.1.0\nlibrary: ctxhost_fixture_hostile\n",
+        );
+        let args = [
+            "plugins",
+            "install",
+            hostile.to_str().unwrap(),
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--enable",
+        ];
+        let env = [("CTXHOST_HOSTILE_LOAD", mode)];
+        let refused = sandbox.ctxhost_with_env(&args, &env);
+        assert_eq!(refused.code, Some(1), "{mode}: {}", refused.stderr);
+        let lines = refused.stderr_lines();
+        assert_eq!(lines.len(), 1, "{mode}: one line: {}", refused.stderr);
+        assert!(
+            lines[0].contains("does not load")
+                && lines[0].contains("hostile")
+                && lines[0].contains("aborted"),
+            "{mode}: {}",
+            lines[0]
+        );
+        // Nothing installed, no staging directory left, nothing approved.
+        assert!(!sandbox.installed_dir("hostile").exists(), "{mode}");
+        let root = sandbox.home().join("plugins/context_engine");
+        let left: Vec<_> = std::fs::read_dir(&root)
+            .map(|dir| dir.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{mode}: left behind: {left:?}");
+        assert!(!sandbox.config_text().contains("hostile"), "{mode}");
+
+        // The same library, loading normally, installs.
+        let installed = sandbox.ctxhost(&args);
+        assert!(installed.success(), "{mode}: {}", installed.stderr);
+        assert!(
+            installed.stdout.starts_with("installed hostile "),
+            "{mode}: {}",
+            installed.stdout
+        );
+        assert!(sandbox.installed_dir("hostile").join(&lib_name).is_file());
+    }
+}
+
+#[test]
+fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
+    // The window engine keeps runs of its input, clears old tool output and adds a marker:
+    // what crosses back from its process is runs of the input plus those new messages.
+    let transcript = Value::Array(long_session());
+    let mut outcomes = Vec::new();
+    for isolation in ["in_process", "process"] {
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("window", "ctxhost_engine_window");
+        sandbox.write_config(&format!(
+            "context:\n  engine: window\nmodel:\n  context_length: 16000\nplugins:\n  window:\n    \
+             isolation: {isolation}\n"
+        ));
+        let (run, out) = run_with_out(&sandbox, &transcript);
+        assert!(run.success(), "{isolation}: {}", run.stderr);
+        let report = &run.json()["runs"][0];
+        assert_eq!(report["engine"], "window", "{isolation}");
+        assert!(report["errors"].as_array().unwrap().is_empty(), "{report}");
+        let shape: Vec<Value> = report["compressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                json!([
+                    c["call"],
+                    c["tokens_before"],
+                    c["tokens_after"],
+                    c["messages_before"],
+                    c["messages_after"],
+                    c["error"]
+                ])
+            })
+            .collect();
+        assert!(shape.len() >= 2, "{isolation}: {report}");
+        outcomes.push((shape, std::fs::read_to_string(&out).unwrap()));
+    }
+    assert_eq!(outcomes[0].0, outcomes[1].0, "the same compressions");
+    assert!(
+        outcomes[0].1 == outcomes[1].1,
+        "the same final context, byte for byte"
+    );
 }

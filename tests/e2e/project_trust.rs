@@ -195,3 +195,41 @@ fn the_checkout_ctxhost_was_built_from_is_trusted_without_asking() {
     let expected = if built_here { "enabled" } else { "untrusted" };
     assert_eq!(listed_state(&run, "window"), expected, "{}", run.stdout);
 }
+
+#[test]
+fn an_untrusted_project_config_names_no_environment_variable_for_a_plugin() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(
+        "plugins:\n  window:\n    keep_last: 3\n    api_key_env: GITHUB_TOKEN\n  lcm:\n    \
+         summarizer:\n      token_env: HOME_TOKEN\n",
+    );
+    let transcript = corpus_dir().join("ctf__web__i_got_id_demo.json");
+    let transcript = transcript.to_str().unwrap();
+
+    let run = sandbox.ctxhost_in_project(&["compress", "--force", transcript], &[]);
+    assert!(run.success(), "{}", run.stderr);
+    let warnings: Vec<&str> = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("_env"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one line: {}", run.stderr);
+    for expected in [
+        "`ctxhost trust`",
+        "plugins.window.api_key_env",
+        "plugins.lcm.summarizer.token_env",
+        "are not used",
+    ] {
+        assert!(
+            warnings[0].contains(expected),
+            "{expected}: {}",
+            warnings[0]
+        );
+    }
+    assert!(!warnings[0].contains("keep_last"), "{}", warnings[0]);
+
+    assert!(sandbox.ctxhost_in_project(&["trust"], &[]).success());
+    let run = sandbox.ctxhost_in_project(&["compress", "--force", transcript], &[]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(!run.stderr.contains("_env"), "trusted: {}", run.stderr);
+}

@@ -332,6 +332,9 @@ impl Config {
         serve.upstream = defaults.upstream;
         serve.upstream_key_env = None;
         serve.auth = defaults.auth;
+        for (name, section) in &mut self.plugins {
+            screen_env_keys(section, &format!("plugins.{name}"), &mut ignored);
+        }
         ignored
     }
 
@@ -409,6 +412,25 @@ impl fmt::Display for Config {
     }
 }
 
+/// Removes from `value` every key naming an environment variable (ending `_env`, like
+/// `api_key_env`), at any depth, and records each one's dotted path under `at`: an untrusted
+/// project must not choose which of the user's variables an engine reads.
+fn screen_env_keys(value: &mut Value, at: &str, screened: &mut Vec<String>) {
+    let Value::Object(map) = value else {
+        return;
+    };
+    map.retain(|key, _| {
+        let names_a_variable = key.ends_with("_env");
+        if names_a_variable {
+            screened.push(format!("{at}.{key}"));
+        }
+        !names_a_variable
+    });
+    for (key, inner) in map.iter_mut() {
+        screen_env_keys(inner, &format!("{at}.{key}"), screened);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +447,30 @@ mod tests {
         assert_eq!(config.context.engine, "window");
         assert_eq!(config.model.context_length, 128_000);
         assert_eq!(config.tokens.encoding, "o200k_base");
+    }
+
+    #[test]
+    fn an_untrusted_project_names_no_environment_variable_for_a_plugin() {
+        let text = "plugins:\n  lcm:\n    api_key_env: GITHUB_TOKEN\n    summarizer:\n      \
+                    token_env: HOME_TOKEN\n      model: m\n    fresh_tail_count: 8\n  window:\n    \
+                    keep_last: 3\n";
+        let mut config = Config::parse(text, None).unwrap();
+        let ignored = config.distrust_project(project::Untrusted::Never);
+        assert_eq!(
+            ignored,
+            [
+                "plugins.lcm.api_key_env",
+                "plugins.lcm.summarizer.token_env"
+            ]
+        );
+        assert_eq!(
+            config.engine_section("lcm"),
+            serde_json::json!({"summarizer": {"model": "m"}, "fresh_tail_count": 8})
+        );
+        assert_eq!(
+            config.engine_section("window"),
+            serde_json::json!({"keep_last": 3})
+        );
     }
 
     #[test]

@@ -185,6 +185,16 @@ impl Conversation {
         &self.view
     }
 
+    /// The view's messages the client never sent: what the engine wrote there (its summaries)
+    /// and the gateway's own tool exchanges. Known from the lineage alone, so a gateway that
+    /// restarted, or another one sharing the store, knows them too.
+    pub fn unsent(&self) -> impl Iterator<Item = &Message> {
+        let sent: std::collections::HashSet<&Digest> = self.lineage.iter().collect();
+        self.view
+            .iter()
+            .filter(move |message| !sent.contains(&Digest::of(message)))
+    }
+
     pub fn view_version(&self) -> u64 {
         self.view_version
     }

@@ -268,6 +268,8 @@ impl Gateway {
             live.pending = None;
         }
         live.record = stored;
+        live.session
+            .recognize_written(live.record.conversation.unsent());
         self.metrics.add("ctxhost_session_reloads_total", &[], 1);
         Ok(())
     }
@@ -329,6 +331,9 @@ impl Gateway {
             ),
         };
         let mut record = record;
+        // Summaries the engine wrote before a restart (or on another gateway) are its own to
+        // fold again: the output contract's newest-user-message rule is not about them.
+        session.recognize_written(record.conversation.unsent());
         if self.coordination.is_none() {
             // A compression being prepared when the gateway stopped is gone with it (with a
             // shared database, another gateway may be preparing it: `prepare` finds out).

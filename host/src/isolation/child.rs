@@ -4,28 +4,37 @@
 
 use std::io::{BufRead, Write};
 
-use ctxhost_sdk::ContextEngine;
+use ctxhost_sdk::{ContextEngine, EngineError, ErrorKind, Message};
 use serde_json::Value;
 
-use super::protocol::{MessageList, Reply, Request, WireError};
-
-/// The last message list the host sent, which the next one is a change to.
-#[derive(Default)]
-struct Received {
-    messages: Vec<ctxhost_sdk::Message>,
-}
-
-impl Received {
-    fn apply(&mut self, list: MessageList) -> &[ctxhost_sdk::Message] {
-        self.messages.truncate(list.keep);
-        self.messages.extend(list.append);
-        &self.messages
-    }
-}
+use super::lists::{CompressedList, MessageList, Received};
+use super::protocol::{Reply, Request, WireError};
 
 /// Runs one request on the engine.
 fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Request) -> Reply {
-    let result = match request {
+    let result = run(engine, received, request);
+    match result {
+        Ok(value) => Reply::Ok(value),
+        Err(error) => Reply::Err(WireError::from(&error)),
+    }
+}
+
+/// The list a request carries, as a change applied to what this side holds.
+fn apply(received: &mut Received, list: MessageList) -> Result<&[Message], EngineError> {
+    received.apply(list).ok_or_else(|| {
+        EngineError::new(
+            ErrorKind::InvalidInput,
+            "the engine's process holds fewer messages than the host's change keeps",
+        )
+    })
+}
+
+fn run(
+    engine: &mut dyn ContextEngine,
+    received: &mut Received,
+    request: Request,
+) -> Result<Value, EngineError> {
+    match request {
         Request::UpdateFromResponse { usage } => {
             engine.update_from_response(&usage).map(|()| Value::Null)
         }
@@ -33,24 +42,22 @@ fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Requ
             engine.should_compress(prompt_tokens).map(Value::Bool)
         }
         Request::ShouldCompressPreflight { messages } => engine
-            .should_compress_preflight(received.apply(messages))
+            .should_compress_preflight(apply(received, messages)?)
             .map(Value::Bool),
         Request::Compress { messages, options } => {
-            let messages = received.apply(messages);
+            let messages = apply(received, messages)?;
             engine.compress(messages, &options).and_then(|output| {
                 // A forged field would change meaning on the way through JSON (the last of
                 // two `role` keys wins): refuse it here, where it is still visible. The host
                 // checks the rest of the contract on what arrives.
                 ctxhost_sdk::contract::check_fields(&output).map_err(|violation| {
-                    ctxhost_sdk::EngineError::failed(format!(
-                        "returned an invalid context: {violation}"
-                    ))
+                    EngineError::failed(format!("returned an invalid context: {violation}"))
                 })?;
-                to_value(&output)
+                to_value(&CompressedList::encode(received.messages(), output))
             })
         }
         Request::HasContentToCompress { messages } => engine
-            .has_content_to_compress(received.apply(messages))
+            .has_content_to_compress(apply(received, messages)?)
             .map(Value::Bool),
         Request::OnSessionStart { session } => {
             engine.on_session_start(&session).map(|()| Value::Null)
@@ -80,15 +87,11 @@ fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Requ
             engine.delete_session(&session_id).map(Value::Bool)
         }
         Request::Invoke { name, payload } => engine.invoke(&name, &payload),
-    };
-    match result {
-        Ok(value) => Reply::Ok(value),
-        Err(error) => Reply::Err(WireError::from(&error)),
     }
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ctxhost_sdk::EngineError> {
-    serde_json::to_value(value).map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
+    serde_json::to_value(value).map_err(|e| EngineError::failed(e.to_string()))
 }
 
 /// Writes one reply line.

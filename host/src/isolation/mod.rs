@@ -6,8 +6,10 @@
 //! next call.
 
 pub mod child;
+pub mod lists;
 pub mod parent;
 pub mod protocol;
+mod replies;
 
 use serde::Deserialize;
 use serde_json::Value;

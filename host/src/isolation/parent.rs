@@ -5,7 +5,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,9 +13,12 @@ use ctxhost_sdk::{
     Message, SessionInfo, SessionStart, Usage,
 };
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
-use super::protocol::{Init, MessageList, Ready, Reply, Request};
+use super::lists::{CompressedList, Shipped};
+use super::protocol::{Init, Ready, Reply, Request};
+use super::replies::{NoReply, Replies};
 use crate::services::HostServicesImpl;
 
 /// Consecutive failures after which the child is no longer restarted for a while.
@@ -40,7 +42,7 @@ pub struct ChildSpec {
 struct Running {
     process: Child,
     input: ChildStdin,
-    replies: Receiver<std::io::Result<String>>,
+    replies: Replies,
 }
 
 /// An engine in a child process.
@@ -55,7 +57,7 @@ pub struct ProcessEngine {
     breaker_open_until: Option<Instant>,
     breaker_trips: u32,
     /// The message list the child holds (what the next list is sent as a change to).
-    shipped: Vec<Message>,
+    shipped: Shipped,
 }
 
 impl ProcessEngine {
@@ -80,7 +82,7 @@ impl ProcessEngine {
             failures: 0,
             breaker_open_until: None,
             breaker_trips: 0,
-            shipped: Vec::new(),
+            shipped: Shipped::default(),
         }
     }
 
@@ -94,14 +96,14 @@ impl ProcessEngine {
     ) -> Result<T, EngineError> {
         let mut engine = Self::new(spec, services);
         engine.launch()?;
-        let init = serde_json::to_value(&engine.spec.init).unwrap_or_default();
-        engine.exchange_line(init, op)
+        let init = engine.spec.init.clone();
+        engine.exchange_line(&init, op)
     }
 
     fn spawn(&mut self) -> Result<Ready, EngineError> {
         self.launch()?;
-        let init = serde_json::to_value(&self.spec.init).unwrap_or_default();
-        let ready: Ready = self.exchange_line(init, "start")?;
+        let init = self.spec.init.clone();
+        let ready: Ready = self.exchange_line(&init, "start")?;
         for request in self.replay.clone() {
             let op = request.op();
             let _: Value = self.exchange(request, op)?;
@@ -130,14 +132,6 @@ impl ProcessEngine {
         let input = process.stdin.take().expect("piped stdin");
         let output = process.stdout.take().expect("piped stdout");
         let errors = process.stderr.take().expect("piped stderr");
-        let (sender, replies) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(output).lines() {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         // The plugin's own output (and its log lines) reach the host's log, never its stdout.
         let services = self.services.clone();
         let name = self.name.clone();
@@ -149,9 +143,8 @@ impl ProcessEngine {
         self.child = Some(Running {
             process,
             input,
-            replies,
+            replies: Replies::new(output),
         });
-        self.shipped.clear();
         Ok(())
     }
 
@@ -198,22 +191,6 @@ impl ProcessEngine {
         result
     }
 
-    /// `messages` as a change to what the child holds: the common start kept, the rest sent.
-    fn ship(&mut self, messages: &[Message]) -> MessageList {
-        let keep = self
-            .shipped
-            .iter()
-            .zip(messages)
-            .take_while(|(held, new)| held == new)
-            .count();
-        self.shipped.truncate(keep);
-        self.shipped.extend_from_slice(&messages[keep..]);
-        MessageList {
-            keep,
-            append: messages[keep..].to_vec(),
-        }
-    }
-
     fn failed(&mut self) {
         self.failures += 1;
         if self.failures >= BREAKER_FAILURES {
@@ -231,33 +208,34 @@ impl ProcessEngine {
         request: Request,
         op: &str,
     ) -> Result<T, EngineError> {
-        let value = serde_json::to_value(&request)
-            .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
-        self.exchange_line(value, op)
+        self.exchange_line(&request, op)
     }
 
     /// Writes one line and waits (up to the deadline) for the reply. A child that dies, hangs
     /// or answers nonsense is killed and reaped; the error says why.
     fn exchange_line<T: DeserializeOwned>(
         &mut self,
-        request: Value,
+        request: &impl Serialize,
         op: &str,
     ) -> Result<T, EngineError> {
         let timeout = self.spec.timeout;
+        let mut line = serde_json::to_vec(request)
+            .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
+        line.push(b'\n');
         let running = self.child.as_mut().expect("a running child");
-        let mut line = request.to_string();
-        line.push('\n');
         let written = running
             .input
-            .write_all(line.as_bytes())
+            .write_all(&line)
             .and_then(|()| running.input.flush());
         let outcome = match written {
             Err(_) => Err(None),
-            Ok(()) => match running.replies.recv_timeout(timeout) {
-                Ok(Ok(line)) => Ok(line),
-                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(None),
-                Err(RecvTimeoutError::Timeout) => Err(Some(timeout)),
-            },
+            Ok(()) => running
+                .replies
+                .next(timeout)
+                .map_err(|missing| match missing {
+                    NoReply::Closed => None,
+                    NoReply::TimedOut => Some(timeout),
+                }),
         };
         let line = match outcome {
             Ok(line) => line,
@@ -297,6 +275,8 @@ impl ProcessEngine {
     }
 
     fn kill(&mut self) -> Option<ExitStatus> {
+        // The next child starts with no list: the next one is sent whole.
+        self.shipped.clear();
         let mut running = self.child.take()?;
         drop(running.input);
         let _ = running.process.kill();
@@ -389,8 +369,8 @@ impl ContextEngine for ProcessEngine {
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        let messages = self.ship(messages);
-        self.call(Request::ShouldCompressPreflight { messages })
+        let list = self.shipped.ship(messages);
+        self.call(Request::ShouldCompressPreflight { messages: list })
     }
 
     fn compress(
@@ -398,16 +378,22 @@ impl ContextEngine for ProcessEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        let messages = self.ship(messages);
-        self.call(Request::Compress {
-            messages,
+        let list = self.shipped.ship(messages);
+        let compressed: CompressedList = self.call(Request::Compress {
+            messages: list,
             options: options.clone(),
+        })?;
+        compressed.decode(messages).ok_or_else(|| {
+            EngineError::failed(format!(
+                "plugin '{}' answered compress with messages outside its input",
+                self.name
+            ))
         })
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        let messages = self.ship(messages);
-        self.call(Request::HasContentToCompress { messages })
+        let list = self.shipped.ship(messages);
+        self.call(Request::HasContentToCompress { messages: list })
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {

@@ -1,11 +1,14 @@
 //! What the host and an engine's child process say to each other: one JSON object per line,
-//! a request from the host, one reply from the child. The operations are the ABI's.
+//! a request from the host, one reply from the child. The operations are the ABI's; message
+//! lists cross as changes ([`super::lists`]).
 
 use ctxhost_sdk::{
     CompressOptions, EngineError, ErrorKind, Message, SessionStart, SettingFault, Usage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use super::lists::{CompressedList, MessageList};
 
 /// The first line the host sends: how to build the engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,16 +68,6 @@ pub enum Loaded {
 pub struct Ready {
     pub name: String,
     pub version: String,
-}
-
-/// A message list, sent as a change to the last list the child received: most calls only add
-/// messages at the end, so the history is not sent again on every turn.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MessageList {
-    /// How many messages of the previous list start this one.
-    pub keep: usize,
-    /// The messages after them.
-    pub append: Vec<Message>,
 }
 
 /// One engine operation.

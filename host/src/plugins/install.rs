@@ -1,15 +1,14 @@
 //! `ctxhost plugins install`: puts a plugin into the user's plugin directory. The source is a
 //! built library (with its `plugin.yaml` beside it or named), a plugin directory, or a plugin
 //! crate (built with cargo in release mode). The plugin is assembled in a hidden staging
-//! directory, checked to load, then renamed into place: a library already installed is never
+//! directory, checked to load (by the caller's [`ReadStagedManifest`]: the `ctxhost` binary loads it
+//! in a child process, since loading runs the plugin's code), then renamed into place: a library already installed is never
 //! overwritten in place, so a process that has it loaded keeps running the file it mapped.
 //! `--shipped` installs the engines ctxhost ships the same way (see [`super::shipped`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-use ctxhost_plugin_host::load_library;
 
 use super::descriptor::{
     executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
@@ -18,6 +17,10 @@ use super::shipped::{self, Origin};
 use super::trust::{sha256_file, tree_sha256};
 use super::PluginRoot;
 use crate::config::{edit, BUILT_IN_ENGINE};
+
+/// What the library at the path (of the plugin named first) declares, or why it does not load,
+/// in one line: loading runs the plugin's code, so the host does it in another process.
+pub type ReadStagedManifest<'a> = &'a dyn Fn(&str, &Path) -> Result<ctxhost_sdk::Manifest, String>;
 
 /// What to install.
 #[derive(Debug, Clone)]
@@ -115,8 +118,12 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Insta
     }
 }
 
-/// Installs per `request` into `root` (the user plugin root).
-pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, InstallError> {
+/// Installs per `request` into `root` (the user plugin root), the library checked by `read`.
+pub fn install(
+    request: &Request,
+    root: &PluginRoot,
+    read: ReadStagedManifest,
+) -> Result<Installed, InstallError> {
     let source = &request.source;
     if !source.exists() {
         return Err(InstallError::NotFound(source.clone()));
@@ -129,17 +136,18 @@ pub fn install(request: &Request, root: &PluginRoot) -> Result<Installed, Instal
     } else {
         Existing::Refuse
     };
-    let mut installed = place(&manifest, &library, existing, root)?;
+    let mut installed = place(&manifest, &library, existing, root, read)?;
     installed.built = built;
     Ok(installed)
 }
 
 /// Installs every shipped engine into `root`: from beside the running ctxhost, or built from
 /// its source tree. An engine already installed from the same build is left as it is, unless
-/// `force`.
+/// `force`. Each library is checked by `read`.
 pub fn install_shipped(
     root: &PluginRoot,
     force: bool,
+    read: ReadStagedManifest,
 ) -> Result<(Vec<Installed>, Origin), InstallError> {
     let shipped::Libraries { libraries, origin } = shipped::libraries()?;
     let existing = if force {
@@ -150,7 +158,7 @@ pub fn install_shipped(
     let mut installed = Vec::new();
     for (engine, library) in libraries {
         let manifest = Manifest::parse(engine.descriptor.to_string(), engine.descriptor_path())?;
-        let mut one = place(&manifest, &library, existing, root)?;
+        let mut one = place(&manifest, &library, existing, root, read)?;
         one.built = matches!(origin, Origin::Built(_));
         installed.push(one);
     }
@@ -210,6 +218,7 @@ fn place(
     library: &Path,
     existing: Existing,
     root: &PluginRoot,
+    read: ReadStagedManifest,
 ) -> Result<Installed, InstallError> {
     let name = manifest.name();
     check_name(&name)?;
@@ -258,17 +267,17 @@ fn place(
     std::fs::write(staging.path().join(DESCRIPTOR_FILE), text)
         .map_err(io("write", &staging.path().join(DESCRIPTOR_FILE)))?;
 
-    let loaded = load_library(&staged_library).map_err(|error| InstallError::DoesNotLoad {
+    let declared = read(&name, &staged_library).map_err(|reason| InstallError::DoesNotLoad {
         library: library.to_path_buf(),
-        reason: error.summary().to_string(),
+        reason,
     })?;
-    if loaded.manifest().name != name {
+    if declared.name != name {
         return Err(InstallError::NameMismatch {
             declared: name,
-            actual: loaded.manifest().name.clone(),
+            actual: declared.name,
         });
     }
-    let version = loaded.manifest().version.clone();
+    let version = declared.version;
 
     let staged = staging.keep();
     swap_into_place(&staged, &dest, &root.path, &name).inspect_err(|_| {

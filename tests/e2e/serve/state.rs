@@ -320,3 +320,91 @@ fn the_doctor_reports_the_gateways_database() {
     assert!(problem.contains("Connection refused"), "{problem}");
     assert!(!run.stdout.contains("secret"), "the password never shows");
 }
+
+/// An agent's loop: one task, then only tool calls and their results (the corpus session's
+/// turns as `bash` calls), so the newest user message stays the task while lcm's summaries,
+/// user messages themselves, pile up after it.
+fn agent_loop() -> Vec<Value> {
+    let session = long_session();
+    let mut messages = vec![session[0].clone(), session[1].clone()];
+    let mut call = 0;
+    for pair in session[2..].chunks_exact(2) {
+        let (said, observed) = (&pair[0], &pair[1]);
+        if said["role"] != "assistant" || observed["role"] != "user" {
+            continue;
+        }
+        call += 1;
+        let id = format!("call_{call}");
+        messages.push(json!({
+            "role": "assistant",
+            "content": said["content"],
+            "tool_calls": [ctxhost_tests::upstream::tool_call(&id, "bash", json!({"step": call}))],
+        }));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": observed["content"]}));
+    }
+    messages
+}
+
+#[test]
+fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
+    let messages = agent_loop();
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 16000\nserve:\n  compaction:\n    \
+         background: false\nplugins:\n  lcm:\n    condensed_min_fanout: 2\n    \
+         leaf_chunk_tokens: 3000\n    fresh_tail_count: 8\n",
+    );
+    let upstream = recorded_upstream(&messages);
+    let client = reqwest::blocking::Client::new();
+    let last_sent = || upstream.chat_requests().last().unwrap().body.clone();
+    let mut gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let mut before_restart: Option<Vec<String>> = None;
+    for index in calls(&messages) {
+        send(&client, &gateway.base_url(), &messages[..index]);
+        let state: Value = gateway.session("restarted", Some("sk-restart"));
+        let compressions = state["compressions"].as_array().unwrap();
+        for compression in compressions {
+            assert!(
+                compression.get("error").is_none(),
+                "request {index}: {compression}"
+            );
+            assert_eq!(compression["engine"], "lcm", "{compression}");
+        }
+        match &before_restart {
+            None if !compressions.is_empty() => {
+                // Summaries in the view: the gateway stops and starts again on the same
+                // SQLite state.
+                assert!(last_sent().contains("lcm-summary"), "{}", last_sent());
+                before_restart = Some(condensed_ids(&last_sent()));
+                let (status, _) = gateway.stop();
+                assert!(status.success());
+                gateway = sandbox.serve(&upstream.base_url(), &[]);
+            }
+            Some(before)
+                if condensed_ids(&last_sent())
+                    .iter()
+                    .any(|id| !before.contains(id)) =>
+            {
+                let log = gateway.log().join("\n");
+                assert!(!log.contains("newest user message"), "{log}");
+                return;
+            }
+            _ => {}
+        }
+    }
+    panic!("lcm never condensed after the restart");
+}
+
+/// The ids of the condensed lcm summaries in a request body (JSON text, so the quotes inside a
+/// message's content are escaped).
+fn condensed_ids(body: &str) -> Vec<String> {
+    body.split(r#"<lcm-summary id=\""#)
+        .skip(1)
+        .filter_map(|block| {
+            let (id, rest) = block.split_once(r#"\""#)?;
+            rest.starts_with(r#" kind=\"condensed\""#)
+                .then(|| id.to_string())
+        })
+        .collect()
+}

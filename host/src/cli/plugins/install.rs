@@ -1,6 +1,6 @@
 //! `ctxhost plugins install|remove|new`: plugins on disk.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -70,7 +70,8 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
         force: args.force,
     };
     let root = app.engines.user_plugin_root();
-    let installed = install::install(&request, &root)?;
+    let read = |name: &str, library: &Path| app.engines.library_manifest(name, library);
+    let installed = install::install(&request, &root, &read)?;
     let name = installed.name.as_str();
     match &installed.replaced {
         Some(old) => println!(
@@ -129,7 +130,9 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
 
 /// `plugins install --shipped`: installs every shipped engine and approves each build.
 fn install_shipped(app: &App, force: bool) -> anyhow::Result<ExitCode> {
-    let (installed, origin) = install::install_shipped(&app.engines.user_plugin_root(), force)?;
+    let read = |name: &str, library: &Path| app.engines.library_manifest(name, library);
+    let (installed, origin) =
+        install::install_shipped(&app.engines.user_plugin_root(), force, &read)?;
     match &origin {
         Origin::BesideBinary(dir) => println!(
             "shipped engines built with this ctxhost, in {}",

@@ -190,7 +190,7 @@ fn approve(app: &App, inspection: &Inspection) -> anyhow::Result<(String, String
         tree_sha256(&inspection.candidate.dir, Some((library, &mut file))).map_err(unreadable)?;
     let manifest = app
         .engines
-        .read_manifest(&inspection.candidate, library)
+        .read_manifest(&inspection.candidate.name, library)
         .map_err(|problem| anyhow::anyhow!("cannot enable '{name}': {}", problem.summary))?;
     if &manifest.name != name {
         bail!(
