@@ -74,7 +74,8 @@ impl LcmEngine {
             return Ok(());
         }
         self.lock = None;
-        self.lock = Some(SessionLock::acquire(
+        self.lock = Some(SessionLock::acquire_for(
+            &self.store,
             self.services.data_dir(),
             &self.session_id,
             Duration::from_millis(self.settings.session_lock_wait_ms),
@@ -84,7 +85,8 @@ impl LcmEngine {
 
     /// The lock of another session than this engine's, held while the caller writes it.
     fn lock_other(&self, session_id: &str) -> Result<SessionLock, EngineError> {
-        SessionLock::acquire(
+        SessionLock::acquire_for(
+            &self.store,
             self.services.data_dir(),
             session_id,
             Duration::from_millis(self.settings.session_lock_wait_ms),
@@ -187,6 +189,12 @@ impl EnginePlugin for LcmEngine {
             "How long to wait for a database locked by another process.",
         )
         .config_key(
+            "store",
+            "",
+            "Where the store lives: a SQLite file (default lcm.sqlite in the engine's data \
+             directory; a relative path is taken from there) or a postgres:// URL.",
+        )
+        .config_key(
             "session_lock_wait_ms",
             &d.session_lock_wait_ms.to_string(),
             "How long a second writer of a session waits for the first to finish.",
@@ -197,12 +205,12 @@ impl EnginePlugin for LcmEngine {
         // Fail here, at load time, so a bad setting or an unusable database is reported before
         // the session starts (the host then keeps its built-in compressor).
         let settings = Settings::from_services(&services)?;
-        let path = services.data_dir().join(DATABASE_FILE);
+        let location = settings.location(services.data_dir())?;
         // A database that does not open leaves the engine up, for `doctor` to say what is wrong
         // and how to restore it; every other call fails with the reason (the host then keeps
         // the conversation with its built-in compressor).
         let mut store =
-            Store::open_or_unusable(&path, Duration::from_millis(settings.busy_timeout_ms));
+            Store::open_or_unusable(&location, Duration::from_millis(settings.busy_timeout_ms));
         let conv = match store.unusable() {
             Some(why) => {
                 services.warn(&format!("{why}; run `ctxhost engine doctor`"));
@@ -405,7 +413,7 @@ impl ContextEngine for LcmEngine {
             "messages": stats.messages,
             "summaries": stats.summaries_by_depth.iter().map(|(_, count, _)| count).sum::<u64>(),
             "context_items": stats.context_messages + stats.context_summaries,
-            "database": self.store.path().display().to_string(),
+            "database": self.store.location(),
         });
         Ok(status)
     }
@@ -463,6 +471,11 @@ impl ContextEngine for LcmEngine {
             "status" => ops::status(&self.store, self.conv, &self.session_id, self.head_tokens),
             "doctor" => ops::doctor(&mut self.store, payload),
             "backup" => ops::backup(&self.store, payload),
+            "migrate_session" => ops::migrate_session(
+                &self.store,
+                payload,
+                Duration::from_millis(self.settings.session_lock_wait_ms),
+            ),
             "last_compaction" | "last_compression" => match &self.last_report {
                 Some(report) => Ok(serde_json::to_value(report)?),
                 None => Ok(self

@@ -5,10 +5,10 @@ use std::collections::HashSet;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, Store, StoreError};
+use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, SqliteStore, StoreError};
 use ctxhost_sdk::EngineError;
 
-/// Messages stored per transaction by [`Store::append_messages`].
+/// Messages stored per transaction by [`SqliteStore::append_messages`].
 const APPEND_BATCH: usize = 20_000;
 
 const RAW_COLUMNS: &str = "id, seq, prev_id, hash";
@@ -22,7 +22,7 @@ fn raw_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRef> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Hashes of the head (leading system) messages stored for a conversation.
     pub fn head_hashes(&self, conv: i64) -> Result<HashSet<String>, EngineError> {
         self.read(|c| {
