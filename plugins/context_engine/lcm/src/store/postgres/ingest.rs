@@ -166,7 +166,7 @@ impl PostgresStore {
             let rowids: Vec<i64> = tx
                 .query(
                     "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
-                     FROM generate_series(1, $1)",
+                     FROM generate_series(1, $1::bigint)",
                     &[&(messages.len() as i64)],
                 )?
                 .iter()

@@ -264,7 +264,7 @@ fn import_conversation(
     let ids: Vec<i64> = tx
         .query(
             "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
-             FROM generate_series(1, $1)",
+             FROM generate_series(1, $1::bigint)",
             &[&(messages.len() as i64)],
         )?
         .iter()
