@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_sdk::{sequence, ContextEngine, Message, SessionStart};
 use ctxhost_sdk_test::corpus;
 use serde_json::{json, Value};

@@ -77,8 +77,8 @@ fn holder(client: &mut Client, key: i64) -> String {
         "SELECT a.application_name, a.pid FROM pg_locks l \
          JOIN pg_stat_activity a ON a.pid = l.pid \
          WHERE l.locktype = 'advisory' AND l.granted \
-           AND l.classid::bigint = (($1 >> 32) & 4294967295) \
-           AND l.objid::bigint = ($1 & 4294967295) AND l.objsubid = 1 \
+           AND l.classid::bigint = (($1::bigint >> 32) & 4294967295) \
+           AND l.objid::bigint = ($1::bigint & 4294967295) AND l.objsubid = 1 \
          LIMIT 1",
         &[&key],
     );
