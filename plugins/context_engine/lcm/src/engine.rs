@@ -101,6 +101,114 @@ impl LcmEngine {
         Ok(ingested)
     }
 
+    /// Runs a write of this engine's session under its lock. On SQLite the lock stays until
+    /// the engine moves to another session; on PostgreSQL, where gateways on several machines
+    /// take turns on one session, it is let go after each write.
+    fn writing<T>(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        self.lock_session()?;
+        let outcome = write(self);
+        if matches!(self.store, Store::Postgres(_)) {
+            self.lock = None;
+        }
+        outcome
+    }
+
+    fn compress_locked(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let ingested = self.ingest(self.conv, messages)?;
+        let head = &messages[..sequence::head_len(messages)];
+        self.head_tokens = self.services.count_messages_tokens(head);
+        let mut entries = context::load(&self.store, self.conv)?;
+        let tokens = self.head_tokens + context::tokens(&entries);
+        let threshold = self.tracker.threshold_tokens();
+        let over = self.tracker.context_length > 0
+            && (tokens >= threshold || options.current_tokens.is_some_and(|t| t >= threshold));
+        let mut report = Report {
+            session_id: self.session_id.clone(),
+            messages_ingested: ingested.stored,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            messages_before: messages.len(),
+            messages_after: messages.len(),
+            stopped: crate::compaction::StopReason::NotNeeded,
+            ..Report::default()
+        };
+        let compact = options.force || over;
+        if compact {
+            let budget = Budget {
+                head_tokens: self.head_tokens,
+                context_length: self.tracker.context_length,
+                threshold_tokens: threshold,
+                target_tokens: self.target_tokens(),
+            };
+            let mut compactor = Compactor {
+                store: &mut self.store,
+                services: &self.services,
+                settings: &self.settings,
+                conv: self.conv,
+                memory: options
+                    .memory_context
+                    .as_deref()
+                    .filter(|memory| !memory.trim().is_empty()),
+            };
+            compactor.run(
+                &mut entries,
+                budget,
+                options.force,
+                options.focus_topic.as_deref(),
+                &mut report,
+            )?;
+            if report.passes > 0 {
+                self.tracker.compression_count += 1;
+            }
+            self.services.debug(&format!(
+                "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
+                report.tokens_before,
+                report.tokens_after,
+                report.passes,
+                report.leaf_summaries,
+                report.condensed_summaries,
+                report.escalation_level,
+                report.stopped
+            ));
+        }
+        let view = assemble(head, &entries, &self.services);
+        report.messages_after = view.len();
+        if compact {
+            self.store
+                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
+        }
+        self.last_report = Some(report);
+        Ok(view)
+    }
+
+    fn has_content_to_compress_locked(
+        &mut self,
+        messages: &[Message],
+    ) -> Result<bool, EngineError> {
+        self.ingest(self.conv, messages)?;
+        let entries = context::load(&self.store, self.conv)?;
+        let tail =
+            compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
+        Ok(
+            compaction::leaf_chunk(&entries, tail, self.settings.leaf_chunk_tokens).is_some()
+                || compaction::condensable(
+                    &entries,
+                    tail,
+                    2,
+                    self.settings.condensed_min_fanout,
+                    true,
+                )
+                .is_some(),
+        )
+    }
+
     fn target_tokens(&self) -> u64 {
         (self.tracker.context_length as f64 * self.settings.target_ratio) as u64
     }
@@ -263,91 +371,11 @@ impl ContextEngine for LcmEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        self.lock_session()?;
-        let ingested = self.ingest(self.conv, messages)?;
-        let head = &messages[..sequence::head_len(messages)];
-        self.head_tokens = self.services.count_messages_tokens(head);
-        let mut entries = context::load(&self.store, self.conv)?;
-        let tokens = self.head_tokens + context::tokens(&entries);
-        let threshold = self.tracker.threshold_tokens();
-        let over = self.tracker.context_length > 0
-            && (tokens >= threshold || options.current_tokens.is_some_and(|t| t >= threshold));
-        let mut report = Report {
-            session_id: self.session_id.clone(),
-            messages_ingested: ingested.stored,
-            tokens_before: tokens,
-            tokens_after: tokens,
-            messages_before: messages.len(),
-            messages_after: messages.len(),
-            stopped: crate::compaction::StopReason::NotNeeded,
-            ..Report::default()
-        };
-        let compact = options.force || over;
-        if compact {
-            let budget = Budget {
-                head_tokens: self.head_tokens,
-                context_length: self.tracker.context_length,
-                threshold_tokens: threshold,
-                target_tokens: self.target_tokens(),
-            };
-            let mut compactor = Compactor {
-                store: &mut self.store,
-                services: &self.services,
-                settings: &self.settings,
-                conv: self.conv,
-                memory: options
-                    .memory_context
-                    .as_deref()
-                    .filter(|memory| !memory.trim().is_empty()),
-            };
-            compactor.run(
-                &mut entries,
-                budget,
-                options.force,
-                options.focus_topic.as_deref(),
-                &mut report,
-            )?;
-            if report.passes > 0 {
-                self.tracker.compression_count += 1;
-            }
-            self.services.debug(&format!(
-                "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
-                report.tokens_before,
-                report.tokens_after,
-                report.passes,
-                report.leaf_summaries,
-                report.condensed_summaries,
-                report.escalation_level,
-                report.stopped
-            ));
-        }
-        let view = assemble(head, &entries, &self.services);
-        report.messages_after = view.len();
-        if compact {
-            self.store
-                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
-        }
-        self.last_report = Some(report);
-        Ok(view)
+        self.writing(|engine| engine.compress_locked(messages, options))
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        self.lock_session()?;
-        self.ingest(self.conv, messages)?;
-        let entries = context::load(&self.store, self.conv)?;
-        let tail =
-            compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
-        Ok(
-            compaction::leaf_chunk(&entries, tail, self.settings.leaf_chunk_tokens).is_some()
-                || compaction::condensable(
-                    &entries,
-                    tail,
-                    2,
-                    self.settings.condensed_min_fanout,
-                    true,
-                )
-                .is_some(),
-        )
+        self.writing(|engine| engine.has_content_to_compress_locked(messages))
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
@@ -377,8 +405,7 @@ impl ContextEngine for LcmEngine {
     ) -> Result<(), EngineError> {
         // Store whatever arrived since the last compress; nothing is summarized here.
         if session_id.is_empty() || session_id == self.session_id {
-            self.lock_session()?;
-            self.ingest(self.conv, messages)?;
+            self.writing(|engine| engine.ingest(engine.conv, messages))?;
         } else {
             let _lock = self.lock_other(session_id)?;
             let conv = self.store.current_conversation(session_id)?;
@@ -389,11 +416,12 @@ impl ContextEngine for LcmEngine {
 
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         // `/new` or `/reset`: the old conversation stays stored; the session starts afresh.
-        self.lock_session()?;
-        self.tracker.reset();
-        self.conv = self.store.new_conversation(&self.session_id)?;
-        self.last_report = None;
-        Ok(())
+        self.writing(|engine| {
+            engine.tracker.reset();
+            engine.conv = engine.store.new_conversation(&engine.session_id)?;
+            engine.last_report = None;
+            Ok(())
+        })
     }
 
     fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
@@ -450,20 +478,19 @@ impl ContextEngine for LcmEngine {
 
     fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
         // Never under a writer's feet: the session's lock first.
-        let _lock = if session_id == self.session_id {
-            self.lock_session()?;
-            None
-        } else {
-            Some(self.lock_other(session_id)?)
-        };
-        let deleted = self.store.delete_session(session_id)?;
         if session_id == self.session_id {
-            // This engine's own session: it goes on in a fresh conversation, as after a reset.
-            self.tracker.reset();
-            self.conv = self.store.new_conversation(&self.session_id)?;
-            self.last_report = None;
+            return self.writing(|engine| {
+                let deleted = engine.store.delete_session(session_id)?;
+                // This engine's own session: it goes on in a fresh conversation, as after a
+                // reset.
+                engine.tracker.reset();
+                engine.conv = engine.store.new_conversation(&engine.session_id)?;
+                engine.last_report = None;
+                Ok(deleted)
+            });
         }
-        Ok(deleted)
+        let _lock = self.lock_other(session_id)?;
+        self.store.delete_session(session_id)
     }
 
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {

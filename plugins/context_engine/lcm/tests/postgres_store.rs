@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 /// A host with its own data directory (another machine, as far as files go) whose store is
 /// `store` (a SQLite file in its data directory when `None`).
-fn machine(store: Option<&str>, config: Value) -> FakeHost {
+fn machine(store: Option<&str>, config: Value, script: Script) -> FakeHost {
     let mut config = match config {
         Value::Object(map) => Value::Object(map),
         _ => json!({}),
@@ -25,7 +25,7 @@ fn machine(store: Option<&str>, config: Value) -> FakeHost {
     FakeHost::builder("lcm")
         .config(config)
         .context_length(SMALL_WINDOW)
-        .default_answer(Script::Good.answer())
+        .default_answer(script.answer())
         .build()
 }
 
@@ -58,36 +58,63 @@ fn count(url: &str, sql: &str) -> u64 {
 fn a_session_has_one_writer_across_machines() {
     let url = Postgres::database("lcm_lock");
     let config = json!({"session_lock_wait_ms": 50});
-    let (first_host, second_host) = (
-        machine(Some(&url), config.clone()),
-        machine(Some(&url), config),
+    // The first machine's summarizer is slow: its compaction holds the session a while.
+    let slow = machine(
+        Some(&url),
+        config.clone(),
+        Script::Slow(std::time::Duration::from_secs(3)),
     );
-    let mut first = engine(&first_host);
+    let second_host = machine(Some(&url), config, Script::Good);
+    let mut first = engine(&slow);
     let mut second = engine(&second_host);
-    let chat = tool_chat(3, 20);
+    let chat = tool_chat(12, 200);
     start(&mut first, "shared");
-    first.compress(&chat, &CompressOptions::default()).unwrap();
-
     start(&mut second, "shared");
-    let error = second
-        .compress(&chat, &CompressOptions::default())
-        .expect_err("the first machine holds the session");
-    assert!(error.is_busy(), "{error}");
-    assert!(error.message().contains("session `shared`"), "{error}");
-    assert!(
-        error
-            .message()
-            .contains(&format!("ctxhost lcm pid {}", std::process::id())),
-        "the holder is named: {error}"
+    std::thread::scope(|scope| {
+        let writing = scope.spawn(|| {
+            let forced = CompressOptions {
+                force: true,
+                ..CompressOptions::default()
+            };
+            first.compress(&chat, &forced).unwrap()
+        });
+        // Until the first machine holds the session's lock (a condition, not a deadline).
+        while count(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+        ) == 0
+        {
+            assert!(
+                !writing.is_finished(),
+                "the first write ended before it was seen"
+            );
+            std::thread::yield_now();
+        }
+        let error = second
+            .compress(&chat, &CompressOptions::default())
+            .expect_err("the first machine holds the session");
+        assert!(error.is_busy(), "{error}");
+        assert!(error.message().contains("session `shared`"), "{error}");
+        assert!(
+            error
+                .message()
+                .contains(&format!("ctxhost lcm pid {}", std::process::id())),
+            "the holder is named: {error}"
+        );
+        // Reading never waits, and other sessions are free.
+        tool(&mut second, "lcm_grep", json!({"pattern": "careful"}));
+        start(&mut second, "other");
+        second.compress(&chat, &CompressOptions::default()).unwrap();
+        writing.join().unwrap();
+    });
+    // Each write lets go when it ends: the second machine takes its turn.
+    assert_eq!(
+        count(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+        ),
+        0
     );
-    // Reading never waits, and other sessions are free.
-    let found = tool(&mut second, "lcm_grep", json!({"pattern": "careful"}));
-    assert_eq!(found["returned"], json!(1), "{found}");
-    start(&mut second, "other");
-    second.compress(&chat, &CompressOptions::default()).unwrap();
-
-    // The first machine goes away: its connection, and with it the lock, goes too.
-    drop(first);
     start(&mut second, "shared");
     second.compress(&chat, &CompressOptions::default()).unwrap();
     assert_eq!(
@@ -104,7 +131,7 @@ fn a_session_has_one_writer_across_machines() {
 #[test]
 fn cjk_text_and_identifiers_are_found_as_substrings() {
     let url = Postgres::database("lcm_search");
-    let mut engine = engine(&machine(Some(&url), small_config()));
+    let mut engine = engine(&machine(Some(&url), small_config(), Script::Good));
     let chat = vec![
         Message::system("You are a careful agent."),
         Message::user("検索エンジンの設計について教えてください"),
@@ -150,7 +177,7 @@ fn a_server_that_cannot_be_reached_is_one_line_without_the_password() {
         "postgres://lcm:hunter2@127.0.0.1:{}/nowhere?connect_timeout=2",
         free_port()
     );
-    let mut engine = engine(&machine(Some(&url), json!({})));
+    let mut engine = engine(&machine(Some(&url), json!({}), Script::Good));
     let error = engine
         .compress(&tool_chat(2, 10), &CompressOptions::default())
         .expect_err("nothing to store into");
@@ -182,7 +209,7 @@ fn free_port() -> u16 {
 #[test]
 fn a_session_migrates_from_sqlite_once_and_goes_on_with_the_same_view() {
     let url = Postgres::database("lcm_migrate");
-    let sqlite_host = machine(None, small_config());
+    let sqlite_host = machine(None, small_config(), Script::Good);
     let mut sqlite = engine(&sqlite_host);
     let mut history = tool_chat(60, 300);
     let markers = plant_markers(&mut history, "m", 7);
@@ -216,7 +243,7 @@ fn a_session_migrates_from_sqlite_once_and_goes_on_with_the_same_view() {
 
     // The session goes on in PostgreSQL: the same view for the same history, every marker
     // found, the next turn stored once.
-    let mut postgres = engine(&machine(Some(&url), small_config()));
+    let mut postgres = engine(&machine(Some(&url), small_config(), Script::Good));
     start_wide(&mut postgres, "moved");
     let resumed = postgres
         .compress(&view, &CompressOptions::default())
