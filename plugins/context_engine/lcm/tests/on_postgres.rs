@@ -4,6 +4,9 @@
 //! that they run here and give every engine a database of its own. Without PostgreSQL's
 //! programs these tests fail, saying what to install.
 
+// Each included file brings its own copy of the shared helpers, as it does in its own binary.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "blocks.rs"]
 mod blocks;
 #[path = "corpus.rs"]

@@ -88,7 +88,8 @@ pub struct Term {
 /// The open store, in one of the databases it can live in.
 pub enum Store {
     Sqlite(SqliteStore),
-    Postgres(PostgresStore),
+    /// Boxed: its connection is much larger than the SQLite handle.
+    Postgres(Box<PostgresStore>),
 }
 
 /// Runs the same call on whichever database holds the store.
@@ -108,7 +109,9 @@ impl Store {
     pub fn open_or_unusable(location: &Location, wait: Duration) -> Store {
         match location {
             Location::Sqlite(path) => Store::Sqlite(SqliteStore::open_or_unusable(path, wait)),
-            Location::Postgres(url) => Store::Postgres(PostgresStore::open_or_unusable(url, wait)),
+            Location::Postgres(url) => {
+                Store::Postgres(Box::new(PostgresStore::open_or_unusable(url, wait)))
+            }
         }
     }
 

@@ -85,7 +85,7 @@ impl PostgresStore {
     }
 
     pub fn schema_version(&self) -> Result<u32, EngineError> {
-        self.read(|c| schema::version(c))
+        self.read(schema::version)
     }
 
     /// The connection, opened again when the last one dropped.

@@ -15,7 +15,7 @@ use crate::store::location::PostgresUrl;
 /// A session's advisory lock, released when dropped.
 pub struct AdvisoryLock {
     /// Holds the lock; closing it lets go.
-    _client: Client,
+    _client: Box<Client>,
 }
 
 impl AdvisoryLock {
@@ -43,7 +43,9 @@ impl AdvisoryLock {
                 .map_err(|e| fail("the lock query failed", super::describe(&e)))
                 .and_then(|row| get(&row, 0).map_err(|e| fail("bad answer", e.to_string())))?;
             if taken {
-                return Ok(AdvisoryLock { _client: client });
+                return Ok(AdvisoryLock {
+                    _client: Box::new(client),
+                });
             }
             if started.elapsed() >= wait {
                 return Err(EngineError::busy(format!(
