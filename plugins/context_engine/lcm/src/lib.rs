@@ -1,10 +1,10 @@
 //! # ctxhost-engine-lcm
 //!
 //! Lossless context management (LCM) for ctxhost: a context engine that never forgets. Every
-//! message the host passes is stored verbatim (in SQLite, or PostgreSQL); when the context nears the window, the
-//! oldest turns are replaced in the model's view by summaries that form a DAG pointing back to
-//! their sources; the agent gets tools to search (`lcm_grep`), inspect (`lcm_describe`) and
-//! recover (`lcm_expand`, `lcm_expand_query`) anything.
+//! message the host passes is stored verbatim (in SQLite, or PostgreSQL); when the context
+//! nears the window, the oldest turns are replaced in the model's view by summaries that form
+//! a DAG pointing back to their sources; the agent gets tools to search (`lcm_grep`), inspect
+//! (`lcm_describe`) and recover (`lcm_expand`, `lcm_expand_query`) anything.
 //!
 //! Layout, one responsibility per file:
 //! - `engine.rs`: [`LcmEngine`], the `ContextEngine` and `EnginePlugin` glue;

@@ -167,6 +167,46 @@ pub enum ItemKey {
     Summary(String),
 }
 
+/// How a conversation's context list becomes another: the items it already starts with stay
+/// (with their positions), the rest is replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextChange {
+    /// How many of the new items are there already.
+    pub kept: usize,
+    /// The position from which the stored items go (none: only additions).
+    pub delete_from: Option<i64>,
+    /// The position of the first new item.
+    pub next_position: i64,
+}
+
+/// The change from `current` (position, message row id, summary id, in order) to `items`;
+/// `None` when they are the same.
+pub fn context_change(
+    current: &[(i64, Option<i64>, Option<String>)],
+    items: &[ItemKey],
+) -> Option<ContextChange> {
+    let kept = current
+        .iter()
+        .zip(items)
+        .take_while(|((_, message, summary), item)| match item {
+            ItemKey::Message(rowid) => *message == Some(*rowid),
+            ItemKey::Summary(id) => summary.as_deref() == Some(id.as_str()),
+        })
+        .count();
+    if kept == current.len() && kept == items.len() {
+        return None;
+    }
+    Some(ContextChange {
+        kept,
+        delete_from: current.get(kept).map(|(position, ..)| *position),
+        next_position: if kept == 0 {
+            0
+        } else {
+            current[kept - 1].0 + 1
+        },
+    })
+}
+
 /// One entry of the context list.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContextItem {

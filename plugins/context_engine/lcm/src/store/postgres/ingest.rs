@@ -7,8 +7,26 @@ use postgres::Row;
 
 use super::queries::signed;
 use super::{get, PostgresStore};
-use crate::store::{now_ms, ItemKey, NewMessage, Prev, RawRef, StoreError};
+use crate::store::{
+    context_change, now_ms, ContextChange, ItemKey, NewMessage, Prev, RawRef, StoreError,
+};
 use ctxhost_sdk::EngineError;
+
+/// `count` new message row ids, in ascending order, drawn before the rows are written so a
+/// message may name one of the same batch as the one it follows.
+pub(super) fn allocate_message_ids(
+    tx: &mut impl postgres::GenericClient,
+    count: usize,
+) -> Result<Vec<i64>, StoreError> {
+    tx.query(
+        "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
+         FROM generate_series(1, $1::bigint)",
+        &[&(count as i64)],
+    )?
+    .iter()
+    .map(|row| get(row, 0))
+    .collect()
+}
 
 /// Messages stored per statement (one transaction holds them all).
 const APPEND_BATCH: usize = 2_000;
@@ -163,15 +181,7 @@ impl PostgresStore {
         }
         let now = now_ms();
         self.write(|tx| {
-            let rowids: Vec<i64> = tx
-                .query(
-                    "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
-                     FROM generate_series(1, $1::bigint)",
-                    &[&(messages.len() as i64)],
-                )?
-                .iter()
-                .map(|row| get(row, 0))
-                .collect::<Result<_, _>>()?;
+            let rowids = allocate_message_ids(tx, messages.len())?;
             let first_seq: i64 = get(
                 &tx.query_one(
                     "SELECT coalesce(max(seq), -1) + 1 FROM lcm_messages WHERE conversation_id = $1",
@@ -230,22 +240,13 @@ impl PostgresStore {
             .map(|row| Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?)))
             .collect()
         })?;
-        let same = current
-            .iter()
-            .zip(items)
-            .take_while(|((_, message, summary), item)| match item {
-                ItemKey::Message(rowid) => *message == Some(*rowid),
-                ItemKey::Summary(id) => summary.as_deref() == Some(id.as_str()),
-            })
-            .count();
-        if same == current.len() && same == items.len() {
+        let Some(ContextChange {
+            kept: same,
+            delete_from: from,
+            next_position: next,
+        }) = context_change(&current, items)
+        else {
             return Ok(());
-        }
-        let from = current.get(same).map(|(position, ..)| *position);
-        let next = if same == 0 {
-            0
-        } else {
-            current[same - 1].0 + 1
         };
         let rest = &items[same..];
         let positions: Vec<i64> = (next..).take(rest.len()).collect();

@@ -51,6 +51,15 @@ fn like_anywhere(text: &str) -> String {
     pattern
 }
 
+impl Rendered {
+    /// The query's parameters: `first` ones, then the rendered ones.
+    fn after<'a>(&'a self, first: [&'a (dyn ToSql + Sync); 4]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let mut params = first.to_vec();
+        params.extend(self.params.iter().map(|p| p as &(dyn ToSql + Sync)));
+        params
+    }
+}
+
 fn render(query: &FullTextQuery, first: usize) -> Rendered {
     let mut params = Vec::new();
     let mut param = |value: String| {
@@ -123,8 +132,7 @@ impl PostgresStore {
             rendered.rank, rendered.condition
         );
         let limit = limit as i64;
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&conv, &since, &before, &limit];
-        params.extend(rendered.params.iter().map(|p| p as &(dyn ToSql + Sync)));
+        let params = rendered.after([&conv, &since, &before, &limit]);
         self.read(|c| {
             c.query(&sql, &params)?
                 .iter()
@@ -165,8 +173,7 @@ impl PostgresStore {
             rendered.rank, rendered.condition
         );
         let limit = limit as i64;
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&conv, &since, &before, &limit];
-        params.extend(rendered.params.iter().map(|p| p as &(dyn ToSql + Sync)));
+        let params = rendered.after([&conv, &since, &before, &limit]);
         self.read(|c| {
             c.query(&sql, &params)?
                 .iter()

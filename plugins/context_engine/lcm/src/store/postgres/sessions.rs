@@ -261,15 +261,7 @@ fn import_conversation(
         0,
     )?;
     let messages = &conversation.messages;
-    let ids: Vec<i64> = tx
-        .query(
-            "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
-             FROM generate_series(1, $1::bigint)",
-            &[&(messages.len() as i64)],
-        )?
-        .iter()
-        .map(|row| get(row, 0))
-        .collect::<Result<_, _>>()?;
+    let ids = super::ingest::allocate_message_ids(tx, messages.len())?;
     let by_seq: HashMap<i64, i64> = messages
         .iter()
         .map(|m| m.seq)

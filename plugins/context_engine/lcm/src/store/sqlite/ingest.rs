@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use rusqlite::{params, OptionalExtension};
 
 use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, SqliteStore, StoreError};
+use crate::store::{context_change, ContextChange};
 use ctxhost_sdk::EngineError;
 
 /// Messages stored per transaction by [`SqliteStore::append_messages`].
@@ -241,22 +242,13 @@ impl SqliteStore {
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })?;
-        let same = current
-            .iter()
-            .zip(items)
-            .take_while(|((_, message, summary), item)| match item {
-                ItemKey::Message(rowid) => *message == Some(*rowid),
-                ItemKey::Summary(id) => summary.as_deref() == Some(id.as_str()),
-            })
-            .count();
-        if same == current.len() && same == items.len() {
+        let Some(ContextChange {
+            kept: same,
+            delete_from: from,
+            next_position: next,
+        }) = context_change(&current, items)
+        else {
             return Ok(());
-        }
-        let from = current.get(same).map(|(position, ..)| *position);
-        let next = if same == 0 {
-            0
-        } else {
-            current[same - 1].0 + 1
         };
         self.write(|tx| {
             if let Some(from) = from {
