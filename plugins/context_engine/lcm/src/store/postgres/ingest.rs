@@ -28,6 +28,9 @@ pub(super) fn allocate_message_ids(
     .collect()
 }
 
+/// A batch this large refreshes the planner's statistics of the messages table.
+const ANALYZE_AFTER: usize = 5_000;
+
 /// Messages stored per statement (one transaction holds them all).
 const APPEND_BATCH: usize = 2_000;
 
@@ -222,6 +225,14 @@ impl PostgresStore {
                         &hashes, &prevs,
                     ],
                 )?;
+            }
+            Ok(rowids)
+        })
+        .and_then(|rowids| {
+            // After a large import the planner's statistics are stale until autovacuum comes
+            // by, and searches meanwhile pick slow plans: refresh them now.
+            if messages.len() >= ANALYZE_AFTER {
+                self.read(|c| Ok(c.batch_execute("ANALYZE lcm_messages")?))?;
             }
             Ok(rowids)
         })
