@@ -7,6 +7,7 @@ mod cache;
 mod clients;
 mod engine_tools;
 mod failures;
+mod lcm_postgres;
 mod replay;
 mod replicas;
 mod responses;

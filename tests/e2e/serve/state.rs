@@ -97,12 +97,32 @@ fn sessions_migrated_from_sqlite_to_postgresql_go_on_with_the_same_view() {
 /// configured by `before` (lines of `serve:`), stops it, runs `between`, starts it again with
 /// `after`, and checks the next upstream request against one from a gateway that never stopped.
 fn restart_keeps_the_view(before: &str, after: &str, between: impl FnOnce(&Sandbox)) {
+    restart_with_engine_keeps_the_view("", before, after, between);
+}
+
+/// [`restart_keeps_the_view`] with `engine` (top-level config lines, the repository's plugins
+/// beside the config) in every gateway's config; `before` and `after` may add top-level keys
+/// after their `serve:` lines.
+pub(super) fn restart_with_engine_keeps_the_view(
+    engine: &str,
+    before: &str,
+    after: &str,
+    between: impl FnOnce(&Sandbox),
+) {
     let messages = long_session()[..140].to_vec();
     let client = reqwest::blocking::Client::new();
+    let config = format!("{engine}{CONFIG}");
+    let new_sandbox = || {
+        let sandbox = Sandbox::new();
+        if !engine.is_empty() {
+            sandbox.link_repo_plugins();
+        }
+        sandbox
+    };
 
     // Without a restart: where compressions happen, and every request the upstream gets.
-    let control = Sandbox::new();
-    control.write_config(CONFIG);
+    let control = new_sandbox();
+    control.write_config(&config);
     let upstream = recorded_upstream(&messages);
     let gateway = control.serve(&upstream.base_url(), &[]);
     for index in calls(&messages) {
@@ -124,8 +144,8 @@ fn restart_keeps_the_view(before: &str, after: &str, between: impl FnOnce(&Sandb
     let expected = upstream.chat_requests()[request - 1].body.clone();
     drop(gateway);
 
-    let sandbox = Sandbox::new();
-    sandbox.write_config(&format!("{CONFIG}{before}"));
+    let sandbox = new_sandbox();
+    sandbox.write_config(&format!("{config}{before}"));
     let upstream = recorded_upstream(&messages);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let backend = if before.is_empty() {
@@ -145,7 +165,7 @@ fn restart_keeps_the_view(before: &str, after: &str, between: impl FnOnce(&Sandb
     let (status, _) = gateway.stop();
     assert!(status.success());
     between(&sandbox);
-    sandbox.write_config(&format!("{CONFIG}{after}"));
+    sandbox.write_config(&format!("{config}{after}"));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     send(
         &client,

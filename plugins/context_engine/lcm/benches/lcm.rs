@@ -6,6 +6,10 @@
 //! size (default 20,000 messages). The setup also prints one timed ingest of the whole store,
 //! the database size relative to the raw JSON and p50/p99 grep latencies; at a million
 //! messages, skip the sampled ingest group with a filter: `-- 'lcm_grep|lcm_expand'`.
+//!
+//! Set `LCM_BENCH_POSTGRES` to run on PostgreSQL instead of SQLite: a `postgres://` URL (its
+//! `default` session is emptied before each ingest), or `throwaway` for a server of the
+//! bench's own (a temporary cluster, as the tests use).
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -47,8 +51,30 @@ impl HostBackend for Backend {
 
 const WINDOW: u64 = 100_000;
 
+/// The PostgreSQL store to run on (`LCM_BENCH_POSTGRES`), if any.
+fn postgres_store() -> Option<&'static str> {
+    static STORE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    STORE
+        .get_or_init(
+            || match std::env::var("LCM_BENCH_POSTGRES").ok()?.as_str() {
+                "throwaway" => Some(ctxhost_test_postgres::Postgres::database("lcm_bench")),
+                url => Some(url.to_string()),
+            },
+        )
+        .as_deref()
+}
+
+/// An engine on an empty store: a file in `dir`, or the PostgreSQL store emptied.
 fn engine(dir: &Path) -> LcmEngine {
-    let config = json!({
+    let mut engine = engine_on(dir);
+    if postgres_store().is_some() {
+        engine.delete_session("default").expect("empty the store");
+    }
+    engine
+}
+
+fn engine_on(dir: &Path) -> LcmEngine {
+    let mut config = json!({
         "fresh_tail_count": 64,
         "leaf_chunk_tokens": 4_000,
         "leaf_summary_tokens": 200,
@@ -57,6 +83,9 @@ fn engine(dir: &Path) -> LcmEngine {
         "max_passes": 1_000_000,
         "deadline_ms": 3_600_000,
     });
+    if let Some(url) = postgres_store() {
+        config["store"] = json!(url);
+    }
     LcmEngine::create(HostServices::new(
         Arc::new(Backend),
         EngineSetup {
@@ -185,8 +214,9 @@ fn build(history: &[Message]) -> Built {
     let raw: usize = history.iter().map(|m| m.to_value().to_string().len()).sum();
     let db = status["database_bytes"].as_u64().unwrap_or(0);
     eprintln!(
-        "store: {} messages, {} raw JSON bytes, database file {} bytes ({:.2}x raw) + WAL {} bytes, \
-         summaries by depth {}; then compacting it in rounds of 2,000 messages took {took:?}",
+        "store ({}): {} messages, {} raw JSON bytes, database {} bytes ({:.2}x raw) + WAL {} \
+         bytes, summaries by depth {}; then compacting it in rounds of 2,000 messages took {took:?}",
+        status["backend"],
         history.len(),
         raw,
         db,

@@ -74,7 +74,8 @@ impl LcmEngine {
             return Ok(());
         }
         self.lock = None;
-        self.lock = Some(SessionLock::acquire(
+        self.lock = Some(SessionLock::acquire_for(
+            &self.store,
             self.services.data_dir(),
             &self.session_id,
             Duration::from_millis(self.settings.session_lock_wait_ms),
@@ -84,7 +85,8 @@ impl LcmEngine {
 
     /// The lock of another session than this engine's, held while the caller writes it.
     fn lock_other(&self, session_id: &str) -> Result<SessionLock, EngineError> {
-        SessionLock::acquire(
+        SessionLock::acquire_for(
+            &self.store,
             self.services.data_dir(),
             session_id,
             Duration::from_millis(self.settings.session_lock_wait_ms),
@@ -97,6 +99,114 @@ impl LcmEngine {
         let ingested = ingest(&mut self.store, conv, &self.services, messages)?;
         self.store.set_context(conv, &ingested.context)?;
         Ok(ingested)
+    }
+
+    /// Runs a write of this engine's session under its lock. On SQLite the lock stays until
+    /// the engine moves to another session; on PostgreSQL, where gateways on several machines
+    /// take turns on one session, it is let go after each write.
+    fn writing<T>(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        self.lock_session()?;
+        let outcome = write(self);
+        if matches!(self.store, Store::Postgres(_)) {
+            self.lock = None;
+        }
+        outcome
+    }
+
+    fn compress_locked(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let ingested = self.ingest(self.conv, messages)?;
+        let head = &messages[..sequence::head_len(messages)];
+        self.head_tokens = self.services.count_messages_tokens(head);
+        let mut entries = context::load(&self.store, self.conv)?;
+        let tokens = self.head_tokens + context::tokens(&entries);
+        let threshold = self.tracker.threshold_tokens();
+        let over = self.tracker.context_length > 0
+            && (tokens >= threshold || options.current_tokens.is_some_and(|t| t >= threshold));
+        let mut report = Report {
+            session_id: self.session_id.clone(),
+            messages_ingested: ingested.stored,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            messages_before: messages.len(),
+            messages_after: messages.len(),
+            stopped: crate::compaction::StopReason::NotNeeded,
+            ..Report::default()
+        };
+        let compact = options.force || over;
+        if compact {
+            let budget = Budget {
+                head_tokens: self.head_tokens,
+                context_length: self.tracker.context_length,
+                threshold_tokens: threshold,
+                target_tokens: self.target_tokens(),
+            };
+            let mut compactor = Compactor {
+                store: &mut self.store,
+                services: &self.services,
+                settings: &self.settings,
+                conv: self.conv,
+                memory: options
+                    .memory_context
+                    .as_deref()
+                    .filter(|memory| !memory.trim().is_empty()),
+            };
+            compactor.run(
+                &mut entries,
+                budget,
+                options.force,
+                options.focus_topic.as_deref(),
+                &mut report,
+            )?;
+            if report.passes > 0 {
+                self.tracker.compression_count += 1;
+            }
+            self.services.debug(&format!(
+                "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
+                report.tokens_before,
+                report.tokens_after,
+                report.passes,
+                report.leaf_summaries,
+                report.condensed_summaries,
+                report.escalation_level,
+                report.stopped
+            ));
+        }
+        let view = assemble(head, &entries, &self.services);
+        report.messages_after = view.len();
+        if compact {
+            self.store
+                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
+        }
+        self.last_report = Some(report);
+        Ok(view)
+    }
+
+    fn has_content_to_compress_locked(
+        &mut self,
+        messages: &[Message],
+    ) -> Result<bool, EngineError> {
+        self.ingest(self.conv, messages)?;
+        let entries = context::load(&self.store, self.conv)?;
+        let tail =
+            compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
+        Ok(
+            compaction::leaf_chunk(&entries, tail, self.settings.leaf_chunk_tokens).is_some()
+                || compaction::condensable(
+                    &entries,
+                    tail,
+                    2,
+                    self.settings.condensed_min_fanout,
+                    true,
+                )
+                .is_some(),
+        )
     }
 
     fn target_tokens(&self) -> u64 {
@@ -187,6 +297,12 @@ impl EnginePlugin for LcmEngine {
             "How long to wait for a database locked by another process.",
         )
         .config_key(
+            "store",
+            "",
+            "Where the store lives: a SQLite file (default lcm.sqlite in the engine's data \
+             directory; a relative path is taken from there) or a postgres:// URL.",
+        )
+        .config_key(
             "session_lock_wait_ms",
             &d.session_lock_wait_ms.to_string(),
             "How long a second writer of a session waits for the first to finish.",
@@ -197,12 +313,12 @@ impl EnginePlugin for LcmEngine {
         // Fail here, at load time, so a bad setting or an unusable database is reported before
         // the session starts (the host then keeps its built-in compressor).
         let settings = Settings::from_services(&services)?;
-        let path = services.data_dir().join(DATABASE_FILE);
+        let location = settings.location(services.data_dir())?;
         // A database that does not open leaves the engine up, for `doctor` to say what is wrong
         // and how to restore it; every other call fails with the reason (the host then keeps
         // the conversation with its built-in compressor).
         let mut store =
-            Store::open_or_unusable(&path, Duration::from_millis(settings.busy_timeout_ms));
+            Store::open_or_unusable(&location, Duration::from_millis(settings.busy_timeout_ms));
         let conv = match store.unusable() {
             Some(why) => {
                 services.warn(&format!("{why}; run `ctxhost engine doctor`"));
@@ -255,91 +371,11 @@ impl ContextEngine for LcmEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        self.lock_session()?;
-        let ingested = self.ingest(self.conv, messages)?;
-        let head = &messages[..sequence::head_len(messages)];
-        self.head_tokens = self.services.count_messages_tokens(head);
-        let mut entries = context::load(&self.store, self.conv)?;
-        let tokens = self.head_tokens + context::tokens(&entries);
-        let threshold = self.tracker.threshold_tokens();
-        let over = self.tracker.context_length > 0
-            && (tokens >= threshold || options.current_tokens.is_some_and(|t| t >= threshold));
-        let mut report = Report {
-            session_id: self.session_id.clone(),
-            messages_ingested: ingested.stored,
-            tokens_before: tokens,
-            tokens_after: tokens,
-            messages_before: messages.len(),
-            messages_after: messages.len(),
-            stopped: crate::compaction::StopReason::NotNeeded,
-            ..Report::default()
-        };
-        let compact = options.force || over;
-        if compact {
-            let budget = Budget {
-                head_tokens: self.head_tokens,
-                context_length: self.tracker.context_length,
-                threshold_tokens: threshold,
-                target_tokens: self.target_tokens(),
-            };
-            let mut compactor = Compactor {
-                store: &mut self.store,
-                services: &self.services,
-                settings: &self.settings,
-                conv: self.conv,
-                memory: options
-                    .memory_context
-                    .as_deref()
-                    .filter(|memory| !memory.trim().is_empty()),
-            };
-            compactor.run(
-                &mut entries,
-                budget,
-                options.force,
-                options.focus_topic.as_deref(),
-                &mut report,
-            )?;
-            if report.passes > 0 {
-                self.tracker.compression_count += 1;
-            }
-            self.services.debug(&format!(
-                "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
-                report.tokens_before,
-                report.tokens_after,
-                report.passes,
-                report.leaf_summaries,
-                report.condensed_summaries,
-                report.escalation_level,
-                report.stopped
-            ));
-        }
-        let view = assemble(head, &entries, &self.services);
-        report.messages_after = view.len();
-        if compact {
-            self.store
-                .record_compaction(self.conv, &serde_json::to_value(&report)?)?;
-        }
-        self.last_report = Some(report);
-        Ok(view)
+        self.writing(|engine| engine.compress_locked(messages, options))
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        self.lock_session()?;
-        self.ingest(self.conv, messages)?;
-        let entries = context::load(&self.store, self.conv)?;
-        let tail =
-            compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
-        Ok(
-            compaction::leaf_chunk(&entries, tail, self.settings.leaf_chunk_tokens).is_some()
-                || compaction::condensable(
-                    &entries,
-                    tail,
-                    2,
-                    self.settings.condensed_min_fanout,
-                    true,
-                )
-                .is_some(),
-        )
+        self.writing(|engine| engine.has_content_to_compress_locked(messages))
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
@@ -369,8 +405,7 @@ impl ContextEngine for LcmEngine {
     ) -> Result<(), EngineError> {
         // Store whatever arrived since the last compress; nothing is summarized here.
         if session_id.is_empty() || session_id == self.session_id {
-            self.lock_session()?;
-            self.ingest(self.conv, messages)?;
+            self.writing(|engine| engine.ingest(engine.conv, messages))?;
         } else {
             let _lock = self.lock_other(session_id)?;
             let conv = self.store.current_conversation(session_id)?;
@@ -381,11 +416,12 @@ impl ContextEngine for LcmEngine {
 
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         // `/new` or `/reset`: the old conversation stays stored; the session starts afresh.
-        self.lock_session()?;
-        self.tracker.reset();
-        self.conv = self.store.new_conversation(&self.session_id)?;
-        self.last_report = None;
-        Ok(())
+        self.writing(|engine| {
+            engine.tracker.reset();
+            engine.conv = engine.store.new_conversation(&engine.session_id)?;
+            engine.last_report = None;
+            Ok(())
+        })
     }
 
     fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
@@ -405,7 +441,7 @@ impl ContextEngine for LcmEngine {
             "messages": stats.messages,
             "summaries": stats.summaries_by_depth.iter().map(|(_, count, _)| count).sum::<u64>(),
             "context_items": stats.context_messages + stats.context_summaries,
-            "database": self.store.path().display().to_string(),
+            "database": self.store.location(),
         });
         Ok(status)
     }
@@ -442,20 +478,19 @@ impl ContextEngine for LcmEngine {
 
     fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
         // Never under a writer's feet: the session's lock first.
-        let _lock = if session_id == self.session_id {
-            self.lock_session()?;
-            None
-        } else {
-            Some(self.lock_other(session_id)?)
-        };
-        let deleted = self.store.delete_session(session_id)?;
         if session_id == self.session_id {
-            // This engine's own session: it goes on in a fresh conversation, as after a reset.
-            self.tracker.reset();
-            self.conv = self.store.new_conversation(&self.session_id)?;
-            self.last_report = None;
+            return self.writing(|engine| {
+                let deleted = engine.store.delete_session(session_id)?;
+                // This engine's own session: it goes on in a fresh conversation, as after a
+                // reset.
+                engine.tracker.reset();
+                engine.conv = engine.store.new_conversation(&engine.session_id)?;
+                engine.last_report = None;
+                Ok(deleted)
+            });
         }
-        Ok(deleted)
+        let _lock = self.lock_other(session_id)?;
+        self.store.delete_session(session_id)
     }
 
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
@@ -463,6 +498,11 @@ impl ContextEngine for LcmEngine {
             "status" => ops::status(&self.store, self.conv, &self.session_id, self.head_tokens),
             "doctor" => ops::doctor(&mut self.store, payload),
             "backup" => ops::backup(&self.store, payload),
+            "migrate_session" => ops::migrate_session(
+                &self.store,
+                payload,
+                Duration::from_millis(self.settings.session_lock_wait_ms),
+            ),
             "last_compaction" | "last_compression" => match &self.last_report {
                 Some(report) => Ok(serde_json::to_value(report)?),
                 None => Ok(self

@@ -299,11 +299,13 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Store, i64) {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(
-            &dir.path().join("lcm.sqlite"),
-            std::time::Duration::from_millis(100),
-        )
-        .unwrap();
+        let mut store = Store::Sqlite(
+            crate::store::sqlite::SqliteStore::open(
+                &dir.path().join("lcm.sqlite"),
+                std::time::Duration::from_millis(100),
+            )
+            .unwrap(),
+        );
         let conv = store.current_conversation("s").unwrap();
         (dir, store, conv)
     }

@@ -1,16 +1,17 @@
 //! # ctxhost-engine-lcm
 //!
 //! Lossless context management (LCM) for ctxhost: a context engine that never forgets. Every
-//! message the host passes is stored verbatim in SQLite; when the context nears the window, the
-//! oldest turns are replaced in the model's view by summaries that form a DAG pointing back to
-//! their sources; the agent gets tools to search (`lcm_grep`), inspect (`lcm_describe`) and
-//! recover (`lcm_expand`, `lcm_expand_query`) anything.
+//! message the host passes is stored verbatim (in SQLite, or PostgreSQL); when the context
+//! nears the window, the oldest turns are replaced in the model's view by summaries that form
+//! a DAG pointing back to their sources; the agent gets tools to search (`lcm_grep`), inspect
+//! (`lcm_describe`) and recover (`lcm_expand`, `lcm_expand_query`) anything.
 //!
 //! Layout, one responsibility per file:
 //! - `engine.rs`: [`LcmEngine`], the `ContextEngine` and `EnginePlugin` glue;
 //! - `settings.rs`: [`Settings`], the `plugins.lcm` section of `config.yaml`;
-//! - `store/`: the SQLite store (`schema.rs`: tables and migrations; `queries.rs`: the engine's
-//!   queries; `sessions.rs`: listing and deleting sessions);
+//! - `store/`: the store behind a closed enum of databases, one module each (`sqlite/`,
+//!   `postgres/`: tables and migrations, the engine's queries, sessions, doctor), the rows they
+//!   share, and `migrate_session` from the one into the other;
 //! - `ingest.rs`: storing what the host sends, exactly once;
 //! - `context.rs`: the context list in memory;
 //! - `compaction.rs`: leaf and condensed passes, incremental and bounded;
@@ -21,7 +22,7 @@
 //! - `telemetry.rs`: the compaction report as the contract's `CompressionReport`;
 //! - `ops.rs`: `status`, `doctor`, `backup`, `last_compaction` through `invoke`;
 //! - `ids.rs`: content hashes and summary ids;
-//! - `session_lock.rs`: one writer per session, across processes;
+//! - `session_lock.rs`: one writer per session, across processes (and machines, on PostgreSQL);
 //! - `private_files.rs`: owner-only files and directories for everything the store writes.
 //!
 //! The crate builds both as a cdylib (what the host loads) and an rlib (so tests and benchmarks

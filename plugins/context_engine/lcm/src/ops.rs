@@ -1,14 +1,16 @@
 //! Operations reached through `ContextEngine::invoke`: `status`, `doctor`, `backup`,
-//! `last_compaction` (the host's `ctxhost engine <op>` and its run report use them).
+//! `migrate_session`, `last_compaction` (the host's `ctxhost engine <op>`, `ctxhost sessions
+//! migrate` and its run report use them).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use ctxhost_sdk::EngineError;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::context;
-use crate::store::{schema, Repair, Store, BACKUP_DIR};
+use crate::store::{Repair, Store, BACKUP_DIR};
 
 /// Sizes of the store and of the model's view.
 pub fn status(
@@ -41,11 +43,12 @@ pub fn status(
         "tokens_in_context": in_context,
         "context_items": {"messages": stats.context_messages, "summaries": stats.context_summaries},
         "compactions": stats.compactions,
-        "database": store.path().display().to_string(),
+        "database": store.location(),
+        "backend": store.backend_name(),
         "database_bytes": database_bytes,
         "wal_bytes": wal_bytes,
         "schema_version": store.schema_version()?,
-        "schema_latest": schema::LATEST,
+        "schema_latest": store.schema_latest(),
     }))
 }
 
@@ -73,9 +76,16 @@ pub fn doctor(store: &mut Store, payload: &Value) -> Result<Value, EngineError> 
             .map(|p| json!({"check": p.check, "count": p.count, "detail": p.detail}))
             .collect()
     };
+    let schema_version = match store.unusable() {
+        None => store.schema_version().ok(),
+        Some(_) => None,
+    };
     Ok(json!({
         "ok": found.problems.is_empty(),
-        "database": store.path().display().to_string(),
+        "database": store.location(),
+        "backend": store.backend_name(),
+        "schema_version": schema_version,
+        "schema_latest": store.schema_latest(),
         "problems": list(&found.problems),
         "notes": list(&found.notes),
         "fixed": found.fixed,
@@ -93,7 +103,10 @@ struct BackupArgs {
 pub fn backup(store: &Store, payload: &Value) -> Result<Value, EngineError> {
     let args: BackupArgs = parse(payload, "backup")?;
     let path = args.path.unwrap_or_else(|| {
-        let dir = store.path().parent().unwrap_or(std::path::Path::new("."));
+        let dir = store
+            .sqlite_path()
+            .and_then(|path| path.parent())
+            .unwrap_or(std::path::Path::new("."));
         dir.join(BACKUP_DIR)
             .join(format!("lcm-{}.sqlite", crate::store::now_ms()))
     });
@@ -101,8 +114,28 @@ pub fn backup(store: &Store, payload: &Value) -> Result<Value, EngineError> {
     Ok(json!({
         "path": path.display().to_string(),
         "bytes": bytes,
-        "source": store.path().display().to_string(),
+        "source": store.location(),
     }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MigrateArgs {
+    /// The PostgreSQL store to copy into.
+    to: String,
+    /// The session to copy.
+    session: String,
+}
+
+/// One session of this (SQLite) store copied into the PostgreSQL store at `to`, read back and
+/// checked: counts and a checksum.
+pub fn migrate_session(
+    store: &Store,
+    payload: &Value,
+    wait: Duration,
+) -> Result<Value, EngineError> {
+    let args: MigrateArgs = parse(payload, "migrate_session")?;
+    crate::store::migrate_session(store, &args.to, &args.session, wait)
 }
 
 fn parse<T: for<'de> Deserialize<'de> + OpPayload>(
@@ -125,6 +158,14 @@ trait OpPayload: Sized {
 impl OpPayload for DoctorArgs {
     fn when_absent(_: &str) -> Result<Self, EngineError> {
         Ok(DoctorArgs::default())
+    }
+}
+
+impl OpPayload for MigrateArgs {
+    fn when_absent(op: &str) -> Result<Self, EngineError> {
+        Err(EngineError::invalid_input(format!(
+            "{op}: needs a payload {{\"to\": \"postgres://…\", \"session\": \"<id>\"}}"
+        )))
     }
 }
 

@@ -1,5 +1,7 @@
 //! One writer per session: an exclusive lock on a file per session, held by the engine instance
-//! that writes the session for as long as it does.
+//! that writes the session for as long as it does. A store in PostgreSQL, which gateways on
+//! several machines share, takes a PostgreSQL advisory lock instead (`store/postgres`), with
+//! the same wait and the same one-line error.
 //!
 //! An OS file lock (not a row in the database) because the operating system drops it when its
 //! holder dies, `kill -9` included, so a crashed writer never leaves a session locked until
@@ -16,16 +18,49 @@ use ctxhost_sdk::EngineError;
 use sha2::{Digest, Sha256};
 
 use crate::private_files;
+use crate::store::postgres::AdvisoryLock;
+use crate::store::Store;
 
 /// The lock on one session, released when dropped.
-#[derive(Debug)]
 pub struct SessionLock {
     session_id: String,
-    // Held open for the lock's lifetime: closing the file releases it.
-    _file: File,
+    _held: Held,
+}
+
+impl std::fmt::Debug for SessionLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLock")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What holds the lock: closing it releases it.
+enum Held {
+    File { _file: File },
+    Advisory { _lock: AdvisoryLock },
 }
 
 impl SessionLock {
+    /// Takes the lock of `session_id` where the store's writers meet: in the database for a
+    /// store in PostgreSQL, else under `data_dir`.
+    pub fn acquire_for(
+        store: &Store,
+        data_dir: &Path,
+        session_id: &str,
+        wait: Duration,
+    ) -> Result<SessionLock, EngineError> {
+        match store {
+            Store::Postgres(postgres) => Ok(SessionLock {
+                session_id: session_id.to_string(),
+                _held: Held::Advisory {
+                    _lock: AdvisoryLock::acquire(postgres.url(), session_id, wait)?,
+                },
+            }),
+            Store::Sqlite(_) => SessionLock::acquire(data_dir, session_id, wait),
+        }
+    }
+
     /// Takes the lock of `session_id` under `data_dir`, waiting up to `wait` for another
     /// holder to let go.
     pub fn acquire(
@@ -74,7 +109,7 @@ impl SessionLock {
             .and_then(|_| writeln!(file, "pid {}", std::process::id()));
         Ok(SessionLock {
             session_id: session_id.to_string(),
-            _file: file,
+            _held: Held::File { _file: file },
         })
     }
 

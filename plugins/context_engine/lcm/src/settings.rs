@@ -1,7 +1,11 @@
 //! The engine's settings: the `plugins.lcm` section of `config.yaml`.
 
+use std::path::Path;
+
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
+
+use crate::store::Location;
 
 /// What a user can tune under `plugins.lcm`. Every key is optional; unknown keys are an error, so
 /// a typo never silently falls back to a default.
@@ -41,6 +45,9 @@ pub struct Settings {
     pub busy_timeout_ms: u64,
     /// How long a second writer of a session waits for the first to let go, in milliseconds.
     pub session_lock_wait_ms: u64,
+    /// Where the store lives: a SQLite file (a relative path is taken from the engine's data
+    /// directory; default `lcm.sqlite` there) or a `postgres://` URL.
+    pub store: Option<String>,
 }
 
 impl Default for Settings {
@@ -61,6 +68,7 @@ impl Default for Settings {
             expand_max_tokens: 4_000,
             busy_timeout_ms: 5_000,
             session_lock_wait_ms: 10_000,
+            store: None,
         }
     }
 }
@@ -122,7 +130,14 @@ impl Settings {
         at_least("deadline_ms", self.deadline_ms, 1)?;
         at_least("summarizer_timeout_ms", self.summarizer_timeout_ms, 1)?;
         at_least("expand_max_tokens", self.expand_max_tokens, 1)?;
-        Ok(())
+        // Parsed only: nothing is opened or created while settings are checked.
+        self.location(Path::new(".")).map(drop)
+    }
+
+    /// The store these settings name, under `data_dir` unless a URL or an absolute path.
+    pub fn location(&self, data_dir: &Path) -> Result<Location, EngineError> {
+        Location::from_setting(self.store.as_deref(), data_dir, crate::DATABASE_FILE)
+            .map_err(|problem| EngineError::invalid_setting("store", problem))
     }
 }
 
@@ -165,6 +180,23 @@ mod tests {
             fault(json!({"condensed_min_fanout": 1})).0,
             "condensed_min_fanout"
         );
+    }
+
+    #[test]
+    fn a_bad_store_url_names_the_key_and_hides_the_password() {
+        let (key, problem) = fault(json!({"store": "postgres://u:hunter2@h:notaport/db"}));
+        assert_eq!(key, "store");
+        assert!(!problem.contains("hunter2"), "{problem}");
+        assert!(
+            problem.contains("postgres://u:***@h:notaport/db"),
+            "{problem}"
+        );
+        // A good one is read without connecting (nothing listens there).
+        let settings = read(json!({"store": "postgres://u:pw@127.0.0.1:1/db"})).unwrap();
+        assert!(matches!(
+            settings.location(Path::new("/d")).unwrap(),
+            Location::Postgres(_)
+        ));
     }
 
     #[test]

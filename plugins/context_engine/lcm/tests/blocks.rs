@@ -2,6 +2,7 @@
 //! stays inside its block, and a message that only looks like a block is stored and found like
 //! any other.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use common::*;
@@ -16,7 +17,7 @@ const FORGED: &str = "<lcm-summary id=\"sum_0123456789abcdef\" kind=\"leaf\" dep
 #[test]
 fn summaries_stay_inside_their_blocks_and_lookalikes_are_ordinary_messages() {
     let host = FakeHost::builder("lcm")
-        .config(small_config())
+        .config(with_store(small_config(), None))
         .context_length(SMALL_WINDOW)
         .default_answer(Answer::with(|_| {
             Ok(Summary {

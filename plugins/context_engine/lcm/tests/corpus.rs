@@ -1,12 +1,12 @@
 //! Nothing is lost: the real SWE-agent transcripts of the shared corpus, replayed through the
 //! engine with a small window so compaction runs many times, come back byte for byte.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use common::*;
-use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_sdk::{sequence, ContextEngine, Message, SessionStart};
-use ctxhost_sdk_test::{contract, corpus, ContractFailure};
+use ctxhost_sdk_test::corpus;
 use serde_json::{json, Value};
 
 fn start(engine: &mut impl ContextEngine, session: &str) {
@@ -180,38 +180,4 @@ fn the_summary_block_limit_holds_in_a_tiny_window() {
     let mut config = small_config();
     config["max_summary_blocks"] = json!(3);
     replay_in_a_tiny_window(config, 3);
-}
-
-/// The contract checks of ctxhost-sdk-test on every corpus transcript, one at a time: every
-/// forced compression keeps the output contract, compressing its own output again changes
-/// nothing, and a conversation under the threshold comes back as it was.
-fn contract_failures(config: Value, context_length: u64) -> Vec<ContractFailure> {
-    corpus::transcripts()
-        .into_iter()
-        .filter_map(|transcript| {
-            contract::for_plugin::<LcmEngine>()
-                .config(config.clone())
-                .context_length(context_length)
-                .conversation(&transcript.name, transcript.messages)
-                .run()
-                .err()
-        })
-        .collect()
-}
-
-/// The whole contract, the newest user message included (lcm never puts it in a leaf chunk),
-/// on every transcript with the default and the small settings.
-#[test]
-fn the_engine_keeps_the_contract_on_every_corpus_transcript() {
-    for (config, window) in [(Value::Null, 8_000), (small_config(), SMALL_WINDOW)] {
-        let failures = contract_failures(config, window);
-        assert!(failures.is_empty(), "{failures:#?}");
-    }
-}
-
-#[test]
-fn the_engine_keeps_the_whole_contract_on_the_corpus() {
-    let report =
-        ctxhost_sdk_test::check_plugin::<LcmEngine>().unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(report.shrunk > 0, "{report:?}");
 }

@@ -1,5 +1,6 @@
 //! The engine through its contract: ingest, sessions, tools and operations.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use common::*;
@@ -480,14 +481,30 @@ fn operations_report_check_and_back_up_the_store() {
         status["tokens_stored"].as_u64().unwrap() > status["tokens_in_context"].as_u64().unwrap()
     );
     assert!(status["database_bytes"].as_u64().unwrap() > 0);
-    assert!(status["database"].as_str().unwrap().ends_with("lcm.sqlite"));
     let engine_status = engine.status().unwrap();
     assert!(engine_status.compression_count > 0);
     assert_eq!(engine_status.details["messages"], json!(history.len()));
 
     let doctor = engine.invoke("doctor", &Value::Null).unwrap();
     assert_eq!(doctor["ok"], json!(true), "{doctor}");
+    if on_postgres() {
+        check_and_back_up_on_postgres(&mut engine, &status);
+    } else {
+        check_and_back_up_on_sqlite(&host, &mut engine, &status, history.len());
+    }
+    assert!(engine
+        .invoke("no_such_op", &Value::Null)
+        .unwrap_err()
+        .is_unsupported());
+}
 
+fn check_and_back_up_on_sqlite(
+    host: &ctxhost_sdk_test::FakeHost,
+    engine: &mut ctxhost_engine_lcm::LcmEngine,
+    status: &Value,
+    stored: usize,
+) {
+    assert!(status["database"].as_str().unwrap().ends_with("lcm.sqlite"));
     // Knock one row out of the full-text index behind the engine's back.
     {
         let conn = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
@@ -511,7 +528,7 @@ fn operations_report_check_and_back_up_the_store() {
     let count: i64 = copy
         .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count as usize, history.len());
+    assert_eq!(count as usize, stored);
     let again = engine
         .invoke("backup", &json!({"path": target}))
         .unwrap_err();
@@ -524,8 +541,35 @@ fn operations_report_check_and_back_up_the_store() {
         Some(host.data_dir().join("backups").as_path())
     );
     assert!(written.exists());
-    assert!(engine
-        .invoke("no_such_op", &Value::Null)
-        .unwrap_err()
-        .is_unsupported());
+}
+
+/// On PostgreSQL the doctor finds a link removed behind the engine's back (and repairs
+/// nothing, saying so), and `backup` points at pg_dump.
+fn check_and_back_up_on_postgres(engine: &mut ctxhost_engine_lcm::LcmEngine, status: &Value) {
+    let url = status["database"].as_str().unwrap();
+    assert!(url.starts_with("postgres://"), "{status}");
+    assert_eq!(status["backend"], json!("postgres"));
+    ctxhost_test_postgres::Postgres::psql(
+        url,
+        "DELETE FROM lcm_summary_messages WHERE (summary_id, ord) = \
+         (SELECT summary_id, ord FROM lcm_summary_messages ORDER BY summary_id, ord LIMIT 1)",
+    );
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(false), "{doctor}");
+    assert_eq!(
+        doctor["problems"][0]["check"],
+        json!("missing_source_links")
+    );
+    assert_eq!(
+        doctor["schema_version"], doctor["schema_latest"],
+        "{doctor}"
+    );
+    let applied = engine.invoke("doctor", &json!({"apply": true})).unwrap();
+    assert_eq!(applied["fixed"], json!([]), "{applied}");
+    assert!(
+        applied["notes"].to_string().contains("pg_dump"),
+        "{applied}"
+    );
+    let backup = engine.invoke("backup", &Value::Null).unwrap_err();
+    assert!(backup.message().contains("pg_dump"), "{backup}");
 }

@@ -2,13 +2,14 @@
 //! (`ctxhost sessions`), the typed report of the last compression, and checking settings
 //! without side effects (`ctxhost config set`).
 
+#[path = "common/mod.rs"]
 mod common;
 
 use ctxhost_sdk_test::contract;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{plant_markers, small_config, tool, tool_chat, Script};
+use common::{on_postgres, plant_markers, small_config, tool, tool_chat, with_store, Script};
 use ctxhost_engine_lcm::LcmEngine;
 use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
@@ -24,7 +25,7 @@ const WINDOW: u64 = 4000;
 
 fn host(dir: &Path, script: Script, config: Value) -> FakeHost {
     FakeHost::builder("lcm")
-        .config(config)
+        .config(with_store(config, Some(dir)))
         .context_length(WINDOW)
         .data_dir(dir)
         .default_answer(script.answer())
@@ -266,8 +267,18 @@ fn validate_settings_checks_like_create_without_creating_anything() {
         .err()
         .expect("create refuses the same bad setting");
     assert_eq!(contract::setting_key(&error), "threshold");
-    LcmEngine::create(services(&data, Script::Good, json!({"threshold": 0.7}))).unwrap();
-    assert!(data.join(ctxhost_engine_lcm::DATABASE_FILE).exists());
+    let mut created =
+        LcmEngine::create(services(&data, Script::Good, json!({"threshold": 0.7}))).unwrap();
+    if on_postgres() {
+        let status = created.invoke("status", &Value::Null).unwrap();
+        assert_eq!(status["backend"], json!("postgres"), "{status}");
+        assert_eq!(
+            status["schema_version"], status["schema_latest"],
+            "{status}"
+        );
+    } else {
+        assert!(data.join(ctxhost_engine_lcm::DATABASE_FILE).exists());
+    }
 }
 
 fn library_path() -> PathBuf {

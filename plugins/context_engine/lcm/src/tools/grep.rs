@@ -1,4 +1,5 @@
-//! `lcm_grep`: full-text (FTS5) or regex search over messages and summaries.
+//! `lcm_grep`: full-text or regex search over messages and summaries (FTS5 on SQLite;
+//! `tsvector`, trigrams and `~` on PostgreSQL).
 
 use std::cmp::Ordering;
 
@@ -8,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::snippet;
 use super::{parse_args, ToolContext, ToolError, ToolResult};
-use crate::store::{message_id, Hit};
+use crate::store::{message_id, FullTextQuery, Hit, Term};
 
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 200;
@@ -169,29 +170,57 @@ fn order(a: &Hit, b: &Hit, relevance: bool) -> Ordering {
     by_rank.then_with(|| b.recency().cmp(&a.recency()))
 }
 
-/// The pattern as a safe FTS5 query: each word becomes a quoted phrase (so punctuation and
-/// FTS operators in it are literal), all words required; a trailing `*` keeps prefix search.
-fn fts_query(pattern: &str) -> Result<(String, Vec<String>), ToolError> {
-    let mut parts = Vec::new();
+/// The pattern as a full-text query: each whitespace-separated word a term matched as a
+/// phrase (punctuation and operators in it are literal), all required; a trailing `*` keeps
+/// prefix search. Also the terms, for placing snippets.
+fn fts_query(pattern: &str) -> Result<(FullTextQuery, Vec<String>), ToolError> {
+    let mut query = FullTextQuery {
+        terms: Vec::new(),
+        any: false,
+    };
     let mut terms = Vec::new();
     for word in pattern.split_whitespace() {
-        let (word, star) = match word.strip_suffix('*') {
-            Some(stem) => (stem, "*"),
-            None => (word, ""),
+        let (word, prefix) = match word.strip_suffix('*') {
+            Some(stem) => (stem, true),
+            None => (word, false),
         };
         let word = word.replace('"', "");
         if !word.chars().any(char::is_alphanumeric) {
             continue;
         }
-        parts.push(format!("\"{word}\"{star}"));
+        query.terms.push(Term {
+            text: word.clone(),
+            prefix,
+        });
         terms.push(word);
     }
-    if parts.is_empty() {
+    if query.terms.is_empty() {
         return Err(ToolError(format!(
             "pattern `{pattern}` has no words to search for (use mode \"regex\" for symbols)"
         )));
     }
-    Ok((parts.join(" "), terms))
+    Ok((query, terms))
+}
+
+/// The pattern itself when PostgreSQL's `~` matches at least what Rust's `regex` does with it,
+/// so the database may skip the rows that cannot match (the engine still decides with
+/// `regex`). Only a conservative common subset qualifies: no escapes of letters or digits
+/// (`\b` is a backspace to PostgreSQL), no `(?` flags or groups, no nested classes.
+fn posix_prefilter(pattern: &str) -> Option<&str> {
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(next) if next.is_ascii_punctuation() => {}
+                _ => return None,
+            },
+            '(' if chars.peek() == Some(&'?') => return None,
+            '[' if matches!(chars.peek(), Some('[') | Some(':')) => return None,
+            '&' | '~' | '{' | '}' => return None,
+            _ => {}
+        }
+    }
+    Some(pattern)
 }
 
 fn regex_messages(
@@ -203,8 +232,11 @@ fn regex_messages(
     hits: &mut Vec<Hit>,
 ) -> Result<(), ctxhost_sdk::EngineError> {
     let mut found = 0;
-    ctx.store
-        .scan_messages(ctx.conv, range, |rowid, seq, role, text| {
+    ctx.store.scan_messages(
+        ctx.conv,
+        range,
+        posix_prefilter(regex.as_str()),
+        |rowid, seq, role, text| {
             let count = if relevance {
                 regex.find_iter(text).count()
             } else {
@@ -222,7 +254,8 @@ fn regex_messages(
             }
             // Newest first: for recency order the first `wanted` matches are the page.
             relevance || found < wanted
-        })
+        },
+    )
 }
 
 fn regex_summaries(
@@ -234,17 +267,19 @@ fn regex_summaries(
     hits: &mut Vec<Hit>,
 ) -> Result<(), ctxhost_sdk::EngineError> {
     let mut found = 0;
-    ctx.store.scan_summaries(ctx.conv, range, |summary| {
-        let count = regex.find_iter(&summary.text).count();
-        if count > 0 {
-            hits.push(Hit::Summary {
-                summary,
-                rank: -(count as f64),
-            });
-            found += 1;
-        }
-        relevance || found < wanted
-    })
+    let prefilter = posix_prefilter(regex.as_str());
+    ctx.store
+        .scan_summaries(ctx.conv, range, prefilter, |summary| {
+            let count = regex.find_iter(&summary.text).count();
+            if count > 0 {
+                hits.push(Hit::Summary {
+                    summary,
+                    rank: -(count as f64),
+                });
+                found += 1;
+            }
+            relevance || found < wanted
+        })
 }
 
 #[cfg(test)]
@@ -252,10 +287,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fts_queries_quote_every_word() {
+    fn full_text_queries_keep_every_word_literal() {
         let (query, terms) = fts_query("ZEBRA-42 \"x\" pref* -- AND").unwrap();
-        assert_eq!(query, "\"ZEBRA-42\" \"x\" \"pref\"* \"AND\"");
+        let term = |text: &str, prefix| Term {
+            text: text.to_string(),
+            prefix,
+        };
+        assert_eq!(
+            query.terms,
+            [
+                term("ZEBRA-42", false),
+                term("x", false),
+                term("pref", true),
+                term("AND", false)
+            ]
+        );
         assert_eq!(terms, ["ZEBRA-42", "x", "pref", "AND"]);
         assert!(fts_query(" -- ").is_err());
+    }
+
+    #[test]
+    fn only_patterns_both_dialects_read_alike_go_to_the_database() {
+        assert_eq!(
+            posix_prefilter("err(or)? \\(x\\)"),
+            Some("err(or)? \\(x\\)")
+        );
+        assert_eq!(posix_prefilter("[a-z]+_id"), Some("[a-z]+_id"));
+        assert_eq!(posix_prefilter("\\bword\\b"), None);
+        assert_eq!(posix_prefilter("(?i)word"), None);
+        assert_eq!(posix_prefilter("[[:alpha:]]"), None);
+        assert_eq!(posix_prefilter("a{2}"), None);
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::snippet;
 use super::{parse_args, ToolContext, ToolError, ToolResult};
-use crate::store::{message_id, parse_message_id, Hit};
+use crate::store::{message_id, parse_message_id, FullTextQuery, Hit, Term};
 use crate::summarize::{self, render_sources, Source};
 use ctxhost_sdk::{EngineError, SummarizeRequest, SummaryShape};
 
@@ -190,12 +190,17 @@ fn by_ids(
 }
 
 fn by_search(ctx: &ToolContext<'_>, terms: &[String]) -> Result<Vec<Gathered>, EngineError> {
-    let query = terms
-        .iter()
-        .map(|t| format!("\"{t}\""))
-        .collect::<Vec<_>>()
+    let query = FullTextQuery {
+        terms: terms
+            .iter()
+            .map(|t| Term {
+                text: t.replace('"', ""),
+                prefix: false,
+            })
+            .collect(),
         // Any word may match: a question's words rarely all occur in one turn.
-        .join(" OR ");
+        any: true,
+    };
     let all = (i64::MIN, i64::MAX);
     let mut hits = ctx
         .store

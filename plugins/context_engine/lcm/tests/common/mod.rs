@@ -3,7 +3,10 @@
 
 #![allow(dead_code)] // Each test file uses a different part of this module.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use ctxhost_engine_lcm::LcmEngine;
@@ -70,11 +73,47 @@ impl Script {
     }
 }
 
+/// Whether the suite runs with its stores in PostgreSQL. The `on_postgres` test binary
+/// includes the same test files as modules of its own, so this module's path says so.
+pub fn on_postgres() -> bool {
+    module_path!().starts_with("on_postgres::")
+}
+
+/// The PostgreSQL database of each data directory, so an engine created again on the same
+/// directory (a restart) finds its store, as it finds the SQLite file there.
+static DATABASES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+
+/// `config` with the store the suite runs on: as it is for SQLite (the default file in the
+/// data directory); on PostgreSQL `store` set to a database of its own, one per `data_dir`
+/// (a fresh one when `None`). A config that names a store already keeps it.
+pub fn with_store(config: Value, data_dir: Option<&Path>) -> Value {
+    if !on_postgres() || config.get("store").is_some() {
+        return config;
+    }
+    let url = match data_dir {
+        None => ctxhost_test_postgres::Postgres::database("lcm"),
+        Some(dir) => {
+            let mut databases = DATABASES.lock().unwrap();
+            databases
+                .get_or_insert_with(HashMap::new)
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| ctxhost_test_postgres::Postgres::database("lcm"))
+                .clone()
+        }
+    };
+    let mut config = match config {
+        Value::Object(map) => Value::Object(map),
+        _ => json!({}),
+    };
+    config["store"] = json!(url);
+    config
+}
+
 /// A fake host for lcm (data directory in a fresh temporary directory, one token per 4
-/// characters) whose summarizer follows `script`.
+/// characters) whose summarizer follows `script`; its store where the suite runs.
 pub fn host(script: Script, config: Value, context_length: u64) -> FakeHost {
     FakeHost::builder("lcm")
-        .config(config)
+        .config(with_store(config, None))
         .context_length(context_length)
         .default_answer(script.answer())
         .build()

@@ -5,10 +5,11 @@ use std::collections::HashSet;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, Store, StoreError};
+use super::{now_ms, ItemKey, NewMessage, Prev, RawRef, SqliteStore, StoreError};
+use crate::store::{context_change, ContextChange};
 use ctxhost_sdk::EngineError;
 
-/// Messages stored per transaction by [`Store::append_messages`].
+/// Messages stored per transaction by [`SqliteStore::append_messages`].
 const APPEND_BATCH: usize = 20_000;
 
 const RAW_COLUMNS: &str = "id, seq, prev_id, hash";
@@ -22,7 +23,7 @@ fn raw_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRef> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Hashes of the head (leading system) messages stored for a conversation.
     pub fn head_hashes(&self, conv: i64) -> Result<HashSet<String>, EngineError> {
         self.read(|c| {
@@ -241,22 +242,13 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rows)
         })?;
-        let same = current
-            .iter()
-            .zip(items)
-            .take_while(|((_, message, summary), item)| match item {
-                ItemKey::Message(rowid) => *message == Some(*rowid),
-                ItemKey::Summary(id) => summary.as_deref() == Some(id.as_str()),
-            })
-            .count();
-        if same == current.len() && same == items.len() {
+        let Some(ContextChange {
+            kept: same,
+            delete_from: from,
+            next_position: next,
+        }) = context_change(&current, items)
+        else {
             return Ok(());
-        }
-        let from = current.get(same).map(|(position, ..)| *position);
-        let next = if same == 0 {
-            0
-        } else {
-            current[same - 1].0 + 1
         };
         self.write(|tx| {
             if let Some(from) = from {

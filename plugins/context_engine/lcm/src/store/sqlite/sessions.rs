@@ -9,7 +9,13 @@ use ctxhost_sdk::{EngineError, SessionInfo};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
-use super::{Store, StoreError};
+use std::collections::HashMap;
+
+use super::queries::{json_at, summary_from_row, SUMMARY_COLUMNS};
+use super::{SqliteStore, StoreError};
+use crate::store::migrate::{
+    CompactionDump, ContextDump, ConversationDump, MessageDump, SessionDump, SummaryDump,
+};
 
 /// One row per session with messages: id, messages, conversations, summaries, deepest
 /// summary, newest conversation, last change (RFC 3339, UTC). `?1` limits it to one session
@@ -71,7 +77,7 @@ const DELETE_SESSION: &[&str] = &[
     "DELETE FROM conversations WHERE session_id = ?1",
 ];
 
-impl Store {
+impl SqliteStore {
     /// Every session holding messages, by id.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, EngineError> {
         self.read(|c| sessions(c, None))
@@ -100,6 +106,109 @@ impl Store {
             Ok(held > 0)
         })
     }
+}
+
+impl SqliteStore {
+    /// Everything stored for `session_id`, for `migrate_session`.
+    pub fn export_session(&self, session_id: &str) -> Result<SessionDump, EngineError> {
+        self.read(|c| export(c, session_id))
+    }
+}
+
+fn export(c: &Connection, session_id: &str) -> Result<SessionDump, StoreError> {
+    let mut dump = SessionDump::default();
+    let conversations = c
+        .prepare("SELECT id, created_at FROM conversations WHERE session_id = ?1 ORDER BY id")?
+        .query_map([session_id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (conv, created_at) in conversations {
+        let mut out = ConversationDump {
+            created_at,
+            ..ConversationDump::default()
+        };
+        let mut messages = c.prepare(
+            "SELECT m.seq, m.role, m.head, m.json, m.tokens, m.hash, p.seq, m.created_at \
+             FROM messages m LEFT JOIN messages p ON p.id = m.prev_id \
+             WHERE m.conversation_id = ?1 ORDER BY m.seq",
+        )?;
+        out.messages = messages
+            .query_map([conv], |r| {
+                Ok(MessageDump {
+                    seq: r.get(0)?,
+                    role: r.get(1)?,
+                    head: r.get(2)?,
+                    json: json_at(r, 3)?,
+                    tokens: r.get(4)?,
+                    hash: r.get(5)?,
+                    prev_seq: r.get(6)?,
+                    created_at: r.get(7)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut sources: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut links = c.prepare(
+            "SELECT sm.summary_id, m.seq FROM summary_messages sm \
+             JOIN summaries s ON s.id = sm.summary_id \
+             JOIN messages m ON m.id = sm.message_id \
+             WHERE s.conversation_id = ?1 ORDER BY sm.summary_id, sm.ord",
+        )?;
+        for link in links.query_map([conv], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))? {
+            let (summary, seq) = link?;
+            sources.entry(summary).or_default().push(seq);
+        }
+        let mut children: HashMap<String, Vec<String>> = HashMap::new();
+        let mut links = c.prepare(
+            "SELECT p.parent_id, p.child_id FROM summary_parents p \
+             JOIN summaries s ON s.id = p.parent_id \
+             WHERE s.conversation_id = ?1 ORDER BY p.parent_id, p.ord",
+        )?;
+        for link in links.query_map([conv], |r| Ok((r.get::<_, String>(0)?, r.get(1)?)))? {
+            let (parent, child) = link?;
+            children.entry(parent).or_default().push(child);
+        }
+        let mut summaries = c.prepare(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM summaries s WHERE s.conversation_id = ?1"
+        ))?;
+        for summary in summaries.query_map([conv], |r| summary_from_row(r, 0))? {
+            let mut summary = summary?;
+            summary.conversation_id = 0;
+            out.summaries.push(SummaryDump {
+                sources: sources.remove(&summary.id).unwrap_or_default(),
+                children: children.remove(&summary.id).unwrap_or_default(),
+                row: summary,
+            });
+        }
+        out.summaries.sort_by(|a, b| a.row.id.cmp(&b.row.id));
+        let mut items = c.prepare(
+            "SELECT ci.position, m.seq, ci.summary_id FROM context_items ci \
+             LEFT JOIN messages m ON m.id = ci.message_id \
+             WHERE ci.conversation_id = ?1 ORDER BY ci.position",
+        )?;
+        out.context = items
+            .query_map([conv], |r| {
+                Ok(ContextDump {
+                    position: r.get(0)?,
+                    message_seq: r.get(1)?,
+                    summary_id: r.get(2)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut compactions = c.prepare(
+            "SELECT created_at, report FROM compactions WHERE conversation_id = ?1 ORDER BY id",
+        )?;
+        out.compactions = compactions
+            .query_map([conv], |r| {
+                Ok(CompactionDump {
+                    created_at: r.get(0)?,
+                    report: r.get(1)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        dump.conversations.push(out);
+    }
+    Ok(dump)
 }
 
 fn sessions(c: &Connection, only: Option<&str>) -> Result<Vec<SessionInfo>, StoreError> {

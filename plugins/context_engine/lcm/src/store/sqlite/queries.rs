@@ -1,4 +1,4 @@
-//! Every query the engine runs, as methods of [`Store`].
+//! The engine's queries on SQLite, as methods of [`SqliteStore`].
 
 use std::path::Path;
 
@@ -7,9 +7,10 @@ use rusqlite::{params, OptionalExtension, Row};
 use serde_json::Value;
 
 use super::{
-    now_ms, ContextItem, ItemRow, Sources, Store, StoreError, StoredMessage, SummaryKind,
-    SummaryRow,
+    now_ms, ContextItem, Hit, ItemRow, Sources, SqliteStore, Stats, StoreError, StoredMessage,
+    SummaryKind, SummaryRow,
 };
+use crate::store::{searchable, FullTextQuery};
 use ctxhost_sdk::EngineError;
 
 impl FromSql for SummaryKind {
@@ -44,18 +45,12 @@ pub(super) fn json_at(row: &Row<'_>, at: usize) -> rusqlite::Result<String> {
     })
 }
 
-/// What search sees of a stored message: derived from its JSON, never stored twice.
-pub(super) fn searchable(json: &str, seq: i64) -> Result<String, StoreError> {
-    let message: ctxhost_sdk::Message = serde_json::from_str(json)
-        .map_err(|e| StoreError::Corrupt(format!("message {}: {e}", super::message_id(seq))))?;
-    Ok(message.searchable_text().into_owned())
-}
-
-const SUMMARY_COLUMNS: &str = "s.id, s.conversation_id, s.kind, s.depth, s.seq_start, s.seq_end, \
+pub(super) const SUMMARY_COLUMNS: &str =
+    "s.id, s.conversation_id, s.kind, s.depth, s.seq_start, s.seq_end, \
      s.time_start, s.time_end, s.message_count, s.source_tokens, s.tokens, s.block_tokens, \
      s.text, s.summarizer, s.escalation, s.created_at";
 
-fn summary_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<SummaryRow> {
+pub(super) fn summary_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<SummaryRow> {
     Ok(SummaryRow {
         id: row.get(at)?,
         conversation_id: row.get(at + 1)?,
@@ -76,54 +71,7 @@ fn summary_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<SummaryRow> {
     })
 }
 
-/// A full-text or regex match.
-#[derive(Debug, Clone)]
-pub enum Hit {
-    Message {
-        rowid: i64,
-        seq: i64,
-        role: String,
-        text: String,
-        /// bm25 rank for full-text matches (lower is better), match count for regex (higher is
-        /// better, stored negated so lower is better too).
-        rank: f64,
-    },
-    Summary {
-        summary: SummaryRow,
-        rank: f64,
-    },
-}
-
-impl Hit {
-    /// The newest sequence number the hit covers (for recency order).
-    pub fn recency(&self) -> i64 {
-        match self {
-            Hit::Message { seq, .. } => *seq,
-            Hit::Summary { summary, .. } => summary.seq_end,
-        }
-    }
-
-    pub fn rank(&self) -> f64 {
-        match self {
-            Hit::Message { rank, .. } | Hit::Summary { rank, .. } => *rank,
-        }
-    }
-}
-
-/// Sizes of one conversation's store, for `status`.
-#[derive(Debug, Clone, Default)]
-pub struct Stats {
-    pub messages: u64,
-    pub head_messages: u64,
-    pub message_tokens: u64,
-    /// (depth, count, tokens)
-    pub summaries_by_depth: Vec<(u32, u64, u64)>,
-    pub context_messages: u64,
-    pub context_summaries: u64,
-    pub compactions: u64,
-}
-
-impl Store {
+impl SqliteStore {
     // --- conversations -------------------------------------------------------------------
 
     /// The conversation a session currently writes to, created on first use.
@@ -424,7 +372,7 @@ impl Store {
     pub fn fts_messages(
         &self,
         conv: i64,
-        query: &str,
+        query: &FullTextQuery,
         (since, before): (i64, i64),
         relevance: bool,
         limit: usize,
@@ -434,6 +382,7 @@ impl Store {
         } else {
             "messages_fts.rowid DESC"
         };
+        let query = fts5_query(query);
         let sql = format!(
             "SELECT messages_fts.rowid, messages_fts.rank FROM messages_fts \
              CROSS JOIN messages m ON m.id = messages_fts.rowid \
@@ -466,15 +415,16 @@ impl Store {
     }
 
     /// Full-text matches among a conversation's summaries overlapping `since <= seq < before`,
-    /// in the same two steps as [`Store::fts_messages`].
+    /// in the same two steps as [`SqliteStore::fts_messages`].
     pub fn fts_summaries(
         &self,
         conv: i64,
-        query: &str,
+        query: &FullTextQuery,
         (since, before): (i64, i64),
         relevance: bool,
         limit: usize,
     ) -> Result<Vec<Hit>, EngineError> {
+        let query = fts5_query(query);
         // Newest first walks the conversation's summaries by `seq_end` (an index) and keeps
         // those in the match set, which is read once: no sorter, no lookup and no rank for the
         // matches past the page. Relevance needs every match's rank anyway.
@@ -660,6 +610,17 @@ impl Store {
         wal.push("-wal");
         (size(&self.path), size(Path::new(&wal)))
     }
+}
+
+/// The query in FTS5's language: each term a quoted phrase (so punctuation and FTS operators
+/// in it are literal), all required; `*` after a prefix term.
+fn fts5_query(query: &FullTextQuery) -> String {
+    query
+        .terms
+        .iter()
+        .map(|term| format!("\"{}\"{}", term.text, if term.prefix { "*" } else { "" }))
+        .collect::<Vec<_>>()
+        .join(if query.any { " OR " } else { " " })
 }
 
 /// The context items at `replaced` give way to `summary`, which takes the first one's position.

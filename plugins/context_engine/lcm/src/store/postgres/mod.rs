@@ -1,0 +1,222 @@
+//! The store in PostgreSQL (`plugins.lcm.store: postgres://…`): the same rows as in SQLite,
+//! in tables named `lcm_*`, which several gateways on different machines can share.
+//!
+//! The engine holds one connection of its own (the synchronous `postgres` client), over TLS
+//! when the server offers it (rustls with Mozilla's roots; `sslmode` in the URL decides, as
+//! libpq's does). A connection that drops is opened again at the next call. `schema.rs` holds
+//! the tables and migrations, `queries.rs`, `ingest.rs` and `search.rs` the engine's queries,
+//! `sessions.rs` listing, deleting and copying sessions, `doctor.rs` the checks,
+//! `session_lock.rs` the advisory lock that keeps one writer per session across machines.
+
+mod doctor;
+mod ingest;
+mod queries;
+pub mod schema;
+mod search;
+mod session_lock;
+mod sessions;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ctxhost_sdk::EngineError;
+use postgres::{Client, Transaction};
+
+pub use session_lock::AdvisoryLock;
+
+use super::location::PostgresUrl;
+use super::StoreError;
+
+/// The name the engine's connections carry in `pg_stat_activity`.
+const APPLICATION: &str = "ctxhost lcm";
+
+/// The store's connection, or the reason there is none.
+pub struct PostgresStore {
+    url: PostgresUrl,
+    /// How long to wait for the server to answer a connection.
+    connect_timeout: Duration,
+    client: Mutex<Option<Client>>,
+    unusable: Option<String>,
+}
+
+impl PostgresStore {
+    /// Connects to `url` and creates or migrates the engine's tables.
+    pub fn open(
+        url: &PostgresUrl,
+        connect_timeout: Duration,
+    ) -> Result<PostgresStore, EngineError> {
+        let fail = |e: StoreError| EngineError::failed(format!("lcm store {}: {e}", url.masked()));
+        let mut client = connect(url, connect_timeout).map_err(fail)?;
+        schema::migrate(&mut client).map_err(fail)?;
+        Ok(PostgresStore {
+            url: url.clone(),
+            connect_timeout,
+            client: Mutex::new(Some(client)),
+            unusable: None,
+        })
+    }
+
+    /// Like [`open`](Self::open), but a database that cannot be reached or migrated gives a
+    /// store that says why on every query (and to `doctor`).
+    pub fn open_or_unusable(url: &PostgresUrl, connect_timeout: Duration) -> PostgresStore {
+        PostgresStore::open(url, connect_timeout).unwrap_or_else(|error| PostgresStore {
+            url: url.clone(),
+            connect_timeout,
+            client: Mutex::new(None),
+            unusable: Some(error.message().to_string()),
+        })
+    }
+
+    pub fn unusable(&self) -> Option<&str> {
+        self.unusable.as_deref()
+    }
+
+    /// The URL without its password.
+    pub fn location(&self) -> String {
+        self.url.masked()
+    }
+
+    pub fn url(&self) -> &PostgresUrl {
+        &self.url
+    }
+
+    pub fn error(&self, error: StoreError) -> EngineError {
+        EngineError::failed(format!("lcm store {}: {error}", self.url.masked()))
+    }
+
+    pub fn schema_version(&self) -> Result<u32, EngineError> {
+        self.read(schema::version)
+    }
+
+    /// The connection, opened again when the last one dropped.
+    fn client(&self) -> Result<MutexGuard<'_, Option<Client>>, EngineError> {
+        if let Some(why) = &self.unusable {
+            return Err(EngineError::failed(format!(
+                "{why}; run `ctxhost engine doctor` for details"
+            )));
+        }
+        let mut guard = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().is_none_or(Client::is_closed) {
+            *guard = None;
+            *guard = Some(connect(&self.url, self.connect_timeout).map_err(|e| self.error(e))?);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `body` on the connection, for reads.
+    pub(crate) fn read<T>(
+        &self,
+        body: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        body(client).map_err(|e| self.error(e))
+    }
+
+    /// Runs `body` in one transaction.
+    pub(crate) fn write<T>(
+        &self,
+        body: impl FnOnce(&mut Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        let outcome = (|| {
+            let mut tx = client.transaction()?;
+            let value = body(&mut tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        outcome.map_err(|e| self.error(e))
+    }
+
+    /// Bytes the engine's tables take, indexes and TOAST included.
+    pub fn disk_bytes(&self) -> u64 {
+        self.read(|c| {
+            let bytes: i64 = c
+                .query_one(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint \
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE c.relkind = 'r' AND c.relname LIKE 'lcm\\_%' \
+                       AND n.nspname = current_schema()",
+                    &[],
+                )?
+                .try_get(0)?;
+            Ok(bytes.max(0) as u64)
+        })
+        .unwrap_or(0)
+    }
+}
+
+/// A new connection to `url`, named for `pg_stat_activity` so a waiting writer can say who
+/// holds a session.
+pub fn connect(url: &PostgresUrl, timeout: Duration) -> Result<Client, StoreError> {
+    let mut config: postgres::Config = url
+        .secret()
+        .parse()
+        .map_err(|e| StoreError::Postgres(format!("not a PostgreSQL URL: {e}")))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout.max(Duration::from_millis(100)));
+    }
+    config.application_name(&format!(
+        "{APPLICATION} pid {} on {}",
+        std::process::id(),
+        host_name()
+    ));
+    config
+        .connect(tls()?)
+        .map_err(|e| StoreError::Postgres(format!("cannot connect: {}", describe(&e))))
+}
+
+/// TLS with Mozilla's roots; whether it is used follows the URL's `sslmode` (`prefer` by
+/// default: TLS when the server offers it).
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| StoreError::Postgres(format!("TLS setup: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+/// A driver error in words, down to its cause ("connection refused", a password refused):
+/// the server's own message when it sent one (its Display alone says "db error").
+pub fn describe(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        return db.message().to_string();
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "an unknown host".to_string())
+}
+
+/// Column `at` of `row` as `T`, a type mismatch an error (never the driver's panic).
+pub(crate) fn get<'a, T: postgres::types::FromSql<'a>>(
+    row: &'a postgres::Row,
+    at: usize,
+) -> Result<T, StoreError> {
+    Ok(row.try_get(at)?)
+}
+
+/// A count or size stored as BIGINT, as the unsigned number the rows carry.
+pub(crate) fn unsigned(row: &postgres::Row, at: usize) -> Result<u64, StoreError> {
+    let value: i64 = row.try_get(at)?;
+    u64::try_from(value)
+        .map_err(|_| StoreError::Corrupt(format!("negative count {value} in column {at}")))
+}

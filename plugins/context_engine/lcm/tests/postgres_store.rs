@@ -1,0 +1,275 @@
+//! What only the PostgreSQL store does: one writer per session across machines (an advisory
+//! lock), substring search where full-text does not serve (CJK text, identifiers), a server
+//! that cannot be reached, and `migrate_session` from a SQLite store.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use ctxhost_engine_lcm::LcmEngine;
+use ctxhost_sdk::{CompressOptions, ContextEngine, Message, SessionStart};
+use ctxhost_sdk_test::FakeHost;
+use ctxhost_test_postgres::Postgres;
+use serde_json::{json, Value};
+
+/// A host with its own data directory (another machine, as far as files go) whose store is
+/// `store` (a SQLite file in its data directory when `None`).
+fn machine(store: Option<&str>, config: Value, script: Script) -> FakeHost {
+    let mut config = match config {
+        Value::Object(map) => Value::Object(map),
+        _ => json!({}),
+    };
+    if let Some(store) = store {
+        config["store"] = json!(store);
+    }
+    FakeHost::builder("lcm")
+        .config(config)
+        .context_length(SMALL_WINDOW)
+        .default_answer(script.answer())
+        .build()
+}
+
+fn start(engine: &mut LcmEngine, session: &str) {
+    engine
+        .on_session_start(&SessionStart {
+            session_id: session.to_string(),
+            ..SessionStart::default()
+        })
+        .unwrap();
+}
+
+/// Starts `session` in a window wide enough that nothing is compacted: what comes back is the
+/// stored view itself.
+fn start_wide(engine: &mut LcmEngine, session: &str) {
+    engine
+        .on_session_start(&SessionStart {
+            session_id: session.to_string(),
+            context_length: Some(10_000_000),
+            ..SessionStart::default()
+        })
+        .unwrap();
+}
+
+fn count(url: &str, sql: &str) -> u64 {
+    Postgres::psql(url, sql).trim().parse().expect("a count")
+}
+
+#[test]
+fn a_session_has_one_writer_across_machines() {
+    let url = Postgres::database("lcm_lock");
+    let mut config = small_config();
+    config["session_lock_wait_ms"] = json!(50);
+    // The first machine's summarizer is slow: its compaction holds the session a while.
+    let slow = machine(
+        Some(&url),
+        config.clone(),
+        Script::Slow(std::time::Duration::from_secs(3)),
+    );
+    let second_host = machine(Some(&url), config, Script::Good);
+    let mut first = engine(&slow);
+    let mut second = engine(&second_host);
+    // Over the window's threshold: the first write summarizes.
+    let chat = tool_chat(40, 400);
+    start(&mut first, "shared");
+    start(&mut second, "shared");
+    std::thread::scope(|scope| {
+        let writing = scope.spawn(|| {
+            let forced = CompressOptions {
+                force: true,
+                ..CompressOptions::default()
+            };
+            first.compress(&chat, &forced).unwrap()
+        });
+        // Until the first machine holds the session's lock (a condition, not a deadline).
+        while count(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+        ) == 0
+        {
+            assert!(
+                !writing.is_finished(),
+                "the first write ended before it was seen"
+            );
+            std::thread::yield_now();
+        }
+        let error = second
+            .compress(&chat, &CompressOptions::default())
+            .expect_err("the first machine holds the session");
+        assert!(error.is_busy(), "{error}");
+        assert!(error.message().contains("session `shared`"), "{error}");
+        assert!(
+            error
+                .message()
+                .contains(&format!("ctxhost lcm pid {}", std::process::id())),
+            "the holder is named: {error}"
+        );
+        // Reading never waits, and other sessions are free.
+        tool(&mut second, "lcm_grep", json!({"pattern": "careful"}));
+        start(&mut second, "other");
+        second.compress(&chat, &CompressOptions::default()).unwrap();
+        writing.join().unwrap();
+    });
+    // Each write lets go when it ends: the second machine takes its turn.
+    assert_eq!(
+        count(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+        ),
+        0
+    );
+    start(&mut second, "shared");
+    second.compress(&chat, &CompressOptions::default()).unwrap();
+    assert_eq!(
+        count(
+            &url,
+            "SELECT count(*) FROM lcm_messages m JOIN lcm_conversations c \
+             ON c.id = m.conversation_id WHERE c.session_id = 'shared'"
+        ),
+        chat.len() as u64,
+        "each message stored once"
+    );
+}
+
+#[test]
+fn cjk_text_and_identifiers_are_found_as_substrings() {
+    let url = Postgres::database("lcm_search");
+    let mut engine = engine(&machine(Some(&url), small_config(), Script::Good));
+    let chat = vec![
+        Message::system("You are a careful agent."),
+        Message::user("検索エンジンの設計について教えてください"),
+        Message::assistant("see config.load_settings() in foo_bar.baz for the details"),
+        Message::user("and the ZEBRA-42 flag?"),
+        Message::assistant("the zebra flag is off"),
+    ];
+    engine.compress(&chat, &CompressOptions::default()).unwrap();
+    let mut seqs = |pattern: &str, mode: &str| -> Vec<i64> {
+        let answer = tool(
+            &mut engine,
+            "lcm_grep",
+            json!({"pattern": pattern, "mode": mode, "scope": "messages"}),
+        );
+        assert!(answer.get("error").is_none(), "{answer}");
+        let mut seqs: Vec<i64> = answer["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_i64().unwrap())
+            .collect();
+        seqs.sort();
+        seqs
+    };
+    // A word inside a run of CJK text, which has no spaces to split words at.
+    assert_eq!(seqs("エンジン", "full_text"), [1]);
+    assert_eq!(seqs("foo_bar.baz", "full_text"), [2]);
+    assert_eq!(seqs("load_settings", "full_text"), [2]);
+    assert_eq!(seqs("ZEBRA-42", "full_text"), [3]);
+    assert_eq!(seqs("zeb*", "full_text"), [3, 4]);
+    assert_eq!(seqs("zebra flag", "full_text"), [3, 4]);
+    // Regular expressions: one PostgreSQL reads alike (prefiltered by `~`), and one it reads
+    // differently (`\b`), decided by the engine either way.
+    assert_eq!(seqs("foo_[a-z]+\\.baz", "regex"), [2]);
+    assert_eq!(seqs("\\bzebra\\b", "regex"), [4]);
+    assert_eq!(seqs("(?i)\\bzebra\\b", "regex"), [3, 4]);
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_is_one_line_without_the_password() {
+    // A port nothing listens on: taken from the shared server's, which is ours alone.
+    let url = format!(
+        "postgres://lcm:hunter2@127.0.0.1:{}/nowhere?connect_timeout=2",
+        free_port()
+    );
+    let mut engine = engine(&machine(Some(&url), json!({}), Script::Good));
+    let error = engine
+        .compress(&tool_chat(2, 10), &CompressOptions::default())
+        .expect_err("nothing to store into");
+    let message = error.message();
+    assert!(!message.contains("hunter2"), "{message}");
+    assert!(
+        message.contains("postgres://lcm:***@127.0.0.1"),
+        "{message}"
+    );
+    assert!(!message.contains('\n'), "{message}");
+    let doctor = engine.invoke("doctor", &Value::Null).unwrap();
+    assert_eq!(doctor["ok"], json!(false), "{doctor}");
+    assert_eq!(
+        doctor["problems"][0]["check"],
+        json!("reachable"),
+        "{doctor}"
+    );
+    assert!(!doctor.to_string().contains("hunter2"), "{doctor}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_session_migrates_from_sqlite_once_and_goes_on_with_the_same_view() {
+    let url = Postgres::database("lcm_migrate");
+    let sqlite_host = machine(None, small_config(), Script::Good);
+    let mut sqlite = engine(&sqlite_host);
+    let mut history = tool_chat(60, 300);
+    let markers = plant_markers(&mut history, "m", 7);
+    start(&mut sqlite, "moved");
+    let view = replay(&mut sqlite, Vec::new(), &history);
+    sqlite.on_session_end("moved", &view).unwrap();
+    start(&mut sqlite, "other");
+    sqlite
+        .compress(&tool_chat(2, 10), &CompressOptions::default())
+        .unwrap();
+    let before = status(&mut sqlite);
+
+    let payload = json!({"to": url, "session": "moved"});
+    let copied = sqlite.invoke("migrate_session", &payload).unwrap();
+    assert_eq!(copied["status"], json!("added"), "{copied}");
+    assert_eq!(copied["checksum"], copied["target_checksum"], "{copied}");
+    let stored = sqlite.session("moved").unwrap().unwrap();
+    assert_eq!(copied["messages"], json!(stored.messages), "{copied}");
+    assert_eq!(copied["summaries"], stored.details["summaries"], "{copied}");
+    assert!(copied["summaries"].as_u64().unwrap() > 0, "{copied}");
+
+    // Twice adds nothing.
+    let again = sqlite.invoke("migrate_session", &payload).unwrap();
+    assert_eq!(again["status"], json!("unchanged"), "{again}");
+    assert_eq!(again["checksum"], copied["checksum"]);
+    assert_eq!(
+        count(&url, "SELECT count(*) FROM lcm_messages"),
+        stored.messages
+    );
+    assert_eq!(status(&mut sqlite)["messages"], before["messages"]);
+
+    // The session goes on in PostgreSQL: the same view for the same history, every marker
+    // found, the next turn stored once.
+    let mut postgres = engine(&machine(Some(&url), small_config(), Script::Good));
+    start_wide(&mut postgres, "moved");
+    let resumed = postgres
+        .compress(&view, &CompressOptions::default())
+        .unwrap();
+    start_wide(&mut sqlite, "moved");
+    let expected = sqlite.compress(&view, &CompressOptions::default()).unwrap();
+    assert_eq!(values(&resumed), values(&expected));
+    for (marker, _) in &markers {
+        let found = tool(
+            &mut postgres,
+            "lcm_grep",
+            json!({"pattern": marker, "scope": "messages"}),
+        );
+        assert_eq!(found["returned"], json!(1), "{marker}: {found}");
+    }
+    let mut next = view.clone();
+    next.push(Message::user("one more thing"));
+    postgres
+        .compress(&next, &CompressOptions::default())
+        .unwrap();
+    assert_eq!(
+        count(&url, "SELECT count(*) FROM lcm_messages"),
+        stored.messages + 1
+    );
+    // Every message but the system prompt, and the new one.
+    assert_eq!(stored_messages(&mut postgres).len(), history.len());
+}
