@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use regex::{Regex, RegexSet};
+use memchr::memmem::Finder;
+use regex::Regex;
 
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -14,8 +15,13 @@ struct Rule {
     pattern: &'static str,
     /// Replacement, with `$name` groups kept around the secret.
     replacement: &'static str,
-    /// `pattern` compiled, the first time the text holds a match (most texts hold none, and
-    /// compiling every rule cost a one-shot command more than scanning its session).
+    /// Literals every match holds one of, so a text holding none of them needs no regex
+    /// search at all; empty for a rule that is always searched.
+    literals: &'static [&'static str],
+    /// Whether the literals match in any ASCII case (the rule ignores case).
+    any_case: bool,
+    /// `pattern` compiled, the first time the text may hold a match (most texts hold none,
+    /// and compiling every rule cost a one-shot command more than scanning its session).
     compiled: OnceLock<Regex>,
 }
 
@@ -29,75 +35,151 @@ impl Rule {
 fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        let rule = |pattern: &'static str, replacement: &'static str| Rule {
+        let rule = |pattern: &'static str,
+                    replacement: &'static str,
+                    literals: &'static [&'static str]| Rule {
             pattern,
             replacement,
+            literals,
+            any_case: pattern.starts_with("(?i)"),
             compiled: OnceLock::new(),
         };
         vec![
             rule(
                 r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
                 "[REDACTED PRIVATE KEY]",
+                &["-----BEGIN "],
             ),
             // Credentials in URLs: scheme://user:password@host, whatever the password holds
             // (`/` included) short of whitespace or `@`.
             rule(
                 r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^\s@]+@",
                 "${pre}[REDACTED]@",
+                &["://"],
             ),
-            rule(r"(?i)(?P<pre>(?-u:\b)bearer\s+)[A-Za-z0-9._~+/=-]{12,}", "${pre}[REDACTED]"),
+            // No `k` or `s` in `bearer`: its case-insensitive match is ASCII's.
+            rule(
+                r"(?i)(?P<pre>(?-u:\b)bearer\s+)[A-Za-z0-9._~+/=-]{12,}",
+                "${pre}[REDACTED]",
+                &["bearer"],
+            ),
             // Provider key shapes: OpenAI / Anthropic (sk-...), GitHub, AWS, Slack, Google,
             // Stripe, Hugging Face, JWTs.
-            rule(r"(?-u:\b)sk-[A-Za-z0-9_-]{16,}", REDACTED),
-            rule(r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", REDACTED),
-            rule(r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)", REDACTED),
-            rule(r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}", REDACTED),
-            rule(r"(?-u:\b)xapp-[0-9]-[A-Za-z0-9-]{10,}", REDACTED),
+            rule(r"(?-u:\b)sk-[A-Za-z0-9_-]{16,}", REDACTED, &["sk-"]),
+            rule(
+                r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+                REDACTED,
+                &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+            ),
+            rule(
+                r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
+                REDACTED,
+                &["AKIA", "ASIA"],
+            ),
+            rule(r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}", REDACTED, &["xox"]),
+            rule(r"(?-u:\b)xapp-[0-9]-[A-Za-z0-9-]{10,}", REDACTED, &["xapp-"]),
             rule(
                 r"(?P<pre>hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}",
                 "${pre}[REDACTED]",
+                &["hooks.slack.com/"],
             ),
             // npm and PyPI publishing tokens.
-            rule(r"(?-u:\b)npm_[A-Za-z0-9]{30,}", REDACTED),
-            rule(r"(?-u:\b)pypi-[A-Za-z0-9_-]{40,}", REDACTED),
-            rule(r"(?-u:\b)AIza[0-9A-Za-z_-]{30,}", REDACTED),
-            rule(r"(?-u:\b)(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", REDACTED),
-            rule(r"(?-u:\b)whsec_[A-Za-z0-9]{24,}", REDACTED),
-            rule(r"(?-u:\b)hf_[A-Za-z0-9]{20,}", REDACTED),
-            rule(r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", REDACTED),
+            rule(r"(?-u:\b)npm_[A-Za-z0-9]{30,}", REDACTED, &["npm_"]),
+            rule(r"(?-u:\b)pypi-[A-Za-z0-9_-]{40,}", REDACTED, &["pypi-"]),
+            rule(r"(?-u:\b)AIza[0-9A-Za-z_-]{30,}", REDACTED, &["AIza"]),
+            rule(
+                r"(?-u:\b)(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+                REDACTED,
+                &["_live_", "_test_"],
+            ),
+            rule(r"(?-u:\b)whsec_[A-Za-z0-9]{24,}", REDACTED, &["whsec_"]),
+            rule(r"(?-u:\b)hf_[A-Za-z0-9]{20,}", REDACTED, &["hf_"]),
+            rule(
+                r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+                REDACTED,
+                &["eyJ"],
+            ),
             // Assignments: api_key = "...", password: ..., AWS_SECRET_ACCESS_KEY=...
+            // Always searched: Unicode case folding lets `ſ` and `K` (the Kelvin sign) spell its
+            // words, which an ASCII literal search would miss.
             rule(
                 r#"(?i)(?P<pre>(?-u:\b)[A-Za-z0-9_]*(?:api[_-]?key|secret|password|passwd|pwd|token|access[_-]?key)[A-Za-z0-9_]*["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#,
                 "${pre}[REDACTED]",
+                &[],
             ),
         ]
     })
 }
 
-/// All patterns at once: one pass over the text finds which rules apply at all (usually none).
-fn rule_set() -> &'static RegexSet {
-    static SET: OnceLock<RegexSet> = OnceLock::new();
-    SET.get_or_init(|| {
-        RegexSet::new(rules().iter().map(|r| r.pattern)).expect("redaction patterns are valid")
+/// Searchers for the rules' literals, by rule (empty for the rules always searched).
+fn finders() -> &'static [Vec<Finder<'static>>] {
+    static FINDERS: OnceLock<Vec<Vec<Finder<'static>>>> = OnceLock::new();
+    FINDERS.get_or_init(|| {
+        rules()
+            .iter()
+            .map(|rule| {
+                let literals = rule.literals.iter();
+                match rule.any_case {
+                    true => Vec::new(),
+                    false => literals
+                        .map(|literal| Finder::new(literal.as_bytes()))
+                        .collect(),
+                }
+            })
+            .collect()
+    })
+}
+
+/// Whether `rule` may match `text`: it holds one of the rule's literals.
+fn may_match(rule: &Rule, finders: &[Finder<'_>], text: &str) -> bool {
+    if rule.literals.is_empty() {
+        return true;
+    }
+    if rule.any_case {
+        return rule
+            .literals
+            .iter()
+            .any(|literal| contains_any_case(text.as_bytes(), literal.as_bytes()));
+    }
+    finders
+        .iter()
+        .any(|finder| finder.find(text.as_bytes()).is_some())
+}
+
+/// Whether `haystack` holds `needle` (ASCII letters) in any ASCII case.
+fn contains_any_case(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    memchr::memchr2_iter(lower, upper, haystack).any(|at| {
+        haystack
+            .get(at..at + needle.len())
+            .is_some_and(|candidate| candidate.eq_ignore_ascii_case(needle))
     })
 }
 
 /// Compiles what every [`redact`] call needs, so that a command can do it while it waits for
 /// something else (a one-shot `ctxhost compress` while the tokenizer loads).
 pub fn warm() {
-    rule_set();
+    finders();
+    for rule in rules().iter().filter(|r| r.literals.is_empty()) {
+        rule.regex();
+    }
 }
 
 /// `text` with every secret replaced.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let hits = rule_set().matches(text);
-    if !hits.matched_any() {
-        return Cow::Borrowed(text);
-    }
     let mut current = Cow::Borrowed(text);
-    for (index, rule) in rules().iter().enumerate() {
-        // A replacement can only remove matches, so rules that did not match still do not.
-        if hits.matched(index) && rule.regex().is_match(&current) {
+    for (rule, finders) in rules().iter().zip(finders()) {
+        if !may_match(rule, finders, text) {
+            continue;
+        }
+        // Rules apply in order, each to what the earlier ones left, if it matched the text as
+        // given (a replacement can only remove matches).
+        let matched = rule.regex().is_match(text)
+            && (matches!(current, Cow::Borrowed(_)) || rule.regex().is_match(&current));
+        if matched {
             current = Cow::Owned(
                 rule.regex()
                     .replace_all(&current, rule.replacement)

@@ -227,10 +227,14 @@ impl HostBackend for HostServicesImpl {
         match service {
             "summarize" => {
                 let request: SummarizeRequest = serde_json::from_str(payload)?;
-                let summary = self.summarize.summarize(&request);
+                let summary = HostBackend::summarize(self, &request)?;
                 serde_json::to_string(&summary).map_err(|e| EngineError::failed(e.to_string()))
             }
             other => Err(EngineError::unsupported(other)),
         }
+    }
+
+    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
+        Ok(self.summarize.summarize(request))
     }
 }

@@ -7,7 +7,10 @@
 //! loads from counting-only tables `build.rs` prebuilds from bpe-openai's (without what only
 //! encoding reads, in bincode), in a fraction of its time. A text is split into pieces (words,
 //! runs of punctuation) before its byte pairs are merged, and a session repeats its pieces: each
-//! distinct piece of a batch is merged once.
+//! distinct piece of a batch is merged once. `o200k_base` splits ASCII text without its regex
+//! ([`ascii_pieces`]).
+
+mod ascii_pieces;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -52,6 +55,8 @@ pub const BPE_ENCODINGS: &[&str] = &["o200k_base", "cl100k_base"];
 
 enum Loaded {
     Bpe(&'static bpe_openai::Tokenizer),
+    /// `o200k_base`'s counting tables: its pattern is [`ascii_pieces`]' on ASCII text.
+    O200k(&'static bpe_openai::Tokenizer),
     Tiktoken(Box<CoreBPE>),
 }
 
@@ -212,7 +217,11 @@ impl TokenCounter {
     /// The count of `text`, its pieces looked up in (and added to) `pieces` first.
     fn count_uncached(&self, text: &str, pieces: &mut PieceCounts) -> u64 {
         match self.loaded() {
-            Some(Loaded::Bpe(bpe)) => count_pieces(bpe, text, pieces),
+            Some(Loaded::Bpe(bpe)) => count_pieces(bpe, bpe.split(text), pieces),
+            Some(Loaded::O200k(bpe)) if text.is_ascii() => {
+                count_pieces(bpe, ascii_pieces::pieces(text), pieces)
+            }
+            Some(Loaded::O200k(bpe)) => count_pieces(bpe, bpe.split(text), pieces),
             Some(Loaded::Tiktoken(bpe)) => bpe.encode_ordinary(text).len() as u64,
             // Unreachable with a validated config; a rough estimate beats failing the turn.
             None => (text.len() as u64).div_ceil(4),
@@ -227,10 +236,10 @@ impl TokenCounter {
                     Backend::Tiktoken => false,
                 };
                 if bpe {
-                    return Ok(Loaded::Bpe(match self.encoding.as_str() {
-                        "cl100k_base" => bpe_openai::cl100k_base(),
-                        _ => o200k_base_counter(),
-                    }));
+                    return Ok(match self.encoding.as_str() {
+                        "cl100k_base" => Loaded::Bpe(bpe_openai::cl100k_base()),
+                        _ => Loaded::O200k(o200k_base_counter()),
+                    });
                 }
                 match self.encoding.as_str() {
                     "o200k_base" => tiktoken_rs::o200k_base(),
@@ -247,12 +256,14 @@ impl TokenCounter {
     }
 }
 
-/// What `tokenizer.count(text)` answers (the sum of its pieces' counts), with each distinct
-/// piece merged once.
-fn count_pieces(tokenizer: &bpe_openai::Tokenizer, text: &str, counted: &mut PieceCounts) -> u64 {
-    let text = tokenizer.normalize(text);
-    tokenizer
-        .split(text.as_str())
+/// What `tokenizer.count(text)` answers given the text's `pieces` (the sum of their counts),
+/// with each distinct piece merged once. Neither encoding normalizes its text.
+fn count_pieces<'a>(
+    tokenizer: &bpe_openai::Tokenizer,
+    pieces: impl Iterator<Item = &'a str>,
+    counted: &mut PieceCounts,
+) -> u64 {
+    pieces
         .map(|piece| {
             if let Some(&count) = counted.get(piece) {
                 return u64::from(count);
@@ -267,25 +278,43 @@ fn count_pieces(tokenizer: &bpe_openai::Tokenizer, text: &str, counted: &mut Pie
 /// `o200k_base` for counting only, from the tables `build.rs` prebuilt: bpe-openai's encoding
 /// without what only encoding and decoding read, in bincode, so it loads in a fraction of the
 /// time. Its `encode` and `decode` are not usable; its `count` is bpe-openai's.
+///
+/// Reading the tables and compiling the split pattern are independent and take comparable
+/// time, so the pattern compiles on a thread of its own meanwhile (a one-shot command waits
+/// for both, with a core to spare while it reads its transcript).
 fn o200k_base_counter() -> &'static bpe_openai::Tokenizer {
     static COUNTER: OnceLock<bpe_openai::Tokenizer> = OnceLock::new();
     COUNTER.get_or_init(|| {
+        let splitter = std::thread::spawn(o200k_base_splitter);
         let tables = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.count.bincode"));
         let bpe = bincode::deserialize(tables).expect("build.rs checked the tables");
-        // The encoding's split pattern (tiktoken's), with its `\s+(?!\S)` spelled without
-        // look-ahead as bpe-openai does: `\s+\s` less its last character (the `true`), or `\s+$`.
-        let words = [
-            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-            r"\p{N}{1,3}",
-            r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
-            r"\s*[\r\n]+",
-            r"\s+$",
-        ]
-        .join("|");
-        let patterns = [(words.as_str(), false), (r"\s+\s", true), (r"\s+", false)];
-        bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("a valid pattern")
+        let mut tokenizer = match splitter.join() {
+            Ok(tokenizer) => tokenizer,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        tokenizer.bpe = bpe;
+        tokenizer
     })
+}
+
+/// A tokenizer with `o200k_base`'s split pattern around a one-token placeholder encoding,
+/// which [`o200k_base_counter`] replaces with the real one.
+fn o200k_base_splitter() -> bpe_openai::Tokenizer {
+    let placeholder =
+        bpe_openai::byte_pair_encoding::BytePairEncoding::from_dictionary([b"a".to_vec()], None);
+    // The encoding's split pattern (tiktoken's), with its `\s+(?!\S)` spelled without
+    // look-ahead as bpe-openai does: `\s+\s` less its last character (the `true`), or `\s+$`.
+    let words = [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+$",
+    ]
+    .join("|");
+    let patterns = [(words.as_str(), false), (r"\s+\s", true), (r"\s+", false)];
+    bpe_openai::Tokenizer::new_lookahead(placeholder, &patterns, false).expect("a valid pattern")
 }
 
 fn fx_hash(bytes: &[u8]) -> u64 {
@@ -362,7 +391,7 @@ mod tests {
     #[test]
     fn pieces_counted_once_count_as_bpe_openai_counts_each_text() {
         let counter = TokenCounter::new("o200k_base");
-        let Some(Loaded::Bpe(tokenizer)) = counter.loaded() else {
+        let Some(Loaded::O200k(tokenizer)) = counter.loaded() else {
             panic!("o200k_base loads with bpe-openai")
         };
         let reference = bpe_openai::o200k_base();
@@ -377,7 +406,7 @@ mod tests {
         for text in texts.iter().chain(&texts) {
             let expected = reference.count(*text) as u64;
             assert_eq!(
-                count_pieces(tokenizer, text, &mut pieces),
+                count_pieces(tokenizer, tokenizer.split(text), &mut pieces),
                 expected,
                 "{text:?}"
             );

@@ -133,6 +133,16 @@ pub trait HostBackend: Send + Sync {
     fn log(&self, engine: &str, level: LogLevel, message: &str);
     /// Services addressed by name with JSON payloads (`summarize`, and any added later).
     fn call(&self, service: &str, payload: &str) -> Result<String, EngineError>;
+    /// The `summarize` service. By default it goes through [`call`](Self::call) as JSON, as it
+    /// crosses a plugin boundary; a host in the engine's own process answers it directly
+    /// rather than serialize the turns and read them back.
+    fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
+        let payload = serde_json::to_string(request)?;
+        let answer = self.call("summarize", &payload)?;
+        serde_json::from_str(&answer).map_err(|error| {
+            EngineError::failed(format!("the host's summarize answer is not valid: {error}"))
+        })
+    }
 }
 
 /// Everything the host hands an engine at construction. Cheap to clone: keep it in the engine
@@ -233,11 +243,7 @@ impl HostServices {
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when it could not answer, so an
     /// engine keeps a deterministic way to compress without one.
     pub fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError> {
-        let payload = serde_json::to_string(request)?;
-        let answer = self.backend.call("summarize", &payload)?;
-        serde_json::from_str(&answer).map_err(|error| {
-            EngineError::failed(format!("the host's summarize answer is not valid: {error}"))
-        })
+        self.backend.summarize(request)
     }
 
     /// Sends a log line to the host, tagged with the engine's name.

@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 
 use super::extract::{
-    call_facts, compact, error_lines, file_verb, is_constraint, is_decision, is_next_step,
-    is_shell_tool, names_file, paths, prompt_commands, same_file, sentences, trailing_command,
-    CallFacts,
+    call_facts, compact, error_lines, file_verb, is_next_step, is_shell_tool, names_file, paths,
+    prompt_commands, same_file, sentences, trailing_command, CallFacts,
 };
-use super::markers::Markers;
 use super::parse::{Role, Turn};
+use super::turn_facts::{self, Marks};
 
 const ASK_MAX: usize = 400;
 const STATE_MAX: usize = 400;
@@ -106,8 +105,12 @@ impl Files {
     }
 
     fn note_text(&mut self, text: &str, verb: Option<&'static str>, rank: Rank) {
-        for path in paths(text) {
-            self.note(&path, verb, rank);
+        self.note_paths(&paths(text), verb, rank);
+    }
+
+    fn note_paths(&mut self, paths: &[String], verb: Option<&'static str>, rank: Rank) {
+        for path in paths {
+            self.note(path, verb, rank);
         }
     }
 
@@ -147,15 +150,17 @@ pub fn digest(turns: &[Turn]) -> Digest {
     // A text agent's command (a fenced block ending its turn) awaiting the next user turn,
     // which is then the command's output rather than an ask.
     let mut observation_for: Option<usize> = None;
-    for (index, turn) in turns.iter().enumerate() {
+    let facts = turn_facts::read(turns);
+    for ((index, turn), facts) in turns.iter().enumerate().zip(&facts) {
         let text = turn.text.as_str();
         let awaiting = observation_for.take();
+        debug_assert_eq!(awaiting.is_some(), facts.observation);
         match &turn.role {
             Role::User if awaiting.is_some() => {
                 if let Some(action) = awaiting {
-                    record_result(&mut actions[action], text, &mut errors);
+                    record_result(&mut actions[action], &facts.errors, &mut errors);
                 }
-                files.note_text(text, None, Rank::Seen);
+                files.note_paths(&facts.paths, None, Rank::Seen);
             }
             Role::User => {
                 let ask = compact(text, ASK_MAX);
@@ -163,20 +168,20 @@ pub fn digest(turns: &[Turn]) -> Digest {
                     digest.asks.push(ask.clone());
                     last_ask = Some((index, ask));
                 }
-                for sentence in sentences(text) {
-                    if is_constraint(sentence) {
+                for &(sentence, marks) in &facts.sentences {
+                    if marks.constraint {
                         digest.constraints.push(compact(sentence, SENTENCE_MAX));
-                    } else if is_decision(sentence) {
+                    } else if marks.decision {
                         digest
                             .decisions
                             .push(format!("User: {}", compact(sentence, SENTENCE_MAX)));
                     }
                 }
-                files.note_text(text, None, Rank::Named);
-                for error in error_lines(text) {
+                files.note_paths(&facts.paths, None, Rank::Named);
+                for error in &facts.errors {
                     errors.push(format!(
                         "reported by the user: {}",
-                        compact(&error, ERROR_MAX)
+                        compact(error, ERROR_MAX)
                     ));
                 }
             }
@@ -184,8 +189,8 @@ pub fn digest(turns: &[Turn]) -> Digest {
                 if !text.trim().is_empty() {
                     last_assistant = Some((index, text));
                 }
-                note_decisions(text, &mut digest.decisions, &mut todos);
-                files.note_text(text, None, Rank::Named);
+                note_decisions(&facts.sentences, &mut digest.decisions, &mut todos);
+                files.note_paths(&facts.paths, None, Rank::Named);
                 if let Some(command) = trailing_command(text) {
                     files.note_text(&command, command_verb(&command), Rank::Touched);
                     actions.push(Action {
@@ -197,20 +202,20 @@ pub fn digest(turns: &[Turn]) -> Digest {
                     observation_for = Some(actions.len() - 1);
                 }
             }
-            Role::System => files.note_text(text, None, Rank::Named),
+            Role::System => files.note_paths(&facts.paths, None, Rank::Named),
             Role::ToolCall { name } => {
-                let facts = call_facts(name, text);
-                let verb = match &facts.command {
+                let call = call_facts(name, text);
+                let verb = match &call.command {
                     Some(command) => command_verb(command),
-                    None => file_verb(name, facts.action.as_deref()),
+                    None => file_verb(name, call.action.as_deref()),
                 };
-                if let Some(path) = &facts.path {
+                if let Some(path) = &call.path {
                     files.note(path, verb, Rank::Touched);
                 }
-                files.note_text(text, verb, Rank::Touched);
+                files.note_paths(&facts.paths, verb, Rank::Touched);
                 actions.push(Action {
                     tool: name.clone(),
-                    text: describe_call(name, &facts, text),
+                    text: describe_call(name, &call, text),
                     turn: index,
                     outcome: Outcome::Pending,
                 });
@@ -222,13 +227,13 @@ pub fn digest(turns: &[Turn]) -> Digest {
                     .position(|&a| actions[a].tool == *name)
                     .or((!pending.is_empty()).then_some(0));
                 match slot.map(|slot| pending.remove(slot)) {
-                    Some(action) => record_result(&mut actions[action], text, &mut errors),
+                    Some(action) => record_result(&mut actions[action], &facts.errors, &mut errors),
                     None => {
                         let label = if name.is_empty() { "tool output" } else { name };
                         prompt_actions(text, label, index, &mut actions, &mut errors);
                     }
                 }
-                files.note_text(text, None, Rank::Seen);
+                files.note_paths(&facts.paths, None, Rank::Seen);
             }
             Role::Other => {
                 if digest.inferred_goal.is_none() {
@@ -239,8 +244,8 @@ pub fn digest(turns: &[Turn]) -> Digest {
                         .map(|line| compact(line, ASK_MAX));
                 }
                 prompt_actions(text, "output", index, &mut actions, &mut errors);
-                note_decisions(text, &mut digest.decisions, &mut todos);
-                files.note_text(text, None, Rank::Named);
+                note_decisions(&facts.sentences, &mut digest.decisions, &mut todos);
+                files.note_paths(&facts.paths, None, Rank::Named);
             }
         }
     }
@@ -362,15 +367,15 @@ pub fn digest(turns: &[Turn]) -> Digest {
     digest
 }
 
-/// An action's output: its outcome, and its errors for Critical Context.
-fn record_result(action: &mut Action, output: &str, errors: &mut Vec<String>) {
-    let found = error_lines(output);
+/// An action's output, by the error lines `found` in it: its outcome, and its errors for
+/// Critical Context.
+fn record_result(action: &mut Action, found: &[String], errors: &mut Vec<String>) {
     action.outcome = match found.first() {
         Some(error) => Outcome::Failed(compact(error, ERROR_MAX)),
         None => Outcome::Ok,
     };
     if !found.is_empty() {
-        errors.push(error_item(&action.text, &found));
+        errors.push(error_item(&action.text, found));
     }
 }
 
@@ -397,14 +402,13 @@ fn push_unique(list: &mut Vec<String>, item: String) {
     }
 }
 
-static TODO: Markers = Markers::new(&["todo", "fixme"]);
-
-fn note_decisions(text: &str, decisions: &mut Vec<String>, todos: &mut Vec<String>) {
-    for sentence in sentences(text) {
-        if is_decision(sentence) {
+/// A turn's decisions and to-dos, from its marked sentences.
+fn note_decisions(marked: &[(&str, Marks)], decisions: &mut Vec<String>, todos: &mut Vec<String>) {
+    for &(sentence, marks) in marked {
+        if marks.decision {
             push_unique(decisions, compact(sentence, SENTENCE_MAX));
         }
-        if TODO.any_in(sentence) {
+        if marks.todo {
             push_unique(todos, compact(sentence, SENTENCE_MAX));
         }
     }

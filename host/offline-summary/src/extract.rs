@@ -11,7 +11,18 @@ use crate::markers::Markers;
 
 /// `text` on one line (whitespace collapsed), cut to `max_bytes`.
 pub fn compact(text: &str, max_bytes: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Joined only as far as the cut: past `max_bytes` the rest cannot change it (a long
+    // output's first line is all an item keeps).
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if line.len() > max_bytes {
+            break;
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
     truncate_bytes(&line, max_bytes).into_owned()
 }
 
@@ -141,17 +152,17 @@ const BARE_FILE_NAMES: &[&str] = &[
 ];
 
 /// File paths mentioned in `text`, in order of first mention, without duplicates.
-pub fn paths(text: &str) -> Vec<String> {
+pub fn paths<'a>(text: &'a str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     // Tool outputs list the same files over and over: a set keeps this linear.
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut note = |word: &str, hints: u8| {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut note = |word: &'a str, hints: u8| {
         if !could_be_path(word, hints) {
             return;
         }
         if let Some(path) = as_path(word) {
-            if seen.insert(path.clone()) {
-                found.push(path);
+            if seen.insert(path) {
+                found.push(path.to_string());
             }
         }
     };
@@ -240,8 +251,8 @@ fn could_be_path(word: &str, hints: u8) -> bool {
         || (hints & CAPITAL != 0 && BARE_FILE_NAMES.iter().any(|name| word.contains(name)))
 }
 
-/// `token` as a file path, if it looks like one.
-fn as_path(token: &str) -> Option<String> {
+/// `token` as a file path (a part of it), if it looks like one.
+fn as_path(token: &str) -> Option<&str> {
     let token = token
         .trim_end_matches(['.', ':', '!', '?'])
         .trim_start_matches(['@', '+']);
@@ -266,7 +277,7 @@ fn as_path(token: &str) -> Option<String> {
         && token.as_bytes()[0].is_ascii_alphabetic()
         && &token.as_bytes()[1..3] == b":\\";
     if windows {
-        return Some(token.to_string());
+        return Some(token);
     }
     if token.contains(':') {
         return None;
@@ -283,11 +294,11 @@ fn as_path(token: &str) -> Option<String> {
         }
         // `and/or`-style words are not paths; rooted ones and those naming a file are.
         if (rooted && token.len() > 2) || named_file {
-            return Some(token.trim_end_matches('/').to_string()).filter(|p| !p.is_empty());
+            return Some(token.trim_end_matches('/')).filter(|p| !p.is_empty());
         }
         return None;
     }
-    named_file.then(|| token.to_string())
+    named_file.then_some(token)
 }
 
 /// Whether `path` names a file (rather than a directory): a known extension or file name.
@@ -916,6 +927,30 @@ mod tests {
         );
         assert_eq!(trailing_command("Fix:\n```rust\nfn x() {}\n```"), None);
         assert_eq!(trailing_command("no block"), None);
+    }
+
+    #[test]
+    fn compact_cuts_as_joining_everything_would() {
+        let text = "  first\tline of a long\n\n output: é€ ".repeat(40);
+        let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for max in [
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+            20,
+            33,
+            100,
+            239,
+            240,
+            241,
+            joined.len(),
+            5_000,
+        ] {
+            assert_eq!(compact(&text, max), truncate_bytes(&joined, max), "{max}");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod markers;
 mod merge;
 mod parse;
 mod record;
+mod turn_facts;
 
 use ctxhost_sdk::{SummarizeRequest, Summary, SummaryShape};
 

@@ -166,19 +166,27 @@ pub fn parse_transcript(
             "the file is empty: expected a JSON array of chat messages, or one message per line (JSONL)",
         ));
     }
-    let format = match format {
-        Some(format) => format,
-        None => detect(text),
+    let (format, document) = match format {
+        Some(format) => (format, None),
+        None => detect_document(text),
     };
-    let messages = match format {
+    let messages = match (format, document) {
+        // The array detection already parsed: read it, rather than parse the text again.
+        (Format::OpenAi, Some(Value::Array(array))) => openai::from_array(array, name)?,
+        (format, _) => parse_as(format, text, name)?,
+    };
+    check(&messages, name)?;
+    Ok(Transcript { messages, format })
+}
+
+fn parse_as(format: Format, text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
+    Ok(match format {
         Format::OpenAi => openai::parse(text, name)?,
         Format::Hermes => hermes::parse(text, name)?,
         Format::Anthropic => anthropic::parse(text, name)?,
         Format::ClaudeCode => claude_code::parse(text, name)?,
         Format::Codex => codex::parse(text, name)?,
-    };
-    check(&messages, name)?;
-    Ok(Transcript { messages, format })
+    })
 }
 
 /// Known roles and a valid chat sequence: the rules every engine relies on.
@@ -217,23 +225,31 @@ fn check(messages: &[Message], name: &str) -> Result<(), TranscriptError> {
 
 /// Guesses the format from the first JSON value (or first line of JSONL).
 pub fn detect(text: &str) -> Format {
+    detect_document(text).0
+}
+
+/// [`detect`], with the document when the whole text parsed as one JSON value.
+fn detect_document(text: &str) -> (Format, Option<Value>) {
     let trimmed = text.trim_start();
-    let first: Option<Value> = serde_json::from_str(trimmed).ok().or_else(|| {
-        trimmed
-            .lines()
-            .next()
-            .and_then(|line| serde_json::from_str(line).ok())
-    });
-    let Some(first) = first else {
-        return Format::OpenAi;
-    };
-    if hermes::looks_like(&first) {
+    if let Ok(document) = serde_json::from_str::<Value>(trimmed) {
+        return (detect_value(&document), Some(document));
+    }
+    let first = trimmed
+        .lines()
+        .next()
+        .and_then(|line| serde_json::from_str(line).ok());
+    (first.as_ref().map_or(Format::OpenAi, detect_value), None)
+}
+
+/// The format a document (or a JSON Lines file's first line) is in.
+fn detect_value(first: &Value) -> Format {
+    if hermes::looks_like(first) {
         Format::Hermes
-    } else if claude_code::looks_like(&first) {
+    } else if claude_code::looks_like(first) {
         Format::ClaudeCode
-    } else if codex::looks_like(&first) {
+    } else if codex::looks_like(first) {
         Format::Codex
-    } else if anthropic::looks_like(&first) {
+    } else if anthropic::looks_like(first) {
         Format::Anthropic
     } else {
         Format::OpenAi

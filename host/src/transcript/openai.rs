@@ -9,43 +9,46 @@ use super::{jsonl, parse_document, TranscriptError};
 pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptError> {
     let fail = |location: String, message: String| TranscriptError { location, message };
     let trimmed = text.trim_start();
-    let values: Vec<(String, Value)> = if trimmed.starts_with('[')
-        || looks_like_one_document(trimmed)
-    {
-        let document = parse_document(trimmed, name)?;
-        let array = match document {
-            Value::Array(array) => array,
-            Value::Object(mut object) => match object.remove("messages") {
-                Some(Value::Array(array)) => array,
-                _ => {
-                    return Err(fail(
-                        name.to_string(),
-                        "a JSON object, but not a transcript: expected an array of messages or {\"messages\": [...]}".to_string(),
-                    ))
-                }
-            },
+    if !trimmed.starts_with('[') && !looks_like_one_document(trimmed) {
+        return jsonl::read(text, name)?
+            .into_iter()
+            .map(|line| {
+                Message::from_value(line.value)
+                    .map_err(|error| fail(format!("{name}:{}", line.number), error.to_string()))
+            })
+            .collect();
+    }
+    let array = match parse_document(trimmed, name)? {
+        Value::Array(array) => array,
+        Value::Object(mut object) => match object.remove("messages") {
+            Some(Value::Array(array)) => array,
             _ => {
                 return Err(fail(
                     name.to_string(),
-                    "expected a JSON array of chat messages".to_string(),
+                    "a JSON object, but not a transcript: expected an array of messages or {\"messages\": [...]}".to_string(),
                 ))
             }
-        };
-        array
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (format!("{name}: message {}", i + 1), v))
-            .collect()
-    } else {
-        jsonl::read(text, name)?
-            .into_iter()
-            .map(|line| (format!("{name}:{}", line.number), line.value))
-            .collect()
+        },
+        _ => {
+            return Err(fail(
+                name.to_string(),
+                "expected a JSON array of chat messages".to_string(),
+            ))
+        }
     };
-    values
+    from_array(array, name)
+}
+
+/// The messages of a parsed JSON array; `name` is used in error locations.
+pub(super) fn from_array(array: Vec<Value>, name: &str) -> Result<Vec<Message>, TranscriptError> {
+    array
         .into_iter()
-        .map(|(location, value)| {
-            Message::from_value(value).map_err(|error| fail(location, error.to_string()))
+        .enumerate()
+        .map(|(i, value)| {
+            Message::from_value(value).map_err(|error| TranscriptError {
+                location: format!("{name}: message {}", i + 1),
+                message: error.to_string(),
+            })
         })
         .collect()
 }

@@ -1,0 +1,112 @@
+//! What each turn's text says on its own (the paths it names, its error lines, its sentences
+//! that decide, constrain or leave something to do), read before the turns are read in order.
+//!
+//! That reading is most of a digest's time and depends on nothing but the turn and the one
+//! before it, so a long run of turns is read on two threads, each taking a contiguous half;
+//! the digest then walks the turns in order as before, and comes out the same.
+
+use crate::extract::{error_lines, is_constraint, is_decision, paths, sentences, trailing_command};
+use crate::markers::Markers;
+use crate::parse::{Role, Turn};
+
+/// Below this much text the turns are read on the calling thread: a thread costs more.
+const PARALLEL_MIN_BYTES: usize = 64 * 1024;
+
+static TODO: Markers = Markers::new(&["todo", "fixme"]);
+
+/// A sentence and the markers it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Marks {
+    pub constraint: bool,
+    pub decision: bool,
+    pub todo: bool,
+}
+
+impl Marks {
+    fn any(self) -> bool {
+        self.constraint || self.decision || self.todo
+    }
+}
+
+/// One turn's facts, as far as the digest reads them for its role.
+#[derive(Debug, Default)]
+pub struct TurnFacts<'a> {
+    /// The output of a command the turn before ran (a text agent's fenced block), rather than
+    /// an ask.
+    pub observation: bool,
+    /// File paths in the turn's text, in order of first mention.
+    pub paths: Vec<String>,
+    /// Its error lines (user turns and tool results: the turns whose errors are read).
+    pub errors: Vec<String>,
+    /// Its sentences holding a marker, in order (asks, assistant turns and untagged text).
+    pub sentences: Vec<(&'a str, Marks)>,
+}
+
+/// The facts of every turn, in order.
+pub fn read(turns: &[Turn]) -> Vec<TurnFacts<'_>> {
+    let bytes: usize = turns.iter().map(|t| t.text.len()).sum();
+    if bytes < PARALLEL_MIN_BYTES || turns.len() < 2 {
+        return (0..turns.len()).map(|i| facts(turns, i)).collect();
+    }
+    // The first turn past half the text starts the second half.
+    let mut seen = 0;
+    let split = turns
+        .iter()
+        .position(|turn| {
+            seen += turn.text.len();
+            seen * 2 >= bytes
+        })
+        .map_or(turns.len() / 2, |at| at.clamp(1, turns.len() - 1));
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| (0..split).map(|i| facts(turns, i)).collect::<Vec<_>>());
+        let second: Vec<_> = (split..turns.len()).map(|i| facts(turns, i)).collect();
+        let mut all = match first.join() {
+            Ok(first) => first,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        all.extend(second);
+        all
+    })
+}
+
+fn facts(turns: &[Turn], index: usize) -> TurnFacts<'_> {
+    let turn = &turns[index];
+    let text = turn.text.as_str();
+    let observation = index > 0
+        && turns[index - 1].role == Role::Assistant
+        && trailing_command(&turns[index - 1].text).is_some();
+    let marked = |marks: fn(&str) -> Marks| -> Vec<(&str, Marks)> {
+        sentences(text)
+            .into_iter()
+            .map(|sentence| (sentence, marks(sentence)))
+            .filter(|(_, marks)| marks.any())
+            .collect()
+    };
+    let (errors, sentences) = match &turn.role {
+        Role::User if observation => (error_lines(text), Vec::new()),
+        Role::User => (
+            error_lines(text),
+            marked(|s| Marks {
+                constraint: is_constraint(s),
+                decision: is_decision(s),
+                todo: false,
+            }),
+        ),
+        Role::Assistant | Role::Other => (
+            Vec::new(),
+            marked(|s| Marks {
+                constraint: false,
+                decision: is_decision(s),
+                todo: TODO.any_in(s),
+            }),
+        ),
+        Role::ToolResult { .. } => (error_lines(text), Vec::new()),
+        Role::System | Role::ToolCall { .. } => (Vec::new(), Vec::new()),
+    };
+    TurnFacts {
+        observation,
+        paths: paths(text),
+        errors,
+        sentences,
+    }
+}
