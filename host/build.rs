@@ -1,106 +1,118 @@
-//! Prebuilds the counting tables of `o200k_base`: bpe-openai's byte-pair encoding without the
-//! parts counting never reads (the tokens' bytes, the bytes-to-token index and two of its three
-//! automata, which serve encoding and decoding), written with bincode, whose fixed-width
-//! integers read back several times faster than bpe-openai's MessagePack. A one-shot command
-//! loads it in a fraction of the time. The tables are checked here: the lean encoding, read
-//! back as `tokens.rs` reads it, must count like the full one.
+//! Prebuilds `o200k_base`'s rank table: every token's bytes and a perfect hash from bytes to
+//! rank, written as one blob the binary includes and reads in place (`src/tokens/o200k.rs`),
+//! so a process counts without loading anything. The table is checked here: every token must
+//! be found at its own rank.
+//!
+//! Blob layout, little-endian `u32`s: `tokens`, `buckets`, `slots`, then `tokens + 1` offsets
+//! into the token bytes, `buckets` displacements, `slots` ranks (`u32::MAX`: empty), then the
+//! token bytes.
+
+#[path = "src/tokens/table_hash.rs"]
+mod table_hash;
 
 use std::path::PathBuf;
 
-use bpe_openai::byte_pair_encoding::BytePairEncoding;
-use serde::de::{Deserialize, IgnoredAny};
-
-/// Fields of `BytePairEncoding` in its serialized order (a MessagePack array).
-const FIELDS: usize = 10;
-const ALL_TOKENS: usize = 0;
-const BYTES_HASH_TO_TOKEN: usize = 2;
-const LONGEST_SEARCHER: usize = 5;
-const OVERLAPPING_SEARCHER: usize = 6;
-const OVERLAPPING_SEARCHER_REV: usize = 7;
+/// A slot no token occupies.
+const EMPTY: u32 = u32::MAX;
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    let full = &bpe_openai::o200k_base().bpe;
-    let serialized = rmp_serde::to_vec(full).expect("the encoding serializes");
-    let lean: BytePairEncoding =
-        rmp_serde::from_slice(&lean(&serialized)).expect("lean tables load");
-    let tables = bincode::serialize(&lean).expect("the lean encoding serializes");
-    let reloaded: BytePairEncoding = bincode::deserialize(&tables).expect("the tables load");
-    let sample = "Token counting, cached per text: fn main() { println!(\"héllo\"); } // 🚀 \
-                  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1234567890 \n\n\t  ÄÖÜ 日本語のテキスト";
-    for piece in bpe_openai::o200k_base().split(sample) {
+    println!("cargo::rerun-if-changed=src/tokens/table_hash.rs");
+    let bpe = &bpe_openai::o200k_base().bpe;
+    // bpe-openai numbers tokens by their tiktoken rank, which is their merge priority.
+    let tokens: Vec<&[u8]> = (0..bpe.num_tokens() as u32)
+        .map(|rank| bpe.token_bytes(rank))
+        .collect();
+    let table = Table::build(&tokens);
+    for (rank, token) in tokens.iter().enumerate() {
         assert_eq!(
-            reloaded.count(piece.as_bytes()),
-            full.count(piece.as_bytes()),
-            "the lean tables count {piece:?} differently: has bpe's layout changed?"
+            table.rank(&tokens, token),
+            Some(rank as u32),
+            "token {rank} is not found at its rank"
         );
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("o200k_base.count.bincode"), tables).expect("OUT_DIR is writable");
+    std::fs::write(out.join("o200k_base.ranks"), table.blob(&tokens)).expect("OUT_DIR is writable");
 }
 
-/// The serialized encoding with the fields counting does not use replaced by empty ones.
-fn lean(serialized: &[u8]) -> Vec<u8> {
-    let mut rest = serialized;
-    let fields = rmp::decode::read_array_len(&mut rest).expect("the encoding is an array");
-    assert_eq!(
-        fields as usize, FIELDS,
-        "bpe's BytePairEncoding layout changed"
-    );
-    // A valid automaton with one pattern stands in for the unused ones.
-    let empty_searcher =
-        aneubeck_daachorse::DoubleArrayAhoCorasick::<u32>::with_values([(b"a".as_slice(), 0)])
-            .expect("a one-pattern automaton builds")
-            .serialize();
-    let mut lean = Vec::new();
-    rmp::encode::write_array_len(&mut lean, fields).expect("writes to a vector");
-    for field in 0..FIELDS {
-        let before = rest;
-        IgnoredAny::deserialize(&mut rmp_serde::Deserializer::new(&mut rest))
-            .expect("a MessagePack value");
-        let value = &before[..before.len() - rest.len()];
-        let marker = rmp::Marker::from_u8(value[0]);
-        match field {
-            ALL_TOKENS => {
-                assert!(is_array(marker), "all_tokens is a sequence");
-                rmp::encode::write_array_len(&mut lean, 0).expect("writes to a vector");
+struct Table {
+    displacements: Vec<u32>,
+    slots: Vec<u32>,
+}
+
+impl Table {
+    /// Places every token in a slot of its own, the largest buckets first (while the table is
+    /// emptiest), each bucket with the first displacement that puts all its tokens in free slots.
+    fn build(tokens: &[&[u8]]) -> Table {
+        let buckets = (tokens.len() / 3).max(1) as u32;
+        let slot_count = (tokens.len() + tokens.len() / 4 + 1) as u32;
+        let hashes: Vec<u64> = tokens.iter().map(|t| table_hash::hash(t)).collect();
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); buckets as usize];
+        for (rank, &hash) in hashes.iter().enumerate() {
+            members[table_hash::bucket(hash, buckets)].push(rank as u32);
+        }
+        let mut order: Vec<usize> = (0..members.len()).collect();
+        order.sort_by_key(|&bucket| std::cmp::Reverse(members[bucket].len()));
+        let mut slots = vec![EMPTY; slot_count as usize];
+        let mut displacements = vec![0u32; buckets as usize];
+        let mut places = Vec::new();
+        for bucket in order {
+            let ranks = &members[bucket];
+            if ranks.is_empty() {
+                break;
             }
-            BYTES_HASH_TO_TOKEN => {
-                assert!(is_map(marker), "bytes_hash_to_token is a map");
-                rmp::encode::write_map_len(&mut lean, 0).expect("writes to a vector");
+            let found = (0..1u32 << 24).find(|&displacement| {
+                places.clear();
+                for &rank in ranks {
+                    let place = table_hash::slot(hashes[rank as usize], displacement, slot_count);
+                    if slots[place] != EMPTY || places.contains(&place) {
+                        return false;
+                    }
+                    places.push(place);
+                }
+                true
+            });
+            let displacement = found.expect("every bucket finds free slots: are two hashes equal?");
+            displacements[bucket] = displacement;
+            for (&rank, &place) in ranks.iter().zip(&places) {
+                slots[place] = rank;
             }
-            OVERLAPPING_SEARCHER | OVERLAPPING_SEARCHER_REV => {
-                assert!(is_bin(marker), "the automata are byte strings");
-                rmp::encode::write_bin(&mut lean, &empty_searcher).expect("writes to a vector");
-            }
-            LONGEST_SEARCHER => {
-                assert!(is_bin(marker), "the automata are byte strings");
-                lean.extend_from_slice(value);
-            }
-            _ => lean.extend_from_slice(value),
+        }
+        Table {
+            displacements,
+            slots,
         }
     }
-    assert!(rest.is_empty(), "bpe's BytePairEncoding layout changed");
-    lean
-}
 
-fn is_array(marker: rmp::Marker) -> bool {
-    matches!(
-        marker,
-        rmp::Marker::FixArray(_) | rmp::Marker::Array16 | rmp::Marker::Array32
-    )
-}
+    fn rank(&self, tokens: &[&[u8]], bytes: &[u8]) -> Option<u32> {
+        let hash = table_hash::hash(bytes);
+        let bucket = table_hash::bucket(hash, self.displacements.len() as u32);
+        let place = table_hash::slot(hash, self.displacements[bucket], self.slots.len() as u32);
+        let rank = self.slots[place];
+        (rank != EMPTY && tokens[rank as usize] == bytes).then_some(rank)
+    }
 
-fn is_map(marker: rmp::Marker) -> bool {
-    matches!(
-        marker,
-        rmp::Marker::FixMap(_) | rmp::Marker::Map16 | rmp::Marker::Map32
-    )
-}
-
-fn is_bin(marker: rmp::Marker) -> bool {
-    matches!(
-        marker,
-        rmp::Marker::Bin8 | rmp::Marker::Bin16 | rmp::Marker::Bin32
-    )
+    fn blob(&self, tokens: &[&[u8]]) -> Vec<u8> {
+        let mut blob = Vec::new();
+        let mut push = |value: u32| blob.extend_from_slice(&value.to_le_bytes());
+        push(tokens.len() as u32);
+        push(self.displacements.len() as u32);
+        push(self.slots.len() as u32);
+        let mut offset = 0u32;
+        push(offset);
+        for token in tokens {
+            offset += token.len() as u32;
+            push(offset);
+        }
+        for &displacement in &self.displacements {
+            push(displacement);
+        }
+        for &rank in &self.slots {
+            push(rank);
+        }
+        for token in tokens {
+            blob.extend_from_slice(token);
+        }
+        blob
+    }
 }

@@ -3,14 +3,16 @@
 //!
 //! Two backends give identical counts for `o200k_base` and `cl100k_base`: GitHub's `bpe-openai`
 //! (the default where it has the encoding: measured here it loads in ~140 ms and counts ~25 MB/s)
-//! and `tiktoken-rs` (~210 ms and ~5 MB/s; also has `p50k_base` and `r50k_base`). `o200k_base`
-//! loads from counting-only tables `build.rs` prebuilds from bpe-openai's (without what only
-//! encoding reads, in bincode), in a fraction of its time. A text is split into pieces (words,
-//! runs of punctuation) before its byte pairs are merged, and a session repeats its pieces: each
-//! distinct piece of a batch is merged once. `o200k_base` splits ASCII text without its regex
-//! ([`ascii_pieces`]).
+//! and `tiktoken-rs` (~210 ms and ~5 MB/s; also has `p50k_base` and `r50k_base`). `o200k_base`,
+//! the default, loads nothing: its ranks are a table `build.rs` prebuilds and the binary holds
+//! ([`o200k`]), and ASCII text is split without its regex ([`ascii_pieces`]); the regex compiles
+//! on first use, for other text. A text is split into pieces (words, runs of punctuation)
+//! before its byte pairs are merged, and a session repeats its pieces: each distinct piece of a
+//! batch is merged once.
 
 mod ascii_pieces;
+mod o200k;
+mod table_hash;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -18,6 +20,8 @@ use std::sync::{Mutex, OnceLock};
 
 use rustc_hash::FxHasher;
 use tiktoken_rs::CoreBPE;
+
+use o200k::RankTable;
 
 /// Texts shorter than this are counted directly: hashing them costs about as much.
 const CACHE_MIN_BYTES: usize = 64;
@@ -55,8 +59,8 @@ pub const BPE_ENCODINGS: &[&str] = &["o200k_base", "cl100k_base"];
 
 enum Loaded {
     Bpe(&'static bpe_openai::Tokenizer),
-    /// `o200k_base`'s counting tables: its pattern is [`ascii_pieces`]' on ASCII text.
-    O200k(&'static bpe_openai::Tokenizer),
+    /// `o200k_base`'s ranks, in the binary; its pattern is [`ascii_pieces`]' on ASCII text.
+    O200k(RankTable),
     Tiktoken(Box<CoreBPE>),
 }
 
@@ -217,14 +221,26 @@ impl TokenCounter {
     /// The count of `text`, its pieces looked up in (and added to) `pieces` first.
     fn count_uncached(&self, text: &str, pieces: &mut PieceCounts) -> u64 {
         match self.loaded() {
-            Some(Loaded::Bpe(bpe)) => count_pieces(bpe, bpe.split(text), pieces),
-            Some(Loaded::O200k(bpe)) if text.is_ascii() => {
-                count_pieces(bpe, ascii_pieces::pieces(text), pieces)
+            Some(Loaded::Bpe(bpe)) => count_pieces(bpe.split(text), pieces, |p| bpe.bpe.count(p)),
+            Some(Loaded::O200k(table)) if text.is_ascii() => {
+                count_pieces(ascii_pieces::pieces(text), pieces, |p| table.count(p))
             }
-            Some(Loaded::O200k(bpe)) => count_pieces(bpe, bpe.split(text), pieces),
+            Some(Loaded::O200k(table)) => {
+                count_pieces(o200k_base_splitter().split(text), pieces, |p| {
+                    table.count(p)
+                })
+            }
             Some(Loaded::Tiktoken(bpe)) => bpe.encode_ordinary(text).len() as u64,
             // Unreachable with a validated config; a rough estimate beats failing the turn.
             None => (text.len() as u64).div_ceil(4),
+        }
+    }
+
+    /// Gets ready to count: loads the encoding, and compiles what counting text other than
+    /// ASCII needs. A command calls it on another thread while it reads its input.
+    pub fn warm(&self) {
+        if let Some(Loaded::O200k(_)) = self.loaded() {
+            o200k_base_splitter();
         }
     }
 
@@ -238,7 +254,7 @@ impl TokenCounter {
                 if bpe {
                     return Ok(match self.encoding.as_str() {
                         "cl100k_base" => Loaded::Bpe(bpe_openai::cl100k_base()),
-                        _ => Loaded::O200k(o200k_base_counter()),
+                        _ => Loaded::O200k(RankTable::o200k_base()),
                     });
                 }
                 match self.encoding.as_str() {
@@ -256,50 +272,33 @@ impl TokenCounter {
     }
 }
 
-/// What `tokenizer.count(text)` answers given the text's `pieces` (the sum of their counts),
-/// with each distinct piece merged once. Neither encoding normalizes its text.
+/// The count of a text given its `pieces` (the sum of their counts, `count` merging one), with
+/// each distinct piece merged once. Neither encoding normalizes its text.
 fn count_pieces<'a>(
-    tokenizer: &bpe_openai::Tokenizer,
     pieces: impl Iterator<Item = &'a str>,
     counted: &mut PieceCounts,
+    count: impl Fn(&[u8]) -> usize,
 ) -> u64 {
     pieces
         .map(|piece| {
             if let Some(&count) = counted.get(piece) {
                 return u64::from(count);
             }
-            let count = tokenizer.bpe.count(piece.as_bytes());
+            let count = count(piece.as_bytes());
             counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
             count as u64
         })
         .sum()
 }
 
-/// `o200k_base` for counting only, from the tables `build.rs` prebuilt: bpe-openai's encoding
-/// without what only encoding and decoding read, in bincode, so it loads in a fraction of the
-/// time. Its `encode` and `decode` are not usable; its `count` is bpe-openai's.
-///
-/// Reading the tables and compiling the split pattern are independent and take comparable
-/// time, so the pattern compiles on a thread of its own meanwhile (a one-shot command waits
-/// for both, with a core to spare while it reads its transcript).
-fn o200k_base_counter() -> &'static bpe_openai::Tokenizer {
-    static COUNTER: OnceLock<bpe_openai::Tokenizer> = OnceLock::new();
-    COUNTER.get_or_init(|| {
-        let splitter = std::thread::spawn(o200k_base_splitter);
-        let tables = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.count.bincode"));
-        let bpe = bincode::deserialize(tables).expect("build.rs checked the tables");
-        let mut tokenizer = match splitter.join() {
-            Ok(tokenizer) => tokenizer,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        tokenizer.bpe = bpe;
-        tokenizer
-    })
+/// `o200k_base`'s split pattern, for text that is not ASCII, compiled on first use (around a
+/// one-token placeholder encoding: the ranks are [`RankTable`]'s).
+fn o200k_base_splitter() -> &'static bpe_openai::Tokenizer {
+    static SPLITTER: OnceLock<bpe_openai::Tokenizer> = OnceLock::new();
+    SPLITTER.get_or_init(compile_o200k_base_splitter)
 }
 
-/// A tokenizer with `o200k_base`'s split pattern around a one-token placeholder encoding,
-/// which [`o200k_base_counter`] replaces with the real one.
-fn o200k_base_splitter() -> bpe_openai::Tokenizer {
+fn compile_o200k_base_splitter() -> bpe_openai::Tokenizer {
     let placeholder =
         bpe_openai::byte_pair_encoding::BytePairEncoding::from_dictionary([b"a".to_vec()], None);
     // The encoding's split pattern (tiktoken's), with its `\s+(?!\S)` spelled without
@@ -391,8 +390,8 @@ mod tests {
     #[test]
     fn pieces_counted_once_count_as_bpe_openai_counts_each_text() {
         let counter = TokenCounter::new("o200k_base");
-        let Some(Loaded::O200k(tokenizer)) = counter.loaded() else {
-            panic!("o200k_base loads with bpe-openai")
+        let Some(Loaded::O200k(table)) = counter.loaded() else {
+            panic!("o200k_base counts with its rank table")
         };
         let reference = bpe_openai::o200k_base();
         let mut pieces = PieceCounts::default();
@@ -406,7 +405,8 @@ mod tests {
         for text in texts.iter().chain(&texts) {
             let expected = reference.count(*text) as u64;
             assert_eq!(
-                count_pieces(tokenizer, tokenizer.split(text), &mut pieces),
+                count_pieces(o200k_base_splitter().split(text), &mut pieces, |p| table
+                    .count(p)),
                 expected,
                 "{text:?}"
             );

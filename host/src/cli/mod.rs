@@ -155,11 +155,11 @@ impl App {
         self.engines.config()
     }
 
-    /// Loads the tokenizer on another thread while the command reads its input: loading takes
-    /// longer than parsing a large transcript, and every engine command counts tokens.
+    /// Gets the tokenizer ready on another thread while the command reads its input (every
+    /// engine command counts tokens).
     pub fn warm_tokenizer(&self) {
         let services = self.engines.services().clone();
-        std::thread::spawn(move || services.tokens().count("warm up"));
+        std::thread::spawn(move || services.tokens().warm());
     }
 
     /// Opens a session on `engine` (`--engine`, strict: that engine or an error) or on

@@ -1,0 +1,245 @@
+//! `o200k_base`'s byte-pair merges, counted over the rank table `build.rs` prebuilt and the
+//! binary holds: nothing to load, so a one-shot command counts from its first microsecond.
+//!
+//! A piece (what the pre-tokenizer split a text into) that is a token counts one; otherwise
+//! its bytes merge pairwise, the adjacent pair whose concatenation has the lowest rank first
+//! (the leftmost on a tie), until no adjacent pair is a token: the count is the parts left.
+//! That is tiktoken's definition of the encoding. Short pieces rescan their pairs after each
+//! merge; long ones keep their pairs in a heap, so a piece of any length costs O(n log n).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::table_hash;
+
+/// A slot no token occupies.
+const EMPTY: u32 = u32::MAX;
+
+/// Pieces up to this many bytes rescan their pairs after each merge (cheaper than a heap when
+/// there are few).
+const SCAN_MAX_BYTES: usize = 64;
+
+/// The prebuilt table: token bytes and a perfect hash from bytes to rank (layout in
+/// `build.rs`).
+static TABLE_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks"));
+
+/// `o200k_base`'s ranks, read in place from the binary.
+pub struct RankTable {
+    offsets: &'static [u8],
+    displacements: &'static [u8],
+    slots: &'static [u8],
+    bytes: &'static [u8],
+    bucket_count: u32,
+    slot_count: u32,
+}
+
+impl RankTable {
+    /// The table the binary holds.
+    pub fn o200k_base() -> RankTable {
+        let header = |index: usize| read_u32(TABLE_BYTES, index) as usize;
+        let (tokens, buckets, slots) = (header(0), header(1), header(2));
+        let (offsets, rest) = TABLE_BYTES[12..].split_at((tokens + 1) * 4);
+        let (displacements, rest) = rest.split_at(buckets * 4);
+        let (slot_bytes, bytes) = rest.split_at(slots * 4);
+        RankTable {
+            offsets,
+            displacements,
+            slots: slot_bytes,
+            bytes,
+            bucket_count: buckets as u32,
+            slot_count: slots as u32,
+        }
+    }
+
+    /// The rank of the token whose bytes are `bytes`, if one is.
+    pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        let hash = table_hash::hash(bytes);
+        let displacement = read_u32(
+            self.displacements,
+            table_hash::bucket(hash, self.bucket_count),
+        );
+        let rank = read_u32(
+            self.slots,
+            table_hash::slot(hash, displacement, self.slot_count),
+        );
+        (rank != EMPTY && self.token(rank) == bytes).then_some(rank)
+    }
+
+    fn token(&self, rank: u32) -> &'static [u8] {
+        let start = read_u32(self.offsets, rank as usize) as usize;
+        let end = read_u32(self.offsets, rank as usize + 1) as usize;
+        &self.bytes[start..end]
+    }
+
+    /// How many tokens `piece` encodes to.
+    pub fn count(&self, piece: &[u8]) -> usize {
+        self.count_with(piece, SCAN_MAX_BYTES)
+    }
+
+    /// [`Self::count`], with pieces longer than `scan_max` merged through a heap.
+    fn count_with(&self, piece: &[u8], scan_max: usize) -> usize {
+        match piece.len() {
+            0 => 0,
+            1 => 1,
+            _ if self.rank(piece).is_some() => 1,
+            length if length <= scan_max => self.merge_scanning(piece),
+            _ => self.merge_with_heap(piece),
+        }
+    }
+
+    /// The rank of `piece[start..end]`, or [`EMPTY`] when it is not a token.
+    fn pair_rank(&self, piece: &[u8], start: usize, end: usize) -> u32 {
+        self.rank(&piece[start..end]).unwrap_or(EMPTY)
+    }
+
+    /// Parts start at `starts[i]` and end where the next starts (`starts` ends with the piece's
+    /// length); `ranks[i]` is the rank of parts `i` and `i + 1` together.
+    fn merge_scanning(&self, piece: &[u8]) -> usize {
+        let mut starts: Vec<usize> = (0..=piece.len()).collect();
+        let mut ranks: Vec<u32> = (0..piece.len() - 1)
+            .map(|i| self.pair_rank(piece, i, i + 2))
+            .collect();
+        loop {
+            let mut lowest = (EMPTY, 0);
+            for (index, &rank) in ranks.iter().enumerate() {
+                if rank < lowest.0 {
+                    lowest = (rank, index);
+                }
+            }
+            let (rank, at) = lowest;
+            if rank == EMPTY {
+                break;
+            }
+            // Parts `at` and `at + 1` become one: the pairs on either side change.
+            starts.remove(at + 1);
+            ranks.remove(at);
+            if at + 2 < starts.len() {
+                ranks[at] = self.pair_rank(piece, starts[at], starts[at + 2]);
+            }
+            if at > 0 {
+                ranks[at - 1] = self.pair_rank(piece, starts[at - 1], starts[at + 1]);
+            }
+        }
+        starts.len() - 1
+    }
+
+    /// The same merges, with the parts in a linked list (by start offset) and their pairs in a
+    /// min-heap of `(rank, start, end)`; a pair whose parts have changed since it was pushed is
+    /// skipped when it comes out.
+    fn merge_with_heap(&self, piece: &[u8]) -> usize {
+        let length = piece.len();
+        // `next[start]`: where the part starting at `start` ends; `previous[start]`: where the
+        // part before it starts (`usize::MAX` for the first).
+        let mut next: Vec<usize> = (1..=length).collect();
+        let mut previous: Vec<usize> = (0..length).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; length];
+        let mut pairs = BinaryHeap::with_capacity(length);
+        for start in 0..length - 1 {
+            let rank = self.pair_rank(piece, start, start + 2);
+            if rank != EMPTY {
+                pairs.push(Reverse((rank, start, start + 2)));
+            }
+        }
+        let mut parts = length;
+        while let Some(Reverse((_, start, end))) = pairs.pop() {
+            let middle = next[start];
+            if !alive[start] || middle >= length || next[middle] != end {
+                continue;
+            }
+            alive[middle] = false;
+            next[start] = end;
+            if end < length {
+                previous[end] = start;
+                let after = next[end];
+                let rank = self.pair_rank(piece, start, after);
+                if rank != EMPTY {
+                    pairs.push(Reverse((rank, start, after)));
+                }
+            }
+            let before = previous[start];
+            if before != usize::MAX {
+                let rank = self.pair_rank(piece, before, end);
+                if rank != EMPTY {
+                    pairs.push(Reverse((rank, before, end)));
+                }
+            }
+            parts -= 1;
+        }
+        parts
+    }
+}
+
+fn read_u32(bytes: &[u8], index: usize) -> u32 {
+    let at = index * 4;
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tiktoken's own implementation, for reference.
+    fn reference() -> tiktoken_rs::CoreBPE {
+        tiktoken_rs::o200k_base().expect("tiktoken has o200k_base")
+    }
+
+    #[test]
+    fn every_piece_counts_as_tiktoken_encodes_it_by_scanning_and_by_heap() {
+        let table = RankTable::o200k_base();
+        let tiktoken = reference();
+        let splitter = bpe_openai::o200k_base();
+        let mut texts: Vec<String> = vec![
+            "fn main() { println!(\"héllo, wörld\"); } // 🚀".to_string(),
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                .to_string(),
+            "=".repeat(300),
+            " ".repeat(500),
+            "日本語のテキストと中文文本和한국어".repeat(20),
+            "SGVsbG8gd29ybGQhIFRoaXMgaXMgYmFzZTY0IGVuY29kZWQgdGV4dA".repeat(30),
+            "Supercalifragilisticexpialidociousantidisestablishmentarianism".repeat(10),
+        ];
+        // Pseudo-random bytes turned into text of every kind: ASCII, Latin, CJK, emoji.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let alphabet: Vec<char> = "abcXYZ019 _-=.,;:'\"\n\téüßøñ日本語中文한🚀💡∀∂"
+            .chars()
+            .collect();
+        for _ in 0..200 {
+            let mut text = String::new();
+            for _ in 0..200 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            texts.push(text);
+        }
+        for text in &texts {
+            for piece in splitter.split(text) {
+                let expected = tiktoken.encode_ordinary(piece).len();
+                assert_eq!(table.count(piece.as_bytes()), expected, "{piece:?}");
+                assert_eq!(
+                    table.count_with(piece.as_bytes(), 0),
+                    expected,
+                    "{piece:?} by heap"
+                );
+                assert_eq!(
+                    table.count_with(piece.as_bytes(), usize::MAX),
+                    expected,
+                    "{piece:?} by scanning"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_token_is_found_at_its_rank_and_nothing_else_is() {
+        let table = RankTable::o200k_base();
+        let bpe = &bpe_openai::o200k_base().bpe;
+        assert_eq!(read_u32(TABLE_BYTES, 0) as usize, bpe.num_tokens());
+        for rank in (0..bpe.num_tokens() as u32).step_by(97) {
+            assert_eq!(table.rank(bpe.token_bytes(rank)), Some(rank));
+        }
+        assert_eq!(table.rank(b"not a single token, surely"), None);
+        assert_eq!(table.rank(b""), None);
+    }
+}

@@ -1,0 +1,47 @@
+//! The hash of `o200k_base`'s prebuilt rank table, shared by `build.rs` (which builds the table)
+//! and [`super::o200k`] (which reads it): both must place a token's bytes in the same slot.
+//!
+//! The table is a minimal-search perfect hash: a token's bytes hash once; the high half of the
+//! hash picks a bucket, the bucket's displacement mixed with the hash picks the slot. Every
+//! token has a slot of its own, so a lookup is one hash, two reads and one comparison.
+
+/// The hash of `bytes`: eight bytes at a time, then mixed so that every output bit depends on
+/// every input bit.
+pub fn hash(bytes: &[u8]) -> u64 {
+    const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut state = (bytes.len() as u64).wrapping_mul(MULTIPLIER);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        state = (state ^ word).wrapping_mul(MULTIPLIER).rotate_left(29);
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        state = (state ^ u64::from_le_bytes(last))
+            .wrapping_mul(MULTIPLIER)
+            .rotate_left(29);
+    }
+    mix(state)
+}
+
+/// The bucket of a hash among `buckets`.
+pub fn bucket(hash: u64, buckets: u32) -> usize {
+    (((hash >> 32) * u64::from(buckets)) >> 32) as usize
+}
+
+/// The slot of a hash among `slots`, given its bucket's displacement.
+pub fn slot(hash: u64, displacement: u32, slots: u32) -> usize {
+    let mixed = mix(hash ^ u64::from(displacement).wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
+    ((u128::from(mixed) * u128::from(slots)) >> 64) as usize
+}
+
+/// A 64-bit finalizer (the avalanche step of common 64-bit hashes).
+fn mix(mut value: u64) -> u64 {
+    value ^= value >> 33;
+    value = value.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    value ^= value >> 33;
+    value = value.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    value ^ (value >> 33)
+}
