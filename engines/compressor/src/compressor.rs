@@ -229,7 +229,8 @@ impl Compressor {
             .filter(|m| is_summary(m))
             .map(summary_body)
             .collect();
-        let turns: Vec<Message> = middle.iter().filter(|m| !is_summary(m)).cloned().collect();
+        let turns = middle.iter().filter(|m| !is_summary(m));
+        let removed = turns.clone().count();
         let mut content = String::new();
         if let Some(memory) = options
             .memory_context
@@ -238,7 +239,7 @@ impl Compressor {
         {
             content.push_str(&fence_memory(memory));
         }
-        content.push_str(&render(&turns));
+        content.push_str(&render(turns));
         let request = SummarizeRequest {
             instructions: summary::INSTRUCTIONS.to_string(),
             content,
@@ -247,15 +248,16 @@ impl Compressor {
             previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
             shape: SummaryShape::Handoff,
         };
-        let written = self.summarize(&request, turns.len());
+        let written = self.summarize(&request, removed);
         telemetry.summarizer_calls = 1;
-        let mut out: Vec<Message> = work[..head_end].to_vec();
-        out.push(summary_message(
+        let summary = summary_message(
             &written.text,
             work[..head_end].last().map(Message::role),
             work.get(tail_start).map(Message::role),
-        ));
-        out.extend_from_slice(&work[tail_start..]);
+        );
+        // The head and the tail move from `work`; the middle is dropped.
+        let mut out = work;
+        out.splice(head_end..tail_start, [summary]);
         let out = sequence::repair(out);
         telemetry.summarized = true;
         telemetry.summarizer = written.summarizer;

@@ -47,11 +47,10 @@ pub struct CompressArgs {
 pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     app.warm_tokenizer();
+    // A summary's redaction patterns compile on another core while the transcript is read.
+    std::thread::spawn(ctxhost::redact::warm);
     let read = transcript::read_transcript(&args.transcript, args.format)?;
     let (messages, output_format) = (read.messages, args.output_format.resolve(read.format));
-    // The tokenizer is still loading (on another core): compile the redaction patterns a
-    // summary needs meanwhile, instead of after counting.
-    ctxhost::redact::warm();
     let mut session = app.open_session(
         args.engine.as_deref(),
         SessionOptions::new(&args.session.session),
