@@ -167,20 +167,7 @@ pub fn paths<'a>(text: &'a str) -> Vec<String> {
         }
     };
     if text.is_ascii() {
-        // The split below, and each word's hints, in one pass over the bytes: most of a
-        // session is ASCII, and most words are passed over on their hints alone.
-        let classes = ascii_classes();
-        let (mut start, mut hints) = (0, 0);
-        for (at, &byte) in text.as_bytes().iter().enumerate() {
-            match classes[usize::from(byte)] {
-                WORD_BREAK => {
-                    note(&text[start..at], hints);
-                    (start, hints) = (at + 1, 0);
-                }
-                class => hints |= class,
-            }
-        }
-        note(&text[start..], hints);
+        for_candidate_words(text, note);
     } else {
         for word in text.split(breaks_word) {
             let hints = word
@@ -191,6 +178,62 @@ pub fn paths<'a>(text: &'a str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Calls `note` with each word of ASCII `text` that [`could_be_path`] may accept, in order, and
+/// its hints. Only a word holding a path byte or a bare file name can be a path: those are
+/// found by searching for them (a vectorized scan that skips most of a text), then the words
+/// around them are read; the rest of the text is never split.
+fn for_candidate_words<'a>(text: &'a str, mut note: impl FnMut(&'a str, u8)) {
+    let bytes = text.as_bytes();
+    let classes = ascii_classes();
+    let is_break = |byte: &u8| classes[usize::from(*byte)] == WORD_BREAK;
+    let mut path_bytes = memchr::memchr3_iter(b'/', b'\\', b'.', bytes).peekable();
+    let mut names: Vec<usize> = bare_file_name_parts()
+        .iter()
+        .flat_map(|part| part.find_iter(bytes))
+        .collect();
+    names.sort_unstable();
+    let mut names = names.into_iter().peekable();
+    // Where the last word read ended: a candidate before it is in that word.
+    let mut read_to = 0;
+    while let Some(at) = match (path_bytes.peek(), names.peek()) {
+        (Some(&byte), Some(&name)) => Some(byte.min(name)),
+        (byte, name) => byte.or(name).copied(),
+    } {
+        path_bytes.next_if_eq(&at);
+        names.next_if_eq(&at);
+        if at < read_to {
+            continue;
+        }
+        let start = bytes[read_to..at]
+            .iter()
+            .rposition(is_break)
+            .map_or(read_to, |i| read_to + i + 1);
+        let end = bytes[at..]
+            .iter()
+            .position(is_break)
+            .map_or(bytes.len(), |i| at + i);
+        let hints = bytes[start..end]
+            .iter()
+            .fold(0, |hints, &byte| hints | classes[usize::from(byte)]);
+        note(&text[start..end], hints);
+        read_to = end;
+    }
+}
+
+/// What every [`BARE_FILE_NAMES`] entry without a path byte holds one of (a test checks it):
+/// the words holding one are the candidates for a bare file name.
+const BARE_FILE_NAME_PARTS: [&str; 3] = ["file", "LICENSE", "README"];
+
+fn bare_file_name_parts() -> &'static [memchr::memmem::Finder<'static>] {
+    static PARTS: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
+    PARTS.get_or_init(|| {
+        BARE_FILE_NAME_PARTS
+            .iter()
+            .map(|part| memchr::memmem::Finder::new(part))
+            .collect()
+    })
 }
 
 /// Where [`paths`] splits a text into words: whitespace, quotes, brackets and the punctuation
@@ -248,15 +291,20 @@ fn ascii_classes() -> &'static [u8; 128] {
 /// word's `hints` (its bytes' classes).
 fn could_be_path(word: &str, hints: u8) -> bool {
     hints & PATH_BYTE != 0
-        || (hints & CAPITAL != 0 && BARE_FILE_NAMES.iter().any(|name| word.contains(name)))
+        || (hints & CAPITAL != 0
+            && word.len() >= SHORTEST_BARE_FILE_NAME
+            && BARE_FILE_NAMES.iter().any(|name| word.contains(name)))
 }
+
+/// The length of the shortest of [`BARE_FILE_NAMES`] (a test checks it).
+const SHORTEST_BARE_FILE_NAME: usize = 6;
 
 /// `token` as a file path (a part of it), if it looks like one.
 fn as_path(token: &str) -> Option<&str> {
     let token = token
         .trim_end_matches(['.', ':', '!', '?'])
         .trim_start_matches(['@', '+']);
-    if token.len() < 2 || token.len() > 260 || token.contains("://") || token.starts_with("//") {
+    if token.len() < 2 || token.len() > 260 || holds_scheme(token) || token.starts_with("//") {
         return None;
     }
     // `src/lib.rs:42:7` names `src/lib.rs`.
@@ -299,6 +347,12 @@ fn as_path(token: &str) -> Option<&str> {
         return None;
     }
     named_file.then_some(token)
+}
+
+/// Whether `token` holds `://` (a URL's scheme separator), looked for from its colons.
+fn holds_scheme(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    memchr::memchr_iter(b':', bytes).any(|at| bytes[at + 1..].starts_with(b"//"))
 }
 
 /// Whether `path` names a file (rather than a directory): a known extension or file name.
@@ -835,6 +889,105 @@ fn verb_of(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What [`paths`] found before it searched for candidates: every word of the text split
+    /// and offered to `could_be_path`.
+    fn paths_word_by_word(text: &str) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        let classes = ascii_classes();
+        let words = text
+            .as_bytes()
+            .split(|&b| classes[usize::from(b)] == WORD_BREAK);
+        let mut at = 0;
+        for word in words {
+            let word_text = &text[at..at + word.len()];
+            at += word.len() + 1;
+            let hints = word.iter().fold(0, |h, &b| h | classes[usize::from(b)]);
+            if let Some(path) = could_be_path(word_text, hints)
+                .then(|| as_path(word_text))
+                .flatten()
+            {
+                if !found.iter().any(|f| f == path) {
+                    found.push(path.to_string());
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_shortest_bare_file_name_is_known() {
+        let shortest = BARE_FILE_NAMES.iter().map(|name| name.len()).min();
+        assert_eq!(shortest, Some(SHORTEST_BARE_FILE_NAME));
+    }
+
+    #[test]
+    fn every_bare_file_name_is_found_as_a_candidate() {
+        for name in BARE_FILE_NAMES {
+            let path_byte = name.contains(['/', '\\', '.']);
+            let part = BARE_FILE_NAME_PARTS.iter().any(|part| name.contains(part));
+            assert!(path_byte || part, "{name} would never be a candidate word");
+        }
+    }
+
+    #[test]
+    fn candidate_words_find_what_every_word_finds() {
+        let pieces = [
+            "src/lib.rs",
+            "./run.sh",
+            "/etc/hosts",
+            "Cargo.toml",
+            "Makefile",
+            "xMakefile",
+            "CMakeLists.txt",
+            "LICENSE",
+            "README.md",
+            "and/or",
+            "3.14",
+            "e.g.",
+            "self.model",
+            "a\\b.txt",
+            "C:\\x\\y.txt",
+            "https://e.com/a.rs",
+            "word",
+            "Word",
+            "file",
+            ".",
+            "/",
+            "..",
+            "~/x.py",
+            "x.py:3:4",
+            "(a/b.rs)",
+            "'q.py'",
+            "`t.c`",
+            "a,b.go;c.rs",
+            "=",
+            " ",
+            "\n",
+            "\t",
+            "[",
+            "]",
+            "{x.js}",
+            "<y.ts>",
+            "|z.rb|",
+            "Dockerfile.",
+            "READMEs",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2_000 {
+            let mut text = String::new();
+            for _ in 0..(state % 40) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(pieces[(state % pieces.len() as u64) as usize]);
+                if state % 3 == 0 {
+                    text.push(' ');
+                }
+            }
+            assert_eq!(paths(&text), paths_word_by_word(&text), "{text:?}");
+        }
+    }
 
     #[test]
     fn paths_are_found_and_noise_is_not() {
