@@ -221,15 +221,20 @@ impl TokenCounter {
     /// The count of `text`, its pieces looked up in (and added to) `pieces` first.
     fn count_uncached(&self, text: &str, pieces: &mut PieceCounts) -> u64 {
         match self.loaded() {
-            Some(Loaded::Bpe(bpe)) => count_pieces(bpe.split(text), pieces, |p| bpe.bpe.count(p)),
-            Some(Loaded::O200k(table)) if text.is_ascii() => {
-                count_pieces(ascii_pieces::pieces(text), pieces, |p| table.count(p))
+            Some(Loaded::Bpe(bpe)) => {
+                count_pieces(bpe.split(text), pieces, |_| false, |p| bpe.bpe.count(p))
             }
-            Some(Loaded::O200k(table)) => {
-                count_pieces(o200k_base_splitter().split(text), pieces, |p| {
+            Some(Loaded::O200k(table)) if text.is_ascii() => {
+                count_pieces(ascii_pieces::pieces(text), pieces, one_token(table), |p| {
                     table.count(p)
                 })
             }
+            Some(Loaded::O200k(table)) => count_pieces(
+                o200k_base_splitter().split(text),
+                pieces,
+                one_token(table),
+                |p| table.count(p),
+            ),
             Some(Loaded::Tiktoken(bpe)) => bpe.encode_ordinary(text).len() as u64,
             // Unreachable with a validated config; a rough estimate beats failing the turn.
             None => (text.len() as u64).div_ceil(4),
@@ -273,14 +278,20 @@ impl TokenCounter {
 }
 
 /// The count of a text given its `pieces` (the sum of their counts, `count` merging one), with
-/// each distinct piece merged once. Neither encoding normalizes its text.
+/// each distinct piece merged once. A piece `one_token` recognizes counts one without a look in
+/// `counted` (most words are a token, and the rank table finds one faster than the cache).
+/// Neither encoding normalizes its text.
 fn count_pieces<'a>(
     pieces: impl Iterator<Item = &'a str>,
     counted: &mut PieceCounts,
+    one_token: impl Fn(&[u8]) -> bool,
     count: impl Fn(&[u8]) -> usize,
 ) -> u64 {
     pieces
         .map(|piece| {
+            if one_token(piece.as_bytes()) {
+                return 1;
+            }
             if let Some(&count) = counted.get(piece) {
                 return u64::from(count);
             }
@@ -289,6 +300,11 @@ fn count_pieces<'a>(
             count as u64
         })
         .sum()
+}
+
+/// Whether a piece is one `o200k_base` token, by `table`.
+fn one_token(table: &RankTable) -> impl Fn(&[u8]) -> bool + '_ {
+    |piece| piece.len() == 1 || table.rank(piece).is_some()
 }
 
 /// `o200k_base`'s split pattern, for text that is not ASCII, compiled on first use (around a
@@ -405,8 +421,12 @@ mod tests {
         for text in texts.iter().chain(&texts) {
             let expected = reference.count(*text) as u64;
             assert_eq!(
-                count_pieces(o200k_base_splitter().split(text), &mut pieces, |p| table
-                    .count(p)),
+                count_pieces(
+                    o200k_base_splitter().split(text),
+                    &mut pieces,
+                    one_token(table),
+                    |p| table.count(p)
+                ),
                 expected,
                 "{text:?}"
             );
