@@ -69,6 +69,14 @@ const SEEN_FILES: usize = 8;
 #[derive(Default)]
 struct Files {
     entries: Vec<(String, Vec<&'static str>, Rank)>,
+    /// The entries by the path's last `/`-separated part: two paths [`same_file`] accepts
+    /// end alike, so only the entries of a path's own name need comparing (in entry order).
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+/// What follows a path's last `/`.
+fn last_part(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 impl Files {
@@ -76,8 +84,14 @@ impl Files {
         if rank == Rank::Seen && !names_file(path) {
             return;
         }
+        let named = self
+            .by_name
+            .get(last_part(path))
+            .map_or(&[][..], Vec::as_slice);
         // `src/a.rs` and `/repo/src/a.rs` are one file, when that is unambiguous.
-        let matches: Vec<usize> = (0..self.entries.len())
+        let matches: Vec<usize> = named
+            .iter()
+            .copied()
             .filter(|&i| same_file(&self.entries[i].0, path))
             .collect();
         let index = match matches[..] {
@@ -87,11 +101,16 @@ impl Files {
                 }
                 index
             }
-            _ => match self.entries.iter().position(|(p, _, _)| p == path) {
+            _ => match named.iter().copied().find(|&i| self.entries[i].0 == path) {
                 Some(index) => index,
                 None => {
                     self.entries.push((path.to_string(), Vec::new(), rank));
-                    self.entries.len() - 1
+                    let index = self.entries.len() - 1;
+                    self.by_name
+                        .entry(last_part(path).to_string())
+                        .or_default()
+                        .push(index);
+                    index
                 }
             },
         };

@@ -32,7 +32,57 @@ pub struct Turn {
 }
 
 /// The turns in `content`, in order. Empty turns are kept (a call may have no arguments).
+///
+/// A turn's text is a run of whole lines (after its tag): a slice of `content`, copied once,
+/// unless it holds carriage returns (which reading by lines drops before line breaks), then
+/// joined line by line. Both give the same turns (a test checks it).
 pub fn parse_turns(content: &str) -> Vec<Turn> {
+    let bracketed = content.lines().any(|line| bracket_tag(line).is_some());
+    let base = content.as_ptr() as usize;
+    let offset = |text: &str| text.as_ptr() as usize - base;
+    // Each turn's role, where its text starts and where its last line ends.
+    let mut spans: Vec<(Role, usize, usize)> = Vec::new();
+    let mut current: Option<(Role, usize, usize)> = None;
+    for line in content.lines() {
+        let header = if bracketed {
+            bracket_tag(line)
+        } else {
+            colon_tag(line)
+        };
+        match header {
+            Some((role, rest)) => {
+                spans.extend(current.take());
+                current = Some((role, offset(rest), offset(rest) + rest.len()));
+            }
+            None => {
+                let turn = current.get_or_insert_with(|| (Role::Other, offset(line), offset(line)));
+                turn.2 = offset(line) + line.len();
+            }
+        }
+    }
+    spans.extend(current);
+    spans
+        .into_iter()
+        .map(|(role, start, end)| {
+            let text = &content[start..end];
+            let text = if text.contains('\r') {
+                text.lines()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .trim()
+                    .to_string()
+            } else {
+                text.trim().to_string()
+            };
+            Turn { role, text }
+        })
+        .filter(|turn| turn.role != Role::Other || !turn.text.is_empty())
+        .collect()
+}
+
+/// [`parse_turns`], joining each turn's lines one by one (what it gives is the reference).
+#[cfg(test)]
+fn parse_turns_by_line(content: &str) -> Vec<Turn> {
     let bracketed = content.lines().any(|line| bracket_tag(line).is_some());
     let mut turns: Vec<Turn> = Vec::new();
     let mut current: Option<Turn> = None;
@@ -186,6 +236,56 @@ mod tests {
         let turns = parse_turns("[tool read_file] user: bob\nsystem: linux\n[user] ok");
         assert_eq!(turns.len(), 2);
         assert!(turns[0].text.contains("system: linux"));
+    }
+
+    #[test]
+    fn slicing_and_joining_lines_give_the_same_turns() {
+        let lines = [
+            "[user] fix it",
+            "[user]",
+            "[assistant]:   ",
+            "[tool bash · seq 3] out",
+            "plain",
+            "",
+            "  ",
+            "[assistant -> tool_call bash] {\"a\": 1}",
+            "USER: hi",
+            "assistant: yo",
+            "[not a tag] x",
+            "[TOOL RESULT c1]: done",
+            "\t indented",
+            "[system]",
+            "cr\r",
+            "[user] cr\r",
+            "\r",
+            "mid\rdle",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3_000 {
+            let mut content = String::new();
+            for _ in 0..(state % 16) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                content.push_str(lines[(state % lines.len() as u64) as usize]);
+                content.push('\n');
+            }
+            if state % 2 == 0 {
+                content.pop();
+            }
+            assert_eq!(
+                parse_turns(&content),
+                parse_turns_by_line(&content),
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn carriage_returns_are_dropped_with_their_line_breaks() {
+        let turns = parse_turns("[user] a\r\nb\r\n[assistant] c");
+        assert_eq!(turns[0].text, "a\nb");
+        assert_eq!(turns[1].text, "c");
     }
 
     #[test]
