@@ -244,7 +244,7 @@ impl Message {
 
     /// Replaces the content with any JSON value (a string becomes plain text).
     pub fn set_content_json(&mut self, value: &Value) {
-        self.content = content_from_value(value);
+        self.content = content_from_value(value.clone());
     }
 
     /// The tool calls of an assistant message (empty for other messages).
@@ -385,7 +385,7 @@ impl Message {
         };
         let content = match object.shift_remove("content") {
             None => Content::Absent,
-            Some(value) => content_from_value(&value),
+            Some(value) => content_from_value(value),
         };
         let tool_calls = match object.get("tool_calls") {
             Some(Value::Array(calls)) if calls.iter().all(Value::is_object) => {
@@ -494,10 +494,11 @@ fn take_string(object: &mut Map<String, Value>, key: &str) -> Option<String> {
     }
 }
 
-fn content_from_value(value: &Value) -> Content {
+/// The text moves into the content (no copy: a JSON transcript's texts are most of it).
+fn content_from_value(value: Value) -> Content {
     match value {
         Value::Null => Content::Null,
-        Value::String(text) => Content::Text(RString::from(text.as_str())),
+        Value::String(text) => Content::Text(RString::from(text)),
         other => Content::Json(RString::from(other.to_string())),
     }
 }

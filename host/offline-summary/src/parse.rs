@@ -134,9 +134,8 @@ fn bracket_tag(line: &str) -> Option<(Role, &str)> {
         .unwrap_or_default()
         .trim();
     let rest = strip_separator(&inner_and_rest[close + 1..]);
-    let lower = inner.to_ascii_lowercase();
     for marker in ["tool_call", "tool call", "tool-call"] {
-        if let Some(at) = lower.find(marker) {
+        if let Some(at) = find_ignoring_ascii_case(inner, marker) {
             let name = inner[at + marker.len()..]
                 .trim()
                 .trim_start_matches([':', '='])
@@ -150,12 +149,13 @@ fn bracket_tag(line: &str) -> Option<(Role, &str)> {
         }
     }
     let mut words = inner.split_whitespace();
-    let first = words.next()?.trim_end_matches(':').to_ascii_lowercase();
-    let role = match first.as_str() {
-        "user" | "human" => Role::User,
-        "assistant" | "ai" | "model" => Role::Assistant,
-        "system" | "developer" => Role::System,
-        "tool" | "function" | "tool_result" | "observation" => {
+    let first = words.next()?.trim_end_matches(':');
+    let is = |names: &[&str]| names.iter().any(|name| first.eq_ignore_ascii_case(name));
+    let role = match () {
+        () if is(&["user", "human"]) => Role::User,
+        () if is(&["assistant", "ai", "model"]) => Role::Assistant,
+        () if is(&["system", "developer"]) => Role::System,
+        () if is(&["tool", "function", "tool_result", "observation"]) => {
             let name: Vec<&str> = words
                 .filter(|w| !w.eq_ignore_ascii_case("result") && !w.eq_ignore_ascii_case("output"))
                 .collect();
@@ -166,6 +166,15 @@ fn bracket_tag(line: &str) -> Option<(Role, &str)> {
         _ => return None,
     };
     Some((role, rest))
+}
+
+/// Where `needle` (ASCII) first occurs in `haystack`, ignoring ASCII case (what
+/// `haystack.to_ascii_lowercase().find(needle)` finds, for a lower-case `needle`).
+fn find_ignoring_ascii_case(haystack: &str, needle: &str) -> Option<usize> {
+    let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
+    haystack
+        .windows(needle.len())
+        .position(|window| window.eq_ignore_ascii_case(needle))
 }
 
 /// `user: rest` (any case) at the start of a line.
