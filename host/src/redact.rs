@@ -168,11 +168,44 @@ pub fn warm() {
     }
 }
 
+/// Text from which the rules' literals are looked for on two threads, each taking half the
+/// rules (a long session's middle, summarized in one piece, is a megabyte or more).
+const PARALLEL_MIN_BYTES: usize = 256 * 1024;
+
+/// Which rules may match `text`, by rule ([`may_match`]).
+fn rules_that_may_match(text: &str) -> Vec<bool> {
+    rules_that_may_match_on(text, text.len() >= PARALLEL_MIN_BYTES)
+}
+
+fn rules_that_may_match_on(text: &str, two_threads: bool) -> Vec<bool> {
+    let rules: Vec<(&Rule, &Vec<Finder<'_>>)> = rules().iter().zip(finders()).collect();
+    let check = |rules: &[(&Rule, &Vec<Finder<'_>>)]| -> Vec<bool> {
+        rules
+            .iter()
+            .map(|(rule, finders)| may_match(rule, finders, text))
+            .collect()
+    };
+    if !two_threads {
+        return check(&rules);
+    }
+    let (first, second) = rules.split_at(rules.len() / 2);
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| check(first));
+        let second = check(second);
+        let mut may = match first.join() {
+            Ok(may) => may,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        may.extend(second);
+        may
+    })
+}
+
 /// `text` with every secret replaced.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut current = Cow::Borrowed(text);
-    for (rule, finders) in rules().iter().zip(finders()) {
-        if !may_match(rule, finders, text) {
+    for (rule, may) in rules().iter().zip(rules_that_may_match(text)) {
+        if !may {
             continue;
         }
         // Rules apply in order, each to what the earlier ones left, if it matched the text as
@@ -192,7 +225,33 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{redact, rules_that_may_match_on, PARALLEL_MIN_BYTES};
+
+    #[test]
+    fn a_long_text_selects_the_same_rules_on_two_threads() {
+        // Each text, and the part of it that is the secret.
+        let secrets = [
+            ("sk-proj-AbCdEf0123456789AbCdEf", "0123456789AbCdEf"),
+            ("ghp_0123456789abcdefghij0123456789abcd", "abcdefghij0123"),
+            ("Bearer abc.def-ghi_jkl123", "ghi_jkl123"),
+            ("https://ada:hunter22@example.com/r.git", "hunter22"),
+            ("xoxb-1234567890-abcdefghij", "1234567890"),
+            ("whsec_abcdefghijklmnopqrstuvwxyz012345", "uvwxyz012345"),
+            ("hf_abcdefghijklmnopqrstuvwx", "opqrstuvwx"),
+        ];
+        let filler = "an ordinary line of a long tool output\n".repeat(PARALLEL_MIN_BYTES / 30);
+        for kept in 0..=secrets.len() {
+            let texts: Vec<&str> = secrets[..kept].iter().map(|(text, _)| *text).collect();
+            let text = format!("{filler}{}", texts.join("\n"));
+            let on_two = rules_that_may_match_on(&text, true);
+            assert_eq!(on_two, rules_that_may_match_on(&text, false));
+            assert_eq!(on_two.iter().filter(|&&may| may).count() > 1, kept > 0);
+            let redacted = redact(&text);
+            for (text, secret) in &secrets[..kept] {
+                assert!(!redacted.contains(secret), "{text} survived");
+            }
+        }
+    }
 
     #[test]
     fn redacts_the_usual_secrets() {
