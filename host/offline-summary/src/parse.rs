@@ -44,12 +44,7 @@ pub fn parse_turns(content: &str) -> Vec<Turn> {
     let mut spans: Vec<(Role, usize, usize)> = Vec::new();
     let mut current: Option<(Role, usize, usize)> = None;
     for line in content.lines() {
-        let header = if bracketed {
-            bracket_tag(line)
-        } else {
-            colon_tag(line)
-        };
-        match header {
+        match turn_tag(line, bracketed) {
             Some((role, rest)) => {
                 spans.extend(current.take());
                 current = Some((role, offset(rest), offset(rest) + rest.len()));
@@ -87,12 +82,7 @@ fn parse_turns_by_line(content: &str) -> Vec<Turn> {
     let mut turns: Vec<Turn> = Vec::new();
     let mut current: Option<Turn> = None;
     for line in content.lines() {
-        let header = if bracketed {
-            bracket_tag(line)
-        } else {
-            colon_tag(line)
-        };
-        match header {
+        match turn_tag(line, bracketed) {
             Some((role, rest)) => {
                 turns.extend(current.take());
                 current = Some(Turn {
@@ -121,6 +111,16 @@ fn parse_turns_by_line(content: &str) -> Vec<Turn> {
     }
     turns.retain(|turn| turn.role != Role::Other || !turn.text.is_empty());
     turns
+}
+
+/// The tag that starts a turn on `line`: bracketed when any line of the content carries one,
+/// else a `role:` prefix.
+fn turn_tag(line: &str, bracketed: bool) -> Option<(Role, &str)> {
+    if bracketed {
+        bracket_tag(line)
+    } else {
+        colon_tag(line)
+    }
 }
 
 /// `[role ...] rest` at the start of a line.
