@@ -231,7 +231,7 @@ fn bare_file_name_parts() -> &'static [memchr::memmem::Finder<'static>] {
     PARTS.get_or_init(|| {
         BARE_FILE_NAME_PARTS
             .iter()
-            .map(|part| memchr::memmem::Finder::new(part))
+            .map(memchr::memmem::Finder::new)
             .collect()
     })
 }
@@ -981,7 +981,7 @@ mod tests {
                 state ^= state >> 7;
                 state ^= state << 17;
                 text.push_str(pieces[(state % pieces.len() as u64) as usize]);
-                if state % 3 == 0 {
+                if state.is_multiple_of(3) {
                     text.push(' ');
                 }
             }

@@ -279,7 +279,7 @@ mod tests {
                 content.push_str(lines[(state % lines.len() as u64) as usize]);
                 content.push('\n');
             }
-            if state % 2 == 0 {
+            if state.is_multiple_of(2) {
                 content.pop();
             }
             assert_eq!(
