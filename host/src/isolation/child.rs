@@ -94,7 +94,14 @@ fn run(
 
 /// Writes one reply line.
 pub fn send<T: Serialize>(out: &mut impl Write, reply: &Reply<T>) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    let mut line = match serde_json::to_vec(reply) {
+        Ok(line) => line,
+        // An answer JSON cannot hold: the operation failed, and the host hears so.
+        Err(error) => serde_json::to_vec(&Reply::<()>::Err(WireError::from(&EngineError::failed(
+            format!("the engine's answer cannot be sent: {error}"),
+        ))))
+        .map_err(std::io::Error::other)?,
+    };
     line.push(b'\n');
     out.write_all(&line)?;
     out.flush()
@@ -122,4 +129,31 @@ pub fn serve(
         send(out, &reply)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_json_cannot_hold_is_sent_as_the_operations_failure() {
+        // JSON object keys are strings: a map keyed by pairs cannot be written.
+        let answer: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let mut out = Vec::new();
+        send(&mut out, &Reply::Ok(answer)).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(
+            line.ends_with('\n') && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        let Reply::<serde_json::Value>::Err(error) = serde_json::from_str(&line).unwrap() else {
+            panic!("an error reply: {line}");
+        };
+        assert_eq!(error.kind, ErrorKind::Failed);
+        assert!(
+            error.message.contains("cannot be sent"),
+            "{}",
+            error.message
+        );
+    }
 }
