@@ -81,7 +81,7 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
     let (mut engine, version) = match started {
         Ok(started) => started,
         Err(error) => {
-            child::send(&mut replies, &Reply::Err(WireError::from(&error)))?;
+            child::send(&mut replies, &Reply::<()>::Err(WireError::from(&error)))?;
             return Ok(ExitCode::from(1));
         }
     };

@@ -5,13 +5,17 @@
 use std::io::{BufRead, Write};
 
 use ctxhost_sdk::{ContextEngine, EngineError, ErrorKind, Message};
-use serde_json::Value;
+use serde::Serialize;
 
 use super::lists::{CompressedList, MessageList, Received};
-use super::protocol::{Reply, Request, WireError};
+use super::protocol::{Answer, Reply, Request, WireError};
 
 /// Runs one request on the engine.
-fn answer(engine: &mut dyn ContextEngine, received: &mut Received, request: Request) -> Reply {
+fn answer(
+    engine: &mut dyn ContextEngine,
+    received: &mut Received,
+    request: Request,
+) -> Reply<Answer> {
     let result = run(engine, received, request);
     match result {
         Ok(value) => Reply::Ok(value),
@@ -33,17 +37,16 @@ fn run(
     engine: &mut dyn ContextEngine,
     received: &mut Received,
     request: Request,
-) -> Result<Value, EngineError> {
+) -> Result<Answer, EngineError> {
+    let nothing = |()| Answer::Nothing;
     match request {
-        Request::UpdateFromResponse { usage } => {
-            engine.update_from_response(&usage).map(|()| Value::Null)
-        }
+        Request::UpdateFromResponse { usage } => engine.update_from_response(&usage).map(nothing),
         Request::ShouldCompress { prompt_tokens } => {
-            engine.should_compress(prompt_tokens).map(Value::Bool)
+            engine.should_compress(prompt_tokens).map(Answer::Flag)
         }
         Request::ShouldCompressPreflight { messages } => engine
             .should_compress_preflight(apply(received, messages)?)
-            .map(Value::Bool),
+            .map(Answer::Flag),
         Request::Compress { messages, options } => {
             let messages = apply(received, messages)?;
             engine.compress(messages, &options).and_then(|output| {
@@ -53,50 +56,52 @@ fn run(
                 ctxhost_sdk::contract::check_fields(&output).map_err(|violation| {
                     EngineError::failed(format!("returned an invalid context: {violation}"))
                 })?;
-                to_value(&CompressedList::encode(received.messages(), output))
+                Ok(Answer::Compressed(CompressedList::encode(
+                    received.messages(),
+                    output,
+                )))
             })
         }
         Request::HasContentToCompress { messages } => engine
             .has_content_to_compress(apply(received, messages)?)
-            .map(Value::Bool),
-        Request::OnSessionStart { session } => {
-            engine.on_session_start(&session).map(|()| Value::Null)
-        }
+            .map(Answer::Flag),
+        Request::OnSessionStart { session } => engine.on_session_start(&session).map(nothing),
         Request::OnSessionEnd {
             session_id,
             messages,
-        } => engine
-            .on_session_end(&session_id, &messages)
-            .map(|()| Value::Null),
-        Request::OnSessionReset => engine.on_session_reset().map(|()| Value::Null),
-        Request::ToolSchemas => engine.tool_schemas().map(Value::Array),
+        } => engine.on_session_end(&session_id, &messages).map(nothing),
+        Request::OnSessionReset => engine.on_session_reset().map(nothing),
+        Request::ToolSchemas => engine
+            .tool_schemas()
+            .map(|schemas| Answer::Json(serde_json::Value::Array(schemas))),
         Request::HandleToolCall { name, args } => {
-            engine.handle_tool_call(&name, &args).map(Value::String)
+            engine.handle_tool_call(&name, &args).map(Answer::Text)
         }
-        Request::Status => engine.status().and_then(|s| to_value(&s)),
+        Request::Status => engine.status().map(Answer::Status),
         Request::UpdateModel {
             model,
             context_length,
-        } => engine
-            .update_model(&model, context_length)
-            .map(|()| Value::Null),
-        Request::LastCompression => engine.last_compression().and_then(|r| to_value(&r)),
-        Request::Sessions => engine.sessions().and_then(|s| to_value(&s)),
-        Request::Session { session_id } => engine.session(&session_id).and_then(|s| to_value(&s)),
+        } => engine.update_model(&model, context_length).map(nothing),
+        Request::LastCompression => engine.last_compression().map(Answer::LastCompression),
+        Request::Sessions => engine.sessions().map(Answer::Sessions),
+        Request::Session { session_id } => engine.session(&session_id).map(Answer::Session),
         Request::DeleteSession { session_id } => {
-            engine.delete_session(&session_id).map(Value::Bool)
+            engine.delete_session(&session_id).map(Answer::Flag)
         }
-        Request::Invoke { name, payload } => engine.invoke(&name, &payload),
+        Request::Invoke { name, payload } => engine.invoke(&name, &payload).map(Answer::Json),
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ctxhost_sdk::EngineError> {
-    serde_json::to_value(value).map_err(|e| EngineError::failed(e.to_string()))
-}
-
 /// Writes one reply line.
-pub fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+pub fn send<T: Serialize>(out: &mut impl Write, reply: &Reply<T>) -> std::io::Result<()> {
+    let mut line = match serde_json::to_vec(reply) {
+        Ok(line) => line,
+        // An answer JSON cannot hold: the operation failed, and the host hears so.
+        Err(error) => serde_json::to_vec(&Reply::<()>::Err(WireError::from(&EngineError::failed(
+            format!("the engine's answer cannot be sent: {error}"),
+        ))))
+        .map_err(std::io::Error::other)?,
+    };
     line.push(b'\n');
     out.write_all(&line)?;
     out.flush()
@@ -124,4 +129,31 @@ pub fn serve(
         send(out, &reply)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_json_cannot_hold_is_sent_as_the_operations_failure() {
+        // JSON object keys are strings: a map keyed by pairs cannot be written.
+        let answer: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let mut out = Vec::new();
+        send(&mut out, &Reply::Ok(answer)).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(
+            line.ends_with('\n') && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        let Reply::<serde_json::Value>::Err(error) = serde_json::from_str(&line).unwrap() else {
+            panic!("an error reply: {line}");
+        };
+        assert_eq!(error.kind, ErrorKind::Failed);
+        assert!(
+            error.message.contains("cannot be sent"),
+            "{}",
+            error.message
+        );
+    }
 }

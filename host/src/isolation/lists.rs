@@ -5,9 +5,8 @@
 //! ([`CompressedList`]): a window of a long conversation is mostly input, and it is already on
 //! the host's side.
 
-use std::collections::HashMap;
-
 use ctxhost_sdk::{Content, Message};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// A message list, sent as a change to the last list the child received.
@@ -101,10 +100,6 @@ pub enum Part {
     New(Box<Message>),
 }
 
-/// The input messages not yet found in order, by [`shape`]: built on the first output message
-/// that is not simply the next input message.
-type ShapeIndex<'a> = HashMap<Shape<'a>, Vec<usize>>;
-
 impl CompressedList {
     /// `output` as runs of `input` and new messages. An output message equal to an input
     /// message is sent as its index: the next input message is tried first (the usual case:
@@ -117,8 +112,9 @@ impl CompressedList {
             let found = if input.get(next) == Some(&message) {
                 Some(next)
             } else {
-                let index = index.get_or_insert_with(|| index_by_shape(input));
-                find(index, input, &message, next)
+                index
+                    .get_or_insert_with(|| ShapeIndex::new(input))
+                    .find(input, &message, next)
             };
             match found {
                 Some(at) => {
@@ -188,23 +184,44 @@ fn shape(message: &Message) -> Shape<'_> {
     }
 }
 
-fn index_by_shape(input: &[Message]) -> ShapeIndex<'_> {
-    let mut index: ShapeIndex = HashMap::with_capacity(input.len());
-    for (at, message) in input.iter().enumerate() {
-        index.entry(shape(message)).or_default().push(at);
-    }
-    index
+/// The input's positions by [`shape`], each shape's positions chained in order: two tables
+/// allocated once, hashed with Fx (a list per shape under SipHash cost more than the rest of
+/// `encode` put together).
+struct ShapeIndex<'a> {
+    /// Shape → first position with it.
+    first: FxHashMap<Shape<'a>, usize>,
+    /// Position → next position of the same shape (`usize::MAX`: none).
+    next_same: Vec<usize>,
 }
 
-/// The input message equal to `message`: the first at or after `from`, else the first before.
-fn find(index: &ShapeIndex, input: &[Message], message: &Message, from: usize) -> Option<usize> {
-    let candidates = index.get(&shape(message))?;
-    let after = candidates.partition_point(|at| *at < from);
-    candidates[after..]
-        .iter()
-        .chain(&candidates[..after])
-        .copied()
-        .find(|at| input[*at] == *message)
+impl<'a> ShapeIndex<'a> {
+    fn new(input: &'a [Message]) -> Self {
+        let mut first = FxHashMap::with_capacity_and_hasher(input.len(), Default::default());
+        let mut next_same = vec![usize::MAX; input.len()];
+        for (at, message) in input.iter().enumerate().rev() {
+            if let Some(later) = first.insert(shape(message), at) {
+                next_same[at] = later;
+            }
+        }
+        ShapeIndex { first, next_same }
+    }
+
+    /// The input message equal to `message`: the first at or after `from`, else the first
+    /// before.
+    fn find(&self, input: &[Message], message: &Message, from: usize) -> Option<usize> {
+        let mut at = *self.first.get(&shape(message))?;
+        let mut before = None;
+        while at != usize::MAX {
+            if input[at] == *message {
+                if at >= from {
+                    return Some(at);
+                }
+                before = before.or(Some(at));
+            }
+            at = self.next_same[at];
+        }
+        before
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +300,36 @@ mod tests {
         assert_eq!(encoded.len(), output.len());
         assert_eq!(encoded.clone().decode(&input), Some(output));
         assert_eq!(encoded.decode(&input[..3]), None, "a run past the input");
+    }
+
+    #[test]
+    fn messages_of_one_shape_are_told_apart_by_their_text() {
+        // Every text the same length: one shape, one chain of positions to search.
+        let input = messages(&["aa", "bb", "cc", "dd", "bb", "ee"]);
+        let same_shape_but_new = Message::user("zz");
+        let output = vec![
+            input[2].clone(),
+            same_shape_but_new.clone(),
+            input[1].clone(),
+            input[0].clone(),
+            input[5].clone(),
+            input[4].clone(),
+        ];
+        let encoded = CompressedList::encode(&input, output.clone());
+        assert_eq!(
+            encoded.parts,
+            vec![
+                Part::Kept { start: 2, len: 1 },
+                Part::New(Box::new(same_shape_but_new)),
+                // Two "bb": the first at or after the last found (3) is at 4.
+                Part::Kept { start: 4, len: 1 },
+                // None at or after 5: the first before.
+                Part::Kept { start: 0, len: 1 },
+                Part::Kept { start: 5, len: 1 },
+                Part::Kept { start: 1, len: 1 },
+            ]
+        );
+        assert_eq!(encoded.decode(&input), Some(output));
     }
 
     #[test]

@@ -241,22 +241,25 @@ impl ProcessEngine {
             Ok(line) => line,
             Err(hung) => return Err(self.lost(op, hung)),
         };
-        match serde_json::from_str::<Reply>(&line) {
-            Ok(Reply::Ok(value)) => serde_json::from_value(value).map_err(|error| {
-                EngineError::failed(format!(
+        match serde_json::from_str::<Reply<T>>(&line) {
+            Ok(Reply::Ok(value)) => Ok(value),
+            Ok(Reply::Err(error)) => Err(error.into()),
+            // A well-formed reply whose answer is not what the operation returns, or a broken
+            // line: read again, only now, to tell which.
+            Err(error) => match serde_json::from_str::<Reply>(&line) {
+                Ok(_) => Err(EngineError::failed(format!(
                     "plugin '{}' answered {op} with something unreadable: {error}",
                     self.name
-                ))
-            }),
-            Ok(Reply::Err(error)) => Err(error.into()),
-            Err(error) => {
-                let error = EngineError::failed(format!(
-                    "plugin '{}' broke its process's protocol in {op}: {error}",
-                    self.name
-                ));
-                self.kill();
-                Err(error)
-            }
+                ))),
+                Err(error) => {
+                    let error = EngineError::failed(format!(
+                        "plugin '{}' broke its process's protocol in {op}: {error}",
+                        self.name
+                    ));
+                    self.kill();
+                    Err(error)
+                }
+            },
         }
     }
 

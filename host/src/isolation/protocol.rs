@@ -3,7 +3,8 @@
 //! lists cross as changes ([`super::lists`]).
 
 use ctxhost_sdk::{
-    CompressOptions, EngineError, ErrorKind, Message, SessionStart, SettingFault, Usage,
+    CompressOptions, CompressionReport, EngineError, EngineStatus, ErrorKind, Message, SessionInfo,
+    SessionStart, SettingFault, Usage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -177,10 +178,103 @@ impl From<WireError> for EngineError {
     }
 }
 
-/// The child's answer to one request (or to [`Init`]).
+/// The child's answer to one request (or to [`Init`]). The host reads the answer straight into
+/// the type the operation returns; the child writes it from its own type ([`Answer`]), so no
+/// `Value` is built on either side.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Reply {
-    Ok(Value),
+pub enum Reply<T = Value> {
+    Ok(T),
     Err(WireError),
+}
+
+/// What an engine operation answers, written as the value itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// `null`: the operation returns nothing.
+    Nothing,
+    Flag(bool),
+    Text(String),
+    Compressed(CompressedList),
+    Status(EngineStatus),
+    LastCompression(Option<CompressionReport>),
+    Sessions(Vec<SessionInfo>),
+    Session(Option<SessionInfo>),
+    Json(Value),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isolation::lists::Part;
+
+    /// A reply as the child writes it, read as the host reads it.
+    fn crossed<T: serde::de::DeserializeOwned>(reply: Reply<Answer>) -> Reply<T> {
+        let line = serde_json::to_string(&reply).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn answers_are_read_straight_into_what_each_operation_returns() {
+        assert!(matches!(
+            crossed(Reply::Ok(Answer::Flag(true))),
+            Reply::Ok(true)
+        ));
+        assert!(matches!(crossed(Reply::Ok(Answer::Nothing)), Reply::Ok(())));
+        assert!(matches!(
+            crossed::<Value>(Reply::Ok(Answer::Nothing)),
+            Reply::Ok(Value::Null)
+        ));
+        let Reply::Ok(text) = crossed::<String>(Reply::Ok(Answer::Text("42".into()))) else {
+            panic!("a text answer");
+        };
+        assert_eq!(text, "42");
+
+        let list = CompressedList {
+            parts: vec![
+                Part::Kept { start: 0, len: 2 },
+                Part::New(Box::new(Message::user("summary"))),
+            ],
+        };
+        let Reply::Ok(read) =
+            crossed::<CompressedList>(Reply::Ok(Answer::Compressed(list.clone())))
+        else {
+            panic!("a compressed list");
+        };
+        assert_eq!(read, list);
+
+        let report = CompressionReport {
+            tokens_before: 10,
+            tokens_after: 4,
+            ..CompressionReport::default()
+        };
+        let Reply::Ok(Some(read)) = crossed::<Option<CompressionReport>>(Reply::Ok(
+            Answer::LastCompression(Some(report.clone())),
+        )) else {
+            panic!("a report");
+        };
+        assert_eq!((read.tokens_before, read.tokens_after), (10, 4));
+        assert!(matches!(
+            crossed::<Option<CompressionReport>>(Reply::Ok(Answer::LastCompression(None))),
+            Reply::Ok(None)
+        ));
+
+        let error = EngineError::invalid_setting("threshold", "must be below 1");
+        let Reply::Err(wire) = crossed::<bool>(Reply::Err(WireError::from(&error))) else {
+            panic!("an error");
+        };
+        let back = EngineError::from(wire);
+        assert_eq!(back.kind(), ErrorKind::InvalidSetting);
+        assert_eq!(back.setting().map(|f| f.key.as_str()), Some("threshold"));
+    }
+
+    #[test]
+    fn an_answer_of_another_type_is_still_a_well_formed_reply() {
+        // The host tells "answered something unreadable" from "broke the protocol" this way.
+        let line = serde_json::to_string(&Reply::Ok(Answer::Text("yes".into()))).unwrap();
+        assert!(serde_json::from_str::<Reply<bool>>(&line).is_err());
+        assert!(serde_json::from_str::<Reply>(&line).is_ok());
+        assert!(serde_json::from_str::<Reply>("{\"ok\": tru").is_err());
+    }
 }
