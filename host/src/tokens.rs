@@ -33,9 +33,11 @@ const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 /// Which implementation counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// `bpe-openai` where it has the encoding, else `tiktoken-rs`.
+    /// [`Backend::Bpe`] where it has the encoding, else `tiktoken-rs`.
     Auto,
+    /// The fast counters: `o200k_base`'s built-in rank table, `bpe-openai` for `cl100k_base`.
     Bpe,
+    /// `tiktoken-rs`, for every encoding.
     Tiktoken,
 }
 

@@ -93,7 +93,8 @@ impl Default for ModelSection {
 pub struct TokensSection {
     /// tiktoken encoding: o200k_base, cl100k_base, p50k_base or r50k_base.
     pub encoding: String,
-    /// Counting implementation: auto (bpe-openai where it has the encoding), bpe, tiktoken.
+    /// Counting implementation: auto (the fast counters where they have the encoding: a
+    /// built-in table for o200k_base, bpe-openai for cl100k_base), bpe, tiktoken.
     pub backend: String,
 }
 
