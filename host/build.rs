@@ -84,10 +84,14 @@ impl Table {
         }
     }
 
+    /// Looks `bytes` up as `src/tokens/o200k.rs` does (the same `slot_of`).
     fn rank(&self, tokens: &[&[u8]], bytes: &[u8]) -> Option<u32> {
-        let hash = table_hash::hash(bytes);
-        let bucket = table_hash::bucket(hash, self.displacements.len() as u32);
-        let place = table_hash::slot(hash, self.displacements[bucket], self.slots.len() as u32);
+        let place = table_hash::slot_of(
+            bytes,
+            self.displacements.len() as u32,
+            self.slots.len() as u32,
+            |bucket| self.displacements[bucket],
+        );
         let rank = self.slots[place];
         (rank != EMPTY && tokens[rank as usize] == bytes).then_some(rank)
     }

@@ -53,15 +53,10 @@ impl RankTable {
 
     /// The rank of the token whose bytes are `bytes`, if one is.
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let hash = table_hash::hash(bytes);
-        let displacement = read_u32(
-            self.displacements,
-            table_hash::bucket(hash, self.bucket_count),
-        );
-        let rank = read_u32(
-            self.slots,
-            table_hash::slot(hash, displacement, self.slot_count),
-        );
+        let place = table_hash::slot_of(bytes, self.bucket_count, self.slot_count, |bucket| {
+            read_u32(self.displacements, bucket)
+        });
+        let rank = read_u32(self.slots, place);
         (rank != EMPTY && self.token(rank) == bytes).then_some(rank)
     }
 

@@ -26,6 +26,18 @@ pub fn hash(bytes: &[u8]) -> u64 {
     mix(state)
 }
 
+/// The slot `bytes` hash to in a table of `buckets` displacements (read with
+/// `displacement`) and `slots` slots: where `build.rs` put the token, if `bytes` is one.
+pub fn slot_of(
+    bytes: &[u8],
+    buckets: u32,
+    slots: u32,
+    displacement: impl Fn(usize) -> u32,
+) -> usize {
+    let hash = hash(bytes);
+    slot(hash, displacement(bucket(hash, buckets)), slots)
+}
+
 /// The bucket of a hash among `buckets`.
 pub fn bucket(hash: u64, buckets: u32) -> usize {
     (((hash >> 32) * u64::from(buckets)) >> 32) as usize
