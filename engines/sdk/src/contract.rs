@@ -116,13 +116,19 @@ pub fn check_structure(input: &[Message], output: &[Message]) -> Result<(), Outp
 /// shadow a core one when written out. The part of [`check_structure`] that must run before the
 /// messages are serialized (a shadowing field changes meaning once written as JSON).
 pub fn check_fields(output: &[Message]) -> Result<(), OutputViolation> {
-    for (index, message) in output.iter().enumerate() {
-        if !message.is_valid_utf8() {
-            return Err(OutputViolation::InvalidText { index });
-        }
-        if let Some(field) = message.shadowing_field() {
-            return Err(OutputViolation::ShadowedField { index, field });
-        }
+    output
+        .iter()
+        .enumerate()
+        .try_for_each(|(index, message)| check_message_fields(index, message))
+}
+
+/// [`check_fields`] for the message at `index` of an output.
+pub fn check_message_fields(index: usize, message: &Message) -> Result<(), OutputViolation> {
+    if !message.is_valid_utf8() {
+        return Err(OutputViolation::InvalidText { index });
+    }
+    if let Some(field) = message.shadowing_field() {
+        return Err(OutputViolation::ShadowedField { index, field });
     }
     Ok(())
 }

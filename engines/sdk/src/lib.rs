@@ -67,7 +67,7 @@ mod telemetry;
 pub use engine::{CompressOptions, ContextEngine, EngineStatus, SessionStart, TokenTracker, Usage};
 pub use error::{EngineError, ErrorKind, SettingFault};
 pub use manifest::{ConfigKey, Manifest, API_LEVEL};
-pub use message::{role, Content, Message, MessageError, ToolCall};
+pub use message::{role, Content, Message, MessageError, Stamp, ToolCall};
 pub use plugin::EnginePlugin;
 pub use services::{
     EngineSetup, HostBackend, HostServices, LogLevel, ModelInfo, SummarizeRequest, Summary,

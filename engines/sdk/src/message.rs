@@ -10,7 +10,7 @@ use std::fmt;
 
 use abi_stable::std_types::{ROption, RString, RVec};
 use abi_stable::StableAbi;
-use serde::de::Error as _;
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -58,7 +58,7 @@ pub struct ToolCall {
 /// [`from_value`](Self::from_value) / [`to_value`](Self::to_value)): what comes out is what went
 /// in, field order, unknown fields and content parts included. Cloning copies its text.
 #[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+#[derive(StableAbi, Clone, Eq)]
 pub struct Message {
     role: RString,
     content: Content,
@@ -67,6 +67,64 @@ pub struct Message {
     name: ROption<RString>,
     /// Every other field, as the text of a JSON object; empty when there are none.
     extra: RString,
+    /// Which content this is ([`Stamp`]).
+    stamp: Stamp,
+}
+
+/// Which exact content a message holds: a clone shares its original's stamp, and a message
+/// that is built, read or changed gets a new one. Messages with the same stamp are equal, so a
+/// list that was handed on or cloned is compared without reading its text (the host does this
+/// for every engine call that crosses to a plugin's process).
+///
+/// Stamps are counted from a random start in each process (and in each plugin library), so
+/// two of them meet only with a probability of about one in 2^64 per message. Within one
+/// process they are ordered as they were given out (until the count wraps around).
+#[repr(transparent)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// A stamp no other message in any process holds.
+    fn fresh() -> Stamp {
+        use std::hash::{BuildHasher, Hasher};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::OnceLock;
+        static START: OnceLock<u64> = OnceLock::new();
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        // `RandomState` is keyed from the OS's randomness once per process.
+        let start = *START.get_or_init(|| {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(std::process::id());
+            hasher.finish()
+        });
+        Stamp(start.wrapping_add(COUNT.fetch_add(1, Ordering::Relaxed)))
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.stamp == other.stamp
+            || (self.role == other.role
+                && self.content == other.content
+                && self.tool_calls == other.tool_calls
+                && self.tool_call_id == other.tool_call_id
+                && self.name == other.name
+                && self.extra == other.extra)
+    }
+}
+
+impl fmt::Debug for Message {
+    // Without the stamp: two equal messages print the same.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("role", &self.role)
+            .field("content", &self.content)
+            .field("tool_calls", &self.tool_calls)
+            .field("tool_call_id", &self.tool_call_id)
+            .field("name", &self.name)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 impl ToolCall {
@@ -157,6 +215,7 @@ impl Message {
             tool_call_id: ROption::RNone,
             name: ROption::RNone,
             extra: RString::new(),
+            stamp: Stamp::fresh(),
         }
     }
 
@@ -240,11 +299,13 @@ impl Message {
     /// Replaces the content with plain text.
     pub fn set_text(&mut self, text: impl Into<String>) {
         self.content = Content::Text(RString::from(text.into()));
+        self.stamp = Stamp::fresh();
     }
 
     /// Replaces the content with any JSON value (a string becomes plain text).
     pub fn set_content_json(&mut self, value: &Value) {
         self.content = content_from_value(value.clone());
+        self.stamp = Stamp::fresh();
     }
 
     /// The tool calls of an assistant message (empty for other messages).
@@ -258,6 +319,8 @@ impl Message {
     /// The tool calls, to edit in place (e.g. shorten their arguments); empty for other
     /// messages. Keep each call's id: its result answers it by id.
     pub fn tool_calls_mut(&mut self) -> &mut [ToolCall] {
+        // Whatever the caller does with them, this is another message from now on.
+        self.stamp = Stamp::fresh();
         match &mut self.tool_calls {
             ROption::RSome(calls) => calls.as_mut_slice(),
             ROption::RNone => &mut [],
@@ -343,6 +406,22 @@ impl Message {
         } else {
             RString::from(Value::Object(extra).to_string())
         };
+        self.stamp = Stamp::fresh();
+    }
+
+    /// This message's [`Stamp`].
+    pub fn stamp(&self) -> Stamp {
+        self.stamp
+    }
+
+    /// Takes `other`'s stamp when the two are equal (and says whether they are), so that the
+    /// next comparison of the two needs no reading of their text.
+    pub fn share_stamp(&mut self, other: &Message) -> bool {
+        let equal = *self == *other;
+        if equal {
+            self.stamp = other.stamp;
+        }
+        equal
     }
 
     /// The text a tokenizer or a search should see: the content text plus, for tool calls, each
@@ -378,12 +457,23 @@ impl Message {
     }
 
     fn from_object(mut object: Map<String, Value>) -> Result<Self, MessageError> {
-        let role = match object.shift_remove("role") {
+        let role = object.shift_remove("role");
+        let content = object.shift_remove("content");
+        Self::from_parts(role, content, object)
+    }
+
+    /// A message from its `role` and `content` values and its other fields.
+    fn from_parts(
+        role: Option<Value>,
+        content: Option<Value>,
+        mut object: Map<String, Value>,
+    ) -> Result<Self, MessageError> {
+        let role = match role {
             Some(Value::String(role)) => role,
             Some(_) => return Err(MessageError::RoleNotAString),
             None => return Err(MessageError::MissingRole),
         };
-        let content = match object.shift_remove("content") {
+        let content = match content {
             None => Content::Absent,
             Some(value) => content_from_value(value),
         };
@@ -417,6 +507,7 @@ impl Message {
             tool_call_id: tool_call_id.map(RString::from).into(),
             name: name.map(RString::from).into(),
             extra,
+            stamp: Stamp::fresh(),
         })
     }
 }
@@ -466,8 +557,72 @@ impl Serialize for Message {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = Map::<String, Value>::deserialize(deserializer)?;
-        Message::from_object(object).map_err(D::Error::custom)
+        deserializer.deserialize_map(MessageVisitor)
+    }
+}
+
+/// Reads a message's object with `role` and `content` (most messages hold nothing else)
+/// straight into their places, and only the other fields into a map.
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = Message;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a chat message (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
+        let (mut role, mut content) = (None, None);
+        let mut rest = Map::new();
+        // As in a JSON object read whole, the last of two equal keys wins.
+        while let Some(key) = map.next_key::<FieldName>()? {
+            match key {
+                FieldName::Role => role = Some(map.next_value()?),
+                FieldName::Content => content = Some(map.next_value()?),
+                FieldName::Other(key) => {
+                    rest.insert(key, map.next_value()?);
+                }
+            }
+        }
+        Message::from_parts(role, content, rest).map_err(A::Error::custom)
+    }
+}
+
+/// A key of a message's object.
+enum FieldName {
+    Role,
+    Content,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for FieldName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = FieldName;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a field name")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<FieldName, E> {
+                Ok(match name {
+                    "role" => FieldName::Role,
+                    "content" => FieldName::Content,
+                    other => FieldName::Other(other.to_string()),
+                })
+            }
+
+            fn visit_string<E: serde::de::Error>(self, name: String) -> Result<FieldName, E> {
+                Ok(match name.as_str() {
+                    "role" => FieldName::Role,
+                    "content" => FieldName::Content,
+                    _ => FieldName::Other(name),
+                })
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
     }
 }
 
@@ -644,5 +799,57 @@ mod tests {
             Message::from_value(json!({"role": 3})),
             Err(MessageError::RoleNotAString)
         );
+    }
+
+    #[test]
+    fn a_clone_shares_its_stamp_and_every_other_message_gets_its_own() {
+        let message = Message::user("hi");
+        let clone = message.clone();
+        assert_eq!(clone.stamp(), message.stamp());
+        let built_again = Message::user("hi");
+        let read_again: Message = serde_json::from_value(message.to_value()).unwrap();
+        for other in [&built_again, &read_again] {
+            assert_ne!(other.stamp(), message.stamp());
+            // Equal all the same: the stamp is not part of what a message says.
+            assert_eq!(*other, message);
+            assert_eq!(format!("{other:?}"), format!("{message:?}"));
+        }
+    }
+
+    #[test]
+    fn every_change_gives_a_new_stamp() {
+        let call = ToolCall::new("c1", "grep", "{}");
+        let original = Message::assistant_tool_calls(vec![call]);
+        let changes: [fn(&mut Message); 5] = [
+            |m| m.set_text("same"),
+            |m| m.set_content_json(&json!(null)),
+            |m| m.set_extra_field("reasoning", Some(json!("..."))),
+            |m| m.tool_calls_mut()[0].set_arguments("{\"x\":1}"),
+            // Borrowed to change, even if nothing is changed in the end.
+            |m| {
+                let _ = m.tool_calls_mut();
+            },
+        ];
+        for change in changes {
+            let mut changed = original.clone();
+            change(&mut changed);
+            assert_ne!(changed.stamp(), original.stamp());
+        }
+        // The same length, other text: told apart by the text once the stamps differ.
+        let mut edited = Message::user("abc");
+        let before = edited.clone();
+        edited.set_text("xyz");
+        assert_ne!(edited, before);
+    }
+
+    #[test]
+    fn a_stamp_is_shared_only_between_equal_messages() {
+        let message = Message::user("hi");
+        let mut equal = Message::user("hi");
+        let mut other = Message::user("ho");
+        assert!(equal.share_stamp(&message));
+        assert_eq!(equal.stamp(), message.stamp());
+        assert!(!other.share_stamp(&message));
+        assert_ne!(other.stamp(), message.stamp());
     }
 }
