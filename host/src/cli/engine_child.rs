@@ -90,7 +90,7 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         version,
     };
     child::send(&mut replies, &Reply::Ok(serde_json::to_value(ready)?))?;
-    child::serve(engine.as_mut(), input, &mut replies)?;
+    child::serve(engine.as_mut(), input, child::stdin_ready, &mut replies)?;
     Ok(ExitCode::SUCCESS)
 }
 

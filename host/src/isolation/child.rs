@@ -2,7 +2,8 @@
 //! own process, with host services of its own built from the same config, and answers one
 //! request per line until the host closes its input.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::Duration;
 
 use ctxhost_sdk::{ContextEngine, EngineError, ErrorKind, Message};
 use serde::Serialize;
@@ -50,16 +51,14 @@ fn run(
         Request::Compress { messages, options } => {
             let messages = apply(received, messages)?;
             engine.compress(messages, &options).and_then(|output| {
+                let compressed = CompressedList::encode(received.messages(), output);
                 // A forged field would change meaning on the way through JSON (the last of
                 // two `role` keys wins): refuse it here, where it is still visible. The host
                 // checks the rest of the contract on what arrives.
-                ctxhost_sdk::contract::check_fields(&output).map_err(|violation| {
+                compressed.check_new_fields().map_err(|violation| {
                     EngineError::failed(format!("returned an invalid context: {violation}"))
                 })?;
-                Ok(Answer::Compressed(CompressedList::encode(
-                    received.messages(),
-                    output,
-                )))
+                Ok(Answer::Compressed(compressed))
             })
         }
         Request::HasContentToCompress { messages } => engine
@@ -107,15 +106,40 @@ pub fn send<T: Serialize>(out: &mut impl Write, reply: &Reply<T>) -> std::io::Re
     out.flush()
 }
 
-/// Serves requests from `input` until it closes.
-pub fn serve(
+/// How long the child spins for the next request after a reply ([`super::wait`]): the host's
+/// calls come in bursts (the per-turn check, then `compress`; a model update, then usage).
+const REQUEST_SPIN: Duration = Duration::from_micros(300);
+
+/// Whether the host's next request (or the end of input) is there to read on stdin.
+pub fn stdin_ready() -> bool {
+    #[cfg(unix)]
+    {
+        super::wait::readable_now(0)
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// Serves requests from `input` until it closes; `input_ready` says whether `input` has more
+/// to read beyond its buffer.
+pub fn serve<R: Read>(
     engine: &mut dyn ContextEngine,
-    input: impl BufRead,
+    mut input: BufReader<R>,
+    input_ready: impl Fn() -> bool,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     let mut received = Received::default();
-    for line in input.lines() {
-        let line = line?;
+    let mut line = String::new();
+    loop {
+        if input.buffer().is_empty() {
+            super::wait::spin_until(&input_ready, REQUEST_SPIN);
+        }
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -128,7 +152,6 @@ pub fn serve(
         };
         send(out, &reply)?;
     }
-    Ok(())
 }
 
 #[cfg(test)]

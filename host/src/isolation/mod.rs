@@ -10,6 +10,7 @@ pub mod lists;
 pub mod parent;
 pub mod protocol;
 mod replies;
+pub mod wait;
 
 use serde::Deserialize;
 use serde_json::Value;

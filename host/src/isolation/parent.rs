@@ -16,9 +16,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::lists::{CompressedList, Shipped};
+use super::lists::{CompressedList, Copies, Shipped};
 use super::protocol::{Init, Ready, Reply, Request};
 use super::replies::{NoReply, Replies};
+use super::wait;
 use crate::services::HostServicesImpl;
 
 /// Consecutive failures after which the child is no longer restarted for a while.
@@ -58,6 +59,11 @@ pub struct ProcessEngine {
     breaker_trips: u32,
     /// The message list the child holds (what the next list is sent as a change to).
     shipped: Shipped,
+    /// How long the last reply to each operation took ([`wait::spin_for`]).
+    last_reply: rustc_hash::FxHashMap<&'static str, Duration>,
+    /// The copies the last `compress` made and did not use: freed while the child works on
+    /// the next call, not while the caller waits for this one.
+    unused_copies: Option<Copies>,
 }
 
 impl ProcessEngine {
@@ -83,6 +89,8 @@ impl ProcessEngine {
             breaker_open_until: None,
             breaker_trips: 0,
             shipped: Shipped::default(),
+            last_reply: Default::default(),
+            unused_copies: None,
         }
     }
 
@@ -92,21 +100,20 @@ impl ProcessEngine {
     pub fn ask<T: DeserializeOwned>(
         spec: ChildSpec,
         services: Arc<HostServicesImpl>,
-        op: &str,
+        op: &'static str,
     ) -> Result<T, EngineError> {
         let mut engine = Self::new(spec, services);
         engine.launch()?;
         let init = engine.spec.init.clone();
-        engine.exchange_line(&init, op)
+        engine.exchange_line(&init, op, |_| ())
     }
 
     fn spawn(&mut self) -> Result<Ready, EngineError> {
         self.launch()?;
         let init = self.spec.init.clone();
-        let ready: Ready = self.exchange_line(&init, "start")?;
+        let ready: Ready = self.exchange_line(&init, "start", |_| ())?;
         for request in self.replay.clone() {
-            let op = request.op();
-            let _: Value = self.exchange(request, op)?;
+            let _: Value = self.exchange_line(&request, request.op(), |_| ())?;
         }
         Ok(ready)
     }
@@ -150,6 +157,16 @@ impl ProcessEngine {
 
     /// Sends one request and reads its reply, starting a child first when none runs.
     fn call<T: DeserializeOwned>(&mut self, request: Request) -> Result<T, EngineError> {
+        self.call_meanwhile(request, |_| ())
+    }
+
+    /// [`Self::call`], running `meanwhile` once the request is sent, while the child works; it
+    /// is given a check of whether the reply is in.
+    fn call_meanwhile<T: DeserializeOwned>(
+        &mut self,
+        request: Request,
+        meanwhile: impl FnOnce(&dyn Fn() -> bool),
+    ) -> Result<T, EngineError> {
         let op = request.op();
         if let Some(until) = self.breaker_open_until {
             if Instant::now() < until {
@@ -173,7 +190,11 @@ impl ProcessEngine {
             Request::OnSessionStart { .. } | Request::UpdateModel { .. }
         );
         let remembered = keeps_state.then(|| request.clone());
-        let result = self.exchange(request, op);
+        let unused_copies = self.unused_copies.take();
+        let result = self.exchange_line(&request, op, |reply_in| {
+            drop(unused_copies);
+            meanwhile(reply_in)
+        });
         match &result {
             Ok(_) => {
                 self.failures = 0;
@@ -203,22 +224,16 @@ impl ProcessEngine {
         }
     }
 
-    fn exchange<T: DeserializeOwned>(
-        &mut self,
-        request: Request,
-        op: &str,
-    ) -> Result<T, EngineError> {
-        self.exchange_line(&request, op)
-    }
-
     /// Writes one line and waits (up to the deadline) for the reply. A child that dies, hangs
     /// or answers nonsense is killed and reaped; the error says why.
     fn exchange_line<T: DeserializeOwned>(
         &mut self,
         request: &impl Serialize,
-        op: &str,
+        op: &'static str,
+        meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
         let timeout = self.spec.timeout;
+        let spin = wait::spin_for(self.last_reply.get(op).copied());
         let mut line = serde_json::to_vec(request)
             .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
         line.push(b'\n');
@@ -227,16 +242,21 @@ impl ProcessEngine {
             .input
             .write_all(&line)
             .and_then(|()| running.input.flush());
+        let sent = Instant::now();
         let outcome = match written {
             Err(_) => Err(None),
-            Ok(()) => running
-                .replies
-                .next(timeout)
-                .map_err(|missing| match missing {
-                    NoReply::Closed => None,
-                    NoReply::TimedOut => Some(timeout),
-                }),
+            Ok(()) => {
+                meanwhile(&|| running.replies.ready());
+                running
+                    .replies
+                    .next(timeout, spin)
+                    .map_err(|missing| match missing {
+                        NoReply::Closed => None,
+                        NoReply::TimedOut => Some(timeout),
+                    })
+            }
         };
+        self.last_reply.insert(op, sent.elapsed());
         let line = match outcome {
             Ok(line) => line,
             Err(hung) => return Err(self.lost(op, hung)),
@@ -382,11 +402,17 @@ impl ContextEngine for ProcessEngine {
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
         let list = self.shipped.ship(messages);
-        let compressed: CompressedList = self.call(Request::Compress {
-            messages: list,
-            options: options.clone(),
-        })?;
-        compressed.decode(messages).ok_or_else(|| {
+        let mut copies = Copies::default();
+        let compressed: CompressedList = self.call_meanwhile(
+            Request::Compress {
+                messages: list,
+                options: options.clone(),
+            },
+            |reply_in| copies.fill(messages, reply_in),
+        )?;
+        let output = compressed.decode(messages, &mut copies);
+        self.unused_copies = Some(copies);
+        output.ok_or_else(|| {
             EngineError::failed(format!(
                 "plugin '{}' answered compress with messages outside its input",
                 self.name

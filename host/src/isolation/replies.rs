@@ -26,6 +26,7 @@ mod unix {
     use std::os::fd::{AsRawFd, RawFd};
 
     use super::*;
+    use crate::isolation::wait;
 
     /// The child's stdout, read on the caller's thread.
     pub struct Replies {
@@ -39,13 +40,24 @@ mod unix {
             }
         }
 
-        /// The next line (without its newline), waiting at most `timeout` for it to complete.
-        pub fn next(&mut self, timeout: Duration) -> Result<String, NoReply> {
+        /// Whether a reply (or the end of the pipe) is there to read.
+        pub fn ready(&self) -> bool {
+            !self.output.buffer().is_empty()
+                || wait::readable_now(self.output.get_ref().as_raw_fd())
+        }
+
+        /// The next line (without its newline), waiting at most `timeout` for it to complete;
+        /// for its start, spinning for `spin` before sleeping ([`wait`]).
+        pub fn next(&mut self, timeout: Duration, spin: Duration) -> Result<String, NoReply> {
             let deadline = Instant::now() + timeout;
+            let fd = self.output.get_ref().as_raw_fd();
+            let mut spin = spin;
             let mut line = Vec::new();
             loop {
-                if self.output.buffer().is_empty() {
-                    wait_readable(self.output.get_ref().as_raw_fd(), deadline)?;
+                if self.output.buffer().is_empty()
+                    && !wait::spin_until(|| wait::readable_now(fd), std::mem::take(&mut spin))
+                {
+                    wait_readable(fd, deadline)?;
                 }
                 let available = self.output.fill_buf().map_err(|_| NoReply::Closed)?;
                 if available.is_empty() {
@@ -120,8 +132,13 @@ mod threaded {
             Replies { lines }
         }
 
+        /// Whether a reply is there to read (not known here: the caller just waits).
+        pub fn ready(&self) -> bool {
+            false
+        }
+
         /// The next line (without its newline), waiting at most `timeout` for it.
-        pub fn next(&mut self, timeout: Duration) -> Result<String, NoReply> {
+        pub fn next(&mut self, timeout: Duration, _spin: Duration) -> Result<String, NoReply> {
             match self.lines.recv_timeout(timeout) {
                 Ok(Ok(line)) => Ok(line),
                 Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => Err(NoReply::Closed),
