@@ -133,7 +133,8 @@ pub fn serve<R: Read>(
     let mut received = Received::default();
     let mut line = String::new();
     loop {
-        if input.buffer().is_empty() {
+        // Where readiness cannot be asked (`stdin_ready` says no), there is nothing to spin on.
+        if cfg!(unix) && input.buffer().is_empty() {
             super::wait::spin_until(&input_ready, REQUEST_SPIN);
         }
         line.clear();
