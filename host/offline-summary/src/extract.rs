@@ -977,18 +977,13 @@ mod tests {
             "Dockerfile.",
             "READMEs",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut texts = crate::test_texts::TextMaker::new(&pieces);
         for _ in 0..2_000 {
-            let mut text = String::new();
-            for _ in 0..(state % 40) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                text.push_str(pieces[(state % pieces.len() as u64) as usize]);
-                if state.is_multiple_of(3) {
+            let text = texts.text(40, |random, text| {
+                if random.is_multiple_of(3) {
                     text.push(' ');
                 }
-            }
+            });
             assert_eq!(paths(&text), paths_word_by_word(&text), "{text:?}");
         }
     }

@@ -21,6 +21,9 @@ mod parse;
 mod record;
 mod turn_facts;
 
+#[cfg(test)]
+mod test_texts;
+
 use ctxhost_sdk::{SummarizeRequest, Summary, SummaryShape};
 
 use crate::budget::{token_bytes, DEFAULT_SUMMARY_TOKENS};

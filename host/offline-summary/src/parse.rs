@@ -269,17 +269,10 @@ mod tests {
             "\r",
             "mid\rdle",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut texts = crate::test_texts::TextMaker::new(&lines);
         for _ in 0..3_000 {
-            let mut content = String::new();
-            for _ in 0..(state % 16) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                content.push_str(lines[(state % lines.len() as u64) as usize]);
-                content.push('\n');
-            }
-            if state.is_multiple_of(2) {
+            let mut content = texts.text(16, |_, text| text.push('\n'));
+            if texts.next().is_multiple_of(2) {
                 content.pop();
             }
             assert_eq!(

@@ -108,7 +108,12 @@ pub fn send<T: Serialize>(out: &mut impl Write, reply: &Reply<T>) -> std::io::Re
 
 /// How long the child spins for the next request after a reply ([`super::wait`]): the host's
 /// calls come in bursts (the per-turn check, then `compress`; a model update, then usage).
-const REQUEST_SPIN: Duration = Duration::from_micros(300);
+/// Not at all where [`stdin_ready`] cannot tell.
+const REQUEST_SPIN: Duration = if cfg!(unix) {
+    Duration::from_micros(300)
+} else {
+    Duration::ZERO
+};
 
 /// Whether the host's next request (or the end of input) is there to read on stdin.
 pub fn stdin_ready() -> bool {
@@ -133,8 +138,7 @@ pub fn serve<R: Read>(
     let mut received = Received::default();
     let mut line = String::new();
     loop {
-        // Where readiness cannot be asked (`stdin_ready` says no), there is nothing to spin on.
-        if cfg!(unix) && input.buffer().is_empty() {
+        if input.buffer().is_empty() {
             super::wait::spin_until(&input_ready, REQUEST_SPIN);
         }
         line.clear();

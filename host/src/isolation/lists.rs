@@ -151,14 +151,6 @@ impl CompressedList {
         CompressedList { parts }
     }
 
-    /// The messages the engine wrote (what crosses as text).
-    pub fn new_messages(&self) -> impl Iterator<Item = &Message> {
-        self.parts.iter().filter_map(|part| match part {
-            Part::New(message) => Some(&**message),
-            Part::Kept { .. } => None,
-        })
-    }
-
     /// [`contract::check_fields`] on the messages the engine wrote, by their index in the
     /// output. The kept runs need no check: the host puts its own copies in their place.
     pub fn check_new_fields(&self) -> Result<(), OutputViolation> {
@@ -250,34 +242,28 @@ impl StampIndex {
 #[derive(Debug, Default)]
 pub struct Copies {
     slots: Vec<Option<Message>>,
-    /// The slots from here on are filled (or were taken).
-    filled_from: usize,
 }
 
-/// How many bytes of text are copied between two calls of [`Copies::fill`]'s `stop`.
+/// How many bytes of text are copied between two calls of [`Copies::made`]'s `stop`.
 const COPIED_BETWEEN_CHECKS: usize = 32 * 1024;
 
 impl Copies {
     /// Copies `input`'s messages from the newest back, until all are copied or `stop` says
     /// to (asked after about every [`COPIED_BETWEEN_CHECKS`] bytes).
-    pub fn fill(&mut self, input: &[Message], stop: impl Fn() -> bool) {
-        if self.slots.len() != input.len() {
-            self.slots = vec![None; input.len()];
-            self.filled_from = input.len();
-        }
+    pub fn made(input: &[Message], stop: impl Fn() -> bool) -> Self {
+        let mut slots = vec![None; input.len()];
         let mut copied = 0;
-        while self.filled_from > 0 {
+        for (slot, message) in slots.iter_mut().zip(input).rev() {
             if copied >= COPIED_BETWEEN_CHECKS {
                 if stop() {
-                    return;
+                    break;
                 }
                 copied = 0;
             }
-            self.filled_from -= 1;
-            let message = &input[self.filled_from];
             copied += shape(message).content_bytes + 64;
-            self.slots[self.filled_from] = Some(message.clone());
+            *slot = Some(message.clone());
         }
+        Copies { slots }
     }
 
     /// Message `at` of `input`: its copy made beforehand, or a copy made now.
@@ -421,8 +407,7 @@ mod tests {
     #[test]
     fn copies_made_beforehand_are_used_once_then_copied_again() {
         let input = messages(&["a", "b", "c", "d"]);
-        let mut copies = Copies::default();
-        copies.fill(&input, || false);
+        let mut copies = Copies::made(&input, || false);
         assert!(copies.slots.iter().all(Option::is_some));
         let output = vec![
             input[2].clone(),
@@ -439,8 +424,7 @@ mod tests {
         let long: Vec<Message> = (0..8)
             .map(|i| Message::user(i.to_string().repeat(COPIED_BETWEEN_CHECKS)))
             .collect();
-        let mut early = Copies::default();
-        early.fill(&long, || true);
+        let mut early = Copies::made(&long, || true);
         assert_eq!(early.slots.iter().filter(|s| s.is_some()).count(), 1);
         assert!(early.slots[7].is_some(), "the newest first");
         assert_eq!(
@@ -484,7 +468,8 @@ mod tests {
             ]
         );
         assert_eq!(encoded.len(), output.len());
-        assert_eq!(encoded.new_messages().count(), 3);
+        let new = encoded.parts.iter().filter(|p| matches!(p, Part::New(_)));
+        assert_eq!(new.count(), 3);
         assert_eq!(
             encoded.clone().decode(&input, &mut Copies::default()),
             Some(output)

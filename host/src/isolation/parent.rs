@@ -408,7 +408,7 @@ impl ContextEngine for ProcessEngine {
                 messages: list,
                 options: options.clone(),
             },
-            |reply_in| copies.fill(messages, reply_in),
+            |reply_in| copies = Copies::made(messages, reply_in),
         )?;
         let output = compressed.decode(messages, &mut copies);
         self.unused_copies = Some(copies);
