@@ -51,6 +51,16 @@ fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compress
         ("grow", "in_process", "larger than the input"),
         ("drop_user", "process", "newest user message"),
         ("drop_user", "in_process", "newest user message"),
+        ("panic_payload", "process", "non-text payload"),
+        ("panic_payload", "in_process", "non-text payload"),
+        ("drop_system", "process", "system prompt is not kept"),
+        ("drop_system", "in_process", "system prompt is not kept"),
+        ("banana", "process", "unknown role `banana`"),
+        ("banana", "in_process", "unknown role `banana`"),
+        ("invalid_utf8", "process", "not valid UTF-8"),
+        ("invalid_utf8", "in_process", "not valid UTF-8"),
+        ("many", "process", "larger than the input"),
+        ("many", "in_process", "larger than the input"),
     ] {
         let sandbox = Sandbox::new();
         sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
@@ -84,6 +94,18 @@ fn every_kind_of_plugin_failure_is_reported_and_the_run_finishes_on_the_compress
             "{mode}: the last turn is kept"
         );
         assert!(!run.stdout.contains("hostile plugin writing"), "{mode}");
+
+        // The doctor, which runs every plugin isolated, finds each of them.
+        let doctor = sandbox.ctxhost(&["plugins", "doctor"]);
+        assert_eq!(doctor.code, Some(1), "{mode}: {}", doctor.stdout);
+        assert!(
+            doctor
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("problem") && l.contains("hostile")),
+            "{mode}: {}",
+            doctor.stdout
+        );
     }
 }
 

@@ -234,6 +234,9 @@ fn guard<T>(body: impl FnOnce() -> Result<T, EngineError>) -> RResult<T, AbiErro
         Err(payload) => {
             let recorded = LAST_PANIC.with(|last| last.borrow_mut().take());
             let message = recorded.unwrap_or_else(|| panic_payload_text(payload.as_ref()));
+            // Never dropped: its `Drop` is the plugin's code, and a panic there, outside any
+            // `catch_unwind`, would abort the host. A payload is small; leaking it is the cost.
+            std::mem::forget(payload);
             RResult::RErr(EngineError::new(ErrorKind::Panicked, message).into())
         }
     }
