@@ -371,10 +371,19 @@ fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
                 });
             }
         }
-        let output = command.output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{stderr}");
-        let context: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let (stdout_path, stderr_path) = (sandbox.path().join("out"), sandbox.path().join("err"));
+        command
+            .stdout(std::fs::File::create(&stdout_path).unwrap())
+            .stderr(std::fs::File::create(&stderr_path).unwrap());
+        let child = command.spawn().unwrap();
+        let (success, peak_rss) = wait_measured(child);
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+        assert!(success, "{stderr}");
+        if let Some(peak) = peak_rss {
+            // The answer is cut off at 8 MiB: the whole process stays far below this.
+            assert!(peak < 256 << 20, "peak RSS {peak} bytes: {stderr}");
+        }
+        let context: Value = serde_json::from_slice(&std::fs::read(&stdout_path).unwrap()).unwrap();
         let summary = summary_of(&context);
         assert!(!summary.is_empty());
         assert!(stderr.contains(expected), "{stderr}");
@@ -389,6 +398,29 @@ fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
                 "the answer in progress was dropped"
             );
         }
+    }
+}
+
+/// Waits for `child`: whether it exited with success, and its peak resident memory in bytes
+/// where the system reports it.
+fn wait_measured(child: std::process::Child) -> (bool, Option<u64>) {
+    #[cfg(target_os = "linux")]
+    {
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid value; wait4 fills it for this child only.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for our own child, which nothing else waits for.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+        let success = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        // Linux reports kilobytes.
+        (success, Some(usage.ru_maxrss as u64 * 1024))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut child = child;
+        (child.wait().unwrap().success(), None)
     }
 }
 
