@@ -16,8 +16,9 @@ fn answer(
     engine: &mut dyn ContextEngine,
     received: &mut Received,
     request: Request,
+    set_aside: &mut Vec<Message>,
 ) -> Reply<Answer> {
-    let result = run(engine, received, request);
+    let result = run(engine, received, request, set_aside);
     match result {
         Ok(value) => Reply::Ok(value),
         Err(error) => Reply::Err(WireError::from(&error)),
@@ -34,10 +35,12 @@ fn apply(received: &mut Received, list: MessageList) -> Result<&[Message], Engin
     })
 }
 
+/// Messages the answer no longer needs go to `set_aside`, to be dropped after it is sent.
 fn run(
     engine: &mut dyn ContextEngine,
     received: &mut Received,
     request: Request,
+    set_aside: &mut Vec<Message>,
 ) -> Result<Answer, EngineError> {
     let nothing = |()| Answer::Nothing;
     match request {
@@ -51,7 +54,7 @@ fn run(
         Request::Compress { messages, options } => {
             let messages = apply(received, messages)?;
             engine.compress(messages, &options).and_then(|output| {
-                let compressed = CompressedList::encode(received.messages(), output);
+                let compressed = CompressedList::encode(received.messages(), output, set_aside);
                 // A forged field would change meaning on the way through JSON (the last of
                 // two `role` keys wins): refuse it here, where it is still visible. The host
                 // checks the rest of the contract on what arrives.
@@ -137,6 +140,7 @@ pub fn serve<R: Read>(
 ) -> std::io::Result<()> {
     let mut received = Received::default();
     let mut line = String::new();
+    let mut set_aside = Vec::new();
     loop {
         if input.buffer().is_empty() {
             super::wait::spin_until(&input_ready, REQUEST_SPIN);
@@ -149,13 +153,16 @@ pub fn serve<R: Read>(
             continue;
         }
         let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(request) => answer(engine, &mut received, request),
+            Ok(request) => answer(engine, &mut received, request, &mut set_aside),
             Err(error) => Reply::Err(WireError::from(&ctxhost_sdk::EngineError::new(
                 ctxhost_sdk::ErrorKind::InvalidInput,
                 format!("the engine's process cannot read the request: {error}"),
             ))),
         };
         send(out, &reply)?;
+        // The host has its answer: now the time is the child's own.
+        drop(reply);
+        set_aside.clear();
     }
 }
 

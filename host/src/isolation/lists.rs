@@ -119,11 +119,16 @@ impl CompressedList {
     /// order), then the input's stamps. One that the engine built again, equal to an input
     /// message, is searched for by its text only when sending it would cost more
     /// ([`SEARCHED_BYTES`]).
-    pub fn encode(input: &[Message], output: Vec<Message>) -> Self {
+    ///
+    /// The output's messages that are sent as indexes go to `set_aside`, for the caller to
+    /// drop once the answer is sent: freeing a few hundred messages is work no one should
+    /// wait for.
+    pub fn encode(input: &[Message], output: Vec<Message>, set_aside: &mut Vec<Message>) -> Self {
         let mut parts: Vec<Part> = Vec::new();
         let mut next = 0;
         let mut stamps: Option<StampIndex> = None;
         let mut shapes: Option<ShapeIndex> = None;
+        set_aside.reserve(output.len());
         for message in output {
             let found = if input.get(next).map(Message::stamp) == Some(message.stamp()) {
                 Some(next)
@@ -144,6 +149,7 @@ impl CompressedList {
                         _ => parts.push(Part::Kept { start: at, len: 1 }),
                     }
                     next = at + 1;
+                    set_aside.push(message);
                 }
                 None => parts.push(Part::New(Box::new(message))),
             }
@@ -415,7 +421,7 @@ mod tests {
             input[2].clone(),
             Message::user("new"),
         ];
-        let encoded = CompressedList::encode(&input, output.clone());
+        let encoded = CompressedList::encode(&input, output.clone(), &mut Vec::new());
         assert_eq!(encoded.decode(&input, &mut copies), Some(output));
         // The two taken are gone; the rest wait to be freed.
         assert_eq!(copies.slots.iter().filter(|s| s.is_some()).count(), 2);
@@ -428,7 +434,7 @@ mod tests {
         assert_eq!(early.slots.iter().filter(|s| s.is_some()).count(), 1);
         assert!(early.slots[7].is_some(), "the newest first");
         assert_eq!(
-            CompressedList::encode(&long, long.clone()).decode(&long, &mut early),
+            CompressedList::encode(&long, long.clone(), &mut Vec::new()).decode(&long, &mut early),
             Some(long)
         );
     }
@@ -452,7 +458,7 @@ mod tests {
             // Equal to an input message but built again, and short: sent as it is.
             Message::user("c"),
         ];
-        let encoded = CompressedList::encode(&input, output.clone());
+        let encoded = CompressedList::encode(&input, output.clone(), &mut Vec::new());
         assert_eq!(
             encoded.parts,
             vec![
@@ -490,7 +496,7 @@ mod tests {
                 rising
             );
             let output = vec![input[3].clone(), Message::user("x"), input[1].clone()];
-            let encoded = CompressedList::encode(&input, output.clone());
+            let encoded = CompressedList::encode(&input, output.clone(), &mut Vec::new());
             assert_eq!(
                 encoded.parts,
                 vec![
@@ -520,7 +526,7 @@ mod tests {
             again(5),
             again(4),
         ];
-        let encoded = CompressedList::encode(&input, output.clone());
+        let encoded = CompressedList::encode(&input, output.clone(), &mut Vec::new());
         assert_eq!(
             encoded.parts,
             vec![
@@ -541,10 +547,10 @@ mod tests {
     fn an_output_of_new_messages_only_or_of_nothing_crosses_as_it_is() {
         let input = messages(&["a", "b"]);
         let output = messages(&["x", "y"]);
-        let encoded = CompressedList::encode(&input, output.clone());
+        let encoded = CompressedList::encode(&input, output.clone(), &mut Vec::new());
         assert!(encoded.parts.iter().all(|p| matches!(p, Part::New(_))));
         assert_eq!(encoded.decode(&input, &mut Copies::default()), Some(output));
-        let empty = CompressedList::encode(&input, Vec::new());
+        let empty = CompressedList::encode(&input, Vec::new(), &mut Vec::new());
         assert!(empty.is_empty());
         assert_eq!(
             empty.decode(&input, &mut Copies::default()),
