@@ -4,9 +4,17 @@
 //! (`should_compress_preflight`) in process and isolated. All get the host's real services
 //! (tiktoken counts, cached), so the differences are the crossings.
 //!
+//! Criterion measures each variant in a block of its own, minutes apart, and on a shared
+//! machine the load moves more than the crossing costs. So the bench ends with paired
+//! measurements: each variant is called in turn, alternating which goes first, and the
+//! median of the per-pair ratios (and differences) is printed. Both sides of a pair see the
+//! same load, so that figure holds still where the criterion medians wander.
+//!
 //! Run: `cargo bench -p ctxhost-tests --bench abi_crossing`
 
+use std::hint::black_box;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost::isolation::parent::{ChildSpec, ProcessEngine};
@@ -117,6 +125,73 @@ fn abi_crossing(c: &mut Criterion) {
         b.iter(|| isolated.should_compress_preflight(&messages).unwrap())
     });
     group.finish();
+
+    // Paired: the same variants, one call of each in turn.
+    let pairs = 300;
+    paired(
+        "compress_200k_tokens: cdylib_isolated vs cdylib",
+        pairs,
+        || {
+            black_box(isolated.compress(&messages, &options).unwrap());
+        },
+        || {
+            black_box(loaded.compress(&messages, &options).unwrap());
+        },
+    );
+    paired(
+        "compress_200k_tokens: cdylib vs linked_in",
+        pairs,
+        || {
+            black_box(loaded.compress(&messages, &options).unwrap());
+        },
+        || {
+            black_box(linked.compress(&messages, &options).unwrap());
+        },
+    );
+    paired(
+        "preflight_200k_tokens: cdylib_isolated vs cdylib",
+        pairs,
+        || {
+            black_box(isolated.should_compress_preflight(&messages).unwrap());
+        },
+        || {
+            black_box(loaded.should_compress_preflight(&messages).unwrap());
+        },
+    );
+}
+
+/// Calls `a` and `b` `pairs` times each, in turn (every other pair `b` first, so neither side
+/// always runs on a core the other has just warmed), and prints the medians of each side, of
+/// the per-pair ratio `a / b` and of the per-pair difference `a - b`.
+fn paired(label: &str, pairs: usize, mut a: impl FnMut(), mut b: impl FnMut()) {
+    fn timed(f: &mut impl FnMut()) -> Duration {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    }
+    let mut times = Vec::with_capacity(pairs);
+    for pair in 0..pairs {
+        let (ta, tb) = if pair % 2 == 0 {
+            let ta = timed(&mut a);
+            (ta, timed(&mut b))
+        } else {
+            let tb = timed(&mut b);
+            (timed(&mut a), tb)
+        };
+        times.push((ta.as_secs_f64() * 1e6, tb.as_secs_f64() * 1e6));
+    }
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let a_median = median(times.iter().map(|t| t.0).collect());
+    let b_median = median(times.iter().map(|t| t.1).collect());
+    let ratio = median(times.iter().map(|t| t.0 / t.1).collect());
+    let difference = median(times.iter().map(|t| t.0 - t.1).collect());
+    println!(
+        "{label} ({pairs} pairs): {a_median:.0} µs vs {b_median:.0} µs, \
+         median ratio {ratio:.3}, median difference {difference:+.0} µs"
+    );
 }
 
 criterion_group!(benches, abi_crossing);
