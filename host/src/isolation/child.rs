@@ -161,7 +161,6 @@ pub fn serve<R: Read>(
         };
         send(out, &reply)?;
         // The host has its answer: now the time is the child's own.
-        drop(reply);
         set_aside.clear();
     }
 }
