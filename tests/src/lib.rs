@@ -1,6 +1,6 @@
 //! Test support for the end-to-end suite: builds the real `ctxhost` binary and the plugin
 //! cdylibs once per run, gives each test a sandbox (config file, home directory, plugin
-//! directories), and reads the shared corpus.
+//! directories), and reads the corpus.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -106,14 +106,15 @@ pub fn library(lib_name: &str) -> PathBuf {
     ))
 }
 
+/// The corpus `ctxhost-sdk-test` ships (SWE-agent's trajectories; see its `corpus/README.md`).
 pub fn corpus_dir() -> PathBuf {
-    workspace_root().join("../shared/corpus/swe-agent")
+    workspace_root().join("engines/sdk-test/corpus/swe-agent")
 }
 
 /// Every corpus transcript, by file name, sorted.
 pub fn corpus_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .expect("the shared corpus is beside the repository (../shared/corpus/swe-agent)")
+        .expect("the corpus is in the repository (engines/sdk-test/corpus/swe-agent)")
         .map(|e| e.expect("readable corpus entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();

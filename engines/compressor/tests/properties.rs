@@ -120,10 +120,9 @@ fn big_generated_sessions_shrink_and_keep_one_summary() {
 
 #[test]
 fn every_corpus_transcript_shrinks_and_stays_valid() {
-    let corpus =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/swe-agent");
+    let corpus = ctxhost_sdk_test::corpus::dir();
     let mut files: Vec<_> = std::fs::read_dir(&corpus)
-        .expect("the shared corpus beside the repository")
+        .expect("the corpus ctxhost-sdk-test ships")
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();

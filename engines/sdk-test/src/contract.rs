@@ -18,7 +18,7 @@
 //!   given its own `output` again without `force` (and `current_tokens` set to the output's
 //!   count), returns `output` unchanged.
 //!
-//! [`check_engine`] and [`check_plugin`] run all of them over the shared corpus for any engine
+//! [`check_engine`] and [`check_plugin`] run all of them over the corpus for any engine
 //! built from [`HostServices`]; [`EngineCheck`] does the same with a chosen config, window or
 //! set of conversations.
 
@@ -194,7 +194,7 @@ pub fn check_idempotent(
     }
 }
 
-/// Runs every check over the shared corpus for the engine `make` builds, on a [`FakeHost`]
+/// Runs every check over the corpus for the engine `make` builds, on a [`FakeHost`]
 /// for engine `name` with its defaults (no config section, an 8,000-token window).
 pub fn check_engine<E, F>(name: &str, make: F) -> Result<CheckReport, ContractFailure>
 where

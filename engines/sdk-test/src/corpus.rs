@@ -1,11 +1,11 @@
-//! The shared corpus: real agent transcripts (SWE-agent's public demonstration trajectories)
+//! The corpus: real agent transcripts (SWE-agent's public demonstration trajectories)
 //! as OpenAI chat-format JSON, one conversation per `*.json` file.
 //!
-//! It lives in `../shared/corpus/swe-agent/` beside the ctxhost workspace; the environment
-//! variable [`CORPUS_ENV`] names another directory. One policy: **a missing or empty corpus is a
+//! It ships inside this crate, in `corpus/swe-agent/` (see `corpus/README.md` for its source and
+//! license); the environment variable [`CORPUS_ENV`] names another directory. One policy: **a missing or empty corpus is a
 //! panic** saying where it looked and how to point at it, never a silently skipped test.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use ctxhost_sdk::Message;
 
@@ -22,9 +22,8 @@ pub struct Transcript {
 }
 
 /// The corpus directory: `$CTXHOST_CORPUS` when set (a relative path is taken from the
-/// working directory, which `cargo test` sets to the crate under test), else
-/// `../shared/corpus/swe-agent` beside the workspace this crate was built in. It may not
-/// exist; [`transcripts`] says so.
+/// working directory, which `cargo test` sets to the crate under test), else the corpus this
+/// crate ships ([`SHIPPED`]). It may not exist; [`transcripts`] says so.
 pub fn dir() -> PathBuf {
     match std::env::var_os(CORPUS_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -32,24 +31,11 @@ pub fn dir() -> PathBuf {
     }
 }
 
-/// `<workspace>/../shared/corpus/swe-agent`, from where this crate's sources are.
-fn default_dir() -> PathBuf {
-    tidy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/swe-agent"))
-}
+/// The corpus shipped inside this crate: `corpus/swe-agent/` beside its `Cargo.toml`.
+pub const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus/swe-agent");
 
-/// `a/b/../c` → `a/c`, so the path in a message reads plainly.
-fn tidy(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir if out.file_name().is_some() => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
+fn default_dir() -> PathBuf {
+    PathBuf::from(SHIPPED)
 }
 
 /// Every transcript of the corpus ([`dir`]), sorted by file name.
@@ -150,8 +136,8 @@ fn read(path: &Path) -> Transcript {
 
 fn missing(dir: &Path, why: &str) -> ! {
     panic!(
-        "the ctxhost test corpus is not at {} ({why}); put the shared corpus there \
-         (../shared/corpus/swe-agent beside the ctxhost workspace) or set {CORPUS_ENV} to a \
+        "the ctxhost test corpus is not at {} ({why}); restore the corpus this \
+         crate ships (corpus/swe-agent in ctxhost-sdk-test) or set {CORPUS_ENV} to a \
          directory of OpenAI chat-format *.json transcripts",
         dir.display()
     )

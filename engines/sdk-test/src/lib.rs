@@ -6,7 +6,7 @@
 //!   window, a temporary data directory, a deterministic token counter (one rule, in
 //!   [`tokens`]: a character count divided by four, rounded up), a scripted summarizer that
 //!   records every request, and captured logs;
-//! - [`corpus`]: the shared corpus of real agent transcripts, with one policy: a missing corpus
+//! - [`corpus`]: the corpus of real agent transcripts, with one policy: a missing corpus
 //!   is a panic that says where it looked and how to point at it, never a skipped test;
 //! - [`contract`]: the checks every engine must pass (a valid chat sequence out, nothing lost
 //!   that the contract protects, unchanged under the threshold, idempotent on its own output),

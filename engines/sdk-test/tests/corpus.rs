@@ -1,4 +1,4 @@
-//! The shared corpus, from its default place beside the workspace.
+//! The corpus, from its default place: the one this crate ships.
 
 use ctxhost_sdk::sequence;
 use ctxhost_sdk_test::corpus;

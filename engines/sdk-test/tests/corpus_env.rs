@@ -78,10 +78,10 @@ fn the_environment_names_the_corpus_and_a_missing_one_panics_with_the_way_out() 
         "{message}"
     );
 
-    // Unset: the default beside the workspace.
+    // Unset: the corpus this crate ships.
     std::env::remove_var(CORPUS_ENV);
     assert!(
-        corpus::dir().ends_with("shared/corpus/swe-agent"),
+        corpus::dir().ends_with("sdk-test/corpus/swe-agent"),
         "{}",
         corpus::dir().display()
     );

@@ -12,7 +12,7 @@
 //! bench's own (a temporary cluster, as the tests use).
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,42 +101,18 @@ fn engine_on(dir: &Path) -> LcmEngine {
     .expect("engine starts")
 }
 
-fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/corpus/swe-agent")
-}
-
 /// `count` messages: the corpus transcripts' turns, round after round, each round numbered so
 /// no two messages are identical; a system prompt first.
 fn messages(count: usize) -> Vec<Message> {
-    let mut turns: Vec<Vec<Message>> = Vec::new();
-    let mut system = Message::system("You are a careful agent.");
-    if let Ok(entries) = std::fs::read_dir(corpus_dir()) {
-        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for path in paths
-            .iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        {
-            let Ok(text) = std::fs::read_to_string(path) else {
-                continue;
-            };
-            let Ok(transcript) = serde_json::from_str::<Vec<Message>>(&text) else {
-                continue;
-            };
-            if let Some(first) = transcript.first().filter(|m| m.is_system()) {
-                system = first.clone();
-            }
-            turns.push(transcript.into_iter().filter(|m| !m.is_system()).collect());
-        }
-    }
-    if turns.is_empty() {
-        eprintln!("note: corpus absent, using synthetic turns");
-        turns.push(
-            (0..20)
-                .map(|i| Message::user(format!("synthetic turn {i} about fields.py and rounding")))
-                .collect(),
-        );
-    }
+    let transcripts = ctxhost_sdk_test::corpus::transcripts();
+    let system = transcripts
+        .iter()
+        .find_map(|t| t.messages.first().filter(|m| m.is_system()).cloned())
+        .unwrap_or_else(|| Message::system("You are a careful agent."));
+    let turns: Vec<Vec<Message>> = transcripts
+        .into_iter()
+        .map(|t| t.messages.into_iter().filter(|m| !m.is_system()).collect())
+        .collect();
     let mut out = vec![system];
     let mut round = 0;
     'fill: loop {
