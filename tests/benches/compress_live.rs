@@ -14,9 +14,9 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ctxhost::services::{HostServicesImpl, LogSink};
-use ctxhost::tokens::TokenCounter;
 use ctxhost_compressor::Compressor;
+use ctxhost_core::services::{HostServicesImpl, LogSink};
+use ctxhost_core::tokens::TokenCounter;
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineSetup, HostServices, Message, ModelInfo};
 use ctxhost_summarizer::OfflineSummarizer;
 use ctxhost_tests::long_session;

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ctxhost::replay::replay;
-use ctxhost::services::{HostServicesImpl, LogSink};
-use ctxhost::tokens::TokenCounter;
-use ctxhost::{Config, Engines, SessionOptions};
+use ctxhost_core::replay::replay;
+use ctxhost_core::services::{HostServicesImpl, LogSink};
+use ctxhost_core::tokens::TokenCounter;
+use ctxhost_core::{Config, Engines, SessionOptions};
 use ctxhost_sdk::Message;
 use ctxhost_summarizer::OfflineSummarizer;
 use ctxhost_tests::long_session;

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use ctxhost::engines::EngineSource;
-use ctxhost::{Config, Engines, SessionOptions};
+use ctxhost_core::engines::EngineSource;
+use ctxhost_core::{Config, Engines, SessionOptions};
 use ctxhost_sdk::{CompressOptions, Message, Usage};
 use ctxhost_tests::Sandbox;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ctxhost::{Config, Engines, SessionOptions};
+use ctxhost_core::{Config, Engines, SessionOptions};
 use ctxhost_tests::upstream::{reply, FakeUpstream};
 use ctxhost_tests::{binary, long_session, Run, Sandbox};
 use serde_json::{json, Value};

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use ctxhost::engines::{EngineSource, ResolveError};
-use ctxhost::plugins::RootKind;
-use ctxhost::services::{HostServicesImpl, LogSink};
-use ctxhost::tokens::TokenCounter;
-use ctxhost::{Config, Engines, SessionOptions};
+use ctxhost_core::engines::{EngineSource, ResolveError};
+use ctxhost_core::plugins::RootKind;
+use ctxhost_core::services::{HostServicesImpl, LogSink};
+use ctxhost_core::tokens::TokenCounter;
+use ctxhost_core::{Config, Engines, SessionOptions};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };

@@ -29,7 +29,8 @@ pub mod fit;
 mod openai;
 mod prompt;
 mod retry;
-pub mod settings;
+/// The summarizer's settings (`auxiliary.compression.*`) live with every other setting.
+pub use ctxhost_config::summarizer as settings;
 mod transport;
 
 pub use anthropic::{AnthropicSummarizer, ANTHROPIC_VERSION};

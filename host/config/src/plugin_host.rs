@@ -1,0 +1,78 @@
+//! `plugins.<name>.{isolation, timeout, memory_limit_mb}`: the keys of an engine's section that
+//! are the host's (where and how the engine runs), not the engine's.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Where a plugin engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// In a child process: a crash or a hang cannot take the host down. The default for
+    /// plugins installed under `$CTXHOST_HOME`.
+    Process,
+    /// In the host's own process: the fast path, for engines you build yourself (the default
+    /// for a project's plugins, such as this repository's).
+    InProcess,
+}
+
+/// The keys of `plugins.<name>` that are the host's, not the engine's.
+pub const HOST_KEYS: &[&str] = &["isolation", "timeout", "memory_limit_mb"];
+
+/// `plugins.<name>.{isolation, timeout, memory_limit_mb}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct HostPluginSettings {
+    /// Overrides the default (process for installed plugins, in-process for project ones).
+    pub isolation: Option<Isolation>,
+    /// Seconds one call may take before an isolated engine's process is killed.
+    pub timeout: f64,
+    /// The isolated engine's address-space limit, in MiB (0: none).
+    pub memory_limit_mb: u64,
+}
+
+impl Default for HostPluginSettings {
+    fn default() -> Self {
+        HostPluginSettings {
+            isolation: None,
+            timeout: 300.0,
+            memory_limit_mb: 8192,
+        }
+    }
+}
+
+impl HostPluginSettings {
+    /// Reads the host's keys out of an engine's section; the error names the key.
+    pub fn from_section(section: &Value) -> Result<Self, (String, String)> {
+        let mut host = serde_json::Map::new();
+        if let Value::Object(section) = section {
+            for key in HOST_KEYS {
+                if let Some(value) = section.get(*key) {
+                    host.insert(key.to_string(), value.clone());
+                }
+            }
+        }
+        let settings: HostPluginSettings = serde_path_to_error::deserialize(Value::Object(host))
+            .map_err(|error| (error.path().to_string(), error.into_inner().to_string()))?;
+        if !(settings.timeout.is_finite() && settings.timeout > 0.0) {
+            return Err((
+                "timeout".to_string(),
+                "must be a positive number of seconds".to_string(),
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// An engine's section without the host's keys: what the engine itself validates.
+pub fn engine_only(section: Value) -> Value {
+    match section {
+        Value::Object(mut map) => {
+            for key in HOST_KEYS {
+                map.remove(*key);
+            }
+            Value::Object(map)
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,934 @@
+//! Engine resolution: turns `context.engine` into a running engine, in the design's order
+//! (plugin directories beside the config and under the home, engines registered in code, then
+//! the built-in compressor with a warning), and lists what resolution can see.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ctxhost_compressor::Compressor;
+use ctxhost_plugin_host::PluginLibrary;
+use ctxhost_sdk::{
+    ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, Manifest, ModelInfo,
+};
+
+use crate::isolation::parent::{ChildSpec, ProcessEngine};
+use crate::isolation::protocol::{Init, Loaded, Purpose};
+use crate::isolation::{HostPluginSettings, Isolation};
+use crate::plugins::{
+    discover, inspect, refused, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
+    ReadManifest, RootKind,
+};
+use crate::services::{HostServicesImpl, LogSink};
+use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
+use ctxhost_config::{Config, ConfigError, BUILT_IN_ENGINE};
+
+/// Builds an engine registered in code by a program that embeds the host.
+pub type EngineFactory =
+    Box<dyn Fn(HostServices) -> Result<Box<dyn ContextEngine>, EngineError> + Send + Sync>;
+
+struct Registered {
+    name: String,
+    description: String,
+    factory: EngineFactory,
+}
+
+/// Where an engine came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineSource {
+    BuiltIn,
+    Plugin { root: RootKind, library: PathBuf },
+    Registered,
+}
+
+impl EngineSource {
+    pub fn label(&self) -> &'static str {
+        match self {
+            EngineSource::BuiltIn => "built-in",
+            EngineSource::Plugin { root, .. } => root.label(),
+            EngineSource::Registered => "registered in code",
+        }
+    }
+}
+
+/// Something the user should know about resolution: one line, plus the full text for
+/// `--verbose`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub summary: String,
+    pub detail: Option<String>,
+}
+
+/// One row of `ctxhost plugins list`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Listing {
+    pub name: String,
+    pub source: String,
+    pub version: Option<String>,
+    pub api_level: Option<u32>,
+    pub description: String,
+    pub state: State,
+    /// Why it cannot be used, when it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub active: bool,
+    pub path: Option<PathBuf>,
+    /// The library's sha256, when the host computed it (approved or installed plugins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(skip)]
+    pub detail: Option<String>,
+}
+
+/// Where an engine stands, as `plugins list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Selected by `context.engine`, and it loads.
+    Active,
+    /// Usable: loads and is allowed to.
+    Enabled,
+    /// Installed under the user's home, not approved yet (or approved by an older version).
+    Installed,
+    /// A plugin of a project the user has not trusted (`ctxhost trust`).
+    Untrusted,
+    /// Turned off by `ctxhost plugins disable`.
+    Disabled,
+    /// Cannot be used; the listing says why.
+    Broken,
+    /// Another engine earlier in resolution order has the same name.
+    Shadowed,
+}
+
+impl State {
+    /// The state of an engine that is (or is not) selected and has (or has not) a problem.
+    pub fn of(selected: bool, problem: Option<ProblemKind>) -> Self {
+        match problem {
+            None if selected => State::Active,
+            None => State::Enabled,
+            Some(ProblemKind::NotEnabled | ProblemKind::StaleApproval) => State::Installed,
+            Some(ProblemKind::UntrustedProject) => State::Untrusted,
+            Some(ProblemKind::Disabled) => State::Disabled,
+            Some(_) => State::Broken,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            State::Active => "active",
+            State::Enabled => "enabled",
+            State::Installed => "installed",
+            State::Untrusted => "untrusted",
+            State::Disabled => "disabled",
+            State::Broken => "broken",
+            State::Shadowed => "shadowed",
+        }
+    }
+}
+
+/// The engine side of the host: configuration, services and every engine it can build.
+pub struct Engines {
+    config: Config,
+    home: PathBuf,
+    services: Arc<HostServicesImpl>,
+    registered: Vec<Registered>,
+    /// The `ctxhost` binary isolated engines run in (`None`: this executable).
+    child_program: Option<PathBuf>,
+    /// Set in an isolated engine's own process: it runs the engine in process.
+    in_child: bool,
+}
+
+/// Why no session could be opened on the engine asked for.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ResolveError {
+    /// The engine refused its settings, or the config itself is wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The built-in compressor could not start.
+    #[error("the built-in compressor failed to start: {0}")]
+    Compressor(EngineError),
+    /// No engine has that name (only with [`Resolution::Strict`]).
+    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}", crate::suggest::did_you_mean(.suggestion.as_deref()))]
+    NotFound {
+        name: String,
+        looked_in: String,
+        suggestion: Option<String>,
+    },
+    /// The engine exists but cannot run (only with [`Resolution::Strict`]).
+    #[error("{}", .0.summary)]
+    Unusable(Warning),
+    /// A temporary state directory could not be made.
+    #[error("cannot create a temporary state directory: {0}")]
+    State(String),
+}
+
+/// An engine that started, before it joins a session.
+struct Started {
+    name: String,
+    source: EngineSource,
+    version: String,
+    engine: Box<dyn ContextEngine>,
+}
+
+impl Engines {
+    pub fn new(config: Config, home: PathBuf, services: Arc<HostServicesImpl>) -> Self {
+        Engines {
+            config,
+            home,
+            services,
+            registered: Vec::new(),
+            child_program: None,
+            in_child: false,
+        }
+    }
+
+    /// The `ctxhost` binary that runs isolated engines (`isolation: process`); by default the
+    /// running executable, which a program embedding the host must set to a `ctxhost` binary
+    /// to isolate engines.
+    pub fn set_child_program(&mut self, program: PathBuf) {
+        self.child_program = Some(program);
+    }
+
+    /// Marks these engines as an isolated engine's own process: its engine runs in process.
+    pub fn as_engine_child(&mut self) {
+        self.in_child = true;
+    }
+
+    /// In an isolated engine's process: starts plugin `name` in process; its start-up error as
+    /// the engine gave it (a bad setting keeps its key).
+    pub fn start_for_child(
+        &self,
+        name: &str,
+        data_root: &Path,
+    ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
+        let library = self.load_named(name)?;
+        let setup = self.setup(name, self.config.engine_section(name), data_root);
+        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
+            EngineError::failed(format!(
+                "plugin '{name}': cannot create its data directory {}: {error}",
+                setup.data_dir.display()
+            ))
+        })?;
+        let version = library.manifest().version.clone();
+        let engine = library.instantiate(self.services.clone(), setup)?;
+        Ok((Box::new(engine), version))
+    }
+
+    /// In an isolated engine's process: checks plugin `name`'s settings (its
+    /// `validate_settings`: nothing is opened or created).
+    pub fn validate_for_child(&self, name: &str) -> Result<(), EngineError> {
+        let library = self.load_named(name)?;
+        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
+        library.validate_settings(self.services.clone(), setup)
+    }
+
+    /// Loads plugin `name` into this process, under the user's approvals.
+    fn load_named(&self, name: &str) -> Result<PluginLibrary, EngineError> {
+        let candidates = discover(&self.plugin_roots());
+        let candidate = candidates
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
+        self.load(candidate)
+            .map_err(|warning| EngineError::failed(warning.summary))
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// For command-line overrides (e.g. `--context-length`), before any engine is built.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
+    pub fn services(&self) -> &Arc<HostServicesImpl> {
+        &self.services
+    }
+
+    /// Registers an engine built in code, found after plugin directories.
+    pub fn register(&mut self, name: &str, description: &str, factory: EngineFactory) {
+        self.registered.push(Registered {
+            name: name.to_string(),
+            description: description.to_string(),
+            factory,
+        });
+    }
+
+    /// The user's ctxhost home.
+    pub fn home(&self) -> &std::path::Path {
+        &self.home
+    }
+
+    /// Where `ctxhost plugins install` puts plugins: `plugins/context_engine/` under the home.
+    pub fn user_plugin_root(&self) -> PluginRoot {
+        let home = std::path::absolute(&self.home).unwrap_or_else(|_| self.home.clone());
+        PluginRoot::new(RootKind::UserHome, &home)
+    }
+
+    /// The plugin roots, in resolution order.
+    pub fn plugin_roots(&self) -> Vec<PluginRoot> {
+        let mut roots = Vec::new();
+        let home_root = self.user_plugin_root();
+        if let Some(dir) = self.config.dir() {
+            let root = PluginRoot::new(RootKind::ConfigDir, &dir);
+            // A config kept in the home itself: its plugins are installed ones, which need
+            // approval, not the project's own.
+            if !same_dir(&root.path, &home_root.path) && !same_dir(&dir, &self.home) {
+                roots.push(root);
+            }
+        }
+        roots.push(home_root);
+        roots
+    }
+
+    fn setup(&self, name: &str, config: serde_json::Value, data_root: &Path) -> EngineSetup {
+        EngineSetup {
+            engine: name.to_string(),
+            data_dir: data_root.join(name),
+            config,
+            model: ModelInfo {
+                name: self.config.model.name.clone(),
+                context_length: self.config.model.context_length,
+            },
+        }
+    }
+
+    fn host_services(
+        &self,
+        name: &str,
+        config: serde_json::Value,
+        data_root: &Path,
+    ) -> HostServices {
+        HostServices::new(self.services.clone(), self.setup(name, config, data_root))
+    }
+
+    /// Where engines keep their state by default: `$CTXHOST_HOME/data`.
+    pub fn data_root(&self) -> PathBuf {
+        self.home.join("data")
+    }
+
+    /// A program embedding the host: services from `config` (token counter, the configured
+    /// summarizer on `runtime`, engine log lines on stderr, `verbose` for info and debug).
+    pub fn for_config(
+        config: Config,
+        home: PathBuf,
+        runtime: tokio::runtime::Handle,
+        verbose: bool,
+    ) -> Result<Self, ConfigError> {
+        let summarizer = ctxhost_summarizer::build(&config.summarizer, runtime)
+            .map_err(|error| config.error_at(&error.key(), &error.problem()))?;
+        let services = Arc::new(
+            HostServicesImpl::new(
+                crate::tokens::TokenCounter::for_config(&config.tokens),
+                LogSink::stderr(verbose),
+                Some(summarizer),
+            )
+            .with_summarizer_cooldown(config.summarizer.cooldown()),
+        );
+        Ok(Engines::new(config, home, services))
+    }
+
+    /// The built-in compressor, configured from `compression.*` (its settings checked).
+    pub fn compressor(&self) -> Result<Box<dyn ContextEngine>, ResolveError> {
+        self.compressor_at(&self.data_root())
+    }
+
+    fn compressor_at(&self, data_root: &Path) -> Result<Box<dyn ContextEngine>, ResolveError> {
+        let services =
+            self.host_services(BUILT_IN_ENGINE, self.config.compression.clone(), data_root);
+        match Compressor::new(services) {
+            Ok(engine) => Ok(Box::new(engine)),
+            Err(error) => match self.settings_error(BUILT_IN_ENGINE, &error) {
+                Some(error) => Err(error.into()),
+                None => Err(ResolveError::Compressor(error)),
+            },
+        }
+    }
+
+    /// The config section an engine's settings live in.
+    fn section(name: &str) -> String {
+        if name == BUILT_IN_ENGINE {
+            "compression".to_string()
+        } else {
+            format!("plugins.{name}")
+        }
+    }
+
+    /// A settings error, located in the config file; `None` for other errors.
+    fn settings_error(&self, name: &str, error: &EngineError) -> Option<ConfigError> {
+        settings_error(&self.config, name, error)
+    }
+
+    /// Opens a session on engine `name` (normally `context.engine`): resolves it once, starts
+    /// it with the state `options` asks for, and arms the built-in compressor as its standby.
+    /// Call [`Session::begin`] before using it.
+    ///
+    /// With [`Resolution::FallBack`], an engine that is missing or cannot start is replaced by
+    /// the compressor, with a warning in [`Session::warnings`]; with [`Resolution::Strict`] it
+    /// is an error. Invalid settings are always an error.
+    pub fn open_session(
+        &self,
+        name: &str,
+        options: SessionOptions,
+    ) -> Result<Session, ResolveError> {
+        let (data_root, state) = match options.state {
+            EngineState::Persistent => (self.home.join("data"), None),
+            EngineState::Temporary => {
+                let dir = tempfile::Builder::new()
+                    .prefix("ctxhost-state-")
+                    .tempdir()
+                    .map_err(|error| ResolveError::State(error.to_string()))?;
+                (dir.path().to_path_buf(), Some(dir))
+            }
+        };
+        let mut warnings = Vec::new();
+        let started = match self.start(name, &data_root, options.isolation) {
+            Ok(started) => started,
+            Err(Failure::Settings(error)) => return Err(error.into()),
+            Err(failure) if options.resolution == Resolution::Strict => {
+                return Err(match failure {
+                    Failure::NotFound => ResolveError::NotFound {
+                        name: name.to_string(),
+                        looked_in: self.looked_in(name),
+                        suggestion: self.closest_engine(name),
+                    },
+                    Failure::Other(warning) => ResolveError::Unusable(warning),
+                    Failure::Settings(error) => ResolveError::Config(error),
+                })
+            }
+            Err(failure) => {
+                warnings.push(match failure {
+                    Failure::NotFound => Warning {
+                        summary: format!(
+                            "context engine '{name}' not found (looked in {}; no engine registered in code under that name){}; using the built-in compressor",
+                            self.looked_in(name),
+                            crate::suggest::did_you_mean(self.closest_engine(name).as_deref()),
+                        ),
+                        detail: None,
+                    },
+                    Failure::Other(warning) => Warning {
+                        summary: format!("{}; using the built-in compressor", warning.summary),
+                        detail: warning.detail,
+                    },
+                    Failure::Settings(_) => unreachable!("settings errors returned above"),
+                });
+                Started {
+                    name: BUILT_IN_ENGINE.to_string(),
+                    source: EngineSource::BuiltIn,
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    engine: self.compressor_at(&data_root)?,
+                }
+            }
+        };
+        let standby = match started.source {
+            EngineSource::BuiltIn => None,
+            _ => Some(self.compressor_at(&data_root)?),
+        };
+        let (model, context_length) = options.model.unwrap_or_else(|| {
+            (
+                self.config.model.name.clone(),
+                self.config.model.context_length,
+            )
+        });
+        Ok(Session::from_parts(Parts {
+            id: options.id,
+            requested: name.to_string(),
+            name: started.name,
+            source: started.source,
+            version: started.version,
+            warnings,
+            engine: started.engine,
+            standby,
+            services: self.services.clone(),
+            model,
+            context_length,
+            state,
+        }))
+    }
+
+    /// Starts engine `name`, in the design's resolution order.
+    fn start(
+        &self,
+        name: &str,
+        data_root: &Path,
+        isolation: Option<Isolation>,
+    ) -> Result<Started, Failure> {
+        if name == BUILT_IN_ENGINE {
+            return match self.compressor_at(data_root) {
+                Ok(engine) => Ok(Started {
+                    name: name.to_string(),
+                    source: EngineSource::BuiltIn,
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    engine,
+                }),
+                Err(ResolveError::Config(error)) => Err(Failure::Settings(error)),
+                Err(error) => Err(Failure::Other(Warning {
+                    summary: error.to_string(),
+                    detail: None,
+                })),
+            };
+        }
+        let candidates = discover(&self.plugin_roots());
+        if let Some(candidate) = candidates.iter().find(|c| c.name == name) {
+            return self.start_plugin(candidate, data_root, isolation);
+        }
+        if let Some(registered) = self.registered.iter().find(|r| r.name == name) {
+            let services = self.host_services(name, self.config.engine_section(name), data_root);
+            return match (registered.factory)(services) {
+                Ok(engine) => Ok(Started {
+                    name: name.to_string(),
+                    source: EngineSource::Registered,
+                    version: String::new(),
+                    engine,
+                }),
+                Err(error) => match self.settings_error(name, &error) {
+                    Some(error) => Err(Failure::Settings(error)),
+                    None => Err(Failure::Other(Warning {
+                        summary: format!("engine '{name}' failed to start: {error}"),
+                        detail: None,
+                    })),
+                },
+            };
+        }
+        Err(Failure::NotFound)
+    }
+
+    /// Every engine name resolution knows: the compressor, plugins, engines registered in code.
+    pub fn engine_names(&self) -> Vec<String> {
+        let mut names = vec![BUILT_IN_ENGINE.to_string()];
+        names.extend(discover(&self.plugin_roots()).into_iter().map(|c| c.name));
+        names.extend(self.registered.iter().map(|r| r.name.clone()));
+        names.dedup();
+        names
+    }
+
+    /// The engine name closest to a mistyped `name`.
+    pub fn closest_engine(&self, name: &str) -> Option<String> {
+        let names = self.engine_names();
+        crate::suggest::closest(name, names.iter().map(String::as_str))
+    }
+
+    /// The directories a plugin named `name` would be in, for "not found" messages.
+    pub fn looked_in(&self, name: &str) -> String {
+        self.plugin_roots()
+            .iter()
+            .map(|r| r.path.join(name).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Loads plugin `candidate` into this process. Outside an isolated engine's own process,
+    /// the library is first loaded once in a child (when this host can start one), so a
+    /// library that aborts while it loads is reported instead of ending the host.
+    fn load(&self, candidate: &Candidate) -> Result<PluginLibrary, Warning> {
+        let probe = |candidate: &Candidate, library: &Path| self.probe_once(candidate, library);
+        let probe: Option<ReadManifest> =
+            (!self.in_child && self.child_program.is_some()).then_some(&probe);
+        let inspection = self.inspect_with(candidate.clone(), false, Loader::InProcess { probe });
+        let warning = |problem: Problem| Warning {
+            summary: format!(
+                "plugin '{}' ({}): {}",
+                candidate.name,
+                candidate.dir.display(),
+                problem.summary
+            ),
+            detail: problem.detail,
+        };
+        match inspection.loaded {
+            Err(problem) => Err(warning(problem)),
+            Ok(_) => inspection
+                .in_process
+                .ok_or_else(|| warning(Problem::new(ProblemKind::LoadFailed, "not loaded".into()))),
+        }
+    }
+
+    fn inspect_with(&self, candidate: Candidate, always_hash: bool, loader: Loader) -> Inspection {
+        inspect(
+            candidate,
+            &self.config.trust,
+            self.config.project_untrusted(),
+            always_hash,
+            loader,
+        )
+    }
+
+    /// Inspects `candidate`, reading its manifest in a child process (in this process only for
+    /// a program embedding the host that set no `ctxhost` binary to run children).
+    fn inspect_listed(&self, candidate: Candidate, always_hash: bool) -> Inspection {
+        let read =
+            |candidate: &Candidate, library: &Path| self.read_manifest(&candidate.name, library);
+        let loader = match self.child_program {
+            Some(_) if !self.in_child => Loader::Isolated(&read),
+            _ => Loader::InProcess { probe: None },
+        };
+        self.inspect_with(candidate, always_hash, loader)
+    }
+
+    /// Every plugin directory resolution can see, inspected under the user's approvals, in
+    /// resolution order (manifests read in child processes). `always_hash` computes every
+    /// plugin directory's hash.
+    pub fn inspect_plugins(&self, always_hash: bool) -> Vec<Inspection> {
+        discover(&self.plugin_roots())
+            .into_iter()
+            .map(|candidate| self.inspect_listed(candidate, always_hash))
+            .collect()
+    }
+
+    /// The plugin directory resolution would use for `name`, inspected.
+    pub fn inspect_plugin(&self, name: &str, always_hash: bool) -> Option<Inspection> {
+        discover(&self.plugin_roots())
+            .into_iter()
+            .find(|c| c.name == name)
+            .map(|candidate| self.inspect_listed(candidate, always_hash))
+    }
+
+    /// What the library at `library` declares, read by a child process that loads it: a
+    /// library that aborts, crashes or hangs while loading is one problem naming the plugin.
+    pub fn read_manifest(&self, name: &str, library: &Path) -> Result<Manifest, Problem> {
+        match self.ask_loaded(name, library)? {
+            Loaded::Manifest(manifest) => Ok(manifest),
+            Loaded::Refused {
+                kind,
+                summary,
+                detail,
+            } => Err(refused(library, kind, &summary, &detail)),
+        }
+    }
+
+    /// What the library at `library` (of plugin `name`) declares, or why it does not load, in
+    /// one line that does not repeat the path: read in a child process like
+    /// [`read_manifest`](Self::read_manifest), in this one only for a program embedding the
+    /// host that set no `ctxhost` binary to run children. For a library about to be installed.
+    pub fn library_manifest(&self, name: &str, library: &Path) -> Result<Manifest, String> {
+        if self.child_program.is_none() || self.in_child {
+            return ctxhost_plugin_host::load_library(library)
+                .map(|loaded| loaded.manifest().clone())
+                .map_err(|error| error.summary().to_string());
+        }
+        match self.ask_loaded(name, library) {
+            Ok(Loaded::Manifest(manifest)) => Ok(manifest),
+            Ok(Loaded::Refused { summary, .. }) => Err(summary),
+            Err(problem) => Err(problem.summary),
+        }
+    }
+
+    /// Loads `library` in a child process and asks what it declares.
+    fn ask_loaded(&self, name: &str, library: &Path) -> Result<Loaded, Problem> {
+        let purpose = Purpose::Manifest {
+            library: library.to_path_buf(),
+        };
+        let spec = self
+            .child_spec(name, &self.data_root(), purpose)
+            .map_err(|warning| Problem::new(ProblemKind::LoadFailed, warning.summary))?;
+        ProcessEngine::ask::<Loaded>(spec, self.services.clone(), "load")
+            .map_err(|error| Problem::new(ProblemKind::LoadFailed, error.message().to_string()))
+    }
+
+    /// [`read_manifest`](Self::read_manifest), once per library per process: what loaded in a
+    /// child before is not asked again.
+    fn probe_once(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
+        static PROBED: std::sync::Mutex<Vec<(PathBuf, Manifest)>> =
+            std::sync::Mutex::new(Vec::new());
+        let known = PROBED.lock().ok().and_then(|probed| {
+            probed
+                .iter()
+                .find(|(p, _)| p == library)
+                .map(|(_, m)| m.clone())
+        });
+        if let Some(manifest) = known {
+            return Ok(manifest);
+        }
+        let manifest = self.read_manifest(&candidate.name, library)?;
+        if let Ok(mut probed) = PROBED.lock() {
+            probed.push((library.to_path_buf(), manifest.clone()));
+        }
+        Ok(manifest)
+    }
+
+    /// Checks that engine `name` accepts its settings in `config` (a config about to be
+    /// written), without side effects: a plugin's settings are checked by its
+    /// `validate_settings`, so no store is opened and no directory is made. Only settings errors
+    /// are errors; an engine that cannot be loaded is not checked.
+    pub fn check_settings(&self, config: &Config, name: &str) -> Result<(), ConfigError> {
+        let mut checked_config = config.clone();
+        // The config about to be written is the same project's: as trusted as this one.
+        if let Some(why) = self.config.project_untrusted() {
+            checked_config.distrust_project(why);
+        }
+        let engines = Engines::new(checked_config, self.home.clone(), self.services.clone());
+        if name == BUILT_IN_ENGINE {
+            // The compressor's constructor only reads its settings.
+            return match engines.compressor() {
+                Err(ResolveError::Config(error)) => Err(error),
+                _ => Ok(()),
+            };
+        }
+        let Some(candidate) = discover(&engines.plugin_roots())
+            .into_iter()
+            .find(|c| c.name == name)
+        else {
+            return Ok(());
+        };
+        let allowed = engines.inspect_with(candidate.clone(), false, Loader::Skip);
+        if allowed.loaded.as_ref().err().map(|p| p.kind) != Some(ProblemKind::NotLoaded) {
+            return Ok(());
+        }
+        // The engine's own code judges its settings: in a child, like any plugin code the
+        // host runs only to ask something.
+        let checked = match self.child_program.clone() {
+            Some(program) if !self.in_child => {
+                let mut engines = engines;
+                engines.child_program = Some(program);
+                engines
+                    .child_spec(name, &engines.data_root(), Purpose::ValidateSettings)
+                    .map_err(|warning| EngineError::failed(warning.summary))
+                    .and_then(|spec| {
+                        ProcessEngine::ask::<serde_json::Value>(
+                            spec,
+                            self.services.clone(),
+                            "validate_settings",
+                        )
+                        .map(drop)
+                    })
+            }
+            _ => engines.validate_for_child(name),
+        };
+        match checked {
+            Err(error) => match settings_error(config, name, &error) {
+                Some(error) => Err(error),
+                None => Ok(()),
+            },
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// Whether an engine of that name was registered in code.
+    pub fn is_registered(&self, name: &str) -> bool {
+        self.registered.iter().any(|r| r.name == name)
+    }
+
+    fn start_plugin(
+        &self,
+        candidate: &Candidate,
+        data_root: &Path,
+        forced: Option<Isolation>,
+    ) -> Result<Started, Failure> {
+        let name = candidate.name.as_str();
+        let host = self.config.plugin_host_settings(name);
+        let isolation = forced.or(host.isolation).unwrap_or(match candidate.root {
+            RootKind::UserHome => Isolation::Process,
+            RootKind::ConfigDir => Isolation::InProcess,
+        });
+        if isolation == Isolation::Process && !self.in_child {
+            // The child loads the library; here only the approvals are checked.
+            let allowed = self.inspect_with(candidate.clone(), false, Loader::Skip);
+            return match allowed.loaded {
+                Err(problem) if problem.kind != ProblemKind::NotLoaded => {
+                    Err(Failure::Other(Warning {
+                        summary: format!(
+                            "plugin '{name}' ({}): {}",
+                            candidate.dir.display(),
+                            problem.summary
+                        ),
+                        detail: problem.detail,
+                    }))
+                }
+                _ => self.start_isolated(candidate, allowed.library, data_root, &host),
+            };
+        }
+        let library = self.load(candidate).map_err(Failure::Other)?;
+        let setup = self.setup(name, self.config.engine_section(name), data_root);
+        if let Err(error) = std::fs::create_dir_all(&setup.data_dir) {
+            return Err(Failure::Other(Warning {
+                summary: format!(
+                    "plugin '{name}': cannot create its data directory {}: {error}",
+                    setup.data_dir.display()
+                ),
+                detail: None,
+            }));
+        }
+        match library.instantiate(self.services.clone(), setup) {
+            Ok(engine) => Ok(Started {
+                name: name.to_string(),
+                source: EngineSource::Plugin {
+                    root: candidate.root,
+                    library: library.path().to_path_buf(),
+                },
+                version: library.manifest().version.clone(),
+                engine: Box::new(engine),
+            }),
+            Err(error) => match self.settings_error(name, &error) {
+                Some(error) => Err(Failure::Settings(error)),
+                None => Err(Failure::Other(Warning {
+                    summary: format!("plugin '{name}' failed to start: {error}"),
+                    detail: None,
+                })),
+            },
+        }
+    }
+
+    /// Starts plugin `candidate` in a child process.
+    fn start_isolated(
+        &self,
+        candidate: &Candidate,
+        library: Option<PathBuf>,
+        data_root: &Path,
+        host: &HostPluginSettings,
+    ) -> Result<Started, Failure> {
+        let name = candidate.name.as_str();
+        let mut spec = self
+            .child_spec(name, data_root, Purpose::Engine)
+            .map_err(Failure::Other)?;
+        spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
+        match ProcessEngine::start(spec, self.services.clone()) {
+            Ok((engine, ready)) => Ok(Started {
+                name: name.to_string(),
+                source: EngineSource::Plugin {
+                    root: candidate.root,
+                    library: library.unwrap_or_else(|| candidate.dir.clone()),
+                },
+                version: ready.version,
+                engine: Box::new(engine),
+            }),
+            Err(error) => match self.settings_error(name, &error) {
+                Some(error) => Err(Failure::Settings(error)),
+                None => Err(Failure::Other(Warning {
+                    summary: format!("plugin '{name}' failed to start: {error}"),
+                    detail: None,
+                })),
+            },
+        }
+    }
+
+    /// How to start a child process for plugin `name`: this config, `purpose`, the plugin's
+    /// memory limit, and (for one-off questions) a deadline of at most a minute.
+    fn child_spec(
+        &self,
+        name: &str,
+        data_root: &Path,
+        purpose: Purpose,
+    ) -> Result<ChildSpec, Warning> {
+        let program = match &self.child_program {
+            Some(program) => program.clone(),
+            None => std::env::current_exe().map_err(|error| Warning {
+                summary: format!(
+                    "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
+                ),
+                detail: None,
+            })?,
+        };
+        let host = self.config.plugin_host_settings(name);
+        Ok(ChildSpec {
+            program,
+            init: Init {
+                config_text: self.config.text().to_string(),
+                config_source: self.config.source.clone(),
+                home: self.home.clone(),
+                name: name.to_string(),
+                data_root: data_root.to_path_buf(),
+                verbose: true,
+                project_trusted: self.config.project_trusted(),
+                purpose,
+            },
+            timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),
+            memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
+        })
+    }
+
+    /// Everything resolution can see: the built-in compressor first, then plugins (each loaded,
+    /// when the user's approvals allow, to check its ABI), then engines registered in code.
+    pub fn list(&self) -> Vec<Listing> {
+        let active = self.config.context.engine.as_str();
+        let mut rows = vec![Listing {
+            name: BUILT_IN_ENGINE.to_string(),
+            source: EngineSource::BuiltIn.label().to_string(),
+            version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            api_level: Some(ctxhost_sdk::API_LEVEL),
+            description: "Built-in lossy compressor: prunes old tool output and summarizes the middle of the conversation.".to_string(),
+            state: State::of(active == BUILT_IN_ENGINE, None),
+            problem: None,
+            active: active == BUILT_IN_ENGINE,
+            path: None,
+            sha256: None,
+            detail: None,
+        }];
+        let mut seen = vec![BUILT_IN_ENGINE.to_string()];
+        for inspection in self.inspect_plugins(false) {
+            let name = inspection.candidate.name.clone();
+            let shadowed = seen.contains(&name);
+            let selected = !shadowed && active == name;
+            let problem = inspection.loaded.as_ref().err();
+            let mut row = Listing {
+                name: name.clone(),
+                source: inspection.candidate.root.label().to_string(),
+                version: inspection.version(),
+                api_level: inspection.loaded.as_ref().ok().map(|m| m.api_level),
+                description: inspection.description(),
+                state: State::of(selected, problem.map(|p| p.kind)),
+                problem: problem.map(|p| p.summary.clone()),
+                active: selected && problem.is_none(),
+                path: inspection.library.clone(),
+                sha256: inspection.checksum.clone(),
+                detail: problem.and_then(|p| p.detail.clone()),
+            };
+            if shadowed {
+                row.state = State::Shadowed;
+                row.problem = Some(format!(
+                    "an earlier engine is also named '{name}'; this one is never used"
+                ));
+            }
+            seen.push(name);
+            rows.push(row);
+        }
+        for registered in &self.registered {
+            let selected = active == registered.name && !seen.contains(&registered.name);
+            rows.push(Listing {
+                name: registered.name.clone(),
+                source: EngineSource::Registered.label().to_string(),
+                version: None,
+                api_level: None,
+                description: registered.description.clone(),
+                state: State::of(selected, None),
+                problem: None,
+                active: selected,
+                path: None,
+                sha256: None,
+                detail: None,
+            });
+        }
+        rows
+    }
+}
+
+enum Failure {
+    /// The engine refused its settings: a config error, reported as such.
+    Settings(ConfigError),
+    /// No engine has that name.
+    NotFound,
+    Other(Warning),
+}
+
+/// A settings error from engine `name`, located in the config file (`config.yaml:4:
+/// plugins.lcm.threshold: ...`); `None` for errors that are not about settings.
+fn settings_error(config: &Config, name: &str, error: &EngineError) -> Option<ConfigError> {
+    let section = Engines::section(name);
+    match error.kind() {
+        ErrorKind::InvalidSetting => {
+            let fault = error.setting()?;
+            let key = if fault.key.is_empty() {
+                section
+            } else {
+                format!("{section}.{}", fault.key)
+            };
+            Some(config.error_at(&key, &fault.problem))
+        }
+        _ => None,
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

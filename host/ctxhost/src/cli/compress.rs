@@ -1,0 +1,112 @@
+//! `ctxhost compress`: one compression of a recorded conversation.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use ctxhost_core::SessionOptions;
+use ctxhost_sdk::{CompressOptions, Message};
+use ctxhost_wire::transcript::{self, Format, OutputFormat};
+
+use super::{output, App, GlobalArgs, SessionArg};
+
+/// Exit code when the engine failed and the conversation was printed unchanged.
+pub const ENGINE_FAILED: u8 = 3;
+
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    /// Conversation to compress: OpenAI chat messages (JSON array or JSONL), a Hermes trajectory,
+    /// Anthropic Messages, a Claude Code session log or a Codex rollout (`-` reads standard
+    /// input)
+    pub transcript: PathBuf,
+    /// Topic to preserve in priority
+    #[arg(long, value_name = "TOPIC")]
+    pub focus: Option<String>,
+    /// Compress even if the engine thinks it is not needed yet
+    #[arg(long)]
+    pub force: bool,
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
+    #[command(flatten)]
+    pub session: SessionArg,
+    /// Memory-provider text to fold into the summary as reference material
+    #[arg(long, value_name = "TEXT")]
+    pub memory: Option<String>,
+    /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
+    pub format: Option<Format>,
+    /// Format of the result: openai, the input's own (`same`: a Claude Code or Codex log is
+    /// written back as a log), hermes, anthropic, claude-code or codex
+    #[arg(long, value_name = "FORMAT", default_value = "openai", value_parser = |s: &str| s.parse::<OutputFormat>())]
+    pub output_format: OutputFormat,
+}
+
+pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode> {
+    let app = App::new(global)?;
+    app.warm_tokenizer();
+    // A summary's redaction patterns compile on another core while the transcript is read.
+    std::thread::spawn(ctxhost_core::redact::warm);
+    let read = transcript::read_transcript(&args.transcript, args.format)?;
+    let (messages, output_format) = (read.messages, args.output_format.resolve(read.format));
+    let mut session = app.open_session(
+        args.engine.as_deref(),
+        SessionOptions::new(&args.session.session),
+    )?;
+    let count = |messages: &[Message]| app.engines.services().tokens().count_messages(messages);
+    let tokens_before = count(&messages);
+    let options = CompressOptions {
+        current_tokens: Some(tokens_before),
+        focus_topic: args.focus.clone(),
+        force: args.force,
+        memory_context: args.memory.clone(),
+    };
+    let input = Arc::new(messages);
+    let outcome = app.runtime.block_on(async {
+        if let Err(error) = session.begin().await {
+            eprintln!("warning: {error}");
+        }
+        session.compress(input.clone(), options).await
+    });
+    let tokens_after = count(&outcome.messages);
+    write_messages(Path::new("-"), &outcome.messages, output_format)?;
+    if let Some(error) = &outcome.error {
+        eprintln!("error: {error}; the conversation is returned unchanged");
+        return Ok(ExitCode::from(ENGINE_FAILED));
+    }
+    eprintln!(
+        "{}: {} → {} messages, {} → {} tokens ({})",
+        outcome.engine,
+        input.len(),
+        outcome.messages.len(),
+        tokens_before,
+        tokens_after,
+        percent_change(tokens_before, tokens_after)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes messages in `format` to `path` (`-`: standard output), with a note on stderr for
+/// what that format cannot hold.
+pub fn write_messages(path: &Path, messages: &[Message], format: Format) -> anyhow::Result<()> {
+    let written = transcript::write(messages, format);
+    for note in &written.notes {
+        eprintln!("note: {note}");
+    }
+    output::write(path, written.text.as_bytes())?;
+    Ok(())
+}
+
+fn percent_change(before: u64, after: u64) -> String {
+    if before == 0 {
+        return "unchanged".to_string();
+    }
+    let change = (after as f64 - before as f64) / before as f64 * 100.0;
+    if change.abs() < 0.05 {
+        "unchanged".to_string()
+    } else {
+        format!("{change:+.1}%")
+    }
+}

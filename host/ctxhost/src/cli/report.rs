@@ -1,0 +1,119 @@
+//! The text report of a replay: what a user reads first, to decide between engines.
+
+use std::fmt::Write;
+
+use ctxhost_core::replay::{Replay, Trigger};
+
+/// `12345` → `12,345`.
+pub fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+fn percent(before: u64, after: u64) -> String {
+    if before == 0 {
+        return "0.0%".to_string();
+    }
+    format!(
+        "{:+.1}%",
+        (after as f64 - before as f64) / before as f64 * 100.0
+    )
+}
+
+/// The report for one replay.
+pub fn text(replay: &Replay) -> String {
+    let mut out = String::new();
+    let r = replay;
+    let _ = writeln!(
+        out,
+        "session      {} ({} messages)",
+        r.session_id, r.messages
+    );
+    let _ = writeln!(
+        out,
+        "engine       {}    window {} tokens, compresses at {}",
+        r.engine,
+        thousands(r.context_length),
+        thousands(r.threshold_tokens)
+    );
+    if r.requested != r.engine {
+        let why = r.why.as_deref().unwrap_or("it did not resolve");
+        let _ = writeln!(out, "             asked for {}: {why}", r.requested);
+    }
+    if let Some(fallback) = &r.fell_back_to {
+        let why = r.why.as_deref().unwrap_or("it failed");
+        let _ = writeln!(out, "             FAILED, finished on {fallback}: {why}");
+    }
+    let _ = writeln!(out, "model calls  {}", r.calls.len());
+    let _ = writeln!(out, "compressions {}", r.compressions.len());
+    for (index, c) in r.compressions.iter().enumerate() {
+        let trigger = match c.trigger {
+            Trigger::Preflight => "preflight",
+            Trigger::Threshold => "threshold",
+        };
+        let how = match (&c.error, &c.summarizer) {
+            (Some(_), _) => "FAILED, context kept".to_string(),
+            (None, Some(summarizer)) => format!("summarizer {summarizer}"),
+            (None, None) => "no summarizer".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  #{:<3} before call {:<5} {trigger:<9} {:>9} → {:>9} tokens ({}), {} → {} messages, {:.1} ms, {how}",
+            index + 1,
+            c.call,
+            thousands(c.tokens_before),
+            thousands(c.tokens_after),
+            percent(c.tokens_before, c.tokens_after),
+            c.messages_before,
+            c.messages_after,
+            c.elapsed_ms
+        );
+    }
+    let _ = writeln!(out, "peak context  {} tokens", thousands(r.peak_tokens));
+    let _ = writeln!(
+        out,
+        "final context {} tokens, {} messages",
+        thousands(r.final_tokens),
+        r.final_messages
+    );
+    let _ = writeln!(
+        out,
+        "input tokens  {} with {}",
+        thousands(r.total_input_tokens),
+        r.engine
+    );
+    let _ = writeln!(
+        out,
+        "              {} with no engine ({} with {})",
+        thousands(r.total_input_tokens_no_engine),
+        percent(r.total_input_tokens_no_engine, r.total_input_tokens),
+        r.engine
+    );
+    if !r.errors.is_empty() {
+        let _ = writeln!(out, "errors        {}", r.errors.len());
+        for error in &r.errors {
+            let _ = writeln!(out, "  {error}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,90 @@
+//! `ctxhost serve`: the gateway, in front of a model provider.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
+use ctxhost_gateway::{Bound, ServeOptions};
+
+use super::{App, GlobalArgs};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on, HOST:PORT (port 0 picks a free one) [default: serve.listen, else
+    /// 127.0.0.1:8787]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// The provider's base URL, with its version segment [default: serve.upstream, else
+    /// https://api.openai.com/v1]
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Log format on stderr
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let app = App::new(global)?;
+    let mut settings = app.config().serve.clone();
+    if let Some(listen) = &args.listen {
+        settings.listen = listen.clone();
+    }
+    if let Some(upstream) = &args.upstream {
+        anyhow::ensure!(
+            upstream.starts_with("http://") || upstream.starts_with("https://"),
+            "--upstream must be an http:// or https:// URL (e.g. https://api.openai.com/v1)"
+        );
+        settings.upstream = upstream.clone();
+    }
+    init_logging(args.log_format, app.verbose);
+    let state = StateLocation::parse(settings.state.as_deref(), default_sqlite_path());
+    let App {
+        engines, runtime, ..
+    } = app;
+    let options = ServeOptions {
+        settings,
+        state,
+        verbose: global.verbose,
+    };
+    runtime.block_on(async move {
+        let upstream = options.settings.upstream.clone();
+        let engine = engines.config().context.engine.clone();
+        let bound = Bound::bind(engines, options).await?;
+        let addr = bound
+            .local_addr()
+            .context("the listening socket has no address")?;
+        eprintln!("ctxhost serve: listening on http://{addr}");
+        eprintln!(
+            "  point OpenAI-compatible clients at it: OPENAI_BASE_URL=http://{addr}/v1 \
+             (engine: {engine}; upstream: {upstream})"
+        );
+        bound.run(ctxhost_gateway::shutdown_signal()).await?;
+        eprintln!("ctxhost serve: stopped");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init_logging(format: LogFormat, verbose: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTXHOST_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if verbose { "debug" } else { "info" })
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.with_ansi(false).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -1,0 +1,411 @@
+//! Compressions prepared in the background, so no turn waits for a summarizer: a request that
+//! brings its session near the threshold (the engine would compress with
+//! `serve.compaction.margin` of the window more) starts a compression of what it sends, and
+//! goes upstream without waiting for it. A later request
+//! takes the result in (the new view, then the messages that came since) once it is ready,
+//! waiting for it at most `serve.compaction.wait_seconds`, and past that only when the last
+//! view plus what is new would not fit the window. While one is being prepared the engine is
+//! busy, so nothing else asks it: usage is queued for it and tools wait.
+//!
+//! With several gateways on one database, the one preparing a compression holds the session's
+//! compaction lease and, once done, keeps the result in the database; whichever gateway serves
+//! the next request takes it in from there (or waits for it as above). One that finds the lease
+//! lapsed with no result knows its preparer died, and goes on as if none had been started.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::{CompressOptions, Message};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+
+use ctxhost_sdk::CompressionReport;
+
+use super::live::Live;
+use super::record::{unix_now, unix_now_ms, CompressionRecord, Trigger};
+use super::store::{random_u64, Claim, LeaseKind, PreparedState};
+use super::Gateway;
+use ctxhost_core::session::DetachedCompression;
+
+/// A compression being prepared for a session.
+pub struct Pending {
+    /// Names it in the session's record and in the database.
+    id: u64,
+    /// How many lineage messages its input stood for.
+    base: usize,
+    /// The view it started from: a newer one (a new lineage) makes its result stale.
+    view_version: u64,
+    tokens_before: u64,
+    messages_before: usize,
+    started_at_ms: u64,
+    task: Task,
+}
+
+enum Task {
+    Running(JoinHandle<DetachedCompression>),
+    Done(Box<DetachedCompression>),
+}
+
+/// A compression prepared in the background as the gateway that takes it in sees it (kept in
+/// the database, as JSON, for the other gateways).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreparedView {
+    pub id: u64,
+    pub base: usize,
+    pub view_version: u64,
+    pub tokens_before: u64,
+    pub messages_before: usize,
+    pub engine: String,
+    /// The new view (empty when it failed).
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<CompressionReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    pub started_at_ms: u64,
+    pub finished_at_ms: u64,
+}
+
+/// What the session's status shows of a compression being prepared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInfo {
+    /// Its id (what a gateway looks it up by in a shared database).
+    #[serde(default)]
+    pub id: u64,
+    /// The gateway preparing it (with several on one database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    /// The request (1-based) that started it.
+    pub request: u64,
+    /// The lineage messages it stands for.
+    pub base_messages: usize,
+    /// Unix seconds.
+    pub started_at: u64,
+}
+
+impl Live {
+    /// Starts compressing `upstream` (what this request sends, standing for the whole lineage
+    /// so far) in the background; with a shared database, only if this gateway gets the
+    /// session's compaction lease.
+    pub(super) async fn start_pending(&mut self, gateway: &Gateway, upstream: Arc<Vec<Message>>) {
+        let key = self.record.key.clone();
+        let lease = match &gateway.coordination {
+            Some(coordination) => match coordination.claim(&key, LeaseKind::Compaction).await {
+                Ok(Claim::Granted { lease, .. }) => Some((coordination.clone(), lease)),
+                Ok(Claim::Held { holder }) => {
+                    tracing::info!(session = %key.name, holder, "another gateway is compressing this session");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(session = %key.name, "cannot start a compression in the background: {error}");
+                    return;
+                }
+            },
+            None => None,
+        };
+        let tokens_before = self.session.count(&upstream);
+        let messages_before = upstream.len();
+        let future = self.session.compress_detached(
+            upstream,
+            // Ahead of the engine's own threshold by design: asked for, not to be declined.
+            CompressOptions {
+                current_tokens: Some(tokens_before),
+                force: true,
+                ..CompressOptions::default()
+            },
+        );
+        let id = random_u64() >> 1;
+        let base = self.record.conversation.lineage_len();
+        let view_version = self.record.conversation.view_version();
+        let started_at_ms = unix_now_ms();
+        let replica = lease.as_ref().map(|_| gateway.replica.clone());
+        self.record.pending = Some(PendingInfo {
+            id,
+            replica: replica.clone(),
+            request: self.record.stats.requests,
+            base_messages: base,
+            started_at: unix_now(),
+        });
+        gateway
+            .metrics
+            .add("ctxhost_background_compressions_started_total", &[], 1);
+        tracing::info!(
+            session = %key.name,
+            tokens_before,
+            "near the threshold: preparing a compression in the background"
+        );
+        self.pending = Some(Pending {
+            id,
+            base,
+            view_version,
+            tokens_before,
+            messages_before,
+            started_at_ms,
+            task: Task::Running(tokio::spawn(async move {
+                let detached = future.await;
+                tracing::info!(session = %key.name, "a compression prepared in the background is ready");
+                if let Some((coordination, lease)) = lease {
+                    // Kept for whichever gateway serves the session next.
+                    let prepared = PreparedView::of(
+                        &detached,
+                        id,
+                        base,
+                        view_version,
+                        (tokens_before, messages_before),
+                        replica,
+                        started_at_ms,
+                    );
+                    let json = serde_json::to_string(&prepared).unwrap_or_default();
+                    if let Err(error) = coordination.put_prepared(&key, id, &json, &lease).await {
+                        tracing::warn!(session = %key.name, "cannot keep the prepared compression for the other gateways: {error}");
+                        coordination.forget(lease);
+                    }
+                }
+                detached
+            })),
+        });
+    }
+
+    /// Waits for the compression being prepared, at most `bound` (`None`: until it is done);
+    /// true when there is none left running.
+    pub(super) async fn settle_pending(&mut self, bound: Option<Duration>) -> bool {
+        let Some(pending) = self.pending.as_mut() else {
+            return true;
+        };
+        let Task::Running(handle) = &mut pending.task else {
+            return true;
+        };
+        let joined = match bound {
+            Some(bound) => match tokio::time::timeout(bound, &mut *handle).await {
+                Ok(joined) => joined,
+                Err(_) => return false,
+            },
+            None => handle.await,
+        };
+        match joined {
+            Ok(detached) => pending.task = Task::Done(Box::new(detached)),
+            // The task itself died (the runtime is going away): nothing to take in.
+            Err(_) => {
+                self.pending = None;
+                self.record.pending = None;
+            }
+        }
+        true
+    }
+
+    /// Whether a compression is still being prepared (the engine is busy with it).
+    pub(super) fn preparing(&self) -> bool {
+        matches!(
+            self.pending,
+            Some(Pending {
+                task: Task::Running(_),
+                ..
+            })
+        )
+    }
+
+    /// Takes in a compression prepared in the background once it is done: the view it made
+    /// replaces the session's (unless a new lineage started meanwhile), and `history` goes
+    /// upstream as that view plus what came after its base. Returns the new upstream, or
+    /// `None` when there is nothing to take in or it failed (the line says why).
+    pub(super) fn take_pending(
+        &mut self,
+        gateway: &Gateway,
+        history: &[Message],
+        engine_error: &mut Option<String>,
+    ) -> Option<Vec<Message>> {
+        let pending = self.pending.take_if(|p| matches!(p.task, Task::Done(_)))?;
+        let Task::Done(detached) = pending.task else {
+            return None;
+        };
+        let prepared = PreparedView::of(
+            &detached,
+            pending.id,
+            pending.base,
+            pending.view_version,
+            (pending.tokens_before, pending.messages_before),
+            self.record.pending.as_ref().and_then(|p| p.replica.clone()),
+            pending.started_at_ms,
+        );
+        let compression = self.session.absorb(*detached);
+        if let Some(error) = &compression.error {
+            *engine_error = Some(self.failed(gateway, error));
+        }
+        self.discard_prepared(gateway, pending.id);
+        self.apply_prepared(gateway, prepared, history)
+    }
+
+    /// Takes in a compression another gateway prepared (or one this gateway started before it
+    /// restarted), waiting for it as for one of its own: at most the bound, and past it only
+    /// while the last view would not fit. `None` when there is none, it is not ready, or it
+    /// failed; the record stops naming it once it is taken in or its preparer is gone.
+    pub(super) async fn take_shared_pending(
+        &mut self,
+        gateway: &Gateway,
+        history: &[Message],
+        last_view_fits: bool,
+        engine_error: &mut Option<String>,
+    ) -> Option<Vec<Message>> {
+        let coordination = gateway.coordination.clone()?;
+        let id = self.record.pending.as_ref()?.id;
+        let key = self.record.key.clone();
+        let bound = Duration::from_secs_f64(gateway.settings.compaction.wait_seconds);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        let json = loop {
+            match coordination.prepared(&key, id).await {
+                Ok(PreparedState::Ready(json)) => break json,
+                Ok(PreparedState::Gone) => {
+                    tracing::info!(session = %key.name, "the gateway preparing a compression is gone: going on without it");
+                    self.record.pending = None;
+                    return None;
+                }
+                Ok(PreparedState::Running) if last_view_fits && started.elapsed() >= bound => {
+                    return None;
+                }
+                Ok(PreparedState::Running) => {}
+                Err(error) => {
+                    tracing::warn!(session = %key.name, "cannot look up the compression being prepared: {error}");
+                    return None;
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        };
+        let prepared: PreparedView = match serde_json::from_str(&json) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                tracing::warn!(session = %key.name, "a prepared compression does not read back: {error}");
+                self.record.pending = None;
+                return None;
+            }
+        };
+        if let Some(error) = &prepared.error {
+            self.record.stats.engine_failures += 1;
+            *engine_error = Some(error.clone());
+        }
+        self.discard_prepared(gateway, id);
+        self.apply_prepared(gateway, prepared, history)
+    }
+
+    /// Whether the record names a compression prepared where this gateway cannot wait on it
+    /// directly (another gateway, or before a restart).
+    pub(super) fn shared_pending(&self, gateway: &Gateway) -> bool {
+        self.pending.is_none() && self.record.pending.is_some() && gateway.coordination.is_some()
+    }
+
+    /// Forgets a prepared compression in the shared database once taken in.
+    fn discard_prepared(&self, gateway: &Gateway, id: u64) {
+        if let Some(coordination) = gateway.coordination.clone() {
+            let key = self.record.key.clone();
+            tokio::spawn(async move {
+                if let Err(error) = coordination.discard_prepared(&key, id).await {
+                    tracing::debug!(session = %key.name, "cannot discard a prepared compression: {error}");
+                }
+            });
+        }
+    }
+
+    /// Applies a prepared compression to the session: see [`Live::take_pending`].
+    fn apply_prepared(
+        &mut self,
+        gateway: &Gateway,
+        prepared: PreparedView,
+        history: &[Message],
+    ) -> Option<Vec<Message>> {
+        self.record.pending = None;
+        let stale = prepared.view_version != self.record.conversation.view_version()
+            || prepared.base > self.record.conversation.lineage_len();
+        let tokens_after = if prepared.error.is_some() {
+            prepared.tokens_before
+        } else {
+            self.session.count(&prepared.messages)
+        };
+        let outcome = match (&prepared.error, stale) {
+            (Some(_), _) => "failed",
+            (None, true) => "stale",
+            // The engine found nothing to compress yet.
+            (None, false) if tokens_after >= prepared.tokens_before => "unchanged",
+            (None, false) => "ok",
+        };
+        gateway.metrics.add(
+            "ctxhost_compressions_total",
+            &[("engine", &prepared.engine), ("outcome", outcome)],
+            1,
+        );
+        tracing::info!(
+            session = %self.record.key.name,
+            engine = %prepared.engine,
+            tokens_before = prepared.tokens_before,
+            tokens_after,
+            outcome,
+            "compression prepared in the background taken in"
+        );
+        if outcome == "unchanged" {
+            return None;
+        }
+        self.record.compressions.push(CompressionRecord {
+            request: self.record.stats.requests,
+            trigger: Trigger::Background,
+            engine: prepared.engine.clone(),
+            tokens_before: prepared.tokens_before,
+            tokens_after,
+            messages_before: prepared.messages_before,
+            messages_after: if prepared.error.is_some() {
+                prepared.messages_before
+            } else {
+                prepared.messages.len()
+            },
+            elapsed_ms: prepared
+                .finished_at_ms
+                .saturating_sub(prepared.started_at_ms) as f64,
+            error: prepared.error.clone(),
+            report: prepared.report.clone(),
+            deferred: false,
+            replica: prepared.replica.clone(),
+            started_at_ms: prepared.started_at_ms,
+            finished_at_ms: prepared.finished_at_ms,
+        });
+        if outcome != "ok" {
+            return None;
+        }
+        self.record.stats.background_compressions += 1;
+        self.record
+            .conversation
+            .compressed_at(prepared.base, prepared.messages);
+        Some(self.record.conversation.upstream(history))
+    }
+}
+
+impl PreparedView {
+    fn of(
+        detached: &DetachedCompression,
+        id: u64,
+        base: usize,
+        view_version: u64,
+        (tokens_before, messages_before): (u64, usize),
+        replica: Option<String>,
+        started_at_ms: u64,
+    ) -> Self {
+        let (messages, report, error) = match detached.outcome() {
+            Ok((messages, report)) => (messages.to_vec(), report.cloned(), None),
+            Err(error) => (Vec::new(), None, Some(error.to_string())),
+        };
+        PreparedView {
+            id,
+            base,
+            view_version,
+            tokens_before,
+            messages_before,
+            engine: detached.engine().to_string(),
+            messages,
+            error,
+            report,
+            replica,
+            started_at_ms,
+            finished_at_ms: unix_now_ms(),
+        }
+    }
+}

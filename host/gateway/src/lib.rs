@@ -1,0 +1,260 @@
+//! `ctxhost serve`: an HTTP gateway between an agent and its model provider. The agent points
+//! its base URL here; every session's context is kept under the window by the configured
+//! engine, and the engine's own tools are answered for the model by the gateway.
+//!
+//! ```text
+//! agent ──HTTP──▶ ctxhost serve ──HTTP──▶ model provider
+//!                   │  per session: lineage (message digests), view, engine
+//!                   └─ state store (SQLite under $CTXHOST_HOME/data/gateway/, or PostgreSQL)
+//! ```
+//!
+//! A request locks its session, takes in the client's full history ([`conversation`]), lets the
+//! engine compress through the host's [`Session`](ctxhost_core::Session) API ([`live`]), sends the
+//! view plus what is new upstream ([`chat`]), and records what came back.
+
+pub mod anthropic;
+pub mod auth;
+pub mod background;
+pub mod chat;
+pub mod conversation;
+pub mod error;
+pub mod live;
+pub mod metrics;
+pub mod models;
+pub mod record;
+mod request_body;
+pub mod responses;
+pub mod routes;
+pub mod store;
+pub mod turn;
+pub mod upstream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use ctxhost_config::serve::ServeSettings;
+pub use error::{ErrorKind, GatewayError};
+
+use auth::GatewayTokens;
+use ctxhost_core::Engines;
+use live::LiveSessions;
+use metrics::Metrics;
+use store::SessionStore;
+use upstream::Upstream;
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen { addr: String, reason: String },
+    #[error("serve.listen `{0}` is not HOST:PORT (e.g. 127.0.0.1:8787)")]
+    Address(String),
+    #[error("listening on {0} (not loopback) needs gateway tokens: set serve.auth.tokens_env (or serve.auth.tokens) so only your clients can use it")]
+    OpenWithoutTokens(SocketAddr),
+    #[error("{what} names the environment variable {name}, which is not set")]
+    MissingEnv { what: &'static str, name: String },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("cannot build the upstream client: {0}")]
+    Client(String),
+    #[error("the server failed: {0}")]
+    Serve(String),
+}
+
+/// How to start the gateway: the settings as the command line settled them.
+pub struct ServeOptions {
+    pub settings: ServeSettings,
+    /// Where the session store lives.
+    pub state: store::StateLocation,
+    /// Log message bodies and keys (never by default).
+    pub verbose: bool,
+}
+
+/// Everything a request handler reaches.
+pub struct Gateway {
+    pub engines: Engines,
+    /// The engine every session runs (`context.engine`).
+    pub engine: String,
+    pub settings: ServeSettings,
+    pub store: Arc<dyn SessionStore>,
+    /// With a database several gateways share: their leases and prepared compressions.
+    pub coordination: Option<Arc<store::Coordination>>,
+    /// This gateway's name among replicas (in leases, the turn ledger and telemetry).
+    pub replica: String,
+    pub upstream: Upstream,
+    pub metrics: Metrics,
+    pub tokens: GatewayTokens,
+    pub live: LiveSessions,
+    /// Session saves still being written after their answer went out; shutdown waits for them.
+    pub saves: tokio_util::task::TaskTracker,
+    pub verbose: bool,
+}
+
+/// A gateway bound to its address, ready to serve.
+pub struct Bound {
+    gateway: Arc<Gateway>,
+    listener: tokio::net::TcpListener,
+}
+
+impl Bound {
+    /// Binds the listen address and opens the store. Nothing is served until [`Bound::run`].
+    pub async fn bind(engines: Engines, options: ServeOptions) -> Result<Self, StartError> {
+        let settings = options.settings;
+        let addr: SocketAddr = tokio::net::lookup_host(&settings.listen)
+            .await
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| StartError::Address(settings.listen.clone()))?;
+        let mut tokens: Vec<String> = settings.auth.tokens.clone();
+        if let Some(name) = &settings.auth.tokens_env {
+            let value = std::env::var(name).map_err(|_| StartError::MissingEnv {
+                what: "serve.auth.tokens_env",
+                name: name.clone(),
+            })?;
+            tokens.extend(value.split(',').map(str::to_string));
+        }
+        let tokens = GatewayTokens::new(tokens.iter().map(String::as_str));
+        if !addr.ip().is_loopback() && tokens.is_empty() {
+            return Err(StartError::OpenWithoutTokens(addr));
+        }
+        let key = match &settings.upstream_key_env {
+            Some(name) => Some(std::env::var(name).map_err(|_| StartError::MissingEnv {
+                what: "serve.upstream_key_env",
+                name: name.clone(),
+            })?),
+            None => None,
+        };
+        let upstream =
+            Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
+        let replica = store::default_replica_name();
+        let opened = options.state.open(&settings.database, &replica).await?;
+        let listener =
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|error| StartError::Listen {
+                    addr: addr.to_string(),
+                    reason: error.to_string(),
+                })?;
+        let engine = engines.config().context.engine.clone();
+        Ok(Bound {
+            gateway: Arc::new(Gateway {
+                engines,
+                engine,
+                settings,
+                store: opened.store,
+                coordination: opened.coordination,
+                replica,
+                upstream,
+                metrics: Metrics::default(),
+                tokens,
+                live: LiveSessions::default(),
+                saves: tokio_util::task::TaskTracker::new(),
+                verbose: options.verbose,
+            }),
+            listener,
+        })
+    }
+
+    /// The address it listens on (the port is the real one when 0 was asked for).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves; then stops accepting, gives in-flight requests
+    /// `serve.limits.shutdown_grace_seconds` to finish, waits for the session saves still being
+    /// written, and returns.
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let gateway = self.gateway.clone();
+        let grace = Duration::from_secs_f64(gateway.settings.limits.shutdown_grace_seconds);
+        let heartbeat = gateway
+            .coordination
+            .clone()
+            .map(|c| tokio::spawn(heartbeat(c)));
+        let served = self.serve(shutdown, grace).await;
+        gateway.saves.close();
+        gateway.saves.wait().await;
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.abort();
+        }
+        served
+    }
+
+    async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> Result<(), StartError> {
+        let router = routes::router(self.gateway.clone());
+        let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing requests in flight");
+            let _ = stopping_tx.send(true);
+        };
+        // Answers (and every streamed chunk) go out at once: Nagle's algorithm would hold small
+        // writes back until the client acknowledges the previous ones.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a connection: {error}");
+            }
+        });
+        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
+        let server = std::future::IntoFuture::into_future(server);
+        tokio::pin!(server);
+        let mut stopping = stopping_rx;
+        tokio::select! {
+            result = &mut server => return result.map_err(|e| StartError::Serve(e.to_string())),
+            _ = stopping.wait_for(|stop| *stop) => {}
+        }
+        match tokio::time::timeout(grace, &mut server).await {
+            Ok(result) => result.map_err(|e| StartError::Serve(e.to_string())),
+            Err(_) => {
+                tracing::warn!(
+                    "requests still in flight after {}s: closing them",
+                    grace.as_secs_f64()
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Renews this gateway's leases three times a term, so they lapse only when it stops or dies.
+async fn heartbeat(coordination: Arc<store::Coordination>) {
+    let mut every = tokio::time::interval(coordination.lease_duration() / 3);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(error) = coordination.renew_held().await {
+            tracing::warn!("cannot renew this gateway's session leases: {error}");
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,183 @@
+//! Where session records live between requests and across restarts: SQLite under
+//! `$CTXHOST_HOME/data/gateway/` by default, or a PostgreSQL database named by `serve.state`.
+
+pub mod migrate;
+mod postgres;
+mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::record::{SessionKey, SessionRecord};
+use ctxhost_config::serve::DatabaseSettings;
+pub use postgres::{
+    default_replica_name, random_u64, without_password, Claim, Coordination, Imported, Lease,
+    LeaseKind, PostgresStore, PreparedState,
+};
+pub use sqlite::SqliteStore;
+
+/// A store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the gateway's session store {location}: {reason}")]
+    Open { location: String, reason: String },
+    #[error("the gateway's session store failed: {0}")]
+    Query(String),
+    #[error("a stored session is unreadable ({name}): {reason}")]
+    Corrupt { name: String, reason: String },
+    /// Another replica saved the session since this one read it (it held the session's lease
+    /// after this one's lapsed): the newer record stands.
+    #[error("session {name} was saved by another gateway since this one read it: the newer record stands")]
+    Conflict { name: String },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        StoreError::Query(error.to_string())
+    }
+}
+
+/// Which database holds the sessions, as `serve.state` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateLocation {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL (`postgres://` or `postgresql://`).
+    Postgres(String),
+}
+
+/// Where the gateway keeps its sessions when `serve.state` is not set.
+pub fn default_sqlite_path() -> PathBuf {
+    ctxhost_config::home::home_dir()
+        .join("data")
+        .join("gateway")
+        .join("sessions.sqlite")
+}
+
+impl StateLocation {
+    /// `serve.state` read: a PostgreSQL URL, else a file path; `default` when unset.
+    pub fn parse(state: Option<&str>, default: PathBuf) -> Self {
+        match state {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                StateLocation::Postgres(url.to_string())
+            }
+            Some(path) => StateLocation::Sqlite(PathBuf::from(path)),
+            None => StateLocation::Sqlite(default),
+        }
+    }
+
+    /// Opens (creating what is missing, migrating what is old) the store; a shared one comes
+    /// with what coordinates the gateways that share it.
+    pub async fn open(
+        &self,
+        database: &DatabaseSettings,
+        replica: &str,
+    ) -> Result<OpenedStore, StoreError> {
+        Ok(match self {
+            StateLocation::Sqlite(path) => OpenedStore {
+                store: Arc::new(SqliteStore::open(path)?),
+                coordination: None,
+            },
+            StateLocation::Postgres(url) => {
+                let store = PostgresStore::connect(url, database, replica.to_string()).await?;
+                let lease = std::time::Duration::from_secs_f64(database.lease_seconds);
+                OpenedStore {
+                    coordination: Some(Arc::new(store.coordination(lease))),
+                    store: Arc::new(store),
+                }
+            }
+        })
+    }
+}
+
+/// An open store, and for a database several gateways share, their coordination.
+pub struct OpenedStore {
+    pub store: Arc<dyn SessionStore>,
+    pub coordination: Option<Arc<Coordination>>,
+}
+
+impl StoreHealth {
+    /// A store that could not even be opened.
+    pub fn unreachable(backend: &'static str, problem: String) -> Self {
+        StoreHealth {
+            backend,
+            ok: false,
+            schema_version: None,
+            problem: Some(problem),
+        }
+    }
+}
+
+impl StateLocation {
+    /// The backend's name, as `/healthz` shows it.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            StateLocation::Sqlite(_) => "sqlite",
+            StateLocation::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// How a store is doing, for `/healthz`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreHealth {
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    pub ok: bool,
+    /// The version of the gateway's tables, when the store answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<i64>,
+    /// What is wrong, when something is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// Session records, by key. Calls block: the gateway makes them on the blocking pool.
+pub trait SessionStore: Send + Sync {
+    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError>;
+    /// Writes `record`; a shared store refuses it ([`StoreError::Conflict`]) when it holds a
+    /// revision as new or newer.
+    fn save(&self, record: &SessionRecord) -> Result<(), StoreError>;
+    /// Every session of one credential, most recently used first.
+    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
+    /// Whether the store answers.
+    fn health(&self) -> StoreHealth;
+}
+
+/// A session row as stored, its record's JSON text untouched (what a migration copies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    pub credential: String,
+    pub name: String,
+    pub record: String,
+    pub updated_at: i64,
+}
+
+impl RawRecord {
+    /// The record's revision (0 for records written before revisions were kept).
+    pub fn revision(&self) -> u64 {
+        #[derive(serde::Deserialize)]
+        struct Revision {
+            #[serde(default)]
+            revision: u64,
+        }
+        serde_json::from_str::<Revision>(&self.record)
+            .map(|r| r.revision)
+            .unwrap_or(0)
+    }
+}
+
+/// A stored record back from its JSON.
+fn decode(name: &str, json: &str) -> Result<SessionRecord, StoreError> {
+    serde_json::from_str(json).map_err(|error| StoreError::Corrupt {
+        name: name.to_string(),
+        reason: error.to_string(),
+    })
+}
+
+/// A record as the JSON the stores keep.
+fn encode(record: &SessionRecord) -> Result<String, StoreError> {
+    serde_json::to_string(record).map_err(|e| StoreError::Query(e.to_string()))
+}

@@ -1,0 +1,488 @@
+//! The PostgreSQL store: session records in a database several gateways can reach. One row
+//! per session holding its record as JSON text (not `jsonb`, which reorders keys: the view
+//! must come back byte for byte so the provider's prompt cache keeps hitting).
+//!
+//! Calls come from the blocking pool (the [`SessionStore`] contract); each runs its query on
+//! the runtime the store was opened on, through a connection pool (deadpool) with a statement
+//! timeout, over TLS when the server offers it (rustls, Mozilla's roots; `sslmode` in the URL
+//! decides as libpq's does).
+//!
+//! Several gateways may share the database (`coordination.rs`): a save never replaces a newer
+//! record (each carries a revision), and every turn is entered once in a ledger.
+
+mod coordination;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio::runtime::Handle;
+
+pub use coordination::{
+    default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
+};
+
+use super::{decode, encode, RawRecord, SessionStore, StoreError, StoreHealth};
+use crate::record::{SessionKey, SessionRecord};
+use ctxhost_config::serve::DatabaseSettings;
+
+/// Schema versions of the gateway's tables, applied in order, each once (recorded in
+/// `ctxhost_migrations`). Never edit one that shipped: add the next.
+const MIGRATIONS: &[&str] = &[
+    "
+CREATE TABLE ctxhost_gateway_sessions (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (credential, name)
+);
+CREATE INDEX ctxhost_gateway_sessions_recent
+    ON ctxhost_gateway_sessions (credential, updated_at DESC, name);
+",
+    "
+ALTER TABLE ctxhost_gateway_sessions ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE ctxhost_gateway_leases (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    token BIGINT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (credential, name, kind)
+);
+CREATE INDEX ctxhost_gateway_leases_token ON ctxhost_gateway_leases (token);
+CREATE TABLE ctxhost_gateway_prepared (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    id BIGINT NOT NULL,
+    replica TEXT NOT NULL,
+    prepared TEXT NOT NULL,
+    PRIMARY KEY (credential, name)
+);
+CREATE TABLE ctxhost_gateway_turns (
+    credential TEXT NOT NULL,
+    name TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    messages INTEGER NOT NULL,
+    revision BIGINT NOT NULL,
+    replica TEXT NOT NULL,
+    committed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (credential, name, turn)
+);
+",
+];
+
+/// The component name the gateway's migrations are recorded under.
+const COMPONENT: &str = "gateway";
+/// Serializes migrations of gateways starting at once (any fixed key: it only has to agree).
+const MIGRATION_LOCK: i64 = 0x6374_7868_6f73_7401;
+
+/// What importing one session did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Imported {
+    Added,
+    Replaced,
+    Unchanged,
+    /// The database holds it at the same or a newer revision, with other content: kept.
+    KeptNewer,
+}
+
+pub struct PostgresStore {
+    pool: Pool,
+    runtime: Handle,
+    /// The URL without its password, for messages.
+    location: String,
+    /// This gateway's name in the turn ledger.
+    replica: String,
+}
+
+impl PostgresStore {
+    /// Connects to `url`, creating or migrating the gateway's tables.
+    pub async fn connect(
+        url: &str,
+        settings: &DatabaseSettings,
+        replica: String,
+    ) -> Result<Self, StoreError> {
+        let location = without_password(url);
+        let fail = |reason: String| StoreError::Open {
+            location: location.clone(),
+            reason,
+        };
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        config.connect_timeout(Duration::from_secs_f64(settings.connect_timeout_seconds));
+        config.application_name("ctxhost serve");
+        let timeout_ms = (settings.statement_timeout_seconds * 1000.0).round() as u64;
+        config.options(format!("-c statement_timeout={timeout_ms}"));
+        let manager = Manager::from_config(
+            config,
+            tls()?,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs_f64(
+                settings.connect_timeout_seconds,
+            )))
+            .create_timeout(Some(Duration::from_secs_f64(
+                settings.connect_timeout_seconds,
+            )))
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+        let store = PostgresStore {
+            pool,
+            runtime: Handle::current(),
+            location: location.clone(),
+            replica,
+        };
+        store.migrate().await.map_err(|e| match e {
+            StoreError::Query(reason) => fail(reason),
+            other => fail(other.to_string()),
+        })?;
+        Ok(store)
+    }
+
+    /// Copies `rows` in (one transaction): a session absent is added, one whose stored text is
+    /// the same is left alone, one stored at an older revision is replaced, and one stored at
+    /// the same or a newer revision with other content is kept (it went on here).
+    pub fn import(&self, rows: &[RawRecord]) -> Result<Vec<Imported>, StoreError> {
+        self.block_on(async {
+            let mut client = self.client().await?;
+            let transaction = client.transaction().await.map_err(query)?;
+            let mut outcomes = Vec::with_capacity(rows.len());
+            for row in rows {
+                let revision = row.revision() as i64;
+                let existing = transaction
+                    .query_opt(
+                        "SELECT record, revision FROM ctxhost_gateway_sessions
+                         WHERE credential = $1 AND name = $2 FOR UPDATE",
+                        &[&row.credential, &row.name],
+                    )
+                    .await
+                    .map_err(query)?
+                    .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)));
+                let outcome = match existing {
+                    Some((record, _)) if record == row.record => Imported::Unchanged,
+                    Some((_, stored)) if stored >= revision => Imported::KeptNewer,
+                    Some(_) => Imported::Replaced,
+                    None => Imported::Added,
+                };
+                if matches!(outcome, Imported::Added | Imported::Replaced) {
+                    transaction
+                        .execute(
+                            "INSERT INTO ctxhost_gateway_sessions
+                                 (credential, name, record, updated_at, revision)
+                             VALUES ($1, $2, $3, $4, $5)
+                             ON CONFLICT (credential, name) DO UPDATE
+                             SET record = excluded.record, updated_at = excluded.updated_at,
+                                 revision = excluded.revision",
+                            &[
+                                &row.credential,
+                                &row.name,
+                                &row.record,
+                                &row.updated_at,
+                                &revision,
+                            ],
+                        )
+                        .await
+                        .map_err(query)?;
+                }
+                outcomes.push(outcome);
+            }
+            transaction.commit().await.map_err(query)?;
+            Ok(outcomes)
+        })
+    }
+
+    /// The stored text of the record of each of `keys` (`None` where there is none).
+    pub fn raw_texts(&self, keys: &[(String, String)]) -> Result<Vec<Option<String>>, StoreError> {
+        self.block_on(async {
+            let client = self.client().await?;
+            let statement = client
+                .prepare(
+                    "SELECT record FROM ctxhost_gateway_sessions
+                     WHERE credential = $1 AND name = $2",
+                )
+                .await
+                .map_err(query)?;
+            let mut texts = Vec::with_capacity(keys.len());
+            for (credential, name) in keys {
+                let row = client
+                    .query_opt(&statement, &[credential, name])
+                    .await
+                    .map_err(query)?;
+                texts.push(row.map(|r| r.get(0)));
+            }
+            Ok(texts)
+        })
+    }
+
+    /// Leases and prepared compressions over the same pool.
+    pub fn coordination(&self, lease: Duration) -> Coordination {
+        Coordination::new(self.pool.clone(), self.replica.clone(), lease)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await.map_err(query)?;
+        transaction
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(query)?;
+        transaction
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS ctxhost_migrations (
+                    component TEXT PRIMARY KEY,
+                    version INTEGER NOT NULL
+                )",
+            )
+            .await
+            .map_err(query)?;
+        let applied: i32 = transaction
+            .query_opt(
+                "SELECT version FROM ctxhost_migrations WHERE component = $1",
+                &[&COMPONENT],
+            )
+            .await
+            .map_err(query)?
+            .map(|row| row.get(0))
+            .unwrap_or(0);
+        let known = MIGRATIONS.len() as i32;
+        if applied > known {
+            return Err(StoreError::Query(format!(
+                "the database holds gateway schema version {applied}, newer than this ctxhost \
+                 knows ({known}): upgrade ctxhost"
+            )));
+        }
+        for migration in &MIGRATIONS[applied as usize..] {
+            transaction.batch_execute(migration).await.map_err(query)?;
+        }
+        transaction
+            .execute(
+                "INSERT INTO ctxhost_migrations (component, version) VALUES ($1, $2)
+                 ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                &[&COMPONENT, &known],
+            )
+            .await
+            .map_err(query)?;
+        transaction.commit().await.map_err(query)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.pool.get().await.map_err(|e| {
+            StoreError::Query(format!(
+                "no connection to {}: {}",
+                self.location,
+                pool_error(&e)
+            ))
+        })
+    }
+
+    /// Runs `work` on the store's runtime from a blocking-pool thread.
+    fn block_on<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(work)
+    }
+}
+
+impl SessionStore for PostgresStore {
+    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError> {
+        let json: Option<String> = self.block_on(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT record FROM ctxhost_gateway_sessions
+                     WHERE credential = $1 AND name = $2",
+                    &[&key.credential, &key.name],
+                )
+                .await
+                .map_err(query)?;
+            Ok::<_, StoreError>(row.map(|row| row.get(0)))
+        })?;
+        json.map(|json| decode(&key.name, &json)).transpose()
+    }
+
+    fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        let json = encode(record)?;
+        let updated_at = record.updated_at as i64;
+        let revision = record.revision as i64;
+        let turn = record.conversation.turn_id();
+        let messages = record.conversation.lineage_len() as i32;
+        self.block_on(async {
+            let mut client = self.client().await?;
+            let transaction = client.transaction().await.map_err(query)?;
+            // Written only over an older revision: a replica that lost the session's lease
+            // never puts its view over the one saved since.
+            let written = transaction
+                .execute(
+                    "INSERT INTO ctxhost_gateway_sessions
+                         (credential, name, record, updated_at, revision)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (credential, name) DO UPDATE
+                     SET record = excluded.record, updated_at = excluded.updated_at,
+                         revision = excluded.revision
+                     WHERE ctxhost_gateway_sessions.revision < excluded.revision",
+                    &[
+                        &record.key.credential,
+                        &record.key.name,
+                        &json,
+                        &updated_at,
+                        &revision,
+                    ],
+                )
+                .await
+                .map_err(query)?;
+            if written == 0 {
+                return Err(StoreError::Conflict {
+                    name: record.key.name.clone(),
+                });
+            }
+            if messages > 0 {
+                // Each turn once, whichever replica served it and however often it was saved
+                // or retried.
+                transaction
+                    .execute(
+                        "INSERT INTO ctxhost_gateway_turns
+                             (credential, name, turn, messages, revision, replica)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (credential, name, turn) DO NOTHING",
+                        &[
+                            &record.key.credential,
+                            &record.key.name,
+                            &turn,
+                            &messages,
+                            &revision,
+                            &self.replica,
+                        ],
+                    )
+                    .await
+                    .map_err(query)?;
+            }
+            transaction.commit().await.map_err(query)
+        })
+    }
+
+    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError> {
+        let rows: Vec<(String, String)> = self.block_on(async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT name, record FROM ctxhost_gateway_sessions WHERE credential = $1
+                     ORDER BY updated_at DESC, name",
+                    &[&credential],
+                )
+                .await
+                .map_err(query)?;
+            Ok::<_, StoreError>(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })?;
+        rows.iter().map(|(name, json)| decode(name, json)).collect()
+    }
+
+    fn health(&self) -> StoreHealth {
+        let answered = self.block_on(async {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT version FROM ctxhost_migrations WHERE component = $1",
+                    &[&COMPONENT],
+                )
+                .await
+                .map_err(query)?;
+            Ok::<_, StoreError>(row.get::<_, i32>(0) as i64)
+        });
+        StoreHealth {
+            backend: "postgres",
+            ok: answered.is_ok(),
+            schema_version: answered.as_ref().ok().copied(),
+            problem: answered.err().map(|e| e.to_string()),
+        }
+    }
+}
+
+pub(super) fn query(error: tokio_postgres::Error) -> StoreError {
+    // The server's own message (what and where) is in the source; Display alone says "db error".
+    let detail = error
+        .as_db_error()
+        .map(|db| db.message().to_string())
+        .unwrap_or_else(|| error.to_string());
+    StoreError::Query(detail)
+}
+
+/// Why the pool gave no connection, down to its cause ("connection refused", a password
+/// refused, a timeout), never only "error connecting to server".
+pub(super) fn pool_error(error: &deadpool_postgres::PoolError) -> String {
+    match error {
+        deadpool_postgres::PoolError::Backend(error) => {
+            let mut text = error
+                .as_db_error()
+                .map(|db| db.message().to_string())
+                .unwrap_or_else(|| error.to_string());
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                text = format!("{text}: {cause}");
+                source = cause.source();
+            }
+            text
+        }
+        deadpool_postgres::PoolError::Timeout(_) => {
+            "timed out (serve.database.connect_timeout_seconds)".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// TLS with Mozilla's roots; whether it is used follows the URL's `sslmode` (`prefer` by
+/// default: TLS when the server offers it).
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| StoreError::Query(format!("TLS setup: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+/// `url` with any password replaced, fit for logs and messages.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    // The userinfo ends at the last `@` before the query (a password may hold `/`).
+    let query_start = rest.find('?').unwrap_or(rest.len());
+    match rest[..query_start].rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            let user = userinfo.split(':').next().unwrap_or_default();
+            let hidden = if userinfo.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}@{}", &rest[at + 1..])
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_password;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            without_password("postgres://app:s3cr/et@db:5432/ctx?sslmode=require"),
+            "postgres://app:***@db:5432/ctx?sslmode=require"
+        );
+        assert_eq!(
+            without_password("postgres://app@db/ctx"),
+            "postgres://app@db/ctx"
+        );
+        assert_eq!(without_password("postgres://db/ctx"), "postgres://db/ctx");
+    }
+}

@@ -1,0 +1,197 @@
+//! The client side toward the model provider: one pooled HTTP client, headers forwarded but
+//! for hop-by-hop ones, no redirects, bounded connect and idle time, bounded bodies.
+
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use bytes::Bytes;
+use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
+
+use super::error::{ErrorKind, GatewayError};
+use ctxhost_config::serve::ServeSettings;
+
+/// Request headers never forwarded: hop-by-hop ones, those the client library recomputes, and
+/// the gateway's own.
+const DROPPED_REQUEST: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    // The gateway reads the bodies it relays: ask for them uncompressed.
+    "accept-encoding",
+];
+
+/// Response headers never relayed (the gateway re-frames every body).
+const DROPPED_RESPONSE: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-encoding",
+    "trailer",
+    "upgrade",
+];
+
+/// The provider, as the gateway reaches it.
+pub struct Upstream {
+    client: reqwest::Client,
+    base: String,
+    /// `serve.upstream_key_env`'s key: sent instead of the client's credential.
+    key: Option<String>,
+}
+
+impl Upstream {
+    pub fn new(settings: &ServeSettings, key: Option<String>) -> Result<Self, reqwest::Error> {
+        let limits = &settings.limits;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs_f64(limits.connect_timeout_seconds))
+            .read_timeout(Duration::from_secs_f64(limits.idle_timeout_seconds))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()?;
+        Ok(Upstream {
+            client,
+            base: settings.upstream.trim_end_matches('/').to_string(),
+            key,
+        })
+    }
+
+    /// Whether the gateway sends its own key (so a client's bearer token is not a provider key).
+    pub fn holds_key(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// Sends `method base/path?query` with the client's headers and `body`; waits for the
+    /// response headers.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+        body: Option<Bytes>,
+    ) -> Result<reqwest::Response, GatewayError> {
+        let mut url = format!("{}/{}", self.base, path.trim_start_matches('/'));
+        if let Some(query) = query.filter(|q| !q.is_empty()) {
+            url.push('?');
+            url.push_str(query);
+        }
+        let mut forwarded = HeaderMap::new();
+        for (name, value) in headers {
+            let lower = name.as_str();
+            if DROPPED_REQUEST.contains(&lower) || lower.starts_with("x-ctxhost-") {
+                continue;
+            }
+            if self.key.is_some() && (lower == "authorization" || lower == "x-api-key") {
+                continue;
+            }
+            forwarded.append(name.clone(), value.clone());
+        }
+        if let Some(key) = &self.key {
+            // Anthropic's Messages API takes its key in x-api-key, OpenAI's APIs as a bearer.
+            let (name, value) = if path.starts_with("messages") {
+                (HeaderName::from_static("x-api-key"), key.clone())
+            } else {
+                (axum::http::header::AUTHORIZATION, format!("Bearer {key}"))
+            };
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                forwarded.insert(name, value);
+            }
+        }
+        let mut request = self.client.request(method, &url).headers(forwarded);
+        if let Some(body) = body {
+            request = request
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| describe(&error, &self.base))?;
+        // A redirect is never followed, nor handed to the client to follow with its key.
+        if let Some(target) = redirect_of(&response) {
+            return Err(GatewayError::new(
+                ErrorKind::BadGateway,
+                format!(
+                    "the upstream redirected ({}) to {target}; ctxhost serve follows no \
+                     redirects: set serve.upstream to the final URL",
+                    response.status().as_u16()
+                ),
+            ));
+        }
+        Ok(response)
+    }
+}
+
+/// One line for a failed upstream exchange.
+pub fn describe(error: &reqwest::Error, base: &str) -> GatewayError {
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    let mut detail = String::new();
+    while let Some(cause) = source {
+        detail = cause.to_string();
+        source = cause.source();
+    }
+    if error.is_timeout() {
+        GatewayError::new(
+            ErrorKind::UpstreamTimeout,
+            format!("the upstream {base} did not answer in time ({detail})"),
+        )
+    } else if error.is_connect() {
+        GatewayError::new(
+            ErrorKind::BadGateway,
+            format!("cannot reach the upstream {base}: {detail}"),
+        )
+    } else {
+        GatewayError::new(
+            ErrorKind::BadGateway,
+            format!("the exchange with the upstream {base} failed: {detail}"),
+        )
+    }
+}
+
+/// The response headers worth relaying to the client.
+pub fn relayed_headers(upstream: &reqwest::header::HeaderMap) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (name, value) in upstream {
+        if DROPPED_RESPONSE.contains(&name.as_str()) {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    headers
+}
+
+/// Reads a whole body, refusing one over `limit` bytes.
+pub async fn read_body(response: reqwest::Response, limit: u64) -> Result<Bytes, GatewayError> {
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    read_capped(response, cap)
+        .await
+        .map(Bytes::from)
+        .map_err(|error| match error {
+            CappedReadError::TooLarge => GatewayError::new(
+                ErrorKind::BadGateway,
+                format!(
+                    "the upstream's response is over serve.limits.max_response_bytes ({limit} bytes)"
+                ),
+            ),
+            CappedReadError::Transport(error) => {
+                let kind = if error.is_timeout() {
+                    ErrorKind::UpstreamTimeout
+                } else {
+                    ErrorKind::BadGateway
+                };
+                GatewayError::new(kind, format!("the upstream's answer broke off: {error}"))
+            }
+        })
+}

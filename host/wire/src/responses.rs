@@ -1,0 +1,297 @@
+//! Responses API `instructions` and `input` items to the engine's message model (OpenAI chat
+//! format) and back, losslessly, on the conversion Codex rollouts use
+//! (`transcript::codex`): reasoning, assistant text and calls in a row are one
+//! assistant message; each user, developer or system `message` and each call output is a
+//! message of its own.
+//!
+//! Each message keeps the items it came from (`responses_items`, with any item the engine
+//! model has no place for, carried with its neighbour), so a message the engine left alone
+//! converts back to the very items the client sent; a message an engine changed is rebuilt
+//! from what it now says, and a reasoning item goes back only with the turn it came with.
+
+use std::collections::HashMap;
+
+use ctxhost_sdk::Message;
+use serde_json::Value;
+
+use crate::transcript::codex::{self, Part, Rebuilt};
+
+/// The items a message came from.
+const ITEMS: &str = "responses_items";
+/// The system message made of `instructions`.
+const INSTRUCTIONS: &str = "responses_instructions";
+/// The user message made of an `input` given as a string.
+const INPUT_TEXT: &str = "responses_input_text";
+
+/// Why a request's `input` is not Responses items: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ConvertError {
+    pub location: String,
+    pub message: String,
+}
+
+/// A request's `instructions` and `input` as it came, back from the engine's messages.
+pub struct Converted {
+    pub instructions: Option<Value>,
+    pub input: Value,
+}
+
+/// The engine's messages for a request's `instructions` and `input`.
+pub fn to_messages(
+    instructions: Option<&Value>,
+    input: &Value,
+) -> Result<Vec<Message>, ConvertError> {
+    let mut messages = Vec::new();
+    match instructions {
+        None | Some(Value::Null) => {}
+        Some(Value::String(text)) => {
+            let mut message = Message::system(text.clone());
+            message.set_extra_field(INSTRUCTIONS, Some(Value::Bool(true)));
+            messages.push(message);
+        }
+        Some(_) => {
+            return Err(ConvertError {
+                location: "instructions".into(),
+                message: "must be a string".into(),
+            })
+        }
+    }
+    match input {
+        Value::String(text) => {
+            let mut message = Message::user(text.clone());
+            message.set_extra_field(INPUT_TEXT, Some(Value::Bool(true)));
+            messages.push(message);
+        }
+        Value::Array(items) => {
+            if let Some(at) = items.iter().position(|item| !item.is_object()) {
+                return Err(ConvertError {
+                    location: format!("input[{at}]"),
+                    message: "an item must be a JSON object".into(),
+                });
+            }
+            messages.extend(item_messages(items));
+        }
+        _ => {
+            return Err(ConvertError {
+                location: "input".into(),
+                message: "must be a string or an array of items".into(),
+            })
+        }
+    }
+    Ok(messages)
+}
+
+/// Items as messages, each keeping its items; items that make no message (unknown types,
+/// server-side calls) ride with the message before them, or the first one after.
+fn item_messages(items: &[Value]) -> Vec<Message> {
+    let mut groups: Vec<Vec<Value>> = Vec::new();
+    let mut leading: Vec<Value> = Vec::new();
+    let mut open_assistant = false;
+    for item in items {
+        match codex::part(item) {
+            Part::Assistant if open_assistant => push_to_last(&mut groups, item),
+            Part::Assistant | Part::Single => {
+                let mut group = std::mem::take(&mut leading);
+                group.push(item.clone());
+                groups.push(group);
+                open_assistant = codex::part(item) == Part::Assistant;
+            }
+            Part::Skip if groups.is_empty() => leading.push(item.clone()),
+            Part::Skip => push_to_last(&mut groups, item),
+        }
+    }
+    let mut messages: Vec<Message> = groups
+        .into_iter()
+        .filter_map(|group| {
+            let refs: Vec<&Value> = group.iter().collect();
+            let mut message = codex::items(&refs).pop()?;
+            message.set_extra_field(ITEMS, Some(Value::Array(group)));
+            Some(message)
+        })
+        .collect();
+    if messages.is_empty() && !leading.is_empty() {
+        // Nothing but items the engine has no place for: one empty user turn carries them.
+        let mut message = Message::user("");
+        message.set_extra_field(ITEMS, Some(Value::Array(leading)));
+        messages.push(message);
+    }
+    messages
+}
+
+fn push_to_last(groups: &mut [Vec<Value>], item: &Value) {
+    if let Some(group) = groups.last_mut() {
+        group.push(item.clone());
+    }
+}
+
+/// One reply's `output` items as the engine's assistant message (None when they make none).
+pub fn reply_message(output: &Value) -> Option<Message> {
+    let items = output.as_array()?;
+    let mut messages = item_messages(items);
+    (messages.len() == 1 && messages[0].is_assistant()).then(|| messages.remove(0))
+}
+
+/// The message without the fields this conversion adds.
+fn bare(message: &Message) -> Value {
+    let mut message = message.clone();
+    for key in [ITEMS, INSTRUCTIONS, INPUT_TEXT] {
+        message.set_extra_field(key, None);
+    }
+    message.to_value()
+}
+
+/// The items a message keeps, if it still says what they say.
+fn intact_items(message: &Message) -> Option<Vec<Value>> {
+    let Some(Value::Array(items)) = message.extra_fields().get(ITEMS).cloned() else {
+        return None;
+    };
+    let refs: Vec<&Value> = items.iter().collect();
+    let converted = codex::items(&refs);
+    let same = match converted.as_slice() {
+        [only] => only.to_value() == bare(message),
+        [] => message.is_user() && message.content_text().is_empty(),
+        _ => false,
+    };
+    same.then_some(items)
+}
+
+/// The request's `instructions` and `input` for the engine's messages.
+pub fn from_messages(messages: &[Message]) -> Converted {
+    let mut instructions = None;
+    let mut input: Vec<Value> = Vec::new();
+    let mut kinds: HashMap<String, String> = HashMap::new();
+    let is_instructions =
+        |m: &Message| m.is_system() && m.extra_fields().contains_key(INSTRUCTIONS);
+    let turns: Vec<&Message> = messages.iter().filter(|m| !is_instructions(m)).collect();
+    if let Some(first) = messages.first().filter(|m| is_instructions(m)) {
+        instructions = Some(Value::String(first.content_text().into_owned()));
+    }
+    // An input sent as a string goes back as one while it is the whole conversation.
+    if let [only] = turns.as_slice() {
+        if only.extra_fields().contains_key(INPUT_TEXT) && only.is_user() && only.text().is_some() {
+            return Converted {
+                instructions,
+                input: Value::String(only.content_text().into_owned()),
+            };
+        }
+    }
+    for (at, message) in messages.iter().enumerate() {
+        if at == 0 && instructions.is_some() {
+            continue;
+        }
+        let items = intact_items(message).unwrap_or_else(|| rebuild(message, &mut kinds));
+        for item in &items {
+            if let (Some(id), Some(kind)) = (item["call_id"].as_str(), item["type"].as_str()) {
+                if kind.ends_with("_call") {
+                    kinds.insert(id.to_string(), kind.to_string());
+                }
+            }
+        }
+        input.extend(items);
+    }
+    Converted {
+        instructions,
+        input: Value::Array(input),
+    }
+}
+
+/// A changed or new message as items, its original items (if any) telling each call's type;
+/// a reasoning item an engine rewrote is left out (a provider accepts only its own).
+fn rebuild(message: &Message, kinds: &mut HashMap<String, String>) -> Vec<Value> {
+    let originals = match message.extra_fields().get(ITEMS) {
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let refs: Vec<&Value> = originals.iter().collect();
+    let original_messages = codex::items(&refs);
+    codex::message_items(message, &refs, &original_messages, kinds)
+        .into_iter()
+        .filter_map(|rebuilt| match rebuilt {
+            Rebuilt::Line(item) => Some(item),
+            Rebuilt::Item(item) if item["type"] == "reasoning" => None,
+            Rebuilt::Item(item) => Some(item),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input() -> Value {
+        json!([
+            {"role": "user", "content": "list the files"},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be terse"},
+             {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "exec_command",
+             "arguments": "{\"cmd\":\"ls\"}", "status": "completed"},
+            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "ok"},
+            {"type": "message", "role": "assistant", "id": "msg_1",
+             "content": [{"type": "output_text", "text": "done", "annotations": []}]},
+        ])
+    }
+
+    #[test]
+    fn items_go_back_as_they_came() {
+        let messages = to_messages(Some(&json!("sys")), &input()).unwrap();
+        let roles: Vec<&str> = messages.iter().map(Message::role).collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "developer",
+                "assistant",
+                "tool",
+                "tool",
+                "assistant"
+            ]
+        );
+        assert_eq!(messages[3].tool_calls().len(), 2);
+        let back = from_messages(&messages);
+        assert_eq!(back.instructions, Some(json!("sys")));
+        assert_eq!(back.input, input());
+    }
+
+    #[test]
+    fn a_string_input_stays_a_string() {
+        let messages = to_messages(None, &json!("hello")).unwrap();
+        let back = from_messages(&messages);
+        assert_eq!((back.instructions, back.input), (None, json!("hello")));
+    }
+
+    #[test]
+    fn a_changed_turn_is_rebuilt_and_a_replaced_one_takes_its_reasoning_along() {
+        let mut messages = to_messages(None, &input()).unwrap();
+        messages[2].set_text("[summarized]");
+        messages[3].set_text("[cleared]");
+        let back = from_messages(&messages).input;
+        let items = back.as_array().unwrap();
+        // The output the engine cleared is rebuilt with its call's type...
+        assert!(
+            items.contains(&json!({"type": "function_call_output", "call_id": "c1",
+                                       "output": "[cleared]"}))
+        );
+        // ... and the custom call keeps its own type.
+        assert!(items
+            .iter()
+            .any(|i| i["type"] == "custom_tool_call" && i["call_id"] == "c2"));
+        // A turn replaced by a summary leaves no reasoning behind.
+        messages.splice(2..5, [Message::user("summary")]);
+        let back = from_messages(&messages).input;
+        assert!(!back.to_string().contains("rs_1"), "{back}");
+    }
+
+    #[test]
+    fn input_that_is_not_items_is_located() {
+        let error = to_messages(None, &json!([{"role": "user", "content": "hi"}, 7])).unwrap_err();
+        assert_eq!(error.to_string(), "input[1]: an item must be a JSON object");
+        assert!(to_messages(None, &json!(42)).is_err());
+    }
+}
