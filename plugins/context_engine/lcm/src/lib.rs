@@ -9,8 +9,9 @@
 //! Layout, one responsibility per file:
 //! - `engine.rs`: [`LcmEngine`], the `ContextEngine` and `EnginePlugin` glue;
 //! - `settings.rs`: [`Settings`], the `plugins.lcm` section of `config.yaml`;
-//! - `store/`: the store behind a closed enum of databases, one module each (`sqlite/`,
-//!   `postgres/`: tables and migrations, the engine's queries, sessions, doctor), the rows they
+//! - `store/`: the store behind a closed enum of databases; its algorithms written once above a
+//!   small SQL interface (`sql.rs`), each database's module (`sqlite/`, `postgres/`) holding
+//!   its schema, the SQL text of every statement, its search and its own checks; the rows they
 //!   share, and `migrate_session` from the one into the other;
 //! - `ingest.rs`: storing what the host sends, exactly once;
 //! - `context.rs`: the context list in memory;

@@ -46,13 +46,13 @@ fn a_duplicate_a_deleted_source_link_and_an_edited_message_are_found_and_repaire
     // source link, and a message whose text was edited behind the engine's back.
     sql(
         &db,
-        "INSERT INTO messages(conversation_id, seq, role, head, json, tokens, hash, prev_id, created_at) \
-           SELECT conversation_id, (SELECT max(seq) + 1 FROM messages), role, head, json, tokens, hash, prev_id, created_at \
-           FROM messages WHERE seq = 5; \
-         DELETE FROM summary_messages WHERE (summary_id, ord) = \
-           (SELECT summary_id, 1 FROM summaries s JOIN summary_messages sm ON sm.summary_id = s.id \
+        "INSERT INTO lcm_messages(conversation_id, seq, role, head, json, tokens, hash, prev_id, created_at) \
+           SELECT conversation_id, (SELECT max(seq) + 1 FROM lcm_messages), role, head, json, tokens, hash, prev_id, created_at \
+           FROM lcm_messages WHERE seq = 5; \
+         DELETE FROM lcm_summary_messages WHERE (summary_id, ord) = \
+           (SELECT summary_id, 1 FROM lcm_summaries s JOIN lcm_summary_messages sm ON sm.summary_id = s.id \
             WHERE s.kind = 'leaf' LIMIT 1); \
-         UPDATE messages SET json = replace(json, 'output 2 ', 'output 2 EDITED ') WHERE seq = 7;",
+         UPDATE lcm_messages SET json = replace(json, 'output 2 ', 'output 2 EDITED ') WHERE seq = 7;",
     );
     let found = doctor(&mut engine, Value::Null);
     assert_eq!(found["ok"], json!(false), "{found}");

@@ -509,7 +509,7 @@ fn check_and_back_up_on_sqlite(
     {
         let conn = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
         conn.execute_batch(
-            "DELETE FROM messages_fts WHERE rowid = (SELECT id FROM messages WHERE seq = 3)",
+            "DELETE FROM lcm_messages_fts WHERE rowid = (SELECT id FROM lcm_messages WHERE seq = 3)",
         )
         .unwrap();
     }
@@ -526,7 +526,7 @@ fn check_and_back_up_on_sqlite(
     assert!(backup["bytes"].as_u64().unwrap() > 0);
     let copy = rusqlite::Connection::open(&target).unwrap();
     let count: i64 = copy
-        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM lcm_messages", [], |r| r.get(0))
         .unwrap();
     assert_eq!(count as usize, stored);
     let again = engine

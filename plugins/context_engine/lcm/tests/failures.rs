@@ -152,8 +152,8 @@ fn a_store_damaged_while_open_gives_errors_not_panics() {
         // A message row whose JSON no longer parses, and a context item pointing nowhere.
         let conn = rusqlite::Connection::open(host.data_dir().join("lcm.sqlite")).unwrap();
         conn.execute_batch(
-            "UPDATE messages SET json = '{broken' WHERE seq = (SELECT max(seq) FROM messages); \
-             INSERT INTO context_items(conversation_id, position, message_id) VALUES (1, 999999, 424242);",
+            "UPDATE lcm_messages SET json = '{broken' WHERE seq = (SELECT max(seq) FROM lcm_messages); \
+             INSERT INTO lcm_context_items(conversation_id, position, message_id) VALUES (1, 999999, 424242);",
         )
         .unwrap();
     }

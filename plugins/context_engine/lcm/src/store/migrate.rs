@@ -164,17 +164,17 @@ pub fn migrate_session(
     else {
         unreachable!("Location::postgres names PostgreSQL");
     };
-    let dump = source.export_session(session)?;
+    let dump = super::sessions::export_session(source, session)?;
     if dump.is_empty() {
         return Err(EngineError::invalid_input(format!(
             "migrate_session: the lcm store holds no session `{session}`"
         )));
     }
-    let target = PostgresStore::open(&url, wait)?;
+    let mut target = PostgresStore::open(&url, wait)?;
     // The session's lock in PostgreSQL: no gateway writes it there while it is copied.
     let _lock = super::postgres::AdvisoryLock::acquire(&url, session, wait)?;
-    let copied = target.import_session(session, &dump)?;
-    let back = target.export_session(session)?;
+    let copied = super::sessions::import_session(&mut target, session, &dump)?;
+    let back = super::sessions::export_session(&target, session)?;
     let checksum = dump.checksum();
     if copied != Copied::KeptNewer && back.checksum() != checksum {
         return Err(EngineError::failed(format!(

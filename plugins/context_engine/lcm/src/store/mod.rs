@@ -3,15 +3,29 @@
 //!
 //! Two databases can keep it, one module each behind the closed enum [`Store`]: SQLite (a file
 //! under the engine's data directory, the default) and PostgreSQL (a `postgres://` URL in
-//! `plugins.lcm.store`, which several gateways on different machines can share). Both answer
-//! the same calls with the same rows; `rows.rs` holds those rows, `location.rs` says which
-//! database a setting names, `migrate.rs` copies one session from the one into the other.
+//! `plugins.lcm.store`, which several gateways on different machines can share), in the same
+//! tables (`lcm_*`). The algorithms are written once, above the small SQL interface of
+//! `sql.rs` (the statements are named in `statement.rs`, each database holds their SQL text):
+//! `queries.rs` (the context list, summaries, lookups, coverage, telemetry), `chain.rs`
+//! (ingest), `sessions.rs` (listing, deleting, copying sessions), `checks.rs` (the doctor's
+//! checks). Search stays in each database's module, where FTS5 and `tsvector` differ. `rows.rs`
+//! holds the rows, `location.rs` says which database a setting names, `migrate.rs` copies one
+//! session from the one into the other.
 
+// First: the column lists it defines are used by the SQL of both databases.
+#[macro_use]
+mod statement;
+
+mod chain;
+mod checks;
 mod doctor;
 mod location;
 mod migrate;
 pub mod postgres;
+mod queries;
 mod rows;
+mod sessions;
+pub mod sql;
 pub mod sqlite;
 
 use std::fmt;
@@ -163,15 +177,15 @@ impl Store {
     // --- conversations and the context list ------------------------------------------------
 
     pub fn current_conversation(&mut self, session_id: &str) -> Result<i64, EngineError> {
-        on_backend!(self, s => s.current_conversation(session_id))
+        on_backend!(self, s => queries::current_conversation(s, session_id))
     }
 
     pub fn new_conversation(&mut self, session_id: &str) -> Result<i64, EngineError> {
-        on_backend!(self, s => s.new_conversation(session_id))
+        on_backend!(self, s => queries::new_conversation(s, session_id))
     }
 
     pub fn context(&self, conv: i64) -> Result<Vec<ItemRow>, EngineError> {
-        on_backend!(self, s => s.context(conv))
+        on_backend!(self, s => queries::context(s, conv))
     }
 
     pub fn insert_summary(
@@ -180,7 +194,7 @@ impl Store {
         sources: &Sources,
         replaced: &[i64],
     ) -> Result<(), EngineError> {
-        on_backend!(self, s => s.insert_summary(summary, sources, replaced))
+        on_backend!(self, s => queries::insert_summary(s, summary, sources, replaced))
     }
 
     pub fn put_in_context(
@@ -188,11 +202,11 @@ impl Store {
         summary: &SummaryRow,
         replaced: &[i64],
     ) -> Result<(), EngineError> {
-        on_backend!(self, s => s.put_in_context(summary, replaced))
+        on_backend!(self, s => queries::put_in_context(s, summary, replaced))
     }
 
     pub fn set_context(&mut self, conv: i64, items: &[ItemKey]) -> Result<(), EngineError> {
-        on_backend!(self, s => s.set_context(conv, items))
+        on_backend!(self, s => chain::set_context(s, conv, items))
     }
 
     // --- lookups -----------------------------------------------------------------------------
@@ -202,39 +216,39 @@ impl Store {
         conv: i64,
         seq: i64,
     ) -> Result<Option<StoredMessage>, EngineError> {
-        on_backend!(self, s => s.message_by_seq(conv, seq))
+        on_backend!(self, s => queries::message_by_seq(s, conv, seq))
     }
 
     pub fn messages_by_rowid(&self, rowids: &[i64]) -> Result<Vec<StoredMessage>, EngineError> {
-        on_backend!(self, s => s.messages_by_rowid(rowids))
+        on_backend!(self, s => queries::messages_by_rowid(s, rowids))
     }
 
     pub fn summary(&self, conv: i64, id: &str) -> Result<Option<SummaryRow>, EngineError> {
-        on_backend!(self, s => s.summary(conv, id))
+        on_backend!(self, s => queries::summary(s, conv, id))
     }
 
     pub fn summary_children(&self, id: &str) -> Result<Vec<String>, EngineError> {
-        on_backend!(self, s => s.summary_children(id))
+        on_backend!(self, s => queries::summary_children(s, id))
     }
 
     pub fn summary_parents(&self, id: &str) -> Result<Vec<String>, EngineError> {
-        on_backend!(self, s => s.summary_parents(id))
+        on_backend!(self, s => queries::summary_parents(s, id))
     }
 
     pub fn summary_source_seqs(&self, id: &str) -> Result<Vec<i64>, EngineError> {
-        on_backend!(self, s => s.summary_source_seqs(id))
+        on_backend!(self, s => queries::summary_source_seqs(s, id))
     }
 
     pub fn summary_in_context(&self, conv: i64, id: &str) -> Result<bool, EngineError> {
-        on_backend!(self, s => s.summary_in_context(conv, id))
+        on_backend!(self, s => queries::summary_in_context(s, conv, id))
     }
 
     pub fn messages_under(&self, id: &str) -> Result<Vec<(i64, i64, u64)>, EngineError> {
-        on_backend!(self, s => s.messages_under(id))
+        on_backend!(self, s => queries::messages_under(s, id))
     }
 
     pub fn covering(&self, message_rowid: i64) -> Result<Option<(String, String)>, EngineError> {
-        on_backend!(self, s => s.covering(message_rowid))
+        on_backend!(self, s => queries::covering(s, message_rowid))
     }
 
     // --- search ------------------------------------------------------------------------------
@@ -295,15 +309,15 @@ impl Store {
     // --- ingest --------------------------------------------------------------------------------
 
     pub fn head_hashes(&self, conv: i64) -> Result<std::collections::HashSet<String>, EngineError> {
-        on_backend!(self, s => s.head_hashes(conv))
+        on_backend!(self, s => chain::head_hashes(s, conv))
     }
 
     pub fn has_raw_messages(&self, conv: i64) -> Result<bool, EngineError> {
-        on_backend!(self, s => s.has_raw_messages(conv))
+        on_backend!(self, s => chain::has_raw_messages(s, conv))
     }
 
     pub fn raw_after(&self, conv: i64, seq: i64, limit: usize) -> Result<Vec<RawRef>, EngineError> {
-        on_backend!(self, s => s.raw_after(conv, seq, limit))
+        on_backend!(self, s => chain::raw_after(s, conv, seq, limit))
     }
 
     pub fn raw_child(
@@ -312,19 +326,19 @@ impl Store {
         prev: i64,
         hash: &str,
     ) -> Result<Option<RawRef>, EngineError> {
-        on_backend!(self, s => s.raw_child(conv, prev, hash))
+        on_backend!(self, s => chain::raw_child(s, conv, prev, hash))
     }
 
     pub fn raw_with_hash(&self, conv: i64, hash: &str) -> Result<Vec<RawRef>, EngineError> {
-        on_backend!(self, s => s.raw_with_hash(conv, hash))
+        on_backend!(self, s => chain::raw_with_hash(s, conv, hash))
     }
 
     pub fn summary_last_message(&self, id: &str) -> Result<Option<RawRef>, EngineError> {
-        on_backend!(self, s => s.summary_last_message(id))
+        on_backend!(self, s => chain::summary_last_message(s, id))
     }
 
     pub fn covered_by_any(&self, rowid: i64, summaries: &[String]) -> Result<bool, EngineError> {
-        on_backend!(self, s => s.covered_by_any(rowid, summaries))
+        on_backend!(self, s => chain::covered_by_any(s, rowid, summaries))
     }
 
     pub fn append_messages(
@@ -332,33 +346,33 @@ impl Store {
         conv: i64,
         messages: &[NewMessage],
     ) -> Result<Vec<i64>, EngineError> {
-        on_backend!(self, s => s.append_messages(conv, messages))
+        on_backend!(self, s => chain::append_messages(s, conv, messages))
     }
 
     // --- telemetry, sessions, operations -------------------------------------------------------
 
     pub fn record_compaction(&mut self, conv: i64, report: &Value) -> Result<(), EngineError> {
-        on_backend!(self, s => s.record_compaction(conv, report))
+        on_backend!(self, s => queries::record_compaction(s, conv, report))
     }
 
     pub fn last_compaction(&self, conv: i64) -> Result<Option<Value>, EngineError> {
-        on_backend!(self, s => s.last_compaction(conv))
+        on_backend!(self, s => queries::last_compaction(s, conv))
     }
 
     pub fn stats(&self, conv: i64) -> Result<Stats, EngineError> {
-        on_backend!(self, s => s.stats(conv))
+        on_backend!(self, s => queries::stats(s, conv))
     }
 
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, EngineError> {
-        on_backend!(self, s => s.sessions())
+        on_backend!(self, s => sessions::sessions(s))
     }
 
     pub fn session(&self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
-        on_backend!(self, s => s.session(session_id))
+        on_backend!(self, s => sessions::session(s, session_id))
     }
 
     pub fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
-        on_backend!(self, s => s.delete_session(session_id))
+        on_backend!(self, s => sessions::delete_session(s, session_id))
     }
 
     pub fn doctor(&mut self, repair: &Repair<'_>) -> Result<Doctor, EngineError> {

@@ -4,17 +4,17 @@
 //! The engine holds one connection of its own (the synchronous `postgres` client), over TLS
 //! when the server offers it (rustls with Mozilla's roots; `sslmode` in the URL decides, as
 //! libpq's does). A connection that drops is opened again at the next call. `schema.rs` holds
-//! the tables and migrations, `queries.rs`, `ingest.rs` and `search.rs` the engine's queries,
-//! `sessions.rs` listing, deleting and copying sessions, `doctor.rs` the checks,
-//! `session_lock.rs` the advisory lock that keeps one writer per session across machines.
+//! the tables and migrations, `statements.rs` the SQL text of the store's statements (whose
+//! algorithms live once in `store/`), `sql.rs` runs them, `search.rs` holds full-text, substring
+//! and regex search, `doctor.rs` the checks only PostgreSQL has, `session_lock.rs` the advisory
+//! lock that keeps one writer per session across machines.
 
 mod doctor;
-mod ingest;
-mod queries;
 pub mod schema;
 mod search;
 mod session_lock;
-mod sessions;
+mod sql;
+mod statements;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -85,7 +85,7 @@ impl PostgresStore {
     }
 
     pub fn schema_version(&self) -> Result<u32, EngineError> {
-        self.read(schema::version)
+        self.with_client(schema::version)
     }
 
     /// The connection, opened again when the last one dropped.
@@ -103,8 +103,8 @@ impl PostgresStore {
         Ok(guard)
     }
 
-    /// Runs `body` on the connection, for reads.
-    pub(crate) fn read<T>(
+    /// Runs `body` on the connection, for reads of PostgreSQL's own (search, sizes, checks).
+    pub(crate) fn with_client<T>(
         &self,
         body: impl FnOnce(&mut Client) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
@@ -113,8 +113,8 @@ impl PostgresStore {
         body(client).map_err(|e| self.error(e))
     }
 
-    /// Runs `body` in one transaction.
-    pub(crate) fn write<T>(
+    /// Runs `body` in one transaction (the store's one policy: see `store/sql.rs`).
+    pub(crate) fn with_transaction<T>(
         &self,
         body: impl FnOnce(&mut Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
@@ -131,7 +131,7 @@ impl PostgresStore {
 
     /// Bytes the engine's tables take, indexes and TOAST included.
     pub fn disk_bytes(&self) -> u64 {
-        self.read(|c| {
+        self.with_client(|c| {
             let bytes: i64 = c
                 .query_one(
                     "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint \
@@ -212,11 +212,4 @@ pub(crate) fn get<'a, T: postgres::types::FromSql<'a>>(
     at: usize,
 ) -> Result<T, StoreError> {
     Ok(row.try_get(at)?)
-}
-
-/// A count or size stored as BIGINT, as the unsigned number the rows carry.
-pub(crate) fn unsigned(row: &postgres::Row, at: usize) -> Result<u64, StoreError> {
-    let value: i64 = row.try_get(at)?;
-    u64::try_from(value)
-        .map_err(|_| StoreError::Corrupt(format!("negative count {value} in column {at}")))
 }

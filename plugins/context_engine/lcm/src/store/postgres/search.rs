@@ -7,9 +7,13 @@
 
 use postgres::types::ToSql;
 
-use super::queries::{summary_from_row, SUMMARY_COLUMNS};
+use super::sql::PgRow;
 use super::{get, PostgresStore};
+use crate::store::queries::summary_from_row;
 use crate::store::{FullTextQuery, Hit, StoreError, SummaryRow, Term};
+
+/// The summary columns, for the statements written here.
+const SUMMARY_COLUMNS: &str = summary_columns!();
 use ctxhost_sdk::EngineError;
 
 /// Rows read per round trip while scanning for a regular expression.
@@ -133,7 +137,7 @@ impl PostgresStore {
         );
         let limit = limit as i64;
         let params = rendered.after([&conv, &since, &before, &limit]);
-        self.read(|c| {
+        self.with_client(|c| {
             c.query(&sql, &params)?
                 .iter()
                 .map(|row| {
@@ -174,13 +178,13 @@ impl PostgresStore {
         );
         let limit = limit as i64;
         let params = rendered.after([&conv, &since, &before, &limit]);
-        self.read(|c| {
+        self.with_client(|c| {
             c.query(&sql, &params)?
                 .iter()
                 .map(|row| {
                     let rank: f32 = get(row, 16)?;
                     Ok(Hit::Summary {
-                        summary: summary_from_row(row, 0)?,
+                        summary: summary_from_row(&PgRow(row), 0)?,
                         rank: -f64::from(rank),
                     })
                 })
@@ -210,7 +214,7 @@ impl PostgresStore {
                  WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 {filter} \
                  ORDER BY seq DESC LIMIT $4"
             );
-            let page = self.read(|c| {
+            let page = self.with_client(|c| {
                 match c.query(&sql, &[&conv, &since, &below, &SCAN_PAGE, &prefilter]) {
                     Err(e) if is_invalid_regex(&e) => Ok(None),
                     Err(e) => Err(e.into()),
@@ -261,13 +265,13 @@ impl PostgresStore {
                  AND s.seq_end >= $2 AND s.seq_start < $3 {filter} \
                  ORDER BY s.seq_end DESC, s.depth DESC"
             );
-            self.read(
+            self.with_client(
                 |c| match c.query(&sql, &[&conv, &since, &before, &prefilter]) {
                     Err(e) if is_invalid_regex(&e) => Ok(None),
                     Err(e) => Err(e.into()),
                     Ok(rows) => rows
                         .iter()
-                        .map(|row| summary_from_row(row, 0))
+                        .map(|row| summary_from_row(&PgRow(row), 0))
                         .collect::<Result<Vec<_>, _>>()
                         .map(Some),
                 },

@@ -1,10 +1,6 @@
-//! `doctor`: what is wrong with the store, and repairing what can be repaired without guessing.
-//!
-//! Faults: SQLite's own quick check; messages stored twice (same content following the same
-//! message); sequence numbers missing; messages whose text no longer matches the checksum taken
-//! when they were stored; summaries whose source links point nowhere, or were deleted; context
-//! items pointing nowhere; full-text indexes out of sync. Notes (not faults): rows outside the
-//! model's current view, which the tools still reach.
+//! `doctor` on SQLite: SQLite's own quick check first, then the checks both databases run
+//! (`store/checks.rs`), then the full-text indexes; and repairing what can be repaired without
+//! guessing.
 //!
 //! Repairs (`apply`) are exact or not made: a duplicate goes (its links move to the copy kept,
 //! later sequence numbers close up); a deleted source link comes back only when the summary's
@@ -15,13 +11,23 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::queries::json_at;
+use super::sql::Lite;
 use super::{codec, SqliteStore, StoreError};
 use crate::ids::{message_hash, summary_id};
+use crate::store::checks::{self, Advice};
 use crate::store::searchable;
 use crate::store::{Doctor, Problem, Repair};
+
+/// What to do about what cannot be repaired here.
+const ADVICE: Advice = Advice {
+    repairs: true,
+    restore: "restore the store from a backup",
+    restore_edited:
+        "restore them with doctor {\"apply\": true, \"from_backup\": \"<backup file>\"}",
+};
 use ctxhost_sdk::EngineError;
 
 impl SqliteStore {
@@ -47,7 +53,7 @@ impl SqliteStore {
 
     fn examine(&self, found: &mut Doctor) -> Result<(), EngineError> {
         let advice = restore_advice(self.path());
-        self.read(|c| {
+        self.with_connection(|c| {
             let lines = match quick_check(c) {
                 Ok(lines) => lines,
                 Err(error) => vec![error.to_string()],
@@ -61,39 +67,7 @@ impl SqliteStore {
                 // Past a failed integrity check, the other checks may read garbage.
                 return Ok(());
             }
-            for (check, sql, detail) in FAULTS {
-                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
-                if count > 0 {
-                    found.problems.push(Problem {
-                        check,
-                        count,
-                        detail: detail.to_string(),
-                    });
-                }
-            }
-            let edited = edited_messages(c)?;
-            if !edited.is_empty() {
-                let shown: Vec<String> = edited.iter().take(10).map(|e| e.describe()).collect();
-                found.problems.push(Problem {
-                    check: "checksum_mismatch",
-                    count: edited.len() as u64,
-                    detail: format!(
-                        "messages changed since they were stored ({}); restore them with \
-                         doctor {{\"apply\": true, \"from_backup\": \"<backup file>\"}}",
-                        shown.join(", ")
-                    ),
-                });
-            }
-            for (check, sql, detail) in NOTES {
-                let count: u64 = c.query_row(sql, [], |r| r.get(0))?;
-                if count > 0 {
-                    found.notes.push(Problem {
-                        check,
-                        count,
-                        detail: detail.to_string(),
-                    });
-                }
-            }
+            checks::examine(&mut Lite(c), &ADVICE, found)?;
             for table in FTS_TABLES {
                 if let Err(why) = fts_in_sync(c, table) {
                     found.problems.push(Problem {
@@ -111,7 +85,7 @@ impl SqliteStore {
     }
 
     fn repair(&mut self, repair: &Repair<'_>, fixed: &mut Vec<String>) -> Result<(), EngineError> {
-        self.write(|tx| {
+        self.with_transaction(|tx| {
             if quick_check(tx)? != ["ok"] {
                 // Nothing is repaired on top of a damaged file.
                 return Ok(());
@@ -132,7 +106,7 @@ impl SqliteStore {
     }
 }
 
-const FTS_TABLES: [&str; 2] = ["messages_fts", "summaries_fts"];
+const FTS_TABLES: [&str; 2] = ["lcm_messages_fts", "lcm_summaries_fts"];
 
 fn quick_check(c: &Connection) -> Result<Vec<String>, StoreError> {
     let mut stmt = c.prepare("PRAGMA quick_check")?;
@@ -146,14 +120,16 @@ fn quick_check(c: &Connection) -> Result<Vec<String>, StoreError> {
 /// table, so FTS5 can compare them; the messages' index keeps no text (it derives from each
 /// message's JSON), so the check is that it indexes exactly the stored rows.
 fn fts_in_sync(c: &Connection, table: &str) -> Result<(), StoreError> {
-    if table == "messages_fts" {
-        c.execute_batch("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")?;
+    if table == "lcm_messages_fts" {
+        c.execute_batch(
+            "INSERT INTO lcm_messages_fts(lcm_messages_fts) VALUES ('integrity-check')",
+        )?;
         let (missing, extra): (u64, u64) = c.query_row(
             "SELECT \
-               (SELECT count(*) FROM messages m WHERE NOT EXISTS \
-                  (SELECT 1 FROM messages_fts f WHERE f.rowid = m.id)), \
-               (SELECT count(*) FROM messages_fts f WHERE NOT EXISTS \
-                  (SELECT 1 FROM messages m WHERE m.id = f.rowid))",
+               (SELECT count(*) FROM lcm_messages m WHERE NOT EXISTS \
+                  (SELECT 1 FROM lcm_messages_fts f WHERE f.rowid = m.id)), \
+               (SELECT count(*) FROM lcm_messages_fts f WHERE NOT EXISTS \
+                  (SELECT 1 FROM lcm_messages m WHERE m.id = f.rowid))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -173,17 +149,17 @@ fn fts_in_sync(c: &Connection, table: &str) -> Result<(), StoreError> {
 
 /// Indexes every row of the table again.
 fn rebuild_index(c: &Connection, table: &str) -> Result<(), StoreError> {
-    if table != "messages_fts" {
+    if table != "lcm_messages_fts" {
         c.execute_batch(&format!("INSERT INTO {table}({table}) VALUES ('rebuild')"))?;
         return Ok(());
     }
-    c.execute_batch("INSERT INTO messages_fts(messages_fts) VALUES ('delete-all')")?;
-    let mut rows = c.prepare("SELECT id, seq, json FROM messages")?;
-    let mut index = c.prepare("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
+    c.execute_batch("INSERT INTO lcm_messages_fts(lcm_messages_fts) VALUES ('delete-all')")?;
+    let mut rows = c.prepare("SELECT id, seq, json FROM lcm_messages")?;
+    let mut index = c.prepare("INSERT INTO lcm_messages_fts(rowid, text) VALUES (?1, ?2)")?;
     let mut cursor = rows.query([])?;
     while let Some(row) = cursor.next()? {
         let (rowid, seq): (i64, i64) = (row.get(0)?, row.get(1)?);
-        let text = searchable(&json_at(row, 2)?, seq)?;
+        let text = searchable(&codec::decode(row.get_ref(2)?)?, seq)?;
         index.execute(params![rowid, text])?;
     }
     Ok(())
@@ -214,64 +190,40 @@ fn latest_backup(path: &Path) -> Option<std::path::PathBuf> {
         .map(|(_, path)| path)
 }
 
-/// A stored message whose JSON no longer hashes to its checksum.
-struct Edited {
-    rowid: i64,
-    conversation: i64,
-    seq: i64,
-    hash: String,
-}
-
-impl Edited {
-    fn describe(&self) -> String {
-        format!("conversation {} msg_{}", self.conversation, self.seq)
-    }
-}
-
-fn edited_messages(c: &Connection) -> Result<Vec<Edited>, StoreError> {
-    let mut stmt = c.prepare("SELECT id, conversation_id, seq, hash, json FROM messages")?;
-    let mut rows = stmt.query([])?;
-    let mut edited = Vec::new();
-    while let Some(row) = rows.next()? {
-        let hash: String = row.get(3)?;
-        // A value that no longer decodes is edited too.
-        let same = codec::decode(row.get_ref(4)?).is_ok_and(|json| message_hash(&json) == hash);
-        if !same {
-            edited.push(Edited {
-                rowid: row.get(0)?,
-                conversation: row.get(1)?,
-                seq: row.get(2)?,
-                hash,
-            });
-        }
-    }
-    Ok(edited)
-}
-
 /// Edited messages get their text back from a backup, when the backup's matches the checksum.
 fn restore_from_backup(
     c: &Connection,
     backup: &Path,
     fixed: &mut Vec<String>,
 ) -> Result<(), StoreError> {
-    let edited = edited_messages(c)?;
+    let edited = checks::edited_messages(&mut Lite(c))?;
     if edited.is_empty() {
         return Ok(());
     }
     let source = Connection::open_with_flags(backup, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| StoreError::Schema(format!("backup {}: {e}", backup.display())))?;
-    let mut lookup =
-        source.prepare("SELECT json FROM messages WHERE conversation_id = ?1 AND seq = ?2")?;
-    let mut update = c.prepare("UPDATE messages SET json = ?1 WHERE id = ?2")?;
-    let mut unindex = c.prepare("DELETE FROM messages_fts WHERE rowid = ?1")?;
-    let mut index = c.prepare("INSERT INTO messages_fts(rowid, text) VALUES (?1, ?2)")?;
+    // A backup taken before the tables were named `lcm_*` holds them under their old names.
+    let renamed: bool = source.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'lcm_messages')",
+        [],
+        |r| r.get(0),
+    )?;
+    let table = if renamed { "lcm_messages" } else { "messages" };
+    let mut lookup = source.prepare(&format!(
+        "SELECT json FROM {table} WHERE conversation_id = ?1 AND seq = ?2"
+    ))?;
+    let mut update = c.prepare("UPDATE lcm_messages SET json = ?1 WHERE id = ?2")?;
+    let mut unindex = c.prepare("DELETE FROM lcm_messages_fts WHERE rowid = ?1")?;
+    let mut index = c.prepare("INSERT INTO lcm_messages_fts(rowid, text) VALUES (?1, ?2)")?;
     let mut restored = 0;
     for message in &edited {
         let original: Option<String> = lookup
             .query_row(params![message.conversation, message.seq], |r| {
-                json_at(r, 0)
+                r.get_ref(0).map(Value::from)
             })
-            .optional()?;
+            .optional()?
+            .map(|value| codec::decode(ValueRef::from(&value)))
+            .transpose()?;
         let Some(json) = original.filter(|json| message_hash(json) == message.hash) else {
             continue;
         };
@@ -296,10 +248,10 @@ fn restore_from_backup(
 fn remove_duplicates(c: &Connection, fixed: &mut Vec<String>) -> Result<(), StoreError> {
     let duplicates: Vec<(i64, i64, i64, i64)> = {
         let mut stmt = c.prepare(
-            "SELECT b.id, a.id, b.conversation_id, b.seq FROM messages a JOIN messages b \
+            "SELECT b.id, a.id, b.conversation_id, b.seq FROM lcm_messages a JOIN lcm_messages b \
              ON b.conversation_id = a.conversation_id AND b.prev_id = a.prev_id \
              AND b.hash = a.hash AND b.head = a.head AND b.id > a.id \
-             WHERE NOT EXISTS (SELECT 1 FROM messages o WHERE o.conversation_id = a.conversation_id \
+             WHERE NOT EXISTS (SELECT 1 FROM lcm_messages o WHERE o.conversation_id = a.conversation_id \
                AND o.prev_id = a.prev_id AND o.hash = a.hash AND o.head = a.head AND o.id < a.id) \
              ORDER BY b.seq DESC",
         )?;
@@ -310,30 +262,30 @@ fn remove_duplicates(c: &Connection, fixed: &mut Vec<String>) -> Result<(), Stor
     };
     for (duplicate, kept, conversation, seq) in &duplicates {
         c.execute(
-            "UPDATE summary_messages SET message_id = ?2 WHERE message_id = ?1",
+            "UPDATE lcm_summary_messages SET message_id = ?2 WHERE message_id = ?1",
             params![duplicate, kept],
         )?;
         c.execute(
-            "UPDATE messages SET prev_id = ?2 WHERE prev_id = ?1",
+            "UPDATE lcm_messages SET prev_id = ?2 WHERE prev_id = ?1",
             params![duplicate, kept],
         )?;
         c.execute(
-            "DELETE FROM context_items WHERE message_id = ?1",
+            "DELETE FROM lcm_context_items WHERE message_id = ?1",
             params![duplicate],
         )?;
-        c.execute("DELETE FROM messages WHERE id = ?1", params![duplicate])?;
+        c.execute("DELETE FROM lcm_messages WHERE id = ?1", params![duplicate])?;
         // Close the gap (newest duplicates first, so earlier sequence numbers stay valid):
         // through negative numbers, so the unique (conversation, seq) never sees two at once.
         c.execute(
-            "UPDATE messages SET seq = -(seq - 1) WHERE conversation_id = ?1 AND seq > ?2",
+            "UPDATE lcm_messages SET seq = -(seq - 1) WHERE conversation_id = ?1 AND seq > ?2",
             params![conversation, seq],
         )?;
         c.execute(
-            "UPDATE messages SET seq = -seq WHERE conversation_id = ?1 AND seq < 0",
+            "UPDATE lcm_messages SET seq = -seq WHERE conversation_id = ?1 AND seq < 0",
             params![conversation],
         )?;
         c.execute(
-            "UPDATE summaries SET seq_start = seq_start - (seq_start > ?2), \
+            "UPDATE lcm_summaries SET seq_start = seq_start - (seq_start > ?2), \
              seq_end = seq_end - (seq_end >= ?2) WHERE conversation_id = ?1",
             params![conversation, seq],
         )?;
@@ -353,9 +305,9 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
     let mut restored = 0;
     let leaves: Vec<(String, i64, i64, i64, i64)> = {
         let mut stmt = c.prepare(
-            "SELECT s.id, s.conversation_id, s.seq_start, s.seq_end, s.message_count FROM summaries s \
+            "SELECT s.id, s.conversation_id, s.seq_start, s.seq_end, s.message_count FROM lcm_summaries s \
              WHERE s.kind = 'leaf' AND s.message_count > \
-             (SELECT count(*) FROM summary_messages sm WHERE sm.summary_id = s.id)",
+             (SELECT count(*) FROM lcm_summary_messages sm WHERE sm.summary_id = s.id)",
         )?;
         let rows = stmt
             .query_map([], |r| {
@@ -367,13 +319,13 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
     for (id, conversation, seq_start, seq_end, count) in leaves {
         let links = links_of(
             c,
-            "SELECT ord, message_id FROM summary_messages WHERE summary_id = ?1",
+            "SELECT ord, message_id FROM lcm_summary_messages WHERE summary_id = ?1",
             &id,
         )?;
         let holes: Vec<i64> = (0..count).filter(|ord| !links.contains_key(ord)).collect();
         let [hole] = holes[..] else { continue };
         let mut stmt = c.prepare(
-            "SELECT id FROM messages WHERE conversation_id = ?1 AND seq BETWEEN ?2 AND ?3 AND head = 0",
+            "SELECT id FROM lcm_messages WHERE conversation_id = ?1 AND seq BETWEEN ?2 AND ?3 AND head = 0",
         )?;
         let candidates = stmt
             .query_map(params![conversation, seq_start, seq_end], |r| {
@@ -391,7 +343,7 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
             .collect();
         if let [message] = fits[..] {
             c.execute(
-                "INSERT INTO summary_messages(summary_id, ord, message_id) VALUES (?1, ?2, ?3)",
+                "INSERT INTO lcm_summary_messages(summary_id, ord, message_id) VALUES (?1, ?2, ?3)",
                 params![id, hole, message],
             )?;
             restored += 1;
@@ -399,9 +351,9 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
     }
     let condensed: Vec<(String, i64, i64)> = {
         let mut stmt = c.prepare(
-            "SELECT s.id, s.conversation_id, s.depth FROM summaries s WHERE s.kind = 'condensed' \
-             AND (SELECT coalesce(max(ord) + 1, 0) FROM summary_parents p WHERE p.parent_id = s.id) \
-               > (SELECT count(*) FROM summary_parents p WHERE p.parent_id = s.id)",
+            "SELECT s.id, s.conversation_id, s.depth FROM lcm_summaries s WHERE s.kind = 'condensed' \
+             AND (SELECT coalesce(max(ord) + 1, 0) FROM lcm_summary_parents p WHERE p.parent_id = s.id) \
+               > (SELECT count(*) FROM lcm_summary_parents p WHERE p.parent_id = s.id)",
         )?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -411,14 +363,14 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
     for (id, conversation, depth) in condensed {
         let links = links_of(
             c,
-            "SELECT ord, child_id FROM summary_parents WHERE parent_id = ?1",
+            "SELECT ord, child_id FROM lcm_summary_parents WHERE parent_id = ?1",
             &id,
         )?;
         let len = links.keys().max().map_or(0, |max| max + 1);
         let holes: Vec<i64> = (0..len).filter(|ord| !links.contains_key(ord)).collect();
         let [hole] = holes[..] else { continue };
         let mut stmt =
-            c.prepare("SELECT id FROM summaries WHERE conversation_id = ?1 AND depth < ?2")?;
+            c.prepare("SELECT id FROM lcm_summaries WHERE conversation_id = ?1 AND depth < ?2")?;
         let candidates = stmt
             .query_map(params![conversation, depth], |r| r.get::<_, String>(0))?
             .collect::<Result<Vec<_>, _>>()?;
@@ -438,7 +390,7 @@ fn restore_source_links(c: &Connection, fixed: &mut Vec<String>) -> Result<(), S
             .collect();
         if let [child] = &fits[..] {
             c.execute(
-                "INSERT INTO summary_parents(parent_id, ord, child_id) VALUES (?1, ?2, ?3)",
+                "INSERT INTO lcm_summary_parents(parent_id, ord, child_id) VALUES (?1, ?2, ?3)",
                 params![id, hole, child],
             )?;
             restored += 1;
@@ -463,86 +415,3 @@ fn links_of<T: rusqlite::types::FromSql>(
         .collect::<Result<HashMap<_, _>, _>>()?;
     Ok(links)
 }
-
-/// (name, query counting offenders, what it means and what to do).
-const FAULTS: &[(&str, &str, &str)] = &[
-    (
-        "duplicate_messages",
-        "SELECT count(*) FROM messages a JOIN messages b ON b.conversation_id = a.conversation_id \
-         AND b.prev_id = a.prev_id AND b.hash = a.hash AND b.head = a.head AND b.id > a.id",
-        "messages stored twice (the same content following the same message); run doctor with \
-         {\"apply\": true} to remove the copies",
-    ),
-    (
-        "sequence_gaps",
-        "SELECT coalesce(sum(mx + 1 - n), 0) FROM \
-         (SELECT max(seq) AS mx, count(*) AS n FROM messages GROUP BY conversation_id)",
-        "sequence numbers missing: stored messages were deleted; restore the store from a backup",
-    ),
-    (
-        "broken_message_links",
-        "SELECT count(*) FROM summary_messages sm LEFT JOIN messages m ON m.id = sm.message_id \
-         WHERE m.id IS NULL",
-        "leaf summaries point at messages that are not stored; restore the store from a backup",
-    ),
-    (
-        "missing_source_links",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'leaf' AND s.message_count > \
-         (SELECT count(*) FROM summary_messages sm WHERE sm.summary_id = s.id)",
-        "leaf summaries lost links to their source messages; run doctor with {\"apply\": true}",
-    ),
-    (
-        "missing_child_links",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'condensed' \
-         AND (SELECT coalesce(max(ord) + 1, 0) FROM summary_parents p WHERE p.parent_id = s.id) \
-           > (SELECT count(*) FROM summary_parents p WHERE p.parent_id = s.id)",
-        "condensed summaries lost links to their children; run doctor with {\"apply\": true}",
-    ),
-    (
-        "broken_summary_links",
-        "SELECT count(*) FROM summary_parents p \
-         LEFT JOIN summaries a ON a.id = p.parent_id LEFT JOIN summaries b ON b.id = p.child_id \
-         WHERE a.id IS NULL OR b.id IS NULL",
-        "condensed summaries point at summaries that are not stored",
-    ),
-    (
-        "leaves_without_sources",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'leaf' \
-         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.id)",
-        "leaf summaries with no source messages",
-    ),
-    (
-        "condensed_without_children",
-        "SELECT count(*) FROM summaries s WHERE s.kind = 'condensed' \
-         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.parent_id = s.id)",
-        "condensed summaries with no child summaries",
-    ),
-    (
-        "dangling_context_items",
-        "SELECT count(*) FROM context_items ci \
-         LEFT JOIN messages m ON m.id = ci.message_id LEFT JOIN summaries s ON s.id = ci.summary_id \
-         WHERE (ci.message_id IS NOT NULL AND m.id IS NULL) \
-            OR (ci.summary_id IS NOT NULL AND s.id IS NULL)",
-        "context items point at rows that are not stored (the next call rebuilds the list)",
-    ),
-];
-
-/// Findings that are not faults: the model's view is what the host last sent, so stored rows
-/// outside it (turns another engine left out, summaries of an earlier view) are normal; they
-/// stay searchable and recoverable through the tools.
-const NOTES: &[(&str, &str, &str)] = &[
-    (
-        "messages_out_of_view",
-        "SELECT count(*) FROM messages m WHERE m.head = 0 \
-         AND NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.message_id = m.id) \
-         AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.message_id = m.id)",
-        "messages neither in the context nor under any summary (reachable through the tools)",
-    ),
-    (
-        "summaries_out_of_view",
-        "SELECT count(*) FROM summaries s \
-         WHERE NOT EXISTS (SELECT 1 FROM context_items ci WHERE ci.summary_id = s.id) \
-         AND NOT EXISTS (SELECT 1 FROM summary_parents p WHERE p.child_id = s.id)",
-        "summaries neither in the context nor merged into another",
-    ),
-];

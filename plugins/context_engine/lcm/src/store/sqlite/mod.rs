@@ -1,17 +1,20 @@
 //! The store in SQLite (the default): one database file (WAL mode) under the engine's data
 //! directory.
 //!
-//! `schema.rs` holds the tables and migrations, `queries.rs` and `ingest.rs` the engine's
-//! queries, `sessions.rs` listing and deleting sessions, `doctor.rs` the integrity checks and
-//! repairs. This module opens the database and maps every failure to an [`EngineError`] that
-//! names the file, so a corrupted or locked store is one clear line for the host, never a panic.
+//! `schema.rs` holds the tables and migrations, `statements.rs` the SQL text of the store's
+//! statements (whose algorithms live once in `store/`), `sql.rs` runs them, `search.rs` holds
+//! full-text and regex search (FTS5), `doctor.rs` the integrity checks and repairs only SQLite
+//! has, `files.rs` backups and sizes. This module opens the database and maps every failure to
+//! an [`EngineError`] that names the file, so a corrupted or locked store is one clear line for
+//! the host, never a panic.
 
 mod codec;
 mod doctor;
-mod ingest;
-mod queries;
+mod files;
 pub mod schema;
-mod sessions;
+mod search;
+mod sql;
+mod statements;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,17 +22,16 @@ use std::time::Duration;
 use ctxhost_sdk::EngineError;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-// The shared rows, under the names this backend's modules use.
-pub(crate) use super::{
-    now_ms, ContextItem, Hit, ItemKey, ItemRow, NewMessage, Prev, RawRef, Sources, Stats,
-    StoreError, StoredMessage, SummaryKind, SummaryRow, BACKUP_DIR,
-};
+pub(crate) use super::{Hit, StoreError, SummaryRow, BACKUP_DIR};
 
 /// How much of the database file a connection maps into memory.
 const MMAP_BYTES: i64 = 256 * 1024 * 1024;
 
 /// The page cache of one connection, in KiB.
 const CACHE_KIB: i64 = 16 * 1024;
+
+/// Prepared statements kept per connection: every statement of the store's, and some.
+const STATEMENT_CACHE: usize = 128;
 
 /// The open database, or the reason it does not open.
 pub struct SqliteStore {
@@ -86,6 +88,7 @@ impl SqliteStore {
             Connection::open_with_flags(path, flags).map_err(|e| fail(StoreError::Sql(e)))?;
         let setup = |conn: &mut Connection| -> Result<(), StoreError> {
             conn.busy_timeout(busy_timeout)?;
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
             // Reading the journal mode back is the first real read: a file that is not a
             // database fails here, with SQLite's own words for it.
             let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -150,7 +153,7 @@ impl SqliteStore {
     }
 
     pub fn schema_version(&self) -> Result<u32, EngineError> {
-        self.read(schema::version)
+        self.with_connection(schema::version)
     }
 
     /// Attaches the file name to a failure.
@@ -158,8 +161,8 @@ impl SqliteStore {
         EngineError::failed(format!("lcm store {}: {error}", self.path.display()))
     }
 
-    /// Runs `body` on the connection, for reads.
-    pub(crate) fn read<T>(
+    /// Runs `body` on the connection, for reads of SQLite's own (search, checks, backups).
+    pub(crate) fn with_connection<T>(
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
@@ -167,8 +170,9 @@ impl SqliteStore {
     }
 
     /// Runs `body` in one write transaction, taken up front so a concurrent writer makes us
-    /// wait (up to the busy timeout) instead of failing halfway.
-    pub(crate) fn write<T>(
+    /// wait (up to the busy timeout) instead of failing halfway (the store's one policy: see
+    /// `store/sql.rs`).
+    pub(crate) fn with_transaction<T>(
         &mut self,
         body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
@@ -222,16 +226,79 @@ mod tests {
         let store = SqliteStore::open(&path, Duration::from_millis(100)).unwrap();
         assert_eq!(store.schema_version().unwrap(), schema::LATEST);
         let kept: i64 = store
-            .read(|c| Ok(c.query_row("SELECT count(*) FROM conversations", [], |r| r.get(0))?))
+            .with_connection(|c| {
+                Ok(c.query_row("SELECT count(*) FROM lcm_conversations", [], |r| r.get(0))?)
+            })
             .unwrap();
         assert_eq!(kept, 1);
     }
 
+    #[test]
+    fn a_store_with_the_old_table_names_opens_and_finds_its_messages() {
+        use crate::store::{FullTextQuery, Store, Term};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lcm.sqlite");
+        {
+            // Version 6: the tables without the `lcm_` prefix, one message and one summary.
+            let mut conn = Connection::open(&path).unwrap();
+            schema::migrate_to(&mut conn, 6).unwrap();
+            conn.execute_batch(
+                r#"INSERT INTO conversations(id, session_id, created_at) VALUES (1, 's', 0);
+                INSERT INTO messages(id, conversation_id, seq, role, head, json, tokens, hash,
+                                     created_at)
+                VALUES (7, 1, 0, 'user', 0, '{"role":"user","content":"walrus tusks"}', 3,
+                        'h', 0);
+                INSERT INTO messages_fts(rowid, text) VALUES (7, 'walrus tusks');
+                INSERT INTO summaries(id, conversation_id, kind, depth, seq_start, seq_end,
+                    time_start, time_end, message_count, source_tokens, tokens, block_tokens,
+                    text, summarizer, escalation, created_at)
+                VALUES ('sum_1', 1, 'leaf', 0, 0, 0, 0, 0, 1, 3, 2, 4, 'ivory notes', 't', 0, 0);
+                INSERT INTO summaries_fts(rowid, text)
+                    SELECT rowid, text FROM summaries WHERE id = 'sum_1';
+                INSERT INTO summary_messages(summary_id, ord, message_id) VALUES ('sum_1', 0, 7);"#,
+            )
+            .unwrap();
+        }
+        let mut store =
+            Store::Sqlite(SqliteStore::open(&path, Duration::from_millis(100)).unwrap());
+        assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+        assert_eq!(store.current_conversation("s").unwrap(), 1);
+        let message = store.message_by_seq(1, 0).unwrap().expect("kept");
+        assert_eq!(message.rowid, 7);
+        assert!(message.json.contains("walrus tusks"));
+        let words = |text: &str| FullTextQuery {
+            terms: vec![Term {
+                text: text.to_string(),
+                prefix: false,
+            }],
+            any: false,
+        };
+        let found = store
+            .fts_messages(1, &words("walrus"), (0, i64::MAX), false, 10)
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        let found = store
+            .fts_summaries(1, &words("ivory"), (0, i64::MAX), false, 10)
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            store.covering(7).unwrap(),
+            Some(("sum_1".to_string(), "sum_1".to_string()))
+        );
+        let doctor = store.doctor(&crate::store::Repair::default()).unwrap();
+        let faults: Vec<&str> = doctor.problems.iter().map(|p| p.check).collect();
+        assert_eq!(
+            faults,
+            ["checksum_mismatch"],
+            "only the hand-made hash differs"
+        );
+    }
+
     fn hashsize(store: &SqliteStore) -> Option<i64> {
         store
-            .read(|c| {
+            .with_connection(|c| {
                 Ok(c.query_row(
-                    "SELECT v FROM messages_fts_config WHERE k = 'hashsize'",
+                    "SELECT v FROM lcm_messages_fts_config WHERE k = 'hashsize'",
                     [],
                     |r| r.get(0),
                 )
@@ -247,7 +314,7 @@ mod tests {
             SqliteStore::open(&dir.path().join("lcm.sqlite"), Duration::from_millis(100)).unwrap();
         assert_eq!(hashsize(&store), Some(32 * 1024 * 1024));
         let cache: i64 = store
-            .read(|c| Ok(c.query_row("PRAGMA cache_size", [], |r| r.get(0))?))
+            .with_connection(|c| Ok(c.query_row("PRAGMA cache_size", [], |r| r.get(0))?))
             .unwrap();
         assert_eq!(cache, -CACHE_KIB);
     }

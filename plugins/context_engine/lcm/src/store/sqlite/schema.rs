@@ -159,6 +159,34 @@ const MIGRATIONS: &[&str] = &[
     -- Newest summaries first without sorting every match (`lcm_grep`'s default order).
     CREATE INDEX summaries_by_end ON summaries(conversation_id, seq_end);
     "#,
+    // 7: the tables take the names they have in PostgreSQL (`lcm_*`), so both databases answer
+    // the same statements about the same tables. The message index keeps no text and is
+    // renamed with its own tables; the summaries' index names its content table, so it is made
+    // again over the renamed one. Indexes keep their names (no statement names them but one).
+    r#"
+    DROP TRIGGER messages_fts_delete;
+    DROP TRIGGER summaries_fts_delete;
+    DROP TABLE summaries_fts;
+    ALTER TABLE conversations RENAME TO lcm_conversations;
+    ALTER TABLE messages RENAME TO lcm_messages;
+    ALTER TABLE summaries RENAME TO lcm_summaries;
+    ALTER TABLE summary_messages RENAME TO lcm_summary_messages;
+    ALTER TABLE summary_parents RENAME TO lcm_summary_parents;
+    ALTER TABLE context_items RENAME TO lcm_context_items;
+    ALTER TABLE compactions RENAME TO lcm_compactions;
+    ALTER TABLE messages_fts RENAME TO lcm_messages_fts;
+    CREATE VIRTUAL TABLE lcm_summaries_fts USING fts5(
+        text, content = 'lcm_summaries', content_rowid = 'rowid', tokenize = 'unicode61'
+    );
+    INSERT INTO lcm_summaries_fts(lcm_summaries_fts) VALUES ('rebuild');
+    CREATE TRIGGER lcm_messages_fts_delete AFTER DELETE ON lcm_messages BEGIN
+        DELETE FROM lcm_messages_fts WHERE rowid = old.id;
+    END;
+    CREATE TRIGGER lcm_summaries_fts_delete AFTER DELETE ON lcm_summaries BEGIN
+        INSERT INTO lcm_summaries_fts(lcm_summaries_fts, rowid, text)
+        VALUES ('delete', old.rowid, old.text);
+    END;
+    "#,
 ];
 
 /// The version that dropped the duplicated text: a store migrated past it is vacuumed once, so

@@ -1,0 +1,237 @@
+//! What ingest asks of the store, once for both databases: the chain of stored messages
+//! (which one follows which), storing new ones, and keeping the context list equal to what the
+//! host sent.
+
+use std::collections::HashSet;
+
+use ctxhost_sdk::EngineError;
+
+use super::sql::{signed, Backend, Param, Row, Sql, Stmt};
+use super::{context_change, now_ms, ContextChange, ItemKey, NewMessage, Prev, RawRef, StoreError};
+
+/// Messages stored per transaction: one huge transaction outgrows SQLite's page cache and
+/// spills into a log it then searches on every page read. A crash between batches leaves a
+/// prefix stored, which the next call recognises (ingest is exactly once).
+pub const APPEND_BATCH: usize = 20_000;
+
+/// A batch this large refreshes the planner's statistics of the messages.
+const ANALYZE_AFTER: usize = 5_000;
+
+fn raw_from_row(row: &dyn Row) -> Result<RawRef, StoreError> {
+    Ok(RawRef {
+        rowid: row.i64(0)?,
+        seq: row.i64(1)?,
+        prev: row.i64(2)?,
+        hash: row.text(3)?,
+    })
+}
+
+/// Hashes of the head (leading system) messages stored for a conversation.
+pub fn head_hashes(b: &impl Backend, conv: i64) -> Result<HashSet<String>, EngineError> {
+    b.read(|c| {
+        let hashes = c.rows(Stmt::HeadHashes, &[Param::Int(conv)], |row| row.text(0))?;
+        Ok(hashes.into_iter().collect())
+    })
+}
+
+/// Whether the conversation holds any non-head message.
+pub fn has_raw_messages(b: &impl Backend, conv: i64) -> Result<bool, EngineError> {
+    b.read(|c| c.one(Stmt::HasRawMessages, &[Param::Int(conv)], |row| row.bool(0)))
+}
+
+/// Up to `limit` non-head messages stored after sequence number `seq`, in order.
+pub fn raw_after(
+    b: &impl Backend,
+    conv: i64,
+    seq: i64,
+    limit: usize,
+) -> Result<Vec<RawRef>, EngineError> {
+    let params = [
+        Param::Int(conv),
+        Param::Int(seq),
+        Param::Int(signed(limit as u64)),
+    ];
+    b.read(|c| c.rows(Stmt::RawAfter, &params, raw_from_row))
+}
+
+/// The stored message with this content that followed message `prev` (0: the first).
+pub fn raw_child(
+    b: &impl Backend,
+    conv: i64,
+    prev: i64,
+    hash: &str,
+) -> Result<Option<RawRef>, EngineError> {
+    let params = [Param::Int(conv), Param::Int(prev), Param::Text(hash)];
+    b.read(|c| c.opt(Stmt::RawChild, &params, raw_from_row))
+}
+
+/// Every non-head message of the conversation with this content, in stored order.
+pub fn raw_with_hash(b: &impl Backend, conv: i64, hash: &str) -> Result<Vec<RawRef>, EngineError> {
+    b.read(|c| {
+        c.rows(
+            Stmt::RawWithHash,
+            &[Param::Int(conv), Param::Text(hash)],
+            raw_from_row,
+        )
+    })
+}
+
+/// The last message a summary covers, in the order the host sent them (its last source,
+/// through its last child for a condensed summary).
+pub fn summary_last_message(b: &impl Backend, id: &str) -> Result<Option<RawRef>, EngineError> {
+    b.read(|c| {
+        let mut id = id.to_string();
+        // Depth is small; the bound only guards against a cycle in a damaged store.
+        for _ in 0..64 {
+            if let Some(leaf) = c.opt(Stmt::LastSource, &[Param::Text(&id)], raw_from_row)? {
+                return Ok(Some(leaf));
+            }
+            match c.opt(Stmt::LastChild, &[Param::Text(&id)], |row| row.text(0))? {
+                Some(child) => id = child,
+                None => return Ok(None),
+            }
+        }
+        Err(StoreError::Corrupt(format!(
+            "summary {id}: its children form a cycle"
+        )))
+    })
+}
+
+/// Whether message `rowid` is covered by any of `summaries` (through leaves and their
+/// condensed ancestors).
+pub fn covered_by_any(
+    b: &impl Backend,
+    rowid: i64,
+    summaries: &[String],
+) -> Result<bool, EngineError> {
+    if summaries.is_empty() {
+        return Ok(false);
+    }
+    let ancestors: HashSet<String> = b
+        .read(|c| c.rows(Stmt::Ancestors, &[Param::Int(rowid)], |row| row.text(0)))?
+        .into_iter()
+        .collect();
+    Ok(summaries.iter().any(|s| ancestors.contains(s)))
+}
+
+/// Stores messages, numbering them after the conversation's last; their row ids, in order.
+/// A transaction per [`APPEND_BATCH`] messages.
+pub fn append_messages(
+    b: &mut impl Backend,
+    conv: i64,
+    messages: &[NewMessage],
+) -> Result<Vec<i64>, EngineError> {
+    let mut rowids: Vec<i64> = Vec::with_capacity(messages.len());
+    let now = now_ms();
+    for batch in messages.chunks(APPEND_BATCH) {
+        b.write(|tx| append_batch(tx, conv, batch, now, &mut rowids))?;
+    }
+    if messages.len() >= ANALYZE_AFTER {
+        // After a large import the planner's statistics are stale until the server's own
+        // upkeep comes by, and searches meanwhile pick slow plans: refresh them now.
+        b.read(|c| c.execute(Stmt::AnalyzeMessages, &[]).map(drop))?;
+    }
+    Ok(rowids)
+}
+
+/// Stores `batch`, pushing their row ids onto `rowids` (which holds those of the batches
+/// before). The ids are drawn first, so a message may follow one of the same batch.
+fn append_batch(
+    tx: &mut dyn Sql,
+    conv: i64,
+    batch: &[NewMessage],
+    now: i64,
+    rowids: &mut Vec<i64>,
+) -> Result<(), StoreError> {
+    let ids = allocate_message_ids(tx, batch.len())?;
+    let first_seq = tx.one(Stmt::NextSeq, &[Param::Int(conv)], |row| row.i64(0))?;
+    let start = rowids.len();
+    rowids.extend(&ids);
+    let mut rows = Vec::with_capacity(batch.len());
+    for ((message, id), seq) in batch.iter().zip(&ids).zip(first_seq..) {
+        let prev = match message.prev {
+            Prev::First => 0,
+            Prev::Stored(rowid) => rowid,
+            Prev::New(index) => *rowids[..start + rows.len()].get(index).ok_or_else(|| {
+                StoreError::Schema(format!(
+                    "message {index} of a batch follows one stored after it"
+                ))
+            })?,
+        };
+        rows.push(vec![
+            Param::Int(*id),
+            Param::Int(conv),
+            Param::Int(seq),
+            Param::Text(&message.role),
+            Param::Bool(message.head),
+            Param::Json(&message.json),
+            Param::Text(&message.text),
+            Param::Int(signed(message.tokens)),
+            Param::Text(&message.hash),
+            Param::Int(prev),
+            Param::Int(now),
+        ]);
+    }
+    tx.execute_rows(Stmt::InsertMessages, &rows)
+}
+
+/// `count` new message row ids, ascending.
+pub(super) fn allocate_message_ids(tx: &mut dyn Sql, count: usize) -> Result<Vec<i64>, StoreError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let ids = tx.rows(
+        Stmt::AllocateMessageIds,
+        &[Param::Int(signed(count as u64))],
+        |row| row.i64(0),
+    )?;
+    if ids.len() != count {
+        return Err(StoreError::Schema(format!(
+            "{count} message ids asked, {} drawn",
+            ids.len()
+        )));
+    }
+    Ok(ids)
+}
+
+/// Makes the conversation's context list `items`, in order: the items it already starts with
+/// stay (with their positions), the rest is replaced.
+pub fn set_context(b: &mut impl Backend, conv: i64, items: &[ItemKey]) -> Result<(), EngineError> {
+    let current = b.read(|c| {
+        c.rows(Stmt::ContextKeys, &[Param::Int(conv)], |row| {
+            Ok((row.i64(0)?, row.opt_i64(1)?, row.opt_text(2)?))
+        })
+    })?;
+    let Some(ContextChange {
+        kept,
+        delete_from,
+        next_position,
+    }) = context_change(&current, items)
+    else {
+        return Ok(());
+    };
+    let rows: Vec<Vec<Param<'_>>> = (next_position..)
+        .zip(&items[kept..])
+        .map(|(position, item)| {
+            let (message, summary) = match item {
+                ItemKey::Message(rowid) => (Some(*rowid), None),
+                ItemKey::Summary(id) => (None, Some(id.as_str())),
+            };
+            vec![
+                Param::Int(conv),
+                Param::Int(position),
+                Param::OptInt(message),
+                Param::OptText(summary),
+            ]
+        })
+        .collect();
+    b.write(|tx| {
+        if let Some(from) = delete_from {
+            tx.execute(
+                Stmt::DeleteContextFrom,
+                &[Param::Int(conv), Param::Int(from)],
+            )?;
+        }
+        tx.execute_rows(Stmt::InsertContextItems, &rows)
+    })
+}
