@@ -87,6 +87,7 @@ fn abi_crossing(c: &mut Criterion) {
             init: Init {
                 config_text: config.to_string(),
                 config_source: Some(sandbox.config_path()),
+                overrides: Vec::new(),
                 home: sandbox.home(),
                 name: "window".to_string(),
                 data_root: sandbox.path().join("data"),

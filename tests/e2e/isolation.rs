@@ -22,15 +22,25 @@ fn config_in(mode: &str, isolation: &str) -> String {
 /// `ctxhost run` of `transcript` (written into the sandbox) with its report as JSON and the
 /// final context written to the file returned.
 fn run_with_out(sandbox: &Sandbox, transcript: &Value) -> (Run, std::path::PathBuf) {
+    run_with_out_and(sandbox, transcript, &[])
+}
+
+fn run_with_out_and(
+    sandbox: &Sandbox,
+    transcript: &Value,
+    extra: &[&str],
+) -> (Run, std::path::PathBuf) {
     let path = sandbox.write_json("t.json", transcript);
     let out = sandbox.path().join("out.json");
-    let run = sandbox.ctxhost(&[
+    let mut args = vec![
         "run",
         path.to_str().unwrap(),
         "--json",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let run = sandbox.ctxhost(&args);
     (run, out)
 }
 
@@ -354,17 +364,22 @@ fn plugins_install_loads_the_library_in_a_child_and_refuses_one_that_aborts_whil
 #[test]
 fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
     // The window engine keeps runs of its input, clears old tool output and adds a marker:
-    // what crosses back from its process is runs of the input plus those new messages.
+    // what crosses back from its process is runs of the input plus those new messages. The
+    // third run's window comes from the command line, which its process must see too.
     let transcript = Value::Array(long_session());
     let mut outcomes = Vec::new();
-    for isolation in ["in_process", "process"] {
+    for (isolation, configured, extra) in [
+        ("in_process", 16_000, &[][..]),
+        ("process", 16_000, &[][..]),
+        ("process", 1_000_000, &["--context-length", "16000"][..]),
+    ] {
         let sandbox = Sandbox::new();
         sandbox.add_plugin("window", "ctxhost_engine_window");
         sandbox.write_config(&format!(
-            "context:\n  engine: window\nmodel:\n  context_length: 16000\nplugins:\n  window:\n    \
-             isolation: {isolation}\n"
+            "context:\n  engine: window\nmodel:\n  context_length: {configured}\nplugins:\n  \
+             window:\n    isolation: {isolation}\n"
         ));
-        let (run, out) = run_with_out(&sandbox, &transcript);
+        let (run, out) = run_with_out_and(&sandbox, &transcript, extra);
         assert!(run.success(), "{isolation}: {}", run.stderr);
         let report = &run.json()["runs"][0];
         assert_eq!(report["engine"], "window", "{isolation}");
@@ -387,9 +402,11 @@ fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
         assert!(shape.len() >= 2, "{isolation}: {report}");
         outcomes.push((shape, std::fs::read_to_string(&out).unwrap()));
     }
-    assert_eq!(outcomes[0].0, outcomes[1].0, "the same compressions");
-    assert!(
-        outcomes[0].1 == outcomes[1].1,
-        "the same final context, byte for byte"
-    );
+    for other in &outcomes[1..] {
+        assert_eq!(outcomes[0].0, other.0, "the same compressions");
+        assert!(
+            outcomes[0].1 == other.1,
+            "the same final context, byte for byte"
+        );
+    }
 }

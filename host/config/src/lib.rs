@@ -6,6 +6,7 @@ pub mod edit;
 pub mod fingerprint;
 pub mod home;
 mod locate;
+mod overrides;
 pub mod plugin_host;
 pub mod project;
 pub mod serve;
@@ -22,6 +23,7 @@ use serde_json::{Map, Value};
 use summarizer::SummarizerSettings;
 
 pub use locate::line_of_key;
+pub use overrides::Override;
 
 /// The name of the built-in engine, always available.
 pub const BUILT_IN_ENGINE: &str = "compressor";
@@ -47,6 +49,8 @@ pub struct Config {
     /// Whether the config's project (its plugins and credentials) may be used; see
     /// [`project`]. A config read by a program embedding the host is trusted.
     project_untrusted: Option<project::Untrusted>,
+    /// The command line's overrides, settled in ([`Config::settle`]).
+    overrides: Vec<Override>,
 }
 
 /// `trust.*`: which plugins the user approved, written by `ctxhost plugins enable`. Loading a
@@ -148,6 +152,9 @@ pub enum ConfigError {
     Read { path: String, reason: String },
     #[error("{location}: {message}")]
     Invalid { location: String, message: String },
+    /// A command-line flag standing for a key, refused as the key would be.
+    #[error("{flag}: {message}")]
+    Flag { flag: &'static str, message: String },
 }
 
 impl Config {
@@ -206,6 +213,7 @@ impl Config {
             trust: file.trust.unwrap_or_default(),
             serve: serve::ServeSettings::default(),
             project_untrusted: None,
+            overrides: Vec::new(),
         };
         config.serve =
             serve::ServeSettings::from_value(file.serve.as_ref().unwrap_or(&Value::Null))

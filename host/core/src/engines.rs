@@ -236,11 +236,6 @@ impl Engines {
         &self.config
     }
 
-    /// For command-line overrides (e.g. `--context-length`), before any engine is built.
-    pub fn config_mut(&mut self) -> &mut Config {
-        &mut self.config
-    }
-
     pub fn services(&self) -> &Arc<HostServicesImpl> {
         &self.services
     }
@@ -823,6 +818,7 @@ impl Engines {
             init: Init {
                 config_text: self.config.text().to_string(),
                 config_source: self.config.source.clone(),
+                overrides: self.config.overrides().to_vec(),
                 home: self.home.clone(),
                 name: name.to_string(),
                 data_root: data_root.to_path_buf(),

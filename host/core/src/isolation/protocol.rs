@@ -17,6 +17,10 @@ pub struct Init {
     /// The config's text and where it came from (plugin directories resolve against it).
     pub config_text: String,
     pub config_source: Option<std::path::PathBuf>,
+    /// The command line's overrides the host settled into its config: the child settles them
+    /// too, so it runs on the very config the host does.
+    #[serde(default)]
+    pub overrides: Vec<ctxhost_config::Override>,
     /// `$CTXHOST_HOME`.
     pub home: std::path::PathBuf,
     /// The engine to start.

@@ -52,11 +52,14 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let engines = Config::parse(&init.config_text, init.config_source.clone())
-        .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
         .and_then(|mut config| {
             if !init.project_trusted {
                 config.distrust_project(ctxhost_config::project::Untrusted::Never);
             }
+            config.settle(init.overrides.clone())
+        })
+        .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
+        .and_then(|config| {
             Engines::for_config(
                 config,
                 init.home.clone(),

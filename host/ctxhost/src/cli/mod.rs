@@ -21,8 +21,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use ctxhost_config::home;
 use ctxhost_config::project::{self, Origin, Standing};
+use ctxhost_config::{home, Override};
 use ctxhost_core::engines::Warning;
 use ctxhost_core::{Config, Engines, Session, SessionOptions};
 
@@ -101,16 +101,26 @@ pub struct App {
 
 impl App {
     pub fn new(global: &GlobalArgs) -> anyhow::Result<Self> {
-        Self::build(global, false)
+        Self::build(global, false, Vec::new())
+    }
+
+    /// With the command's own flags that stand for config keys settled into the config before
+    /// any engine exists.
+    pub fn with_overrides(global: &GlobalArgs, overrides: Vec<Override>) -> anyhow::Result<Self> {
+        Self::build(global, false, overrides)
     }
 
     /// For commands that write the config: a config file that does not exist yet reads as
     /// empty (the first write creates it).
     pub fn for_edit(global: &GlobalArgs) -> anyhow::Result<Self> {
-        Self::build(global, true)
+        Self::build(global, true, Vec::new())
     }
 
-    fn build(global: &GlobalArgs, missing_ok: bool) -> anyhow::Result<Self> {
+    fn build(
+        global: &GlobalArgs,
+        missing_ok: bool,
+        overrides: Vec<Override>,
+    ) -> anyhow::Result<Self> {
         let home = home::home_dir();
         let (config_path, origin) = config_path(global, &home);
         let mut config = if config_path.is_file() || (global.config.is_some() && !missing_ok) {
@@ -136,6 +146,7 @@ impl App {
                 );
             }
         }
+        let config = config.settle(overrides)?;
         let runtime = runtime()?;
         let mut engines =
             Engines::for_config(config, home, runtime.handle().clone(), global.verbose)?;

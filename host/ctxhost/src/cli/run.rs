@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
+use ctxhost_config::Override;
 use ctxhost_core::replay::{replay, Replay};
 use ctxhost_core::SessionOptions;
 use ctxhost_sdk::Message;
@@ -60,13 +61,15 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     if args.out.as_deref().is_some_and(is_stdout) && args.plot.as_deref().is_some_and(is_stdout) {
         bail!("--out - and --plot - would both write to standard output; send one to a file");
     }
-    let mut app = App::new(global)?;
+    let overrides = args
+        .context_length
+        .map(Override::ContextLength)
+        .into_iter()
+        .collect();
+    let app = App::with_overrides(global, overrides)?;
     app.warm_tokenizer();
     let read = transcript::read_transcript(&args.transcript, args.format)?;
     let (messages, format) = (read.messages, read.format);
-    if let Some(length) = args.context_length {
-        app.engines.config_mut().model.context_length = length;
-    }
     let session_id = args
         .session
         .clone()

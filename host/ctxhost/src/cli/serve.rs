@@ -7,6 +7,8 @@ use clap::{Args, ValueEnum};
 use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost_gateway::{Bound, ServeOptions};
 
+use ctxhost_config::Override;
+
 use super::{App, GlobalArgs};
 
 #[derive(Debug, Args)]
@@ -34,18 +36,15 @@ pub enum LogFormat {
 }
 
 pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let app = App::new(global)?;
-    let mut settings = app.config().serve.clone();
-    if let Some(listen) = &args.listen {
-        settings.listen = listen.clone();
-    }
-    if let Some(upstream) = &args.upstream {
-        anyhow::ensure!(
-            upstream.starts_with("http://") || upstream.starts_with("https://"),
-            "--upstream must be an http:// or https:// URL (e.g. https://api.openai.com/v1)"
-        );
-        settings.upstream = upstream.clone();
-    }
+    let overrides = [
+        args.listen.clone().map(Override::Listen),
+        args.upstream.clone().map(Override::Upstream),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let app = App::with_overrides(global, overrides)?;
+    let settings = app.config().serve.clone();
     init_logging(args.log_format, app.verbose);
     let state = StateLocation::parse(settings.state.as_deref(), default_sqlite_path());
     let App {

@@ -1,0 +1,133 @@
+//! What the command line says instead of `config.yaml`. The binary settles every override into
+//! the [`Config`] before anything reads it ([`Config::settle`]), and the config carries them, so
+//! an isolated engine's process, which reads the config text again, settles the same ones.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Config, ConfigError};
+
+/// One command-line flag that stands for a config key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Override {
+    /// `--context-length`: `model.context_length`.
+    ContextLength(u64),
+    /// `serve --listen`: `serve.listen`.
+    Listen(String),
+    /// `serve --upstream`: `serve.upstream`.
+    Upstream(String),
+}
+
+impl Override {
+    /// The flag the user wrote.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            Override::ContextLength(_) => "--context-length",
+            Override::Listen(_) => "--listen",
+            Override::Upstream(_) => "--upstream",
+        }
+    }
+
+    /// The config key it stands for.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Override::ContextLength(_) => "model.context_length",
+            Override::Listen(_) => "serve.listen",
+            Override::Upstream(_) => "serve.upstream",
+        }
+    }
+
+    fn apply(&self, config: &mut Config) -> Result<(), String> {
+        match self {
+            Override::ContextLength(length) => config.model.context_length = *length,
+            Override::Listen(listen) => config.serve.listen = listen.clone(),
+            Override::Upstream(upstream) => {
+                if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
+                    return Err(
+                        "must be an http:// or https:// URL (e.g. https://api.openai.com/v1)"
+                            .to_string(),
+                    );
+                }
+                config.serve.upstream = upstream.clone();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// This config with `overrides` settled in, after the project's trust was settled (the
+    /// command line is the user's own, so it wins over what an untrusted project may not set),
+    /// and checked again as a whole. An override the config refuses is an error naming the
+    /// flag.
+    pub fn settle(mut self, overrides: Vec<Override>) -> Result<Config, ConfigError> {
+        for item in &overrides {
+            let refused = |message: String| ConfigError::Flag {
+                flag: item.flag(),
+                message,
+            };
+            item.apply(&mut self).map_err(refused)?;
+            self.validate().map_err(|error| match error {
+                ConfigError::Invalid { message, .. } => refused(message),
+                other => other,
+            })?;
+        }
+        self.overrides.extend(overrides);
+        Ok(self)
+    }
+
+    /// The overrides settled into this config, in order.
+    pub fn overrides(&self) -> &[Override] {
+        &self.overrides
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_override_wins_and_is_remembered() {
+        let config = Config::parse("model:\n  context_length: 8000\n", None).unwrap();
+        let settled = config
+            .settle(vec![Override::ContextLength(32_000)])
+            .unwrap();
+        assert_eq!(settled.model.context_length, 32_000);
+        assert_eq!(settled.overrides(), [Override::ContextLength(32_000)]);
+        // What an isolated engine's process does with the text and the overrides.
+        let again = Config::parse(settled.text(), None)
+            .unwrap()
+            .settle(settled.overrides().to_vec())
+            .unwrap();
+        assert_eq!(again.model.context_length, 32_000);
+    }
+
+    #[test]
+    fn a_refused_override_names_the_flag() {
+        let error = Config::defaults()
+            .settle(vec![Override::ContextLength(10)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("--context-length: model.context_length: must be at least"),
+            "{error}"
+        );
+        let error = Config::defaults()
+            .settle(vec![Override::Upstream("ftp://x".into())])
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("--upstream: must be an http"), "{error}");
+    }
+
+    #[test]
+    fn the_command_line_wins_over_an_untrusted_projects_screening() {
+        let mut config =
+            Config::parse("serve:\n  upstream: http://project.example/v1\n", None).unwrap();
+        config.distrust_project(crate::project::Untrusted::Never);
+        assert_ne!(config.serve.upstream, "http://project.example/v1");
+        let settled = config
+            .settle(vec![Override::Upstream("http://127.0.0.1:9/v1".into())])
+            .unwrap();
+        assert_eq!(settled.serve.upstream, "http://127.0.0.1:9/v1");
+    }
+}
