@@ -20,6 +20,7 @@ use crate::plugins::{
 };
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
+pub use crate::source::{EngineSource, Warning};
 use ctxhost_config::{Config, ConfigError, BUILT_IN_ENGINE};
 
 /// Builds an engine registered in code by a program that embeds the host.
@@ -30,32 +31,6 @@ struct Registered {
     name: String,
     description: String,
     factory: EngineFactory,
-}
-
-/// Where an engine came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EngineSource {
-    BuiltIn,
-    Plugin { root: RootKind, library: PathBuf },
-    Registered,
-}
-
-impl EngineSource {
-    pub fn label(&self) -> &'static str {
-        match self {
-            EngineSource::BuiltIn => "built-in",
-            EngineSource::Plugin { root, .. } => root.label(),
-            EngineSource::Registered => "registered in code",
-        }
-    }
-}
-
-/// Something the user should know about resolution: one line, plus the full text for
-/// `--verbose`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Warning {
-    pub summary: String,
-    pub detail: Option<String>,
 }
 
 /// One row of `ctxhost plugins list`.

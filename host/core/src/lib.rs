@@ -76,6 +76,7 @@ pub mod redact;
 pub mod replay;
 pub mod services;
 pub mod session;
+pub mod source;
 pub mod suggest;
 pub mod tokens;
 

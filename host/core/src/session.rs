@@ -18,8 +18,8 @@ use ctxhost_sdk::{
 };
 use serde_json::Value;
 
-use crate::engines::{EngineSource, Warning};
 use crate::services::HostServicesImpl;
+use crate::source::{EngineSource, Warning};
 use ctxhost_config::BUILT_IN_ENGINE;
 
 /// Where an engine keeps its state for a session.

@@ -203,3 +203,23 @@ fn cargo_profile(dir: &Path) -> Option<String> {
         .flatten()
         .map(|name| name.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::shipped::{by_library, SHIPPED};
+
+    #[test]
+    fn the_embedded_descriptors_name_their_engines_and_libraries() {
+        for engine in SHIPPED {
+            let descriptor =
+                Descriptor::parse(engine.descriptor, &engine.descriptor_path()).unwrap();
+            assert_eq!(descriptor.name.as_deref(), Some(engine.name));
+            assert_eq!(descriptor.library, engine.library);
+            assert_eq!(
+                by_library(engine.library).map(|e| e.name),
+                Some(engine.name)
+            );
+        }
+    }
+}

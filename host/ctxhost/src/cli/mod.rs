@@ -6,7 +6,6 @@ pub mod engine;
 pub mod engine_child;
 pub mod migrate;
 pub mod output;
-pub mod picker;
 pub mod plot;
 pub mod plugins;
 pub mod report;

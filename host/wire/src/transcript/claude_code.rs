@@ -16,8 +16,7 @@ use ctxhost_sdk::Message;
 use serde_json::{json, Map, Value};
 
 use super::origin::{self, Group, Run};
-use super::write::Written;
-use super::{jsonl, TranscriptError};
+use super::{jsonl, TranscriptError, Written};
 use crate::anthropic;
 
 /// The extra field holding each message's lines.

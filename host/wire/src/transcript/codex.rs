@@ -17,8 +17,7 @@ use ctxhost_sdk::{Message, ToolCall};
 use serde_json::{json, Value};
 
 use super::origin::{self, Group, Run};
-use super::write::Written;
-use super::{assistant_message, jsonl, TranscriptError};
+use super::{assistant_message, jsonl, TranscriptError, Written};
 
 /// The extra field holding each message's lines.
 const KEY: &str = "codex";

@@ -12,7 +12,7 @@ mod openai;
 mod origin;
 mod write;
 
-pub use write::{write, OutputFormat, Written};
+pub use write::{write, OutputFormat};
 
 use std::path::Path;
 use std::str::FromStr;
@@ -20,6 +20,13 @@ use std::str::FromStr;
 use ctxhost_sdk::sequence::{self, SequenceError};
 use ctxhost_sdk::{Message, ToolCall};
 use serde_json::Value;
+
+/// Text to write, and what could not be written in that format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub text: String,
+    pub notes: Vec<String>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{location}: {message}")]

@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use ctxhost_sdk::Message;
 
-use super::{anthropic, claude_code, codex, hermes, openai, Format};
+use super::{anthropic, claude_code, codex, hermes, openai, Format, Written};
 
 /// What `--output-format` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,13 +43,6 @@ impl FromStr for OutputFormat {
                 .map_err(|error| format!("{error} or same")),
         }
     }
-}
-
-/// Text to write, and what could not be written in that format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    pub text: String,
-    pub notes: Vec<String>,
 }
 
 /// Writes `messages` in `format`. Claude Code and Codex write the lines a message was read from

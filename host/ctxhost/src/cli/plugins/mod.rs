@@ -4,6 +4,7 @@ mod doctor;
 mod info;
 mod install;
 mod list;
+mod picker;
 pub mod select;
 
 use std::io::IsTerminal;
@@ -12,7 +13,6 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 pub use list::{list, ListArgs};
-pub use select::select_engine;
 
 use super::GlobalArgs;
 
@@ -54,7 +54,7 @@ pub enum PluginsCommand {
 pub fn run(global: &GlobalArgs, args: &PluginsArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         None if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() => {
-            super::picker::run(global)
+            picker::run(global)
         }
         None => list(global, &ListArgs { json: false }),
         Some(PluginsCommand::List(args)) => list(global, args),

@@ -4,19 +4,21 @@
 //! directory, checked to load (by the caller's [`ReadStagedManifest`]: the `ctxhost` binary loads it
 //! in a child process, since loading runs the plugin's code), then renamed into place: a library already installed is never
 //! overwritten in place, so a process that has it loaded keeps running the file it mapped.
-//! `--shipped` installs the engines ctxhost ships the same way (see [`super::shipped`]).
+//! `--shipped` installs the engines ctxhost ships the same way (see [`shipped`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub mod shipped;
+
 use super::descriptor::{
     executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
 };
-use super::shipped::{self, Origin};
 use super::trust::{sha256_file, tree_sha256};
 use super::PluginRoot;
 use ctxhost_config::{edit, BUILT_IN_ENGINE};
+use shipped::Origin;
 
 /// What the library at the path (of the plugin named first) declares, or why it does not load,
 /// in one line: loading runs the plugin's code, so the host does it in another process.

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use ctxhost_core::engines::State;
 use dialoguer::Select;
 
-use super::plugins::select_engine;
-use super::{App, GlobalArgs};
+use super::select::select_engine;
+use crate::cli::{App, GlobalArgs};
 
 pub fn run(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let app = App::for_edit(global)?;
