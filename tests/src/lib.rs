@@ -31,6 +31,7 @@ pub mod postgres;
 pub mod python;
 pub mod responses_upstream;
 pub mod upstream;
+pub mod wire;
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -26,6 +26,8 @@ pub enum Answer {
     Events(Vec<(String, Value)>),
     /// These events, then nothing: the stream stays open until the client goes away.
     StreamThenHang(Vec<Value>),
+    /// These named events, then nothing, as [`Answer::StreamThenHang`].
+    EventsThenHang(Vec<(String, Value)>),
     /// No answer at all, until the client goes away.
     Hang,
     /// `307 Temporary Redirect` to this URL.
@@ -214,7 +216,8 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .unwrap()
         }
         Answer::Stream(events) => sse(shared, events, false),
-        Answer::Events(events) => named_sse(shared, events),
+        Answer::Events(events) => named_sse(shared, events, false),
+        Answer::EventsThenHang(events) => named_sse(shared, events, true),
         Answer::After(..) => unreachable!("unwrapped above"),
         Answer::StreamThenHang(events) => sse(shared, events, true),
         Answer::Hang => {
@@ -247,11 +250,14 @@ fn sse(shared: Arc<Shared>, events: Vec<Value>, hang: bool) -> Response {
         .unwrap()
 }
 
-fn named_sse(shared: Arc<Shared>, events: Vec<(String, Value)>) -> Response {
+fn named_sse(shared: Arc<Shared>, events: Vec<(String, Value)>, hang: bool) -> Response {
     let stream = async_stream::stream! {
         let mut guard = Guard { shared, finished: false };
         for (name, data) in events {
             yield Ok::<_, std::convert::Infallible>(Bytes::from(format!("event: {name}\ndata: {data}\n\n")));
+        }
+        if hang {
+            std::future::pending::<()>().await;
         }
         guard.finished = true;
     };

@@ -5,7 +5,9 @@ use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ctxhost_tests::upstream::{chunks, reply, Answer, FakeUpstream};
+use ctxhost_tests::per_wire;
+use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
+use ctxhost_tests::wire::{GatewayFailure, Wire};
 use ctxhost_tests::{binary, long_session, Sandbox};
 use serde_json::{json, Value};
 
@@ -23,124 +25,147 @@ fn post(base: &str, body: &Value) -> reqwest::blocking::Response {
         .unwrap()
 }
 
-#[test]
-fn a_failing_engine_sends_the_history_unchanged_and_says_so() {
-    let upstream = FakeUpstream::start(|request| {
-        reply(request, json!({"role": "assistant", "content": "ok"}), None)
-    });
-    let sandbox = Sandbox::new();
-    sandbox.add_plugin("panicky", "ctxhost_fixture_panicky");
-    sandbox.write_config("context:\n  engine: panicky\n");
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let mut messages = vec![
-        json!({"role": "system", "content": "sys"}),
-        json!({"role": "user", "content": "first"}),
-    ];
-    let response = post(
-        &gateway.base_url(),
-        &json!({"model": "gpt-4o", "messages": messages}),
-    );
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["x-ctxhost-engine"], "panicky");
-    messages.push(json!({"role": "assistant", "content": "ok"}));
-    messages.push(json!({"role": "user", "content": "second"}));
-    // The engine said to compress after the first call; its compress panics.
-    let response = post(
-        &gateway.base_url(),
-        &json!({"model": "gpt-4o", "messages": messages}),
-    );
-    assert_eq!(response.status(), 200);
-    let error = response.headers()["x-ctxhost-engine-error"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        error.contains("panicky") && error.contains("panicked"),
-        "{error}"
-    );
-    assert_eq!(response.headers()["x-ctxhost-engine"], "compressor");
-    assert_eq!(upstream.chat_requests()[1].messages(), messages);
-    let metrics = client()
-        .get(format!("{}/metrics", gateway.url))
-        .send()
-        .unwrap()
-        .text()
-        .unwrap();
-    assert!(
-        metrics.contains("ctxhost_engine_failures_total{engine=\"panicky\"} 1"),
-        "{metrics}"
-    );
-    assert!(gateway.log().iter().any(|l| l.contains("deliberate panic")));
-}
+per_wire! {
+    fn a_failing_engine_sends_the_history_unchanged_and_says_so(wire: Wire) {
+        let upstream = FakeUpstream::start(move |request| {
+            wire.reply(request, &json!({"role": "assistant", "content": "ok"}), None)
+        });
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("panicky", "ctxhost_fixture_panicky");
+        sandbox.write_config("context:\n  engine: panicky\n");
+        let gateway = sandbox.serve(&upstream.base_url(), &[]);
+        let mut messages = vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "user", "content": "first"}),
+        ];
+        let body = wire.body(&messages, &[], false);
+        let response = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-ctxhost-engine"], "panicky");
+        messages.push(wire.read(&response.text().unwrap(), false).message);
+        messages.push(json!({"role": "user", "content": "second"}));
+        // The engine said to compress after the first call; its compress panics.
+        let body = wire.body(&messages, &[], false);
+        let response = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(response.status(), 200);
+        let error = response.headers()["x-ctxhost-engine-error"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("panicky") && error.contains("panicked"),
+            "{error}"
+        );
+        assert_eq!(response.headers()["x-ctxhost-engine"], "compressor");
+        let sent = wire.requests(&upstream)[1].json();
+        assert_eq!(wire.conversation(&sent), wire.conversation(&body));
+        let metrics = client()
+            .get(format!("{}/metrics", gateway.url))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        assert!(
+            metrics.contains("ctxhost_engine_failures_total{engine=\"panicky\"} 1"),
+            "{metrics}"
+        );
+        assert!(gateway.log().iter().any(|l| l.contains("deliberate panic")));
+    }
 
-#[test]
-fn upstream_failures_and_timeouts_keep_the_history() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = calls.clone();
-    let upstream = FakeUpstream::start(move |request| match seen.fetch_add(1, Ordering::SeqCst) {
-        0 => Answer::Json(
-            500,
-            json!({"error": {"message": "upstream broke", "type": "server_error"}}),
-        ),
-        1 => Answer::Hang,
-        _ => reply(
-            request,
-            json!({"role": "assistant", "content": "back"}),
+    fn upstream_failures_and_timeouts_keep_the_history(wire: Wire) {
+        let broke = wire.rate_limited("upstream broke");
+        let answer = broke.clone();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let upstream = FakeUpstream::start(move |request| match seen.fetch_add(1, Ordering::SeqCst) {
+            0 => Answer::Json(500, answer.clone()),
+            1 => Answer::Hang,
+            _ => wire.reply(request, &json!({"role": "assistant", "content": "back"}), None),
+        });
+        let sandbox = Sandbox::new();
+        sandbox.write_config("serve:\n  limits:\n    idle_timeout_seconds: 0.5\n");
+        let gateway = sandbox.serve(&upstream.base_url(), &[]);
+        let body = wire.body(&[json!({"role": "user", "content": "are you there?"})], &[], false);
+        let failed = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(failed.status(), 500);
+        assert_eq!(failed.json::<Value>().unwrap(), broke);
+        let timed_out = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(timed_out.status(), 504);
+        let error: Value = timed_out.json().unwrap();
+        assert_eq!(
+            wire.error_code(&error),
+            wire.failure_code(GatewayFailure::UpstreamTimeout),
+            "{error}"
+        );
+        assert!(
+            upstream.wait_abandoned(),
+            "the silent upstream call was dropped"
+        );
+        let back = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(back.status(), 200);
+        assert_eq!(wire.read(&back.text().unwrap(), false).message["content"], "back");
+        let sent = wire.requests(&upstream)[2].json();
+        assert_eq!(wire.conversation(&sent), wire.conversation(&body));
+    }
+
+    fn a_client_leaving_mid_stream_cancels_the_upstream_call(wire: Wire) {
+        let upstream = FakeUpstream::start(move |_| {
+            wire.stream_then_hang(
+                &json!({"role": "assistant", "content": "the beginning of a long answer"}),
+            )
+        });
+        let sandbox = Sandbox::new();
+        let gateway = sandbox.serve(&upstream.base_url(), &[]);
+        let messages = long_session()[..6].to_vec();
+        let body = wire.body(&messages, &[], true);
+        let mut response = wire.send(&gateway, Some("sk-failures"), Some("failing"), &body);
+        assert_eq!(response.status(), 200);
+        let mut buffer = [0u8; 64];
+        let read = response.read(&mut buffer).unwrap();
+        let start = String::from_utf8_lossy(&buffer[..read]).to_string();
+        assert!(start.starts_with("data: ") || start.starts_with("event: "), "{start}");
+        drop(response);
+        assert!(upstream.wait_abandoned(), "the upstream stream was closed");
+        // The session is intact: the same history continues.
+        let state = wire.session(&gateway, "failing", Some("sk-failures"));
+        assert_eq!(state["messages_seen"], 6);
+    }
+
+    fn a_gateway_that_wants_tokens_admits_only_a_client_with_one(wire: Wire) {
+        let upstream = FakeUpstream::start(move |request| {
+            wire.reply(request, &json!({"role": "assistant", "content": "hi"}), None)
+        });
+        let sandbox = Sandbox::new();
+        sandbox.write_config("serve:\n  auth:\n    tokens_env: GATEWAY_TOKENS\n");
+        let gateway = sandbox.serve_with_env(
+            &upstream.base_url(),
+            &[],
+            &[("GATEWAY_TOKENS", "tok-one,tok-two")],
+        );
+        let body = wire.body(&[json!({"role": "user", "content": "hi"})], &[], false);
+        let refused = wire.send(&gateway, Some("sk-provider-key"), None, &body);
+        assert_eq!(refused.status(), 401);
+        let error: Value = refused.json().unwrap();
+        assert_eq!(
+            wire.error_code(&error),
+            wire.failure_code(GatewayFailure::Unauthorized),
+            "{error}"
+        );
+        let admitted = wire
+            .post(&gateway, Some("sk-provider-key"))
+            .header("x-ctxhost-token", "tok-two")
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(admitted.status(), 200);
+        let sent = &wire.requests(&upstream)[0];
+        assert_eq!(wire.credential_sent(sent).as_deref(), Some("sk-provider-key"));
+        assert_eq!(
+            sent.header("x-ctxhost-token"),
             None,
-        ),
-    });
-    let sandbox = Sandbox::new();
-    sandbox.write_config("serve:\n  limits:\n    idle_timeout_seconds: 0.5\n");
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let messages = json!([{"role": "user", "content": "are you there?"}]);
-    let body = json!({"model": "gpt-4o", "messages": messages});
-    let failed = post(&gateway.base_url(), &body);
-    assert_eq!(failed.status(), 500);
-    assert_eq!(
-        failed.json::<Value>().unwrap()["error"]["message"],
-        "upstream broke"
-    );
-    let timed_out = post(&gateway.base_url(), &body);
-    assert_eq!(timed_out.status(), 504);
-    assert_eq!(
-        timed_out.json::<Value>().unwrap()["error"]["code"],
-        "upstream_timeout"
-    );
-    assert!(
-        upstream.wait_abandoned(),
-        "the silent upstream call was dropped"
-    );
-    let back = post(&gateway.base_url(), &body);
-    assert_eq!(back.status(), 200);
-    assert_eq!(
-        upstream.chat_requests()[2].messages(),
-        messages.as_array().unwrap().clone()
-    );
-}
-
-#[test]
-fn a_client_leaving_mid_stream_cancels_the_upstream_call() {
-    let first = chunks(
-        &json!({"role": "assistant", "content": "the beginning of a long answer"}),
-        None,
-    );
-    let upstream = FakeUpstream::start(move |_| Answer::StreamThenHang(first[..2].to_vec()));
-    let sandbox = Sandbox::new();
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let messages = long_session()[..6].to_vec();
-    let mut response = post(
-        &gateway.base_url(),
-        &json!({"model": "gpt-4o", "stream": true, "messages": messages}),
-    );
-    assert_eq!(response.status(), 200);
-    let mut buffer = [0u8; 64];
-    let read = response.read(&mut buffer).unwrap();
-    assert!(String::from_utf8_lossy(&buffer[..read]).starts_with("data: "));
-    drop(response);
-    assert!(upstream.wait_abandoned(), "the upstream stream was closed");
-    // The session is intact: the same history continues.
-    let state: Value = gateway.session("failing", Some("sk-failures"));
-    assert_eq!(state["messages_seen"], 6);
+            "the gateway token stays here"
+        );
+    }
 }
 
 #[test]
@@ -184,7 +209,7 @@ fn an_oversized_body_gets_413_and_changes_nothing() {
 }
 
 #[test]
-fn an_open_address_needs_gateway_tokens() {
+fn an_open_address_without_gateway_tokens_refuses_to_start() {
     let sandbox = Sandbox::new();
     let output = std::process::Command::new(binary())
         .current_dir(sandbox.path())
@@ -196,32 +221,4 @@ fn an_open_address_needs_gateway_tokens() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("serve.auth.tokens_env"), "{stderr}");
-
-    let upstream = FakeUpstream::start(|request| {
-        reply(request, json!({"role": "assistant", "content": "hi"}), None)
-    });
-    sandbox.write_config("serve:\n  auth:\n    tokens_env: GATEWAY_TOKENS\n");
-    let gateway = sandbox.serve_with_env(
-        &upstream.base_url(),
-        &[],
-        &[("GATEWAY_TOKENS", "tok-one,tok-two")],
-    );
-    let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
-    let refused = post(&gateway.base_url(), &body);
-    assert_eq!(refused.status(), 401);
-    let admitted = client()
-        .post(format!("{}/chat/completions", gateway.base_url()))
-        .bearer_auth("sk-provider-key")
-        .header("x-ctxhost-token", "tok-two")
-        .json(&body)
-        .send()
-        .unwrap();
-    assert_eq!(admitted.status(), 200);
-    let sent = &upstream.chat_requests()[0];
-    assert_eq!(sent.header("authorization"), Some("Bearer sk-provider-key"));
-    assert_eq!(
-        sent.header("x-ctxhost-token"),
-        None,
-        "the gateway token stays here"
-    );
 }

@@ -1,7 +1,9 @@
 //! Session state: it survives a restart, and sessions never cross, whoever asks.
 
+use ctxhost_tests::per_wire;
 use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{recorded_upstream, reply, FakeUpstream};
+use ctxhost_tests::wire::Wire;
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -183,6 +185,42 @@ pub(super) fn restart_with_engine_keeps_the_view(
         compressed.iter().filter(|r| **r < request as u64).count(),
         "the restart did not compress again"
     );
+}
+
+per_wire! {
+    fn a_lineage_continues_turn_by_turn_and_a_rewritten_history_starts_anew(wire: Wire) {
+        let upstream = FakeUpstream::start(move |request| {
+            wire.reply(request, &json!({"role": "assistant", "content": "noted"}), None)
+        });
+        let sandbox = Sandbox::new();
+        let gateway = sandbox.serve(&upstream.base_url(), &[]);
+        let mut messages = vec![
+            json!({"role": "system", "content": "Keep notes."}),
+            json!({"role": "user", "content": "one"}),
+        ];
+        let send = |messages: &[Value]| {
+            let body = wire.body(messages, &[], false);
+            let response = wire.send(&gateway, Some("sk-lineage"), Some("lineage"), &body);
+            assert_eq!(response.status(), 200);
+            assert_eq!(response.headers()["x-ctxhost-session"], "lineage");
+            let lineage = response.headers()["x-ctxhost-lineage"].to_str().unwrap().to_string();
+            (lineage, wire.read(&response.text().unwrap(), false).message)
+        };
+        let (lineage, answer) = send(&messages);
+        assert_eq!(lineage, "first");
+        messages.push(answer);
+        messages.push(json!({"role": "user", "content": "two"}));
+        let (lineage, _) = send(&messages);
+        assert_eq!(lineage, "continued");
+        // The client rewrote the history: what the session held no longer leads to it.
+        let rewritten = [messages[0].clone(), json!({"role": "user", "content": "another task"})];
+        let (lineage, _) = send(&rewritten);
+        assert_eq!(lineage, "new");
+        let state = wire.session(&gateway, "lineage", Some("sk-lineage"));
+        assert_eq!(state["requests"], 3, "{state}");
+        assert_eq!(state["stats"]["new_lineages"], 1, "{state}");
+        assert_eq!(state["messages_seen"], 2, "{state}");
+    }
 }
 
 #[test]
