@@ -15,6 +15,7 @@ mod loading;
 mod output;
 mod picker;
 mod plugins_cmd;
+mod postgres_secrets;
 mod project_trust;
 mod registry;
 mod run;

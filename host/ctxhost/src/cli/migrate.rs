@@ -16,6 +16,7 @@ use ctxhost_gateway::store::migrate::{migrate_gateway, GatewayMigration};
 use ctxhost_gateway::store::{
     default_replica_name, default_sqlite_path, PostgresStore, SqliteStore, StateLocation,
 };
+use ctxhost_pg::RedactedUrl;
 use serde_json::{json, Value};
 
 use super::run::progress_bar;
@@ -25,7 +26,7 @@ use super::{App, GlobalArgs};
 pub struct MigrateArgs {
     /// The PostgreSQL database to copy into (postgres://user:password@host:port/database)
     #[arg(long, value_name = "URL")]
-    pub to: String,
+    pub to: RedactedUrl,
     /// The gateway's SQLite store to copy [default: serve.state when it is a file, else the
     /// gateway's default store under $CTXHOST_HOME]
     #[arg(long, value_name = "PATH")]
@@ -50,10 +51,7 @@ struct EngineMigration {
 
 pub fn run(global: &GlobalArgs, args: &MigrateArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
-    if !matches!(
-        StateLocation::parse(Some(&args.to), PathBuf::new()),
-        StateLocation::Postgres(_)
-    ) {
+    if !args.to.is_postgres() {
         bail!(
             "--to must be a PostgreSQL URL (postgres://user:password@host:port/database), not `{}`",
             args.to
@@ -83,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: &MigrateArgs) -> anyhow::Result<ExitCode> 
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let target = ctxhost_gateway::store::without_password(&args.to);
+    let target = &args.to;
     match &gateway {
         Some(report) => {
             println!(
@@ -162,7 +160,8 @@ fn migrate_engine_part(app: &App, args: &MigrateArgs) -> anyhow::Result<EngineMi
     };
     let bar = progress_bar(sessions.len() as u64, &report.engine, "sessions");
     for info in &sessions {
-        let payload = json!({"to": args.to, "session": info.id});
+        // The engine connects itself: it gets the URL as written.
+        let payload = json!({"to": args.to.expose(), "session": info.id});
         let copied = app
             .runtime
             .block_on(session.invoke("migrate_session".to_string(), payload));

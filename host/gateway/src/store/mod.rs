@@ -5,16 +5,18 @@ pub mod migrate;
 mod postgres;
 mod sqlite;
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ctxhost_pg::RedactedUrl;
 use serde::Serialize;
 
 use super::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
 pub use postgres::{
-    default_replica_name, random_u64, without_password, Claim, Coordination, Imported, Lease,
-    LeaseKind, PostgresStore, PreparedState,
+    default_replica_name, random_u64, Claim, Coordination, Imported, Lease, LeaseKind,
+    PostgresStore, PreparedState,
 };
 pub use sqlite::SqliteStore;
 
@@ -22,7 +24,10 @@ pub use sqlite::SqliteStore;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the gateway's session store {location}: {reason}")]
-    Open { location: String, reason: String },
+    Open {
+        location: StateLocation,
+        reason: String,
+    },
     #[error("the gateway's session store failed: {0}")]
     Query(String),
     #[error("a stored session is unreadable ({name}): {reason}")]
@@ -44,8 +49,17 @@ impl From<rusqlite::Error> for StoreError {
 pub enum StateLocation {
     /// A SQLite file.
     Sqlite(PathBuf),
-    /// A PostgreSQL URL (`postgres://` or `postgresql://`).
-    Postgres(String),
+    /// A PostgreSQL URL (`postgres://` or `postgresql://`), shown without its password.
+    Postgres(RedactedUrl),
+}
+
+impl fmt::Display for StateLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateLocation::Sqlite(path) => write!(f, "{}", path.display()),
+            StateLocation::Postgres(url) => write!(f, "{url}"),
+        }
+    }
 }
 
 /// Where the gateway keeps its sessions when `serve.state` is not set.
@@ -60,10 +74,14 @@ impl StateLocation {
     /// `serve.state` read: a PostgreSQL URL, else a file path; `default` when unset.
     pub fn parse(state: Option<&str>, default: PathBuf) -> Self {
         match state {
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                StateLocation::Postgres(url.to_string())
+            Some(state) => {
+                let url = RedactedUrl::new(state);
+                if url.is_postgres() {
+                    StateLocation::Postgres(url)
+                } else {
+                    StateLocation::Sqlite(PathBuf::from(state))
+                }
             }
-            Some(path) => StateLocation::Sqlite(PathBuf::from(path)),
             None => StateLocation::Sqlite(default),
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{decode, encode, RawRecord, SessionStore, StoreError, StoreHealth};
+use super::{decode, encode, RawRecord, SessionStore, StateLocation, StoreError, StoreHealth};
 use crate::record::{SessionKey, SessionRecord};
 
 /// The SQLite store: one row per session, the record as JSON.
@@ -30,7 +30,7 @@ impl SqliteStore {
     /// created 0700 and the file 0600.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let fail = |reason: String| StoreError::Open {
-            location: path.display().to_string(),
+            location: StateLocation::Sqlite(path.to_path_buf()),
             reason,
         };
         if let Some(dir) = path.parent() {
@@ -52,7 +52,7 @@ impl SqliteStore {
     /// Opens a store that must exist already (the source of a migration), read-only.
     pub fn open_existing(path: &Path) -> Result<Self, StoreError> {
         let fail = |reason: String| StoreError::Open {
-            location: path.display().to_string(),
+            location: StateLocation::Sqlite(path.to_path_buf()),
             reason,
         };
         if !path.is_file() {

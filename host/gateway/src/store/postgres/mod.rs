@@ -4,17 +4,17 @@
 //!
 //! Calls come from the blocking pool (the [`SessionStore`] contract); each runs its query on
 //! the runtime the store was opened on, through a connection pool (deadpool) with a statement
-//! timeout, over TLS when the server offers it (rustls, Mozilla's roots; `sslmode` in the URL
-//! decides as libpq's does).
+//! timeout, over TLS as `sslmode` in the URL asks (read as libpq reads it: `ctxhost-pg`).
 //!
 //! Several gateways may share the database (`coordination.rs`): a save never replaces a newer
 //! record (each carries a revision), and every turn is entered once in a ledger.
 
 mod coordination;
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use ctxhost_pg::migrate::{Migration, Schema};
+use ctxhost_pg::{describe, RedactedUrl};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 
@@ -22,14 +22,17 @@ pub use coordination::{
     default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
 };
 
-use super::{decode, encode, RawRecord, SessionStore, StoreError, StoreHealth};
+use super::{decode, encode, RawRecord, SessionStore, StateLocation, StoreError, StoreHealth};
 use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
 
 /// Schema versions of the gateway's tables, applied in order, each once (recorded in
 /// `ctxhost_migrations`). Never edit one that shipped: add the next.
-const MIGRATIONS: &[&str] = &[
-    "
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "session records",
+        sql: "
 CREATE TABLE ctxhost_gateway_sessions (
     credential TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -40,7 +43,11 @@ CREATE TABLE ctxhost_gateway_sessions (
 CREATE INDEX ctxhost_gateway_sessions_recent
     ON ctxhost_gateway_sessions (credential, updated_at DESC, name);
 ",
-    "
+    },
+    Migration {
+        version: 2,
+        description: "revisions, leases, prepared compressions and the turn ledger",
+        sql: "
 ALTER TABLE ctxhost_gateway_sessions ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE ctxhost_gateway_leases (
     credential TEXT NOT NULL,
@@ -71,12 +78,20 @@ CREATE TABLE ctxhost_gateway_turns (
     PRIMARY KEY (credential, name, turn)
 );
 ",
+    },
 ];
 
 /// The component name the gateway's migrations are recorded under.
 const COMPONENT: &str = "gateway";
-/// Serializes migrations of gateways starting at once (any fixed key: it only has to agree).
-const MIGRATION_LOCK: i64 = 0x6374_7868_6f73_7401;
+
+const SCHEMA: Schema = Schema {
+    component: COMPONENT,
+    // Serializes migrations of gateways starting at once (any fixed key: it only has to agree).
+    lock_key: 0x6374_7868_6f73_7401,
+    prerequisites: &[],
+    migrations: MIGRATIONS,
+    upgrade: "upgrade ctxhost",
+};
 
 /// What importing one session did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +106,8 @@ pub enum Imported {
 pub struct PostgresStore {
     pool: Pool,
     runtime: Handle,
-    /// The URL without its password, for messages.
-    location: String,
+    /// Where it is, shown without the password.
+    location: RedactedUrl,
     /// This gateway's name in the turn ledger.
     replica: String,
 }
@@ -100,25 +115,27 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects to `url`, creating or migrating the gateway's tables.
     pub async fn connect(
-        url: &str,
+        url: &RedactedUrl,
         settings: &DatabaseSettings,
         replica: String,
     ) -> Result<Self, StoreError> {
-        let location = without_password(url);
         let fail = |reason: String| StoreError::Open {
-            location: location.clone(),
+            location: StateLocation::Postgres(url.clone()),
             reason,
         };
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| fail(format!("not a PostgreSQL URL: {e}")))?;
+        let mut config = url.config().map_err(|e| fail(e.to_string()))?;
+        let tls = url
+            .ssl_mode()
+            .map_err(|e| e.to_string())
+            .and_then(|mode| ctxhost_pg::connector(mode).map_err(|e| e.to_string()))
+            .map_err(fail)?;
         config.connect_timeout(Duration::from_secs_f64(settings.connect_timeout_seconds));
         config.application_name("ctxhost serve");
         let timeout_ms = (settings.statement_timeout_seconds * 1000.0).round() as u64;
         config.options(format!("-c statement_timeout={timeout_ms}"));
         let manager = Manager::from_config(
             config,
-            tls()?,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -137,7 +154,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             runtime: Handle::current(),
-            location: location.clone(),
+            location: url.clone(),
             replica,
         };
         store.migrate().await.map_err(|e| match e {
@@ -229,48 +246,10 @@ impl PostgresStore {
 
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut client = self.client().await?;
-        let transaction = client.transaction().await.map_err(query)?;
-        transaction
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        ctxhost_pg::migrate::migrate(&mut client, &SCHEMA)
             .await
-            .map_err(query)?;
-        transaction
-            .batch_execute(
-                "CREATE TABLE IF NOT EXISTS ctxhost_migrations (
-                    component TEXT PRIMARY KEY,
-                    version INTEGER NOT NULL
-                )",
-            )
-            .await
-            .map_err(query)?;
-        let applied: i32 = transaction
-            .query_opt(
-                "SELECT version FROM ctxhost_migrations WHERE component = $1",
-                &[&COMPONENT],
-            )
-            .await
-            .map_err(query)?
-            .map(|row| row.get(0))
-            .unwrap_or(0);
-        let known = MIGRATIONS.len() as i32;
-        if applied > known {
-            return Err(StoreError::Query(format!(
-                "the database holds gateway schema version {applied}, newer than this ctxhost \
-                 knows ({known}): upgrade ctxhost"
-            )));
-        }
-        for migration in &MIGRATIONS[applied as usize..] {
-            transaction.batch_execute(migration).await.map_err(query)?;
-        }
-        transaction
-            .execute(
-                "INSERT INTO ctxhost_migrations (component, version) VALUES ($1, $2)
-                 ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                &[&COMPONENT, &known],
-            )
-            .await
-            .map_err(query)?;
-        transaction.commit().await.map_err(query)
+            .map_err(|e| StoreError::Query(e.to_string()))?;
+        Ok(())
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
@@ -404,85 +383,17 @@ impl SessionStore for PostgresStore {
 }
 
 pub(super) fn query(error: tokio_postgres::Error) -> StoreError {
-    // The server's own message (what and where) is in the source; Display alone says "db error".
-    let detail = error
-        .as_db_error()
-        .map(|db| db.message().to_string())
-        .unwrap_or_else(|| error.to_string());
-    StoreError::Query(detail)
+    StoreError::Query(describe(&error))
 }
 
 /// Why the pool gave no connection, down to its cause ("connection refused", a password
 /// refused, a timeout), never only "error connecting to server".
 pub(super) fn pool_error(error: &deadpool_postgres::PoolError) -> String {
     match error {
-        deadpool_postgres::PoolError::Backend(error) => {
-            let mut text = error
-                .as_db_error()
-                .map(|db| db.message().to_string())
-                .unwrap_or_else(|| error.to_string());
-            let mut source = std::error::Error::source(error);
-            while let Some(cause) = source {
-                text = format!("{text}: {cause}");
-                source = cause.source();
-            }
-            text
-        }
+        deadpool_postgres::PoolError::Backend(error) => describe(error),
         deadpool_postgres::PoolError::Timeout(_) => {
             "timed out (serve.database.connect_timeout_seconds)".to_string()
         }
         other => other.to_string(),
-    }
-}
-
-/// TLS with Mozilla's roots; whether it is used follows the URL's `sslmode` (`prefer` by
-/// default: TLS when the server offers it).
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| StoreError::Query(format!("TLS setup: {e}")))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
-/// `url` with any password replaced, fit for logs and messages.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    // The userinfo ends at the last `@` before the query (a password may hold `/`).
-    let query_start = rest.find('?').unwrap_or(rest.len());
-    match rest[..query_start].rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            let user = userinfo.split(':').next().unwrap_or_default();
-            let hidden = if userinfo.contains(':') { ":***" } else { "" };
-            format!("{scheme}://{user}{hidden}@{}", &rest[at + 1..])
-        }
-        None => url.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_password;
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(
-            without_password("postgres://app:s3cr/et@db:5432/ctx?sslmode=require"),
-            "postgres://app:***@db:5432/ctx?sslmode=require"
-        );
-        assert_eq!(
-            without_password("postgres://app@db/ctx"),
-            "postgres://app@db/ctx"
-        );
-        assert_eq!(without_password("postgres://db/ctx"), "postgres://db/ctx");
     }
 }

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ctxhost_pg::RedactedUrl;
+
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -11,27 +13,20 @@ pub enum Location {
     Postgres(PostgresUrl),
 }
 
-/// A PostgreSQL URL that parsed as one (not yet connected to).
-#[derive(Clone, PartialEq, Eq)]
-pub struct PostgresUrl {
-    url: String,
-}
+/// A PostgreSQL URL that parsed as one (not yet connected to); shown without its password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresUrl(RedactedUrl);
 
 impl PostgresUrl {
-    /// The URL as written, password included: for connecting only.
-    pub fn secret(&self) -> &str {
-        &self.url
+    /// The URL, for connecting (`ctxhost-pg` reads it) and for messages (its Display hides
+    /// the password).
+    pub fn redacted(&self) -> &RedactedUrl {
+        &self.0
     }
 
     /// The URL without its password, for messages and logs.
     pub fn masked(&self) -> String {
-        without_password(&self.url)
-    }
-}
-
-impl std::fmt::Debug for PostgresUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.masked())
+        self.0.to_string()
     }
 }
 
@@ -52,7 +47,7 @@ impl Location {
         if setting.contains("://") {
             return Err(format!(
                 "`{}` is neither a postgres:// URL nor a file path",
-                without_password(setting)
+                RedactedUrl::new(setting)
             ));
         }
         Ok(Location::Sqlite(data_dir.join(setting)))
@@ -60,78 +55,23 @@ impl Location {
 
     /// A PostgreSQL URL, checked without connecting.
     pub fn postgres(url: &str) -> Result<Location, String> {
-        url.parse::<postgres::Config>().map_err(|e| {
+        let url = RedactedUrl::new(url);
+        url.config().map_err(|e| {
             format!(
-                "`{}` is not a PostgreSQL URL: {e} (expected postgres://user:password@host:port/database)",
-                without_password(url)
+                "`{url}` is not a PostgreSQL URL: {e} (expected postgres://user:password@host:port/database)"
             )
         })?;
-        Ok(Location::Postgres(PostgresUrl {
-            url: url.to_string(),
-        }))
+        Ok(Location::Postgres(PostgresUrl(url)))
     }
 }
 
 pub fn is_postgres_url(text: &str) -> bool {
-    text.starts_with("postgres://") || text.starts_with("postgresql://")
-}
-
-/// `url` with any password replaced, fit for logs and messages.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    // The userinfo ends at the last `@` before the query (a password may hold `/`).
-    let query_start = rest.find('?').unwrap_or(rest.len());
-    let masked_query = mask_query_password(&rest[query_start..]);
-    match rest[..query_start].rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            let user = userinfo.split(':').next().unwrap_or_default();
-            let hidden = if userinfo.contains(':') { ":***" } else { "" };
-            format!(
-                "{scheme}://{user}{hidden}@{}{masked_query}",
-                &rest[at + 1..query_start]
-            )
-        }
-        None => format!("{scheme}://{}{masked_query}", &rest[..query_start]),
-    }
-}
-
-/// `?password=…` in the query string hidden too.
-fn mask_query_password(query: &str) -> String {
-    if query.is_empty() {
-        return String::new();
-    }
-    let pairs: Vec<String> = query[1..]
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    format!("?{}", pairs.join("&"))
+    RedactedUrl::new(text).is_postgres()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(
-            without_password("postgres://app:s3cr/et@db:5432/ctx?sslmode=require"),
-            "postgres://app:***@db:5432/ctx?sslmode=require"
-        );
-        assert_eq!(
-            without_password("postgres://db/ctx?password=x&sslmode=disable"),
-            "postgres://db/ctx?password=***&sslmode=disable"
-        );
-        assert_eq!(
-            without_password("postgres://app@db/ctx"),
-            "postgres://app@db/ctx"
-        );
-    }
 
     #[test]
     fn a_setting_names_a_file_or_a_database() {
@@ -152,6 +92,15 @@ mod tests {
         assert_eq!(url.masked(), "postgres://u:***@h:5/d");
         let error = Location::from_setting(Some("postgres://u:pw@h:x/d"), dir, "f").unwrap_err();
         assert!(!error.contains("pw"), "{error}");
+        let error = Location::from_setting(Some("postgres://h/d?password=pw&port=x"), dir, "f")
+            .unwrap_err();
+        assert!(!error.contains("pw"), "{error}");
+        let error =
+            Location::from_setting(Some("postgres://h/d?sslmode=always"), dir, "f").unwrap_err();
+        assert!(error.contains("sslmode `always`"), "{error}");
+        assert!(
+            Location::from_setting(Some("postgres://h/d?sslmode=verify-full"), dir, "f").is_ok()
+        );
         assert!(Location::from_setting(Some("mysql://h/d"), dir, "f").is_err());
     }
 }

@@ -2,12 +2,12 @@
 //! in tables named `lcm_*`, which several gateways on different machines can share.
 //!
 //! The engine holds one connection of its own (the synchronous `postgres` client), over TLS
-//! when the server offers it (rustls with Mozilla's roots; `sslmode` in the URL decides, as
-//! libpq's does). A connection that drops is opened again at the next call. `schema.rs` holds
-//! the tables and migrations, `statements.rs` the SQL text of the store's statements (whose
-//! algorithms live once in `store/`), `sql.rs` runs them, `search.rs` holds full-text, substring
-//! and regex search, `doctor.rs` the checks only PostgreSQL has, `session_lock.rs` the advisory
-//! lock that keeps one writer per session across machines.
+//! as `sslmode` in the URL asks (read as libpq reads it: `ctxhost-pg`). A connection that drops
+//! is opened again at the next call. `schema.rs` holds the tables and migrations,
+//! `statements.rs` the SQL text of the store's statements (whose algorithms live once in
+//! `store/`), `sql.rs` runs them, `search.rs` holds full-text, substring and regex search,
+//! `doctor.rs` the checks only PostgreSQL has, `session_lock.rs` the advisory lock that keeps
+//! one writer per session across machines.
 
 mod doctor;
 pub mod schema;
@@ -16,12 +16,13 @@ mod session_lock;
 mod sql;
 mod statements;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use ctxhost_sdk::EngineError;
 use postgres::{Client, Transaction};
 
+pub use ctxhost_pg::describe;
 pub use session_lock::AdvisoryLock;
 
 use super::location::PostgresUrl;
@@ -150,10 +151,11 @@ impl PostgresStore {
 /// A new connection to `url`, named for `pg_stat_activity` so a waiting writer can say who
 /// holds a session.
 pub fn connect(url: &PostgresUrl, timeout: Duration) -> Result<Client, StoreError> {
-    let mut config: postgres::Config = url
-        .secret()
-        .parse()
-        .map_err(|e| StoreError::Postgres(format!("not a PostgreSQL URL: {e}")))?;
+    let url = url.redacted();
+    let mut config = postgres::Config::from(
+        url.config()
+            .map_err(|e| StoreError::Postgres(e.to_string()))?,
+    );
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(timeout.max(Duration::from_millis(100)));
     }
@@ -162,40 +164,14 @@ pub fn connect(url: &PostgresUrl, timeout: Duration) -> Result<Client, StoreErro
         std::process::id(),
         host_name()
     ));
+    let tls = url
+        .ssl_mode()
+        .map_err(|e| e.to_string())
+        .and_then(|mode| ctxhost_pg::connector(mode).map_err(|e| e.to_string()))
+        .map_err(StoreError::Postgres)?;
     config
-        .connect(tls()?)
+        .connect(tls)
         .map_err(|e| StoreError::Postgres(format!("cannot connect: {}", describe(&e))))
-}
-
-/// TLS with Mozilla's roots; whether it is used follows the URL's `sslmode` (`prefer` by
-/// default: TLS when the server offers it).
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| StoreError::Postgres(format!("TLS setup: {e}")))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
-/// A driver error in words, down to its cause ("connection refused", a password refused):
-/// the server's own message when it sent one (its Display alone says "db error").
-pub fn describe(error: &postgres::Error) -> String {
-    if let Some(db) = error.as_db_error() {
-        return db.message().to_string();
-    }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
 }
 
 fn host_name() -> String {
