@@ -60,6 +60,7 @@ mod error;
 mod manifest;
 mod message;
 mod plugin;
+pub mod protocol;
 pub mod sequence;
 mod services;
 mod telemetry;
