@@ -5,8 +5,8 @@
 //! that turns each method into an [`EngineCall`] and sends it over an [`EngineTransport`]. The
 //! engine's side runs [`dispatch`], which turns the call back into the method and its answer
 //! into the [`EngineReply`] of the same operation. The two hot paths,
-//! [`should_compress`](ContextEngine::should_compress) and
-//! [`compress`](ContextEngine::compress), are typed transport methods of their own: they run on
+//! [`should_compress`](crate::ContextEngine::should_compress) and
+//! [`compress`](crate::ContextEngine::compress), are typed transport methods of their own: they run on
 //! every turn and carry the whole conversation.
 //!
 //! Adding an operation: a method on [`ContextEngine`] with its default, and a variant in
