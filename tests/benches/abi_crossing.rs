@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ctxhost_core::isolation::parent::{ChildSpec, ProcessEngine};
+use ctxhost_core::isolation::parent::{ChildProcess, ChildSpec};
 use ctxhost_core::isolation::protocol::{Init, Purpose};
 use ctxhost_core::services::{HostServicesImpl, LogSink};
 use ctxhost_core::tokens::TokenCounter;
@@ -81,7 +81,7 @@ fn abi_crossing(c: &mut Criterion) {
     sandbox.add_plugin("window", "ctxhost_engine_window");
     let config = "plugins:\n  window:\n    isolation: process\n";
     sandbox.write_config(config);
-    let (mut isolated, _) = ProcessEngine::start(
+    let (mut isolated, _) = ChildProcess::start(
         ChildSpec {
             program: binary(),
             init: Init {

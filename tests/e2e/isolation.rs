@@ -410,3 +410,152 @@ fn an_isolated_engine_makes_the_same_contexts_as_in_process() {
         );
     }
 }
+
+/// Every operation a session makes, on the lossless engine (tools, sessions, its own
+/// operations), answered as JSON with what varies between two runs taken out: the sandbox's
+/// path, times, and the store's file sizes.
+fn every_operation(isolated: bool) -> Vec<(&'static str, Value)> {
+    use ctxhost_core::session::SessionError;
+    use ctxhost_sdk::{CompressOptions, Message, Usage};
+
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("lcm", "ctxhost_engine_lcm");
+    sandbox.write_config("model:\n  context_length: 16000\n");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = Config::load(&sandbox.config_path()).unwrap();
+    let mut engines =
+        Engines::for_config(config, sandbox.home(), runtime.handle().clone(), false).unwrap();
+    let options = || {
+        let options = SessionOptions::new("probe").strict();
+        if isolated {
+            options.isolated()
+        } else {
+            options
+        }
+    };
+    if isolated {
+        // Not vacuous: the isolated engine is started by the program set here.
+        engines.set_child_program(sandbox.path().join("no-such-ctxhost"));
+        assert!(engines.open_session("lcm", options()).is_err());
+    }
+    engines.set_child_program(binary());
+    let mut session = engines.open_session("lcm", options()).unwrap();
+    let messages: Vec<Message> = long_session()[..60]
+        .iter()
+        .map(|m| serde_json::from_value(m.clone()).unwrap())
+        .collect();
+    let messages = Arc::new(messages);
+    let sandbox_path = sandbox.path().display().to_string();
+    let answer = |result: Result<Value, SessionError>| match result {
+        Ok(value) => json!({"ok": value}),
+        Err(error) => json!({"err": error.to_string()}),
+    };
+    let mut steps: Vec<(&'static str, Value)> = Vec::new();
+    runtime.block_on(async {
+        steps.push(("begin", answer(session.begin().await.map(|()| Value::Null))));
+        steps.push((
+            "update_model",
+            answer(session.update_model("gpt-4o".into(), 16_000).await.map(|()| Value::Null)),
+        ));
+        let usage = Usage {
+            prompt_tokens: 15_000,
+            completion_tokens: 20,
+            total_tokens: 15_020,
+            ..Usage::default()
+        };
+        steps.push(("record_usage", answer(session.record_usage(usage).await.map(|()| Value::Null))));
+        steps.push((
+            "should_compress",
+            answer(session.should_compress(15_000).await.map(Value::Bool)),
+        ));
+        steps.push((
+            "should_compress_preflight",
+            answer(session.should_compress_preflight(messages.clone()).await.map(Value::Bool)),
+        ));
+        let force = CompressOptions {
+            force: true,
+            ..CompressOptions::default()
+        };
+        let compression = session.compress(messages.clone(), force).await;
+        assert!(compression.error.is_none(), "{:?}", compression.error);
+        steps.push((
+            "compress",
+            json!({"messages": serde_json::to_value(&*compression.messages).unwrap(), "report": serde_json::to_value(&compression.report).unwrap()}),
+        ));
+        steps.push(("status", answer(session.status().await.map(|s| serde_json::to_value(&s).unwrap()))));
+        let tools = session.tool_schemas().await;
+        steps.push(("tool_schemas", answer(tools.map(|t| serde_json::to_value(&t).unwrap()))));
+        let grep = json!({"pattern": "def "});
+        steps.push(("call_tool", answer(session.call_tool("lcm_grep".into(), grep).await.map(Value::String))));
+        steps.push((
+            "call_tool unknown",
+            answer(session.call_tool("nope".into(), json!({})).await.map(Value::String)),
+        ));
+        steps.push(("list_sessions", answer(session.list_sessions().await.map(|s| serde_json::to_value(&s).unwrap()))));
+        steps.push(("session_info", answer(session.session_info("probe".into()).await.map(|s| serde_json::to_value(&s).unwrap()))));
+        steps.push((
+            "session_info unknown",
+            answer(session.session_info("nope".into()).await.map(|s| serde_json::to_value(&s).unwrap())),
+        ));
+        steps.push(("invoke", answer(session.invoke("status".into(), Value::Null).await)));
+        steps.push(("invoke unknown", answer(session.invoke("nope".into(), Value::Null).await)));
+        steps.push((
+            "delete_session unknown",
+            answer(session.delete_session("nope".into()).await.map(Value::Bool)),
+        ));
+        steps.push(("end", answer(session.end(messages.clone()).await.map(|()| Value::Null))));
+    });
+    assert!(session.fallback().is_none(), "{:?}", session.fallback());
+    for (_, value) in &mut steps {
+        normalize(value, &sandbox_path);
+    }
+    steps
+}
+
+fn normalize(value: &mut Value, sandbox_path: &str) {
+    match value {
+        Value::String(text) => *text = text.replace(sandbox_path, "SANDBOX"),
+        Value::Array(items) => items.iter_mut().for_each(|v| normalize(v, sandbox_path)),
+        Value::Object(map) => {
+            for key in ["updated", "elapsed_ms", "database_bytes", "wal_bytes"] {
+                if let Some(varying) = map.get_mut(key) {
+                    *varying = Value::Bool(!varying.is_null());
+                }
+            }
+            map.values_mut().for_each(|v| normalize(v, sandbox_path));
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_operation_answers_the_same_in_process_and_isolated() {
+    let in_process = every_operation(false);
+    let isolated = every_operation(true);
+    assert_eq!(in_process.len(), isolated.len());
+    for ((step, here), (_, there)) in in_process.iter().zip(&isolated) {
+        assert_eq!(
+            here, there,
+            "{step}: the same answer in process and isolated"
+        );
+    }
+    // The answers say something: the engine compressed, has tools and found what was asked.
+    let find = |name: &str| &in_process.iter().find(|(step, _)| *step == name).unwrap().1;
+    assert!(find("tool_schemas")["ok"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    assert!(find("call_tool")["ok"].is_string(), "{}", find("call_tool"));
+    assert!(
+        find("compress")["report"].is_object(),
+        "{}",
+        find("compress")
+    );
+    assert!(find("invoke unknown")["err"].is_string());
+    assert!(find("list_sessions")["ok"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty()));
+}

@@ -9,7 +9,9 @@
 //!   served by the host;
 //! - [`sequence`]: the chat-sequence rules an engine's output must keep, with helpers;
 //! - [`EnginePlugin`] and [`export_engine!`]: turn an engine into a loadable cdylib;
-//! - [`CompressionReport`] and [`SessionInfo`]: what an engine tells the host about its work.
+//! - [`CompressionReport`] and [`SessionInfo`]: what an engine tells the host about its work;
+//! - [`protocol`]: every operation as data (one call enum, one reply enum), for hosts that reach
+//!   an engine running elsewhere.
 //!
 //! A minimal plugin (the crate is a `cdylib`; `ctxhost plugins new` writes one for you):
 //!
@@ -60,6 +62,7 @@ mod error;
 mod manifest;
 mod message;
 mod plugin;
+pub mod protocol;
 pub mod sequence;
 mod services;
 mod telemetry;

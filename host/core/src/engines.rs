@@ -11,7 +11,7 @@ use ctxhost_sdk::{
     ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, Manifest, ModelInfo,
 };
 
-use crate::isolation::parent::{ChildSpec, ProcessEngine};
+use crate::isolation::parent::{ChildProcess, ChildSpec};
 use crate::isolation::protocol::{Init, Loaded, Purpose};
 use crate::isolation::{HostPluginSettings, Isolation};
 use crate::plugins::{
@@ -590,7 +590,7 @@ impl Engines {
         let spec = self
             .child_spec(name, &self.data_root(), purpose)
             .map_err(|warning| Problem::new(ProblemKind::LoadFailed, warning.summary))?;
-        ProcessEngine::ask::<Loaded>(spec, self.services.clone(), "load")
+        ChildProcess::ask::<Loaded>(spec, self.services.clone(), "load")
             .map_err(|error| Problem::new(ProblemKind::LoadFailed, error.message().to_string()))
     }
 
@@ -653,7 +653,7 @@ impl Engines {
                     .child_spec(name, &engines.data_root(), Purpose::ValidateSettings)
                     .map_err(|warning| EngineError::failed(warning.summary))
                     .and_then(|spec| {
-                        ProcessEngine::ask::<serde_json::Value>(
+                        ChildProcess::ask::<serde_json::Value>(
                             spec,
                             self.services.clone(),
                             "validate_settings",
@@ -750,7 +750,7 @@ impl Engines {
             .child_spec(name, data_root, Purpose::Engine)
             .map_err(Failure::Other)?;
         spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
-        match ProcessEngine::start(spec, self.services.clone()) {
+        match ChildProcess::start(spec, self.services.clone()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {

@@ -12,6 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use ctxhost_sdk::contract::{self, OutputViolation};
+use ctxhost_sdk::protocol::Op;
 use ctxhost_sdk::{
     CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
     Message, SessionInfo, SessionStart, Usage,
@@ -285,7 +286,7 @@ impl Session {
     ) -> Result<(), SessionError> {
         self.model = model.clone();
         self.context_length = context_length;
-        self.call("update_model", move |e| {
+        self.call(Op::UpdateModel, move |e| {
             e.update_model(&model, context_length)
         })
         .await
@@ -308,20 +309,20 @@ impl Session {
             model: Some(self.model.clone()),
             context_length: Some(self.context_length),
         };
-        self.call("on_session_start", move |e| e.on_session_start(&start))
+        self.call(Op::OnSessionStart, move |e| e.on_session_start(&start))
             .await
     }
 
     /// Tells the engine the session ends, with the context as it stands.
     pub async fn end(&mut self, messages: Arc<Vec<Message>>) -> Result<(), SessionError> {
         let id = self.id.clone();
-        self.call("on_session_end", move |e| e.on_session_end(&id, &messages))
+        self.call(Op::OnSessionEnd, move |e| e.on_session_end(&id, &messages))
             .await
     }
 
     /// Records what the provider reported for the last model call.
     pub async fn record_usage(&mut self, usage: Usage) -> Result<(), SessionError> {
-        self.call("update_from_response", move |e| {
+        self.call(Op::UpdateFromResponse, move |e| {
             e.update_from_response(&usage)
         })
         .await
@@ -329,8 +330,10 @@ impl Session {
 
     /// Whether to compress, given the prompt tokens of the last call.
     pub async fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, SessionError> {
-        self.call("should_compress", move |e| e.should_compress(prompt_tokens))
-            .await
+        self.call(Op::ShouldCompress, move |e| {
+            e.should_compress(prompt_tokens)
+        })
+        .await
     }
 
     /// The engine's cheap check before a call, from local counts.
@@ -338,7 +341,7 @@ impl Session {
         &mut self,
         messages: Arc<Vec<Message>>,
     ) -> Result<bool, SessionError> {
-        self.call("should_compress_preflight", move |e| {
+        self.call(Op::ShouldCompressPreflight, move |e| {
             e.should_compress_preflight(&messages)
         })
         .await
@@ -356,7 +359,7 @@ impl Session {
         let input = messages.clone();
         let started = std::time::Instant::now();
         let result = self
-            .call("compress", move |e| e.compress(&input, &options))
+            .call(Op::Compress, move |e| e.compress(&input, &options))
             .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let error = match result {
@@ -428,7 +431,7 @@ impl Session {
 
     /// The engine's report of its last compression.
     async fn last_compression(&mut self) -> Option<CompressionReport> {
-        self.call("last_compression", |e| e.last_compression())
+        self.call(Op::LastCompression, |e| e.last_compression())
             .await
             .ok()
             .flatten()
@@ -436,17 +439,17 @@ impl Session {
 
     /// The engine's status (every engine has one).
     pub async fn status(&mut self) -> Result<EngineStatus, SessionError> {
-        self.call("status", |e| e.status()).await
+        self.call(Op::Status, |e| e.status()).await
     }
 
     /// The JSON schemas of the tools the engine gives the agent.
     pub async fn tool_schemas(&mut self) -> Result<Vec<Value>, SessionError> {
-        self.call("tool_schemas", |e| e.tool_schemas()).await
+        self.call(Op::ToolSchemas, |e| e.tool_schemas()).await
     }
 
     /// Runs one of the engine's tools; the answer is the text for the model.
     pub async fn call_tool(&mut self, name: String, args: Value) -> Result<String, SessionError> {
-        self.call("handle_tool_call", move |e| {
+        self.call(Op::HandleToolCall, move |e| {
             e.handle_tool_call(&name, &args)
         })
         .await
@@ -454,31 +457,43 @@ impl Session {
 
     /// Every session the engine keeps state for; `Unsupported` when it keeps none.
     pub async fn list_sessions(&mut self) -> Result<Vec<SessionInfo>, SessionError> {
-        self.call("sessions", |e| e.sessions()).await
+        self.call(Op::Sessions, |e| e.sessions()).await
     }
 
     /// What the engine holds for session `id` (`None`: nothing); `Unsupported` when it keeps no
     /// state.
     pub async fn session_info(&mut self, id: String) -> Result<Option<SessionInfo>, SessionError> {
-        self.call("session", move |e| e.session(&id)).await
+        self.call(Op::Session, move |e| e.session(&id)).await
     }
 
     /// Deletes what the engine holds for session `id`; `false` when it held nothing.
     pub async fn delete_session(&mut self, id: String) -> Result<bool, SessionError> {
-        self.call("delete_session", move |e| e.delete_session(&id))
+        self.call(Op::DeleteSession, move |e| e.delete_session(&id))
             .await
     }
 
     /// An engine-specific operation (`ctxhost engine OP`).
     pub async fn invoke(&mut self, op: String, payload: Value) -> Result<Value, SessionError> {
         let name = op.clone();
-        self.call(op, move |e| e.invoke(&name, &payload)).await
+        // Labelled by the engine's own operation, which is what the user asked for.
+        self.call_labelled(op, move |e| e.invoke(&name, &payload))
+            .await
+    }
+
+    /// Runs `body`, the trait method of `op`, on the active engine; see
+    /// [`Self::call_labelled`].
+    async fn call<T, F>(&mut self, op: Op, body: F) -> Result<T, SessionError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError> + Send + 'static,
+    {
+        self.call_labelled(op.name().to_string(), body).await
     }
 
     /// Runs `body` on the active engine off the async scheduler: the one place engines leave
     /// the async runtime. A panic retires the engine; an operation the engine does not have is
-    /// [`SessionError::Unsupported`].
-    async fn call<T, F>(&mut self, op: impl Into<String>, body: F) -> Result<T, SessionError>
+    /// [`SessionError::Unsupported`]. Errors name the operation `label`.
+    async fn call_labelled<T, F>(&mut self, label: String, body: F) -> Result<T, SessionError>
     where
         T: Send + 'static,
         F: FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError> + Send + 'static,
@@ -502,7 +517,7 @@ impl Session {
             tokio::task::spawn_blocking(run).await
         };
         let name = self.active.name.clone();
-        match settle(outcome, &name, op.into()) {
+        match settle(outcome, &name, label) {
             Ok(value) => Ok(value),
             Err(error) => {
                 if matches!(error, SessionError::Panicked { .. }) {
@@ -541,8 +556,8 @@ impl Session {
             })
             .await;
             let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-            let result =
-                settle(outcome, &name, "compress".to_string()).and_then(|(output, mut report)| {
+            let result = settle(outcome, &name, Op::Compress.name().to_string()).and_then(
+                |(output, mut report)| {
                     check_output(&services, &written, &messages, &output).map_err(|violation| {
                         SessionError::InvalidOutput {
                             engine: name.clone(),
@@ -553,7 +568,8 @@ impl Session {
                         report.elapsed_ms = elapsed_ms;
                     }
                     Ok((output, report))
-                });
+                },
+            );
             DetachedCompression {
                 input: messages,
                 engine: name,

@@ -4,7 +4,7 @@
 //! its interface version, layout and manifest; [`PluginLibrary::instantiate`] builds an engine
 //! from it, serving the host's [`HostBackend`](ctxhost_sdk::HostBackend) to the plugin; the
 //! [`PluginEngine`] it returns is a [`ContextEngine`](ctxhost_sdk::ContextEngine) like any
-//! built-in engine. A library that does not load says why in one line ([`LoadError`]).
+//! built-in engine (the SDK's remote engine, over the plugin's engine object). A library that does not load says why in one line ([`LoadError`]).
 //!
 //! Engine authors never depend on this crate: they write against `ctxhost-sdk`, whose
 //! `export_engine!` builds the plugin side of the same interface.
@@ -16,6 +16,6 @@ mod engine;
 mod library;
 mod load_error;
 
-pub use engine::PluginEngine;
+pub use engine::{PluginEngine, PluginObject};
 pub use library::{load_library, PluginLibrary};
 pub use load_error::{LoadError, LoadErrorKind};

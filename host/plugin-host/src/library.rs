@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use abi_stable::library::lib_header_from_path;
 use abi_stable::std_types::RStr;
-use ctxhost_sdk::abi::{ops, EngineModuleRef};
+use ctxhost_sdk::abi::{EngineModuleRef, NewEngine, Purpose};
 use ctxhost_sdk::{EngineError, EngineSetup, HostBackend, Manifest, API_LEVEL};
 
 use crate::backend::export_backend;
-use crate::engine::PluginEngine;
+use crate::engine::{PluginEngine, PluginObject};
 use crate::load_error::{LoadError, LoadErrorKind};
 
 /// A loaded, ABI-checked plugin library: its root module and the manifest it declared.
@@ -92,7 +92,10 @@ impl PluginLibrary {
             (self.module.new_engine())(RStr::from_str(&setup_json), export_backend(backend))
                 .into_result()
                 .map_err(EngineError::from)?;
-        Ok(PluginEngine::new(self.manifest.name.clone(), object))
+        Ok(PluginEngine::new(
+            self.manifest.name.clone(),
+            PluginObject::new(object),
+        ))
     }
 
     /// Checks `setup.config` with the plugin's
@@ -103,9 +106,9 @@ impl PluginLibrary {
         backend: Arc<dyn HostBackend>,
         setup: EngineSetup,
     ) -> Result<(), EngineError> {
-        let request = ops::NewEngine {
+        let request = NewEngine {
             setup,
-            purpose: ops::Purpose::ValidateSettings,
+            purpose: Purpose::ValidateSettings,
         };
         let setup_json = serde_json::to_string(&request)?;
         (self.module.new_engine())(RStr::from_str(&setup_json), export_backend(backend))

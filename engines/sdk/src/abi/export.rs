@@ -10,18 +10,17 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::Value;
 
-use super::ops;
 use super::remote_host::RemoteHost;
 use super::{
     AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox,
+    NewEngine, Purpose,
 };
-use crate::engine::{CompressOptions, ContextEngine, SessionStart, Usage};
+use crate::engine::{CompressOptions, ContextEngine};
 use crate::error::{EngineError, ErrorKind};
 use crate::message::Message;
 use crate::plugin::EnginePlugin;
+use crate::protocol::{dispatch, EngineCall};
 use crate::services::HostServices;
 
 /// The root module for engine type `E`; `export_engine!` exports it.
@@ -48,9 +47,9 @@ extern "C" fn new_engine<E: EnginePlugin>(
 ) -> RResult<EngineBox, AbiError> {
     install_panic_hook();
     guard(|| {
-        let request: ops::NewEngine = serde_json::from_str(setup.as_str())?;
+        let request: NewEngine = serde_json::from_str(setup.as_str())?;
         let services = HostServices::new(Arc::new(RemoteHost(host)), request.setup);
-        if request.purpose == ops::Purpose::ValidateSettings {
+        if request.purpose == Purpose::ValidateSettings {
             E::validate_settings(&services)?;
             return Ok(EngineObject_TO::from_value(SettingsChecked, TD_Opaque));
         }
@@ -152,70 +151,15 @@ impl<E: ContextEngine> EngineObject for Exported<E> {
     ) -> RResult<RString, AbiError> {
         let op = op.as_str();
         self.run(op, |engine| {
-            dispatch(engine, op, payload.as_str(), messages.as_slice()).map(RString::from)
+            let call = EngineCall::from_invoke(op, payload.as_str(), messages.as_slice())?;
+            dispatch(engine, call)?.to_invoke().map(RString::from)
         })
-    }
-}
-
-fn dispatch<E: ContextEngine>(
-    engine: &mut E,
-    op: &str,
-    payload: &str,
-    messages: &[Message],
-) -> Result<String, EngineError> {
-    match op {
-        ops::UPDATE_FROM_RESPONSE => {
-            let usage: Usage = parse(payload)?;
-            json(&engine.update_from_response(&usage)?)
-        }
-        ops::SHOULD_COMPRESS_PREFLIGHT => json(&engine.should_compress_preflight(messages)?),
-        ops::HAS_CONTENT_TO_COMPRESS => json(&engine.has_content_to_compress(messages)?),
-        ops::ON_SESSION_START => {
-            let session: SessionStart = parse(payload)?;
-            json(&engine.on_session_start(&session)?)
-        }
-        ops::ON_SESSION_END => {
-            let end: ops::SessionEnd = parse(payload)?;
-            json(&engine.on_session_end(&end.session_id, messages)?)
-        }
-        ops::ON_SESSION_RESET => json(&engine.on_session_reset()?),
-        ops::TOOL_SCHEMAS => json(&engine.tool_schemas()?),
-        ops::HANDLE_TOOL_CALL => {
-            let call: ops::ToolCallRequest = parse(payload)?;
-            json(&engine.handle_tool_call(&call.name, &call.args)?)
-        }
-        ops::STATUS => json(&engine.status()?),
-        ops::LAST_COMPRESSION => json(&engine.last_compression()?),
-        ops::SESSIONS => json(&engine.sessions()?),
-        ops::SESSION => {
-            let id: ops::SessionId = parse(payload)?;
-            json(&engine.session(&id.session_id)?)
-        }
-        ops::DELETE_SESSION => {
-            let id: ops::SessionId = parse(payload)?;
-            json(&engine.delete_session(&id.session_id)?)
-        }
-        ops::UPDATE_MODEL => {
-            let update: ops::ModelUpdate = parse(payload)?;
-            json(&engine.update_model(&update.model, update.context_length)?)
-        }
-        _ => match op.strip_prefix(ops::ENGINE_PREFIX) {
-            Some(custom) => {
-                let payload: Value = parse(payload)?;
-                json(&engine.invoke(custom, &payload)?)
-            }
-            None => Err(EngineError::unsupported(op)),
-        },
     }
 }
 
 fn parse<T: DeserializeOwned>(payload: &str) -> Result<T, EngineError> {
     let payload = if payload.is_empty() { "null" } else { payload };
     serde_json::from_str(payload).map_err(EngineError::from)
-}
-
-fn json<T: Serialize>(value: &T) -> Result<String, EngineError> {
-    serde_json::to_string(value).map_err(|e| EngineError::failed(e.to_string()))
 }
 
 thread_local! {

@@ -1,12 +1,14 @@
 //! The frozen binary interface between the host and engine plugins: the layout both sides
-//! compile against, the wire form of errors, and the operations that travel as JSON.
+//! compile against and the wire form of errors.
 //!
 //! It is kept small and frozen, because abi_stable refuses a plugin built against an older
 //! layout: a root module with `manifest()` and `new_engine(setup, host)`, an engine object whose
-//! hot paths are typed (`should_compress`, `compress`) and whose every other operation travels as
-//! JSON through `invoke(op, payload, messages)`, and a host object the same way. A new operation
-//! is a new op name, never a layout change; an op a plugin does not know answers "unsupported"
-//! and the host falls back to the default behaviour.
+//! hot paths are typed (`should_compress`, `compress`) and whose every other operation is an
+//! [`EngineCall`](crate::protocol::EngineCall) travelling as JSON through
+//! `invoke(op, payload, messages)` (its [`invoke`](crate::protocol::invoke) form), and a host
+//! object the same way. A new operation is a new call of the protocol, never a layout change; an
+//! op a plugin does not know answers "unsupported" and the host falls back to the default
+//! behaviour.
 //!
 //! Each side builds its half here or beside it: the plugin side is [`export_engine!`]
 //! (`export.rs`, and `remote_host.rs` for the host's services seen from the plugin); the host
@@ -53,8 +55,10 @@
 #![allow(non_local_definitions)]
 
 pub(crate) mod export;
-pub mod ops;
+mod new_engine;
 mod remote_host;
+
+pub use new_engine::{NewEngine, Purpose};
 
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::VersionStrings;
@@ -120,10 +124,10 @@ pub trait EngineObject: Send {
         options: RStr<'_>,
     ) -> RResult<RVec<Message>, AbiError>;
 
-    /// Every other operation: `op` names it (one of [`ops`], or [`ops::ENGINE_PREFIX`] and an
-    /// engine's own op), `payload` is its JSON argument, `messages` the message list for the
-    /// operations that take one. Answers JSON, or [`ErrorKind::Unsupported`] for an op the
-    /// plugin does not know.
+    /// Every other operation, an [`EngineCall`](crate::protocol::EngineCall) in its
+    /// [`invoke`](crate::protocol::invoke) form: `op` names it, `payload` is its JSON argument,
+    /// `messages` the message list for the operations that take one. Answers JSON, or
+    /// [`ErrorKind::Unsupported`] for an op the plugin does not know.
     #[sabi(last_prefix_field)]
     fn invoke(
         &mut self,

@@ -5,20 +5,40 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
 
-use ctxhost_sdk::{ContextEngine, EngineError, ErrorKind, Message};
+use ctxhost_sdk::protocol::dispatch;
+use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, ErrorKind, Message};
 use serde::Serialize;
 
 use super::lists::{CompressedList, MessageList, Received};
-use super::protocol::{Answer, Reply, Request, WireError};
+use super::protocol::{Reply, Request, WireError};
 
-/// Runs one request on the engine.
+/// Runs one request on the engine and writes its reply. Messages the answer no longer needs go
+/// to `set_aside`, to be dropped after it is sent.
 fn answer(
     engine: &mut dyn ContextEngine,
     received: &mut Received,
     request: Request,
     set_aside: &mut Vec<Message>,
-) -> Reply<Answer> {
-    let result = run(engine, received, request, set_aside);
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    match request {
+        Request::ShouldCompress { prompt_tokens } => {
+            send(out, &reply(engine.should_compress(prompt_tokens)))
+        }
+        Request::Compress { messages, options } => {
+            let compressed = compress(engine, received, messages, &options, set_aside);
+            send(out, &reply(compressed))
+        }
+        Request::Call(call) => {
+            let answered = call
+                .try_map_list(|list| apply(received, list))
+                .and_then(|call| dispatch(engine, call));
+            send(out, &reply(answered))
+        }
+    }
+}
+
+fn reply<T>(result: Result<T, EngineError>) -> Reply<T> {
     match result {
         Ok(value) => Reply::Ok(value),
         Err(error) => Reply::Err(WireError::from(&error)),
@@ -35,63 +55,24 @@ fn apply(received: &mut Received, list: MessageList) -> Result<&[Message], Engin
     })
 }
 
-/// Messages the answer no longer needs go to `set_aside`, to be dropped after it is sent.
-fn run(
+/// `compress` on the list the request carries, answered as runs of it and new messages.
+fn compress(
     engine: &mut dyn ContextEngine,
     received: &mut Received,
-    request: Request,
+    messages: MessageList,
+    options: &CompressOptions,
     set_aside: &mut Vec<Message>,
-) -> Result<Answer, EngineError> {
-    let nothing = |()| Answer::Nothing;
-    match request {
-        Request::UpdateFromResponse { usage } => engine.update_from_response(&usage).map(nothing),
-        Request::ShouldCompress { prompt_tokens } => {
-            engine.should_compress(prompt_tokens).map(Answer::Flag)
-        }
-        Request::ShouldCompressPreflight { messages } => engine
-            .should_compress_preflight(apply(received, messages)?)
-            .map(Answer::Flag),
-        Request::Compress { messages, options } => {
-            let messages = apply(received, messages)?;
-            engine.compress(messages, &options).and_then(|output| {
-                let compressed = CompressedList::encode(received.messages(), output, set_aside);
-                // A forged field would change meaning on the way through JSON (the last of
-                // two `role` keys wins): refuse it here, where it is still visible. The host
-                // checks the rest of the contract on what arrives.
-                compressed.check_new_fields().map_err(|violation| {
-                    EngineError::failed(format!("returned an invalid context: {violation}"))
-                })?;
-                Ok(Answer::Compressed(compressed))
-            })
-        }
-        Request::HasContentToCompress { messages } => engine
-            .has_content_to_compress(apply(received, messages)?)
-            .map(Answer::Flag),
-        Request::OnSessionStart { session } => engine.on_session_start(&session).map(nothing),
-        Request::OnSessionEnd {
-            session_id,
-            messages,
-        } => engine.on_session_end(&session_id, &messages).map(nothing),
-        Request::OnSessionReset => engine.on_session_reset().map(nothing),
-        Request::ToolSchemas => engine
-            .tool_schemas()
-            .map(|schemas| Answer::Json(serde_json::Value::Array(schemas))),
-        Request::HandleToolCall { name, args } => {
-            engine.handle_tool_call(&name, &args).map(Answer::Text)
-        }
-        Request::Status => engine.status().map(Answer::Status),
-        Request::UpdateModel {
-            model,
-            context_length,
-        } => engine.update_model(&model, context_length).map(nothing),
-        Request::LastCompression => engine.last_compression().map(Answer::LastCompression),
-        Request::Sessions => engine.sessions().map(Answer::Sessions),
-        Request::Session { session_id } => engine.session(&session_id).map(Answer::Session),
-        Request::DeleteSession { session_id } => {
-            engine.delete_session(&session_id).map(Answer::Flag)
-        }
-        Request::Invoke { name, payload } => engine.invoke(&name, &payload).map(Answer::Json),
-    }
+) -> Result<CompressedList, EngineError> {
+    let messages = apply(received, messages)?;
+    let output = engine.compress(messages, options)?;
+    let compressed = CompressedList::encode(received.messages(), output, set_aside);
+    // A forged field would change meaning on the way through JSON (the last of two `role` keys
+    // wins): refuse it here, where it is still visible. The host checks the rest of the
+    // contract on what arrives.
+    compressed.check_new_fields().map_err(|violation| {
+        EngineError::failed(format!("returned an invalid context: {violation}"))
+    })?;
+    Ok(compressed)
 }
 
 /// Writes one reply line.
@@ -152,14 +133,16 @@ pub fn serve<R: Read>(
         if line.trim().is_empty() {
             continue;
         }
-        let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(request) => answer(engine, &mut received, request, &mut set_aside),
-            Err(error) => Reply::Err(WireError::from(&ctxhost_sdk::EngineError::new(
-                ctxhost_sdk::ErrorKind::InvalidInput,
-                format!("the engine's process cannot read the request: {error}"),
-            ))),
-        };
-        send(out, &reply)?;
+        match serde_json::from_str::<Request>(&line) {
+            Ok(request) => answer(engine, &mut received, request, &mut set_aside, out)?,
+            Err(error) => send(
+                out,
+                &Reply::<()>::Err(WireError::from(&EngineError::new(
+                    ErrorKind::InvalidInput,
+                    format!("the engine's process cannot read the request: {error}"),
+                ))),
+            )?,
+        }
         // The host has its answer: now the time is the child's own.
         set_aside.clear();
     }

@@ -1,9 +1,10 @@
 //! Engines that cannot hurt the host: a plugin engine runs in a child process (the `ctxhost`
 //! binary in a hidden mode, loading the cdylib) and the host talks to it over pipes with the
-//! same operations as the ABI ([`protocol`]). A crash, an abort, an exit, a hang past its
-//! deadline or an allocation past its memory limit becomes an engine error naming the plugin
-//! and the cause ([`parent::ProcessEngine`]); the child ([`child`]) is started again on the
-//! next call.
+//! SDK's engine-call protocol, the same calls as the ABI's ([`protocol`] is the pipe's form of
+//! them). The host's side is the SDK's remote engine over [`parent::ChildProcess`]; the child
+//! ([`child`]) serves calls with the SDK's one `dispatch`. A crash, an abort, an exit, a hang
+//! past its deadline or an allocation past its memory limit becomes an engine error naming the
+//! plugin and the cause; the child is started again on the next call.
 
 pub mod child;
 pub mod lists;

@@ -8,13 +8,10 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::{
-    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, LogLevel,
-    Message, SessionInfo, SessionStart, Usage,
-};
+use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, RemoteEngine};
+use ctxhost_sdk::{CompressOptions, EngineError, LogLevel, Message};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::lists::{CompressedList, Copies, Shipped};
 use super::protocol::{Init, Ready, Reply, Request};
@@ -46,8 +43,12 @@ struct Running {
     replies: Replies,
 }
 
-/// An engine in a child process.
-pub struct ProcessEngine {
+/// An engine in a child process: the SDK's remote engine over the pipes to it.
+pub type ProcessEngine = RemoteEngine<ChildProcess>;
+
+/// The child process an isolated engine runs in, and the pipes to it: the transport of a
+/// [`ProcessEngine`].
+pub struct ChildProcess {
     name: String,
     spec: ChildSpec,
     services: Arc<HostServicesImpl>,
@@ -66,20 +67,20 @@ pub struct ProcessEngine {
     unused_copies: Option<Copies>,
 }
 
-impl ProcessEngine {
+impl ChildProcess {
     /// Starts the child and waits for its engine to be ready; the engine's own start-up error
     /// (a bad setting, say) comes back as it is.
     pub fn start(
         spec: ChildSpec,
         services: Arc<HostServicesImpl>,
-    ) -> Result<(Self, Ready), EngineError> {
-        let mut engine = Self::new(spec, services);
-        let ready = engine.spawn()?;
-        Ok((engine, ready))
+    ) -> Result<(ProcessEngine, Ready), EngineError> {
+        let mut child = Self::new(spec, services);
+        let ready = child.spawn()?;
+        Ok((RemoteEngine::new(child.name.clone(), child), ready))
     }
 
     fn new(spec: ChildSpec, services: Arc<HostServicesImpl>) -> Self {
-        ProcessEngine {
+        ChildProcess {
             name: spec.init.name.clone(),
             spec,
             services,
@@ -113,7 +114,7 @@ impl ProcessEngine {
         let init = self.spec.init.clone();
         let ready: Ready = self.exchange_line(&init, "start", |_| ())?;
         for request in self.replay.clone() {
-            let _: Value = self.exchange_line(&request, request.op(), |_| ())?;
+            let _: EngineReply = self.exchange_line(&request, request.op().name(), |_| ())?;
         }
         Ok(ready)
     }
@@ -167,27 +168,11 @@ impl ProcessEngine {
         request: Request,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
-        let op = request.op();
-        if let Some(until) = self.breaker_open_until {
-            if Instant::now() < until {
-                return Err(EngineError::failed(format!(
-                    "plugin '{}' failed {} times in a row; not restarted for another {}s",
-                    self.name,
-                    BREAKER_FAILURES,
-                    until.saturating_duration_since(Instant::now()).as_secs()
-                )));
-            }
-            self.breaker_open_until = None;
-        }
-        if self.child.is_none() {
-            if let Err(error) = self.spawn() {
-                self.failed();
-                return Err(error);
-            }
-        }
+        let op = request.op().name();
+        self.ensure_running()?;
         let keeps_state = matches!(
             request,
-            Request::OnSessionStart { .. } | Request::UpdateModel { .. }
+            Request::Call(EngineCall::OnSessionStart { .. } | EngineCall::UpdateModel { .. })
         );
         let remembered = keeps_state.then(|| request.clone());
         let unused_copies = self.unused_copies.take();
@@ -201,8 +186,7 @@ impl ProcessEngine {
                 self.breaker_trips = 0;
                 if let Some(request) = remembered {
                     // Only the latest of each kind matters to a restarted child.
-                    self.replay
-                        .retain(|r| std::mem::discriminant(r) != std::mem::discriminant(&request));
+                    self.replay.retain(|r| r.op() != request.op());
                     self.replay.push(request);
                 }
             }
@@ -210,6 +194,30 @@ impl ProcessEngine {
             Err(_) => {}
         }
         result
+    }
+
+    /// Starts a child when none runs (unless the breaker is open). A message list is shipped
+    /// only after this: a new child holds none.
+    fn ensure_running(&mut self) -> Result<(), EngineError> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        if let Some(until) = self.breaker_open_until {
+            if Instant::now() < until {
+                return Err(EngineError::failed(format!(
+                    "plugin '{}' failed {} times in a row; not restarted for another {}s",
+                    self.name,
+                    BREAKER_FAILURES,
+                    until.saturating_duration_since(Instant::now()).as_secs()
+                )));
+            }
+            self.breaker_open_until = None;
+        }
+        if let Err(error) = self.spawn() {
+            self.failed();
+            return Err(error);
+        }
+        Ok(())
     }
 
     fn failed(&mut self) {
@@ -307,7 +315,7 @@ impl ProcessEngine {
     }
 }
 
-impl Drop for ProcessEngine {
+impl Drop for ChildProcess {
     fn drop(&mut self) {
         if let Some(running) = self.child.take() {
             // Closing its input ends the child's loop; it exits on its own.
@@ -375,25 +383,9 @@ fn relay(services: &HostServicesImpl, name: &str, line: &str) {
     services.log_sink().log(name, level, message);
 }
 
-impl ContextEngine for ProcessEngine {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
-        self.call::<Value>(Request::UpdateFromResponse {
-            usage: usage.clone(),
-        })
-        .map(drop)
-    }
-
+impl EngineTransport for ChildProcess {
     fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
         self.call(Request::ShouldCompress { prompt_tokens })
-    }
-
-    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        let list = self.shipped.ship(messages);
-        self.call(Request::ShouldCompressPreflight { messages: list })
     }
 
     fn compress(
@@ -401,6 +393,7 @@ impl ContextEngine for ProcessEngine {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
+        self.ensure_running()?;
         let list = self.shipped.ship(messages);
         let mut copies = Copies::default();
         let compressed: CompressedList = self.call_meanwhile(
@@ -420,81 +413,13 @@ impl ContextEngine for ProcessEngine {
         })
     }
 
-    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        let list = self.shipped.ship(messages);
-        self.call(Request::HasContentToCompress { messages: list })
-    }
-
-    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        self.call::<Value>(Request::OnSessionStart {
-            session: session.clone(),
-        })
-        .map(drop)
-    }
-
-    fn on_session_end(
-        &mut self,
-        session_id: &str,
-        messages: &[Message],
-    ) -> Result<(), EngineError> {
-        self.call::<Value>(Request::OnSessionEnd {
-            session_id: session_id.to_string(),
-            messages: messages.to_vec(),
-        })
-        .map(drop)
-    }
-
-    fn on_session_reset(&mut self) -> Result<(), EngineError> {
-        self.call::<Value>(Request::OnSessionReset).map(drop)
-    }
-
-    fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
-        self.call(Request::ToolSchemas)
-    }
-
-    fn handle_tool_call(&mut self, name: &str, args: &Value) -> Result<String, EngineError> {
-        self.call(Request::HandleToolCall {
-            name: name.to_string(),
-            args: args.clone(),
-        })
-    }
-
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        self.call(Request::Status)
-    }
-
-    fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
-        self.call::<Value>(Request::UpdateModel {
-            model: model.to_string(),
-            context_length,
-        })
-        .map(drop)
-    }
-
-    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
-        self.call(Request::LastCompression)
-    }
-
-    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
-        self.call(Request::Sessions)
-    }
-
-    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
-        self.call(Request::Session {
-            session_id: session_id.to_string(),
-        })
-    }
-
-    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
-        self.call(Request::DeleteSession {
-            session_id: session_id.to_string(),
-        })
-    }
-
-    fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
-        self.call(Request::Invoke {
-            name: op.to_string(),
-            payload: payload.clone(),
-        })
+    fn call(&mut self, call: &EngineCall<&[Message]>) -> Result<EngineReply, EngineError> {
+        if call.list().is_some() {
+            self.ensure_running()?;
+        }
+        let call = call
+            .clone()
+            .map_list(|messages| self.shipped.ship(messages));
+        ChildProcess::call(self, Request::Call(call))
     }
 }

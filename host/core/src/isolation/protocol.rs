@@ -1,11 +1,9 @@
 //! What the host and an engine's child process say to each other: one JSON object per line,
-//! a request from the host, one reply from the child. The operations are the ABI's; message
-//! lists cross as changes ([`super::lists`]).
+//! a request from the host, one reply from the child. The operations are the SDK's protocol
+//! ([`ctxhost_sdk::protocol`]); message lists cross as changes ([`super::lists`]).
 
-use ctxhost_sdk::{
-    CompressOptions, CompressionReport, EngineError, EngineStatus, ErrorKind, Message, SessionInfo,
-    SessionStart, SettingFault, Usage,
-};
+use ctxhost_sdk::protocol::{EngineCall, Op};
+use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, SettingFault};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -75,79 +73,28 @@ pub struct Ready {
     pub version: String,
 }
 
-/// One engine operation.
+/// One request of the host: a typed hot path, or any other operation as the protocol's
+/// [`EngineCall`], its message list sent as a change to the last one ([`MessageList`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Request {
-    UpdateFromResponse {
-        usage: Usage,
-    },
     ShouldCompress {
         prompt_tokens: u64,
-    },
-    ShouldCompressPreflight {
-        messages: MessageList,
     },
     Compress {
         messages: MessageList,
         options: CompressOptions,
     },
-    HasContentToCompress {
-        messages: MessageList,
-    },
-    OnSessionStart {
-        session: SessionStart,
-    },
-    OnSessionEnd {
-        session_id: String,
-        messages: Vec<Message>,
-    },
-    OnSessionReset,
-    ToolSchemas,
-    HandleToolCall {
-        name: String,
-        args: Value,
-    },
-    Status,
-    UpdateModel {
-        model: String,
-        context_length: u64,
-    },
-    LastCompression,
-    Sessions,
-    Session {
-        session_id: String,
-    },
-    DeleteSession {
-        session_id: String,
-    },
-    Invoke {
-        name: String,
-        payload: Value,
-    },
+    Call(EngineCall<MessageList>),
 }
 
 impl Request {
-    /// The operation's name, for messages.
-    pub fn op(&self) -> &'static str {
+    /// The operation asked for.
+    pub fn op(&self) -> Op {
         match self {
-            Request::UpdateFromResponse { .. } => "update_from_response",
-            Request::ShouldCompress { .. } => "should_compress",
-            Request::ShouldCompressPreflight { .. } => "should_compress_preflight",
-            Request::Compress { .. } => "compress",
-            Request::HasContentToCompress { .. } => "has_content_to_compress",
-            Request::OnSessionStart { .. } => "on_session_start",
-            Request::OnSessionEnd { .. } => "on_session_end",
-            Request::OnSessionReset => "on_session_reset",
-            Request::ToolSchemas => "tool_schemas",
-            Request::HandleToolCall { .. } => "handle_tool_call",
-            Request::Status => "status",
-            Request::UpdateModel { .. } => "update_model",
-            Request::LastCompression => "last_compression",
-            Request::Sessions => "sessions",
-            Request::Session { .. } => "session",
-            Request::DeleteSession { .. } => "delete_session",
-            Request::Invoke { .. } => "invoke",
+            Request::ShouldCompress { .. } => Op::ShouldCompress,
+            Request::Compress { .. } => Op::Compress,
+            Request::Call(call) => call.op(),
         }
     }
 }
@@ -182,9 +129,10 @@ impl From<WireError> for EngineError {
     }
 }
 
-/// The child's answer to one request (or to [`Init`]). The host reads the answer straight into
-/// the type the operation returns; the child writes it from its own type ([`Answer`]), so no
-/// `Value` is built on either side.
+/// The child's answer to one request (or to [`Init`]): the hot paths' own types (`bool`,
+/// [`CompressedList`]), an [`EngineReply`](ctxhost_sdk::protocol::EngineReply) for a
+/// [`Request::Call`]. The host reads the answer
+/// straight into the type it expects; no `Value` is built on either side.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply<T = Value> {
@@ -192,48 +140,22 @@ pub enum Reply<T = Value> {
     Err(WireError),
 }
 
-/// What an engine operation answers, written as the value itself.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum Answer {
-    /// `null`: the operation returns nothing.
-    Nothing,
-    Flag(bool),
-    Text(String),
-    Compressed(CompressedList),
-    Status(EngineStatus),
-    LastCompression(Option<CompressionReport>),
-    Sessions(Vec<SessionInfo>),
-    Session(Option<SessionInfo>),
-    Json(Value),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::isolation::lists::Part;
+    use ctxhost_sdk::protocol::EngineReply;
+    use ctxhost_sdk::{CompressionReport, Message};
 
     /// A reply as the child writes it, read as the host reads it.
-    fn crossed<T: serde::de::DeserializeOwned>(reply: Reply<Answer>) -> Reply<T> {
+    fn crossed<T: serde::de::DeserializeOwned>(reply: Reply<impl Serialize>) -> Reply<T> {
         let line = serde_json::to_string(&reply).unwrap();
         serde_json::from_str(&line).unwrap()
     }
 
     #[test]
-    fn answers_are_read_straight_into_what_each_operation_returns() {
-        assert!(matches!(
-            crossed(Reply::Ok(Answer::Flag(true))),
-            Reply::Ok(true)
-        ));
-        assert!(matches!(crossed(Reply::Ok(Answer::Nothing)), Reply::Ok(())));
-        assert!(matches!(
-            crossed::<Value>(Reply::Ok(Answer::Nothing)),
-            Reply::Ok(Value::Null)
-        ));
-        let Reply::Ok(text) = crossed::<String>(Reply::Ok(Answer::Text("42".into()))) else {
-            panic!("a text answer");
-        };
-        assert_eq!(text, "42");
+    fn answers_are_read_straight_into_what_each_request_returns() {
+        assert!(matches!(crossed(Reply::Ok(true)), Reply::Ok(true)));
 
         let list = CompressedList {
             parts: vec![
@@ -241,9 +163,7 @@ mod tests {
                 Part::New(Box::new(Message::user("summary"))),
             ],
         };
-        let Reply::Ok(read) =
-            crossed::<CompressedList>(Reply::Ok(Answer::Compressed(list.clone())))
-        else {
+        let Reply::Ok(read) = crossed::<CompressedList>(Reply::Ok(list.clone())) else {
             panic!("a compressed list");
         };
         assert_eq!(read, list);
@@ -253,19 +173,20 @@ mod tests {
             tokens_after: 4,
             ..CompressionReport::default()
         };
-        let Reply::Ok(Some(read)) = crossed::<Option<CompressionReport>>(Reply::Ok(
-            Answer::LastCompression(Some(report.clone())),
-        )) else {
-            panic!("a report");
-        };
-        assert_eq!((read.tokens_before, read.tokens_after), (10, 4));
-        assert!(matches!(
-            crossed::<Option<CompressionReport>>(Reply::Ok(Answer::LastCompression(None))),
-            Reply::Ok(None)
-        ));
+        for reply in [
+            EngineReply::LastCompression(Some(report)),
+            EngineReply::LastCompression(None),
+            EngineReply::UpdateModel,
+            EngineReply::HandleToolCall("42".into()),
+        ] {
+            let Reply::Ok(read) = crossed::<EngineReply>(Reply::Ok(reply.clone())) else {
+                panic!("a reply");
+            };
+            assert_eq!(read, reply);
+        }
 
         let error = EngineError::invalid_setting("threshold", "must be below 1");
-        let Reply::Err(wire) = crossed::<bool>(Reply::Err(WireError::from(&error))) else {
+        let Reply::Err(wire) = crossed::<bool>(Reply::<bool>::Err(WireError::from(&error))) else {
             panic!("an error");
         };
         let back = EngineError::from(wire);
@@ -274,9 +195,33 @@ mod tests {
     }
 
     #[test]
+    fn a_request_names_its_operation_and_reads_back() {
+        let requests = [
+            Request::ShouldCompress { prompt_tokens: 3 },
+            Request::Compress {
+                messages: MessageList::default(),
+                options: CompressOptions::default(),
+            },
+            Request::Call(EngineCall::OnSessionEnd {
+                session_id: "s".into(),
+                messages: MessageList {
+                    keep: 2,
+                    append: vec![Message::user("new")],
+                },
+            }),
+        ];
+        for request in requests {
+            let line = serde_json::to_string(&request).unwrap();
+            let read: Request = serde_json::from_str(&line).unwrap();
+            assert_eq!(read.op(), request.op());
+            assert!(line.contains(request.op().name()), "{line}");
+        }
+    }
+
+    #[test]
     fn an_answer_of_another_type_is_still_a_well_formed_reply() {
         // The host tells "answered something unreadable" from "broke the protocol" this way.
-        let line = serde_json::to_string(&Reply::Ok(Answer::Text("yes".into()))).unwrap();
+        let line = serde_json::to_string(&Reply::Ok("yes")).unwrap();
         assert!(serde_json::from_str::<Reply<bool>>(&line).is_err());
         assert!(serde_json::from_str::<Reply>(&line).is_ok());
         assert!(serde_json::from_str::<Reply>("{\"ok\": tru").is_err());
