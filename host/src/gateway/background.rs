@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 use ctxhost_sdk::CompressionReport;
 
 use super::live::Live;
-use super::record::{unix_now, unix_now_ms, CompressionRecord, Trigger};
+use super::metrics::Metric;
+use super::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use super::store::{random_u64, Claim, LeaseKind, PreparedState};
 use super::Gateway;
 use crate::session::DetachedCompression;
@@ -130,7 +131,7 @@ impl Live {
         });
         gateway
             .metrics
-            .add("ctxhost_background_compressions_started_total", &[], 1);
+            .add(Metric::BackgroundCompressionsStarted, &[], 1);
         tracing::info!(
             session = %key.name,
             tokens_before,
@@ -324,15 +325,17 @@ impl Live {
             self.session.count(&prepared.messages)
         };
         let outcome = match (&prepared.error, stale) {
-            (Some(_), _) => "failed",
-            (None, true) => "stale",
+            (Some(_), _) => CompressionOutcome::Failed,
+            (None, true) => CompressionOutcome::Stale,
             // The engine found nothing to compress yet.
-            (None, false) if tokens_after >= prepared.tokens_before => "unchanged",
-            (None, false) => "ok",
+            (None, false) if tokens_after >= prepared.tokens_before => {
+                CompressionOutcome::Unchanged
+            }
+            (None, false) => CompressionOutcome::Ok,
         };
         gateway.metrics.add(
-            "ctxhost_compressions_total",
-            &[("engine", &prepared.engine), ("outcome", outcome)],
+            Metric::Compressions,
+            &[("engine", &prepared.engine), ("outcome", outcome.as_str())],
             1,
         );
         tracing::info!(
@@ -340,10 +343,10 @@ impl Live {
             engine = %prepared.engine,
             tokens_before = prepared.tokens_before,
             tokens_after,
-            outcome,
+            %outcome,
             "compression prepared in the background taken in"
         );
-        if outcome == "unchanged" {
+        if outcome == CompressionOutcome::Unchanged {
             return None;
         }
         self.record.compressions.push(CompressionRecord {
@@ -368,7 +371,7 @@ impl Live {
             started_at_ms: prepared.started_at_ms,
             finished_at_ms: prepared.finished_at_ms,
         });
-        if outcome != "ok" {
+        if outcome != CompressionOutcome::Ok {
             return None;
         }
         self.record.stats.background_compressions += 1;

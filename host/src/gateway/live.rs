@@ -15,7 +15,11 @@ use super::store::{Claim, Coordination, LeaseKind, StoreError};
 
 use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
-use super::record::{unix_now, unix_now_ms, CompressionRecord, SessionKey, SessionRecord, Trigger};
+use super::metrics::Metric;
+use super::record::{
+    unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, SessionKey, SessionRecord,
+    Trigger,
+};
 use super::Gateway;
 use crate::session::{Session, SessionError, SessionOptions};
 
@@ -270,7 +274,7 @@ impl Gateway {
         live.record = stored;
         live.session
             .recognize_written(live.record.conversation.unsent());
-        self.metrics.add("ctxhost_session_reloads_total", &[], 1);
+        self.metrics.add(Metric::SessionReloads, &[], 1);
         Ok(())
     }
 
@@ -352,11 +356,8 @@ impl Gateway {
     /// Counts and logs an engine operation that failed; the request goes on.
     pub fn engine_failed(&self, error: &SessionError) {
         tracing::warn!(engine = error.engine(), "{error}");
-        self.metrics.add(
-            "ctxhost_engine_failures_total",
-            &[("engine", error.engine())],
-            1,
-        );
+        self.metrics
+            .add(Metric::EngineFailures, &[("engine", error.engine())], 1);
     }
 
     /// Saves a session's record once its answer is on its way: a failure is logged and counted,
@@ -440,7 +441,7 @@ impl Gateway {
                 }
                 Err(error) => {
                     tracing::error!(session = %name, "cannot save the session: {error}");
-                    self.metrics.add("ctxhost_store_errors_total", &[], 1);
+                    self.metrics.add(Metric::StoreErrors, &[], 1);
                     return false;
                 }
             }
@@ -455,7 +456,7 @@ impl Gateway {
         match written {
             Ok(()) => Ok(()),
             Err(error @ StoreError::Conflict { .. }) => {
-                self.metrics.add("ctxhost_store_conflicts_total", &[], 1);
+                self.metrics.add(Metric::StoreConflicts, &[], 1);
                 Err(GatewayError::new(ErrorKind::SessionBusy, error.to_string()))
             }
             Err(error) => Err(store_unavailable(&error)),
@@ -500,13 +501,11 @@ impl Live {
         self.record.stats.requests += 1;
         let received = self.session.count(history);
         self.record.stats.tokens_received += received;
-        gateway
-            .metrics
-            .add("ctxhost_tokens_received_total", &[], received);
+        gateway.metrics.add(Metric::TokensReceived, &[], received);
         if continuity == Continuity::Diverged {
             self.record.stats.new_lineages += 1;
             self.record.compress_next = false;
-            gateway.metrics.add("ctxhost_new_lineages_total", &[], 1);
+            gateway.metrics.add(Metric::NewLineages, &[], 1);
             tracing::info!(
                 session = %self.record.key.name,
                 messages = history.len(),
@@ -612,26 +611,27 @@ impl Live {
                 None if saves_too_little() => {
                     self.record.deferred_until_tokens = tokens_before + min_saved;
                     self.record.stats.compressions_deferred += 1;
-                    gateway
-                        .metrics
-                        .add("ctxhost_compressions_deferred_total", &[], 1);
-                    "deferred"
+                    gateway.metrics.add(Metric::CompressionsDeferred, &[], 1);
+                    CompressionOutcome::Deferred
                 }
                 None => {
                     upstream = compression.messages.clone();
                     self.record.conversation.compressed(upstream.to_vec());
                     self.record.deferred_until_tokens = 0;
                     compressed = true;
-                    "ok"
+                    CompressionOutcome::Ok
                 }
                 Some(error) => {
                     engine_error = Some(self.failed(gateway, error));
-                    "failed"
+                    CompressionOutcome::Failed
                 }
             };
             gateway.metrics.add(
-                "ctxhost_compressions_total",
-                &[("engine", &compression.engine), ("outcome", outcome)],
+                Metric::Compressions,
+                &[
+                    ("engine", &compression.engine),
+                    ("outcome", outcome.as_str()),
+                ],
                 1,
             );
             let tokens_after = self.session.count(&upstream);
@@ -654,7 +654,7 @@ impl Live {
                 elapsed_ms,
                 error: compression.error.as_ref().map(ToString::to_string),
                 report: compression.report.clone(),
-                deferred: outcome == "deferred",
+                deferred: outcome == CompressionOutcome::Deferred,
                 replica: gateway
                     .coordination
                     .as_ref()
@@ -721,9 +721,7 @@ impl Live {
         self.record.stats.tokens_sent += prompt_tokens;
         self.record.stats.peak_prompt_tokens =
             self.record.stats.peak_prompt_tokens.max(prompt_tokens);
-        gateway
-            .metrics
-            .add("ctxhost_tokens_sent_total", &[], prompt_tokens);
+        gateway.metrics.add(Metric::TokensSent, &[], prompt_tokens);
         if let Some(reported) = &reported {
             let stats = &mut self.record.stats;
             stats.reported_prompt_tokens += reported.prompt_tokens;
@@ -731,12 +729,8 @@ impl Live {
             let write = reported.cache_write_tokens.unwrap_or(0);
             stats.cache_read_tokens += read;
             stats.cache_write_tokens += write;
-            gateway
-                .metrics
-                .add("ctxhost_cache_read_tokens_total", &[], read);
-            gateway
-                .metrics
-                .add("ctxhost_cache_write_tokens_total", &[], write);
+            gateway.metrics.add(Metric::CacheReadTokens, &[], read);
+            gateway.metrics.add(Metric::CacheWriteTokens, &[], write);
         }
         let usage = reported.unwrap_or_else(|| {
             let completion_tokens = reply.map(|m| self.session.count_message(m)).unwrap_or(0);
@@ -786,7 +780,7 @@ impl Live {
         self.record.stats.engine_tool_calls += 1;
         gateway
             .metrics
-            .add("ctxhost_engine_tool_calls_total", &[("tool", name)], 1);
+            .add(Metric::EngineToolCalls, &[("tool", name)], 1);
         match self.session.call_tool(name.to_string(), args).await {
             Ok(answer) => answer,
             Err(error) => format!("error: {}", self.failed(gateway, &error)),

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::auth::credential_of;
 use super::error::{AnthropicError, ErrorKind, GatewayError};
+use super::metrics::Metric;
 use super::pipeline::handle;
 use super::record::{SessionKey, SessionRecord};
 use super::turn::SESSION_HEADER;
@@ -92,12 +93,12 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
 fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) {
     let status = response.status().as_u16().to_string();
     gateway.metrics.add(
-        "ctxhost_requests_total",
+        Metric::Requests,
         &[("route", route), ("status", &status)],
         1,
     );
     gateway.metrics.observe(
-        "ctxhost_request_duration_seconds",
+        Metric::RequestDuration,
         &[("route", route)],
         started.elapsed(),
     );

@@ -18,6 +18,7 @@ use super::auth::credential_of;
 use super::conversation::Continuity;
 use super::error::{ErrorKind, GatewayError};
 use super::live::{Live, Prepared, SessionGuard};
+use super::metrics::Metric;
 use super::models::{context_window, usable_window, ConfiguredModel};
 use super::record::SessionKey;
 use super::upstream::{read_body, relayed_headers};
@@ -177,7 +178,7 @@ impl Turn {
             .send(Method::POST, path, query, headers, Some(body))
             .await;
         self.gateway.metrics.observe(
-            "ctxhost_upstream_duration_seconds",
+            Metric::UpstreamDuration,
             &[("route", path)],
             started.elapsed(),
         );
@@ -234,7 +235,7 @@ impl Turn {
         self.live().record.stats.upstream_errors += 1;
         self.gateway
             .metrics
-            .add("ctxhost_upstream_errors_total", &[("kind", kind)], 1);
+            .add(Metric::UpstreamErrors, &[("kind", kind)], 1);
     }
 
     /// Saves the session's record now (before a failure goes out).
