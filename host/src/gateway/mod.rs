@@ -25,6 +25,7 @@ pub mod record;
 mod request_body;
 pub mod responses;
 pub mod routes;
+pub mod session;
 pub mod settings;
 pub mod store;
 pub mod turn;

@@ -116,7 +116,7 @@ impl Turn {
             request.output_budget,
         );
         let mut guard = gateway.session(&key, request.model, window).await?;
-        let live = guard.as_mut().expect("the session is open");
+        let live = &mut *guard;
         let prepared = live
             .prepare(&gateway, request.history, request.model, window)
             .await;
@@ -159,7 +159,7 @@ impl Turn {
 
     /// The session.
     pub fn live(&mut self) -> &mut Live {
-        self.guard.as_mut().expect("the session is open")
+        &mut self.guard
     }
 
     /// Makes one model call (`POST base/path`) with `body`, timing it; a call that gets no
