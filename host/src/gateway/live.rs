@@ -122,32 +122,3 @@ impl Gateway {
             .add(Metric::EngineFailures, &[("engine", error.engine())], 1);
     }
 }
-
-impl Live {
-    /// Counts and logs a failed engine operation against the session; returns its line.
-    pub(super) fn failed(
-        &mut self,
-        gateway: &Gateway,
-        error: &crate::session::SessionError,
-    ) -> String {
-        self.record.stats.engine_failures += 1;
-        gateway.engine_failed(error);
-        error.to_string()
-    }
-
-    /// Runs one of the engine's tools for the model; a failure becomes the tool's answer.
-    pub async fn run_tool(&mut self, gateway: &Gateway, name: &str, arguments: &str) -> String {
-        // The engine answers once it is done preparing a compression.
-        self.settle_pending(None).await;
-        let args: Value = serde_json::from_str(arguments)
-            .unwrap_or_else(|_| Value::String(arguments.to_string()));
-        self.record.stats.engine_tool_calls += 1;
-        gateway
-            .metrics
-            .add(Metric::EngineToolCalls, &[("tool", name)], 1);
-        match self.session.call_tool(name.to_string(), args).await {
-            Ok(answer) => answer,
-            Err(error) => format!("error: {}", self.failed(gateway, &error)),
-        }
-    }
-}

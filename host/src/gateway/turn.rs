@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use ctxhost_sdk::{Message, Usage};
+use ctxhost_sdk::Message;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -115,18 +115,21 @@ impl Turn {
             ),
             request.output_budget,
         );
-        let mut guard = gateway.session(&key, request.model, window).await?;
-        let live = &mut *guard;
-        let prepared = live
-            .prepare(&gateway, request.history, request.model, window)
-            .await;
+        let guard = gateway.session(&key, request.model, window).await?;
+        let mut turn = Turn {
+            gateway,
+            guard,
+            headers: HeaderMap::new(),
+        };
+        let prepared = turn.prepare(request.history, request.model, window).await;
         // A new view is saved before it is used, so a crash mid-request cannot lose a
         // compression; the rest of the record (lineage, counts) is saved once the answer is on
         // its way (a client that retries after a crash sends the same history, which extends
         // the old lineage).
         if prepared.compressed {
-            gateway.persist(&mut live.record).await?;
+            turn.gateway.persist(&mut turn.guard.record).await?;
         }
+        let live = &*turn.guard;
         let mut session_headers = HeaderMap::new();
         set_header(&mut session_headers, SESSION_HEADER, &key.name);
         set_header(
@@ -149,11 +152,7 @@ impl Turn {
         if let Some(error) = &prepared.engine_error {
             set_header(&mut session_headers, "x-ctxhost-engine-error", error);
         }
-        let turn = Turn {
-            gateway,
-            guard,
-            headers: session_headers,
-        };
+        turn.headers = session_headers;
         Ok((turn, prepared))
     }
 
@@ -244,34 +243,14 @@ impl Turn {
         gateway.save(&mut self.live().record).await;
     }
 
-    /// Records one model call: its prompt (what was sent) and its usage (reported, else
-    /// counted).
-    pub async fn called(
-        &mut self,
-        sent: &[Message],
-        reply: Option<&Message>,
-        usage: Option<Usage>,
-    ) {
-        let gateway = self.gateway.clone();
-        self.live().called(&gateway, sent, reply, usage).await;
-    }
-
     /// Runs the engine's calls (id, name, arguments); their results, in order.
     pub async fn answer_calls(&mut self, calls: &[(String, String, String)]) -> Vec<Message> {
-        let gateway = self.gateway.clone();
-        let live = self.live();
         let mut results = Vec::new();
         for (id, name, arguments) in calls {
-            let answer = live.run_tool(&gateway, name, arguments).await;
+            let answer = self.run_tool(name, arguments).await;
             results.push(Message::tool_result(id.clone(), answer));
         }
         results
-    }
-
-    /// After the last model call: the engine decides whether the next turn compresses.
-    pub async fn finished(&mut self) {
-        let gateway = self.gateway.clone();
-        self.live().finished(&gateway).await;
     }
 
     /// Saves the session after its answer has gone out, then releases it.
