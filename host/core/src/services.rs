@@ -12,16 +12,15 @@ use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
 
 use crate::tokens::TokenCounter;
 
-/// Where engine log lines go.
+/// Where engine log lines go: to `tracing` when the program logs through it (`ctxhost serve`),
+/// else to stderr. Nothing is kept: a long-running gateway would hold every line forever.
 #[derive(Clone)]
 pub struct LogSink {
     min_level: LogLevel,
-    /// Lines are also kept, so commands can report them (tests read them too).
-    kept: Arc<Mutex<Vec<(String, LogLevel, String)>>>,
 }
 
 impl LogSink {
-    /// Warnings and errors go to stderr; info and debug too with `verbose`.
+    /// Warnings and errors are logged; info and debug too with `verbose`.
     pub fn stderr(verbose: bool) -> Self {
         LogSink {
             min_level: if verbose {
@@ -29,21 +28,23 @@ impl LogSink {
             } else {
                 LogLevel::Warn
             },
-            kept: Arc::default(),
         }
     }
 
     pub fn log(&self, engine: &str, level: LogLevel, message: &str) {
-        if level >= self.min_level {
+        if level < self.min_level {
+            return;
+        }
+        if !tracing::dispatcher::has_been_set() {
             let _ = writeln!(std::io::stderr().lock(), "[{engine}] {level}: {message}");
+            return;
         }
-        if let Ok(mut kept) = self.kept.lock() {
-            kept.push((engine.to_string(), level, message.to_string()));
+        match level {
+            LogLevel::Debug => tracing::debug!(engine, "{message}"),
+            LogLevel::Info => tracing::info!(engine, "{message}"),
+            LogLevel::Warn => tracing::warn!(engine, "{message}"),
+            LogLevel::Error => tracing::error!(engine, "{message}"),
         }
-    }
-
-    pub fn lines(&self) -> Vec<(String, LogLevel, String)> {
-        self.kept.lock().map(|k| k.clone()).unwrap_or_default()
     }
 }
 

@@ -22,9 +22,10 @@ use tokio::task::JoinHandle;
 use ctxhost_sdk::CompressionReport;
 
 use super::live::Live;
-use super::record::{unix_now, unix_now_ms, CompressionRecord, Trigger};
+use super::metrics::Metric;
+use super::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use super::store::{random_u64, Claim, LeaseKind, PreparedState};
-use super::Gateway;
+use super::turn::Turn;
 use ctxhost_core::session::DetachedCompression;
 
 /// A compression being prepared for a session.
@@ -86,88 +87,6 @@ pub struct PendingInfo {
 }
 
 impl Live {
-    /// Starts compressing `upstream` (what this request sends, standing for the whole lineage
-    /// so far) in the background; with a shared database, only if this gateway gets the
-    /// session's compaction lease.
-    pub(super) async fn start_pending(&mut self, gateway: &Gateway, upstream: Arc<Vec<Message>>) {
-        let key = self.record.key.clone();
-        let lease = match &gateway.coordination {
-            Some(coordination) => match coordination.claim(&key, LeaseKind::Compaction).await {
-                Ok(Claim::Granted { lease, .. }) => Some((coordination.clone(), lease)),
-                Ok(Claim::Held { holder }) => {
-                    tracing::info!(session = %key.name, holder, "another gateway is compressing this session");
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(session = %key.name, "cannot start a compression in the background: {error}");
-                    return;
-                }
-            },
-            None => None,
-        };
-        let tokens_before = self.session.count(&upstream);
-        let messages_before = upstream.len();
-        let future = self.session.compress_detached(
-            upstream,
-            // Ahead of the engine's own threshold by design: asked for, not to be declined.
-            CompressOptions {
-                current_tokens: Some(tokens_before),
-                force: true,
-                ..CompressOptions::default()
-            },
-        );
-        let id = random_u64() >> 1;
-        let base = self.record.conversation.lineage_len();
-        let view_version = self.record.conversation.view_version();
-        let started_at_ms = unix_now_ms();
-        let replica = lease.as_ref().map(|_| gateway.replica.clone());
-        self.record.pending = Some(PendingInfo {
-            id,
-            replica: replica.clone(),
-            request: self.record.stats.requests,
-            base_messages: base,
-            started_at: unix_now(),
-        });
-        gateway
-            .metrics
-            .add("ctxhost_background_compressions_started_total", &[], 1);
-        tracing::info!(
-            session = %key.name,
-            tokens_before,
-            "near the threshold: preparing a compression in the background"
-        );
-        self.pending = Some(Pending {
-            id,
-            base,
-            view_version,
-            tokens_before,
-            messages_before,
-            started_at_ms,
-            task: Task::Running(tokio::spawn(async move {
-                let detached = future.await;
-                tracing::info!(session = %key.name, "a compression prepared in the background is ready");
-                if let Some((coordination, lease)) = lease {
-                    // Kept for whichever gateway serves the session next.
-                    let prepared = PreparedView::of(
-                        &detached,
-                        id,
-                        base,
-                        view_version,
-                        (tokens_before, messages_before),
-                        replica,
-                        started_at_ms,
-                    );
-                    let json = serde_json::to_string(&prepared).unwrap_or_default();
-                    if let Err(error) = coordination.put_prepared(&key, id, &json, &lease).await {
-                        tracing::warn!(session = %key.name, "cannot keep the prepared compression for the other gateways: {error}");
-                        coordination.forget(lease);
-                    }
-                }
-                detached
-            })),
-        });
-    }
-
     /// Waits for the compression being prepared, at most `bound` (`None`: until it is done);
     /// true when there is none left running.
     pub(super) async fn settle_pending(&mut self, bound: Option<Duration>) -> bool {
@@ -205,6 +124,90 @@ impl Live {
             })
         )
     }
+}
+
+impl Turn {
+    /// Starts compressing `upstream` (what this request sends, standing for the whole lineage
+    /// so far) in the background; with a shared database, only if this gateway gets the
+    /// session's compaction lease.
+    pub(super) async fn start_pending(&mut self, upstream: Arc<Vec<Message>>) {
+        let key = self.guard.record.key.clone();
+        let lease = match &self.gateway.coordination {
+            Some(coordination) => match coordination.claim(&key, LeaseKind::Compaction).await {
+                Ok(Claim::Granted { lease, .. }) => Some((coordination.clone(), lease)),
+                Ok(Claim::Held { holder }) => {
+                    tracing::info!(session = %key.name, holder, "another gateway is compressing this session");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(session = %key.name, "cannot start a compression in the background: {error}");
+                    return;
+                }
+            },
+            None => None,
+        };
+        let tokens_before = self.guard.session.count(&upstream);
+        let messages_before = upstream.len();
+        let future = self.guard.session.compress_detached(
+            upstream,
+            // Ahead of the engine's own threshold by design: asked for, not to be declined.
+            CompressOptions {
+                current_tokens: Some(tokens_before),
+                force: true,
+                ..CompressOptions::default()
+            },
+        );
+        let id = random_u64() >> 1;
+        let base = self.guard.record.conversation.lineage_len();
+        let view_version = self.guard.record.conversation.view_version();
+        let started_at_ms = unix_now_ms();
+        let replica = lease.as_ref().map(|_| self.gateway.replica.clone());
+        self.guard.record.pending = Some(PendingInfo {
+            id,
+            replica: replica.clone(),
+            request: self.guard.record.stats.requests,
+            base_messages: base,
+            started_at: unix_now(),
+        });
+        self.gateway
+            .metrics
+            .add(Metric::BackgroundCompressionsStarted, &[], 1);
+        tracing::info!(
+            session = %key.name,
+            tokens_before,
+            "near the threshold: preparing a compression in the background"
+        );
+        self.guard.pending = Some(Pending {
+            id,
+            base,
+            view_version,
+            tokens_before,
+            messages_before,
+            started_at_ms,
+            task: Task::Running(tokio::spawn(async move {
+                let detached = future.await;
+                tracing::info!(session = %key.name, "a compression prepared in the background is ready");
+                if let Some((coordination, lease)) = lease {
+                    // Kept for whichever gateway serves the session next.
+                    let prepared = PreparedView::of(
+                        &detached,
+                        id,
+                        base,
+                        view_version,
+                        (tokens_before, messages_before),
+                        replica,
+                        started_at_ms,
+                    );
+                    let json = serde_json::to_string(&prepared).unwrap_or_default();
+                    if let Err(error) = coordination.put_prepared(&key, id, &json, &lease).await {
+                        tracing::warn!(session = %key.name, "cannot keep the prepared compression for the other gateways: {error}");
+                        coordination.forget(lease);
+                    }
+                }
+                detached
+            })),
+        });
+    }
 
     /// Takes in a compression prepared in the background once it is done: the view it made
     /// replaces the session's (unless a new lineage started meanwhile), and `history` goes
@@ -212,11 +215,13 @@ impl Live {
     /// `None` when there is nothing to take in or it failed (the line says why).
     pub(super) fn take_pending(
         &mut self,
-        gateway: &Gateway,
         history: &[Message],
         engine_error: &mut Option<String>,
     ) -> Option<Vec<Message>> {
-        let pending = self.pending.take_if(|p| matches!(p.task, Task::Done(_)))?;
+        let pending = self
+            .guard
+            .pending
+            .take_if(|p| matches!(p.task, Task::Done(_)))?;
         let Task::Done(detached) = pending.task else {
             return None;
         };
@@ -226,15 +231,19 @@ impl Live {
             pending.base,
             pending.view_version,
             (pending.tokens_before, pending.messages_before),
-            self.record.pending.as_ref().and_then(|p| p.replica.clone()),
+            self.guard
+                .record
+                .pending
+                .as_ref()
+                .and_then(|p| p.replica.clone()),
             pending.started_at_ms,
         );
-        let compression = self.session.absorb(*detached);
+        let compression = self.guard.session.absorb(*detached);
         if let Some(error) = &compression.error {
-            *engine_error = Some(self.failed(gateway, error));
+            *engine_error = Some(self.failed(error));
         }
-        self.discard_prepared(gateway, pending.id);
-        self.apply_prepared(gateway, prepared, history)
+        self.discard_prepared(pending.id);
+        self.apply_prepared(prepared, history)
     }
 
     /// Takes in a compression another gateway prepared (or one this gateway started before it
@@ -243,15 +252,14 @@ impl Live {
     /// failed; the record stops naming it once it is taken in or its preparer is gone.
     pub(super) async fn take_shared_pending(
         &mut self,
-        gateway: &Gateway,
         history: &[Message],
         last_view_fits: bool,
         engine_error: &mut Option<String>,
     ) -> Option<Vec<Message>> {
-        let coordination = gateway.coordination.clone()?;
-        let id = self.record.pending.as_ref()?.id;
-        let key = self.record.key.clone();
-        let bound = Duration::from_secs_f64(gateway.settings.compaction.wait_seconds);
+        let coordination = self.gateway.coordination.clone()?;
+        let id = self.guard.record.pending.as_ref()?.id;
+        let key = self.guard.record.key.clone();
+        let bound = Duration::from_secs_f64(self.gateway.settings.compaction.wait_seconds);
         let started = Instant::now();
         let mut pause = Duration::from_millis(10);
         let json = loop {
@@ -259,7 +267,7 @@ impl Live {
                 Ok(PreparedState::Ready(json)) => break json,
                 Ok(PreparedState::Gone) => {
                     tracing::info!(session = %key.name, "the gateway preparing a compression is gone: going on without it");
-                    self.record.pending = None;
+                    self.guard.record.pending = None;
                     return None;
                 }
                 Ok(PreparedState::Running) if last_view_fits && started.elapsed() >= bound => {
@@ -278,28 +286,30 @@ impl Live {
             Ok(prepared) => prepared,
             Err(error) => {
                 tracing::warn!(session = %key.name, "a prepared compression does not read back: {error}");
-                self.record.pending = None;
+                self.guard.record.pending = None;
                 return None;
             }
         };
         if let Some(error) = &prepared.error {
-            self.record.stats.engine_failures += 1;
+            self.guard.record.stats.engine_failures += 1;
             *engine_error = Some(error.clone());
         }
-        self.discard_prepared(gateway, id);
-        self.apply_prepared(gateway, prepared, history)
+        self.discard_prepared(id);
+        self.apply_prepared(prepared, history)
     }
 
     /// Whether the record names a compression prepared where this gateway cannot wait on it
     /// directly (another gateway, or before a restart).
-    pub(super) fn shared_pending(&self, gateway: &Gateway) -> bool {
-        self.pending.is_none() && self.record.pending.is_some() && gateway.coordination.is_some()
+    pub(super) fn shared_pending(&self) -> bool {
+        self.guard.pending.is_none()
+            && self.guard.record.pending.is_some()
+            && self.gateway.coordination.is_some()
     }
 
     /// Forgets a prepared compression in the shared database once taken in.
-    fn discard_prepared(&self, gateway: &Gateway, id: u64) {
-        if let Some(coordination) = gateway.coordination.clone() {
-            let key = self.record.key.clone();
+    fn discard_prepared(&self, id: u64) {
+        if let Some(coordination) = self.gateway.coordination.clone() {
+            let key = self.guard.record.key.clone();
             tokio::spawn(async move {
                 if let Err(error) = coordination.discard_prepared(&key, id).await {
                     tracing::debug!(session = %key.name, "cannot discard a prepared compression: {error}");
@@ -311,43 +321,45 @@ impl Live {
     /// Applies a prepared compression to the session: see [`Live::take_pending`].
     fn apply_prepared(
         &mut self,
-        gateway: &Gateway,
         prepared: PreparedView,
         history: &[Message],
     ) -> Option<Vec<Message>> {
-        self.record.pending = None;
-        let stale = prepared.view_version != self.record.conversation.view_version()
-            || prepared.base > self.record.conversation.lineage_len();
+        self.guard.record.pending = None;
+        let stale = prepared.view_version != self.guard.record.conversation.view_version()
+            || prepared.base > self.guard.record.conversation.lineage_len();
         let tokens_after = if prepared.error.is_some() {
             prepared.tokens_before
         } else {
-            self.session.count(&prepared.messages)
+            self.guard.session.count(&prepared.messages)
         };
         let outcome = match (&prepared.error, stale) {
-            (Some(_), _) => "failed",
-            (None, true) => "stale",
+            (Some(_), _) => CompressionOutcome::Failed,
+            (None, true) => CompressionOutcome::Stale,
             // The engine found nothing to compress yet.
-            (None, false) if tokens_after >= prepared.tokens_before => "unchanged",
-            (None, false) => "ok",
+            (None, false) if tokens_after >= prepared.tokens_before => {
+                CompressionOutcome::Unchanged
+            }
+            (None, false) => CompressionOutcome::Ok,
         };
-        gateway.metrics.add(
-            "ctxhost_compressions_total",
-            &[("engine", &prepared.engine), ("outcome", outcome)],
+        self.gateway.metrics.add(
+            Metric::Compressions,
+            &[("engine", &prepared.engine), ("outcome", outcome.as_str())],
             1,
         );
         tracing::info!(
-            session = %self.record.key.name,
+            session = %self.guard.record.key.name,
             engine = %prepared.engine,
             tokens_before = prepared.tokens_before,
             tokens_after,
-            outcome,
+            %outcome,
             "compression prepared in the background taken in"
         );
-        if outcome == "unchanged" {
+        if outcome == CompressionOutcome::Unchanged {
             return None;
         }
-        self.record.compressions.push(CompressionRecord {
-            request: self.record.stats.requests,
+        let request = self.guard.record.stats.requests;
+        self.guard.record.compressions.push(CompressionRecord {
+            request,
             trigger: Trigger::Background,
             engine: prepared.engine.clone(),
             tokens_before: prepared.tokens_before,
@@ -368,14 +380,15 @@ impl Live {
             started_at_ms: prepared.started_at_ms,
             finished_at_ms: prepared.finished_at_ms,
         });
-        if outcome != "ok" {
+        if outcome != CompressionOutcome::Ok {
             return None;
         }
-        self.record.stats.background_compressions += 1;
-        self.record
+        self.guard.record.stats.background_compressions += 1;
+        self.guard
+            .record
             .conversation
             .compressed_at(prepared.base, prepared.messages);
-        Some(self.record.conversation.upstream(history))
+        Some(self.guard.record.conversation.upstream(history))
     }
 }
 

@@ -10,24 +10,25 @@
 //!
 //! A request locks its session, takes in the client's full history ([`conversation`]), lets the
 //! engine compress through the host's [`Session`](ctxhost_core::Session) API ([`live`]), sends the
-//! view plus what is new upstream ([`chat`]), and records what came back.
+//! view plus what is new upstream ([`pipeline`], one adapter per provider API in [`wire`]),
+//! and records what came back.
 
-pub mod anthropic;
 pub mod auth;
 pub mod background;
-pub mod chat;
 pub mod conversation;
 pub mod error;
 pub mod live;
 pub mod metrics;
 pub mod models;
+pub mod pipeline;
 pub mod record;
 mod request_body;
-pub mod responses;
 pub mod routes;
+pub mod session;
 pub mod store;
 pub mod turn;
 pub mod upstream;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -89,6 +90,17 @@ pub struct Gateway {
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
     pub verbose: bool,
+}
+
+impl Gateway {
+    /// Reads a request body, refusing one over `serve.limits.max_request_bytes` with 413.
+    pub async fn read_request(
+        &self,
+        headers: &axum::http::HeaderMap,
+        body: axum::body::Body,
+    ) -> Result<bytes::Bytes, GatewayError> {
+        request_body::read_limited(headers, body, self.settings.limits.max_request_bytes).await
+    }
 }
 
 /// A gateway bound to its address, ready to serve.

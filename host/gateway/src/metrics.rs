@@ -39,97 +39,159 @@ impl Histogram {
 /// Labels, rendered in order.
 type Labels = Vec<(&'static str, String)>;
 
-/// Every metric the gateway exports.
+/// How a metric is exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Histogram,
+    Gauge,
+}
+
+/// Every metric the gateway exports: its name, kind and meaning are written here once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    Requests,
+    RequestDuration,
+    UpstreamDuration,
+    UpstreamErrors,
+    Compressions,
+    EngineFailures,
+    EngineToolCalls,
+    TokensReceived,
+    TokensSent,
+    CacheReadTokens,
+    CacheWriteTokens,
+    CompressionsDeferred,
+    BackgroundCompressionsStarted,
+    NewLineages,
+    SessionReloads,
+    StoreErrors,
+    StoreConflicts,
+    Sessions,
+}
+
+impl Metric {
+    /// In the order they are rendered.
+    const ALL: [Metric; 18] = [
+        Metric::Requests,
+        Metric::RequestDuration,
+        Metric::UpstreamDuration,
+        Metric::UpstreamErrors,
+        Metric::Compressions,
+        Metric::EngineFailures,
+        Metric::EngineToolCalls,
+        Metric::TokensReceived,
+        Metric::TokensSent,
+        Metric::CacheReadTokens,
+        Metric::CacheWriteTokens,
+        Metric::CompressionsDeferred,
+        Metric::BackgroundCompressionsStarted,
+        Metric::NewLineages,
+        Metric::SessionReloads,
+        Metric::StoreErrors,
+        Metric::StoreConflicts,
+        Metric::Sessions,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Requests => "ctxhost_requests_total",
+            Metric::RequestDuration => "ctxhost_request_duration_seconds",
+            Metric::UpstreamDuration => "ctxhost_upstream_duration_seconds",
+            Metric::UpstreamErrors => "ctxhost_upstream_errors_total",
+            Metric::Compressions => "ctxhost_compressions_total",
+            Metric::EngineFailures => "ctxhost_engine_failures_total",
+            Metric::EngineToolCalls => "ctxhost_engine_tool_calls_total",
+            Metric::TokensReceived => "ctxhost_tokens_received_total",
+            Metric::TokensSent => "ctxhost_tokens_sent_total",
+            Metric::CacheReadTokens => "ctxhost_cache_read_tokens_total",
+            Metric::CacheWriteTokens => "ctxhost_cache_write_tokens_total",
+            Metric::CompressionsDeferred => "ctxhost_compressions_deferred_total",
+            Metric::BackgroundCompressionsStarted => {
+                "ctxhost_background_compressions_started_total"
+            }
+            Metric::NewLineages => "ctxhost_new_lineages_total",
+            Metric::SessionReloads => "ctxhost_session_reloads_total",
+            Metric::StoreErrors => "ctxhost_store_errors_total",
+            Metric::StoreConflicts => "ctxhost_store_conflicts_total",
+            Metric::Sessions => "ctxhost_sessions",
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Metric::RequestDuration | Metric::UpstreamDuration => Kind::Histogram,
+            Metric::Sessions => Kind::Gauge,
+            _ => Kind::Counter,
+        }
+    }
+
+    /// The `# HELP` line.
+    fn help(self) -> &'static str {
+        match self {
+            Metric::Requests => "Requests answered, by route and status.",
+            Metric::RequestDuration => "Time to answer a request (to its last byte), by route.",
+            Metric::UpstreamDuration => {
+                "Time from sending a model call upstream to its response headers."
+            }
+            Metric::UpstreamErrors => "Upstream answers that were errors, by kind.",
+            Metric::Compressions => "Compressions, by engine and outcome.",
+            Metric::EngineFailures => "Engine operations that failed, by engine.",
+            Metric::EngineToolCalls => "Engine tool calls the gateway answered, by tool.",
+            Metric::TokensReceived => "Tokens of the histories clients sent.",
+            Metric::TokensSent => "Tokens of the prompts sent upstream.",
+            Metric::CacheReadTokens => {
+                "Prompt tokens the provider reported reading from its prompt cache."
+            }
+            Metric::CacheWriteTokens => {
+                "Prompt tokens the provider reported writing to its prompt cache."
+            }
+            Metric::CompressionsDeferred => {
+                "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved."
+            }
+            Metric::BackgroundCompressionsStarted => {
+                "Compressions started in the background as a session neared its threshold."
+            }
+            Metric::NewLineages => "Requests whose history did not extend the session's lineage.",
+            Metric::SessionReloads => {
+                "Sessions read again from the store because another gateway saved them since."
+            }
+            Metric::StoreErrors => "Session saves that failed.",
+            Metric::StoreConflicts => {
+                "Session saves refused because another gateway saved the session first."
+            }
+            Metric::Sessions => "Sessions held in memory.",
+        }
+    }
+}
+
+/// Every metric's values.
 #[derive(Default)]
 pub struct Metrics {
-    counters: Mutex<BTreeMap<(&'static str, Labels), u64>>,
-    histograms: Mutex<BTreeMap<(&'static str, Labels), Histogram>>,
+    counters: Mutex<BTreeMap<(Metric, Labels), u64>>,
+    histograms: Mutex<BTreeMap<(Metric, Labels), Histogram>>,
     /// Sessions held in memory.
     pub live_sessions: AtomicU64,
 }
 
-/// What each metric means, for the `# HELP` lines.
-const HELP: &[(&str, &str, &str)] = &[
-    (
-        "ctxhost_requests_total",
-        "counter",
-        "Requests answered, by route and status.",
-    ),
-    (
-        "ctxhost_request_duration_seconds",
-        "histogram",
-        "Time to answer a request (to its last byte), by route.",
-    ),
-    (
-        "ctxhost_upstream_duration_seconds",
-        "histogram",
-        "Time from sending a model call upstream to its response headers.",
-    ),
-    (
-        "ctxhost_upstream_errors_total",
-        "counter",
-        "Upstream answers that were errors, by kind.",
-    ),
-    (
-        "ctxhost_compressions_total",
-        "counter",
-        "Compressions, by engine and outcome.",
-    ),
-    (
-        "ctxhost_engine_failures_total",
-        "counter",
-        "Engine operations that failed, by engine.",
-    ),
-    (
-        "ctxhost_engine_tool_calls_total",
-        "counter",
-        "Engine tool calls the gateway answered, by tool.",
-    ),
-    (
-        "ctxhost_tokens_received_total",
-        "counter",
-        "Tokens of the histories clients sent.",
-    ),
-    (
-        "ctxhost_tokens_sent_total",
-        "counter",
-        "Tokens of the prompts sent upstream.",
-    ),
-    (
-        "ctxhost_cache_read_tokens_total",
-        "counter",
-        "Prompt tokens the provider reported reading from its prompt cache.",
-    ),
-    (
-        "ctxhost_cache_write_tokens_total",
-        "counter",
-        "Prompt tokens the provider reported writing to its prompt cache.",
-    ),
-    (
-        "ctxhost_compressions_deferred_total",
-        "counter",
-        "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved.",
-    ),
-    (
-        "ctxhost_new_lineages_total",
-        "counter",
-        "Requests whose history did not extend the session's lineage.",
-    ),
-    ("ctxhost_sessions", "gauge", "Sessions held in memory."),
-];
-
 impl Metrics {
-    pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], value: u64) {
+    pub fn add(&self, metric: Metric, labels: &[(&'static str, &str)], value: u64) {
+        debug_assert_eq!(metric.kind(), Kind::Counter, "{metric:?} is not a counter");
         let labels = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
         let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-        *counters.entry((name, labels)).or_default() += value;
+        *counters.entry((metric, labels)).or_default() += value;
     }
 
-    pub fn observe(&self, name: &'static str, labels: &[(&'static str, &str)], took: Duration) {
+    pub fn observe(&self, metric: Metric, labels: &[(&'static str, &str)], took: Duration) {
+        debug_assert_eq!(
+            metric.kind(),
+            Kind::Histogram,
+            "{metric:?} is not a histogram"
+        );
         let labels = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
         let mut histograms = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
         histograms
-            .entry((name, labels))
+            .entry((metric, labels))
             .or_default()
             .observe(took.as_secs_f64());
     }
@@ -139,18 +201,25 @@ impl Metrics {
         let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         let histograms = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::new();
-        for (name, kind, help) in HELP {
+        for metric in Metric::ALL {
+            let name = metric.name();
+            let (kind, help) = (metric.kind(), metric.help());
             let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            match *kind {
-                "counter" => {
-                    for ((_, labels), value) in counters.iter().filter(|((n, _), _)| n == name) {
+            let kind_name = match kind {
+                Kind::Counter => "counter",
+                Kind::Histogram => "histogram",
+                Kind::Gauge => "gauge",
+            };
+            let _ = writeln!(out, "# TYPE {name} {kind_name}");
+            match kind {
+                Kind::Counter => {
+                    for ((_, labels), value) in counters.iter().filter(|((m, _), _)| *m == metric) {
                         let _ = writeln!(out, "{name}{} {value}", render_labels(labels, None));
                     }
                 }
-                "histogram" => {
+                Kind::Histogram => {
                     for ((_, labels), histogram) in
-                        histograms.iter().filter(|((n, _), _)| n == name)
+                        histograms.iter().filter(|((m, _), _)| *m == metric)
                     {
                         for (bound, count) in BUCKETS.iter().zip(&histogram.counts) {
                             let le = bound.to_string();
@@ -180,7 +249,7 @@ impl Metrics {
                         );
                     }
                 }
-                _ => {
+                Kind::Gauge => {
                     let _ = writeln!(out, "{name} {}", self.live_sessions.load(Ordering::Relaxed));
                 }
             }
@@ -218,13 +287,9 @@ mod tests {
     #[test]
     fn renders_counters_and_histograms() {
         let metrics = Metrics::default();
-        metrics.add(
-            "ctxhost_requests_total",
-            &[("route", "chat"), ("status", "200")],
-            2,
-        );
+        metrics.add(Metric::Requests, &[("route", "chat"), ("status", "200")], 2);
         metrics.observe(
-            "ctxhost_request_duration_seconds",
+            Metric::RequestDuration,
             &[("route", "chat")],
             Duration::from_millis(3),
         );

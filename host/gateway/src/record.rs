@@ -38,6 +38,39 @@ pub enum Trigger {
     Background,
 }
 
+/// What came of a compression (the `outcome` label of `ctxhost_compressions_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompressionOutcome {
+    /// Applied: the view is the engine's new one.
+    Ok,
+    /// Not applied: it saved fewer tokens than `serve.cache.min_tokens_saved`.
+    Deferred,
+    /// The engine failed; the view stays.
+    Failed,
+    /// Prepared in the background for a view that has since been replaced.
+    Stale,
+    /// Prepared in the background, and the engine found nothing to compress yet.
+    Unchanged,
+}
+
+impl CompressionOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompressionOutcome::Ok => "ok",
+            CompressionOutcome::Deferred => "deferred",
+            CompressionOutcome::Failed => "failed",
+            CompressionOutcome::Stale => "stale",
+            CompressionOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+impl std::fmt::Display for CompressionOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One compression, as `/ctxhost/sessions/{id}` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompressionRecord {

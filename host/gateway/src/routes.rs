@@ -12,20 +12,24 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::anthropic;
 use super::auth::credential_of;
-use super::chat::chat_completions;
 use super::error::{AnthropicError, ErrorKind, GatewayError};
+use super::metrics::Metric;
+use super::pipeline::handle;
 use super::record::{SessionKey, SessionRecord};
+use super::turn::SESSION_HEADER;
 use super::upstream::{read_body, relayed_headers};
+use super::wire::anthropic::{self, Messages};
+use super::wire::chat::Chat;
+use super::wire::responses::Responses;
 use super::Gateway;
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/chat/completions", post(handle::<Chat>))
+        .route("/v1/messages", post(handle::<Messages>))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
-        .route("/v1/responses", post(super::responses::responses))
+        .route("/v1/responses", post(handle::<Responses>))
         .route("/v1/models", get(models))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))
@@ -71,7 +75,7 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
     count(&gateway, &route, &response, started);
     let session = response
         .headers()
-        .get(super::chat::SESSION_HEADER)
+        .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-");
     tracing::info!(
@@ -89,12 +93,12 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
 fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) {
     let status = response.status().as_u16().to_string();
     gateway.metrics.add(
-        "ctxhost_requests_total",
+        Metric::Requests,
         &[("route", route), ("status", &status)],
         1,
     );
     gateway.metrics.observe(
-        "ctxhost_request_duration_seconds",
+        Metric::RequestDuration,
         &[("route", route)],
         started.elapsed(),
     );

@@ -1,0 +1,381 @@
+//! The compaction policy of a turn: what goes upstream (the view plus what is new), when the
+//! engine compresses first (`should_compress` on the last call's prompt tokens, else
+//! `should_compress_preflight`), when a compression is not worth a cold prompt cache, when one
+//! is prepared in the background, and what each model call reports to the engine.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::{CompressOptions, Message, Usage};
+use serde_json::Value;
+
+use crate::conversation::Continuity;
+use crate::live::Prepared;
+use crate::metrics::Metric;
+use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
+use crate::turn::Turn;
+use ctxhost_core::session::SessionError;
+
+/// A turn's upstream while it is being prepared.
+struct Draft {
+    /// Shared with the engine calls, not copied for each.
+    upstream: Arc<Vec<Message>>,
+    continuity: Continuity,
+    compressed: bool,
+    /// An engine failure met on the way (the request goes on without it).
+    engine_error: Option<String>,
+}
+
+impl Turn {
+    /// Takes in the client's history and decides what goes upstream: the view plus what is
+    /// new, compressed first when the engine says so.
+    pub async fn prepare(&mut self, history: &[Message], model: &str, window: u64) -> Prepared {
+        let mut draft = self.take_in(history);
+        if !self.take_prepared(history, window, &mut draft).await {
+            return self.prepared(draft);
+        }
+        self.catch_up(model, window, &mut draft).await;
+        let trigger = self.trigger(&mut draft).await;
+        // Counted once here: the deferral, the compression and the near check below share it
+        // (the upstream only changes if a compression is applied).
+        let tokens = self.guard.session.count(&draft.upstream);
+        if let Some(trigger) = trigger.filter(|_| !self.deferred(tokens, window)) {
+            self.compress(trigger, tokens, window, &mut draft).await;
+        }
+        self.prepare_next(&draft, tokens, window).await;
+        self.prepared(draft)
+    }
+
+    /// The client's history against the session's lineage: the view plus what is new.
+    fn take_in(&mut self, history: &[Message]) -> Draft {
+        let live = &mut *self.guard;
+        let (continuity, upstream) = live.record.conversation.advance(history);
+        live.record.stats.requests += 1;
+        let received = live.session.count(history);
+        live.record.stats.tokens_received += received;
+        let metrics = &self.gateway.metrics;
+        metrics.add(Metric::TokensReceived, &[], received);
+        if continuity == Continuity::Diverged {
+            live.record.stats.new_lineages += 1;
+            live.record.compress_next = false;
+            metrics.add(Metric::NewLineages, &[], 1);
+            tracing::info!(
+                session = %live.record.key.name,
+                messages = history.len(),
+                "the client's history does not extend the session's lineage: starting a new lineage"
+            );
+        }
+        Draft {
+            upstream: Arc::new(upstream),
+            continuity,
+            compressed: false,
+            engine_error: None,
+        }
+    }
+
+    /// Takes in a compression prepared in the background, if one is ready (waited for up to
+    /// `serve.compaction.wait_seconds`, and past it only when the last view plus what is new
+    /// would not fit). False when one is still being prepared: the upstream goes as it is, and
+    /// the busy engine (or the session, on another gateway) is asked nothing more.
+    async fn take_prepared(&mut self, history: &[Message], window: u64, draft: &mut Draft) -> bool {
+        if self.guard.pending.is_some() {
+            let bound = Duration::from_secs_f64(self.gateway.settings.compaction.wait_seconds);
+            let live = &mut *self.guard;
+            if !live.settle_pending(Some(bound)).await
+                && live.session.count(&draft.upstream) > window
+            {
+                live.settle_pending(None).await;
+            }
+            if let Some(taken) = self.take_pending(history, &mut draft.engine_error) {
+                draft.upstream = Arc::new(taken);
+                draft.compressed = true;
+            }
+        } else if self.shared_pending() {
+            let fits = self.guard.session.count(&draft.upstream) <= window;
+            if let Some(taken) = self
+                .take_shared_pending(history, fits, &mut draft.engine_error)
+                .await
+            {
+                draft.upstream = Arc::new(taken);
+                draft.compressed = true;
+            }
+            if self.guard.record.pending.is_some() {
+                return false;
+            }
+        }
+        !self.guard.preparing()
+    }
+
+    /// Tells the engine what changed while it was busy: the model and window, the usage queued.
+    async fn catch_up(&mut self, model: &str, window: u64, draft: &mut Draft) {
+        let record = &mut self.guard.record;
+        if model != record.model || window != record.context_length {
+            record.model = model.to_string();
+            record.context_length = window;
+            if let Err(error) = self
+                .guard
+                .session
+                .update_model(model.to_string(), window)
+                .await
+            {
+                draft.engine_error = Some(self.failed(&error));
+            }
+        }
+        for usage in std::mem::take(&mut self.guard.queued_usage) {
+            if let Err(error) = self.guard.session.record_usage(usage).await {
+                draft.engine_error = Some(self.failed(&error));
+            }
+        }
+    }
+
+    /// Why the engine compresses now, if it does.
+    async fn trigger(&mut self, draft: &mut Draft) -> Option<Trigger> {
+        if self.guard.record.compress_next {
+            return Some(Trigger::Threshold);
+        }
+        let asked = self
+            .guard
+            .session
+            .should_compress_preflight(draft.upstream.clone())
+            .await;
+        match asked {
+            Ok(true) => Some(Trigger::Preflight),
+            Ok(false) => None,
+            Err(error) => {
+                draft.engine_error = Some(self.failed(&error));
+                None
+            }
+        }
+    }
+
+    /// A compression deferred for saving too little waits until the history has grown (or
+    /// would not fit).
+    fn deferred(&mut self, tokens: u64, window: u64) -> bool {
+        let record = &mut self.guard.record;
+        let until = record.deferred_until_tokens;
+        let waits = until > 0 && tokens < until && tokens <= window;
+        if waits {
+            record.compress_next = false;
+        }
+        waits
+    }
+
+    /// Compresses the upstream now; applied unless it saves less than
+    /// `serve.cache.min_tokens_saved` (not worth a cold cache while the history still fits).
+    async fn compress(
+        &mut self,
+        trigger: Trigger,
+        tokens_before: u64,
+        window: u64,
+        draft: &mut Draft,
+    ) {
+        self.guard.record.compress_next = false;
+        let messages_before = draft.upstream.len();
+        let started = Instant::now();
+        let started_at_ms = unix_now_ms();
+        let options = CompressOptions {
+            current_tokens: Some(tokens_before),
+            ..CompressOptions::default()
+        };
+        let compression = self
+            .guard
+            .session
+            .compress(draft.upstream.clone(), options)
+            .await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let gateway = self.gateway.clone();
+        let min_saved = gateway.settings.cache.min_tokens_saved;
+        let saved = tokens_before.saturating_sub(self.guard.session.count(&compression.messages));
+        let saves_too_little = min_saved > 0 && saved < min_saved && tokens_before <= window;
+        let outcome = match &compression.error {
+            None if saves_too_little => {
+                let record = &mut self.guard.record;
+                record.deferred_until_tokens = tokens_before + min_saved;
+                record.stats.compressions_deferred += 1;
+                gateway.metrics.add(Metric::CompressionsDeferred, &[], 1);
+                CompressionOutcome::Deferred
+            }
+            None => {
+                draft.upstream = compression.messages.clone();
+                let record = &mut self.guard.record;
+                record.conversation.compressed(draft.upstream.to_vec());
+                record.deferred_until_tokens = 0;
+                draft.compressed = true;
+                CompressionOutcome::Ok
+            }
+            Some(error) => {
+                draft.engine_error = Some(self.failed(error));
+                CompressionOutcome::Failed
+            }
+        };
+        gateway.metrics.add(
+            Metric::Compressions,
+            &[
+                ("engine", &compression.engine),
+                ("outcome", outcome.as_str()),
+            ],
+            1,
+        );
+        let live = &mut *self.guard;
+        let tokens_after = live.session.count(&draft.upstream);
+        tracing::info!(
+            session = %live.record.key.name,
+            engine = %compression.engine,
+            tokens_before,
+            tokens_after,
+            elapsed_ms,
+            "compressed"
+        );
+        let request = live.record.stats.requests;
+        live.record.compressions.push(CompressionRecord {
+            request,
+            trigger,
+            engine: compression.engine.clone(),
+            tokens_before,
+            tokens_after,
+            messages_before,
+            messages_after: draft.upstream.len(),
+            elapsed_ms,
+            error: compression.error.as_ref().map(ToString::to_string),
+            report: compression.report.clone(),
+            deferred: outcome == CompressionOutcome::Deferred,
+            replica: gateway
+                .coordination
+                .as_ref()
+                .map(|_| gateway.replica.clone()),
+            started_at_ms,
+            finished_at_ms: unix_now_ms(),
+        });
+    }
+
+    /// Near the threshold (the engine would compress with `serve.compaction.margin` of the
+    /// window more) and not compressed now: the next compression is prepared in the
+    /// background while this request is answered.
+    async fn prepare_next(&mut self, draft: &Draft, tokens: u64, window: u64) {
+        let settings = &self.gateway.settings.compaction;
+        if draft.compressed || !settings.background || draft.continuity == Continuity::Diverged {
+            return;
+        }
+        let margin = (settings.margin * window as f64) as u64;
+        // Not again before the context has regrown by half the margin since the last
+        // compression: each one changes the view, and with it the provider's cache.
+        let regrown = self
+            .guard
+            .record
+            .compressions
+            .iter()
+            .rev()
+            .find(|c| c.error.is_none() && !c.deferred)
+            .is_none_or(|last| tokens >= last.tokens_after + margin / 2);
+        if margin > 0
+            && regrown
+            && matches!(
+                self.guard.session.should_compress(tokens + margin).await,
+                Ok(true)
+            )
+        {
+            self.start_pending(draft.upstream.clone()).await;
+        }
+    }
+
+    fn prepared(&mut self, draft: Draft) -> Prepared {
+        self.stamp();
+        Prepared {
+            upstream: Arc::try_unwrap(draft.upstream).unwrap_or_else(|shared| shared.to_vec()),
+            continuity: draft.continuity,
+            compressed: draft.compressed,
+            engine_error: draft.engine_error,
+        }
+    }
+
+    /// The record names the engine as it now is, as of now.
+    fn stamp(&mut self) {
+        let live = &mut *self.guard;
+        live.record.engine = live.session.engine().to_string();
+        live.record.updated_at = unix_now();
+    }
+
+    /// Records one model call: its prompt (what was sent) and its usage (reported, else
+    /// counted).
+    pub async fn called(
+        &mut self,
+        sent: &[Message],
+        reply: Option<&Message>,
+        reported: Option<Usage>,
+    ) {
+        let metrics = &self.gateway.metrics;
+        let live = &mut *self.guard;
+        let prompt_tokens = live.session.count(sent);
+        let stats = &mut live.record.stats;
+        stats.upstream_calls += 1;
+        stats.tokens_sent += prompt_tokens;
+        stats.peak_prompt_tokens = stats.peak_prompt_tokens.max(prompt_tokens);
+        metrics.add(Metric::TokensSent, &[], prompt_tokens);
+        if let Some(reported) = &reported {
+            stats.reported_prompt_tokens += reported.prompt_tokens;
+            let read = reported.cache_read_tokens.unwrap_or(0);
+            let write = reported.cache_write_tokens.unwrap_or(0);
+            stats.cache_read_tokens += read;
+            stats.cache_write_tokens += write;
+            metrics.add(Metric::CacheReadTokens, &[], read);
+            metrics.add(Metric::CacheWriteTokens, &[], write);
+        }
+        let usage = reported.unwrap_or_else(|| {
+            let completion_tokens = reply.map(|m| live.session.count_message(m)).unwrap_or(0);
+            Usage {
+                prompt_tokens,
+                completion_tokens,
+                total_tokens: prompt_tokens + completion_tokens,
+                ..Usage::default()
+            }
+        });
+        live.record.last_prompt_tokens = usage.prompt_tokens;
+        if live.preparing() {
+            live.queued_usage.push(usage);
+        } else if let Err(error) = live.session.record_usage(usage).await {
+            self.failed(&error);
+        }
+    }
+
+    /// After the last call of a request: asks the engine whether the next one must compress
+    /// (unless one is being prepared, or ready: the next request takes it in).
+    pub async fn finished(&mut self) {
+        if self.guard.pending.is_none() {
+            let live = &mut *self.guard;
+            match live
+                .session
+                .should_compress(live.record.last_prompt_tokens)
+                .await
+            {
+                Ok(yes) => live.record.compress_next = yes,
+                Err(error) => {
+                    self.failed(&error);
+                }
+            }
+        }
+        self.stamp();
+    }
+
+    /// Runs one of the engine's tools for the model; a failure becomes the tool's answer.
+    pub async fn run_tool(&mut self, name: &str, arguments: &str) -> String {
+        // The engine answers once it is done preparing a compression.
+        self.guard.settle_pending(None).await;
+        let args: Value = serde_json::from_str(arguments)
+            .unwrap_or_else(|_| Value::String(arguments.to_string()));
+        self.guard.record.stats.engine_tool_calls += 1;
+        self.gateway
+            .metrics
+            .add(Metric::EngineToolCalls, &[("tool", name)], 1);
+        match self.guard.session.call_tool(name.to_string(), args).await {
+            Ok(answer) => answer,
+            Err(error) => format!("error: {}", self.failed(&error)),
+        }
+    }
+
+    /// Counts and logs a failed engine operation against the session; returns its line.
+    pub fn failed(&mut self, error: &SessionError) -> String {
+        self.guard.record.stats.engine_failures += 1;
+        self.gateway.engine_failed(error);
+        error.to_string()
+    }
+}

@@ -1,0 +1,210 @@
+//! Anthropic Messages (`POST /v1/messages`): the client's `system` and `messages` converted into
+//! the engine's message model ([`ctxhost_wire::anthropic`]) and back for each model call, the engine's
+//! own tools offered as Anthropic tools, their `tool_use` blocks hidden from the client, prompt
+//! cache breakpoints placed for clients that set none ([`cache`]), streamed answers rewritten
+//! event by event ([`stream`]). `POST /v1/messages/count_tokens` is passed through as the
+//! client sent it.
+
+mod cache;
+mod stream;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use ctxhost_sdk::{Message, Usage};
+use serde_json::{json, Map, Value};
+
+use super::{
+    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
+    to_bytes, Incoming, Parsed, Wire,
+};
+use crate::error::{AnthropicError, GatewayError};
+use crate::turn::relay;
+use crate::upstream::{read_body, relayed_headers};
+use crate::Gateway;
+use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
+use ctxhost_wire::anthropic as convert;
+pub use stream::MessagesStream;
+
+const COUNT_TOKENS_PATH: &str = "messages/count_tokens";
+
+/// Anthropic Messages.
+pub struct Messages;
+
+/// A Messages request's own fields.
+pub struct MessagesRequest {
+    /// The body as sent; `system` and `messages` are replaced per model call.
+    body: Map<String, Value>,
+    /// The client placed no cache breakpoints: the gateway places its own.
+    add_breakpoints: bool,
+}
+
+impl Wire for Messages {
+    type Request = MessagesRequest;
+    type Stream = MessagesStream;
+    const PATH: &'static str = "messages";
+    /// Claude Code's.
+    const CLIENT_SESSION_HEADER: Option<&'static str> = Some("x-claude-code-session-id");
+
+    fn parse(
+        bytes: Bytes,
+        settings: &ServeSettings,
+    ) -> Result<Incoming<MessagesRequest>, GatewayError> {
+        let mut body = object(&bytes)?;
+        // Taken in place (left null), so the body keeps its key order when they are put back.
+        let Some(Value::Array(turns)) = body.get_mut("messages").map(Value::take) else {
+            return Err(bad_request("`messages` must be an array of messages"));
+        };
+        if turns.is_empty() {
+            return Err(bad_request("`messages` must not be empty"));
+        }
+        let add_breakpoints = !cache::client_sets_breakpoints(&body, &turns)
+            && settings.cache.breakpoints == CacheBreakpoints::Auto;
+        let system = body.get_mut("system").map(Value::take);
+        let history = convert::to_messages(system.as_ref(), &turns)
+            .map_err(|e| bad_request(e.to_string()))?;
+        Ok(Incoming::Turn(Parsed {
+            history,
+            model: model(&body)?,
+            stream: streamed(&body),
+            output_budget: budget(&body, &["max_tokens"]),
+            client_tools: client_tool_names(&body, &["name"]),
+            request: MessagesRequest {
+                body,
+                add_breakpoints,
+            },
+        }))
+    }
+
+    fn error_response(error: GatewayError) -> Response {
+        AnthropicError(error).into_response()
+    }
+
+    /// The client's fields, `system` and `messages` from `messages`, and the engine's tools as
+    /// Anthropic tools after the client's.
+    fn upstream_body(
+        request: &MessagesRequest,
+        messages: &[Message],
+        engine_tools: &[Value],
+    ) -> Bytes {
+        let converted = convert::from_messages(messages);
+        let mut body = request.body.clone();
+        body.insert("messages".into(), Value::Array(converted.messages));
+        match converted.system {
+            Some(system) => {
+                body.insert("system".into(), system);
+            }
+            None => {
+                body.shift_remove("system");
+            }
+        }
+        offer_tools(&mut body, engine_tools.iter().map(anthropic_tool));
+        if request.add_breakpoints {
+            cache::add_breakpoints(&mut body);
+        }
+        to_bytes(&body)
+    }
+
+    fn reply(answer: &Value) -> Option<Message> {
+        convert::reply_message(&answer["content"]).ok()
+    }
+
+    /// The prompt is the uncached input plus what was read from and written to the cache.
+    fn usage(value: &Value) -> Option<Usage> {
+        let input = value.get("input_tokens")?.as_u64()?;
+        let cache_read = value["cache_read_input_tokens"].as_u64();
+        let cache_write = value["cache_creation_input_tokens"].as_u64();
+        let output = value["output_tokens"].as_u64().unwrap_or(0);
+        let prompt_tokens = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
+        Some(Usage {
+            prompt_tokens,
+            completion_tokens: output,
+            total_tokens: prompt_tokens + output,
+            cache_read_tokens: cache_read,
+            cache_write_tokens: cache_write,
+            ..Usage::default()
+        })
+    }
+
+    fn hide_engine_calls(
+        answer: &mut Value,
+        engine_names: &HashSet<String>,
+        client_calls: bool,
+    ) -> Option<Message> {
+        let visible = visible_blocks(&answer["content"], engine_names);
+        let message = convert::reply_message(&visible).ok();
+        answer["content"] = visible;
+        if !client_calls {
+            answer["stop_reason"] = json!("end_turn");
+        }
+        message
+    }
+
+    fn stream(_: &MessagesRequest) -> MessagesStream {
+        MessagesStream::default()
+    }
+}
+
+/// An engine tool's OpenAI function schema as an Anthropic tool.
+fn anthropic_tool(schema: &Value) -> Value {
+    let function = &schema["function"];
+    let mut tool = json!({"name": function["name"], "input_schema": function["parameters"]});
+    if let Some(description) = function.get("description") {
+        tool["description"] = description.clone();
+    }
+    if tool["input_schema"].is_null() {
+        tool["input_schema"] = json!({"type": "object", "properties": {}});
+    }
+    tool
+}
+
+/// `content` without the engine's `tool_use` blocks: what the client receives.
+fn visible_blocks(content: &Value, engine_names: &HashSet<String>) -> Value {
+    let blocks = content.as_array().cloned().unwrap_or_default();
+    Value::Array(
+        blocks
+            .into_iter()
+            .filter(|b| !is_engine_call(b, engine_names))
+            .collect(),
+    )
+}
+
+fn is_engine_call(block: &Value, engine_names: &HashSet<String>) -> bool {
+    block["type"] == "tool_use" && is_engine_tool(&block["name"], engine_names)
+}
+
+/// `POST /v1/messages/count_tokens`: relayed as the client sent it (the session's view is not
+/// applied: the count is of the history the client holds).
+pub async fn count_tokens(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let relayed = async {
+        let bytes = gateway.read_request(&headers, body).await?;
+        let response = gateway
+            .upstream
+            .send(
+                Method::POST,
+                COUNT_TOKENS_PATH,
+                uri.query(),
+                &headers,
+                Some(bytes),
+            )
+            .await?;
+        let status = response.status();
+        let upstream_headers = relayed_headers(response.headers());
+        let body = read_body(response, gateway.settings.limits.max_response_bytes).await?;
+        Ok::<_, GatewayError>(relay(status, upstream_headers, &HeaderMap::new(), body))
+    };
+    match relayed.await {
+        Ok(response) => response,
+        Err(error) => AnthropicError(error).into_response(),
+    }
+}

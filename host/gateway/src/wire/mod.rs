@@ -1,0 +1,215 @@
+//! The provider APIs the gateway speaks, one adapter each around the one turn pipeline
+//! ([`super::pipeline`]): how a request is taken apart into the engine's messages and the rest
+//! of its fields, how one model call's body is built from the view, how a reply and its usage
+//! are read, how the engine's tool calls are hidden from the client, and how a streamed answer's
+//! upstream events become the client's frames. Adding an API is one adapter here.
+
+pub mod anthropic;
+pub mod chat;
+pub mod responses;
+
+use std::collections::HashSet;
+
+use axum::response::Response;
+use bytes::Bytes;
+use ctxhost_sdk::{Message, Usage};
+use serde_json::Value;
+
+use super::error::GatewayError;
+use ctxhost_config::serve::ServeSettings;
+
+/// One provider API, as the turn pipeline drives it.
+pub trait Wire: Send + Sync + 'static {
+    /// The request's own fields, kept for building each model call's body.
+    type Request: Send + Sync + 'static;
+    /// A streamed answer's state across its rounds.
+    type Stream: ClientStream;
+    /// The provider route, after the base URL (`chat/completions`, `messages`, `responses`).
+    const PATH: &'static str;
+    /// The header a client of this API names its session in, if it has one.
+    const CLIENT_SESSION_HEADER: Option<&'static str>;
+
+    /// Takes a request body apart.
+    fn parse(
+        bytes: Bytes,
+        settings: &ServeSettings,
+    ) -> Result<Incoming<Self::Request>, GatewayError>;
+
+    /// The gateway's own error in the shape this API's clients parse.
+    fn error_response(error: GatewayError) -> Response;
+
+    /// The body of one model call: the request's fields with `messages` as the history and
+    /// the engine's tools (OpenAI function schemas) offered after the client's.
+    fn upstream_body(
+        request: &Self::Request,
+        messages: &[Message],
+        engine_tools: &[Value],
+    ) -> Bytes;
+
+    /// The assistant message of a whole (non-streamed) answer, every tool call included.
+    fn reply(answer: &Value) -> Option<Message>;
+
+    /// Usage in the API's form (a whole answer's `usage`), as the engine takes it.
+    fn usage(value: &Value) -> Option<Usage>;
+
+    /// Takes the engine's calls out of a whole answer; returns what the client receives as a
+    /// message. `client_calls`: the client has calls of its own to answer (else the answer
+    /// ends the turn).
+    fn hide_engine_calls(
+        answer: &mut Value,
+        engine_names: &HashSet<String>,
+        client_calls: bool,
+    ) -> Option<Message>;
+
+    /// A streamed answer's state, before its first event.
+    fn stream(request: &Self::Request) -> Self::Stream;
+}
+
+/// A request body taken apart.
+pub enum Incoming<R> {
+    /// A turn the gateway manages.
+    Turn(Parsed<R>),
+    /// A request the gateway cannot manage (it relies on state the provider keeps): sent on
+    /// as it came.
+    Unmanaged(Bytes),
+}
+
+/// What the pipeline needs of any request, and the API's own rest.
+pub struct Parsed<R> {
+    pub request: R,
+    /// The client's whole history, in the engine's message model.
+    pub history: Vec<Message>,
+    pub model: String,
+    pub stream: bool,
+    /// `max_tokens` or its like: the room kept free for the answer.
+    pub output_budget: Option<u64>,
+    /// The names of the client's own tools (they win over the engine's of the same name).
+    pub client_tools: HashSet<String>,
+}
+
+/// What one upstream event of a streamed round comes to, whatever the API.
+pub enum StreamEvent {
+    /// Something for the client (renumbered, the engine's parts taken out).
+    Frame(Bytes),
+    /// Nothing for the client (held back until the end, the engine's, or unreadable).
+    Held,
+    /// The provider's own error, relayed as it came: the answer ends with it.
+    Failed(Bytes),
+    /// The round is complete.
+    Done,
+}
+
+/// What one streamed round produced.
+pub struct StreamedReply {
+    /// The assistant message, every tool call included (the engine's too).
+    pub reply: Option<Message>,
+    /// Its usage in the API's form (null when none was reported).
+    pub usage: Value,
+    /// The reply ended normally: its engine calls may be answered.
+    pub complete: bool,
+    /// Some of it was held back from the client (the engine's calls).
+    pub hid: bool,
+}
+
+/// A streamed answer as the client receives it, over every round of engine tool calls.
+pub trait ClientStream: Send + 'static {
+    /// What the round waits for before it counts as complete (named in the error when the
+    /// stream breaks off without it).
+    const END: &'static str;
+
+    /// Takes in one upstream event of a round (`first_round`: of the first model call).
+    fn event(
+        &mut self,
+        event: &eventsource_stream::Event,
+        engine_names: &HashSet<String>,
+        first_round: bool,
+    ) -> StreamEvent;
+
+    /// The round just completed: what it produced. The next round starts afresh.
+    fn end_round(&mut self, engine_names: &HashSet<String>) -> StreamedReply;
+
+    /// The reply as the client saw it over every round (what stands in the upstream history
+    /// for what was hidden).
+    fn visible(&self) -> Option<Message>;
+
+    /// The gateway's own error as a frame.
+    fn error(&mut self, error: &GatewayError) -> Bytes;
+
+    /// A follow-up model call the provider refused with `status` and `body`, as a frame.
+    fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes;
+
+    /// The closing frames. `engine_only`: the last round's calls were the engine's only, so
+    /// the turn ends here; `usage`: every round's usage summed.
+    fn finish(&mut self, engine_only: bool, usage: Option<Value>) -> Vec<Bytes>;
+}
+
+/// Whether a tool named `name` is one of the engine's.
+pub fn is_engine_tool(name: &Value, engine_names: &HashSet<String>) -> bool {
+    name.as_str().is_some_and(|n| engine_names.contains(n))
+}
+
+/// The names the client's tools go by (`path` into each tool, e.g. `["function", "name"]`).
+pub fn client_tool_names(body: &serde_json::Map<String, Value>, path: &[&str]) -> HashSet<String> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| {
+                    path.iter()
+                        .fold(t, |v, k| &v[*k])
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `key`'s whole-number value, if any (an output budget).
+pub fn budget(body: &serde_json::Map<String, Value>, keys: &[&str]) -> Option<u64> {
+    keys.iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_u64))
+}
+
+/// The model a request names.
+pub fn model(body: &serde_json::Map<String, Value>) -> Result<String, GatewayError> {
+    body.get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| bad_request("`model` must name a model"))
+}
+
+/// Whether the request asks for a streamed answer.
+pub fn streamed(body: &serde_json::Map<String, Value>) -> bool {
+    body.get("stream").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// A request body as a JSON object.
+pub fn object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, GatewayError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| bad_request(format!("the request body is not a JSON object: {e}")))
+}
+
+pub fn bad_request(message: impl Into<String>) -> GatewayError {
+    GatewayError::new(super::error::ErrorKind::BadRequest, message)
+}
+
+/// Adds `tools` after the client's own in `body["tools"]`.
+pub fn offer_tools(body: &mut serde_json::Map<String, Value>, tools: impl Iterator<Item = Value>) {
+    let mut tools = tools.peekable();
+    if tools.peek().is_none() {
+        return;
+    }
+    if let Value::Array(list) = body
+        .entry("tools")
+        .or_insert_with(|| Value::Array(Vec::new()))
+    {
+        list.extend(tools);
+    }
+}
+
+/// A body as bytes.
+pub fn to_bytes(body: &serde_json::Map<String, Value>) -> Bytes {
+    Bytes::from(serde_json::to_vec(body).unwrap_or_default())
+}

@@ -1,0 +1,167 @@
+//! OpenAI Responses (`POST /v1/responses`) in its stateless form: the client's `instructions`
+//! and `input` items converted into the engine's message model
+//! ([`ctxhost_wire::responses`]) and back for each model call, the engine's own tools
+//! offered as flat function tools and their `function_call` items hidden from the client,
+//! streamed answers rewritten event by event ([`stream`]). A request that relies on the
+//! provider's stored state (`previous_response_id`) is not the gateway's to manage: it goes on
+//! as it came.
+
+mod stream;
+
+use std::collections::HashSet;
+
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use ctxhost_sdk::{Message, Usage};
+use serde_json::{json, Map, Value};
+
+use super::{
+    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
+    to_bytes, Incoming, Parsed, Wire,
+};
+use crate::error::GatewayError;
+use ctxhost_config::serve::ServeSettings;
+use ctxhost_wire::responses as convert;
+pub use stream::ResponsesStream;
+
+/// OpenAI Responses.
+pub struct Responses;
+
+/// A Responses request's own fields.
+pub struct ResponsesRequest {
+    /// The body as sent; `instructions` and `input` are replaced per model call.
+    body: Map<String, Value>,
+}
+
+impl Wire for Responses {
+    type Request = ResponsesRequest;
+    type Stream = ResponsesStream;
+    const PATH: &'static str = "responses";
+    /// Codex's.
+    const CLIENT_SESSION_HEADER: Option<&'static str> = Some("session-id");
+
+    fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ResponsesRequest>, GatewayError> {
+        let mut body = object(&bytes)?;
+        if relies_on_stored_state(&body) {
+            return Ok(Incoming::Unmanaged(bytes));
+        }
+        drop(bytes);
+        // Taken in place (left null), so the body keeps its key order when they are put back.
+        let input = body
+            .get_mut("input")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        if input.is_null() {
+            return Err(bad_request("`input` must be a string or an array of items"));
+        }
+        let instructions = body.get_mut("instructions").map(Value::take);
+        let history = convert::to_messages(instructions.as_ref(), &input)
+            .map_err(|e| bad_request(e.to_string()))?;
+        if history.is_empty() {
+            return Err(bad_request("`input` must not be empty"));
+        }
+        Ok(Incoming::Turn(Parsed {
+            history,
+            model: model(&body)?,
+            stream: streamed(&body),
+            output_budget: budget(&body, &["max_output_tokens"]),
+            client_tools: client_tool_names(&body, &["name"]),
+            request: ResponsesRequest { body },
+        }))
+    }
+
+    fn error_response(error: GatewayError) -> Response {
+        error.into_response()
+    }
+
+    /// The client's fields, `instructions` and `input` from `messages`, and the engine's tools
+    /// as flat function tools after the client's.
+    fn upstream_body(
+        request: &ResponsesRequest,
+        messages: &[Message],
+        engine_tools: &[Value],
+    ) -> Bytes {
+        let converted = convert::from_messages(messages);
+        let mut body = request.body.clone();
+        body.insert("input".into(), converted.input);
+        match converted.instructions {
+            Some(instructions) => {
+                body.insert("instructions".into(), instructions);
+            }
+            None => {
+                body.shift_remove("instructions");
+            }
+        }
+        offer_tools(&mut body, engine_tools.iter().map(function_tool));
+        to_bytes(&body)
+    }
+
+    fn reply(answer: &Value) -> Option<Message> {
+        convert::reply_message(&answer["output"])
+    }
+
+    /// `input_tokens` is the whole prompt, cached tokens part of it.
+    fn usage(value: &Value) -> Option<Usage> {
+        let input = value.get("input_tokens")?.as_u64()?;
+        let output = value["output_tokens"].as_u64().unwrap_or(0);
+        Some(Usage {
+            prompt_tokens: input,
+            completion_tokens: output,
+            total_tokens: value["total_tokens"].as_u64().unwrap_or(input + output),
+            cache_read_tokens: value["input_tokens_details"]["cached_tokens"].as_u64(),
+            reasoning_tokens: value["output_tokens_details"]["reasoning_tokens"].as_u64(),
+            ..Usage::default()
+        })
+    }
+
+    fn hide_engine_calls(
+        answer: &mut Value,
+        engine_names: &HashSet<String>,
+        _client_calls: bool,
+    ) -> Option<Message> {
+        let visible = visible_items(&answer["output"], engine_names);
+        let message = convert::reply_message(&visible);
+        answer["output"] = visible;
+        message
+    }
+
+    fn stream(_: &ResponsesRequest) -> ResponsesStream {
+        ResponsesStream::default()
+    }
+}
+
+/// Whether the request continues a conversation the provider stored.
+fn relies_on_stored_state(body: &Map<String, Value>) -> bool {
+    body.get("previous_response_id")
+        .is_some_and(|id| !id.is_null())
+}
+
+/// An engine tool's Chat Completions schema as a Responses function tool (flat).
+fn function_tool(schema: &Value) -> Value {
+    let function = &schema["function"];
+    let mut tool = json!({"type": "function", "name": function["name"]});
+    if let Some(description) = function.get("description") {
+        tool["description"] = description.clone();
+    }
+    tool["parameters"] = match function.get("parameters") {
+        Some(parameters) if parameters.is_object() => parameters.clone(),
+        _ => json!({"type": "object", "properties": {}}),
+    };
+    tool
+}
+
+/// Whether an output item is one of the engine's calls: never shown to the client.
+fn is_engine_call(item: &Value, engine_names: &HashSet<String>) -> bool {
+    item["type"] == "function_call" && is_engine_tool(&item["name"], engine_names)
+}
+
+/// `output` without the engine's calls: what the client receives.
+fn visible_items(output: &Value, engine_names: &HashSet<String>) -> Value {
+    let items = output.as_array().cloned().unwrap_or_default();
+    Value::Array(
+        items
+            .into_iter()
+            .filter(|item| !is_engine_call(item, engine_names))
+            .collect(),
+    )
+}
