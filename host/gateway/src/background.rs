@@ -17,35 +17,16 @@ use std::time::{Duration, Instant};
 
 use ctxhost_sdk::{CompressOptions, Message};
 use serde::{Deserialize, Serialize};
-use tokio::task::JoinHandle;
 
 use ctxhost_sdk::CompressionReport;
 
-use super::live::Live;
 use super::metrics::Metric;
+use super::record::PendingInfo;
 use super::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
+use super::session::live::{Live, Pending, Task};
 use super::store::{random_u64, Claim, LeaseKind, PreparedState};
 use super::turn::Turn;
 use ctxhost_core::session::DetachedCompression;
-
-/// A compression being prepared for a session.
-pub struct Pending {
-    /// Names it in the session's record and in the database.
-    id: u64,
-    /// How many lineage messages its input stood for.
-    base: usize,
-    /// The view it started from: a newer one (a new lineage) makes its result stale.
-    view_version: u64,
-    tokens_before: u64,
-    messages_before: usize,
-    started_at_ms: u64,
-    task: Task,
-}
-
-enum Task {
-    Running(JoinHandle<DetachedCompression>),
-    Done(Box<DetachedCompression>),
-}
 
 /// A compression prepared in the background as the gateway that takes it in sees it (kept in
 /// the database, as JSON, for the other gateways).
@@ -67,23 +48,6 @@ pub struct PreparedView {
     pub replica: Option<String>,
     pub started_at_ms: u64,
     pub finished_at_ms: u64,
-}
-
-/// What the session's status shows of a compression being prepared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingInfo {
-    /// Its id (what a gateway looks it up by in a shared database).
-    #[serde(default)]
-    pub id: u64,
-    /// The gateway preparing it (with several on one database).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replica: Option<String>,
-    /// The request (1-based) that started it.
-    pub request: u64,
-    /// The lineage messages it stands for.
-    pub base_messages: usize,
-    /// Unix seconds.
-    pub started_at: u64,
 }
 
 impl Live {

@@ -13,22 +13,21 @@
 //! view plus what is new upstream ([`pipeline`], one adapter per provider API in [`wire`]),
 //! and records what came back.
 
-pub mod auth;
-pub mod background;
-pub mod conversation;
-pub mod error;
-pub mod live;
-pub mod metrics;
-pub mod models;
-pub mod pipeline;
-pub mod record;
+mod auth;
+mod background;
+mod conversation;
+mod error;
+mod metrics;
+mod models;
+mod pipeline;
+mod record;
 mod request_body;
-pub mod routes;
-pub mod session;
+mod routes;
+mod session;
 pub mod store;
-pub mod turn;
-pub mod upstream;
-pub mod wire;
+mod turn;
+mod upstream;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,8 +38,8 @@ pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
 use ctxhost_core::Engines;
-use live::LiveSessions;
 use metrics::Metrics;
+use session::cache::LiveSessions;
 use store::SessionStore;
 use upstream::Upstream;
 

@@ -181,7 +181,7 @@ pub struct SessionRecord {
     pub last_prompt_tokens: u64,
     /// A compression being prepared in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending: Option<super::background::PendingInfo>,
+    pub pending: Option<PendingInfo>,
     /// A compression was deferred for saving too little: none is tried again until what goes
     /// upstream reaches this many tokens (0: none deferred).
     #[serde(default)]
@@ -232,4 +232,21 @@ pub fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// What the session's status shows of a compression being prepared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInfo {
+    /// Its id (what a gateway looks it up by in a shared database).
+    #[serde(default)]
+    pub id: u64,
+    /// The gateway preparing it (with several on one database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    /// The request (1-based) that started it.
+    pub request: u64,
+    /// The lineage messages it stands for.
+    pub base_messages: usize,
+    /// Unix seconds.
+    pub started_at: u64,
 }

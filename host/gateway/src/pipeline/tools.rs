@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
-use crate::live::Live;
+use crate::session::live::Live;
 use crate::turn::Turn;
 
 /// The engine's tools offered upstream (OpenAI function schemas) and their names: those the

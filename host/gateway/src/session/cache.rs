@@ -11,8 +11,8 @@ use std::time::Duration;
 use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use super::lease::TurnLease;
+use super::live::Live;
 use crate::error::GatewayError;
-use crate::live::Live;
 use crate::record::{SessionKey, SessionRecord};
 use crate::Gateway;
 

@@ -4,11 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{ErrorKind, GatewayError};
+use crate::error::{store_unavailable, ErrorKind, GatewayError};
 use crate::record::SessionKey;
 use crate::store::{Claim, Coordination, Lease, LeaseKind};
-
-use super::persist::store_unavailable;
 
 /// A turn lease held: released when dropped.
 pub struct TurnLease {

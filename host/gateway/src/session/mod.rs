@@ -1,11 +1,11 @@
-//! A gateway session's state, by concern: the sessions held in memory ([`cache`]), the turn
-//! lease among gateways on one database ([`lease`]), saving and reloading ([`persist`]), and
-//! the compaction policy of each turn ([`policy`]). The session itself is [`super::live`]; the
-//! compressions prepared in the background are [`super::background`].
+//! A gateway session's state, by concern: the session itself ([`live`]), the sessions held in
+//! memory ([`cache`]), the turn lease among gateways on one database ([`lease`]), and saving
+//! and reloading ([`persist`]). What a turn does with it is the turn's compaction policy
+//! (`turn::policy`); the compressions prepared in the background are `background`.
 
 pub mod cache;
 pub mod lease;
+pub mod live;
 pub mod persist;
-pub mod policy;
 
-pub use cache::{LiveSessions, SessionGuard, Slot};
+pub use cache::SessionGuard;

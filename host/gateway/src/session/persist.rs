@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cache::SessionGuard;
-use crate::error::{ErrorKind, GatewayError};
-use crate::live::Live;
+use super::live::Live;
+use crate::error::{store_unavailable, ErrorKind, GatewayError};
 use crate::metrics::Metric;
 use crate::record::SessionRecord;
 use crate::store::StoreError;
@@ -134,12 +134,4 @@ impl Gateway {
             Err(error) => Err(store_unavailable(&error)),
         }
     }
-}
-
-/// A store failure as the client sees it: the request can be retried.
-pub(super) fn store_unavailable(error: &StoreError) -> GatewayError {
-    GatewayError::new(
-        ErrorKind::StoreUnavailable,
-        format!("{error}: retry the request"),
-    )
 }

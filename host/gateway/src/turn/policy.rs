@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
+use super::Turn;
 use crate::conversation::Continuity;
-use crate::live::Prepared;
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
-use crate::turn::Turn;
+use crate::session::live::Prepared;
 use ctxhost_core::session::SessionError;
 
 /// A turn's upstream while it is being prepared.

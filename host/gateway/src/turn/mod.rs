@@ -3,6 +3,8 @@
 //! happened, model calls, the engine's tool calls answered, and the session released when the
 //! answer is done with it.
 
+mod policy;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,15 +16,16 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::auth::credential_of;
-use super::conversation::Continuity;
-use super::error::{ErrorKind, GatewayError};
-use super::live::{Live, Prepared, SessionGuard};
-use super::metrics::Metric;
-use super::models::{context_window, usable_window, ConfiguredModel};
-use super::record::SessionKey;
-use super::upstream::{read_body, relayed_headers};
-use super::Gateway;
+use crate::auth::credential_of;
+use crate::conversation::Continuity;
+use crate::error::{ErrorKind, GatewayError};
+use crate::metrics::Metric;
+use crate::models::{context_window, usable_window, ConfiguredModel};
+use crate::record::SessionKey;
+use crate::session::live::{Live, Prepared};
+use crate::session::SessionGuard;
+use crate::upstream::{read_body, relayed_headers};
+use crate::Gateway;
 
 /// The header naming a client's session.
 pub const SESSION_HEADER: &str = "x-ctxhost-session";

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::Value;
 
-use super::conversation::Continuity;
-use super::error::{ErrorKind, GatewayError};
-use super::metrics::Metric;
-use super::record::{SessionKey, SessionRecord};
-use super::Gateway;
-use ctxhost_core::session::{Session, SessionError, SessionOptions};
+use tokio::task::JoinHandle;
 
-pub use super::session::{LiveSessions, SessionGuard, Slot};
+use crate::conversation::Continuity;
+use crate::error::{ErrorKind, GatewayError};
+use crate::metrics::Metric;
+use crate::record::{SessionKey, SessionRecord};
+use crate::Gateway;
+use ctxhost_core::session::DetachedCompression;
+use ctxhost_core::session::{Session, SessionError, SessionOptions};
 
 /// A session in memory.
 pub struct Live {
@@ -25,9 +26,9 @@ pub struct Live {
     pub tool_schemas: Vec<Value>,
     pub tool_names: HashSet<String>,
     /// A compression being prepared in the background.
-    pub(super) pending: Option<super::background::Pending>,
+    pub(crate) pending: Option<Pending>,
     /// Usage reported while the engine was busy preparing a compression, for it afterwards.
-    pub(super) queued_usage: Vec<Usage>,
+    pub(crate) queued_usage: Vec<Usage>,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
@@ -59,7 +60,7 @@ impl Gateway {
                 .unwrap_or((model, window));
             let options = SessionOptions::new(owned_key.engine_session()).model(model, window);
             let session = gateway.engines.open_session(&gateway.engine, options);
-            Ok::<_, super::store::StoreError>((stored, session))
+            Ok::<_, crate::store::StoreError>((stored, session))
         })
         .await
         .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
@@ -121,4 +122,23 @@ impl Gateway {
         self.metrics
             .add(Metric::EngineFailures, &[("engine", error.engine())], 1);
     }
+}
+
+/// A compression being prepared for a session.
+pub(crate) struct Pending {
+    /// Names it in the session's record and in the database.
+    pub(crate) id: u64,
+    /// How many lineage messages its input stood for.
+    pub(crate) base: usize,
+    /// The view it started from: a newer one (a new lineage) makes its result stale.
+    pub(crate) view_version: u64,
+    pub(crate) tokens_before: u64,
+    pub(crate) messages_before: usize,
+    pub(crate) started_at_ms: u64,
+    pub(crate) task: Task,
+}
+
+pub(crate) enum Task {
+    Running(JoinHandle<DetachedCompression>),
+    Done(Box<DetachedCompression>),
 }
