@@ -14,6 +14,9 @@ pub struct ShippedEngine {
     pub name: &'static str,
     /// The cargo package that builds it.
     pub package: &'static str,
+    /// That package's directory in the source tree (an engine split into several crates keeps
+    /// its cdylib in one of them, beside its `plugin.yaml`).
+    pub crate_dir: &'static str,
     /// The library's base name, as its `plugin.yaml` gives it.
     pub library: &'static str,
     /// Its `plugin.yaml`, embedded so that the descriptor always matches this build, even where
@@ -35,12 +38,14 @@ pub const SHIPPED: &[ShippedEngine] = &[
     ShippedEngine {
         name: "lcm",
         package: "ctxhost-engine-lcm",
+        crate_dir: "plugins/context_engine/lcm/engine",
         library: "ctxhost_engine_lcm",
         descriptor: include_str!("../../../../plugins/context_engine/lcm/plugin.yaml"),
     },
     ShippedEngine {
         name: "window",
         package: "ctxhost-engine-window",
+        crate_dir: "plugins/context_engine/window",
         library: "ctxhost_engine_window",
         descriptor: include_str!("../../../../plugins/context_engine/window/plugin.yaml"),
     },
@@ -102,12 +107,9 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
         }
     }
     let has_sources = tree.join("Cargo.toml").is_file()
-        && SHIPPED.iter().all(|engine| {
-            tree.join("plugins/context_engine")
-                .join(engine.name)
-                .join("Cargo.toml")
-                .is_file()
-        });
+        && SHIPPED
+            .iter()
+            .all(|engine| tree.join(engine.crate_dir).join("Cargo.toml").is_file());
     if !has_sources {
         return Err(InstallError::NoShippedSource {
             binary_dir: beside.map(Path::to_path_buf).unwrap_or_default(),
@@ -123,7 +125,7 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
             .find(|artifact| artifact.target == engine.library)
             .map(|artifact| artifact.file.clone())
             .ok_or_else(|| InstallError::NoCdylib {
-                crate_dir: tree.join("plugins/context_engine").join(engine.name),
+                crate_dir: tree.join(engine.crate_dir),
             })?;
         found.push((engine, library));
     }
@@ -175,6 +177,22 @@ mod tests {
             message.contains("`target/release/ctxhost plugins install --shipped`"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn each_crate_dir_holds_the_package_that_builds_the_engine() {
+        for engine in SHIPPED {
+            let manifest = source_tree().join(engine.crate_dir).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest)
+                .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+            assert!(
+                text.contains(&format!("name = \"{}\"", engine.package)),
+                "{} does not build {}",
+                manifest.display(),
+                engine.package
+            );
+            assert!(engine.descriptor_path().is_file(), "{}", engine.name);
+        }
     }
 
     #[test]
