@@ -42,7 +42,6 @@ mod sessions;
 mod sql;
 mod sqlite;
 
-use std::fmt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -64,31 +63,18 @@ pub use sqlite::SqliteStore;
 pub const BACKUP_DIR: &str = "backups";
 
 /// Why a store operation failed (before the store's location is attached).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    Sql(rusqlite::Error),
+    #[error("{0}")]
+    Sql(#[from] rusqlite::Error),
     /// PostgreSQL's own words (the server's message when it sent one).
+    #[error("{0}")]
     Postgres(String),
     /// A stored row that does not read back (a damaged or hand-edited database).
+    #[error("damaged data: {0}")]
     Corrupt(String),
+    #[error("{0}")]
     Schema(String),
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::Sql(error) => write!(f, "{error}"),
-            StoreError::Postgres(what) => f.write_str(what),
-            StoreError::Corrupt(what) => write!(f, "damaged data: {what}"),
-            StoreError::Schema(what) => f.write_str(what),
-        }
-    }
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(error: rusqlite::Error) -> Self {
-        StoreError::Sql(error)
-    }
 }
 
 impl From<::postgres::Error> for StoreError {
