@@ -135,7 +135,7 @@ impl Checkout {
         );
         checkout_plugin(&sandbox, "window", WINDOW);
         checkout_plugin(&sandbox, "lcm", LCM);
-        sandbox.write("plugins/context_engine/lcm/Cargo.toml", "");
+        sandbox.write("plugins/context_engine/lcm/engine/Cargo.toml", "");
         let debug = sandbox.path().join("target/debug");
         link(&binary(), &debug.join(binary().file_name().unwrap()));
         link(&library(WINDOW), &debug.join(file_name(WINDOW)));

@@ -259,7 +259,7 @@ fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated(
     assert!(run.success(), "{}", run.stderr);
     let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
     let mut stmt = store
-        .prepare("SELECT id, kind, text FROM summaries WHERE summarizer = 'offline'")
+        .prepare("SELECT id, kind, text FROM lcm_summaries WHERE summarizer = 'offline'")
         .unwrap();
     let summaries: Vec<(String, String, String)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

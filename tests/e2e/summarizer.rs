@@ -489,9 +489,9 @@ fn no_planted_secret_reaches_the_summarizer_or_a_stored_summary_though_lcm_keeps
         let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
         rows.map(Result::unwrap).collect::<Vec<_>>().join("\n")
     };
-    let summaries = column("SELECT text FROM summaries");
+    let summaries = column("SELECT text FROM lcm_summaries");
     // The planted messages are short, so stored as plain text (large ones are compressed).
-    let originals = column("SELECT json FROM messages WHERE typeof(json) = 'text'");
+    let originals = column("SELECT json FROM lcm_messages WHERE typeof(json) = 'text'");
     assert!(!summaries.is_empty());
     assert!(!summaries.contains(leaked), "{summaries}");
     for (secret, part) in PLANTED {

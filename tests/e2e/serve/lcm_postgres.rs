@@ -29,14 +29,14 @@ fn sqlite_store(path: &std::path::Path) -> (u64, u64, String) {
     let hashes: String = db
         .query_row(
             "SELECT group_concat(hash, ',') FROM \
-             (SELECT hash FROM messages ORDER BY conversation_id, seq)",
+             (SELECT hash FROM lcm_messages ORDER BY conversation_id, seq)",
             [],
             |r| r.get(0),
         )
         .unwrap();
     (
-        count("SELECT count(*) FROM messages"),
-        count("SELECT count(*) FROM summaries"),
+        count("SELECT count(*) FROM lcm_messages"),
+        count("SELECT count(*) FROM lcm_summaries"),
         hashes,
     )
 }

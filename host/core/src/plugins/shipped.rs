@@ -10,6 +10,9 @@ pub struct ShippedEngine {
     pub name: &'static str,
     /// The cargo package that builds it.
     pub package: &'static str,
+    /// That package's directory in the source tree (an engine split into several crates keeps
+    /// its cdylib in one of them, beside its `plugin.yaml`).
+    pub crate_dir: &'static str,
     /// The library's base name, as its `plugin.yaml` gives it.
     pub library: &'static str,
     /// Its `plugin.yaml`, embedded so that the descriptor always matches this build, even where
@@ -31,12 +34,14 @@ pub const SHIPPED: &[ShippedEngine] = &[
     ShippedEngine {
         name: "lcm",
         package: "ctxhost-engine-lcm",
+        crate_dir: "plugins/context_engine/lcm/engine",
         library: "ctxhost_engine_lcm",
         descriptor: include_str!("../../../../plugins/context_engine/lcm/plugin.yaml"),
     },
     ShippedEngine {
         name: "window",
         package: "ctxhost-engine-window",
+        crate_dir: "plugins/context_engine/window",
         library: "ctxhost_engine_window",
         descriptor: include_str!("../../../../plugins/context_engine/window/plugin.yaml"),
     },
@@ -52,4 +57,25 @@ pub fn source_tree() -> PathBuf {
     // This crate is `host/core` in the workspace.
     let core = Path::new(env!("CARGO_MANIFEST_DIR"));
     core.ancestors().nth(2).unwrap_or(core).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_crate_dir_holds_the_package_that_builds_the_engine() {
+        for engine in SHIPPED {
+            let manifest = source_tree().join(engine.crate_dir).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest)
+                .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+            assert!(
+                text.contains(&format!("name = \"{}\"", engine.package)),
+                "{} does not build {}",
+                manifest.display(),
+                engine.package
+            );
+            assert!(engine.descriptor_path().is_file(), "{}", engine.name);
+        }
+    }
 }

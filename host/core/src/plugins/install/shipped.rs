@@ -53,12 +53,9 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
         }
     }
     let has_sources = tree.join("Cargo.toml").is_file()
-        && SHIPPED.iter().all(|engine| {
-            tree.join("plugins/context_engine")
-                .join(engine.name)
-                .join("Cargo.toml")
-                .is_file()
-        });
+        && SHIPPED
+            .iter()
+            .all(|engine| tree.join(engine.crate_dir).join("Cargo.toml").is_file());
     if !has_sources {
         return Err(InstallError::NoShippedSource {
             binary_dir: beside.map(Path::to_path_buf).unwrap_or_default(),
@@ -74,7 +71,7 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
             .find(|artifact| artifact.target == engine.library)
             .map(|artifact| artifact.file.clone())
             .ok_or_else(|| InstallError::NoCdylib {
-                crate_dir: tree.join("plugins/context_engine").join(engine.name),
+                crate_dir: tree.join(engine.crate_dir),
             })?;
         found.push((engine, library));
     }

@@ -1,0 +1,87 @@
+//! `doctor` on PostgreSQL: that the database answers, the schema version and `pg_trgm`, then
+//! the checks both databases run (`store/checks.rs`). The server keeps its own pages and
+//! indexes sound, and the search columns are generated, so neither SQLite's quick check nor an
+//! index sync check applies. Nothing is repaired here: the answer says so.
+
+use postgres::GenericClient;
+
+use super::sql::Pg;
+use super::{get, schema, PostgresStore};
+use crate::checks::{self, Advice};
+use crate::{Doctor, Problem, Repair, StoreError};
+use ctxhost_sdk::EngineError;
+
+/// What to do about what is not repaired here.
+const ADVICE: Advice = Advice {
+    repairs: false,
+    restore: "restore the tables from a pg_dump",
+    restore_edited: "restore them from a pg_dump",
+};
+
+impl PostgresStore {
+    pub fn doctor(&mut self, repair: &Repair<'_>) -> Result<Doctor, EngineError> {
+        let mut found = Doctor::default();
+        if let Some(why) = self.unusable() {
+            found.problems.push(Problem {
+                check: "reachable",
+                count: 1,
+                detail: format!(
+                    "{why}. Check that the server runs and that the URL in plugins.lcm.store \
+                     names it, with a user allowed to connect"
+                ),
+            });
+            return Ok(found);
+        }
+        if repair.apply || repair.from_backup.is_some() {
+            found.notes.push(Problem {
+                check: "repairs",
+                count: 0,
+                detail: "doctor repairs the SQLite store only; on PostgreSQL restore from a \
+                         pg_dump of the lcm_* tables"
+                    .to_string(),
+            });
+        }
+        let reached = self.with_client(|c| examine(c, &mut found));
+        if let Err(error) = reached {
+            found.problems.push(Problem {
+                check: "reachable",
+                count: 1,
+                detail: error.message().to_string(),
+            });
+        }
+        Ok(found)
+    }
+}
+
+fn examine(c: &mut impl GenericClient, found: &mut Doctor) -> Result<(), StoreError> {
+    let version = schema::version(c)?;
+    if version != schema::LATEST {
+        found.problems.push(Problem {
+            check: "schema_version",
+            count: 1,
+            detail: format!(
+                "the database holds lcm schema version {version}, this engine writes {}",
+                schema::LATEST
+            ),
+        });
+        return Ok(());
+    }
+    let trigram: bool = get(
+        &c.query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')",
+            &[],
+        )?,
+        0,
+    )?;
+    if !trigram {
+        found.problems.push(Problem {
+            check: "pg_trgm",
+            count: 1,
+            detail: "the pg_trgm extension is gone: substring and regex search fail; have a \
+                     superuser run `CREATE EXTENSION pg_trgm`"
+                .to_string(),
+        });
+    }
+    checks::examine(&mut Pg(c), &ADVICE, found)?;
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! Search on PostgreSQL: full-text through each row's `tsvector` (GIN-indexed), ranked with
+//! `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
+//! identifiers such as `foo_bar.baz`, which the parser splits its own way) as substrings
+//! through the trigram indexes (`ILIKE`); regular expressions prefiltered by `~` (also
+//! trigram-indexed) when the pattern reads the same in both dialects, and decided by the
+//! engine's own `regex` either way.
+
+use postgres::types::ToSql;
+
+use super::sql::PgRow;
+use super::{get, PostgresStore};
+use crate::queries::summary_from_row;
+use crate::{FullTextQuery, Hit, StoreError, SummaryRow, Term};
+
+/// The summary columns, for the statements written here.
+const SUMMARY_COLUMNS: &str = summary_columns!();
+use ctxhost_sdk::EngineError;
+
+/// Rows read per round trip while scanning for a regular expression.
+const SCAN_PAGE: i64 = 500;
+
+/// SQLSTATE of an invalid regular expression: the prefilter is dropped, the scan goes on.
+const INVALID_REGEX: &str = "2201B";
+
+/// A full-text query in SQL: the condition a row must meet and its rank (higher is better),
+/// with their parameters, numbered from `$first`.
+struct Rendered {
+    condition: String,
+    rank: String,
+    params: Vec<String>,
+}
+
+/// Whether `term` is searched as a substring: it holds CJK characters, or punctuation other
+/// than `-` between its letters.
+fn substring_term(term: &Term) -> bool {
+    term.text.chars().any(|c| {
+        matches!(c as u32,
+            0x1100..=0x11FF | 0x2E80..=0x9FFF | 0xA960..=0xA97F | 0xAC00..=0xD7FF
+            | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
+            || (!c.is_alphanumeric() && c != '-')
+    })
+}
+
+/// `text` as an `ILIKE` pattern matching it anywhere (`%`, `_` and `\` taken literally).
+fn like_anywhere(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl Rendered {
+    /// The query's parameters: `first` ones, then the rendered ones.
+    fn after<'a>(&'a self, first: [&'a (dyn ToSql + Sync); 4]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let mut params = first.to_vec();
+        params.extend(self.params.iter().map(|p| p as &(dyn ToSql + Sync)));
+        params
+    }
+}
+
+fn render(query: &FullTextQuery, first: usize) -> Rendered {
+    let mut params = Vec::new();
+    let mut param = |value: String| {
+        params.push(value);
+        format!("${}", first + params.len() - 1)
+    };
+    let (mut phrases, mut tsqueries, mut substrings) = (Vec::new(), Vec::new(), Vec::new());
+    for term in &query.terms {
+        if substring_term(term) {
+            substrings.push(format!("text ILIKE {}", param(like_anywhere(&term.text))));
+        } else if term.prefix {
+            // Letters, digits and `-` only: safe inside a tsquery, the parts a phrase.
+            let lower = term.text.to_lowercase();
+            let parts: Vec<&str> = lower.split('-').filter(|p| !p.is_empty()).collect();
+            let stem = parts.join(" <-> ");
+            tsqueries.push(format!(
+                "to_tsquery('simple', {})",
+                param(format!("{stem}:*"))
+            ));
+        } else {
+            phrases.push(format!("\"{}\"", term.text));
+        }
+    }
+    let joiner = if query.any { " or " } else { " " };
+    if !phrases.is_empty() {
+        let websearch = param(phrases.join(joiner));
+        tsqueries.insert(0, format!("websearch_to_tsquery('simple', {websearch})"));
+    }
+    let (and_or, tsjoin) = if query.any {
+        (" OR ", " || ")
+    } else {
+        (" AND ", " && ")
+    };
+    let mut conditions = substrings;
+    let rank = if tsqueries.is_empty() {
+        "0::real".to_string()
+    } else {
+        let tsquery = format!("({})", tsqueries.join(tsjoin));
+        conditions.insert(0, format!("tsv @@ {tsquery}"));
+        format!("ts_rank(tsv, {tsquery})")
+    };
+    Rendered {
+        condition: format!("({})", conditions.join(and_or)),
+        rank,
+        params,
+    }
+}
+
+impl PostgresStore {
+    /// Full-text matches among a conversation's messages with `since <= seq < before`,
+    /// newest first or best first.
+    pub fn fts_messages(
+        &self,
+        conv: i64,
+        query: &FullTextQuery,
+        (since, before): (i64, i64),
+        relevance: bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let rendered = render(query, 5);
+        let order = if relevance {
+            "rank DESC, id DESC"
+        } else {
+            "id DESC"
+        };
+        let sql = format!(
+            "SELECT id, seq, role, text, {} AS rank FROM lcm_messages \
+             WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 AND {} \
+             ORDER BY {order} LIMIT $4",
+            rendered.rank, rendered.condition
+        );
+        let limit = limit as i64;
+        let params = rendered.after([&conv, &since, &before, &limit]);
+        self.with_client(|c| {
+            c.query(&sql, &params)?
+                .iter()
+                .map(|row| {
+                    let rank: f32 = get(row, 4)?;
+                    Ok(Hit::Message {
+                        rowid: get(row, 0)?,
+                        seq: get(row, 1)?,
+                        role: get(row, 2)?,
+                        text: get(row, 3)?,
+                        // Lower is better, as the other backend's bm25.
+                        rank: -f64::from(rank),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Full-text matches among a conversation's summaries overlapping `since <= seq < before`.
+    pub fn fts_summaries(
+        &self,
+        conv: i64,
+        query: &FullTextQuery,
+        (since, before): (i64, i64),
+        relevance: bool,
+        limit: usize,
+    ) -> Result<Vec<Hit>, EngineError> {
+        let rendered = render(query, 5);
+        let order = if relevance {
+            "rank DESC, s.seq_end DESC"
+        } else {
+            "s.seq_end DESC"
+        };
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS}, {} AS rank FROM lcm_summaries s \
+             WHERE s.conversation_id = $1 AND s.seq_end >= $2 AND s.seq_start < $3 AND {} \
+             ORDER BY {order} LIMIT $4",
+            rendered.rank, rendered.condition
+        );
+        let limit = limit as i64;
+        let params = rendered.after([&conv, &since, &before, &limit]);
+        self.with_client(|c| {
+            c.query(&sql, &params)?
+                .iter()
+                .map(|row| {
+                    let rank: f32 = get(row, 16)?;
+                    Ok(Hit::Summary {
+                        summary: summary_from_row(&PgRow(row), 0)?,
+                        rank: -f64::from(rank),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Calls `visit(rowid, seq, role, text)` for each message in range, newest first, until it
+    /// returns false; with `prefilter`, only for those matching it (`~`).
+    pub fn scan_messages(
+        &self,
+        conv: i64,
+        (since, before): (i64, i64),
+        prefilter: Option<&str>,
+        mut visit: impl FnMut(i64, i64, &str, &str) -> bool,
+    ) -> Result<(), EngineError> {
+        let mut prefilter = prefilter.map(str::to_string);
+        let mut below = before;
+        loop {
+            let filter = if prefilter.is_some() {
+                "AND text ~ $5"
+            } else {
+                "AND $5::text IS NULL"
+            };
+            let sql = format!(
+                "SELECT id, seq, role, text FROM lcm_messages \
+                 WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 {filter} \
+                 ORDER BY seq DESC LIMIT $4"
+            );
+            let page = self.with_client(|c| {
+                match c.query(&sql, &[&conv, &since, &below, &SCAN_PAGE, &prefilter]) {
+                    Err(e) if is_invalid_regex(&e) => Ok(None),
+                    Err(e) => Err(e.into()),
+                    Ok(rows) => rows
+                        .iter()
+                        .map(|row| -> Result<_, StoreError> {
+                            Ok((get(row, 0)?, get(row, 1)?, get(row, 2)?, get(row, 3)?))
+                        })
+                        .collect::<Result<Vec<(i64, i64, String, String)>, _>>()
+                        .map(Some),
+                }
+            })?;
+            let Some(page) = page else {
+                // PostgreSQL reads the pattern differently: scan everything instead.
+                prefilter = None;
+                continue;
+            };
+            for (rowid, seq, role, text) in &page {
+                if !visit(*rowid, *seq, role, text) {
+                    return Ok(());
+                }
+            }
+            match page.last() {
+                Some((_, seq, ..)) if page.len() as i64 == SCAN_PAGE => below = *seq,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Calls `visit` for each summary overlapping the range, newest first, until it returns
+    /// false; with `prefilter`, only for those matching it.
+    pub fn scan_summaries(
+        &self,
+        conv: i64,
+        (since, before): (i64, i64),
+        prefilter: Option<&str>,
+        mut visit: impl FnMut(SummaryRow) -> bool,
+    ) -> Result<(), EngineError> {
+        // A conversation holds few summaries: one query, no pages.
+        let run = |prefilter: Option<&str>| {
+            let filter = if prefilter.is_some() {
+                "AND s.text ~ $4"
+            } else {
+                "AND $4::text IS NULL"
+            };
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM lcm_summaries s WHERE s.conversation_id = $1 \
+                 AND s.seq_end >= $2 AND s.seq_start < $3 {filter} \
+                 ORDER BY s.seq_end DESC, s.depth DESC"
+            );
+            self.with_client(
+                |c| match c.query(&sql, &[&conv, &since, &before, &prefilter]) {
+                    Err(e) if is_invalid_regex(&e) => Ok(None),
+                    Err(e) => Err(e.into()),
+                    Ok(rows) => rows
+                        .iter()
+                        .map(|row| summary_from_row(&PgRow(row), 0))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(Some),
+                },
+            )
+        };
+        let rows = match run(prefilter)? {
+            Some(rows) => rows,
+            None => run(None)?.unwrap_or_default(),
+        };
+        for summary in rows {
+            if !visit(summary) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_invalid_regex(error: &postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code() == INVALID_REGEX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn term(text: &str, prefix: bool) -> Term {
+        Term {
+            text: text.to_string(),
+            prefix,
+        }
+    }
+
+    #[test]
+    fn words_go_to_full_text_and_identifiers_and_cjk_to_substrings() {
+        let query = FullTextQuery {
+            terms: vec![
+                term("ZEBRA-42", false),
+                term("foo_bar.baz", false),
+                term("検索", false),
+                term("pref", true),
+            ],
+            any: false,
+        };
+        let rendered = render(&query, 5);
+        assert_eq!(
+            rendered.params,
+            ["%foo\\_bar.baz%", "%検索%", "pref:*", "\"ZEBRA-42\""]
+        );
+        assert_eq!(
+            rendered.condition,
+            "(tsv @@ (websearch_to_tsquery('simple', $8) && to_tsquery('simple', $7)) \
+             AND text ILIKE $5 AND text ILIKE $6)"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! The store's SQL interface ([`Sql`], [`Backend`]) on a PostgreSQL connection.
+
+use std::error::Error;
+
+use ctxhost_sdk::EngineError;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::private::BytesMut;
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use postgres::GenericClient;
+
+use super::statements::sql;
+use super::{PostgresStore, StoreError};
+use crate::sql::{Backend, Param, Row, Sql, Stmt};
+
+type BoxError = Box<dyn Error + Sync + Send>;
+
+/// Rows sent per statement by `execute_rows`.
+const ROWS_PER_STATEMENT: usize = 2_000;
+
+/// A client or a transaction.
+pub struct Pg<'c, C: GenericClient>(pub &'c mut C);
+
+/// An integer bound at the width the statement wants.
+fn int_to_sql(value: i64, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+    match *ty {
+        Type::INT2 => i16::try_from(value)?.to_sql(ty, out),
+        Type::INT4 => i32::try_from(value)?.to_sql(ty, out),
+        _ => value.to_sql(ty, out),
+    }
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        match self {
+            Param::Int(value) => int_to_sql(*value, ty, out),
+            Param::OptInt(None) | Param::OptText(None) => Ok(IsNull::Yes),
+            Param::OptInt(Some(value)) => int_to_sql(*value, ty, out),
+            Param::Text(text) | Param::OptText(Some(text)) | Param::Json(text) => {
+                text.to_sql(ty, out)
+            }
+            Param::Bool(value) => value.to_sql(ty, out),
+            Param::Ints(ids) => ids.to_sql(ty, out),
+        }
+    }
+
+    // Each value checks its own type in `to_sql`.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// One parameter of a many-row statement: the rows' values as an array.
+#[derive(Debug)]
+enum Column<'a> {
+    Ints(Vec<Option<i64>>),
+    Texts(Vec<Option<&'a str>>),
+    Bools(Vec<bool>),
+}
+
+impl ToSql for Column<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        match self {
+            Column::Ints(values) => values.to_sql(ty, out),
+            Column::Texts(values) => values.to_sql(ty, out),
+            Column::Bools(values) => values.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// `rows` as one array per parameter.
+fn columns<'a>(rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
+    let width = rows.first().map_or(0, Vec::len);
+    let mut out = Vec::with_capacity(width);
+    for at in 0..width {
+        let mut column = match rows[0].get(at) {
+            Some(Param::Bool(_)) => Column::Bools(Vec::with_capacity(rows.len())),
+            Some(Param::Int(_) | Param::OptInt(_)) => Column::Ints(Vec::with_capacity(rows.len())),
+            _ => Column::Texts(Vec::with_capacity(rows.len())),
+        };
+        for row in rows {
+            match (&mut column, row.get(at)) {
+                (Column::Ints(values), Some(Param::Int(v))) => values.push(Some(*v)),
+                (Column::Ints(values), Some(Param::OptInt(v))) => values.push(*v),
+                (Column::Texts(values), Some(Param::Text(v) | Param::Json(v))) => {
+                    values.push(Some(v))
+                }
+                (Column::Texts(values), Some(Param::OptText(v))) => values.push(*v),
+                (Column::Bools(values), Some(Param::Bool(v))) => values.push(*v),
+                (_, other) => {
+                    return Err(StoreError::Schema(format!(
+                        "parameter {at} of a many-row statement: {other:?} does not fit {column:?}"
+                    )))
+                }
+            }
+        }
+        out.push(column);
+    }
+    Ok(out)
+}
+
+impl<C: GenericClient> Sql for Pg<'_, C> {
+    fn query(
+        &mut self,
+        stmt: Stmt,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&dyn Row) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let Some((last, before)) = sql(stmt).split_last() else {
+            return Ok(());
+        };
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        for text in before {
+            self.0.execute(*text, &params)?;
+        }
+        let mut rows = self.0.query_raw(*last, params.iter().copied())?;
+        let mut wanted = true;
+        // Read to the end even when `each` has seen enough: the connection then stays in step.
+        while let Some(row) = rows.next()? {
+            if wanted {
+                wanted = each(&PgRow(&row))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, stmt: Stmt, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        let mut changed = 0;
+        for text in sql(stmt) {
+            changed = self.0.execute(*text, &params)?;
+        }
+        Ok(changed)
+    }
+
+    fn execute_rows(&mut self, stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<(), StoreError> {
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            let columns = columns(chunk)?;
+            let params: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
+            for text in sql(stmt) {
+                self.0.execute(*text, &params)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One row of a PostgreSQL result.
+pub(super) struct PgRow<'r>(pub(super) &'r postgres::Row);
+
+impl Row for PgRow<'_> {
+    fn opt_i64(&self, at: usize) -> Result<Option<i64>, StoreError> {
+        let column = self.0.columns().get(at);
+        Ok(match column.map(|c| c.type_().clone()) {
+            Some(Type::INT2) => self.0.try_get::<_, Option<i16>>(at)?.map(i64::from),
+            Some(Type::INT4) => self.0.try_get::<_, Option<i32>>(at)?.map(i64::from),
+            _ => self.0.try_get(at)?,
+        })
+    }
+
+    fn opt_text(&self, at: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.0.try_get(at)?)
+    }
+
+    fn bool(&self, at: usize) -> Result<bool, StoreError> {
+        Ok(self.0.try_get(at)?)
+    }
+
+    fn json(&self, at: usize) -> Result<String, StoreError> {
+        Ok(self.0.try_get(at)?)
+    }
+}
+
+impl Backend for PostgresStore {
+    fn read<T>(
+        &self,
+        body: impl FnOnce(&mut dyn Sql) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        self.with_client(|c| body(&mut Pg(c)))
+    }
+
+    fn write<T>(
+        &mut self,
+        body: impl FnOnce(&mut dyn Sql) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        self.with_transaction(|tx| body(&mut Pg(tx)))
+    }
+
+    fn error(&self, error: StoreError) -> EngineError {
+        PostgresStore::error(self, error)
+    }
+}
