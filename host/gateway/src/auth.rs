@@ -8,8 +8,9 @@ use subtle::ConstantTimeEq;
 /// The header a client presents a gateway token in.
 pub const TOKEN_HEADER: &str = "x-ctxhost-token";
 
-/// A hash of the client's credential (`Authorization`, else `x-api-key`, else none): sessions
-/// are keyed by it, and it never leaves the gateway.
+/// A hash of what identifies the client (`Authorization`, else `x-api-key`, and its gateway
+/// token): sessions are keyed by it, and it never leaves the gateway. The gateway token counts
+/// because, when the gateway holds the upstream key, clients may send no key of their own.
 pub fn credential_of(headers: &HeaderMap) -> String {
     let value = headers
         .get(axum::http::header::AUTHORIZATION)
@@ -19,6 +20,11 @@ pub fn credential_of(headers: &HeaderMap) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"ctxhost-credential\0");
     hasher.update(value);
+    // Only when present, so a client without one keeps the sessions it already has.
+    if let Some(token) = headers.get(TOKEN_HEADER) {
+        hasher.update(b"\0ctxhost-token\0");
+        hasher.update(token.as_bytes());
+    }
     hasher.finalize()[..16]
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -113,6 +119,21 @@ mod tests {
             a,
             credential_of(&headers(&[("authorization", "Bearer sk-a")]))
         );
+    }
+
+    #[test]
+    fn a_gateway_token_tells_clients_apart() {
+        let t1 = credential_of(&headers(&[(TOKEN_HEADER, "t1")]));
+        let t2 = credential_of(&headers(&[(TOKEN_HEADER, "t2")]));
+        assert_ne!(t1, t2);
+        assert_ne!(t1, credential_of(&HeaderMap::new()));
+        let keyed = |token| {
+            credential_of(&headers(&[
+                ("authorization", "Bearer sk-a"),
+                (TOKEN_HEADER, token),
+            ]))
+        };
+        assert_ne!(keyed("t1"), keyed("t2"));
     }
 
     #[test]

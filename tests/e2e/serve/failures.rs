@@ -166,6 +166,58 @@ per_wire! {
             "the gateway token stays here"
         );
     }
+
+    fn clients_told_apart_by_gateway_tokens_never_see_each_others_sessions(wire: Wire) {
+        let upstream = FakeUpstream::start(move |request| {
+            wire.reply(request, &json!({"role": "assistant", "content": "noted"}), None)
+        });
+        let sandbox = Sandbox::new();
+        // The gateway holds the provider key: clients present only their gateway token.
+        sandbox.write_config(
+            "serve:\n  upstream_key_env: UPSTREAM_KEY\n  auth:\n    tokens_env: GATEWAY_TOKENS\n",
+        );
+        let gateway = sandbox.serve_with_env(
+            &upstream.base_url(),
+            &[],
+            &[("GATEWAY_TOKENS", "tok-one,tok-two"), ("UPSTREAM_KEY", "sk-upstream")],
+        );
+        let first = json!({"role": "user", "content": "the launch code is 7421"});
+        let send = |token: &str, messages: &[Value]| {
+            let response = wire
+                .post(&gateway, None)
+                .header("x-ctxhost-token", token)
+                .json(&wire.body(messages, &[], false))
+                .send()
+                .unwrap();
+            assert_eq!(response.status(), 200, "{token}");
+            response.headers()["x-ctxhost-lineage"]
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(send("tok-one", std::slice::from_ref(&first)), "first");
+        let longer = [
+            first.clone(),
+            json!({"role": "assistant", "content": "noted"}),
+            json!({"role": "user", "content": "what was the code?"}),
+        ];
+        // A history that starts like tok-one's is not tok-one's session for tok-two.
+        assert_eq!(send("tok-two", &longer), "first");
+        // tok-one's own next turn does continue its session.
+        assert_eq!(send("tok-one", &longer), "continued");
+        let listed = |token: &str| -> Value {
+            reqwest::blocking::Client::new()
+                .get(format!("{}/ctxhost/sessions", gateway.url))
+                .header("x-ctxhost-token", token)
+                .send()
+                .unwrap()
+                .json()
+                .unwrap()
+        };
+        let (one, two) = (listed("tok-one"), listed("tok-two"));
+        assert_eq!(one["sessions"].as_array().map(Vec::len), Some(1), "{one}");
+        assert_eq!(two["sessions"].as_array().map(Vec::len), Some(1), "{two}");
+    }
 }
 
 #[test]
