@@ -108,9 +108,9 @@ pub fn library(lib_name: &str) -> PathBuf {
     ))
 }
 
-/// The corpus `ctxhost-sdk-test` ships (SWE-agent's trajectories; see its `corpus/README.md`).
+/// The corpus, where `ctxhost-sdk-test` finds it (the one it ships, or `$CTXHOST_CORPUS`).
 pub fn corpus_dir() -> PathBuf {
-    workspace_root().join("engines/sdk-test/corpus/swe-agent")
+    ctxhost_sdk_test::corpus::dir()
 }
 
 /// Every corpus transcript, by file name, sorted.

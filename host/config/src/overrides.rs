@@ -37,36 +37,30 @@ impl Override {
         }
     }
 
-    fn apply(&self, config: &mut Config) -> Result<(), String> {
+    fn apply(&self, config: &mut Config) {
         match self {
             Override::ContextLength(length) => config.model.context_length = *length,
             Override::Listen(listen) => config.serve.listen = listen.clone(),
-            Override::Upstream(upstream) => {
-                if !(upstream.starts_with("http://") || upstream.starts_with("https://")) {
-                    return Err(
-                        "must be an http:// or https:// URL (e.g. https://api.openai.com/v1)"
-                            .to_string(),
-                    );
-                }
-                config.serve.upstream = upstream.clone();
-            }
+            Override::Upstream(upstream) => config.serve.upstream = upstream.clone(),
         }
-        Ok(())
     }
 }
 
 impl Config {
     /// This config with `overrides` settled in, after the project's trust was settled (the
     /// command line is the user's own, so it wins over what an untrusted project may not set),
-    /// and checked again as a whole. An override the config refuses is an error naming the
-    /// flag.
+    /// and checked again by the same checks the file's keys get. An override the config
+    /// refuses is an error naming the flag.
     pub fn settle(mut self, overrides: Vec<Override>) -> Result<Config, ConfigError> {
         for item in &overrides {
             let refused = |message: String| ConfigError::Flag {
                 flag: item.flag(),
                 message,
             };
-            item.apply(&mut self).map_err(refused)?;
+            item.apply(&mut self);
+            self.serve
+                .validate()
+                .map_err(|error| refused(format!("{}: {}", error.key, error.problem)))?;
             self.validate().map_err(|error| match error {
                 ConfigError::Invalid { message, .. } => refused(message),
                 other => other,
@@ -116,7 +110,10 @@ mod tests {
             .settle(vec![Override::Upstream("ftp://x".into())])
             .unwrap_err()
             .to_string();
-        assert!(error.starts_with("--upstream: must be an http"), "{error}");
+        assert!(
+            error.starts_with("--upstream: serve.upstream: must be an http"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -213,7 +213,7 @@ impl ServeSettings {
         Ok(settings)
     }
 
-    fn validate(&self) -> Result<(), ServeSettingsError> {
+    pub(crate) fn validate(&self) -> Result<(), ServeSettingsError> {
         let fault = |key: &str, problem: &str| ServeSettingsError {
             key: format!("serve.{key}"),
             problem: problem.to_string(),

@@ -727,13 +727,18 @@ impl Engines {
                 version: library.manifest().version.clone(),
                 engine: Box::new(engine),
             }),
-            Err(error) => match self.settings_error(name, &error) {
-                Some(error) => Err(Failure::Settings(error)),
-                None => Err(Failure::Other(Warning {
-                    summary: format!("plugin '{name}' failed to start: {error}"),
-                    detail: None,
-                })),
-            },
+            Err(error) => Err(self.start_failure(name, &error)),
+        }
+    }
+
+    /// Why plugin `name` did not start: its settings, when the engine says so, else the error.
+    fn start_failure(&self, name: &str, error: &EngineError) -> Failure {
+        match self.settings_error(name, error) {
+            Some(error) => Failure::Settings(error),
+            None => Failure::Other(Warning {
+                summary: format!("plugin '{name}' failed to start: {error}"),
+                detail: None,
+            }),
         }
     }
 
@@ -760,13 +765,7 @@ impl Engines {
                 version: ready.version,
                 engine: Box::new(engine),
             }),
-            Err(error) => match self.settings_error(name, &error) {
-                Some(error) => Err(Failure::Settings(error)),
-                None => Err(Failure::Other(Warning {
-                    summary: format!("plugin '{name}' failed to start: {error}"),
-                    detail: None,
-                })),
-            },
+            Err(error) => Err(self.start_failure(name, &error)),
         }
     }
 
