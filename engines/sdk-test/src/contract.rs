@@ -9,7 +9,10 @@
 //!   `input` was not; when `input` opens with a system prompt, `output` opens with the same
 //!   message, byte for byte; the newest user message of `input` is in `output`, byte for byte;
 //!   every role of `output` is `system`, `user`, `assistant` or `tool`, or one `input` used
-//!   itself; `output` costs no more tokens than `input` ([`crate::tokens`]);
+//!   itself; `output` costs no more tokens than `input` ([`crate::tokens`]); the turn in
+//!   progress (`input` from its newest assistant message on, or from its newest user message
+//!   when that came later: the tool results the model has not seen yet) ends `output`, byte
+//!   for byte;
 //! - **unchanged under the threshold** ([`check_unchanged_under_threshold`]): for a
 //!   conversation the engine does not want compressed (`should_compress(tokens)` is false for
 //!   its token count), `compress` without `force` and with `current_tokens` set to that count

@@ -17,6 +17,7 @@ enum Fault {
     None,
     DropsSystemPrompt,
     DropsNewestUser,
+    DropsTurnInProgress,
     InventsRole,
     OrphansAResult,
     Grows,
@@ -80,6 +81,10 @@ impl ContextEngine for Keeper {
             Fault::DropsNewestUser => {
                 let newest = out.iter().rposition(Message::is_user).unwrap();
                 out.remove(newest);
+            }
+            Fault::DropsTurnInProgress => {
+                let newest = out.iter().rposition(Message::is_user).unwrap();
+                out.truncate(newest + 1);
             }
             Fault::InventsRole => out.push(Message::new("narrator", "meanwhile")),
             Fault::OrphansAResult => out.push(Message::tool_result("ghost", "boo")),
@@ -192,6 +197,51 @@ fn each_broken_promise_is_named() {
     let mut odd = input.clone();
     odd.push(Message::new("developer", "note"));
     assert_eq!(check_output(&odd, &odd), Ok(()));
+}
+
+#[test]
+fn the_turn_in_progress_ends_the_output_unchanged() {
+    // Mid-turn: the model called a tool and waits for its two results.
+    let mut input = chat(6);
+    input.push(Message::assistant_tool_calls(vec![
+        ToolCall::new("last-a", "run", "{}"),
+        ToolCall::new("last-b", "run", "{}"),
+    ]));
+    input.push(Message::tool_result("last-a", "a".repeat(400)));
+    input.push(Message::tool_result("last-b", "b".repeat(400)));
+    // Head, newest user message, newest round: the middle gone.
+    let kept = [&input[..2], &input[input.len() - 4..]].concat();
+    assert_eq!(check_output(&input, &kept), Ok(()));
+    assert_eq!(
+        check_output(&input, &forced_output(Fault::DropsTurnInProgress, &input)),
+        Err(Violation::Output(OutputViolation::TurnInProgressLost {
+            start: input.len() - 3,
+            end: input.len()
+        }))
+    );
+    // A result the model has not seen, rewritten, is lost as well.
+    let mut rewritten = kept.clone();
+    let last = rewritten.len() - 1;
+    rewritten[last] = Message::tool_result("last-b", "[cleared]");
+    assert!(matches!(
+        check_output(&input, &rewritten),
+        Err(Violation::Output(
+            OutputViolation::TurnInProgressLost { .. }
+        ))
+    ));
+    // Earlier rounds of a long turn the model has already seen are the engine's to compress.
+    let mut one_turn = vec![Message::system("You are terse."), Message::user("only ask")];
+    for i in 0..6 {
+        one_turn.push(Message::assistant_tool_calls(vec![ToolCall::new(
+            format!("t{i}"),
+            "run",
+            "{}",
+        )]));
+        one_turn.push(Message::tool_result(format!("t{i}"), "x".repeat(400)));
+    }
+    let compressed = forced_output(Fault::None, &one_turn);
+    assert!(compressed.len() < one_turn.len());
+    assert_eq!(check_output(&one_turn, &compressed), Ok(()));
 }
 
 #[test]

@@ -13,8 +13,15 @@
 //!   engine wrote is the caller's to say: from what it saw come out of the engine (the host
 //!   tracks it per session), or from the engine itself (the built-in compressor knows its
 //!   own summaries from before a session), never from a plugin's say-so.
+//! - [`check_turn_in_progress`]: what the model has not answered yet ends `output` unchanged:
+//!   the input from its newest round on (the newest assistant message and the tool results
+//!   after it), or from the newest user message when that came later. An engine that drops
+//!   or rewrites them sends the model a request without the results it is waiting for.
+//!   Earlier rounds of a long turn the model has already seen stay the engine's to compress
+//!   (a session that is one long turn must still fit its window).
 //! - [`check_output`]: the whole contract: the structure, plus the newest user message of
-//!   `input` kept unchanged and `output` costing no more tokens than `input`. The host checks
+//!   `input` kept unchanged, the turn in progress ending `output` unchanged and `output`
+//!   costing no more tokens than `input`. The host checks
 //!   it on every compression, for every engine (with the messages each session's engines
 //!   wrote exempt); a violation is an engine failure.
 
@@ -54,6 +61,17 @@ pub enum OutputViolation {
     NewestUserLost {
         /// Its index in the input.
         index: usize,
+    },
+    /// The input's turn in progress (its newest round, or its newest user message and what
+    /// follows) does not end the output unchanged.
+    #[error(
+        "the turn in progress (input messages {start}..{end}) does not end the output unchanged"
+    )]
+    TurnInProgressLost {
+        /// The index in the input where the turn in progress starts.
+        start: usize,
+        /// The input's length.
+        end: usize,
     },
     /// A message holds text that is not valid UTF-8.
     #[error("output message {index} holds text that is not valid UTF-8")]
@@ -151,6 +169,31 @@ pub fn check_newest_user(
     }
 }
 
+/// The turn in progress ends `output` unchanged: `input` from its newest assistant message
+/// on, or from its newest user message (that `written_by_engine` says the engine did not
+/// write) when that is later. Nothing to keep when `input` has neither.
+pub fn check_turn_in_progress(
+    input: &[Message],
+    output: &[Message],
+    written_by_engine: impl Fn(&Message) -> bool,
+) -> Result<(), OutputViolation> {
+    let newest_user = input
+        .iter()
+        .rposition(|m| m.is_user() && !written_by_engine(m));
+    let newest_round = input.iter().rposition(Message::is_assistant);
+    let Some(start) = newest_user.max(newest_round) else {
+        return Ok(());
+    };
+    if output.ends_with(&input[start..]) {
+        Ok(())
+    } else {
+        Err(OutputViolation::TurnInProgressLost {
+            start,
+            end: input.len(),
+        })
+    }
+}
+
 /// `output` costs no more tokens than `input`; `count` gives a message list's tokens.
 pub fn check_size(
     input: &[Message],
@@ -173,7 +216,8 @@ pub fn check_output(
 ) -> Result<(), OutputViolation> {
     check_structure(input, output)?;
     check_newest_user(input, output, |_| false)?;
-    check_size(input, output, count)
+    check_size(input, output, &count)?;
+    check_turn_in_progress(input, output, |_| false)
 }
 
 /// `a user message: "first ask"`, cut to 40 characters.

@@ -398,7 +398,8 @@ impl Session {
 
     /// The whole output contract, on every compression: the structure (valid UTF-8, no
     /// shadowed field, a valid sequence, not empty, system prompt first, known roles), the
-    /// newest user message kept, and no growth in tokens. A user message this session's
+    /// newest user message kept, no growth in tokens, and the turn in progress ending the
+    /// output unchanged. A user message this session's
     /// engines wrote (a summary between head and tail) is theirs to fold into the next one;
     /// so is a summary of the built-in compressor's from before this session (a transcript
     /// compressed earlier), which it recognises as its own.
@@ -643,11 +644,13 @@ fn check_output(
     input: &[Message],
     output: &[Message],
 ) -> Result<(), OutputViolation> {
-    contract::check_structure(input, output)?;
-    contract::check_newest_user(input, output, |message| {
+    let written_by_engine = |message: &Message| {
         written.contains(message) || ctxhost_compressor::is_own_summary(message)
-    })?;
-    contract::check_size(input, output, |list| services.tokens().count_messages(list))
+    };
+    contract::check_structure(input, output)?;
+    contract::check_newest_user(input, output, written_by_engine)?;
+    contract::check_size(input, output, |list| services.tokens().count_messages(list))?;
+    contract::check_turn_in_progress(input, output, written_by_engine)
 }
 
 /// An engine call's outcome, off the runtime and through `catch_unwind`, as a typed result.
