@@ -563,3 +563,287 @@ fn every_operation_answers_the_same_in_process_and_isolated() {
         .as_array()
         .is_some_and(|s| !s.is_empty()));
 }
+
+/// A user's request answered by `rounds` tool calls, each with its result: a turn in progress.
+fn turn_in_progress(rounds: usize) -> Vec<Value> {
+    let mut turn = vec![
+        json!({"role": "user", "content": "Now run the whole test suite and fix what fails."}),
+    ];
+    for round in 0..rounds {
+        let id = format!("call_active_{round}");
+        turn.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash", "arguments": format!("{{\"cmd\": \"pytest -k part{round}\"}}")}}
+        ]}));
+        turn.push(json!({"role": "tool", "tool_call_id": id, "content": format!("part {round}: 14 passed, 0 failed")}));
+    }
+    turn
+}
+
+#[test]
+fn an_engine_that_drops_the_turn_in_progress_is_refused_and_run_keeps_every_result_of_it() {
+    let turn = turn_in_progress(12);
+    let mut transcript: Vec<Value> = long_session()[..40].to_vec();
+    transcript.extend(turn.iter().cloned());
+    for isolation in ["process", "in_process"] {
+        let sandbox = Sandbox::new();
+        sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+        sandbox.write_config(&config_in("drop_active_turn", isolation));
+        let (run, out) = run_with_out(&sandbox, &Value::Array(transcript.clone()));
+        assert_eq!(run.code, Some(3), "{isolation}: {}", run.stderr);
+        assert_eq!(run.json()["runs"][0]["fell_back_to"], "compressor");
+        assert!(
+            run.stderr_lines()
+                .iter()
+                .any(|l| l.contains("hostile") && l.contains("turn in progress")),
+            "{isolation}: {}",
+            run.stderr
+        );
+        let context: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let results: Vec<&Value> = turn.iter().filter(|m| m["role"] == "tool").collect();
+        assert_eq!(results.len(), 12);
+        for result in results {
+            assert!(
+                context.contains(result),
+                "{isolation}: {} is lost",
+                result["tool_call_id"]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_gateway_sends_a_request_ending_in_a_tool_result_with_it_when_the_engine_drops_it() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    // Each compression runs on the request that needs it: on this one's turn in progress.
+    sandbox.write_config(&format!(
+        "{}serve:\n  compaction:\n    background: false\n",
+        config("drop_active_turn")
+    ));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let send = |messages: &Value| {
+        client
+            .post(format!("{}/chat/completions", gateway.base_url()))
+            .header("x-ctxhost-session", "a")
+            .json(&json!({"model": "gpt-4o", "messages": messages}))
+            .send()
+            .unwrap()
+    };
+    let first = json!([{"role": "user", "content": "one"}]);
+    assert_eq!(send(&first).status(), 200);
+    // The engine asked to compress after the first call; this request ends in the results of
+    // the turn in progress, which the engine drops.
+    let mut second = vec![
+        json!({"role": "user", "content": "one"}),
+        json!({"role": "assistant", "content": "ok"}),
+    ];
+    second.extend(turn_in_progress(3));
+    let second = Value::Array(second);
+    let answered = send(&second);
+    assert_eq!(answered.status(), 200);
+    let error = answered.headers()["x-ctxhost-engine-error"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("hostile") && error.contains("turn in progress"),
+        "{error}"
+    );
+    let requests = upstream.chat_requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages(), second.as_array().unwrap().clone());
+}
+
+/// The hostile plugin in `mode`, isolated, with `extra` lines in its section.
+fn hostile_config(mode: &str, extra: &str) -> String {
+    format!(
+        "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
+         mode: {mode}\n    isolation: process\n    memory_limit_mb: 2048\n{extra}"
+    )
+}
+
+#[test]
+fn a_hanging_should_compress_meets_the_check_deadline_and_run_falls_back() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    // A long deadline for everything else: only the checks' own one can end the wait.
+    sandbox.write_config(&hostile_config(
+        "hang_should_compress",
+        "    timeout: 600\n    check_timeout: 0.5\n",
+    ));
+    let (run, _) = run_with_out(&sandbox, &Value::Array(long_session()[..30].to_vec()));
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    let report = run.json();
+    assert_eq!(report["runs"][0]["fell_back_to"], "compressor", "{report}");
+    assert!(
+        run.stderr_lines().iter().any(|l| l.contains("hostile")
+            && l.contains("did not answer within 0.5s (plugins.hostile.check_timeout)")),
+        "{}",
+        run.stderr
+    );
+
+    let doctor = sandbox.ctxhost(&["plugins", "doctor"]);
+    assert_eq!(doctor.code, Some(1), "{}", doctor.stdout);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("hostile:"))
+        .unwrap();
+    assert!(
+        line.starts_with("problem")
+            && line.contains("check_timeout")
+            && line.contains("should_compress"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_gateway_says_the_engine_failed_when_its_check_hangs_and_goes_on_with_the_compressor() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    sandbox.write_config(&hostile_config(
+        "hang_should_compress",
+        "    timeout: 600\n    check_timeout: 0.5\n",
+    ));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let send = |messages: &Value| {
+        client
+            .post(format!("{}/chat/completions", gateway.base_url()))
+            .header("x-ctxhost-session", "a")
+            .json(&json!({"model": "gpt-4o", "messages": messages}))
+            .send()
+            .unwrap()
+    };
+    let first = send(&json!([{"role": "user", "content": "one"}]));
+    assert_eq!(first.status(), 200);
+    let error = first.headers()["x-ctxhost-engine-error"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("hostile") && error.contains("check_timeout"),
+        "{error}"
+    );
+    assert_eq!(first.headers()["x-ctxhost-engine"], "compressor");
+    let second = send(
+        &json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "ok"},
+                              {"role": "user", "content": "two"}]),
+    );
+    assert_eq!(second.status(), 200);
+    assert_eq!(second.headers()["x-ctxhost-engine"], "compressor");
+    assert_eq!(upstream.chat_requests().len(), 2);
+}
+
+/// Whether process `pid` has ended: it no longer exists, or only its exit status is left for
+/// its parent to collect (a zombie).
+#[cfg(target_os = "linux")]
+fn ended(pid: i32) -> bool {
+    // SAFETY: signal 0 sends nothing; it asks whether the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return true;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Polls until `pid` has ended, for at most a minute; kills it if it has not (so a failing
+/// test leaves nothing running) and says whether it ended on its own.
+#[cfg(target_os = "linux")]
+fn ends(pid: i32) -> bool {
+    for _ in 0..1200 {
+        if ended(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a plain signal to a process this test made.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    false
+}
+
+/// The process id a plugin wrote to `path`, waiting (at most two minutes) for it to appear.
+#[cfg(target_os = "linux")]
+fn written_pid(path: &std::path::Path) -> i32 {
+    for _ in 0..2400 {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no process id in {}", path.display());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_timeout_kills_what_the_plugin_started_too() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    let pid_file = sandbox.path().join("grandchild.pid");
+    sandbox.write_config(&hostile_config(
+        "spawn_grandchild",
+        &format!(
+            "    timeout: 2\n    grandchild_pid_file: {}\n",
+            pid_file.display()
+        ),
+    ));
+    let (run, _) = run_with_out(&sandbox, &Value::Array(long_session()[..30].to_vec()));
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("did not answer within 2s"),
+        "{}",
+        run.stderr
+    );
+    let grandchild = written_pid(&pid_file);
+    assert!(
+        ends(grandchild),
+        "the plugin's own process {grandchild} outlived the timeout"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_isolated_engine_dies_with_its_host() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    let pid_file = sandbox.path().join("engine.pid");
+    // `compress` loops, keeping a core busy, with all the time in the world.
+    sandbox.write_config(&hostile_config(
+        "hang",
+        &format!("    timeout: 600\n    pid_file: {}\n", pid_file.display()),
+    ));
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..30].to_vec()));
+    let mut host = sandbox
+        .command(&["run", transcript.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let engine = written_pid(&pid_file);
+    assert_ne!(
+        engine,
+        host.id() as i32,
+        "the engine runs in a process of its own"
+    );
+    host.kill().unwrap();
+    host.wait().unwrap();
+    assert!(
+        ends(engine),
+        "the engine's process {engine} outlived its host"
+    );
+}

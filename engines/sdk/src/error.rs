@@ -24,6 +24,9 @@ pub enum ErrorKind {
     /// The session is held by another writer (another process, say) and stayed held as long
     /// as the engine waited; trying again later may work, carrying on in parallel must not.
     Busy,
+    /// The engine did not answer within the host's deadline (an isolated engine's process is
+    /// then killed).
+    TimedOut,
 }
 
 impl ErrorKind {
@@ -37,6 +40,7 @@ impl ErrorKind {
             ErrorKind::Unavailable => 5,
             ErrorKind::InvalidSetting => 6,
             ErrorKind::Busy => 7,
+            ErrorKind::TimedOut => 8,
         }
     }
 
@@ -50,6 +54,7 @@ impl ErrorKind {
             5 => ErrorKind::Unavailable,
             6 => ErrorKind::InvalidSetting,
             7 => ErrorKind::Busy,
+            8 => ErrorKind::TimedOut,
             _ => ErrorKind::Failed,
         }
     }
@@ -66,6 +71,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::InvalidSetting => "invalid setting",
             ErrorKind::Busy => "busy",
+            ErrorKind::TimedOut => "timed out",
         })
     }
 }

@@ -1,5 +1,5 @@
-//! `plugins.<name>.{isolation, timeout, memory_limit_mb}`: the keys of an engine's section that
-//! are the host's (where and how the engine runs), not the engine's.
+//! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb}`: the keys of an
+//! engine's section that are the host's (where and how the engine runs), not the engine's.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,9 +17,9 @@ pub enum Isolation {
 }
 
 /// The keys of `plugins.<name>` that are the host's, not the engine's.
-pub const HOST_KEYS: &[&str] = &["isolation", "timeout", "memory_limit_mb"];
+pub const HOST_KEYS: &[&str] = &["isolation", "timeout", "check_timeout", "memory_limit_mb"];
 
-/// `plugins.<name>.{isolation, timeout, memory_limit_mb}`.
+/// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct HostPluginSettings {
@@ -27,6 +27,10 @@ pub struct HostPluginSettings {
     pub isolation: Option<Isolation>,
     /// Seconds one call may take before an isolated engine's process is killed.
     pub timeout: f64,
+    /// Seconds a per-turn check (`should_compress`, `should_compress_preflight`,
+    /// `update_from_response`) may take, in place of `timeout`: they run on every turn, so
+    /// one that hangs must not hold each turn for minutes.
+    pub check_timeout: f64,
     /// The isolated engine's address-space limit, in MiB (0: none).
     pub memory_limit_mb: u64,
 }
@@ -36,6 +40,7 @@ impl Default for HostPluginSettings {
         HostPluginSettings {
             isolation: None,
             timeout: 300.0,
+            check_timeout: 10.0,
             memory_limit_mb: 8192,
         }
     }
@@ -54,11 +59,16 @@ impl HostPluginSettings {
         }
         let settings: HostPluginSettings = serde_path_to_error::deserialize(Value::Object(host))
             .map_err(|error| (error.path().to_string(), error.into_inner().to_string()))?;
-        if !(settings.timeout.is_finite() && settings.timeout > 0.0) {
-            return Err((
-                "timeout".to_string(),
-                "must be a positive number of seconds".to_string(),
-            ));
+        for (key, seconds) in [
+            ("timeout", settings.timeout),
+            ("check_timeout", settings.check_timeout),
+        ] {
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err((
+                    key.to_string(),
+                    "must be a positive number of seconds".to_string(),
+                ));
+            }
         }
         Ok(settings)
     }

@@ -755,6 +755,7 @@ impl Engines {
             .child_spec(name, data_root, Purpose::Engine)
             .map_err(Failure::Other)?;
         spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
+        spec.check_timeout = std::time::Duration::from_secs_f64(host.check_timeout);
         match ChildProcess::start(spec, self.services.clone()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
@@ -801,6 +802,7 @@ impl Engines {
                 purpose,
             },
             timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),
+            check_timeout: std::time::Duration::from_secs_f64(host.check_timeout),
             memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
         })
     }

@@ -482,13 +482,20 @@ impl Session {
     }
 
     /// Runs `body`, the trait method of `op`, on the active engine; see
-    /// [`Self::call_labelled`].
+    /// [`Self::call_labelled`]. A per-turn check that timed out retires the engine: it would
+    /// hold every turn as long again.
     async fn call<T, F>(&mut self, op: Op, body: F) -> Result<T, SessionError>
     where
         T: Send + 'static,
         F: FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError> + Send + 'static,
     {
-        self.call_labelled(op.name().to_string(), body).await
+        let result = self.call_labelled(op.name().to_string(), body).await;
+        if let Err(error @ SessionError::Failed { error: cause, .. }) = &result {
+            if cause.kind() == ErrorKind::TimedOut && crate::isolation::is_check(op) {
+                self.fall_back(error.clone());
+            }
+        }
+        result
     }
 
     /// Runs `body` on the active engine off the async scheduler: the one place engines leave

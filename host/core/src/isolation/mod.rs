@@ -3,14 +3,30 @@
 //! SDK's engine-call protocol, the same calls as the ABI's ([`protocol`] is the pipe's form of
 //! them). The host's side is the SDK's remote engine over [`parent::ChildProcess`]; the child
 //! ([`child`]) serves calls with the SDK's one `dispatch`. A crash, an abort, an exit, a hang
-//! past its deadline or an allocation past its memory limit becomes an engine error naming the
-//! plugin and the cause; the child is started again on the next call.
+//! past its deadline (a short one for the per-turn checks, [`is_check`]) or an allocation past
+//! its memory limit becomes an engine error naming the plugin and the cause; the child is
+//! started again on the next call, until the [`breaker`] opens. A child dies with the host,
+//! and takes what it started with it when killed ([`spawn`]).
 
+pub mod breaker;
 pub mod child;
 pub mod lists;
 pub mod parent;
 pub mod protocol;
 mod replies;
+pub mod spawn;
 pub mod wait;
 
 pub use ctxhost_config::plugin_host::{engine_only, HostPluginSettings, Isolation, HOST_KEYS};
+
+use ctxhost_sdk::protocol::Op;
+
+/// The calls made on every turn, which must be quick: an isolated engine gets
+/// `plugins.<name>.check_timeout` for them instead of `timeout`, and a session whose engine
+/// let one time out moves to the built-in compressor.
+pub fn is_check(op: Op) -> bool {
+    matches!(
+        op,
+        Op::ShouldCompress | Op::ShouldCompressPreflight | Op::UpdateFromResponse
+    )
+}

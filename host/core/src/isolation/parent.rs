@@ -8,22 +8,17 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, RemoteEngine};
-use ctxhost_sdk::{CompressOptions, EngineError, LogLevel, Message};
+use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, Op, RemoteEngine};
+use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, LogLevel, Message};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::breaker::{self, Breaker};
 use super::lists::{CompressedList, Copies, Shipped};
 use super::protocol::{Init, Ready, Reply, Request};
 use super::replies::{NoReply, Replies};
-use super::wait;
+use super::{is_check, spawn, wait};
 use crate::services::HostServicesImpl;
-
-/// Consecutive failures after which the child is no longer restarted for a while.
-const BREAKER_FAILURES: u32 = 3;
-/// How long the breaker stays open at first; it doubles each time, up to [`BREAKER_MAX`].
-const BREAKER_BASE: Duration = Duration::from_secs(30);
-const BREAKER_MAX: Duration = Duration::from_secs(600);
 
 /// How to start the child.
 #[derive(Debug, Clone)]
@@ -33,8 +28,17 @@ pub struct ChildSpec {
     pub init: Init,
     /// Longest a call may take before the child is killed.
     pub timeout: Duration,
+    /// The same for the per-turn checks ([`is_check`]).
+    pub check_timeout: Duration,
     /// The child's address-space limit, in bytes (`None`: unlimited).
     pub memory_limit: Option<u64>,
+}
+
+/// How long a call may take, and the setting that says so.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    limit: Duration,
+    key: &'static str,
 }
 
 struct Running {
@@ -55,9 +59,7 @@ pub struct ChildProcess {
     child: Option<Running>,
     /// Requests that set the engine's state, replayed to a restarted child.
     replay: Vec<Request>,
-    failures: u32,
-    breaker_open_until: Option<Instant>,
-    breaker_trips: u32,
+    breaker: Breaker,
     /// The message list the child holds (what the next list is sent as a change to).
     shipped: Shipped,
     /// How long the last reply to each operation took ([`wait::spin_for`]).
@@ -86,9 +88,7 @@ impl ChildProcess {
             services,
             child: None,
             replay: Vec::new(),
-            failures: 0,
-            breaker_open_until: None,
-            breaker_trips: 0,
+            breaker: Breaker::default(),
             shipped: Shipped::default(),
             last_reply: Default::default(),
             unused_copies: None,
@@ -106,17 +106,40 @@ impl ChildProcess {
         let mut engine = Self::new(spec, services);
         engine.launch()?;
         let init = engine.spec.init.clone();
-        engine.exchange_line(&init, op, |_| ())
+        let deadline = engine.call_deadline();
+        engine.exchange_line(&init, op, deadline, |_| ())
     }
 
     fn spawn(&mut self) -> Result<Ready, EngineError> {
         self.launch()?;
         let init = self.spec.init.clone();
-        let ready: Ready = self.exchange_line(&init, "start", |_| ())?;
+        let deadline = self.call_deadline();
+        let ready: Ready = self.exchange_line(&init, "start", deadline, |_| ())?;
         for request in self.replay.clone() {
-            let _: EngineReply = self.exchange_line(&request, request.op().name(), |_| ())?;
+            let op = request.op().name();
+            let _: EngineReply = self.exchange_line(&request, op, deadline, |_| ())?;
         }
         Ok(ready)
+    }
+
+    /// The deadline of any call but the per-turn checks.
+    fn call_deadline(&self) -> Deadline {
+        Deadline {
+            limit: self.spec.timeout,
+            key: "timeout",
+        }
+    }
+
+    /// The deadline of operation `op`.
+    fn deadline(&self, op: Op) -> Deadline {
+        if is_check(op) {
+            Deadline {
+                limit: self.spec.check_timeout,
+                key: "check_timeout",
+            }
+        } else {
+            self.call_deadline()
+        }
     }
 
     /// Starts the child process and the threads that read its output.
@@ -130,7 +153,7 @@ impl ChildProcess {
         if let Some(limit) = self.spec.memory_limit {
             command.arg("--memory-limit").arg(limit.to_string());
         }
-        let mut process = command.spawn().map_err(|error| {
+        let mut process = spawn::spawn(command).map_err(|error| {
             EngineError::failed(format!(
                 "plugin '{}': cannot start its process ({}): {error}",
                 self.name,
@@ -168,7 +191,8 @@ impl ChildProcess {
         request: Request,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
-        let op = request.op().name();
+        let op = request.op();
+        let deadline = self.deadline(op);
         self.ensure_running()?;
         let keeps_state = matches!(
             request,
@@ -176,21 +200,24 @@ impl ChildProcess {
         );
         let remembered = keeps_state.then(|| request.clone());
         let unused_copies = self.unused_copies.take();
-        let result = self.exchange_line(&request, op, |reply_in| {
+        let result = self.exchange_line(&request, op.name(), deadline, |reply_in| {
             drop(unused_copies);
             meanwhile(reply_in)
         });
         match &result {
             Ok(_) => {
-                self.failures = 0;
-                self.breaker_trips = 0;
+                self.breaker.answered(op);
                 if let Some(request) = remembered {
                     // Only the latest of each kind matters to a restarted child.
                     self.replay.retain(|r| r.op() != request.op());
                     self.replay.push(request);
                 }
             }
-            Err(_) if self.child.is_none() => self.failed(),
+            Err(error) if self.child.is_none() => {
+                let timed_out = error.kind() == ErrorKind::TimedOut;
+                let hung_check = (timed_out && is_check(op)).then_some(op);
+                self.breaker.lost(hung_check, Instant::now());
+            }
             Err(_) => {}
         }
         result
@@ -202,34 +229,19 @@ impl ChildProcess {
         if self.child.is_some() {
             return Ok(());
         }
-        if let Some(until) = self.breaker_open_until {
-            if Instant::now() < until {
-                return Err(EngineError::failed(format!(
-                    "plugin '{}' failed {} times in a row; not restarted for another {}s",
-                    self.name,
-                    BREAKER_FAILURES,
-                    until.saturating_duration_since(Instant::now()).as_secs()
-                )));
-            }
-            self.breaker_open_until = None;
+        if let Some(left) = self.breaker.open_for(Instant::now()) {
+            return Err(EngineError::failed(format!(
+                "plugin '{}' failed {} times in a row; not restarted for another {}s",
+                self.name,
+                breaker::FAILURES,
+                left.as_secs()
+            )));
         }
         if let Err(error) = self.spawn() {
-            self.failed();
+            self.breaker.lost(None, Instant::now());
             return Err(error);
         }
         Ok(())
-    }
-
-    fn failed(&mut self) {
-        self.failures += 1;
-        if self.failures >= BREAKER_FAILURES {
-            let wait = BREAKER_BASE
-                .saturating_mul(1 << self.breaker_trips.min(5))
-                .min(BREAKER_MAX);
-            self.breaker_open_until = Some(Instant::now() + wait);
-            self.breaker_trips += 1;
-            self.failures = 0;
-        }
     }
 
     /// Writes one line and waits (up to the deadline) for the reply. A child that dies, hangs
@@ -238,9 +250,10 @@ impl ChildProcess {
         &mut self,
         request: &impl Serialize,
         op: &'static str,
+        deadline: Deadline,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
-        let timeout = self.spec.timeout;
+        let timeout = deadline.limit;
         let spin = wait::spin_for(self.last_reply.get(op).copied());
         let mut line = serde_json::to_vec(request)
             .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
@@ -260,7 +273,7 @@ impl ChildProcess {
                     .next(timeout, spin)
                     .map_err(|missing| match missing {
                         NoReply::Closed => None,
-                        NoReply::TimedOut => Some(timeout),
+                        NoReply::TimedOut => Some(deadline),
                     })
             }
         };
@@ -292,17 +305,25 @@ impl ChildProcess {
     }
 
     /// The child is gone (or hung, and is killed now): reaps it and says why, in one line.
-    fn lost(&mut self, op: &str, hung: Option<Duration>) -> EngineError {
+    fn lost(&mut self, op: &str, hung: Option<Deadline>) -> EngineError {
         let status = self.kill();
-        let cause = match hung {
-            Some(timeout) => format!(
-                "did not answer within {}s (plugins.{}.timeout); its process was killed",
-                timeout.as_secs_f64(),
-                self.name
+        match hung {
+            Some(deadline) => EngineError::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "plugin '{}' did not answer within {}s (plugins.{}.{}); its process was killed during {op}",
+                    self.name,
+                    deadline.limit.as_secs_f64(),
+                    self.name,
+                    deadline.key
+                ),
             ),
-            None => describe_exit(status),
-        };
-        EngineError::failed(format!("plugin '{}' {cause} during {op}", self.name))
+            None => EngineError::failed(format!(
+                "plugin '{}' {} during {op}",
+                self.name,
+                describe_exit(status)
+            )),
+        }
     }
 
     fn kill(&mut self) -> Option<ExitStatus> {
@@ -310,7 +331,8 @@ impl ChildProcess {
         self.shipped.clear();
         let mut running = self.child.take()?;
         drop(running.input);
-        let _ = running.process.kill();
+        // What the plugin started goes with it.
+        let _ = spawn::kill(&mut running.process);
         running.process.wait().ok()
     }
 }
@@ -328,7 +350,7 @@ impl Drop for ChildProcess {
                 match process.try_wait() {
                     Ok(Some(_)) | Err(_) => break,
                     Ok(None) if Instant::now() >= deadline => {
-                        let _ = process.kill();
+                        let _ = spawn::kill(&mut process);
                         let _ = process.wait();
                         break;
                     }

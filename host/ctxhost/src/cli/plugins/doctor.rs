@@ -95,8 +95,10 @@ pub fn run(global: &GlobalArgs, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
 const EXERCISE_WINDOW: u64 = 8_192;
 
 /// Runs plugin `name` for real, in a child process (whatever it does there cannot take the
-/// doctor down) and on a temporary state: `status`, then a forced `compress` of a built-in
-/// conversation twice the window, whose output must keep the whole output contract.
+/// doctor down) and on a temporary state: `status`, the per-turn checks (`should_compress`,
+/// `should_compress_preflight`, under `plugins.<name>.check_timeout` as on every turn), then a
+/// forced `compress` of a built-in conversation twice the window, whose output must keep the
+/// whole output contract.
 fn exercise(app: &App, name: &str) -> Result<String, (ProblemKind, String)> {
     let options = SessionOptions::new("ctxhost-doctor")
         .temporary()
@@ -114,6 +116,13 @@ fn exercise(app: &App, name: &str) -> Result<String, (ProblemKind, String)> {
     app.runtime.block_on(async {
         session.begin().await.map_err(fault)?;
         session.status().await.map_err(fault)?;
+        let tokens = session.count(&conversation);
+        checked(session.should_compress(tokens).await)?;
+        checked(
+            session
+                .should_compress_preflight(conversation.clone())
+                .await,
+        )?;
         let compression = session
             .compress(
                 conversation.clone(),
@@ -145,6 +154,15 @@ fn exercise(app: &App, name: &str) -> Result<String, (ProblemKind, String)> {
 
 fn fault(error: SessionError) -> (ProblemKind, String) {
     (ProblemKind::LoadFailed, error.to_string())
+}
+
+/// A per-turn check's answer: an engine without the check is fine (the host uses its
+/// default); any other failure, a timeout first of all, is a fault.
+fn checked(answer: Result<bool, SessionError>) -> Result<(), (ProblemKind, String)> {
+    match answer {
+        Ok(_) | Err(SessionError::Unsupported { .. }) => Ok(()),
+        Err(error) => Err(fault(error)),
+    }
 }
 
 /// A plain conversation of about twice the exercise window.
