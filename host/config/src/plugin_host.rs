@@ -86,3 +86,26 @@ pub fn engine_only(section: Value) -> Value {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_checks_deadline_is_its_own_key_and_must_be_positive() {
+        let settings = HostPluginSettings::from_section(&json!({"check_timeout": 0.5})).unwrap();
+        assert_eq!(settings.check_timeout, 0.5);
+        assert_eq!(settings.timeout, HostPluginSettings::default().timeout);
+        assert!(HostPluginSettings::default().check_timeout < settings.timeout);
+        for bad in [json!(0), json!(-1), json!("soon")] {
+            let (key, _) =
+                HostPluginSettings::from_section(&json!({"check_timeout": bad})).unwrap_err();
+            assert_eq!(key, "check_timeout", "{bad}");
+        }
+        assert_eq!(
+            engine_only(json!({"check_timeout": 1, "mode": "x"})),
+            json!({"mode": "x"})
+        );
+    }
+}
