@@ -39,6 +39,51 @@ pub struct ChildSpec {
 struct Deadline {
     limit: Duration,
     key: &'static str,
+    /// The size of the request: the child is given time to read it on top of `limit` (a long
+    /// message list is the host's to send, not the engine's to answer).
+    request_bytes: usize,
+}
+
+/// How fast a child is expected to read a request at the least, in bytes per second.
+const READ_RATE: f64 = 10.0 * 1024.0 * 1024.0;
+
+impl Deadline {
+    fn new(limit: Duration, key: &'static str) -> Self {
+        Deadline {
+            limit,
+            key,
+            request_bytes: 0,
+        }
+    }
+
+    /// The time to read the request.
+    fn reading(&self) -> Duration {
+        Duration::from_secs_f64(self.request_bytes as f64 / READ_RATE)
+    }
+
+    /// How long to wait for the answer.
+    fn total(&self) -> Duration {
+        self.limit + self.reading()
+    }
+
+    /// What the deadline was, for people: `2s (plugins.x.timeout)`.
+    fn describe(&self, plugin: &str) -> String {
+        let reading = self.reading();
+        let plus = if reading >= Duration::from_secs(1) {
+            format!(
+                ", plus {:.0}s to read a {} MB request",
+                reading.as_secs_f64(),
+                self.request_bytes / (1024 * 1024)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{}s (plugins.{plugin}.{}{plus})",
+            self.limit.as_secs_f64(),
+            self.key
+        )
+    }
 }
 
 struct Running {
@@ -124,19 +169,13 @@ impl ChildProcess {
 
     /// The deadline of any call but the per-turn checks.
     fn call_deadline(&self) -> Deadline {
-        Deadline {
-            limit: self.spec.timeout,
-            key: "timeout",
-        }
+        Deadline::new(self.spec.timeout, "timeout")
     }
 
     /// The deadline of operation `op`.
     fn deadline(&self, op: Op) -> Deadline {
         if is_check(op) {
-            Deadline {
-                limit: self.spec.check_timeout,
-                key: "check_timeout",
-            }
+            Deadline::new(self.spec.check_timeout, "check_timeout")
         } else {
             self.call_deadline()
         }
@@ -253,11 +292,15 @@ impl ChildProcess {
         deadline: Deadline,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
-        let timeout = deadline.limit;
         let spin = wait::spin_for(self.last_reply.get(op).copied());
         let mut line = serde_json::to_vec(request)
             .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
         line.push(b'\n');
+        let deadline = Deadline {
+            request_bytes: line.len(),
+            ..deadline
+        };
+        let timeout = deadline.total();
         let running = self.child.as_mut().expect("a running child");
         let written = running
             .input
@@ -311,11 +354,9 @@ impl ChildProcess {
             Some(deadline) => EngineError::new(
                 ErrorKind::TimedOut,
                 format!(
-                    "plugin '{}' did not answer within {}s (plugins.{}.{}); its process was killed during {op}",
+                    "plugin '{}' did not answer within {}; its process was killed during {op}",
                     self.name,
-                    deadline.limit.as_secs_f64(),
-                    self.name,
-                    deadline.key
+                    deadline.describe(&self.name)
                 ),
             ),
             None => EngineError::failed(format!(
@@ -443,5 +484,29 @@ impl EngineTransport for ChildProcess {
             .clone()
             .map_list(|messages| self.shipped.ship(messages));
         ChildProcess::call(self, Request::Call(call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_request_gives_the_child_time_to_read_it_on_top_of_the_deadline() {
+        let short = Deadline {
+            request_bytes: 2_000,
+            ..Deadline::new(Duration::from_millis(500), "check_timeout")
+        };
+        assert!(short.total() < Duration::from_millis(501));
+        assert_eq!(short.describe("x"), "0.5s (plugins.x.check_timeout)");
+        let long = Deadline {
+            request_bytes: 50 * 1024 * 1024,
+            ..Deadline::new(Duration::from_secs(10), "check_timeout")
+        };
+        assert_eq!(long.total(), Duration::from_secs(15));
+        assert_eq!(
+            long.describe("x"),
+            "10s (plugins.x.check_timeout, plus 5s to read a 50 MB request)"
+        );
     }
 }
