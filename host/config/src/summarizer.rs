@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::redacted_url::RedactedUrl;
+
 /// Where the settings live in `config.yaml`; every settings error starts with it.
 pub const SECTION: &str = "auxiliary.compression";
 
@@ -342,9 +344,10 @@ impl SummarizerSettings {
         let model = self.model.as_deref().unwrap_or("?");
         match self.provider {
             Provider::Offline => "offline".to_string(),
+            // The URL as shown: a password or key in it stays out of every message.
             Provider::Custom => format!(
                 "custom:{model}@{}",
-                self.effective_base_url().unwrap_or_default()
+                RedactedUrl::new(self.effective_base_url().unwrap_or_default())
             ),
             provider => {
                 let mut text = format!("{provider}:{model}");
@@ -352,7 +355,7 @@ impl SummarizerSettings {
                     let url = url.trim().trim_end_matches('/');
                     if url != default {
                         text.push('@');
-                        text.push_str(url);
+                        text.push_str(&RedactedUrl::new(url).to_string());
                     }
                 }
                 text

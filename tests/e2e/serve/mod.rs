@@ -11,4 +11,5 @@ mod lcm_postgres;
 mod replay;
 mod replicas;
 mod responses;
+mod secrets;
 mod state;

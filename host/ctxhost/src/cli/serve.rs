@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost_gateway::{Bound, ServeOptions};
 
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_config::Override;
 
 use super::{App, GlobalArgs};
@@ -56,7 +57,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         verbose: global.verbose,
     };
     runtime.block_on(async move {
-        let upstream = options.settings.upstream.clone();
+        let upstream = RedactedUrl::new(options.settings.upstream.clone());
         let engine = engines.config().context.engine.clone();
         let bound = Bound::bind(engines, options).await?;
         let addr = bound
