@@ -8,6 +8,7 @@ mod clients;
 mod engine_tools;
 mod failures;
 mod lcm_postgres;
+mod limits;
 mod replay;
 mod replicas;
 mod responses;
