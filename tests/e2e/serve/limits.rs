@@ -104,3 +104,42 @@ fn connections_over_the_per_address_cap_are_closed_and_a_place_frees_when_one_le
     };
     assert_eq!(response.status(), 200);
 }
+
+#[cfg(unix)]
+#[test]
+fn the_connection_cap_stays_under_the_process_file_limit() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let upstream = upstream();
+    let sandbox = Sandbox::new();
+    // `ulimit -n` sets the hard limit too: serve cannot raise it, and lowers its cap instead.
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -n 200 && exec \"$0\" \"$@\""])
+        .arg(ctxhost_tests::binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(upstream.base_url())
+        .current_dir(sandbox.path())
+        .env("CTXHOST_HOME", sandbox.home())
+        .env_remove("CTXHOST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: Vec<String> = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .take(3)
+        .map(Result::unwrap)
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        lines[0].starts_with("ctxhost serve: listening on "),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].contains("serve.limits.max_connections lowered from 4096 to 150"),
+        "{lines:?}"
+    );
+}
