@@ -189,7 +189,7 @@ impl Default for Limits {
             tool_rounds: 8,
             shutdown_grace_seconds: 30.0,
             max_live_sessions: 10_000,
-            header_timeout_seconds: 10.0,
+            header_timeout_seconds: 30.0,
             max_connections_per_ip: 256,
             max_connections: 4_096,
         }
