@@ -136,3 +136,40 @@ fn what_the_editor_cannot_rewrite_faithfully_is_refused_in_one_line() {
     );
     assert_eq!(sandbox.config_text(), text);
 }
+
+#[test]
+fn urls_are_printed_with_their_passwords_masked() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(
+        "serve:\n  state: postgres://app:hunter22@db:5432/ctx\n  upstream: http://u:hunter23@127.0.0.1:9/v1\n",
+    );
+    let run = sandbox.ctxhost(&["config", "get", "serve.state"]);
+    assert_eq!(run.stdout, "postgres://app:***@db:5432/ctx\n");
+    for args in [
+        &["config", "get", "serve"][..],
+        &["config", "get", "serve", "--json"],
+    ] {
+        let run = sandbox.ctxhost(args);
+        assert!(run.success(), "{}", run.stderr);
+        assert!(
+            run.stdout.contains("http://u:***@127.0.0.1:9/v1"),
+            "{}",
+            run.stdout
+        );
+        assert!(!run.stdout.contains("hunter"), "{}", run.stdout);
+    }
+    let run = sandbox.ctxhost(&[
+        "config",
+        "set",
+        "serve.state",
+        "postgres://app:hunter24@db/ctx",
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(!run.stdout.contains("hunter24"), "{}", run.stdout);
+    // The file holds what was set, as written.
+    let written = std::fs::read_to_string(sandbox.config_path()).unwrap();
+    assert!(
+        written.contains("postgres://app:hunter24@db/ctx"),
+        "{written}"
+    );
+}

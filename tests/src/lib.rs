@@ -30,6 +30,7 @@ pub mod module_graph;
 pub mod postgres;
 pub mod python;
 pub mod responses_upstream;
+pub mod secrets;
 pub mod upstream;
 pub mod wire;
 

@@ -1,5 +1,6 @@
 //! The engine: when to compress, and the phases of a compression, cheapest first.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use ctxhost_sdk::{
@@ -19,6 +20,9 @@ const PRUNE_ENOUGH: f64 = 0.75;
 /// After a compression, the context must grow by this fraction of the threshold before the
 /// engine compresses again (no thrashing when a compression could not get under it).
 const REGROWTH: f64 = 0.10;
+/// Summaries remembered as this engine's own: the current one, and a few a caller may still
+/// hold (a compression prepared in the background and dropped leaves the previous one in use).
+const REMEMBERED_SUMMARIES: usize = 8;
 
 /// What the last compression did, for `ctxhost run` reports (`invoke("last_compression")`).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -63,6 +67,10 @@ pub struct Compressor {
     tokens_after_last: Option<u64>,
     awaiting_first_usage: bool,
     last: Option<Telemetry>,
+    /// The texts of the summary messages this engine wrote, newest last. Only these are
+    /// updated as a previous summary: a message that merely carries the frame (a tool output
+    /// quoting one, a forged one) is a turn like any other.
+    written: VecDeque<String>,
 }
 
 impl Compressor {
@@ -79,11 +87,28 @@ impl Compressor {
             tokens_after_last: None,
             awaiting_first_usage: false,
             last: None,
+            written: VecDeque::new(),
         })
     }
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Whether `message` is a summary this engine wrote (and still remembers).
+    fn is_own(&self, message: &Message) -> bool {
+        is_summary(message) && {
+            let text = message.content_text();
+            self.written.iter().any(|own| **own == *text)
+        }
+    }
+
+    /// Remembers the text of a summary message this engine wrote.
+    fn remember(&mut self, summary: String) {
+        if self.written.len() == REMEMBERED_SUMMARIES {
+            self.written.pop_front();
+        }
+        self.written.push_back(summary);
     }
 
     fn count(&self, messages: &[Message]) -> u64 {
@@ -105,14 +130,14 @@ impl Compressor {
         let mut end = sequence::head_len(messages);
         if let Some(count) = self.settings.protect_first_n {
             let mut kept = 0;
-            while kept < count && messages.get(end).is_some_and(|m| !is_summary(m)) {
+            while kept < count && messages.get(end).is_some_and(|m| !self.is_own(m)) {
                 end += 1;
                 kept += 1;
             }
             return sequence::end_of_turn(messages, end);
         }
         let first = |i: usize, role: fn(&Message) -> bool| {
-            messages.get(i).is_some_and(|m| role(m) && !is_summary(m))
+            messages.get(i).is_some_and(|m| role(m) && !self.is_own(m))
         };
         if first(end, Message::is_user) {
             end += 1;
@@ -143,7 +168,10 @@ impl Compressor {
             start -= 1;
         }
         let mut start = sequence::start_of_turn(messages, start).max(head_end);
-        if let Some(last_user) = messages.iter().rposition(|m| m.is_user() && !is_summary(m)) {
+        if let Some(last_user) = messages
+            .iter()
+            .rposition(|m| m.is_user() && !self.is_own(m))
+        {
             if last_user >= head_end && last_user < start {
                 start = last_user;
             }
@@ -226,10 +254,10 @@ impl Compressor {
         let middle = &work[head_end..tail_start];
         let previous: Vec<String> = middle
             .iter()
-            .filter(|m| is_summary(m))
+            .filter(|m| self.is_own(m))
             .map(summary_body)
             .collect();
-        let turns = middle.iter().filter(|m| !is_summary(m));
+        let turns = middle.iter().filter(|m| !self.is_own(m));
         let removed = turns.clone().count();
         let mut content = String::new();
         if let Some(memory) = options
@@ -257,6 +285,7 @@ impl Compressor {
         );
         // The head and the tail move from `work`; the middle is dropped.
         let mut out = work;
+        let summary_text = summary.content_text().into_owned();
         out.splice(head_end..tail_start, [summary]);
         let out = sequence::repair(out);
         telemetry.summarized = true;
@@ -272,6 +301,7 @@ impl Compressor {
             telemetry.summarizer = None;
             return (messages.to_vec(), telemetry);
         }
+        self.remember(summary_text);
         (out, telemetry)
     }
 }
@@ -348,6 +378,7 @@ impl ContextEngine for Compressor {
         self.tokens_after_last = None;
         self.awaiting_first_usage = false;
         self.last = None;
+        self.written.clear();
         Ok(())
     }
 

@@ -9,6 +9,7 @@ mod locate;
 mod overrides;
 pub mod plugin_host;
 pub mod project;
+pub mod redacted_url;
 pub mod serve;
 pub mod summarizer;
 pub mod tokens;

@@ -167,6 +167,16 @@ pub struct Limits {
     /// Sessions kept in memory; beyond it the least recently used leave (their state stays in
     /// the store and they reopen on their next request).
     pub max_live_sessions: usize,
+    /// Seconds a client has to send a request's headers (and to start its next request on a
+    /// kept-alive connection); a slower one is disconnected, so half-open connections cannot
+    /// pile up.
+    pub header_timeout_seconds: f64,
+    /// Open connections from one client address; more are closed as soon as they are
+    /// accepted, before any token check.
+    pub max_connections_per_ip: usize,
+    /// Open connections from all clients together; more are closed as soon as they are
+    /// accepted (kept well under the process's file-descriptor limit).
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -179,6 +189,9 @@ impl Default for Limits {
             tool_rounds: 8,
             shutdown_grace_seconds: 30.0,
             max_live_sessions: 10_000,
+            header_timeout_seconds: 30.0,
+            max_connections_per_ip: 256,
+            max_connections: 4_096,
         }
     }
 }
@@ -240,6 +253,10 @@ impl ServeSettings {
                 "limits.shutdown_grace_seconds",
                 self.limits.shutdown_grace_seconds,
             ),
+            (
+                "limits.header_timeout_seconds",
+                self.limits.header_timeout_seconds,
+            ),
             ("compaction.wait_seconds", self.compaction.wait_seconds),
             (
                 "database.connect_timeout_seconds",
@@ -265,6 +282,9 @@ impl ServeSettings {
                 "compaction.margin",
                 "must be a share of the window, from 0 to below 1",
             ));
+        }
+        if self.limits.max_connections_per_ip == 0 || self.limits.max_connections == 0 {
+            return Err(fault("limits", "connection limits must be at least 1"));
         }
         if self.database.pool_size == 0 {
             return Err(fault("database.pool_size", "must be at least 1"));

@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::redacted_url::RedactedUrl;
+
 /// Where the settings live in `config.yaml`; every settings error starts with it.
 pub const SECTION: &str = "auxiliary.compression";
 
@@ -342,9 +344,10 @@ impl SummarizerSettings {
         let model = self.model.as_deref().unwrap_or("?");
         match self.provider {
             Provider::Offline => "offline".to_string(),
+            // The URL as shown: a password or key in it stays out of every message.
             Provider::Custom => format!(
                 "custom:{model}@{}",
-                self.effective_base_url().unwrap_or_default()
+                RedactedUrl::new(self.effective_base_url().unwrap_or_default())
             ),
             provider => {
                 let mut text = format!("{provider}:{model}");
@@ -352,7 +355,7 @@ impl SummarizerSettings {
                     let url = url.trim().trim_end_matches('/');
                     if url != default {
                         text.push('@');
-                        text.push_str(url);
+                        text.push_str(&RedactedUrl::new(url).to_string());
                     }
                 }
                 text
@@ -413,18 +416,20 @@ fn validate_env_name(name: &str) -> Result<(), SettingsError> {
 
 fn validate_base_url(url: &str) -> Result<(), SettingsError> {
     let trimmed = url.trim();
+    // Messages quote the URL masked: a password in it stays out of every error.
+    let shown = format!("\"{}\"", RedactedUrl::new(trimmed));
     let parsed = url::Url::parse(trimmed)
-        .map_err(|error| SettingsError::invalid("base_url", format!("{trimmed:?}: {error}")))?;
+        .map_err(|error| SettingsError::invalid("base_url", format!("{shown}: {error}")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
         return Err(SettingsError::invalid(
             "base_url",
-            format!("must be an http:// or https:// URL, not {trimmed:?}"),
+            format!("must be an http:// or https:// URL, not {shown}"),
         ));
     }
     if parsed.query().is_some() || parsed.fragment().is_some() {
         return Err(SettingsError::invalid(
             "base_url",
-            format!("must not carry a query or fragment: {trimmed:?}"),
+            format!("must not carry a query or fragment: {shown}"),
         ));
     }
     Ok(())
@@ -443,6 +448,26 @@ mod tests {
         assert_eq!(settings.effective_context_length(), 128_000);
         settings.validate().unwrap();
         assert_eq!(settings.describe(), "offline");
+    }
+
+    #[test]
+    fn a_password_in_the_base_url_is_never_shown() {
+        let settings = |url: &str| SummarizerSettings {
+            provider: Provider::Custom,
+            model: Some("m".into()),
+            base_url: Some(url.into()),
+            ..Default::default()
+        };
+        let fine = settings("http://bob:hunter22@127.0.0.1:9/v1");
+        assert_eq!(fine.describe(), "custom:m@http://bob:***@127.0.0.1:9/v1");
+        for bad in [
+            "http://bob:hunter22@127.0.0.1:9/v1?x=1",
+            "ftp://bob:hunter22@127.0.0.1/v1",
+        ] {
+            let error = settings(bad).validate().unwrap_err().to_string();
+            assert!(error.contains("bob:***@"), "{error}");
+            assert!(!error.contains("hunter22"), "{error}");
+        }
     }
 
     #[test]

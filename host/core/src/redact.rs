@@ -45,17 +45,33 @@ fn rules() -> &'static [Rule] {
             compiled: OnceLock::new(),
         };
         vec![
+            // PEM and PGP (`... PRIVATE KEY BLOCK-----`) private keys; one cut short (no END
+            // line: a truncated tool output) is hidden to the end of the text.
             rule(
-                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+                r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)",
                 "[REDACTED PRIVATE KEY]",
                 &["-----BEGIN "],
             ),
-            // Credentials in URLs: scheme://user:password@host, whatever the password holds
-            // (`/` included) short of whitespace or `@`.
+            // Credentials in URLs: scheme://user:password@host. The password runs to the
+            // last `@` before whitespace or a quote, so one holding `@` or `/` is hidden whole
+            // (an `@` later in the URL hides more than it must: never a secret).
             rule(
-                r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)[^\s@]+@",
+                r#"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@"'<>]*:)[^\s"'<>]*@"#,
                 "${pre}[REDACTED]@",
                 &["://"],
+            ),
+            // HTTP credentials other than bearer tokens: `Authorization: Basic dXNlcjpwYXNz`.
+            rule(
+                r#"(?i)(?P<pre>(?-u:\b)authorization["']?\s*[:=]\s*["']?(?:basic|digest|token|negotiate|ntlm)\s+)[^\s"',;]{4,}"#,
+                "${pre}[REDACTED]",
+                &["authorization"],
+            ),
+            // Azure storage and service bus connection strings.
+            rule(
+                // ASCII case only (`(?-u:...)`): the Kelvin sign must not spell `Key` past the literal search.
+                r"(?i)(?P<pre>(?-u:\b)(?-u:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s]+",
+                "${pre}[REDACTED]",
+                &["accountkey", "sharedaccess"],
             ),
             // No `k` or `s` in `bearer`: its case-insensitive match is ASCII's.
             rule(
@@ -70,6 +86,18 @@ fn rules() -> &'static [Rule] {
                 r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
                 REDACTED,
                 &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+            ),
+            // GitLab personal, deploy, runner and other tokens.
+            rule(
+                r"(?-u:\b)gl(?:pat|dt|rt|ptt|cbt|soat|ffct|imt|oas)-[A-Za-z0-9_.-]{20,}",
+                REDACTED,
+                &["glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glffct-", "glimt-", "gloas-"],
+            ),
+            // SendGrid: SG.<id>.<secret>
+            rule(
+                r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+                REDACTED,
+                &["SG."],
             ),
             rule(
                 r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
@@ -104,6 +132,13 @@ fn rules() -> &'static [Rule] {
             // words, which an ASCII literal search would miss.
             rule(
                 r#"(?i)(?P<pre>(?-u:\b)[A-Za-z0-9_]*(?:api[_-]?key|secret|password|passwd|pwd|token|access[_-]?key)[A-Za-z0-9_]*["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#,
+                "${pre}[REDACTED]",
+                &[],
+            ),
+            // Passwords in prose: "my password is hunter22", "the passphrase for the vault was:
+            // ...". Always searched, for the same reason.
+            rule(
+                r#"(?i)(?P<pre>(?-u:\b)(?:password|passwd|passphrase|passcode)(?:\s+(?:for|of|to|on)\s+(?:the\s+)?\S+)?\s+(?:is|was|will\s+be)\s*:?\s*["'`“]?)[^\s"'`”]{3,}"#,
                 "${pre}[REDACTED]",
                 &[],
             ),
@@ -225,7 +260,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{redact, rules_that_may_match_on, PARALLEL_MIN_BYTES};
+    use super::{redact, rules, rules_that_may_match_on, PARALLEL_MIN_BYTES};
 
     #[test]
     fn a_long_text_selects_the_same_rules_on_two_threads() {
@@ -240,12 +275,13 @@ mod tests {
             ("hf_abcdefghijklmnopqrstuvwx", "opqrstuvwx"),
         ];
         let filler = "an ordinary line of a long tool output\n".repeat(PARALLEL_MIN_BYTES / 30);
+        let always = rules().iter().filter(|r| r.literals.is_empty()).count();
         for kept in 0..=secrets.len() {
             let texts: Vec<&str> = secrets[..kept].iter().map(|(text, _)| *text).collect();
             let text = format!("{filler}{}", texts.join("\n"));
             let on_two = rules_that_may_match_on(&text, true);
             assert_eq!(on_two, rules_that_may_match_on(&text, false));
-            assert_eq!(on_two.iter().filter(|&&may| may).count() > 1, kept > 0);
+            assert_eq!(on_two.iter().filter(|&&may| may).count() > always, kept > 0);
             let redacted = redact(&text);
             for (text, secret) in &secrets[..kept] {
                 assert!(!redacted.contains(secret), "{text} survived");
@@ -311,12 +347,74 @@ mod tests {
     }
 
     #[test]
+    fn redacts_keys_tokens_and_passwords_of_every_shape() {
+        // Each text, and the part of it that is the secret.
+        let cases = [
+            (
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGPLANTEDpgp\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----",
+                "PLANTEDpgp",
+            ),
+            (
+                "cat id_rsa\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaPLANTEDcut",
+                "PLANTEDcut",
+            ),
+            ("GITLAB_TOKEN glpat-PLANTEDgitlab0123456789", "PLANTEDgitlab"),
+            (
+                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=PLANTED+az/key==;EndpointSuffix=core.windows.net",
+                "PLANTED+az/key==",
+            ),
+            (
+                "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=PLANTEDsas=",
+                "PLANTEDsas",
+            ),
+            ("Authorization: Basic dXNlcjpQTEFOVEVE", "dXNlcjpQTEFOVEVE"),
+            (r#"{"authorization": "basic dXNlcjpQTEFOVEVE"}"#, "dXNlcjpQTEFOVEVE"),
+            (
+                "SENDGRID SG.PLANTEDsendgrid01234.PLANTEDsecretpart0123456789abcdef",
+                "PLANTEDsecretpart",
+            ),
+            ("my password is Pl4nted!Prose", "Pl4nted!Prose"),
+            ("The passphrase for the vault was: \"PLANTED phrase\"", "PLANTED"),
+            ("Password was PLANTEDcaps.", "PLANTEDcaps"),
+            (
+                "git clone https://ada:hun@ter/22@example.com/r.git",
+                "ter/22",
+            ),
+            ("redis://:PLANTED@redis@cache:6379/0", "PLANTED"),
+        ];
+        for (text, secret) in cases {
+            let redacted = redact(text);
+            assert!(!redacted.contains(secret), "{text}: {redacted}");
+            assert!(redacted.contains("[REDACTED"), "{text}: {redacted}");
+        }
+        assert_eq!(
+            redact("https://ada:p@ss/w@example.com/r.git"),
+            "https://ada:[REDACTED]@example.com/r.git"
+        );
+        assert_eq!(
+            redact("Authorization: Basic dXNlcjpwYXNz"),
+            "Authorization: Basic [REDACTED]"
+        );
+        assert_eq!(
+            redact("AccountName=a;AccountKey=abc==;EndpointSuffix=x"),
+            "AccountName=a;AccountKey=[REDACTED];EndpointSuffix=x"
+        );
+        assert_eq!(
+            redact("my password is hunter22"),
+            "my password is [REDACTED]"
+        );
+    }
+
+    #[test]
     fn leaves_ordinary_text_alone() {
         for text in [
             "ls -la src/",
             "the token count is 512",
             "def password_hash(x):",
             "https://example.com/a",
+            "basic usage: see the authorization section",
+            "SG.1 is the first section",
+            "the password field is empty",
         ] {
             assert_eq!(redact(text), text);
         }

@@ -13,6 +13,7 @@
 //! view plus what is new upstream ([`pipeline`], one adapter per provider API in [`wire`]),
 //! and records what came back.
 
+mod accept;
 mod auth;
 mod background;
 mod conversation;
@@ -58,8 +59,6 @@ pub enum StartError {
     Store(#[from] store::StoreError),
     #[error("cannot build the upstream client: {0}")]
     Client(String),
-    #[error("the server failed: {0}")]
-    Serve(String),
 }
 
 /// How to start the gateway: the settings as the command line settled them.
@@ -206,23 +205,26 @@ impl Bound {
             tracing::info!("shutting down: finishing requests in flight");
             let _ = stopping_tx.send(true);
         };
-        // Answers (and every streamed chunk) go out at once: Nagle's algorithm would hold small
-        // writes back until the client acknowledges the previous ones.
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |stream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!("cannot set TCP_NODELAY on a connection: {error}");
-            }
-        });
-        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
-        let server = std::future::IntoFuture::into_future(server);
+        let limits = &self.gateway.settings.limits;
+        let caps =
+            accept::ConnectionLimits::new(limits.max_connections_per_ip, limits.max_connections);
+        let header_timeout = Duration::from_secs_f64(limits.header_timeout_seconds);
+        let server = accept::serve(
+            self.listener,
+            router,
+            caps,
+            header_timeout,
+            stopping_rx.clone(),
+        );
         tokio::pin!(server);
+        tokio::spawn(signal);
         let mut stopping = stopping_rx;
         tokio::select! {
-            result = &mut server => return result.map_err(|e| StartError::Serve(e.to_string())),
+            () = &mut server => return Ok(()),
             _ = stopping.wait_for(|stop| *stop) => {}
         }
         match tokio::time::timeout(grace, &mut server).await {
-            Ok(result) => result.map_err(|e| StartError::Serve(e.to_string())),
+            Ok(()) => Ok(()),
             Err(_) => {
                 tracing::warn!(
                     "requests still in flight after {}s: closing them",

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use bytes::Bytes;
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};
@@ -41,7 +42,8 @@ const DROPPED_RESPONSE: &[&str] = &[
 /// The provider, as the gateway reaches it.
 pub struct Upstream {
     client: reqwest::Client,
-    base: String,
+    /// Shown masked in every message (a 502 body goes to every client); exposed only to send.
+    base: RedactedUrl,
     /// `serve.upstream_key_env`'s key: sent instead of the client's credential.
     key: Option<String>,
 }
@@ -57,7 +59,7 @@ impl Upstream {
             .build()?;
         Ok(Upstream {
             client,
-            base: settings.upstream.trim_end_matches('/').to_string(),
+            base: RedactedUrl::new(settings.upstream.trim_end_matches('/')),
             key,
         })
     }
@@ -77,7 +79,7 @@ impl Upstream {
         headers: &HeaderMap,
         body: Option<Bytes>,
     ) -> Result<reqwest::Response, GatewayError> {
-        let mut url = format!("{}/{}", self.base, path.trim_start_matches('/'));
+        let mut url = format!("{}/{}", self.base.expose(), path.trim_start_matches('/'));
         if let Some(query) = query.filter(|q| !q.is_empty()) {
             url.push('?');
             url.push_str(query);
@@ -119,9 +121,10 @@ impl Upstream {
             return Err(GatewayError::new(
                 ErrorKind::BadGateway,
                 format!(
-                    "the upstream redirected ({}) to {target}; ctxhost serve follows no \
+                    "the upstream redirected ({}) to {}; ctxhost serve follows no \
                      redirects: set serve.upstream to the final URL",
-                    response.status().as_u16()
+                    response.status().as_u16(),
+                    RedactedUrl::new(target)
                 ),
             ));
         }
@@ -130,7 +133,7 @@ impl Upstream {
 }
 
 /// One line for a failed upstream exchange.
-pub fn describe(error: &reqwest::Error, base: &str) -> GatewayError {
+pub fn describe(error: &reqwest::Error, base: &RedactedUrl) -> GatewayError {
     let mut source: Option<&dyn std::error::Error> = Some(error);
     let mut detail = String::new();
     while let Some(cause) = source {

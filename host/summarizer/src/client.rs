@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_sdk::{EngineError, ErrorKind, SummarizeRequest, Summary};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -29,7 +30,7 @@ pub(crate) trait Wire: Send + Sync {
 pub(crate) struct LlmClient {
     http: reqwest::Client,
     runtime: tokio::runtime::Handle,
-    url: String,
+    url: RedactedUrl,
     model: String,
     key: KeySource,
     timeout: Duration,
@@ -65,7 +66,7 @@ impl LlmClient {
         Ok(LlmClient {
             http: http_client(timeout)?,
             runtime,
-            url: format!("{base}{path}"),
+            url: RedactedUrl::new(format!("{base}{path}")),
             model,
             key: KeySource {
                 env: settings.effective_api_key_env(),
@@ -125,7 +126,7 @@ impl LlmClient {
             model: &self.model,
         };
         let post = &post;
-        let url = self.url.as_str();
+        let url = &self.url;
         let deadline = self.deadline;
         let text = self.runtime.block_on(async move {
             let attempts = with_retries(self.policy, move |_| async move {

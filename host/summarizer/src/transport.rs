@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_sdk::{EngineError, ErrorKind};
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
@@ -104,7 +105,8 @@ pub fn http_client(timeout: Duration) -> Result<reqwest::Client, SettingsError> 
 /// A POST of a JSON body to an LLM endpoint.
 pub struct Post<'a> {
     pub client: &'a reqwest::Client,
-    pub url: &'a str,
+    /// Shown masked in every message; exposed only to send the request.
+    pub url: &'a RedactedUrl,
     pub headers: HeaderMap,
     pub body: &'a Value,
     pub timeout: Duration,
@@ -118,7 +120,7 @@ impl Post<'_> {
     pub async fn send(&self) -> Result<Value, Failure> {
         let response = self
             .client
-            .post(self.url)
+            .post(self.url.expose())
             .headers(self.headers.clone())
             .timeout(self.timeout)
             .json(self.body)
@@ -131,11 +133,12 @@ impl Post<'_> {
             return Err(Failure::fatal(EngineError::new(
                 ErrorKind::Unavailable,
                 format!(
-                    "the summary model at {} redirected ({}) to {target}; redirects are not \
+                    "the summary model at {} redirected ({}) to {}; redirects are not \
                      followed (the key would go with them): set auxiliary.compression.base_url \
                      to the final URL",
                     self.url,
-                    status.as_u16()
+                    status.as_u16(),
+                    RedactedUrl::new(target)
                 ),
             )));
         }
@@ -217,7 +220,7 @@ impl Post<'_> {
                 )))
             }
             404 => {
-                let hint = if self.url.contains("/v1/") {
+                let hint = if self.url.expose().contains("/v1/") {
                     String::new()
                 } else {
                     " (does auxiliary.compression.base_url need a /v1 suffix?)".to_string()
@@ -298,7 +301,7 @@ pub fn excerpt(body: &[u8]) -> String {
 }
 
 /// An answer that parsed as JSON but holds no summary.
-pub fn garbage(url: &str, what: &str, body: &Value) -> Failure {
+pub fn garbage(url: &RedactedUrl, what: &str, body: &Value) -> Failure {
     Failure::fatal(EngineError::new(
         ErrorKind::Unavailable,
         format!(

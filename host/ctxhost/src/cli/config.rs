@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ctxhost_config::edit;
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_config::write::{update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use serde_yaml::Value;
@@ -91,6 +92,7 @@ fn get(global: &GlobalArgs, args: &GetArgs) -> anyhow::Result<ExitCode> {
             ),
         },
     };
+    let value = masked_urls(value);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
@@ -126,7 +128,7 @@ fn set(global: &GlobalArgs, args: &SetArgs) -> anyhow::Result<ExitCode> {
     println!(
         "{} = {} (in {})",
         args.key,
-        edit::render(&value),
+        edit::render(&masked_urls(value)),
         app.config_path.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -191,6 +193,23 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `value` with every URL in it shown as [`RedactedUrl`] shows it: a database URL or an
+/// endpoint's password never reaches the terminal (or a script's log).
+fn masked_urls(value: Value) -> Value {
+    match value {
+        Value::String(text) if text.contains("://") => {
+            Value::String(RedactedUrl::new(text).to_string())
+        }
+        Value::Sequence(items) => Value::Sequence(items.into_iter().map(masked_urls).collect()),
+        Value::Mapping(map) => Value::Mapping(
+            map.into_iter()
+                .map(|(key, value)| (key, masked_urls(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// The top-level sections of config.yaml that ctxhost reads.
 const SECTIONS: &[&str] = &[
     "context",
@@ -235,6 +254,9 @@ fn known_keys() -> Vec<String> {
         "serve.limits.tool_rounds",
         "serve.limits.shutdown_grace_seconds",
         "serve.limits.max_live_sessions",
+        "serve.limits.header_timeout_seconds",
+        "serve.limits.max_connections_per_ip",
+        "serve.limits.max_connections",
         "serve.state",
         "serve.database.pool_size",
         "serve.database.connect_timeout_seconds",

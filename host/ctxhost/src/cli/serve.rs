@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost_gateway::{Bound, ServeOptions};
 
+use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_config::Override;
 
 use super::{App, GlobalArgs};
@@ -44,8 +45,17 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     .flatten()
     .collect();
     let app = App::with_overrides(global, overrides)?;
-    let settings = app.config().serve.clone();
+    let mut settings = app.config().serve.clone();
     init_logging(args.log_format, app.verbose);
+    // Said after the ready lines, which clients read first.
+    let lowered = connection_room()
+        .filter(|room| settings.limits.max_connections > *room)
+        .map(|room| {
+            (
+                std::mem::replace(&mut settings.limits.max_connections, room),
+                room,
+            )
+        });
     let state = StateLocation::parse(settings.state.as_deref(), default_sqlite_path());
     let App {
         engines, runtime, ..
@@ -56,7 +66,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         verbose: global.verbose,
     };
     runtime.block_on(async move {
-        let upstream = options.settings.upstream.clone();
+        let upstream = RedactedUrl::new(options.settings.upstream.clone());
         let engine = engines.config().context.engine.clone();
         let bound = Bound::bind(engines, options).await?;
         let addr = bound
@@ -67,11 +77,49 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             "  point OpenAI-compatible clients at it: OPENAI_BASE_URL=http://{addr}/v1 \
              (engine: {engine}; upstream: {upstream})"
         );
+        if let Some((asked, room)) = lowered {
+            tracing::info!(
+                "serve.limits.max_connections lowered from {asked} to {room}: this process may \
+                 not open more files than that and what the gateway needs itself"
+            );
+        }
         bound.run(ctxhost_gateway::shutdown_signal()).await?;
         eprintln!("ctxhost serve: stopped");
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connections the process can keep open: its file-descriptor limit, first raised to the hard
+/// limit (a soft limit of 1024 is common, far below what a gateway needs), less a quarter kept
+/// for the store, the upstream's connections and plugins. `None` where it cannot be read.
+fn connection_room() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit with a valid struct, on this process.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return None;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit.rlim_cur = limit.rlim_max;
+                }
+            }
+        }
+        let files = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+        Some((files - files / 4).max(1))
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 fn init_logging(format: LogFormat, verbose: bool) {
