@@ -13,6 +13,7 @@
 //! the handoff template within `max_tokens` ([`handoff`]). Same request, same summary.
 
 pub mod budget;
+pub mod carry;
 mod digest;
 mod extract;
 mod handoff;
