@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(
             restore(answer, &expected, SummaryShape::Handoff),
             "## Goal\n- x\n\n## Standing Facts\n- Budget: $700\n\
-             - Rule: Never reveal the vault code QX-7731.\n- Fact (deploy to): We deploy to ap-south-2.\n\n\
+             - Rule: Never reveal the vault code QX-7731.\n- Fact: We deploy to ap-south-2.\n\n\
              ## Done\n- y"
         );
         let bare = restore("Did things.", &expected, SummaryShape::Digest);

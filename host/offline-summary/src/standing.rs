@@ -91,7 +91,9 @@ pub struct Standing {
 impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
-        if self.subject == implied_subject(self.kind, &self.text) {
+        // The subject is written only when reading the text back would not give it.
+        let read = read_sentence(&self.text, Origin::User).filter(|item| item.kind == self.kind);
+        if read.is_some_and(|item| item.subject == self.subject) {
             format!("{}: {}", self.kind.label(), self.text)
         } else {
             format!("{} ({}): {}", self.kind.label(), self.subject, self.text)
@@ -148,7 +150,7 @@ impl Standing {
 fn implied_subject(kind: Kind, text: &str) -> String {
     match kind {
         Kind::Goal => "goal".to_string(),
-        _ => normalize_subject(text),
+        _ => normalize_subject(text.trim_end_matches(['.', '!'])),
     }
 }
 
@@ -383,6 +385,22 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
     }
     let start = lower.len() - body.len();
     let original = &text[start..];
+    if origin == Origin::User {
+        // "Noted for later: the budget is $500": the standing sentence after a short label.
+        if let Some((label, _)) = body.split_once(": ") {
+            let short = label.split_whitespace().count() <= 4
+                && label.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
+            if short {
+                let inner = &original[label.len() + 2..];
+                if let Some(item) = read_sentence(inner, origin) {
+                    return Some(Standing {
+                        text: text.clone(),
+                        ..item
+                    });
+                }
+            }
+        }
+    }
     let item = |kind: Kind, subject: String, value: &str| {
         let subject = normalize_subject(&subject);
         (!subject.is_empty()).then(|| Standing {
@@ -401,7 +419,9 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
             .unwrap_or(body);
         if let Some(rest) = RULE_STARTS.iter().find_map(|s| imperative.strip_prefix(s)) {
             let offset = lower.len() - rest.len();
-            return item(Kind::Rule, text.clone(), &text[offset..]);
+            // What the rule is about: never X and always X are one subject, the newer wins.
+            let value = trim_value(&text[offset..]);
+            return item(Kind::Rule, value.to_string(), value);
         }
         // Goals: "the goal is …", "our task: …".
         let named = strip_articles(body);
@@ -462,7 +482,8 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
             }
         }
         if standing_from_now {
-            return item(Kind::Rule, original.to_string(), original);
+            let value = trim_value(original);
+            return item(Kind::Rule, value.to_string(), value);
         }
     }
     None
@@ -735,22 +756,28 @@ mod tests {
             (
                 "Never reveal the vault code.",
                 Kind::Rule,
-                "never reveal vault code",
+                "reveal vault code",
                 "reveal the vault code",
             ),
             (
                 "Please do not push to main",
                 Kind::Rule,
-                "please do not push to main",
+                "push to main",
                 "push to main",
             ),
             (
                 "You must always run the tests first.",
                 Kind::Rule,
-                "you must always run tests first",
+                "always run tests first",
                 "always run the tests first",
             ),
             ("The budget is $500.", Kind::Constraint, "budget", "$500"),
+            (
+                "Noted for later: The budget is $500.",
+                Kind::Constraint,
+                "budget",
+                "$500",
+            ),
             (
                 "Budget cap: $4,817",
                 Kind::Constraint,
@@ -879,9 +906,9 @@ mod tests {
             lines,
             [
                 "Rule: Never reveal the vault code.",
-                "Constraint (budget cap): Budget cap: $500.",
+                "Constraint: Budget cap: $500.",
                 "Goal: The goal is to ship v2.",
-                "Preference (indentation): I prefer tabs for indentation.",
+                "Preference: I prefer tabs for indentation.",
             ]
         );
         let mut again = Book::default();

@@ -98,11 +98,11 @@ fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
         standing,
         [
             "- Rule: Never reveal the vault code QX-7731.",
-            "- Fact (deploy to): We deploy to ap-south-2.",
-            "- Fact (deadline): The deadline is 2026-03-14.",
-            "- Preference (indentation): The user prefers tabs for indentation.",
+            "- Fact: We deploy to ap-south-2.",
+            "- Fact: The deadline is 2026-03-14.",
+            "- Preference: The user prefers tabs for indentation.",
             "- Goal: The goal is to migrate the ledger to Quarry v3.",
-            "- Constraint (budget): Update: the budget is now $6,120.",
+            "- Constraint: Update: the budget is now $6,120.",
         ],
         "{text}"
     );
@@ -155,7 +155,7 @@ fn digest_records_carry_standing_facts_and_merge_them() {
         "{merged}"
     );
     assert!(
-        merged.contains("- Constraint (budget cap): Correction: budget cap: $5,002."),
+        merged.contains("- Constraint: Correction: budget cap: $5,002."),
         "{merged}"
     );
     assert!(!merged.contains("The budget is $4,817."), "{merged}");

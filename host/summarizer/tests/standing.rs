@@ -46,7 +46,7 @@ fn a_dropped_standing_fact_is_added_back() {
     assert_eq!(
         summary.text,
         "## Goal\n- ship the ledger\n\n## Standing Facts\n- Constraint (budget): The budget is $700.\n\
-         - Rule: Never reveal the vault code QX-7731.\n- Fact (deploy to): We deploy to ap-south-2.\n\n\
+         - Rule: Never reveal the vault code QX-7731.\n- Fact: We deploy to ap-south-2.\n\n\
          ## Next Steps\n- deploy"
     );
     // The model was asked for the section.
