@@ -7,8 +7,6 @@
 //! into the next, and a newer value for the same subject replaces the older one. A summary's
 //! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
 
-use std::collections::HashSet;
-
 use crate::extract::{compact, sentences};
 use crate::markers::Markers;
 
@@ -18,6 +16,10 @@ pub const TEXT_MAX: usize = 240;
 pub const MAX_ITEMS: usize = 30;
 /// Most facts read from one tool result.
 const TOOL_FACTS: usize = 4;
+/// How much of a tool result is read for facts: its start, where a tool states what it is
+/// about (a setting, a region, a version); the rest of a long output costs the hot path and
+/// rarely states one.
+const TOOL_SCAN_BYTES: usize = 4 * 1024;
 /// Most words of a value in `name is value` / `name: value`.
 const VALUE_WORDS: usize = 10;
 /// Most words of a name in `name is value` / `name: value`.
@@ -140,9 +142,13 @@ impl Standing {
         if !(valued(self.kind) && valued(other.kind)) {
             return false;
         }
-        let words = |s: &str| s.split(' ').map(str::to_string).collect::<HashSet<_>>();
-        let (a, b) = (words(&self.subject), words(&other.subject));
-        !a.is_empty() && !b.is_empty() && (a.is_subset(&b) || b.is_subset(&a))
+        // Subjects are a few words: comparing word by word beats building sets.
+        let within = |small: &str, large: &str| {
+            small
+                .split(' ')
+                .all(|word| large.split(' ').any(|other| other == word))
+        };
+        within(&self.subject, &other.subject) || within(&other.subject, &self.subject)
     }
 }
 
@@ -167,7 +173,8 @@ pub enum Origin {
 static CUES: Markers = Markers::new(&[
     " is ",
     " are ",
-    ":",
+    ": ",
+    " = ",
     "never",
     "always",
     "must",
@@ -179,22 +186,32 @@ static CUES: Markers = Markers::new(&[
     "task",
     "objective",
     "from now on",
-    " to ",
-    " in ",
-    " on ",
-    " was ",
+    "going forward",
     " changed",
+    " moved ",
+    " set to ",
 ]);
+
+/// Whether a sentence starts like "we deploy to …" (read without a cue word).
+fn starts_with_who(sentence: &str) -> bool {
+    let head = sentence.as_bytes().get(..6).unwrap_or(sentence.as_bytes());
+    let lower = head.to_ascii_lowercase();
+    [&b"we "[..], b"i ", b"i'm ", b"we're ", b"the te", b"you "]
+        .iter()
+        .any(|who| lower.starts_with(who))
+}
 
 /// The standing items `text` states, in order.
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
         Origin::User => sentences(text)
             .into_iter()
-            .filter(|sentence| sentence.len() <= 600 && CUES.any_in(sentence))
+            .filter(|sentence| {
+                sentence.len() <= 600 && (starts_with_who(sentence) || CUES.any_in(sentence))
+            })
             .filter_map(|sentence| read_sentence(sentence, Origin::User))
             .collect(),
-        Origin::Tool => text
+        Origin::Tool => text[..crate::budget::floor_boundary(text, TOOL_SCAN_BYTES)]
             .lines()
             .filter(|line| line.len() <= 160 && may_name_a_value(line))
             .filter_map(|line| read_sentence(line, Origin::Tool))
@@ -218,9 +235,11 @@ fn may_name_a_value(line: &str) -> bool {
     }
     let name = &line[..run];
     matches!(line.as_bytes()[run], b':' | b'=')
-        || [" is ", " are ", " to "]
-            .iter()
-            .any(|link| name.contains(link))
+        || name.split(' ').skip(1).any(|word| {
+            ["is", "are", "to"]
+                .iter()
+                .any(|w| word.eq_ignore_ascii_case(w))
+        })
 }
 
 /// Leading words that say a sentence holds from now on, or mark it as worth remembering.
@@ -507,17 +526,33 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
         ": ",
         " = ",
     ];
-    let (at, link) = LINKS
+    if body.is_empty() {
+        return None;
+    }
+    // The name is a few words of letters: the link starts within the leading run of such
+    // bytes (or right after it, for `:` and `=`), so only that much is searched.
+    let run = body
+        .bytes()
+        .take(80)
+        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'_' | b'\''))
+        .count();
+    // Every link starts with a space or a colon: the first such place where one starts, the
+    // longest link there (`is now` before `is`).
+    let (at, link) = body.as_bytes()[..=run.min(body.len() - 1)]
         .iter()
-        .filter_map(|link| body.find(link).map(|at| (at, *link)))
-        .min_by_key(|(at, link)| (*at, std::cmp::Reverse(link.len())))?;
+        .enumerate()
+        .filter(|(_, b)| matches!(b, b' ' | b':'))
+        .find_map(|(at, _)| {
+            LINKS
+                .iter()
+                .filter(|link| body[at..].starts_with(**link))
+                .max_by_key(|link| link.len())
+                .map(|link| (at, *link))
+        })?;
     let name = body[..at].trim();
     let value = body[at + link.len()..].trim_start();
     let words = name.split_whitespace().count();
-    let alphabetic = name
-        .bytes()
-        .all(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'_' | b'\''));
-    if words == 0 || words > NAME_WORDS || !alphabetic || value.is_empty() {
+    if words == 0 || words > NAME_WORDS || value.is_empty() {
         return None;
     }
     let bare = strip_articles(name);
@@ -652,8 +687,13 @@ impl Book {
         {
             let old = self.items.remove(at);
             if !old.value.eq_ignore_ascii_case(&item.value) {
-                self.superseded.retain(|(gone, _)| gone.text != item.text);
+                // Each old value once, with its latest replacement; the newest few are kept
+                // (marking looks for each in every other item).
+                self.superseded.retain(|(gone, _)| gone.value != old.value);
                 self.superseded.push((old, item.value.clone()));
+                if self.superseded.len() > MAX_ITEMS {
+                    self.superseded.remove(0);
+                }
             }
         }
         self.items.push(item);
