@@ -60,6 +60,13 @@ pub fn restore(answer: &str, expected: &Book, shape: SummaryShape) -> String {
     }
 }
 
+/// The standing items of the standing sections in `text` (a summary).
+pub fn standing_in(text: &str) -> Book {
+    let mut book = Book::default();
+    book.add_lines(section_lines(text));
+    book
+}
+
 /// The item lines of every standing section in `text` (`## Standing Facts`, `Standing:`).
 fn section_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut inside = false;

@@ -134,6 +134,13 @@ fn planted_facts_stay_in_the_view_through_five_rounds_at_a_tight_budget() {
         }
     }
     assert!(summaries.contains("$6,120"), "{last}");
+    // No block shows the old budget as current.
+    for (at, _) in summaries.match_indices("$4,817") {
+        assert!(
+            summaries[at..].starts_with("$4,817 (superseded by $6,120)"),
+            "{summaries}"
+        );
+    }
 }
 
 #[test]
