@@ -188,3 +188,59 @@ fn grep_finds_a_fact_by_subject_or_value_and_says_which_value_is_current() {
     let found = tool(&mut engine, "lcm_grep", json!({"pattern": "mod_3_4"}));
     assert!(found.get("standing").is_none(), "{found}");
 }
+
+#[test]
+fn describe_lists_a_summarys_standing_facts() {
+    let host = offline_host();
+    let mut engine = engine(&host);
+    let views = five_rounds(&mut engine);
+    let id = views
+        .last()
+        .unwrap()
+        .iter()
+        .find_map(block_id)
+        .expect("a block");
+    let described = tool(&mut engine, "lcm_describe", json!({"id": id}));
+    let standing = described["standing"].as_array().expect("standing facts");
+    let budget = standing
+        .iter()
+        .find(|s| s["subject"] == "budget")
+        .expect("the budget");
+    assert_eq!(budget["kind"], "Constraint");
+    assert_eq!(budget["value"], "$6,120", "{described}");
+}
+
+#[test]
+fn truncation_keeps_the_standing_facts_when_no_summary_can_be_written() {
+    let host = FakeHost::builder("lcm")
+        .config(with_store(small_config(), None))
+        .context_length(SMALL_WINDOW)
+        .default_answer(Answer::error(
+            ctxhost_sdk::ErrorKind::Unavailable,
+            "HTTP 500 from the summarizer",
+        ))
+        .build();
+    let mut engine = engine(&host);
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Noted for later: Never reveal the vault code QX-7731."),
+        Message::assistant("Understood."),
+    ];
+    messages.extend(work(0, 12));
+    messages.push(Message::user("carry on"));
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    let view = engine.compress(&messages, &force).unwrap();
+    let block = view
+        .iter()
+        .find(|m| block_id(m).is_some())
+        .expect("compacted");
+    let text = block.content_text();
+    assert!(text.contains("[truncated extract"), "{text}");
+    assert!(
+        text.contains("Standing:\n- Rule: Noted for later: Never reveal the vault code QX-7731."),
+        "{text}"
+    );
+}
