@@ -21,7 +21,7 @@ const TOOL_FACTS: usize = 4;
 /// rarely states one.
 const TOOL_SCAN_BYTES: usize = 4 * 1024;
 /// Most words of a value in `name is value` / `name: value`.
-const VALUE_WORDS: usize = 10;
+const VALUE_WORDS: usize = 8;
 /// Most words of a name in `name is value` / `name: value`.
 const NAME_WORDS: usize = 5;
 
@@ -174,7 +174,6 @@ static CUES: Markers = Markers::new(&[
     " is ",
     " are ",
     ": ",
-    " = ",
     "never",
     "always",
     "must",
@@ -228,13 +227,13 @@ fn may_name_a_value(line: &str) -> bool {
     let run = line
         .bytes()
         .take(48)
-        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'_' | b'\''))
+        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'\''))
         .count();
     if run == 0 || run == line.len() {
         return false;
     }
     let name = &line[..run];
-    matches!(line.as_bytes()[run], b':' | b'=')
+    line.as_bytes()[run] == b':'
         || name.split(' ').skip(1).any(|word| {
             ["is", "are", "to"]
                 .iter()
@@ -313,6 +312,29 @@ const LIMIT_WORDS: &[&str] = &[
 
 /// Words that are never the name in `name is value`.
 const NOT_NAMES: &[&str] = &[
+    // Tool documentation and installer, archive and build output.
+    "docstring",
+    "signature",
+    "arguments",
+    "setting",
+    "installing",
+    "getting",
+    "requirement",
+    "collecting",
+    "downloading",
+    "building",
+    "preparing",
+    "successfully",
+    "archive",
+    "inflating",
+    "extracting",
+    "creating",
+    "strings",
+    "traceback",
+    "exception",
+    "you",
+    "we",
+    "i",
     "it",
     "this",
     "that",
@@ -524,7 +546,6 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
         " is ",
         " are ",
         ": ",
-        " = ",
     ];
     if body.is_empty() {
         return None;
@@ -534,7 +555,7 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
     let run = body
         .bytes()
         .take(80)
-        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'_' | b'\''))
+        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'\''))
         .count();
     // Every link starts with a space or a colon: the first such place where one starts, the
     // longest link there (`is now` before `is`).
@@ -557,7 +578,15 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
     }
     let bare = strip_articles(name);
     let first = bare.split(' ').next().unwrap_or(bare);
-    if bare.is_empty() || NOT_NAMES.contains(&bare) || NOT_NAMES.contains(&first) {
+    // `ValueError: …`, `DeprecationWarning: …` are errors, not facts.
+    let error = ["error", "exception", "warning"]
+        .iter()
+        .any(|end| bare.ends_with(end));
+    if bare.is_empty() || NOT_NAMES.contains(&bare) || NOT_NAMES.contains(&first) || error {
+        return None;
+    }
+    // Markup is not a value.
+    if value.contains('<') && value.contains('>') {
         return None;
     }
     Some((name, value))
@@ -890,12 +919,17 @@ mod tests {
             "error: could not compile `ctxhost` due to 2 previous errors",
             "This is fine.",
             "We went to lunch.",
+            "td_field = TimeDelta(precision=\"milliseconds\")",
+            "ValueError: chr() arg not in range(0x110000)",
+            "SETTING: You are a skilled cybersecurity professional and top CTF player.",
+            "The replacement text is terminated by a line with only end_of_edit on it.",
         ] {
             assert_eq!(extract(text, Origin::User), [], "{text}");
         }
         assert_eq!(
             extract(
-                "error: boom 42\nwarning: unused `x`\nRegion: eu-central-1",
+                "error: boom 42\nwarning: unused `x`\nInstalling build dependencies: finished with status 'done'\n\
+                 Age: <input type=\"text\" name=\"age\" />\nRegion: eu-central-1",
                 Origin::Tool
             )
             .iter()
