@@ -88,7 +88,7 @@ fn is_item(line: &str) -> bool {
 }
 
 /// `## Standing Facts`, `**Standing facts**`, `Standing:` and the like.
-fn is_standing_heading(line: &str) -> bool {
+pub(crate) fn is_standing_heading(line: &str) -> bool {
     let title: String = line
         .chars()
         .filter(char::is_ascii_alphanumeric)

@@ -155,6 +155,12 @@ impl Record {
         let mut current: Option<Section> = None;
         for line in text.lines() {
             let line = line.trim_end();
+            // A standing section however a summarizer headed it (`## Standing Facts`).
+            if crate::carry::is_standing_heading(line) {
+                found = true;
+                current = Some(Section::Standing);
+                continue;
+            }
             if let Some((title, rest)) = line.split_once(':') {
                 if let Some(section) = Section::from_title(title) {
                     found = true;
@@ -306,6 +312,20 @@ mod tests {
              - Edited src/a.rs\nFiles: src/a.rs, src/b.rs"
         );
         assert!(!record.add_records("free text with no record in it"));
+    }
+
+    #[test]
+    fn a_standing_section_is_read_however_it_is_headed() {
+        let mut record = Record::default();
+        assert!(record.add_records(
+            "[sum_a · leaf]\n## Standing Facts\n- Constraint: The budget is $500.\n\n\
+             [sum_b · leaf]\nStanding:\n- Constraint: The budget is now $700.\nAsked: keep $500 in mind"
+        ));
+        assert_eq!(
+            record.render_within(10_000),
+            "Standing:\n- Constraint: The budget is now $700.\n\
+             Asked: keep $500 (superseded by $700) in mind"
+        );
     }
 
     #[test]
