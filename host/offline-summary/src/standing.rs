@@ -307,8 +307,45 @@ const GOAL_NAMES: &[&str] = &[
 
 /// Names whose value is a hard limit.
 const LIMIT_WORDS: &[&str] = &[
-    "budget", "cap", "limit", "max", "maximum", "minimum", "min", "quota", "ceiling", "spend",
+    "budget",
+    "cap",
+    "limit",
+    "max",
+    "maximum",
+    "minimum",
+    "min",
+    "quota",
+    "ceiling",
+    "spend",
+    "constraint",
 ];
+
+/// The kind a label names: `Safety rule: …`, `Hard constraint: …`, `Preference: …`.
+fn kind_of_label(label: &str) -> Option<Kind> {
+    let last = label.split_whitespace().next_back()?;
+    Some(match last.trim_end_matches('s') {
+        "rule" => Kind::Rule,
+        "constraint" | "limit" => Kind::Constraint,
+        "fact" => Kind::Fact,
+        "goal" | "objective" | "task" => Kind::Goal,
+        "preference" => Kind::Preference,
+        _ => return None,
+    })
+}
+
+/// A subject without the specific values in it (`not exceed $500` → `not exceed`), so that a
+/// rule or preference restated with another value replaces the older one.
+fn without_values(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| !looks_specific(word) || word.chars().all(char::is_alphabetic))
+        .collect();
+    if kept.is_empty() {
+        text.to_string()
+    } else {
+        kept.join(" ")
+    }
+}
 
 /// Words that are never the name in `name is value`.
 const NOT_NAMES: &[&str] = &[
@@ -439,6 +476,23 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
                         ..item
                     });
                 }
+                // A label naming the kind: "Hard constraint: stay under 2 GB".
+                if let Some(kind) = kind_of_label(label) {
+                    let value = trim_value(inner);
+                    let subject = match kind {
+                        Kind::Goal => "goal".to_string(),
+                        _ => without_values(value),
+                    };
+                    let subject = normalize_subject(&subject);
+                    if !value.is_empty() && !subject.is_empty() {
+                        return Some(Standing {
+                            kind,
+                            subject,
+                            value: value.to_string(),
+                            text: text.clone(),
+                        });
+                    }
+                }
             }
         }
     }
@@ -462,7 +516,7 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
             let offset = lower.len() - rest.len();
             // What the rule is about: never X and always X are one subject, the newer wins.
             let value = trim_value(&text[offset..]);
-            return item(Kind::Rule, value.to_string(), value);
+            return item(Kind::Rule, without_values(value), value);
         }
         // Goals: "the goal is …", "our task: …".
         let named = strip_articles(body);
@@ -502,6 +556,14 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
     if let Some((name, value)) = named_value(body) {
         let offset = lower.len() - value.len();
         let value = &text[offset..];
+        // "The user's preferred editor is Helix": a preference, whatever its value.
+        let preferred = ["prefer", "favorite", "favourite"]
+            .iter()
+            .any(|word| name.contains(word));
+        if origin == Origin::User && preferred && value.split_whitespace().count() <= VALUE_WORDS {
+            let name = strip_articles(name);
+            return item(Kind::Preference, name.to_string(), value);
+        }
         if looks_specific(value) && value.split_whitespace().count() <= VALUE_WORDS {
             let name = strip_articles(name);
             let words: Vec<&str> = name.split_whitespace().collect();
@@ -524,7 +586,7 @@ fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
         }
         if standing_from_now {
             let value = trim_value(original);
-            return item(Kind::Rule, value.to_string(), value);
+            return item(Kind::Rule, without_values(value), value);
         }
     }
     None
@@ -842,6 +904,42 @@ mod tests {
             ),
             ("The budget is $500.", Kind::Constraint, "budget", "$500"),
             (
+                "Hard constraint: total spend must stay under $4,817.",
+                Kind::Constraint,
+                "spend must stay under",
+                "total spend must stay under $4,817",
+            ),
+            (
+                "Safety rule: never share the vault code ZX-99.",
+                Kind::Rule,
+                "share vault code",
+                "share the vault code ZX-99",
+            ),
+            (
+                "The user's preferred editor is Helix.",
+                Kind::Preference,
+                "preferred editor",
+                "Helix",
+            ),
+            (
+                "Preference: tabs over spaces",
+                Kind::Preference,
+                "tabs over spaces",
+                "tabs over spaces",
+            ),
+            (
+                "Remember that the API rate limit is 40 requests per minute.",
+                Kind::Constraint,
+                "api rate limit",
+                "40 requests per minute",
+            ),
+            (
+                "We must not exceed $500.",
+                Kind::Rule,
+                "not exceed",
+                "not exceed $500",
+            ),
+            (
                 "Noted for later: The budget is $500.",
                 Kind::Constraint,
                 "budget",
@@ -965,6 +1063,21 @@ mod tests {
         // Marking twice changes nothing.
         let once = book.mark_superseded("deploy to us-west-2");
         assert_eq!(book.mark_superseded(&once), once);
+    }
+
+    #[test]
+    fn a_rule_or_label_restated_with_another_value_replaces_the_older() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "We must not exceed $500. Hard constraint: memory stays under 2 GB.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "We must not exceed $700. Hard constraint: memory stays under 3 GB.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["not exceed $700", "memory stays under 3 GB"]);
     }
 
     #[test]
