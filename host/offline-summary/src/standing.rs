@@ -264,6 +264,13 @@ const LEADS: &[&str] = &[
     "actually, ",
     "update: ",
     "correction: ",
+    "scratch that, ",
+    "never mind, ",
+    "instead, ",
+    "wait, ",
+    "sorry, ",
+    "so ",
+    "but ",
 ];
 
 const RULE_STARTS: &[&str] = &[
@@ -714,10 +721,23 @@ pub fn looks_specific(value: &str) -> bool {
 /// `value` without trailing punctuation and a trailing clause after `;`.
 fn trim_value(value: &str) -> &str {
     let value = value.split("; ").next().unwrap_or(value);
-    value
+    let mut value = value
         .trim()
         .trim_end_matches(['.', ',', ';', '!', '?', ')', '"'])
-        .trim()
+        .trim();
+    // "eu-west-1 now", "spaces instead": the value is what comes before.
+    for tail in [" from now on", " going forward", " now", " instead"] {
+        if let Some(head) = value
+            .len()
+            .checked_sub(tail.len())
+            .filter(|at| value.is_char_boundary(*at))
+            .filter(|at| value[*at..].eq_ignore_ascii_case(tail))
+            .map(|at| &value[..at])
+        {
+            value = head.trim_end_matches(',').trim_end();
+        }
+    }
+    value
 }
 
 fn strip_articles(mut name: &str) -> &str {
@@ -771,11 +791,15 @@ impl Book {
         if self.items.iter().any(|known| known.text == item.text) {
             return;
         }
-        if let Some(at) = self
-            .items
-            .iter()
-            .position(|known| known.same_subject(&item))
-        {
+        // A preference that names an older one it replaces ("spaces over tabs", "spaces
+        // instead of tabs") supersedes it too.
+        let replaces = |known: &Standing| {
+            known.same_subject(&item)
+                || (known.kind == Kind::Preference
+                    && item.kind == Kind::Preference
+                    && mentions_word(&item.text, &known.value))
+        };
+        if let Some(at) = self.items.iter().position(replaces) {
             let old = self.items.remove(at);
             if !old.value.eq_ignore_ascii_case(&item.value) {
                 // Each old value once, with its latest replacement; the newest few are kept
@@ -837,6 +861,17 @@ impl Book {
         }
         out
     }
+}
+
+/// Whether `text` holds `word` as a whole word, ignoring case.
+fn mentions_word(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    !word.is_empty()
+        && text.match_indices(&word).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
 }
 
 /// `text` with every standalone `value` not already marked followed by `(superseded by new)`.
@@ -1078,6 +1113,18 @@ mod tests {
         ));
         let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
         assert_eq!(values, ["not exceed $700", "memory stays under 3 GB"]);
+
+        let mut book = Book::default();
+        book.extend(extract(
+            "The user prefers tabs. We deploy to us-west-2.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "Scratch that, the user prefers spaces over tabs. Correction: we deploy to eu-west-1 now.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["spaces over tabs", "eu-west-1"]);
     }
 
     #[test]
