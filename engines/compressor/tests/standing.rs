@@ -92,6 +92,19 @@ fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
         messages = engine.compress(&messages, &force).unwrap();
         sequence::validate(&messages).unwrap();
         let summary = summary_text(&messages);
+        // The summary met the budget it was asked for.
+        let asked = host
+            .requests()
+            .last()
+            .expect("a summary request")
+            .max_tokens;
+        let written = summary
+            .split_once("\n\n")
+            .map_or(summary.as_str(), |(_, body)| body);
+        assert!(
+            ctxhost_offline_summary::budget::estimate_tokens(written) <= asked + 16,
+            "round {round}: over {asked} tokens"
+        );
         for (_, _, value) in PLANTED.iter().filter(|(r, _, _)| *r <= round) {
             if *value != "$4,817" || round < 3 {
                 assert!(
