@@ -173,11 +173,11 @@ pub fn digest(turns: &[Turn]) -> Digest {
     // which is then the command's output rather than an ask.
     let mut observation_for: Option<usize> = None;
     let facts = turn_facts::read(turns);
-    for ((index, turn), facts) in turns.iter().enumerate().zip(&facts) {
+    for ((index, turn), facts) in turns.iter().enumerate().zip(facts) {
         let text = turn.text.as_str();
         let awaiting = observation_for.take();
         debug_assert_eq!(awaiting.is_some(), facts.observation);
-        digest.standing.extend(facts.standing.iter().cloned());
+        digest.standing.extend(facts.standing);
         match &turn.role {
             Role::User if awaiting.is_some() => {
                 if let Some(action) = awaiting {

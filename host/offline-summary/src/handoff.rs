@@ -2,7 +2,10 @@
 
 use std::collections::HashSet;
 
+use std::borrow::Cow;
+
 use crate::budget::truncate_bytes;
+use crate::standing::Book;
 
 use super::extract::mentions;
 
@@ -118,6 +121,9 @@ enum Layout {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handoff {
     pub sections: Vec<Section>,
+    /// The standing facts, for the values they replaced: rendering marks those wherever the
+    /// other sections still show them (after the sections are cut to size, so it is cheap).
+    pub standing: Book,
 }
 
 impl Default for Handoff {
@@ -133,6 +139,7 @@ impl Default for Handoff {
                     seen: HashSet::new(),
                 })
                 .collect(),
+            standing: Book::default(),
         }
     }
 }
@@ -279,6 +286,7 @@ impl Handoff {
     /// items shortened further; before a standing fact is dropped, empty sections and then the
     /// notes on omitted items are left out; text is cut only if the headings alone do not fit.
     pub fn render_within(mut self, budget: usize) -> String {
+        self.mark_superseded();
         for item_max in [320, 200] {
             let text = self.render(item_max);
             if text.len() <= budget {
@@ -313,6 +321,23 @@ impl Handoff {
                 }
                 Some(index) => self.sections[index].drop_one(),
                 None => return truncate_bytes(&text, budget).into_owned(),
+            }
+        }
+    }
+
+    /// Marks the replaced standing values the sections other than the standing facts show.
+    fn mark_superseded(&mut self) {
+        if self.standing.superseded().is_empty() {
+            return;
+        }
+        for section in &mut self.sections {
+            if section.key == Key::Standing {
+                continue;
+            }
+            for item in &mut section.items {
+                if let Cow::Owned(marked) = self.standing.mark_superseded(&item.text) {
+                    item.text = marked;
+                }
             }
         }
     }

@@ -198,16 +198,8 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
 
     handoff.extend(Key::Critical, of(Key::Critical));
     handoff.extend(Key::Critical, digest.critical);
-    // No other section shows a replaced value as current.
-    if !book.superseded().is_empty() {
-        for section in &mut handoff.sections {
-            if section.key != Key::Standing {
-                for item in &mut section.items {
-                    item.text = book.mark_superseded(&item.text);
-                }
-            }
-        }
-    }
+    // Rendering marks the replaced values the other sections still show.
+    handoff.standing = book;
     handoff
 }
 

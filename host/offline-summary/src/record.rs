@@ -214,7 +214,9 @@ impl Record {
                 .items
                 .iter()
                 .map(|(section, items)| {
-                    let items = items.iter().map(|i| self.standing.mark_superseded(i));
+                    let items = items
+                        .iter()
+                        .map(|i| self.standing.mark_superseded(i).into_owned());
                     (*section, items.collect())
                 })
                 .collect();

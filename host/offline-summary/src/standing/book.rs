@@ -1,5 +1,7 @@
 //! The standing items of a session as they stand: each subject once, at its newest value.
 
+use std::borrow::Cow;
+
 use super::{Kind, Standing, MAX_ITEMS};
 
 /// The current standing items of a session, in the order they were stated, each subject once:
@@ -90,13 +92,14 @@ impl Book {
 
     /// `text` with each superseded value in it marked as such (`$500 (superseded by $700)`),
     /// so that no other part of a summary still shows it as current.
-    pub fn mark_superseded(&self, text: &str) -> String {
-        let mut out = text.to_string();
+    pub fn mark_superseded<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
         for (old, new) in &self.superseded {
-            if old.value.len() < 2 || self.items.iter().any(|i| i.value == old.value) {
+            let shown = old.value.len() >= 2 && out.contains(old.value.as_str());
+            if !shown || self.items.iter().any(|i| i.value == old.value) {
                 continue;
             }
-            out = mark_value(&out, &old.value, new);
+            out = Cow::Owned(mark_value(&out, &old.value, new));
         }
         out
     }
