@@ -150,9 +150,10 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
     let lower_terms: Vec<String> = terms.iter().map(|t| t.to_lowercase()).collect();
     let standing = standing::touched(ctx, &page, |text| match &regex {
         Some(regex) => regex.is_match(text),
+        // Every word of the search in the subject or the value.
         None => {
             let text = text.to_lowercase();
-            lower_terms.iter().any(|term| text.contains(term.as_str()))
+            lower_terms.iter().all(|term| text.contains(term.as_str()))
         }
     })?;
     let mut answer = json!({

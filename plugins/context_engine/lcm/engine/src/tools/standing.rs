@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use ctxhost_offline_summary::budget::floor_boundary;
 use ctxhost_offline_summary::standing::{extract, Origin, Standing};
 use ctxhost_sdk::EngineError;
 use serde_json::{json, Value};
@@ -12,9 +13,13 @@ use super::ToolContext;
 use ctxhost_lcm_store::{message_id, FullTextQuery, Hit, Term};
 
 /// Most messages read for one subject's history.
-const HISTORY: usize = 200;
+const HISTORY: usize = 50;
 /// Most subjects reported for one search.
-const SUBJECTS: usize = 8;
+const SUBJECTS: usize = 4;
+/// The first matches of a search read for standing facts, and how much of each: a search
+/// stays about as fast as it was.
+const HITS_READ: usize = 10;
+const TEXT_READ: usize = 8 * 1024;
 
 /// A standing item and the message that stated it.
 struct Stated {
@@ -22,20 +27,22 @@ struct Stated {
     seq: i64,
 }
 
-/// The standing items of `hits` that `matches` (their subject, value or sentence), each with
-/// its subject's history: `[{kind, subject, values: [{value, text, id, seq, current}]}]`.
+/// The standing items of the first `hits` that `matches` (their subject or value), each with
+/// its subject's history: `[{kind, subject, current, values: [{value, text, id, seq,
+/// current}]}]`.
 pub fn touched(
     ctx: &ToolContext<'_>,
     hits: &[Hit],
     matches: impl Fn(&str) -> bool,
 ) -> Result<Vec<Value>, EngineError> {
     let mut subjects: Vec<Standing> = Vec::new();
-    for hit in hits {
-        let Hit::Message { role, text, .. } = hit else {
-            continue;
-        };
+    let messages = hits.iter().filter_map(|hit| match hit {
+        Hit::Message { role, text, .. } => Some((role, text)),
+        Hit::Summary { .. } => None,
+    });
+    for (role, text) in messages.take(HITS_READ) {
         for item in stated(role, text) {
-            let relevant = matches(&item.subject) || matches(&item.value) || matches(&item.text);
+            let relevant = matches(&format!("{} {}", item.subject, item.value));
             if relevant && !subjects.iter().any(|s| s.same_subject(&item)) {
                 subjects.push(item);
             }
@@ -120,8 +127,9 @@ fn history(ctx: &ToolContext<'_>, subject: &Standing) -> Result<Vec<Stated>, Eng
     Ok(unique)
 }
 
-/// The standing items a stored message states, by its role.
+/// The standing items a stored message states (in its first [`TEXT_READ`] bytes), by its role.
 fn stated(role: &str, text: &str) -> Vec<Standing> {
+    let text = &text[..floor_boundary(text, TEXT_READ)];
     match role {
         "user" | "system" => extract(text, Origin::User),
         "tool" => extract(text, Origin::Tool),
