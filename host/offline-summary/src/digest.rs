@@ -8,6 +8,7 @@ use super::extract::{
     prompt_commands, same_file, sentences, trailing_command, CallFacts,
 };
 use super::parse::{Role, Turn};
+use super::standing::Standing;
 use super::turn_facts::{self, Marks};
 
 const ASK_MAX: usize = 400;
@@ -35,6 +36,8 @@ pub struct Digest {
     pub critical: Vec<String>,
     /// Actions that succeeded (their Done text), to clear stale blockers.
     pub succeeded: Vec<String>,
+    /// Standing rules, constraints, facts, goals and preferences, in the order stated.
+    pub standing: Vec<Standing>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,10 +173,11 @@ pub fn digest(turns: &[Turn]) -> Digest {
     // which is then the command's output rather than an ask.
     let mut observation_for: Option<usize> = None;
     let facts = turn_facts::read(turns);
-    for ((index, turn), facts) in turns.iter().enumerate().zip(&facts) {
+    for ((index, turn), facts) in turns.iter().enumerate().zip(facts) {
         let text = turn.text.as_str();
         let awaiting = observation_for.take();
         debug_assert_eq!(awaiting.is_some(), facts.observation);
+        digest.standing.extend(facts.standing);
         match &turn.role {
             Role::User if awaiting.is_some() => {
                 if let Some(action) = awaiting {

@@ -2,7 +2,10 @@
 
 use std::collections::HashSet;
 
+use std::borrow::Cow;
+
 use crate::budget::truncate_bytes;
+use crate::standing::Book;
 
 use super::extract::mentions;
 
@@ -10,6 +13,9 @@ use super::extract::mentions;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {
     Goal,
+    /// Standing rules, constraints, facts, goals and preferences ([`crate::standing`]): shown
+    /// only when there are some, never shortened, and the last to give way to the budget.
+    Standing,
     Constraints,
     Done,
     InProgress,
@@ -21,8 +27,9 @@ pub enum Key {
 }
 
 impl Key {
-    pub const ORDER: [Key; 9] = [
+    pub const ORDER: [Key; 10] = [
         Key::Goal,
+        Key::Standing,
         Key::Constraints,
         Key::Done,
         Key::InProgress,
@@ -36,6 +43,7 @@ impl Key {
     pub fn title(self) -> &'static str {
         match self {
             Key::Goal => "Goal",
+            Key::Standing => "Standing Facts",
             Key::Constraints => "Constraints & Preferences",
             Key::Done => "Done",
             Key::InProgress => "In Progress",
@@ -57,7 +65,7 @@ impl Key {
     fn drops_oldest(self) -> bool {
         matches!(
             self,
-            Key::Goal | Key::Done | Key::Blocked | Key::Decisions | Key::Critical
+            Key::Goal | Key::Standing | Key::Done | Key::Blocked | Key::Decisions | Key::Critical
         )
     }
 
@@ -65,7 +73,9 @@ impl Key {
     pub fn empty_text(self) -> &'static str {
         match self {
             Key::Goal => "Not stated in the summarized turns.",
-            Key::Constraints | Key::Decisions | Key::Files | Key::Critical => "None recorded.",
+            Key::Standing | Key::Constraints | Key::Decisions | Key::Files | Key::Critical => {
+                "None recorded."
+            }
             Key::Done | Key::InProgress => "Nothing recorded.",
             Key::Blocked => "Nothing blocking.",
             Key::NextSteps => {
@@ -96,10 +106,24 @@ pub struct Section {
     seen: HashSet<String>,
 }
 
+/// How much of the template a rendering shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Every section, empty ones saying so (the standing facts only when there are some).
+    Full,
+    /// Sections with items or a note on omitted ones.
+    Compact,
+    /// Sections with items, without notes: the last room made for standing facts.
+    Bare,
+}
+
 /// A summary in the handoff template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handoff {
     pub sections: Vec<Section>,
+    /// The standing facts, for the values they replaced: rendering marks those wherever the
+    /// other sections still show them (after the sections are cut to size, so it is cheap).
+    pub standing: Book,
 }
 
 impl Default for Handoff {
@@ -115,12 +139,13 @@ impl Default for Handoff {
                     seen: HashSet::new(),
                 })
                 .collect(),
+            standing: Book::default(),
         }
     }
 }
 
 /// Items equal after this are duplicates.
-fn normalized(text: &str) -> String {
+pub(crate) fn normalized(text: &str) -> String {
     let lower = text.to_lowercase();
     let words = lower.split_whitespace().collect::<Vec<_>>().join(" ");
     words
@@ -199,9 +224,33 @@ impl Handoff {
 
     /// The summary as text, each item cut to `item_max` bytes.
     pub fn render(&self, item_max: usize) -> String {
+        self.render_as(item_max, Layout::Full)
+    }
+
+    fn render_as(&self, item_max: usize, layout: Layout) -> String {
         let mut out = String::new();
+        let shown = |section: &Section| match layout {
+            Layout::Full => {
+                section.key != Key::Standing || !section.items.is_empty() || section.omitted > 0
+            }
+            Layout::Compact => !section.items.is_empty() || section.omitted > 0,
+            Layout::Bare => !section.items.is_empty(),
+        };
+        let progress_shown = self
+            .sections
+            .iter()
+            .any(|s| s.key.is_progress() && shown(s));
         for section in &self.sections {
-            if section.key == Key::Done {
+            if !shown(section) {
+                continue;
+            }
+            // Standing items are carried verbatim: never shortened.
+            let item_max = if section.key == Key::Standing {
+                usize::MAX
+            } else {
+                item_max
+            };
+            if section.key.is_progress() && progress_shown && !out.contains("## Progress\n") {
                 out.push_str("\n## Progress\n");
             } else if !section.key.is_progress() && !out.is_empty() {
                 out.push('\n');
@@ -216,7 +265,8 @@ impl Handoff {
                 out.push_str(&format!("- {}\n", section.key.empty_text()));
                 continue;
             }
-            if section.omitted > 0 && section.key.drops_oldest() {
+            let notes = layout != Layout::Bare;
+            if notes && section.omitted > 0 && section.key.drops_oldest() {
                 out.push_str(&format!("- (+{} earlier items omitted)\n", section.omitted));
             }
             for item in &section.items {
@@ -224,7 +274,7 @@ impl Handoff {
                 out.push_str(&truncate_bytes(&item.text, item_max));
                 out.push('\n');
             }
-            if section.omitted > 0 && !section.key.drops_oldest() {
+            if notes && section.omitted > 0 && !section.key.drops_oldest() {
                 out.push_str(&format!("- (+{} more omitted)\n", section.omitted));
             }
         }
@@ -233,8 +283,10 @@ impl Handoff {
 
     /// The summary as text in at most `budget` bytes: long items are shortened, then items
     /// dropped from the largest section (oldest or last, per section, focus items last), then
-    /// items shortened further; text is cut only if the headings alone do not fit.
+    /// items shortened further; before a standing fact is dropped, empty sections and then the
+    /// notes on omitted items are left out; text is cut only if the headings alone do not fit.
     pub fn render_within(mut self, budget: usize) -> String {
+        self.mark_superseded();
         for item_max in [320, 200] {
             let text = self.render(item_max);
             if text.len() <= budget {
@@ -242,14 +294,15 @@ impl Handoff {
             }
         }
         let mut item_max = 200;
+        let mut layout = Layout::Full;
         loop {
-            let text = self.render(item_max);
+            let text = self.render_as(item_max, layout);
             if text.len() <= budget {
                 return text;
             }
             // First drop items from sections that have several; then shorten every item;
             // then drop anything.
-            let several = self.largest(item_max, |s| s.items.len() > 1);
+            let several = self.largest(item_max, |s| s.items.len() > 1 && s.key != Key::Standing);
             if item_max > 80 {
                 match several {
                     Some(index) => self.sections[index].drop_one(),
@@ -258,14 +311,39 @@ impl Handoff {
                 continue;
             }
             match self.largest(item_max, |s| !s.items.is_empty()) {
+                Some(index)
+                    if self.sections[index].key == Key::Standing && layout != Layout::Bare =>
+                {
+                    layout = match layout {
+                        Layout::Full => Layout::Compact,
+                        _ => Layout::Bare,
+                    };
+                }
                 Some(index) => self.sections[index].drop_one(),
                 None => return truncate_bytes(&text, budget).into_owned(),
             }
         }
     }
 
-    /// The section (among those `eligible`) to shrink: one with unpinned items first, then the
-    /// largest, then the earliest.
+    /// Marks the replaced standing values the sections other than the standing facts show.
+    fn mark_superseded(&mut self) {
+        if self.standing.superseded().is_empty() {
+            return;
+        }
+        for section in &mut self.sections {
+            if section.key == Key::Standing {
+                continue;
+            }
+            for item in &mut section.items {
+                if let Cow::Owned(marked) = self.standing.mark_superseded(&item.text) {
+                    item.text = marked;
+                }
+            }
+        }
+    }
+
+    /// The section (among those `eligible`) to shrink: any before the standing facts, one with
+    /// unpinned items first, then the largest, then the earliest.
     fn largest(&self, item_max: usize, eligible: impl Fn(&Section) -> bool) -> Option<usize> {
         self.sections
             .iter()
@@ -274,7 +352,12 @@ impl Handoff {
             .max_by_key(|(i, s)| {
                 let unpinned = s.items.len() > s.pinned;
                 let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
-                (unpinned, size, std::cmp::Reverse(*i))
+                (
+                    s.key != Key::Standing,
+                    unpinned,
+                    size,
+                    std::cmp::Reverse(*i),
+                )
             })
             .map(|(i, _)| i)
     }

@@ -7,11 +7,13 @@
 //! cannot fail.
 //!
 //! It reads the rendered turns back ([`parse`]), pulls out the facts ([`digest`]: user asks,
-//! actions and their outcomes, files, errors, decisions, the latest state), merges them into
+//! actions and their outcomes, files, errors, decisions, the latest state, and the standing
+//! rules, constraints, facts, goals and preferences of [`standing`]), merges them into
 //! the previous summary when there is one ([`merge`]), puts the focus topic first, and renders
 //! the handoff template within `max_tokens` ([`handoff`]). Same request, same summary.
 
 pub mod budget;
+pub mod carry;
 mod digest;
 mod extract;
 mod handoff;
@@ -19,6 +21,7 @@ mod markers;
 mod merge;
 mod parse;
 mod record;
+pub mod standing;
 mod turn_facts;
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 
 use super::digest::Digest;
 use super::extract::same_file;
-use super::handoff::{Handoff, Key};
+use super::handoff::{normalized, Handoff, Key};
+use super::standing::Book;
 
 /// Where a heading of a previous summary goes.
 fn key_for_heading(title: &str) -> Option<Key> {
@@ -17,6 +18,7 @@ fn key_for_heading(title: &str) -> Option<Key> {
         .to_ascii_lowercase();
     Some(match normalized.as_str() {
         "goal" | "goals" | "task" | "objective" => Key::Goal,
+        "standingfacts" | "standing" | "standingrules" | "standingrulesandfacts" => Key::Standing,
         "constraintspreferences" | "constraints" | "preferences" | "constraintsandpreferences" => {
             Key::Constraints
         }
@@ -146,8 +148,19 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     }
     handoff.set_pinned(Key::Goal, 1);
 
-    handoff.extend(Key::Constraints, of(Key::Constraints));
-    handoff.extend(Key::Constraints, digest.constraints);
+    // Standing facts: the previous summary's, verbatim, then the new turns' (a newer value
+    // replaces an older one of the same subject).
+    let mut book = Book::default();
+    book.add_lines(of(Key::Standing).iter().map(String::as_str));
+    book.extend(digest.standing);
+    handoff.extend(Key::Standing, book.lines());
+    let standing: std::collections::HashSet<String> =
+        book.items().iter().map(|i| normalized(&i.text)).collect();
+    let constraints = of(Key::Constraints).into_iter().chain(digest.constraints);
+    handoff.extend(
+        Key::Constraints,
+        constraints.filter(|c| !standing.contains(&normalized(c))),
+    );
 
     handoff.extend(Key::Done, merge_done(of(Key::Done), digest.done));
 
@@ -185,6 +198,8 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
 
     handoff.extend(Key::Critical, of(Key::Critical));
     handoff.extend(Key::Critical, digest.critical);
+    // Rendering marks the replaced values the other sections still show.
+    handoff.standing = book;
     handoff
 }
 

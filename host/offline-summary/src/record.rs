@@ -19,9 +19,11 @@ use std::collections::HashSet;
 
 use crate::budget::truncate_bytes;
 use crate::digest::Digest;
+use crate::standing::{self, Book};
 
 /// The sections, in the order they are written, with how many items each keeps at most.
-const SECTIONS: [(Section, usize); 8] = [
+const SECTIONS: [(Section, usize); 9] = [
+    (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
     (Section::Constraints, 6),
     (Section::Did, 16),
@@ -34,6 +36,8 @@ const SECTIONS: [(Section, usize); 8] = [
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
+    /// Standing rules, constraints, facts, goals and preferences: first, so a cut keeps them.
+    Standing,
     Asked,
     Constraints,
     Did,
@@ -47,6 +51,7 @@ enum Section {
 impl Section {
     fn title(self) -> &'static str {
         match self {
+            Section::Standing => "Standing",
             Section::Asked => "Asked",
             Section::Constraints => "Constraints",
             Section::Did => "Did",
@@ -68,6 +73,7 @@ impl Section {
     /// What its items are, for the note on those left out.
     fn noun(self) -> &'static str {
         match self {
+            Section::Standing => "standing facts",
             Section::Asked => "asks",
             Section::Constraints => "constraints",
             Section::Did => "actions",
@@ -90,10 +96,16 @@ impl Section {
 pub struct Record {
     items: Vec<(Section, Vec<String>)>,
     seen: HashSet<String>,
+    /// The standing section, each subject once (a newer value replaces an older one).
+    standing: Book,
 }
 
 impl Record {
     fn push(&mut self, section: Section, item: &str) {
+        if section == Section::Standing {
+            self.standing.add_lines([item]);
+            return;
+        }
         let item = clean(item);
         // The note on items left out of an earlier record is not an item.
         let left_out = item.starts_with("(+") && item.ends_with(')');
@@ -114,8 +126,19 @@ impl Record {
 
     /// The facts of new turns.
     pub fn add_digest(&mut self, digest: &Digest) {
+        self.standing.extend(digest.standing.iter().cloned());
         self.extend(Section::Asked, &digest.asks);
-        self.extend(Section::Constraints, &digest.constraints);
+        // A constraint kept as a standing item is not written twice.
+        let standing: HashSet<String> = digest
+            .standing
+            .iter()
+            .map(|s| normalized(&s.text))
+            .collect();
+        let constraints = digest
+            .constraints
+            .iter()
+            .filter(|c| !standing.contains(&normalized(c)));
+        self.extend(Section::Constraints, constraints);
         self.extend(Section::Did, &digest.done);
         self.extend(Section::Open, &digest.blocked);
         self.extend(Section::Open, &digest.in_progress);
@@ -132,6 +155,12 @@ impl Record {
         let mut current: Option<Section> = None;
         for line in text.lines() {
             let line = line.trim_end();
+            // A standing section however a summarizer headed it (`## Standing Facts`).
+            if crate::carry::is_standing_heading(line) {
+                found = true;
+                current = Some(Section::Standing);
+                continue;
+            }
             if let Some((title, rest)) = line.split_once(':') {
                 if let Some(section) = Section::from_title(title) {
                     found = true;
@@ -167,8 +196,34 @@ impl Record {
     /// whole cut on a line when it still does not fit.
     pub fn render_within(&self, max_bytes: usize) -> String {
         let mut out = String::new();
+        if !self.standing.is_empty() {
+            out.push_str(Section::Standing.title());
+            out.push_str(":\n");
+            for line in self.standing.lines() {
+                out.push_str("- ");
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        let marked: Vec<(Section, Vec<String>)>;
+        let sections = if self.standing.superseded().is_empty() {
+            &self.items
+        } else {
+            // No other section shows a replaced value as current.
+            marked = self
+                .items
+                .iter()
+                .map(|(section, items)| {
+                    let items = items
+                        .iter()
+                        .map(|i| self.standing.mark_superseded(i).into_owned());
+                    (*section, items.collect())
+                })
+                .collect();
+            &marked
+        };
         for (section, limit) in SECTIONS {
-            let Some((_, items)) = self.items.iter().find(|(s, _)| *s == section) else {
+            let Some((_, items)) = sections.iter().find(|(s, _)| *s == section) else {
                 continue;
             };
             let kept = &items[..items.len().min(limit)];
@@ -259,6 +314,20 @@ mod tests {
              - Edited src/a.rs\nFiles: src/a.rs, src/b.rs"
         );
         assert!(!record.add_records("free text with no record in it"));
+    }
+
+    #[test]
+    fn a_standing_section_is_read_however_it_is_headed() {
+        let mut record = Record::default();
+        assert!(record.add_records(
+            "[sum_a · leaf]\n## Standing Facts\n- Constraint: The budget is $500.\n\n\
+             [sum_b · leaf]\nStanding:\n- Constraint: The budget is now $700.\nAsked: keep $500 in mind"
+        ));
+        assert_eq!(
+            record.render_within(10_000),
+            "Standing:\n- Constraint: The budget is now $700.\n\
+             Asked: keep $500 (superseded by $700) in mind"
+        );
     }
 
     #[test]

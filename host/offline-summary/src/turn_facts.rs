@@ -8,6 +8,7 @@
 use crate::extract::{error_lines, is_constraint, is_decision, paths, sentences, trailing_command};
 use crate::markers::Markers;
 use crate::parse::{Role, Turn};
+use crate::standing::{self, Origin, Standing};
 
 /// Below this much text the turns are read on the calling thread: a thread costs more.
 const PARALLEL_MIN_BYTES: usize = 64 * 1024;
@@ -40,6 +41,9 @@ pub struct TurnFacts<'a> {
     pub errors: Vec<String>,
     /// Its sentences holding a marker, in order (asks, assistant turns and untagged text).
     pub sentences: Vec<(&'a str, Marks)>,
+    /// The standing rules, constraints, facts, goals and preferences it states (system and
+    /// user turns; name-value lines of tool results).
+    pub standing: Vec<Standing>,
 }
 
 /// The facts of every turn, in order.
@@ -103,10 +107,17 @@ fn facts(turns: &[Turn], index: usize) -> TurnFacts<'_> {
         Role::ToolResult { .. } => (error_lines(text), Vec::new()),
         Role::System | Role::ToolCall { .. } => (Vec::new(), Vec::new()),
     };
+    let standing = match &turn.role {
+        Role::User if observation => standing::extract(text, Origin::Tool),
+        Role::User | Role::System => standing::extract(text, Origin::User),
+        Role::ToolResult { .. } => standing::extract(text, Origin::Tool),
+        Role::Assistant | Role::ToolCall { .. } | Role::Other => Vec::new(),
+    };
     TurnFacts {
         observation,
         paths: paths(text),
         errors,
         sentences,
+        standing,
     }
 }

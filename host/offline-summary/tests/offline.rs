@@ -83,9 +83,14 @@ fn extracts_asks_actions_files_errors_and_decisions() {
         goal[0].starts_with("The CSV export in src/export/csv.rs drops the last row."),
         "{text}"
     );
+    // A rule is a standing fact, written once.
+    assert_eq!(
+        section(&text, "Standing Facts"),
+        ["Rule: Don't change the public API."]
+    );
     assert_eq!(
         section(&text, "Constraints & Preferences"),
-        ["Don't change the public API."]
+        ["None recorded."]
     );
     let done = section(&text, "Done");
     assert!(
@@ -166,9 +171,14 @@ fn updates_a_previous_summary() {
         done.contains(&"Edited src/export/csv.rs [edit_file]"),
         "{done:?}"
     );
+    // A rule is a standing fact, written once.
+    assert_eq!(
+        section(&text, "Standing Facts"),
+        ["Rule: Don't change the public API."]
+    );
     assert_eq!(
         section(&text, "Constraints & Preferences"),
-        ["Don't change the public API."]
+        ["None recorded."]
     );
     let files = section(&text, "Relevant Files");
     assert_eq!(files[0], "src/export/csv.rs (read, edited)", "{files:?}");
@@ -178,6 +188,7 @@ fn updates_a_previous_summary() {
     let reparsed = summarize(&again);
     for title in [
         "Goal",
+        "Standing Facts",
         "Constraints & Preferences",
         "Done",
         "Key Decisions",

@@ -1,9 +1,11 @@
 //! What the LLM summarizers share: the request built from a [`SummarizeRequest`], fitted to
-//! the summary model's window, sent with retries on the host's runtime, and the answer checked.
+//! the summary model's window, sent with retries on the host's runtime, and the answer checked
+//! (and given back the standing facts it dropped).
 
 use std::time::Duration;
 
 use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_offline_summary::carry;
 use ctxhost_sdk::{EngineError, ErrorKind, SummarizeRequest, Summary};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -156,6 +158,8 @@ impl LlmClient {
                     ))
                 })
         })?;
+        // The model may have dropped a standing rule or value: it comes back.
+        let text = carry::restore(&text, &carry::expected(request), request.shape);
         Ok(Summary {
             text,
             summarizer: self.description.clone(),

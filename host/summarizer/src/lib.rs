@@ -1,9 +1,10 @@
 //! The summarizers ctxhost serves to engines as a host service.
 //!
 //! - [`OfflineSummarizer`] (the default): deterministic and extractive, no network. It fills
-//!   the handoff template (Goal, Constraints & Preferences, Progress: Done / In Progress /
-//!   Blocked, Key Decisions, Relevant Files, Next Steps, Critical Context) from the turns. It
-//!   lives in the network-free crate `ctxhost-offline-summary` and is re-exported here.
+//!   the handoff template (Goal, Standing Facts, Constraints & Preferences, Progress: Done / In
+//!   Progress / Blocked, Key Decisions, Relevant Files, Next Steps, Critical Context) from the
+//!   turns. It lives in the network-free crate `ctxhost-offline-summary` and is re-exported
+//!   here.
 //! - [`OpenAiSummarizer`]: OpenAI chat completions (`openai`, `openrouter`, and `custom` for
 //!   any compatible server such as vLLM, llama.cpp server or Ollama).
 //! - [`AnthropicSummarizer`]: Anthropic's Messages API.
@@ -15,7 +16,9 @@
 //! API keys are read from the environment variable the settings name, at each call, so a
 //! missing key is an [`ErrorKind::NotConfigured`](ctxhost_sdk::ErrorKind) error the engine can
 //! fall back from (the host's `summarize` service falls back to the offline summary for every
-//! engine). Every failure is an [`EngineError`]: `Unavailable` for network, 5xx,
+//! engine). An LLM's summary is given back the standing facts (rules, constraints, facts,
+//! goals, preferences) of the previous summary and the new turns that it dropped
+//! ([`ctxhost_offline_summary::carry`]). Every failure is an [`EngineError`]: `Unavailable` for network, 5xx,
 //! timeouts and unusable answers; `NotConfigured` for a missing key; `Failed` for auth errors,
 //! unknown models or endpoints, and rejected requests.
 

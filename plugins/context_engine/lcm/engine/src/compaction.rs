@@ -14,6 +14,10 @@
 //!    beside the head, and at least a tenth of the window), the two adjacent summaries of the
 //!    lowest depths are merged, whatever their depths (the last resort).
 //!
+//! A leaf that gives a standing fact a new value (see `ctxhost_offline_summary::standing`) is
+//! condensed at once with the blocks back to the oldest one still stating the old value, so no
+//! block of the view shows a replaced value as current.
+//!
 //! Merging summaries of different depths only in cases 1 and 5 matters in a tiny window, where
 //! the head and the fresh tail alone may keep the context over target: merging the oldest block
 //! with the next on every call grows a chain one level deeper per call. Merging the run of the
@@ -29,6 +33,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
+use ctxhost_offline_summary::carry;
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
 
@@ -282,8 +287,14 @@ impl Compactor<'_> {
             source_tokens,
             written,
         );
-        self.replace(entries, range, summary, Sources::Messages(rowids))?;
+        self.replace(entries, range.clone(), summary, Sources::Messages(rowids))?;
         report.leaf_summaries += 1;
+        // A standing value the new leaf replaces must not stay current in an older block of
+        // the view: the blocks from that one to the new leaf become one summary, which keeps
+        // the newer value only.
+        if let Some(run) = superseded_run(entries, range.start) {
+            self.condensed_pass(entries, run, focus_topic, deadline, report)?;
+        }
         Ok(())
     }
 
@@ -453,6 +464,32 @@ impl Compactor<'_> {
         entries.splice(range, [entry]);
         Ok(())
     }
+}
+
+/// The run of adjacent summary blocks from the oldest one holding a standing value that the
+/// block at `newest` replaces (same subject, another value), through `newest`.
+pub fn superseded_run(entries: &[Entry], newest: usize) -> Option<Range<usize>> {
+    let newer = carry::standing_in(&entries.get(newest)?.summary()?.text);
+    if newer.is_empty() {
+        return None;
+    }
+    let replaced = |older: &str| {
+        carry::standing_in(older).items().iter().any(|old| {
+            newer
+                .items()
+                .iter()
+                .any(|new| new.same_subject(old) && !new.value.eq_ignore_ascii_case(&old.value))
+        })
+    };
+    let mut oldest = None;
+    let mut start = newest;
+    while let Some(summary) = start.checked_sub(1).and_then(|i| entries[i].summary()) {
+        start -= 1;
+        if replaced(&summary.text) {
+            oldest = Some(start);
+        }
+    }
+    oldest.map(|start| start..newest + 1)
 }
 
 /// What the summary blocks together may cost before the oldest are merged whatever their

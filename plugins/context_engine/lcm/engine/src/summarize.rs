@@ -20,6 +20,8 @@
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use ctxhost_offline_summary::carry;
+use ctxhost_offline_summary::standing::{extract, Book, Origin};
 use ctxhost_sdk::{HostServices, Message, SummarizeRequest, Summary, SummaryShape};
 
 use ctxhost_lcm_store::SummaryKind;
@@ -333,7 +335,19 @@ pub fn truncate(services: &HostServices, sources: &[Source], budget_tokens: u64)
 }
 
 fn truncation_text(sources: &[Source], chars: usize) -> String {
-    let mut out = String::from("[truncated extract; the full turns are recoverable]\n");
+    // The standing facts first: a cut to the budget takes the extract before them.
+    let standing = standing_of(sources);
+    let mut out = String::new();
+    if !standing.is_empty() {
+        out.push_str("Standing:\n");
+        for line in standing.lines() {
+            out.push_str("- ");
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    let chars = chars + out.len();
+    out.push_str("[truncated extract; the full turns are recoverable]\n");
     let per_source = (chars / sources.len().max(1)).max(48);
     for (index, source) in sources.iter().enumerate() {
         if out.len() >= chars {
@@ -354,6 +368,20 @@ fn truncation_text(sources: &[Source], chars: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The standing facts the sources carry (earlier summaries' sections) or state (system and user
+/// turns, by their label), each subject at its newest value.
+fn standing_of(sources: &[Source]) -> Book {
+    let mut book = Book::default();
+    for source in sources {
+        book.extend(carry::standing_in(&source.text).items().iter().cloned());
+        let role = source.label.split([' ', '·']).next().unwrap_or_default();
+        if role == "user" || role == "system" {
+            book.extend(extract(&source.text, Origin::User));
+        }
+    }
+    book
 }
 
 /// Cuts `text` until it fits `budget` tokens (binary search on its length).

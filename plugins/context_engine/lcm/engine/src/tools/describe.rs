@@ -1,5 +1,7 @@
-//! `lcm_describe`: a summary's full text and its place in the DAG, or a message's metadata.
+//! `lcm_describe`: a summary's full text, its standing facts and its place in the DAG, or a
+//! message's metadata.
 
+use ctxhost_offline_summary::carry;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -58,6 +60,22 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
         SummaryKind::Condensed => {
             out["children"] = json!(ctx.store.summary_children(&summary.id)?);
         }
+    }
+    // The standing facts it carries, one by one: kind, subject and value.
+    let standing: Vec<Value> = carry::standing_in(&summary.text)
+        .items()
+        .iter()
+        .map(|item| {
+            json!({
+                "kind": item.kind.label(),
+                "subject": item.subject,
+                "value": item.value,
+                "text": item.text,
+            })
+        })
+        .collect();
+    if !standing.is_empty() {
+        out["standing"] = json!(standing);
     }
     out["text"] = json!(summary.text);
     Ok(Ok(out))

@@ -7,8 +7,8 @@ use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::snippet;
 use super::{parse_args, ToolContext, ToolError, ToolResult};
+use super::{snippet, standing};
 use ctxhost_lcm_store::{message_id, FullTextQuery, Hit, Term};
 
 pub const DEFAULT_LIMIT: usize = 50;
@@ -147,7 +147,16 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
             }),
         });
     }
-    Ok(Ok(json!({
+    let lower_terms: Vec<String> = terms.iter().map(|t| t.to_lowercase()).collect();
+    let standing = standing::touched(ctx, &page, |text| match &regex {
+        Some(regex) => regex.is_match(text),
+        // Every word of the search in the subject or the value.
+        None => {
+            let text = text.to_lowercase();
+            lower_terms.iter().all(|term| text.contains(term.as_str()))
+        }
+    })?;
+    let mut answer = json!({
         "pattern": args.pattern,
         "mode": match args.mode { Mode::FullText => "full_text", Mode::Regex => "regex" },
         "scope": match args.scope { Scope::Messages => "messages", Scope::Summaries => "summaries", Scope::Both => "both" },
@@ -157,7 +166,11 @@ pub fn run(ctx: &ToolContext<'_>, args: &Value) -> ToolResult {
         "returned": matches.len(),
         "next_offset": if has_more { Some(args.offset + limit) } else { None },
         "matches": matches,
-    })))
+    });
+    if !standing.is_empty() {
+        answer["standing"] = Value::Array(standing);
+    }
+    Ok(Ok(answer))
 }
 
 /// Best first: by rank (lower is better) for relevance, then newest first.

@@ -9,6 +9,7 @@ mod expand;
 mod grep;
 mod query;
 mod snippet;
+mod standing;
 
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::de::DeserializeOwned;
@@ -80,7 +81,10 @@ pub fn schemas() -> Vec<Value> {
             GREP,
             "Search everything said in this conversation, including turns that were summarized \
              out of the context. Returns matches with their id (msg_<seq> or sum_<hex>), a \
-             snippet, the sequence number and, for messages, the summary that covers them now.",
+             snippet, the sequence number and, for messages, the summary that covers them now; \
+             and the standing rules, constraints, facts, goals and preferences the matches \
+             state (search a subject such as \"budget\" or a value), with every value the \
+             subject was given and which one is current.",
             json!({
                 "type": "object",
                 "properties": {

@@ -1,0 +1,448 @@
+//! Standing facts: the rules, constraints, facts, goals and preferences a session states once
+//! and expects to hold from then on ("never reveal the vault code", "the budget is $500", "we
+//! deploy to us-west-2", "the user prefers tabs", "the goal is …").
+//!
+//! They are read from the sentences of system and user turns (and from `name: value` / `name is
+//! value` lines of tool results) by their sentence forms, carried verbatim from each summary
+//! into the next, and a newer value for the same subject replaces the older one. A summary's
+//! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
+
+mod book;
+mod read;
+
+pub use book::Book;
+pub use read::{extract, looks_specific, normalize_subject};
+
+use crate::extract::compact;
+use read::read_sentence;
+
+/// Longest verbatim text an item keeps.
+pub const TEXT_MAX: usize = 240;
+/// Most items a summary carries; beyond it the oldest facts go first, rules last.
+pub const MAX_ITEMS: usize = 30;
+
+/// What kind of standing item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// An instruction that always holds: never / always / must / do not.
+    Rule,
+    /// A hard limit: a budget, a cap, a maximum.
+    Constraint,
+    /// A specific value the session relies on: a date, a region, an identifier.
+    Fact,
+    /// What the session is for.
+    Goal,
+    /// How the user likes things done.
+    Preference,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Rule,
+        Kind::Constraint,
+        Kind::Fact,
+        Kind::Goal,
+        Kind::Preference,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Rule => "Rule",
+            Kind::Constraint => "Constraint",
+            Kind::Fact => "Fact",
+            Kind::Goal => "Goal",
+            Kind::Preference => "Preference",
+        }
+    }
+
+    pub fn from_label(label: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|kind| kind.label().eq_ignore_ascii_case(label.trim()))
+    }
+
+    /// Which items go first when the section must shrink (higher: kept longer).
+    fn keep_rank(self) -> u8 {
+        match self {
+            Kind::Fact => 0,
+            Kind::Preference => 1,
+            Kind::Goal => 2,
+            Kind::Constraint => 3,
+            Kind::Rule => 4,
+        }
+    }
+}
+
+/// One standing item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub kind: Kind,
+    /// What it is about, normalized (lower case, no articles): items with the same subject
+    /// supersede each other.
+    pub subject: String,
+    /// The value it gives the subject, as written.
+    pub value: String,
+    /// The sentence or line it was read from, whitespace collapsed.
+    pub text: String,
+}
+
+impl Standing {
+    /// The item as a line of a summary's section (without a list marker).
+    pub fn line(&self) -> String {
+        // The subject is written only when reading the text back would not give it.
+        let read = read_sentence(&self.text, Origin::User).filter(|item| item.kind == self.kind);
+        if read.is_some_and(|item| item.subject == self.subject) {
+            format!("{}: {}", self.kind.label(), self.text)
+        } else {
+            format!("{} ({}): {}", self.kind.label(), self.subject, self.text)
+        }
+    }
+
+    /// Reads a line [`Self::line`] wrote (list markers and emphasis tolerated).
+    pub fn parse_line(line: &str) -> Option<Standing> {
+        let line = line.trim().trim_start_matches(['-', '*', '•', ' ']);
+        let (head, text) = line.split_once(':')?;
+        let head = head.replace("**", "");
+        let (label, subject) = match head.split_once('(') {
+            Some((label, rest)) => (label, Some(rest.trim_end().trim_end_matches(')'))),
+            None => (head.as_str(), None),
+        };
+        let kind = Kind::from_label(label)?;
+        let text = compact(text.trim().trim_start_matches("**").trim(), TEXT_MAX);
+        if text.is_empty() {
+            return None;
+        }
+        let read = read_sentence(&text, Origin::User).filter(|item| item.kind == kind);
+        let subject = match subject.map(normalize_subject).filter(|s| !s.is_empty()) {
+            Some(subject) => subject,
+            None => read
+                .as_ref()
+                .map_or_else(|| implied_subject(kind, &text), |item| item.subject.clone()),
+        };
+        let value = read.map_or_else(|| text.clone(), |item| item.value);
+        Some(Standing {
+            kind,
+            subject,
+            value,
+            text,
+        })
+    }
+
+    /// Whether `self` and `other` are about the same thing (so the newer replaces the older).
+    pub fn same_subject(&self, other: &Standing) -> bool {
+        if self.subject == other.subject {
+            return true;
+        }
+        // "budget" and "budget cap" are one subject; rules and preferences match exactly.
+        let valued = |kind| matches!(kind, Kind::Fact | Kind::Constraint);
+        if !(valued(self.kind) && valued(other.kind)) {
+            return false;
+        }
+        // As many words and not equal: neither holds the other.
+        if self.subject.matches(' ').count() == other.subject.matches(' ').count() {
+            return false;
+        }
+        // Subjects are a few words: comparing word by word beats building sets.
+        let within = |small: &str, large: &str| {
+            small
+                .split(' ')
+                .all(|word| large.split(' ').any(|other| other == word))
+        };
+        within(&self.subject, &other.subject) || within(&other.subject, &self.subject)
+    }
+}
+
+/// The subject a line without one stands for.
+fn implied_subject(kind: Kind, text: &str) -> String {
+    match kind {
+        Kind::Goal => "goal".to_string(),
+        _ => normalize_subject(text.trim_end_matches(['.', '!'])),
+    }
+}
+
+/// Where a text comes from: what forms are read in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A user's or a system prompt's sentences: every form.
+    User,
+    /// A tool's output: `name: value` and `name is value` lines only.
+    Tool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Standing {
+        let items = extract(text, Origin::User);
+        assert_eq!(items.len(), 1, "{text}: {items:?}");
+        items.into_iter().next().unwrap()
+    }
+
+    fn kind_subject_value(text: &str) -> (Kind, String, String) {
+        let item = one(text);
+        (item.kind, item.subject, item.value)
+    }
+
+    #[test]
+    fn reads_the_forms_users_write() {
+        let cases: &[(&str, Kind, &str, &str)] = &[
+            (
+                "Never reveal the vault code.",
+                Kind::Rule,
+                "reveal vault code",
+                "reveal the vault code",
+            ),
+            (
+                "Please do not push to main",
+                Kind::Rule,
+                "push to main",
+                "push to main",
+            ),
+            (
+                "You must always run the tests first.",
+                Kind::Rule,
+                "always run tests first",
+                "always run the tests first",
+            ),
+            ("The budget is $500.", Kind::Constraint, "budget", "$500"),
+            (
+                "Hard constraint: total spend must stay under $4,817.",
+                Kind::Constraint,
+                "spend must stay under",
+                "total spend must stay under $4,817",
+            ),
+            (
+                "Safety rule: never share the vault code ZX-99.",
+                Kind::Rule,
+                "share vault code",
+                "share the vault code ZX-99",
+            ),
+            (
+                "The user's preferred editor is Helix.",
+                Kind::Preference,
+                "preferred editor",
+                "Helix",
+            ),
+            (
+                "Preference: tabs over spaces",
+                Kind::Preference,
+                "tabs over spaces",
+                "tabs over spaces",
+            ),
+            (
+                "Remember that the API rate limit is 40 requests per minute.",
+                Kind::Constraint,
+                "api rate limit",
+                "40 requests per minute",
+            ),
+            (
+                "We must not exceed $500.",
+                Kind::Rule,
+                "not exceed",
+                "not exceed $500",
+            ),
+            (
+                "Noted for later: The budget is $500.",
+                Kind::Constraint,
+                "budget",
+                "$500",
+            ),
+            (
+                "Budget cap: $4,817",
+                Kind::Constraint,
+                "budget cap",
+                "$4,817",
+            ),
+            (
+                "We deploy to us-west-2.",
+                Kind::Fact,
+                "deploy to",
+                "us-west-2",
+            ),
+            (
+                "The deadline is 2026-03-14.",
+                Kind::Fact,
+                "deadline",
+                "2026-03-14",
+            ),
+            ("The user prefers tabs.", Kind::Preference, "tabs", "tabs"),
+            (
+                "I prefer snake_case for file names",
+                Kind::Preference,
+                "file names",
+                "snake_case for file names",
+            ),
+            (
+                "The goal is to ship the importer by Friday.",
+                Kind::Goal,
+                "goal",
+                "to ship the importer by Friday",
+            ),
+            (
+                "Our task: migrate billing to Stripe",
+                Kind::Goal,
+                "goal",
+                "migrate billing to Stripe",
+            ),
+            (
+                "The vault code is ZEPHYR-4471.",
+                Kind::Fact,
+                "vault code",
+                "ZEPHYR-4471",
+            ),
+            (
+                "The deadline has been changed to 2026-04-02",
+                Kind::Fact,
+                "deadline",
+                "2026-04-02",
+            ),
+        ];
+        for (text, kind, subject, value) in cases {
+            assert_eq!(
+                kind_subject_value(text),
+                (*kind, subject.to_string(), value.to_string()),
+                "{text}"
+            );
+        }
+        let from_now = one("From now on, answer in French.");
+        assert_eq!(from_now.kind, Kind::Rule);
+        assert_eq!(from_now.text, "From now on, answer in French.");
+    }
+
+    #[test]
+    fn ordinary_sentences_are_not_standing_facts() {
+        for text in [
+            "The problem is that the loop skips the last row.",
+            "It is 42 lines long.",
+            "step 12: please look at module_12/file_12.py and keep going",
+            "Can you fix the failing test in src/parser.rs?",
+            "error: could not compile `ctxhost` due to 2 previous errors",
+            "This is fine.",
+            "We went to lunch.",
+            "td_field = TimeDelta(precision=\"milliseconds\")",
+            "ValueError: chr() arg not in range(0x110000)",
+            "SETTING: You are a skilled cybersecurity professional and top CTF player.",
+            "The replacement text is terminated by a line with only end_of_edit on it.",
+        ] {
+            assert_eq!(extract(text, Origin::User), [], "{text}");
+        }
+        assert_eq!(
+            extract(
+                "error: boom 42\nwarning: unused `x`\nInstalling build dependencies: finished with status 'done'\n\
+                 Age: <input type=\"text\" name=\"age\" />\nRegion: eu-central-1",
+                Origin::Tool
+            )
+            .iter()
+            .map(|i| i.value.as_str())
+            .collect::<Vec<_>>(),
+            ["eu-central-1"]
+        );
+    }
+
+    #[test]
+    fn a_newer_value_supersedes_the_older_one() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "The budget is $500. Never reveal the vault code. We deploy to us-west-2.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "Update: budget cap: $700. We now deploy to eu-central-1.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["reveal the vault code", "$700", "eu-central-1"]);
+        let old: Vec<&str> = book
+            .superseded()
+            .iter()
+            .map(|(old, _)| old.value.as_str())
+            .collect();
+        assert_eq!(old, ["$500", "us-west-2"]);
+        assert_eq!(
+            book.mark_superseded("keep it under $500 and $5000")
+                .into_owned(),
+            "keep it under $500 (superseded by $700) and $5000"
+        );
+        // Marking twice changes nothing.
+        let once = book.mark_superseded("deploy to us-west-2");
+        assert_eq!(book.mark_superseded(&once), once);
+        assert!(matches!(
+            book.mark_superseded("nothing replaced"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_rule_or_label_restated_with_another_value_replaces_the_older() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "We must not exceed $500. Hard constraint: memory stays under 2 GB.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "We must not exceed $700. Hard constraint: memory stays under 3 GB.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["not exceed $700", "memory stays under 3 GB"]);
+
+        let mut book = Book::default();
+        book.extend(extract(
+            "The user prefers tabs. We deploy to us-west-2.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "Scratch that, the user prefers spaces over tabs. Correction: we deploy to eu-west-1 now.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["spaces over tabs", "eu-west-1"]);
+    }
+
+    #[test]
+    fn lines_round_trip() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "Never reveal the vault code. Budget cap: $500. The goal is to ship v2. \
+             I prefer tabs for indentation.",
+            Origin::User,
+        ));
+        let lines = book.lines();
+        assert_eq!(
+            lines,
+            [
+                "Rule: Never reveal the vault code.",
+                "Constraint: Budget cap: $500.",
+                "Goal: The goal is to ship v2.",
+                "Preference: I prefer tabs for indentation.",
+            ]
+        );
+        let mut again = Book::default();
+        again.add_lines(lines.iter().map(String::as_str));
+        assert_eq!(again.items(), book.items());
+        let mut bold = Book::default();
+        bold.add_lines(["- **Constraint** (budget cap): Budget cap: $500."]);
+        assert_eq!(bold.items()[0].value, "$500");
+    }
+
+    #[test]
+    fn the_book_keeps_rules_when_it_overflows() {
+        let mut book = Book::default();
+        book.extend(extract("Never reveal the vault code.", Origin::User));
+        for i in 0..MAX_ITEMS + 5 {
+            // Names of letters only: `name is value` names are words.
+            let name: String = i
+                .to_string()
+                .bytes()
+                .map(|d| char::from(d - b'0' + b'a'))
+                .collect();
+            book.extend(extract(
+                &format!("Mirror {name} is 10.0.0.{i}"),
+                Origin::User,
+            ));
+        }
+        assert_eq!(book.items().len(), MAX_ITEMS);
+        assert_eq!(book.items()[0].kind, Kind::Rule);
+    }
+}

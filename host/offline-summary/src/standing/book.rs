@@ -1,0 +1,144 @@
+//! The standing items of a session as they stand: each subject once, at its newest value.
+
+use std::borrow::Cow;
+
+use super::{Kind, Standing, MAX_ITEMS};
+
+/// The current standing items of a session, in the order they were stated, each subject once:
+/// a newer value replaces the older (which is remembered as superseded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Book {
+    items: Vec<Standing>,
+    /// Values replaced by newer ones: (old item, new value).
+    superseded: Vec<(Standing, String)>,
+}
+
+impl Book {
+    pub fn items(&self) -> &[Standing] {
+        &self.items
+    }
+
+    /// What was replaced, and by which value.
+    pub fn superseded(&self) -> &[(Standing, String)] {
+        &self.superseded
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds `item`; one with the same subject is replaced (the newer value wins and moves last).
+    pub fn add(&mut self, item: Standing) {
+        if self.items.iter().any(|known| known.text == item.text) {
+            return;
+        }
+        // A preference that names an older one it replaces ("spaces over tabs", "spaces
+        // instead of tabs") supersedes it too.
+        let replaces = |known: &Standing| {
+            known.same_subject(&item)
+                || (known.kind == Kind::Preference
+                    && item.kind == Kind::Preference
+                    && mentions_word(&item.text, &known.value))
+        };
+        if let Some(at) = self.items.iter().position(replaces) {
+            let old = self.items.remove(at);
+            if !old.value.eq_ignore_ascii_case(&item.value) {
+                // Each old value once, with its latest replacement; the newest few are kept
+                // (marking looks for each in every other item).
+                self.superseded.retain(|(gone, _)| gone.value != old.value);
+                self.superseded.push((old, item.value.clone()));
+                if self.superseded.len() > MAX_ITEMS {
+                    self.superseded.remove(0);
+                }
+            }
+        }
+        self.items.push(item);
+        while self.items.len() > MAX_ITEMS {
+            // The oldest of the kind kept least.
+            let rank = self
+                .items
+                .iter()
+                .map(|i| i.kind.keep_rank())
+                .min()
+                .unwrap_or(0);
+            let at = self
+                .items
+                .iter()
+                .position(|i| i.kind.keep_rank() == rank)
+                .unwrap_or(0);
+            self.items.remove(at);
+        }
+    }
+
+    pub fn extend(&mut self, items: impl IntoIterator<Item = Standing>) {
+        for item in items {
+            self.add(item);
+        }
+    }
+
+    /// Adds the items of section lines a summary wrote (lines that are not items are skipped).
+    pub fn add_lines<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
+        for line in lines {
+            if let Some(item) = Standing::parse_line(line) {
+                self.add(item);
+            }
+        }
+    }
+
+    /// The section's lines.
+    pub fn lines(&self) -> Vec<String> {
+        self.items.iter().map(Standing::line).collect()
+    }
+
+    /// `text` with each superseded value in it marked as such (`$500 (superseded by $700)`),
+    /// so that no other part of a summary still shows it as current.
+    pub fn mark_superseded<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for (old, new) in &self.superseded {
+            let shown = old.value.len() >= 2 && out.contains(old.value.as_str());
+            if !shown || self.items.iter().any(|i| i.value == old.value) {
+                continue;
+            }
+            out = Cow::Owned(mark_value(&out, &old.value, new));
+        }
+        out
+    }
+}
+
+/// Whether `text` holds `word` as a whole word, ignoring case.
+fn mentions_word(text: &str, word: &str) -> bool {
+    let (text, word) = (text.to_lowercase(), word.to_lowercase());
+    !word.is_empty()
+        && text.match_indices(&word).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+}
+
+/// `text` with every standalone `value` not already marked followed by `(superseded by new)`.
+fn mark_value(text: &str, value: &str, new: &str) -> String {
+    const NOTE: &str = " (superseded by ";
+    if !text.contains(value) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 32);
+    let mut rest = 0;
+    for (at, _) in text.match_indices(value) {
+        let end = at + value.len();
+        let before = text[..at].chars().next_back();
+        let after = text[end..].chars().next();
+        let standalone =
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
+        if at < rest || !standalone || text[end..].starts_with(NOTE) {
+            continue;
+        }
+        out.push_str(&text[rest..end]);
+        out.push_str(NOTE);
+        out.push_str(new);
+        out.push(')');
+        rest = end;
+    }
+    out.push_str(&text[rest..]);
+    out
+}

@@ -1,0 +1,612 @@
+//! Reading standing items out of text by their sentence forms: imperatives with never / always
+//! / must / do not, "the goal is …", "I prefer …", "name is value" and "name: value" with a
+//! value that looks specific, "we deploy to …", and labels ("Safety rule: …").
+
+use super::{Kind, Origin, Standing, TEXT_MAX};
+use crate::extract::{compact, sentences};
+use crate::markers::Markers;
+
+/// Most facts read from one tool result.
+const TOOL_FACTS: usize = 4;
+/// How much of a tool result is read for facts: its start, where a tool states what it is
+/// about (a setting, a region, a version); the rest of a long output costs the hot path and
+/// rarely states one.
+const TOOL_SCAN_BYTES: usize = 4 * 1024;
+/// Most words of a value in `name is value` / `name: value`.
+const VALUE_WORDS: usize = 8;
+/// Most words of a name in `name is value` / `name: value`.
+const NAME_WORDS: usize = 5;
+
+/// Cheap test before a sentence is read closely: most sentences hold none of these.
+static CUES: Markers = Markers::new(&[
+    " is ",
+    " are ",
+    ": ",
+    "never",
+    "always",
+    "must",
+    "do not",
+    "don't",
+    "prefer",
+    "please use",
+    "goal",
+    "task",
+    "objective",
+    "from now on",
+    "going forward",
+    " changed",
+    " moved ",
+    " set to ",
+]);
+
+/// Whether a sentence starts like "we deploy to …" (read without a cue word).
+fn starts_with_who(sentence: &str) -> bool {
+    let head = sentence.as_bytes().get(..6).unwrap_or(sentence.as_bytes());
+    let lower = head.to_ascii_lowercase();
+    [&b"we "[..], b"i ", b"i'm ", b"we're ", b"the te", b"you "]
+        .iter()
+        .any(|who| lower.starts_with(who))
+}
+
+/// The standing items `text` states, in order.
+pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
+    match origin {
+        Origin::User => sentences(text)
+            .into_iter()
+            .filter(|sentence| {
+                sentence.len() <= 600 && (starts_with_who(sentence) || CUES.any_in(sentence))
+            })
+            .filter_map(|sentence| read_sentence(sentence, Origin::User))
+            .collect(),
+        Origin::Tool => text[..crate::budget::floor_boundary(text, TOOL_SCAN_BYTES)]
+            .lines()
+            .filter(|line| line.len() <= 160 && may_name_a_value(line))
+            .filter_map(|line| read_sentence(line, Origin::Tool))
+            .take(TOOL_FACTS)
+            .collect(),
+    }
+}
+
+/// Whether a line of output may read `name: value` or `name is value`: its leading run of
+/// letters and spaces ends at a `:` or `=`, or holds a linking word. Most output lines fail on
+/// their first bytes, so tool outputs cost little to read.
+fn may_name_a_value(line: &str) -> bool {
+    let line = line.trim_start();
+    let run = line
+        .bytes()
+        .take(48)
+        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'\''))
+        .count();
+    if run == 0 || run == line.len() {
+        return false;
+    }
+    let name = &line[..run];
+    line.as_bytes()[run] == b':'
+        || name.split(' ').skip(1).any(|word| {
+            ["is", "are", "to"]
+                .iter()
+                .any(|w| word.eq_ignore_ascii_case(w))
+        })
+}
+
+/// Leading words that say a sentence holds from now on, or mark it as worth remembering.
+const LEADS: &[&str] = &[
+    "from now on, ",
+    "from now on ",
+    "going forward, ",
+    "henceforth, ",
+    "remember: ",
+    "remember that ",
+    "please remember that ",
+    "keep in mind that ",
+    "note: ",
+    "note that ",
+    "important: ",
+    "fyi, ",
+    "fyi: ",
+    "also, ",
+    "and ",
+    "also ",
+    "ok, ",
+    "okay, ",
+    "actually, ",
+    "update: ",
+    "correction: ",
+    "scratch that, ",
+    "never mind, ",
+    "instead, ",
+    "wait, ",
+    "sorry, ",
+    "so ",
+    "but ",
+];
+
+const RULE_STARTS: &[&str] = &[
+    "never ",
+    "always ",
+    "do not ",
+    "don't ",
+    "must ",
+    "must not ",
+    "should never ",
+    "under no circumstances ",
+];
+
+const PREFERENCE_STARTS: &[&str] = &[
+    "i prefer ",
+    "i'd prefer ",
+    "i would prefer ",
+    "we prefer ",
+    "the user prefers ",
+    "user prefers ",
+    "the user would prefer ",
+    "my preference is ",
+    "our preference is ",
+    "the user's preference is ",
+    "please use ",
+    "i'd like you to use ",
+    "i want you to use ",
+];
+
+const GOAL_NAMES: &[&str] = &[
+    "goal",
+    "main goal",
+    "end goal",
+    "overall goal",
+    "task",
+    "main task",
+    "objective",
+    "mission",
+    "aim",
+];
+
+/// Names whose value is a hard limit.
+const LIMIT_WORDS: &[&str] = &[
+    "budget",
+    "cap",
+    "limit",
+    "max",
+    "maximum",
+    "minimum",
+    "min",
+    "quota",
+    "ceiling",
+    "spend",
+    "constraint",
+];
+
+/// The kind a label names: `Safety rule: …`, `Hard constraint: …`, `Preference: …`.
+fn kind_of_label(label: &str) -> Option<Kind> {
+    let last = label.split_whitespace().next_back()?;
+    Some(match last.trim_end_matches('s') {
+        "rule" => Kind::Rule,
+        "constraint" | "limit" => Kind::Constraint,
+        "fact" => Kind::Fact,
+        "goal" | "objective" | "task" => Kind::Goal,
+        "preference" => Kind::Preference,
+        _ => return None,
+    })
+}
+
+/// A subject without the specific values in it (`not exceed $500` → `not exceed`), so that a
+/// rule or preference restated with another value replaces the older one.
+fn without_values(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| !looks_specific(word) || word.chars().all(char::is_alphabetic))
+        .collect();
+    if kept.is_empty() {
+        text.to_string()
+    } else {
+        kept.join(" ")
+    }
+}
+
+/// Words that are never the name in `name is value`.
+const NOT_NAMES: &[&str] = &[
+    // Tool documentation and installer, archive and build output.
+    "docstring",
+    "signature",
+    "arguments",
+    "setting",
+    "installing",
+    "getting",
+    "requirement",
+    "collecting",
+    "downloading",
+    "building",
+    "preparing",
+    "successfully",
+    "archive",
+    "inflating",
+    "extracting",
+    "creating",
+    "strings",
+    "traceback",
+    "exception",
+    "you",
+    "we",
+    "i",
+    "it",
+    "this",
+    "that",
+    "there",
+    "here",
+    "he",
+    "she",
+    "they",
+    "which",
+    "what",
+    "who",
+    "error",
+    "warning",
+    "note",
+    "help",
+    "info",
+    "debug",
+    "trace",
+    "fatal",
+    "panic",
+    "caused by",
+    "hint",
+    "see",
+    "at",
+    "in",
+    "file",
+    "line",
+    "test",
+    "http",
+    "https",
+    "step",
+    "usage",
+    "example",
+    "result",
+    "output",
+    "input",
+    "thread",
+    "stack",
+    "location",
+];
+
+const ARTICLES: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "our",
+    "my",
+    "your",
+    "their",
+    "its",
+    "this",
+    "that",
+    "current",
+    "new",
+    "now",
+    "total",
+    "overall",
+    "user's",
+    "project's",
+    "team's",
+];
+
+/// The standing item one sentence or line states, if any.
+pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> {
+    let text = compact(
+        sentence
+            .trim()
+            .trim_start_matches(['-', '*', '•', '>', ' ']),
+        TEXT_MAX,
+    );
+    if text.is_empty() {
+        return None;
+    }
+    // Byte offsets of `lower` are those of `text` (ASCII lower-casing keeps lengths).
+    let lower = text.to_ascii_lowercase();
+    let mut body = lower.as_str();
+    let mut standing_from_now = false;
+    if origin == Origin::User {
+        'leads: loop {
+            for lead in LEADS {
+                if let Some(rest) = body.strip_prefix(lead) {
+                    standing_from_now |= lead.starts_with("from now") || lead.starts_with("going");
+                    body = rest;
+                    continue 'leads;
+                }
+            }
+            break;
+        }
+    }
+    let start = lower.len() - body.len();
+    let original = &text[start..];
+    if origin == Origin::User {
+        // "Noted for later: the budget is $500": the standing sentence after a short label.
+        if let Some((label, _)) = body.split_once(": ") {
+            let short = label.split_whitespace().count() <= 4
+                && label.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
+            if short {
+                let inner = &original[label.len() + 2..];
+                if let Some(item) = read_sentence(inner, origin) {
+                    return Some(Standing {
+                        text: text.clone(),
+                        ..item
+                    });
+                }
+                // A label naming the kind: "Hard constraint: stay under 2 GB".
+                if let Some(kind) = kind_of_label(label) {
+                    let value = trim_value(inner);
+                    let subject = match kind {
+                        Kind::Goal => "goal".to_string(),
+                        _ => without_values(value),
+                    };
+                    let subject = normalize_subject(&subject);
+                    if !value.is_empty() && !subject.is_empty() {
+                        return Some(Standing {
+                            kind,
+                            subject,
+                            value: value.to_string(),
+                            text: text.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let item = |kind: Kind, subject: String, value: &str| {
+        let subject = normalize_subject(&subject);
+        (!subject.is_empty()).then(|| Standing {
+            kind,
+            subject,
+            value: trim_value(value).to_string(),
+            text: text.clone(),
+        })
+    };
+    if origin == Origin::User {
+        // Rules: an imperative with never / always / must / do not.
+        let imperative = body
+            .strip_prefix("please ")
+            .or_else(|| body.strip_prefix("you "))
+            .or_else(|| body.strip_prefix("we "))
+            .unwrap_or(body);
+        if let Some(rest) = RULE_STARTS.iter().find_map(|s| imperative.strip_prefix(s)) {
+            let offset = lower.len() - rest.len();
+            // What the rule is about: never X and always X are one subject, the newer wins.
+            let value = trim_value(&text[offset..]);
+            return item(Kind::Rule, without_values(value), value);
+        }
+        // Goals: "the goal is …", "our task: …".
+        let named = strip_articles(body);
+        for name in GOAL_NAMES {
+            if let Some(rest) = named.strip_prefix(name) {
+                if let Some(value) = rest
+                    .strip_prefix(" is ")
+                    .or_else(|| rest.strip_prefix(": "))
+                {
+                    let offset = lower.len() - value.len();
+                    return item(Kind::Goal, "goal".to_string(), &text[offset..]);
+                }
+            }
+        }
+        // Preferences: "I prefer …", "please use …".
+        if let Some(rest) = PREFERENCE_STARTS.iter().find_map(|s| body.strip_prefix(s)) {
+            let offset = lower.len() - rest.len();
+            let value = trim_value(&text[offset..]);
+            let subject = match rest.find(" for ") {
+                Some(at) => rest[at + 5..].to_string(),
+                None => value
+                    .split([',', ';'])
+                    .next()
+                    .unwrap_or(value)
+                    .split(" over ")
+                    .next()
+                    .unwrap_or(value)
+                    .split(" instead of ")
+                    .next()
+                    .unwrap_or(value)
+                    .to_string(),
+            };
+            return item(Kind::Preference, subject, value);
+        }
+    }
+    // "name is value", "name: value", "name changed to value".
+    if let Some((name, value)) = named_value(body) {
+        let offset = lower.len() - value.len();
+        let value = &text[offset..];
+        // "The user's preferred editor is Helix": a preference, whatever its value.
+        let preferred = ["prefer", "favorite", "favourite"]
+            .iter()
+            .any(|word| name.contains(word));
+        if origin == Origin::User && preferred && value.split_whitespace().count() <= VALUE_WORDS {
+            let name = strip_articles(name);
+            return item(Kind::Preference, name.to_string(), value);
+        }
+        if looks_specific(value) && value.split_whitespace().count() <= VALUE_WORDS {
+            let name = strip_articles(name);
+            let words: Vec<&str> = name.split_whitespace().collect();
+            let kind = if words.iter().any(|w| LIMIT_WORDS.contains(w)) {
+                Kind::Constraint
+            } else {
+                Kind::Fact
+            };
+            return item(kind, name.to_string(), value);
+        }
+    }
+    if origin == Origin::User {
+        // "we deploy to us-west-2", "I'm working in eu-central-1".
+        if let Some((verb, value)) = verb_place(body) {
+            let offset = lower.len() - value.len();
+            let value = &text[offset..];
+            if looks_specific(value) && value.split_whitespace().count() <= VALUE_WORDS {
+                return item(Kind::Fact, verb, value);
+            }
+        }
+        if standing_from_now {
+            let value = trim_value(original);
+            return item(Kind::Rule, without_values(value), value);
+        }
+    }
+    None
+}
+
+/// `name is value` (also `are`, `is now`, `was changed to`, `changed to`, `moved to`,
+/// `=`) or `name: value`, with a short alphabetic name.
+fn named_value(body: &str) -> Option<(&str, &str)> {
+    const LINKS: &[&str] = &[
+        " has been changed to ",
+        " was changed to ",
+        " has changed to ",
+        " changed to ",
+        " was moved to ",
+        " moved to ",
+        " is now ",
+        " are now ",
+        " is set to ",
+        " is ",
+        " are ",
+        ": ",
+    ];
+    if body.is_empty() {
+        return None;
+    }
+    // The name is a few words of letters: the link starts within the leading run of such
+    // bytes (or right after it, for `:` and `=`), so only that much is searched.
+    let run = body
+        .bytes()
+        .take(80)
+        .take_while(|b| b.is_ascii_alphabetic() || matches!(b, b' ' | b'-' | b'\''))
+        .count();
+    // Every link starts with a space or a colon: the first such place where one starts, the
+    // longest link there (`is now` before `is`).
+    let (at, link) = body.as_bytes()[..=run.min(body.len() - 1)]
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b, b' ' | b':'))
+        .find_map(|(at, _)| {
+            LINKS
+                .iter()
+                .filter(|link| body[at..].starts_with(**link))
+                .max_by_key(|link| link.len())
+                .map(|link| (at, *link))
+        })?;
+    let name = body[..at].trim();
+    let value = body[at + link.len()..].trim_start();
+    let words = name.split_whitespace().count();
+    if words == 0 || words > NAME_WORDS || value.is_empty() {
+        return None;
+    }
+    let bare = strip_articles(name);
+    let first = bare.split(' ').next().unwrap_or(bare);
+    // `ValueError: …`, `DeprecationWarning: …` are errors, not facts.
+    let error = ["error", "exception", "warning"]
+        .iter()
+        .any(|end| bare.ends_with(end));
+    if bare.is_empty() || NOT_NAMES.contains(&bare) || NOT_NAMES.contains(&first) || error {
+        return None;
+    }
+    // Markup is not a value.
+    if value.contains('<') && value.contains('>') {
+        return None;
+    }
+    Some((name, value))
+}
+
+/// `we|I … verb to|in|on|at value`: the verb (without -ing/-s/-ed) and preposition, and the
+/// value.
+fn verb_place(body: &str) -> Option<(String, &str)> {
+    const WHO: &[&str] = &["we ", "i ", "i'm ", "we're ", "the team ", "you "];
+    const MODALS: &[&str] = &[
+        "now ",
+        "will ",
+        "are ",
+        "am ",
+        "currently ",
+        "always ",
+        "usually ",
+        "should ",
+        "only ",
+        "all ",
+    ];
+    const PLACES: &[&str] = &[" to ", " in ", " on ", " at ", " from ", " into ", " via "];
+    let mut rest = WHO.iter().find_map(|who| body.strip_prefix(who))?;
+    while let Some(next) = MODALS.iter().find_map(|m| rest.strip_prefix(m)) {
+        rest = next;
+    }
+    let (verb, after) = rest.split_once(' ')?;
+    if !verb.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    let after_space = &rest[verb.len()..];
+    let place = PLACES.iter().find(|p| after_space.starts_with(**p))?;
+    let value = &after[place.len() - 1..];
+    let stem = verb
+        .strip_suffix("ing")
+        .or_else(|| verb.strip_suffix("ed"))
+        .or_else(|| verb.strip_suffix('s'))
+        .filter(|stem| stem.len() >= 3)
+        .unwrap_or(verb);
+    Some((format!("{stem} {}", place.trim()), value))
+}
+
+/// Whether a value is something that could not be guessed: a number, money, a date, an
+/// identifier, a region, a quoted or code span, a name with capitals.
+pub fn looks_specific(value: &str) -> bool {
+    let value = trim_value(value);
+    if value.is_empty() {
+        return false;
+    }
+    let mut chars = value.chars();
+    let first = chars.next();
+    value
+        .bytes()
+        .any(|b| b.is_ascii_digit() || b"$%@#/_`\"'<>=".contains(&b))
+        || value.contains(['€', '£', '¥'])
+        || chars.any(char::is_uppercase) && first.is_some()
+        || value.split_whitespace().any(|word| {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            word.contains(['-', '.', ':']) && word.len() >= 3
+        })
+}
+
+/// `value` without trailing punctuation and a trailing clause after `;`.
+fn trim_value(value: &str) -> &str {
+    let value = value.split("; ").next().unwrap_or(value);
+    let mut value = value
+        .trim()
+        .trim_end_matches(['.', ',', ';', '!', '?', ')', '"'])
+        .trim();
+    // "eu-west-1 now", "spaces instead": the value is what comes before.
+    for tail in [" from now on", " going forward", " now", " instead"] {
+        if let Some(head) = value
+            .len()
+            .checked_sub(tail.len())
+            .filter(|at| value.is_char_boundary(*at))
+            .filter(|at| value[*at..].eq_ignore_ascii_case(tail))
+            .map(|at| &value[..at])
+        {
+            value = head.trim_end_matches(',').trim_end();
+        }
+    }
+    value
+}
+
+fn strip_articles(mut name: &str) -> &str {
+    loop {
+        let Some((first, rest)) = name.split_once(' ') else {
+            return name;
+        };
+        if !ARTICLES.contains(&first) {
+            return name;
+        }
+        name = rest.trim_start();
+    }
+}
+
+/// A subject compared with others: lower case, words of letters and digits, no articles.
+pub fn normalize_subject(text: &str) -> String {
+    let lower = text.to_lowercase();
+    lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .map(|w| w.trim_matches(['\'', '-']))
+        .filter(|w| !w.is_empty() && !ARTICLES.contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
