@@ -167,7 +167,7 @@ const TEMPLATES: &[Template] = &[
     },
     Template {
         kind: FactKind::Goal,
-        subject: "goal",
+        subject: "billing service",
         plant: "The goal is to move the billing service onto cluster {v}.",
         update: "Update: the goal changed, the billing service goes onto cluster {v} instead.",
         shape: Shape::Codename,
@@ -188,7 +188,7 @@ const TEMPLATES: &[Template] = &[
     },
     Template {
         kind: FactKind::Preference,
-        subject: "indentation",
+        subject: "indentation style",
         plant: "I prefer tabs over spaces; call that indentation style {v}.",
         update: "Update: I now prefer the indentation style called {v}.",
         shape: Shape::Codename,
