@@ -129,8 +129,7 @@ pub struct Compactor<'a> {
     /// Text from the host's memory providers (`CompressOptions::memory_context`): reference
     /// material for leaf summaries.
     pub memory: Option<&'a str>,
-    /// The most one new summary may cost ([`Budget::share_tokens`]), when the caller asked
-    /// for a size.
+    /// The most one new summary may cost, when the caller asked for a size.
     pub summary_cap: Option<u64>,
 }
 

@@ -164,7 +164,11 @@ impl LcmEngine {
                     .memory_context
                     .as_deref()
                     .filter(|memory| !memory.trim().is_empty()),
-                summary_cap: share_tokens,
+                // A third: a summary may come back a quarter over what it was asked, and its
+                // block has a frame; with the tail's half, the whole still fits.
+                summary_cap: options
+                    .target_tokens
+                    .map(|target| target.saturating_sub(self.head_tokens) / 3),
             };
             compactor.run(
                 &mut entries,
