@@ -228,6 +228,16 @@ impl Compressor {
         telemetry.deduplicated = count.deduplicated;
         telemetry.truncated_arguments = count.truncated_arguments;
         telemetry.stripped_images = count.stripped_images + strip_images_before_latest(&mut work);
+        // A caller's size that the tail alone is over (a long tool run after the newest user
+        // message, which the tail always holds): the tail's older tool outputs are pruned too,
+        // all but the newest turn's.
+        if room.is_some_and(|room| self.count(&work[tail_start..]) > room) {
+            let newest_turn = sequence::start_of_turn(&work, work.len() - 1).max(tail_start);
+            let more = prune(&mut work, tail_start..newest_turn);
+            telemetry.pruned += more.pruned;
+            telemetry.deduplicated += more.deduplicated;
+            telemetry.truncated_arguments += more.truncated_arguments;
+        }
         let after_prune = self.count(&work);
         let enough = (self.tracker.threshold_tokens() as f64 * PRUNE_ENOUGH) as u64;
         let pruned_enough = match options.target_tokens {

@@ -51,3 +51,53 @@ fn five_rounds_fit_the_budget_whatever_the_window() {
 fn no_tools_no_retrieval_score() {
     assert!(run(Budget::Share(20.0)).outcome.retrieval.is_none());
 }
+
+/// The newest user message followed by a long run of tool turns: the tail must hold them all,
+/// so under a caller's size their older outputs are pruned as the middle's are.
+#[test]
+fn a_long_tool_run_after_the_newest_ask_is_pruned_to_fit_a_target() {
+    use ctxhost_sdk::{CompressOptions, ContextEngine, Message, ToolCall};
+    let mut messages = common::conversation(10);
+    messages.pop();
+    messages.push(Message::user("latest ask: run the whole suite"));
+    for i in 0..12 {
+        let id = format!("t{i}");
+        messages.push(Message::assistant_tool_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"cargo test part{i}"}}"#),
+        )]));
+        messages.push(Message::tool_result(&id, format!("ok {i}\n").repeat(120)));
+    }
+    let count = ctxhost_sdk_test::tokens::count_messages;
+    let host = FakeHost::builder("compressor").build();
+    let mut engine = compressor(&host, 128_000, Value::Null);
+    let target = count(&messages) / 4;
+    let sized = CompressOptions {
+        force: true,
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    let out = engine.compress(&messages, &sized).unwrap();
+    assert!(count(&out) <= target, "{} > {target}", count(&out));
+    ctxhost_sdk_test::contract::check_output(&messages, &out).unwrap();
+    let pruned = |m: &[Message]| {
+        m.iter()
+            .filter(|m| m.content_text().starts_with("[tool output pruned]"))
+            .count()
+    };
+    assert!(pruned(&out) >= 10, "the tail's older outputs: {out:?}");
+    // The newest turn's output stays as it was.
+    assert_eq!(out.last(), messages.last());
+    // Without a target the tail is left alone.
+    let mut engine = compressor(&host, 128_000, Value::Null);
+    let forced = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    let out = engine.compress(&messages, &forced).unwrap();
+    let tail = out
+        .iter()
+        .rposition(|m| m.content_text() == "latest ask: run the whole suite");
+    assert_eq!(pruned(&out[tail.unwrap()..]), 0);
+}
