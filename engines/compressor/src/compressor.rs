@@ -288,8 +288,18 @@ impl Compressor {
             previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
             shape: SummaryShape::Handoff,
         };
-        let written = self.summarize(&request, removed);
+        let mut written = self.summarize(&request, removed);
         telemetry.summarizer_calls = 1;
+        // Under a caller's size, a summary that came back longer than asked (a summarizer
+        // counts tokens its own way) is asked for once more, shorter by what it overshot.
+        let got = self.services.count_tokens(&written.text);
+        if options.target_tokens.is_some() && got > request.max_tokens && request.max_tokens > 1 {
+            let mut shorter = request.clone();
+            shorter.max_tokens =
+                ((request.max_tokens as f64).powi(2) / got as f64 * 0.95).max(1.0) as u64;
+            written = self.summarize(&shorter, removed);
+            telemetry.summarizer_calls = 2;
+        }
         let summary = summary_message(
             &written.text,
             work[..head_end].last().map(Message::role),

@@ -101,3 +101,33 @@ fn a_long_tool_run_after_the_newest_ask_is_pruned_to_fit_a_target() {
         .rposition(|m| m.content_text() == "latest ask: run the whole suite");
     assert_eq!(pruned(&out[tail.unwrap()..]), 0);
 }
+
+/// A summarizer that writes more than it was asked for (it counts tokens its own way) is asked
+/// once more, for less, when the caller gave a size.
+#[test]
+fn an_oversized_summary_is_asked_for_again_shorter_under_a_target() {
+    use ctxhost_sdk::{CompressOptions, ContextEngine, Summary};
+    let count = ctxhost_sdk_test::tokens::count_messages;
+    let host = FakeHost::builder("compressor")
+        .default_answer(ctxhost_sdk_test::Answer::with(|request| {
+            Ok(Summary {
+                text: "word ".repeat(request.max_tokens as usize * 2),
+                summarizer: "verbose".into(),
+                ..Summary::default()
+            })
+        }))
+        .build();
+    let messages = common::conversation(30);
+    let target = count(&messages) / 5;
+    let mut engine = compressor(&host, 128_000, Value::Null);
+    let sized = CompressOptions {
+        force: true,
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    let out = engine.compress(&messages, &sized).unwrap();
+    assert!(count(&out) <= target, "{} > {target}", count(&out));
+    let requests = host.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].max_tokens < requests[0].max_tokens / 2);
+}
