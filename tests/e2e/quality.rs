@@ -205,6 +205,11 @@ fn plot_draws_one_curve_per_kind_and_one_for_the_tools() {
     ] {
         assert!(svg.contains(&format!(">{name} ")), "{name}");
     }
+    // `--plot -`: the picture on standard output, the report moved to stderr.
+    let run = sandbox.ctxhost(&["quality", "--generated", "60", "--plot", "-"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(run.stdout.starts_with("<svg "), "{}", run.stdout);
+    assert!(run.stderr.contains("kept "), "{}", run.stderr);
 }
 
 #[test]

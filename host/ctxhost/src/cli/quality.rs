@@ -3,6 +3,7 @@
 //! output (the harness is `ctxhost_sdk_test::quality`, which engine authors run in their own
 //! tests).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -97,10 +98,16 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
         output::write(path, quality_plot::svg(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        print!("{}", report.table());
+        report.table()
+    };
+    // Standard output carries one thing: the picture when `--plot -` asks for it there.
+    if args.plot.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        std::io::stderr().write_all(text.as_bytes())?;
+    } else {
+        std::io::stdout().write_all(text.as_bytes())?;
     }
     if let Some(min) = args.min.filter(|&min| !report.passes(min)) {
         eprintln!(
