@@ -34,7 +34,8 @@ pub trait Subject {
 }
 
 /// An engine built on a [`FakeHost`](crate::FakeHost), counted with its counter
-/// ([`tokens`](crate::tokens)).
+/// ([`tokens`](crate::tokens)). An engine that keeps per-session state (and serves its tools
+/// from it) is measured once its session has started (`on_session_start`).
 pub struct EngineSubject<E: ContextEngine> {
     engine: E,
 }
