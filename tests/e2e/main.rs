@@ -17,6 +17,7 @@ mod picker;
 mod plugins_cmd;
 mod postgres_secrets;
 mod project_trust;
+mod quality;
 mod registry;
 mod run;
 mod serve;

@@ -126,6 +126,11 @@ fn a_new_engine_goes_from_scaffold_to_compress() {
         stdout.contains("test the_engine_keeps_the_contract ... ok"),
         "the contract checks ran: {stdout}"
     );
+    // And the quality check: planted facts through five compactions at a fixed budget.
+    assert!(
+        stdout.contains("test planted_facts_after_five_compactions_at_a_fifth_of_the_input ... ok"),
+        "the quality check ran: {stdout}"
+    );
 
     let target = target.display().to_string();
     let run = sandbox.ctxhost_with_env(

@@ -305,6 +305,7 @@ fn help_for_every_subcommand() {
         &[][..],
         &["run"],
         &["compress"],
+        &["quality"],
         &["tokens"],
         &["tools"],
         &["tools", "list"],

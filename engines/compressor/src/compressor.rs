@@ -150,17 +150,25 @@ impl Compressor {
 
     /// The protected tail: a token budget (`target_ratio` of the threshold) with a floor of
     /// `protect_last_n` messages, never more than half the threshold, never splitting a tool
-    /// call from its results, and always holding the latest user message.
-    fn tail_start(&self, messages: &[Message], head_end: usize) -> usize {
+    /// call from its results, and always holding the latest user message. With `room` (what a
+    /// caller's target size leaves beside the head and the summary), the tail fits that
+    /// instead, with no floor but the latest turn.
+    fn tail_start(&self, messages: &[Message], head_end: usize, room: Option<u64>) -> usize {
         let threshold = self.tracker.threshold_tokens();
-        let budget = (threshold as f64 * self.settings.target_ratio) as u64;
-        let cap = threshold / 2;
+        let (budget, cap, floor) = match room {
+            Some(room) => (room, room, 1),
+            None => (
+                (threshold as f64 * self.settings.target_ratio) as u64,
+                threshold / 2,
+                self.settings.protect_last_n,
+            ),
+        };
         let mut start = messages.len();
         let mut tokens = 0u64;
         while start > head_end {
             let cost = self.services.count_message_tokens(&messages[start - 1]);
             let kept = messages.len() - start;
-            let over_budget = kept >= self.settings.protect_last_n && tokens + cost > budget;
+            let over_budget = kept >= floor && tokens + cost > budget;
             if kept >= 1 && (over_budget || tokens + cost > cap) {
                 break;
             }
@@ -230,7 +238,13 @@ impl Compressor {
             ..Telemetry::default()
         };
         let head_end = self.head_end(messages);
-        let tail_start = self.tail_start(messages, head_end);
+        // A target size (`CompressOptions::target_tokens`) is shared between the tail and the
+        // summary: half of what the head leaves for each.
+        let head_tokens = self.count(&messages[..head_end]);
+        let room = options
+            .target_tokens
+            .map(|target| target.saturating_sub(head_tokens) / 2);
+        let tail_start = self.tail_start(messages, head_end, room);
         if tail_start <= head_end {
             return (messages.to_vec(), telemetry);
         }
@@ -242,10 +256,23 @@ impl Compressor {
         telemetry.deduplicated = count.deduplicated;
         telemetry.truncated_arguments = count.truncated_arguments;
         telemetry.stripped_images = count.stripped_images + strip_images_before_latest(&mut work);
+        // A caller's size that the tail alone is over (a long tool run after the newest user
+        // message, which the tail always holds): the tail's older tool outputs are pruned too,
+        // all but the newest turn's.
+        if room.is_some_and(|room| self.count(&work[tail_start..]) > room) {
+            let newest_turn = sequence::start_of_turn(&work, work.len() - 1).max(tail_start);
+            let more = prune(&mut work, tail_start..newest_turn);
+            telemetry.pruned += more.pruned;
+            telemetry.deduplicated += more.deduplicated;
+            telemetry.truncated_arguments += more.truncated_arguments;
+        }
         let after_prune = self.count(&work);
         let enough = (self.tracker.threshold_tokens() as f64 * PRUNE_ENOUGH) as u64;
-        if (count.any() || telemetry.stripped_images > 0) && after_prune <= enough && !options.force
-        {
+        let pruned_enough = match options.target_tokens {
+            Some(target) => after_prune <= target,
+            None => after_prune <= enough && !options.force,
+        };
+        if (count.any() || telemetry.stripped_images > 0) && pruned_enough {
             telemetry.tokens_after = after_prune;
             return (work, telemetry);
         }
@@ -268,16 +295,39 @@ impl Compressor {
             content.push_str(&fence_memory(memory));
         }
         content.push_str(&render(turns));
+        let max_tokens = match options.target_tokens {
+            // What the target leaves once the head, the tail and the summary's frame are in.
+            Some(target) => {
+                let frame = self
+                    .services
+                    .count_message_tokens(&summary_message("", None, None));
+                let tail = self.count(&work[tail_start..]);
+                target
+                    .saturating_sub(head_tokens + tail + frame)
+                    .clamp(1, self.summary_budget(self.count(middle)))
+            }
+            None => self.summary_budget(self.count(middle)),
+        };
         let request = SummarizeRequest {
             instructions: summary::INSTRUCTIONS.to_string(),
             content,
-            max_tokens: self.summary_budget(self.count(middle)),
+            max_tokens,
             focus_topic: options.focus_topic.clone(),
             previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
             shape: SummaryShape::Handoff,
         };
-        let written = self.summarize(&request, removed);
+        let mut written = self.summarize(&request, removed);
         telemetry.summarizer_calls = 1;
+        // Under a caller's size, a summary that came back longer than asked (a summarizer
+        // counts tokens its own way) is asked for once more, shorter by what it overshot.
+        let got = self.services.count_tokens(&written.text);
+        if options.target_tokens.is_some() && got > request.max_tokens && request.max_tokens > 1 {
+            let mut shorter = request.clone();
+            shorter.max_tokens =
+                ((request.max_tokens as f64).powi(2) / got as f64 * 0.95).max(1.0) as u64;
+            written = self.summarize(&shorter, removed);
+            telemetry.summarizer_calls = 2;
+        }
         let summary = summary_message(
             &written.text,
             work[..head_end].last().map(Message::role),
@@ -363,7 +413,7 @@ impl ContextEngine for Compressor {
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
         let head_end = self.head_end(messages);
-        Ok(self.tail_start(messages, head_end) > head_end)
+        Ok(self.tail_start(messages, head_end, None) > head_end)
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {

@@ -11,7 +11,9 @@
 //! - [`contract`]: the checks every engine must pass (a valid chat sequence out, nothing lost
 //!   that the contract protects, unchanged under the threshold, idempotent on its own output),
 //!   each failing with a typed [`Violation`], and [`check_engine`] / [`check_plugin`] to run
-//!   them all over the corpus.
+//!   them all over the corpus;
+//! - [`quality`]: what the model still knows after compaction: typed facts planted in a
+//!   session, compacted round after round at a fixed budget, probed in every output.
 //!
 //! An engine under test, with a summarizer that fails once and then answers:
 //!
@@ -102,6 +104,7 @@ mod cdylib;
 pub mod contract;
 pub mod corpus;
 mod fake_host;
+pub mod quality;
 pub mod tokens;
 
 pub use cdylib::built_library;

@@ -45,6 +45,12 @@ pub struct CompressOptions {
     /// instructions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_context: Option<String>,
+    /// Make the output fit this many tokens (the host's counter): the engine sizes what it
+    /// protects and what it writes to it, instead of its own target. A size the engine cannot
+    /// reach (a head or a newest message larger than it) is not an error: it does what it can.
+    /// It travels in the options' JSON, so plugins built before it read it as absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_tokens: Option<u64>,
 }
 
 /// A session beginning, as [`ContextEngine::on_session_start`] receives it.

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => cli::run::run(&cli.global, args),
         Command::Compress(args) => cli::compress::run(&cli.global, args),
+        Command::Quality(args) => cli::quality::run(&cli.global, args),
         Command::Tokens(args) => cli::tokens::run(&cli.global, args),
         Command::Tools(command) => cli::tools::run(&cli.global, command),
         Command::Engines(args) => cli::plugins::list(&cli.global, args),

@@ -72,6 +72,12 @@ const FILES: &[(&str, Source)] = &[
         )),
     ),
     (
+        "tests/quality.rs",
+        Source::Example(include_str!(
+            "../../../../plugins/context_engine/window/tests/quality.rs"
+        )),
+    ),
+    (
         "tests/common/mod.rs",
         Source::Example(include_str!(
             "../../../../plugins/context_engine/window/tests/common/mod.rs"

@@ -62,6 +62,7 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         focus_topic: args.focus.clone(),
         force: args.force,
         memory_context: args.memory.clone(),
+        target_tokens: None,
     };
     let input = Arc::new(messages);
     let outcome = app.runtime.block_on(async {

@@ -8,6 +8,8 @@ pub mod migrate;
 pub mod output;
 pub mod plot;
 pub mod plugins;
+pub mod quality;
+pub mod quality_plot;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -59,6 +61,9 @@ pub enum Command {
     Run(run::RunArgs),
     /// Compress a recorded conversation once and print the result as JSON
     Compress(compress::CompressArgs),
+    /// What the model still knows after compaction: plant typed facts in a session, compact
+    /// it round after round through an engine at a fixed budget, and score what survives
+    Quality(quality::QualityArgs),
     /// Count a transcript's tokens by role and show the heaviest messages
     Tokens(tokens::TokensArgs),
     /// The active engine's tools: list them, or call one against a session's state

@@ -39,15 +39,15 @@ const AXIS_HEIGHT: f64 = 50.0;
 const LEGEND_HEIGHT: f64 = 34.0;
 const MARGIN_LEFT: f64 = 84.0;
 const MARGIN_RIGHT: f64 = 112.0;
-const FONT: &str = "DejaVu Sans, Arial, sans-serif";
+pub(super) const FONT: &str = "DejaVu Sans, Arial, sans-serif";
 
 const ENGINE_COLORS: &[&str] = &["#1f5fbf", "#2e7d32", "#6a3d9a", "#00838f"];
 const BASELINE_COLOR: &str = "#8a8a8a";
 const THRESHOLD_COLOR: &str = "#e65100";
 const WINDOW_COLOR: &str = "#8c8c8c";
 const MARK_COLOR: &str = "#c62828";
-const TEXT_COLOR: &str = "#333333";
-const MUTED_COLOR: &str = "#666666";
+pub(super) const TEXT_COLOR: &str = "#333333";
+pub(super) const MUTED_COLOR: &str = "#666666";
 
 /// The whole picture as a standalone SVG document: the title, one panel per series side by
 /// side on a shared y scale, and a legend.
@@ -607,7 +607,7 @@ pub fn short(value: u64) -> String {
 }
 
 /// An SVG coordinate: at most one decimal, no trailing `.0`.
-fn fmt(value: f64) -> String {
+pub(super) fn fmt(value: f64) -> String {
     let text = format!("{value:.1}");
     let text = text.strip_suffix(".0").unwrap_or(&text);
     if text == "-0" {
@@ -617,7 +617,7 @@ fn fmt(value: f64) -> String {
     }
 }
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -125,7 +125,15 @@ impl ContextEngine for WindowEngine {
         };
         let tokens = options.current_tokens.unwrap_or(counted);
         let compacted = if options.force || self.tracker.over_threshold(tokens) {
-            let limits = self.limits(options.focus_topic.as_deref());
+            let mut limits = self.limits(options.focus_topic.as_deref());
+            if let Some(target) = options.target_tokens {
+                // A caller's target size: the tail gets what the head and the marker leave.
+                limits.tail_budget =
+                    target.saturating_sub(window::fixed_tokens(messages, &self.services));
+                // The newest user message stays, as the output contract wants.
+                let last_user = messages.iter().rposition(Message::is_user).unwrap_or(0);
+                limits.min_tail_messages = messages.len() - last_user;
+            }
             window::compact(messages, &self.services, &limits)
         } else {
             None

@@ -125,6 +125,19 @@ pub(crate) fn compact(
     })
 }
 
+/// Tokens every output of `messages` costs whatever the tail keeps: the head and the marker.
+pub(crate) fn fixed_tokens(messages: &[Message], services: &HostServices) -> u64 {
+    services.count_messages_tokens(&messages[..head_end(messages)])
+        // The widest numbers a marker is likely to carry, so a real one is no larger.
+        + services.count_message_tokens(&notes::marker(
+            Dropped {
+                messages: 999_999,
+                tokens: 999_999_999,
+            },
+            None,
+        ))
+}
+
 /// The protected head: every leading system message plus the first user message. A marker
 /// right after the system prompt (a conversation that opened with an assistant turn) belongs
 /// to the middle, so it is replaced rather than kept forever.

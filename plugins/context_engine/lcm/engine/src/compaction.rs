@@ -54,6 +54,10 @@ pub struct Budget {
     pub threshold_tokens: u64,
     /// Stop once the context is at or under this.
     pub target_tokens: u64,
+    /// Set when the caller asked for a size (`CompressOptions::target_tokens`): the fresh tail,
+    /// the summaries together and each new summary get at most this (half of what the head
+    /// leaves), instead of their shares of the window.
+    pub share_tokens: Option<u64>,
 }
 
 /// How one `compress` call went: the per-compaction telemetry (`last_compaction`), stored with
@@ -130,6 +134,8 @@ pub struct Compactor<'a> {
     /// Text from the host's memory providers (`CompressOptions::memory_context`): reference
     /// material for leaf summaries.
     pub memory: Option<&'a str>,
+    /// The most one new summary may cost, when the caller asked for a size.
+    pub summary_cap: Option<u64>,
 }
 
 impl Compactor<'_> {
@@ -170,7 +176,10 @@ impl Compactor<'_> {
                 report.stopped = StopReason::Deadline;
                 break;
             }
-            let tail = fresh_tail_start(entries, self.settings, budget.context_length);
+            let tail = match budget.share_tokens {
+                Some(share) => fresh_tail_within(entries, self.settings, Some(share)),
+                None => fresh_tail_start(entries, self.settings, budget.context_length),
+            };
             // Under target, only the block limit has work left (or a forced first pass).
             let over_target = tokens > budget.target_tokens || (force && report.passes == 0);
             let excess = blocks.saturating_sub(max_blocks);
@@ -269,6 +278,7 @@ impl Compactor<'_> {
                 .settings
                 .leaf_summary_tokens
                 .min(source_tokens / 2)
+                .min(self.summary_cap.unwrap_or(u64::MAX))
                 .max(16),
             source_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
@@ -342,6 +352,7 @@ impl Compactor<'_> {
                 .settings
                 .condensed_summary_tokens
                 .min(text_tokens / 2)
+                .min(self.summary_cap.unwrap_or(u64::MAX))
                 .max(16),
             source_tokens: text_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
@@ -495,6 +506,9 @@ pub fn superseded_run(entries: &[Entry], newest: usize) -> Option<Range<usize>> 
 /// What the summary blocks together may cost before the oldest are merged whatever their
 /// depths: half of what the threshold leaves beside the head, and at least a tenth of the window.
 fn summary_budget(budget: Budget) -> u64 {
+    if let Some(share) = budget.share_tokens {
+        return share;
+    }
     (budget.threshold_tokens.saturating_sub(budget.head_tokens) / 2).max(budget.context_length / 10)
 }
 
@@ -510,6 +524,13 @@ fn summary_tokens(entries: &[Entry]) -> u64 {
 /// so a tool call is never cut from its results, extended back to the newest user message when
 /// that fits, and capped at `fresh_tail_max_ratio` of the window (the newest turn always stays).
 pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: u64) -> usize {
+    let budget = (context_length > 0)
+        .then_some((context_length as f64 * settings.fresh_tail_max_ratio) as u64);
+    fresh_tail_within(entries, settings, budget)
+}
+
+/// [`fresh_tail_start`] with the tail's token budget given (`None`: no budget).
+pub fn fresh_tail_within(entries: &[Entry], settings: &Settings, budget: Option<u64>) -> usize {
     let n = entries.len();
     if n == 0 {
         return 0;
@@ -527,10 +548,9 @@ pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: 
     {
         start -= 1;
     }
-    if context_length == 0 {
+    let Some(budget) = budget else {
         return start;
-    }
-    let budget = (context_length as f64 * settings.fresh_tail_max_ratio) as u64;
+    };
     let mut tail_tokens = context::tokens(&entries[start..]);
     if let Some(user) = (0..n).rev().find(|&i| entries[i].is_user_message()) {
         let extra = context::tokens(&entries[user.min(start)..start]);

@@ -141,11 +141,19 @@ impl LcmEngine {
         };
         let compact = options.force || over;
         if compact {
+            // A caller's size (`target_tokens`) replaces the engine's target; the tail and the
+            // summaries share what the head leaves.
+            let share_tokens = options
+                .target_tokens
+                .map(|target| target.saturating_sub(self.head_tokens) / 2);
             let budget = Budget {
                 head_tokens: self.head_tokens,
                 context_length: self.tracker.context_length,
                 threshold_tokens: threshold,
-                target_tokens: self.target_tokens(),
+                target_tokens: options
+                    .target_tokens
+                    .unwrap_or_else(|| self.target_tokens()),
+                share_tokens,
             };
             let mut compactor = Compactor {
                 store: &mut self.store,
@@ -156,6 +164,11 @@ impl LcmEngine {
                     .memory_context
                     .as_deref()
                     .filter(|memory| !memory.trim().is_empty()),
+                // A third: a summary may come back a quarter over what it was asked, and its
+                // block has a frame; with the tail's half, the whole still fits.
+                summary_cap: options
+                    .target_tokens
+                    .map(|target| target.saturating_sub(self.head_tokens) / 3),
             };
             compactor.run(
                 &mut entries,

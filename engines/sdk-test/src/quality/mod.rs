@@ -1,0 +1,289 @@
+//! What the model still knows after compaction: plant typed facts in a session, compact it
+//! round after round through an engine at a fixed budget, and probe every output for them.
+//!
+//! - [`plant`]: five kinds of standing facts ([`FactKind`]: rules, constraints, facts, goals,
+//!   preferences), three of each with unguessable values from a seed, written as natural
+//!   sentences into the session's user messages from start to end; the first fact of each kind
+//!   is superseded later ("Update: the budget cap is now $5,120").
+//! - [`run`]: the session cut into `rounds + 1` parts at turn boundaries; round *k* appends
+//!   part *k* to the previous round's output and compresses it (forced) with
+//!   [`CompressOptions::target_tokens`] set to the [`Budget`]. After each round, a fact
+//!   survives when the output shows its current value; one whose superseded value shows without
+//!   the current one is *stale*. An engine with lcm's tools is also scored on what a scripted
+//!   agent recovers with them ([`retrieval`]).
+//! - [`QualityReport`]: serde data, a [`table`](QualityReport::table), and the gate
+//!   [`passes`](QualityReport::passes).
+//!
+//! ```
+//! use ctxhost_sdk_test::quality::{self, Budget, EngineSubject, Settings};
+//! # use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
+//! # /// Keeps the system prompt and the last two messages.
+//! # struct Tail;
+//! # impl ContextEngine for Tail {
+//! #     fn name(&self) -> &str { "tail" }
+//! #     fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> { Ok(true) }
+//! #     fn compress(&mut self, m: &[Message], _: &CompressOptions) -> Result<Vec<Message>, EngineError> {
+//! #         let mut out = vec![m[0].clone()];
+//! #         let mut start = m.len().saturating_sub(2).max(1);
+//! #         while start > 1 && !m[start].is_user() { start -= 1; }
+//! #         out.extend_from_slice(&m[start..]);
+//! #         Ok(out)
+//! #     }
+//! #     fn status(&mut self) -> Result<EngineStatus, EngineError> { Ok(EngineStatus::default()) }
+//! # }
+//! let session = quality::generated_session(7, 60);
+//! let settings = Settings { budget: Budget::Share(20.0), rounds: 5, seed: 7 };
+//! let report = quality::run(&mut EngineSubject::new(Tail), &session, &settings).unwrap();
+//! assert_eq!(report.rounds.len(), 5);
+//! // A tail keeps only what was said last: most facts are gone.
+//! assert!(!report.passes(0.9));
+//! println!("{}", report.table());
+//! ```
+
+mod budget;
+mod facts;
+mod plant;
+mod report;
+pub mod retrieval;
+mod rng;
+mod subject;
+
+pub use budget::{BadBudget, Budget};
+pub use facts::{Fact, FactKind};
+pub use plant::{plant, split, Placement, Planted};
+pub use report::{
+    FactRound, FirstUnderHalf, KindScore, Outcome, QualityReport, Retrieval, Round, Score,
+};
+pub use rng::Rng;
+pub use subject::{tool_name, EngineSubject, Subject, SubjectError};
+
+use ctxhost_sdk::{CompressOptions, Message};
+
+/// A session the harness cannot measure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QualityError {
+    /// No plain-text user message after the first: nowhere to plant a fact.
+    #[error("the session has no plain-text user message after the first one to plant facts in")]
+    NowhereToPlant,
+    /// Too few user messages to cut the session into that many parts.
+    #[error("the session is too short to cut into {parts} parts at user messages; use fewer rounds or a longer session")]
+    /// Too few user messages to cut the session into that many parts.
+    TooShort {
+        /// The parts asked for.
+        parts: usize,
+    },
+    /// Zero rounds asked.
+    #[error("at least one round is needed")]
+    NoRounds,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// The output budget of every round.
+    pub budget: Budget,
+    /// Compactions in a row (the session is cut into one part more).
+    pub rounds: usize,
+    /// Picks the facts' values and where they go.
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            budget: Budget::default(),
+            rounds: 5,
+            seed: 27,
+        }
+    }
+}
+
+/// Plants the facts in `session`, compacts it `settings.rounds` times through `subject` and
+/// probes every output.
+pub fn run(
+    subject: &mut dyn Subject,
+    session: &[Message],
+    settings: &Settings,
+) -> Result<QualityReport, QualityError> {
+    if settings.rounds == 0 {
+        return Err(QualityError::NoRounds);
+    }
+    let planted = plant(session, settings.seed)?;
+    let ends = split(&planted.messages, settings.rounds + 1, |m| {
+        subject.count(std::slice::from_ref(m))
+    })?;
+    let tools = subject.tool_names();
+    let retrieving = retrieval::available(&tools);
+    let mut context: Vec<Message> = planted.messages[..ends[0]].to_vec();
+    let mut rounds = Vec::with_capacity(settings.rounds);
+    for round in 1..=settings.rounds {
+        let seen = ends[round];
+        context.extend_from_slice(&planted.messages[ends[round - 1]..seen]);
+        let input_tokens = subject.count(&context);
+        let budget_tokens = settings.budget.tokens_for(input_tokens);
+        let options = CompressOptions {
+            current_tokens: Some(input_tokens),
+            force: true,
+            target_tokens: Some(budget_tokens),
+            ..CompressOptions::default()
+        };
+        let (output, error) = match subject.compress(&context, &options) {
+            Ok(output) => (output, None),
+            Err(error) => (context.clone(), Some(error.to_string())),
+        };
+        let output_tokens = subject.count(&output);
+        let text: String = output
+            .iter()
+            .map(|m| m.searchable_text().into_owned())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut facts = Vec::new();
+        for fact in &planted.facts {
+            // Only facts the session has reached count.
+            if planted
+                .placement(fact.id, false)
+                .is_none_or(|at| at >= seen)
+            {
+                continue;
+            }
+            let updated = fact
+                .superseded_by
+                .as_ref()
+                .filter(|_| planted.placement(fact.id, true).is_some_and(|at| at < seen));
+            let current = updated.unwrap_or(&fact.value).clone();
+            let kept = text.contains(&current);
+            let stale = updated.is_some() && !kept && text.contains(&fact.value);
+            let retrieved =
+                retrieving.then(|| retrieval::recovers(subject, &tools, &fact.subject, &current));
+            facts.push(FactRound {
+                fact: fact.id,
+                current,
+                kept,
+                stale,
+                retrieved,
+            });
+        }
+        let kind_of = |id: usize| planted.facts[id].kind;
+        let (survival, overall) = scores(&facts, kind_of, |f| f.kept);
+        let retrieval = retrieving.then(|| {
+            let (survival, overall) = scores(&facts, kind_of, |f| f.retrieved == Some(true));
+            Retrieval { survival, overall }
+        });
+        rounds.push(Round {
+            round,
+            input_messages: context.len(),
+            input_tokens,
+            budget_tokens,
+            output_messages: output.len(),
+            output_tokens,
+            budget_met: output_tokens <= budget_tokens,
+            error,
+            survival,
+            overall,
+            stale: facts.iter().filter(|f| f.stale).map(|f| f.fact).collect(),
+            retrieval,
+            facts,
+        });
+        context = output;
+    }
+    let outcome = outcome(&rounds);
+    Ok(QualityReport {
+        engine: subject.engine(),
+        seed: settings.seed,
+        budget: settings.budget,
+        session_messages: planted.messages.len(),
+        session_tokens: subject.count(&planted.messages),
+        facts: planted.facts,
+        rounds,
+        outcome,
+    })
+}
+
+fn scores(
+    facts: &[FactRound],
+    kind_of: impl Fn(usize) -> FactKind,
+    kept: impl Fn(&FactRound) -> bool,
+) -> (Vec<KindScore>, Score) {
+    let survival = FactKind::ALL
+        .iter()
+        .map(|&kind| {
+            let of_kind = facts.iter().filter(|f| kind_of(f.fact) == kind);
+            KindScore {
+                kind,
+                score: Score::new(of_kind.clone().count(), of_kind.filter(|f| kept(f)).count()),
+            }
+        })
+        .collect();
+    let overall = Score::new(facts.len(), facts.iter().filter(|f| kept(f)).count());
+    (survival, overall)
+}
+
+fn outcome(rounds: &[Round]) -> Outcome {
+    let last = rounds.last().expect("at least one round ran");
+    let first_under_half = FactKind::ALL
+        .iter()
+        .map(|&kind| FirstUnderHalf {
+            kind,
+            round: rounds
+                .iter()
+                .find(|r| {
+                    r.survival
+                        .iter()
+                        .any(|s| s.kind == kind && s.score.planted > 0 && s.score.share < 0.5)
+                })
+                .map(|r| r.round),
+        })
+        .collect();
+    Outcome {
+        survival: last.survival.clone(),
+        overall: last.overall,
+        weakest: last
+            .survival
+            .iter()
+            .filter(|s| s.score.planted > 0)
+            .map(|s| s.score.share)
+            .fold(1.0, f64::min),
+        first_under_half,
+        stale: last.stale.len(),
+        budgets_met: rounds.iter().filter(|r| r.budget_met).count(),
+        retrieval: last.retrieval.clone(),
+    }
+}
+
+/// A made-up working session of `turns` exchanges (a system prompt, then user asks and
+/// assistant answers of a few hundred characters each), the same for the same seed: for when
+/// no recorded session is at hand.
+pub fn generated_session(seed: u64, turns: usize) -> Vec<Message> {
+    const TOPICS: &[&str] = &[
+        "the importer's retry logic",
+        "the flaky integration test",
+        "the dashboard's slow query",
+        "the config loader's defaults",
+        "the cache invalidation bug",
+        "the release notes",
+        "the log rotation job",
+        "the API pagination",
+    ];
+    let mut rng = Rng::new(seed ^ 0x5E55_1011);
+    let mut messages = vec![Message::system(
+        "You are a careful software engineering agent. Work step by step and report what you \
+         changed.",
+    )];
+    for turn in 0..turns {
+        let topic = rng.pick(TOPICS);
+        let n = rng.range(2, 40);
+        messages.push(Message::user(format!(
+            "Step {turn}: please look at {topic}. The last run printed {n} warnings in the \
+             module we touched yesterday; check whether they come from our change, and keep \
+             the fix small. Show me the diff before you apply anything that touches shared \
+             code."
+        )));
+        messages.push(Message::assistant(format!(
+            "Looked at {topic}. Of the {n} warnings, most come from an unused import and a \
+             shadowed variable in the helper; none is from yesterday's change. I removed the \
+             import, renamed the variable, and reran the checks: they pass. The diff is two \
+             lines in the helper and one in its test; nothing shared was touched."
+        )));
+    }
+    messages
+}

@@ -1,0 +1,127 @@
+//! Planting: the facts' sentences spread over a session's user messages, and the session cut
+//! into the parts the rounds feed the engine one at a time.
+
+use ctxhost_sdk::Message;
+
+use super::facts::{self, Fact};
+use super::rng::Rng;
+use super::QualityError;
+
+/// Where one sentence went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The fact ([`Fact::id`]).
+    pub fact: usize,
+    /// The sentence superseding the fact's first value.
+    pub supersedes: bool,
+    /// Index of the user message it was appended to.
+    pub message: usize,
+}
+
+/// A session with its facts planted.
+#[derive(Debug, Clone)]
+pub struct Planted {
+    /// The session with the sentences appended.
+    pub messages: Vec<Message>,
+    /// The facts planted.
+    pub facts: Vec<Fact>,
+    /// Where each sentence went.
+    pub placements: Vec<Placement>,
+}
+
+impl Planted {
+    /// Where the sentence planting `fact` (or superseding it) went.
+    pub fn placement(&self, fact: usize, supersedes: bool) -> Option<usize> {
+        self.placements
+            .iter()
+            .find(|p| p.fact == fact && p.supersedes == supersedes)
+            .map(|p| p.message)
+    }
+}
+
+/// Plants the facts of `seed` in `session`: every sentence is appended to a plain-text user
+/// message (the first user message, which engines protect as the task, is left alone), spread
+/// evenly from start to end. First values land in the first half, updates in the second, so
+/// an update always comes after the value it supersedes.
+pub fn plant(session: &[Message], seed: u64) -> Result<Planted, QualityError> {
+    let mut rng = Rng::new(seed);
+    let (facts, sentences) = facts::plan(&mut rng);
+    let first_user = session.iter().position(Message::is_user);
+    let candidates: Vec<usize> = session
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| m.is_user() && m.text().is_some() && Some(*i) != first_user)
+        .map(|(i, _)| i)
+        .collect();
+    if candidates.is_empty() {
+        return Err(QualityError::NowhereToPlant);
+    }
+    let (firsts, updates): (Vec<_>, Vec<_>) = sentences.into_iter().partition(|s| !s.supersedes);
+    let superseded: Vec<usize> = updates.iter().map(|s| s.fact).collect();
+    let (mut early, mut late): (Vec<_>, Vec<_>) = firsts
+        .into_iter()
+        .partition(|s| superseded.contains(&s.fact));
+    // Each half holds half the sentences: the superseded facts' first values and others early,
+    // the remaining first values and the updates late.
+    let total = early.len() + late.len() + updates.len();
+    rng.shuffle(&mut late);
+    let moved = (total / 2).saturating_sub(early.len()).min(late.len());
+    early.extend(late.drain(..moved));
+    late.extend(updates);
+    rng.shuffle(&mut early);
+    rng.shuffle(&mut late);
+    let order: Vec<_> = early.into_iter().chain(late).collect();
+    let mut messages = session.to_vec();
+    let mut placements = Vec::with_capacity(total);
+    for (slot, sentence) in order.into_iter().enumerate() {
+        let index = candidates[slot * candidates.len() / total];
+        let message = &mut messages[index];
+        let text = format!(
+            "{}\n\n{}",
+            message.text().unwrap_or_default(),
+            sentence.text
+        );
+        message.set_text(text);
+        placements.push(Placement {
+            fact: sentence.fact,
+            supersedes: sentence.supersedes,
+            message: index,
+        });
+    }
+    Ok(Planted {
+        messages,
+        facts,
+        placements,
+    })
+}
+
+/// Cuts `messages` into `parts` runs of about equal tokens, each cut just before a user
+/// message (a turn boundary: no tool call is parted from its results). Returns where each part
+/// ends (exclusive); the last ends at `messages.len()`.
+pub fn split(
+    messages: &[Message],
+    parts: usize,
+    count: impl Fn(&Message) -> u64,
+) -> Result<Vec<usize>, QualityError> {
+    let mut prefix = Vec::with_capacity(messages.len() + 1);
+    prefix.push(0u64);
+    for message in messages {
+        prefix.push(prefix.last().copied().unwrap_or(0) + count(message));
+    }
+    let total = prefix[messages.len()];
+    let mut ends = Vec::with_capacity(parts);
+    let mut previous = 0;
+    for k in 1..parts {
+        let goal = total * k as u64 / parts as u64;
+        let cut = (previous + 1..messages.len())
+            .find(|&i| prefix[i] >= goal && messages[i].is_user())
+            .ok_or(QualityError::TooShort { parts })?;
+        ends.push(cut);
+        previous = cut;
+    }
+    ends.push(messages.len());
+    if previous >= messages.len() {
+        return Err(QualityError::TooShort { parts });
+    }
+    Ok(ends)
+}

@@ -1,0 +1,211 @@
+//! `ctxhost quality`: what the model still knows after compaction. Plants typed facts in a
+//! session, compacts it round after round through an engine at a fixed budget and probes every
+//! output (the harness is `ctxhost_sdk_test::quality`, which engine authors run in their own
+//! tests).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use ctxhost_core::{Session, SessionOptions};
+use ctxhost_sdk::{CompressOptions, Message};
+use ctxhost_sdk_test::quality::{self, Budget, Settings, Subject, SubjectError};
+use ctxhost_wire::transcript::{self, Format};
+use serde_json::Value;
+
+use super::{output, quality_plot, App, GlobalArgs};
+
+/// Exit code when a fact kind kept less than `--min` of its facts.
+pub const UNDER_GATE: u8 = 4;
+
+/// The session used without a transcript: the example shipped with ctxhost.
+const EXAMPLE_SESSION: &str = include_str!("../../../../examples/session.json");
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Facts: three rules, constraints, facts, goals and preferences each, with values from --seed,
+appended to user messages from start to end; the first of each kind is superseded later. The
+session is cut into ROUNDS + 1 parts at user messages; round k appends part k to the previous
+round's output and compresses it (forced) to the budget. A fact survives a round when the
+output shows its current value; it is stale when the output shows a superseded value without
+the current one. Engines with lcm's tools are also scored on what a scripted agent recovers
+with at most three calls (lcm_grep for the fact's subject, then lcm_expand on the matches).
+
+Exit status: 0 when measured (and every kind passed --min); 4 when a fact kind kept less than
+--min of its facts after the last round; 3 when the engine failed in a round; 1 on errors.")]
+pub struct QualityArgs {
+    /// Session to plant the facts in: OpenAI chat messages (JSON array or JSONL), a Hermes
+    /// trajectory, Anthropic Messages, a Claude Code session log or a Codex rollout (`-` reads
+    /// standard input) [default: the example session shipped with ctxhost]
+    pub transcript: Option<PathBuf>,
+    /// Plant the facts in a generated session of this many exchanges instead
+    #[arg(long, value_name = "TURNS", conflicts_with = "transcript")]
+    pub generated: Option<usize>,
+    /// Use this engine instead of `context.engine` (an engine that does not resolve is an
+    /// error)
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
+    /// Each round's output budget: a share of the round's input (`20%`) or a number of tokens
+    #[arg(long, value_name = "BUDGET", default_value = "20%", value_parser = |s: &str| s.parse::<Budget>())]
+    pub budget: Budget,
+    /// Compactions in a row
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub rounds: u16,
+    /// Picks the facts' values and where they go (same seed, same facts)
+    #[arg(long, value_name = "N", default_value_t = Settings::default().seed)]
+    pub seed: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Fail (exit 4) when any fact kind keeps less than this share of its facts (0 to 1) in
+    /// the last round's output
+    #[arg(long, value_name = "SHARE", value_parser = share)]
+    pub min: Option<f64>,
+    /// Draw the survival of each fact kind over the rounds as an SVG to FILE
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
+    pub format: Option<Format>,
+}
+
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("'{text}' is not a share from 0 to 1 (0.9 is 90%)")),
+    }
+}
+
+pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> {
+    let app = App::new(global)?;
+    app.warm_tokenizer();
+    let messages = session(args)?;
+    let session = app.open_session(
+        args.engine.as_deref(),
+        SessionOptions::new("quality").temporary(),
+    )?;
+    let mut subject = SessionSubject::new(&app, session);
+    let settings = Settings {
+        budget: args.budget,
+        rounds: usize::from(args.rounds),
+        seed: args.seed,
+    };
+    let report = quality::run(&mut subject, &messages, &settings)?;
+    if let Some(path) = &args.plot {
+        output::write(path, quality_plot::svg(&report).as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        report.table()
+    };
+    // Standard output carries one thing: the picture when `--plot -` asks for it there.
+    if args.plot.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        std::io::stderr().write_all(text.as_bytes())?;
+    } else {
+        std::io::stdout().write_all(text.as_bytes())?;
+    }
+    if let Some(min) = args.min.filter(|&min| !report.passes(min)) {
+        eprintln!(
+            "quality: the weakest fact kind kept {:.0}% of its facts, under --min {:.0}%",
+            report.outcome.weakest * 100.0,
+            min * 100.0
+        );
+        return Ok(ExitCode::from(UNDER_GATE));
+    }
+    if report.rounds.iter().any(|r| r.error.is_some()) {
+        return Ok(ExitCode::from(super::compress::ENGINE_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn session(args: &QualityArgs) -> anyhow::Result<Vec<Message>> {
+    if let Some(turns) = args.generated {
+        return Ok(quality::generated_session(args.seed, turns));
+    }
+    match &args.transcript {
+        Some(path) => Ok(transcript::read_transcript(path, args.format)?.messages),
+        None => {
+            let value: Value = serde_json::from_str(EXAMPLE_SESSION)
+                .context("the example session shipped with ctxhost is not JSON")?;
+            Ok(serde_json::from_value(value)
+                .context("the example session shipped with ctxhost is not chat messages")?)
+        }
+    }
+}
+
+/// A host session as the harness drives it: compressions and tool calls on the app's runtime.
+struct SessionSubject<'a> {
+    app: &'a App,
+    session: Session,
+    engine: String,
+}
+
+impl<'a> SessionSubject<'a> {
+    fn new(app: &'a App, mut session: Session) -> Self {
+        if let Err(error) = app.runtime.block_on(session.begin()) {
+            eprintln!("warning: {error}");
+        }
+        let engine = session.engine().to_string();
+        SessionSubject {
+            app,
+            session,
+            engine,
+        }
+    }
+}
+
+impl Subject for SessionSubject<'_> {
+    fn engine(&self) -> String {
+        self.engine.clone()
+    }
+
+    fn count(&self, messages: &[Message]) -> u64 {
+        self.session.count(messages)
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, SubjectError> {
+        // After a failure the host serves the session with its standby compressor: rounds
+        // from then on would measure another engine.
+        if let Some(fallback) = self.session.fallback() {
+            return Err(SubjectError(format!(
+                "not run: {} failed in an earlier round ({})",
+                fallback.from, fallback.reason
+            )));
+        }
+        let input = Arc::new(messages.to_vec());
+        let outcome = self
+            .app
+            .runtime
+            .block_on(self.session.compress(input, options.clone()));
+        match outcome.error {
+            Some(error) => Err(SubjectError(error.to_string())),
+            None => Ok(outcome.messages.to_vec()),
+        }
+    }
+
+    fn tool_names(&mut self) -> Vec<String> {
+        self.app
+            .runtime
+            .block_on(self.session.tool_schemas())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(quality::tool_name)
+            .collect()
+    }
+
+    fn call_tool(&mut self, name: &str, args: &Value) -> Result<String, SubjectError> {
+        self.app
+            .runtime
+            .block_on(self.session.call_tool(name.to_string(), args.clone()))
+            .map_err(|e| SubjectError(e.to_string()))
+    }
+}

@@ -1,0 +1,238 @@
+//! `ctxhost quality`: planted facts through real engines (the built-in compressor and the
+//! repository's lcm and window plugins), round after round at a fixed budget.
+
+use ctxhost_tests::Sandbox;
+use serde_json::Value;
+
+const ENGINES: [&str; 3] = ["compressor", "lcm", "window"];
+
+fn sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config("context:\n  engine: compressor\n");
+    sandbox
+}
+
+fn quality_json(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let run = sandbox.ctxhost(args);
+    assert!(run.success(), "{args:?}: {}\n{}", run.stderr, run.stdout);
+    run.json()
+}
+
+#[test]
+fn the_report_on_the_example_session_is_well_formed_for_every_engine() {
+    let sandbox = sandbox();
+    for engine in ENGINES {
+        let report = quality_json(&sandbox, &["quality", "--engine", engine, "--json"]);
+        assert_eq!(report["engine"], engine);
+        assert_eq!(report["budget"], serde_json::json!({"share": 20.0}));
+        let facts = report["facts"].as_array().unwrap();
+        assert_eq!(facts.len(), 15, "{engine}");
+        let rounds = report["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 5, "{engine}");
+        let mut planted_before = 0;
+        for (index, round) in rounds.iter().enumerate() {
+            assert_eq!(round["round"], index + 1);
+            assert!(round.get("error").is_none(), "{engine}: {round}");
+            let survival = round["survival"].as_array().unwrap();
+            let kinds: Vec<&str> = survival
+                .iter()
+                .map(|s| s["kind"].as_str().unwrap())
+                .collect();
+            assert_eq!(kinds, ["rule", "constraint", "fact", "goal", "preference"]);
+            let planted = round["overall"]["planted"].as_u64().unwrap();
+            let kept = round["overall"]["kept"].as_u64().unwrap();
+            assert!(
+                planted >= planted_before && kept <= planted,
+                "{engine}: {round}"
+            );
+            planted_before = planted;
+            let sum: u64 = survival.iter().map(|s| s["kept"].as_u64().unwrap()).sum();
+            assert_eq!(sum, kept, "{engine}");
+            assert_eq!(
+                round["budget_met"].as_bool().unwrap(),
+                round["output_tokens"].as_u64() <= round["budget_tokens"].as_u64()
+            );
+            assert!(round["output_tokens"].as_u64() < round["input_tokens"].as_u64());
+            // Only an engine with lcm's tools gets the retrieval score.
+            assert_eq!(
+                round.get("retrieval").is_some(),
+                engine == "lcm",
+                "{engine}"
+            );
+        }
+        assert_eq!(
+            planted_before, 15,
+            "every fact is reached by the last round"
+        );
+        let outcome = &report["outcome"];
+        assert_eq!(outcome["first_under_half"].as_array().unwrap().len(), 5);
+        assert_eq!(outcome["overall"], rounds[4]["overall"]);
+    }
+}
+
+#[test]
+fn the_table_names_every_kind_and_the_outcome() {
+    let sandbox = sandbox();
+    let run = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "3"]);
+    assert!(run.success(), "{}", run.stderr);
+    let header = run.stdout.lines().nth(1).unwrap();
+    for column in [
+        "round",
+        "rule",
+        "constraint",
+        "fact",
+        "goal",
+        "preference",
+        "overall",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert_eq!(
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with(['1', '2', '3']))
+            .count(),
+        3
+    );
+    assert!(run.stdout.contains("kept "), "{}", run.stdout);
+    assert!(run.stdout.contains("budget met in "), "{}", run.stdout);
+}
+
+#[test]
+fn the_compressor_and_lcm_meet_the_budget() {
+    let sandbox = sandbox();
+    for engine in ["compressor", "lcm"] {
+        for budget in ["20%", "30%"] {
+            let report = quality_json(
+                &sandbox,
+                &[
+                    "quality",
+                    "--engine",
+                    engine,
+                    "--generated",
+                    "120",
+                    "--budget",
+                    budget,
+                    "--json",
+                ],
+            );
+            for round in report["rounds"].as_array().unwrap() {
+                let (out, budget) = (&round["output_tokens"], &round["budget_tokens"]);
+                assert!(
+                    out.as_u64().unwrap() <= budget.as_u64().unwrap(),
+                    "{engine} at {budget}: {round}"
+                );
+            }
+            assert_eq!(report["outcome"]["budgets_met"], 5, "{engine}");
+        }
+    }
+    // And on the example session, whose tail runs into long tool runs.
+    for engine in ["compressor", "lcm"] {
+        let report = quality_json(&sandbox, &["quality", "--engine", engine, "--json"]);
+        assert_eq!(report["outcome"]["budgets_met"], 5, "{engine}: {report}");
+    }
+    // A budget in tokens is the same for every round.
+    let report = quality_json(
+        &sandbox,
+        &[
+            "quality",
+            "--engine",
+            "compressor",
+            "--generated",
+            "120",
+            "--budget",
+            "900",
+            "--json",
+        ],
+    );
+    for round in report["rounds"].as_array().unwrap() {
+        assert_eq!(round["budget_tokens"], 900);
+        assert!(round["output_tokens"].as_u64().unwrap() <= 900, "{round}");
+    }
+}
+
+#[test]
+fn min_fails_the_run_with_its_own_exit_code_when_facts_are_lost() {
+    let sandbox = sandbox();
+    // The window engine drops the middle of the conversation, and the facts in it.
+    let run = sandbox.ctxhost(&["quality", "--engine", "window", "--min", "1.0"]);
+    assert_eq!(run.code, Some(4), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("under --min 100%"), "{}", run.stderr);
+    assert!(run.stdout.contains("kept "), "the report is still printed");
+    let run = sandbox.ctxhost(&["quality", "--engine", "window", "--min", "0"]);
+    assert!(run.success(), "{}", run.stderr);
+    let help = sandbox.ctxhost(&["quality", "--help"]);
+    assert!(
+        help.stdout.contains("4 when a fact kind kept less than"),
+        "{}",
+        help.stdout
+    );
+    let bad = sandbox.ctxhost(&["quality", "--min", "90"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    let bad = sandbox.ctxhost(&["quality", "--budget", "0%"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+}
+
+#[test]
+fn plot_draws_one_curve_per_kind_and_one_for_the_tools() {
+    let sandbox = sandbox();
+    let plot = sandbox.path().join("quality.svg");
+    let run = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "lcm",
+        "--generated",
+        "60",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg "), "{svg}");
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        6,
+        "five kinds and the tools"
+    );
+    for name in [
+        "rule",
+        "constraint",
+        "fact",
+        "goal",
+        "preference",
+        "with tools",
+    ] {
+        assert!(svg.contains(&format!(">{name} ")), "{name}");
+    }
+    // `--plot -`: the picture on standard output, the report moved to stderr.
+    let run = sandbox.ctxhost(&["quality", "--generated", "60", "--plot", "-"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(run.stdout.starts_with("<svg "), "{}", run.stdout);
+    assert!(run.stderr.contains("kept "), "{}", run.stderr);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_report_and_a_transcript_can_be_named() {
+    let sandbox = sandbox();
+    let transcript = ctxhost_tests::corpus_files()
+        .into_iter()
+        .max_by_key(|f| std::fs::metadata(f).unwrap().len())
+        .unwrap();
+    let path = transcript.to_str().unwrap();
+    let args = [
+        "quality",
+        path,
+        "--engine",
+        "compressor",
+        "--rounds",
+        "3",
+        "--seed",
+        "5",
+        "--json",
+    ];
+    let first = quality_json(&sandbox, &args);
+    assert_eq!(first, quality_json(&sandbox, &args));
+    assert_eq!(first["seed"], 5);
+    assert_eq!(first["rounds"].as_array().unwrap().len(), 3);
+}
