@@ -6,6 +6,7 @@ pub mod edit;
 pub mod fingerprint;
 pub mod home;
 mod locate;
+pub mod nesting;
 mod overrides;
 pub mod plugin_host;
 pub mod project;
@@ -173,6 +174,11 @@ impl Config {
 
     /// Parses config text; `source` is used in error locations.
     pub fn parse(text: &str, source: Option<PathBuf>) -> Result<Self, ConfigError> {
+        // Before the parser, whose cost grows with the square of the depth.
+        nesting::check(text).map_err(|error| ConfigError::Invalid {
+            location: location(source.as_deref(), Some(error.line)),
+            message: error.to_string(),
+        })?;
         let file: ConfigFile = if text.trim().is_empty() {
             ConfigFile::default()
         } else {

@@ -48,6 +48,9 @@ impl Descriptor {
 
     /// Parses descriptor `text`; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, String> {
+        // Before the parser, whose cost grows with the square of the depth.
+        ctxhost_config::nesting::check(text)
+            .map_err(|error| format!("{}:{}: {error}", path.display(), error.line))?;
         let descriptor: Descriptor = serde_yaml::from_str(text).map_err(|error| {
             let message = error.to_string();
             let message = message
