@@ -52,6 +52,10 @@ pub struct Listing {
     pub sha256: Option<String>,
     #[serde(skip)]
     pub detail: Option<String>,
+    /// What the user should know about a plugin that loads anyway (its library loading shared
+    /// libraries from outside its directory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Where an engine stands, as `plugins list` shows it.
@@ -821,6 +825,7 @@ impl Engines {
             path: None,
             sha256: None,
             detail: None,
+            warnings: Vec::new(),
         }];
         let mut seen = vec![BUILT_IN_ENGINE.to_string()];
         for inspection in self.inspect_plugins(false) {
@@ -840,6 +845,7 @@ impl Engines {
                 path: inspection.library.clone(),
                 sha256: inspection.checksum.clone(),
                 detail: problem.and_then(|p| p.detail.clone()),
+                warnings: inspection.foreign.iter().map(ToString::to_string).collect(),
             };
             if shadowed {
                 row.state = State::Shadowed;
@@ -864,6 +870,7 @@ impl Engines {
                 path: None,
                 sha256: None,
                 detail: None,
+                warnings: Vec::new(),
             });
         }
         rows
