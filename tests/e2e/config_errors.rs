@@ -66,3 +66,43 @@ fn a_malformed_transcript_is_one_line() {
         "error: [SANDBOX]/broken.json:2:8: EOF while parsing a value: the JSON is truncated"
     );
 }
+
+#[test]
+fn a_config_nested_100000_deep_is_refused_at_its_line_before_it_is_parsed() {
+    // The YAML parser takes minutes of CPU on this before it gives up; the depth check first
+    // refuses it in one pass.
+    let deep = format!(
+        "model:\n  context_length: 8000\na: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let (_, line) = compress_with(&deep);
+    assert_eq!(
+        line,
+        "error: config.yaml:3: the YAML nests deeper than 64 levels (brackets or indentation); flatten it"
+    );
+}
+
+#[test]
+fn a_plugin_yaml_nested_100000_deep_is_refused_at_its_line() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: compressor\n");
+    sandbox.write_descriptor(
+        "deep",
+        &format!("library: x\ndescription: {}\n", "{a: ".repeat(100_000)),
+    );
+    let list = sandbox.ctxhost(&["plugins", "list", "--json"]);
+    assert!(list.success(), "{}", list.stderr);
+    let rows = list.json();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == "deep")
+        .unwrap_or_else(|| panic!("no row for deep: {}", list.stdout));
+    let problem = row["problem"].as_str().unwrap();
+    assert!(
+        problem.contains("plugin.yaml:2: the YAML nests deeper than 64 levels"),
+        "{problem}"
+    );
+}

@@ -14,6 +14,7 @@ mod lcm_integrity;
 mod loading;
 mod output;
 mod picker;
+mod plugin_libraries;
 mod plugins_cmd;
 mod postgres_secrets;
 mod project_trust;

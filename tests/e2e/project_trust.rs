@@ -233,3 +233,139 @@ fn an_untrusted_project_config_names_no_environment_variable_for_a_plugin() {
     assert!(run.success(), "{}", run.stderr);
     assert!(!run.stderr.contains("_env"), "trusted: {}", run.stderr);
 }
+
+/// Starts `command` (a `ctxhost serve` on 127.0.0.1:0) and returns it with every stderr line it
+/// printed up to and including its ready line.
+fn serve_until_ready(mut command: std::process::Command) -> (std::process::Child, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctxhost serve starts");
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let ready = line.starts_with("ctxhost serve: listening on ");
+        lines.push(line);
+        if ready {
+            return (child, lines);
+        }
+    }
+    let status = child.wait();
+    panic!("ctxhost serve never became ready ({status:?}): {lines:#?}");
+}
+
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn world_writable_file(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, "").unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+}
+
+#[test]
+fn an_untrusted_project_chooses_no_place_for_the_gateways_state() {
+    ctxhost_tests::artifacts();
+    let sandbox = Sandbox::new();
+    let loot = sandbox.path().join("elsewhere/loot.sqlite");
+    world_writable_file(&loot);
+    let project = sandbox.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("config.yaml"),
+        format!(
+            "serve:\n  state: {}\nplugins:\n  lcm:\n    store: postgres://u:p@127.0.0.1:1/loot\n    \
+             fresh_tail_count: 8\n",
+            loot.display()
+        ),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(ctxhost_tests::binary());
+    command
+        .current_dir(&project)
+        .env("CTXHOST_HOME", sandbox.home())
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CTXHOST_LOG")
+        .arg("serve");
+    let (mut child, lines) = serve_until_ready(command);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let warnings: Vec<&String> = lines.iter().filter(|l| l.contains("serve.state")).collect();
+    assert_eq!(warnings.len(), 1, "one line: {lines:#?}");
+    for expected in ["`ctxhost trust`", "plugins.lcm.store", "not used"] {
+        assert!(
+            warnings[0].contains(expected),
+            "{expected}: {}",
+            warnings[0]
+        );
+    }
+    assert!(!warnings[0].contains("fresh_tail_count"), "{}", warnings[0]);
+    assert!(!warnings[0].contains("u:p@"), "{}", warnings[0]);
+    assert_eq!(
+        std::fs::metadata(&loot).unwrap().len(),
+        0,
+        "nothing was written where the project said"
+    );
+    assert_eq!(mode_of(&loot), 0o666, "nor was it opened");
+    assert!(
+        sandbox
+            .home()
+            .join("data/gateway/sessions.sqlite")
+            .is_file(),
+        "the state is in the user's home"
+    );
+}
+
+#[test]
+fn a_gateway_store_readable_by_others_is_made_owner_only_and_said() {
+    ctxhost_tests::artifacts();
+    let sandbox = Sandbox::new();
+    let state = sandbox.path().join("state/sessions.sqlite");
+    world_writable_file(&state);
+    sandbox.write_config(&format!("serve:\n  state: {}\n", state.display()));
+    let (mut child, lines) = serve_until_ready(sandbox.command(&["serve"]));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(mode_of(&state), 0o600);
+    let said: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("was readable by others"))
+        .collect();
+    assert_eq!(said.len(), 1, "{lines:#?}");
+    for expected in ["sessions.sqlite", "0666", "0600"] {
+        assert!(said[0].contains(expected), "{expected}: {}", said[0]);
+    }
+}
+
+#[test]
+fn an_lcm_store_readable_by_others_is_made_owner_only_and_said() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    let store = sandbox.path().join("lcm/lcm.sqlite");
+    world_writable_file(&store);
+    sandbox.write_config(&format!(
+        "context:\n  engine: lcm\nmodel:\n  context_length: 8000\nplugins:\n  lcm:\n    store: {}\n",
+        store.display()
+    ));
+    let transcript = corpus_dir().join("ctf__web__i_got_id_demo.json");
+    let run = sandbox.ctxhost(&["compress", transcript.to_str().unwrap()]);
+    assert!(run.success(), "{}", run.stderr);
+    assert_eq!(mode_of(&store), 0o600);
+    let said: Vec<&str> = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("was readable by others"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", run.stderr);
+    for expected in ["lcm.sqlite", "0666", "0600"] {
+        assert!(said[0].contains(expected), "{expected}: {}", said[0]);
+    }
+}

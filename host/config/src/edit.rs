@@ -106,6 +106,8 @@ fn parse(text: &str) -> Result<Value, EditError> {
     if text.trim().is_empty() {
         return Ok(Value::Mapping(Mapping::new()));
     }
+    crate::nesting::check(text)
+        .map_err(|error| EditError::Unparsable(format!("line {}: {error}", error.line)))?;
     match serde_yaml::from_str::<Value>(text) {
         Ok(Value::Null) => Ok(Value::Mapping(Mapping::new())),
         Ok(value @ Value::Mapping(_)) => Ok(value),

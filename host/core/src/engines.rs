@@ -52,6 +52,10 @@ pub struct Listing {
     pub sha256: Option<String>,
     #[serde(skip)]
     pub detail: Option<String>,
+    /// What the user should know about a plugin that loads anyway (its library loading shared
+    /// libraries from outside its directory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Where an engine stands, as `plugins list` shows it.
@@ -823,6 +827,7 @@ impl Engines {
             path: None,
             sha256: None,
             detail: None,
+            warnings: Vec::new(),
         }];
         let mut seen = vec![BUILT_IN_ENGINE.to_string()];
         for inspection in self.inspect_plugins(false) {
@@ -842,6 +847,7 @@ impl Engines {
                 path: inspection.library.clone(),
                 sha256: inspection.checksum.clone(),
                 detail: problem.and_then(|p| p.detail.clone()),
+                warnings: inspection.foreign.iter().map(ToString::to_string).collect(),
             };
             if shadowed {
                 row.state = State::Shadowed;
@@ -866,6 +872,7 @@ impl Engines {
                 path: None,
                 sha256: None,
                 detail: None,
+                warnings: Vec::new(),
             });
         }
         rows

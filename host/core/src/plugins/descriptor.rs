@@ -1,6 +1,6 @@
 //! `plugin.yaml`: what a plugin directory declares about itself.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -48,6 +48,9 @@ impl Descriptor {
 
     /// Parses descriptor `text`; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, String> {
+        // Before the parser, whose cost grows with the square of the depth.
+        ctxhost_config::nesting::check(text)
+            .map_err(|error| format!("{}:{}: {error}", path.display(), error.line))?;
         let descriptor: Descriptor = serde_yaml::from_str(text).map_err(|error| {
             let message = error.to_string();
             let message = message
@@ -88,6 +91,28 @@ impl Descriptor {
             Some(base) => dir.join(Self::library_file_name(base)),
             None => dir.join(&self.library),
         }
+    }
+
+    /// Whether `library:` is a path that leads out of the plugin's directory (absolute, or
+    /// climbing out with `..`). A project's trust covers the files of its plugin directories
+    /// only, so a project plugin's library must lie inside its own.
+    pub fn library_leaves_dir(&self) -> bool {
+        if self.base_name().is_some() {
+            return false;
+        }
+        let mut depth = 0usize;
+        for component in Path::new(&self.library).components() {
+            match component {
+                Component::Normal(_) => depth += 1,
+                Component::CurDir => {}
+                Component::ParentDir => match depth.checked_sub(1) {
+                    Some(up) => depth = up,
+                    None => return true,
+                },
+                Component::RootDir | Component::Prefix(_) => return true,
+            }
+        }
+        false
     }
 
     /// The library's base name, when `plugin.yaml` gives one rather than a path.
@@ -208,6 +233,26 @@ fn cargo_profile(dir: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use crate::plugins::shipped::{by_library, SHIPPED};
+
+    #[test]
+    fn a_library_path_leaving_the_plugin_directory_is_told_apart() {
+        let leaves = |library: &str| {
+            Descriptor::parse(&format!("library: {library}\n"), Path::new("plugin.yaml"))
+                .unwrap()
+                .library_leaves_dir()
+        };
+        for outside in ["../../../build/x.so", "/opt/x.so", "lib/../../x.so"] {
+            assert!(leaves(outside), "{outside}");
+        }
+        for inside in [
+            "ctxhost_engine_window",
+            "libx.so",
+            "lib/./x.so",
+            "lib/../x.so",
+        ] {
+            assert!(!leaves(inside), "{inside}");
+        }
+    }
 
     #[test]
     fn the_embedded_descriptors_name_their_engines_and_libraries() {

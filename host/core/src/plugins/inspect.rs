@@ -8,6 +8,7 @@ use ctxhost_plugin_host::{load_library, LoadErrorKind, PluginLibrary};
 use ctxhost_sdk::Manifest;
 use serde::Serialize;
 
+use super::libraries::{foreign_libraries, Foreign};
 use super::trust::{self, Approval};
 use super::{Candidate, LibraryLocation, RootKind};
 use ctxhost_config::project::Untrusted;
@@ -35,6 +36,8 @@ pub enum ProblemKind {
     StaleApproval,
     /// The library's shared libraries resolve from outside its directory and the system's.
     ForeignLibraries,
+    /// A project plugin's `library:` is a path outside its plugin directory.
+    LibraryOutside,
     /// Allowed, but not loaded (the inspection did not ask for it).
     NotLoaded,
 }
@@ -95,6 +98,10 @@ pub struct Inspection {
     pub loaded: Result<Manifest, Problem>,
     /// The library itself, when it was loaded in this process.
     pub in_process: Option<PluginLibrary>,
+    /// Places outside its directory an installed plugin's library loads shared libraries from
+    /// (a project plugin with any is refused instead): said by every command that lists,
+    /// installs, enables or selects it.
+    pub foreign: Vec<Foreign>,
 }
 
 impl Inspection {
@@ -140,6 +147,7 @@ pub fn inspect(
         approval: None,
         loaded: Err(Problem::new(ProblemKind::LoadFailed, String::new())),
         in_process: None,
+        foreign: Vec::new(),
         candidate,
     };
     inspection.loaded = check(&mut inspection, trust, untrusted, always_hash, loader);
@@ -163,6 +171,19 @@ fn check(
         )
     })?;
     inspection.library = Some(location.path().to_path_buf());
+    let project_plugin = candidate.root == RootKind::ConfigDir;
+    if let (true, Ok(descriptor)) = (project_plugin, &candidate.descriptor) {
+        if descriptor.library_leaves_dir() {
+            return Err(Problem::new(
+                ProblemKind::LibraryOutside,
+                format!(
+                    "plugin.yaml's `library: {}` is outside the plugin's directory, where the project's trust does not reach; put the library in {} and name it there",
+                    descriptor.library,
+                    candidate.dir.display()
+                ),
+            ));
+        }
+    }
     let library = match location {
         LibraryLocation::Found(library) => library,
         LibraryLocation::Missing(missing) => {
@@ -172,6 +193,9 @@ fn check(
             ))
         }
     };
+    // What the library would load from elsewhere is not covered by any approval. (A library
+    // that cannot be read is reported as such below, or fails to load.)
+    inspection.foreign = foreign_libraries(&library, &candidate.dir).unwrap_or_default();
     let unreadable = |error: std::io::Error| {
         Problem::new(
             ProblemKind::Unreadable,
@@ -250,6 +274,12 @@ fn check(
             ))
         }
         Approval::Approved | Approval::Project => {}
+    }
+    if let (true, Some(first)) = (project_plugin, inspection.foreign.first()) {
+        return Err(Problem::new(
+            ProblemKind::ForeignLibraries,
+            format!("{first}; a project's plugin may load no code from outside its directory: link its library without that path"),
+        ));
     }
     let manifest = match loader {
         Loader::Skip => return Err(Problem::new(ProblemKind::NotLoaded, String::new())),

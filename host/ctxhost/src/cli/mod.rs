@@ -145,7 +145,11 @@ impl App {
                 eprintln!(
                     "warning: {}; until then its plugins do not load and {} {} not used",
                     project::how_to_trust(&config_path, why),
-                    ignored.join(", "),
+                    ignored
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     if ignored.len() == 1 { "is" } else { "are" }
                 );
             }

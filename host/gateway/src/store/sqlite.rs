@@ -27,7 +27,8 @@ PRAGMA user_version = 1;
 
 impl SqliteStore {
     /// Opens (creating) the store at `path`. Conversations are private: the directory is
-    /// created 0700 and the file 0600.
+    /// created 0700 and the file 0600; a file that exists readable by others is made 0600, and
+    /// that is logged.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let fail = |reason: String| StoreError::Open {
             location: StateLocation::Sqlite(path.to_path_buf()),
@@ -37,6 +38,21 @@ impl SqliteStore {
             create_private_dir(dir).map_err(|e| fail(e.to_string()))?;
         }
         create_private_file(path).map_err(|e| fail(e.to_string()))?;
+        // SQLite gives its log and shared-memory files the database's mode.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let file = std::path::PathBuf::from(file);
+            match restrict(&file) {
+                Ok(Some(mode)) => tracing::warn!(
+                    "{}: was readable by others (mode {mode:04o}); made it owner-only (0600), as it holds every conversation",
+                    file.display()
+                ),
+                Ok(None) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(fail(format!("cannot make {} owner-only: {e}", file.display()))),
+            }
+        }
         let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
         connection
             .pragma_update(None, "journal_mode", "WAL")
@@ -168,6 +184,22 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     }
     #[cfg(not(unix))]
     std::fs::create_dir_all(dir)
+}
+
+/// Makes an existing file owner-only; the mode it had, when that was wider.
+fn restrict(path: &Path) -> std::io::Result<Option<u32>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            return Ok(Some(mode));
+        }
+    }
+    #[cfg(not(unix))]
+    std::fs::metadata(path)?;
+    Ok(None)
 }
 
 fn create_private_file(path: &Path) -> std::io::Result<()> {

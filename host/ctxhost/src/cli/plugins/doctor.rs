@@ -265,6 +265,12 @@ fn examine(app: &App) -> Vec<Finding> {
         let Some(library) = inspection.library.as_deref().filter(|l| l.is_file()) else {
             continue;
         };
+        let refused =
+            matches!(&inspection.loaded, Err(p) if p.kind == ProblemKind::ForeignLibraries);
+        if refused {
+            // Already reported, as the reason it does not load.
+            continue;
+        }
         let name = inspection.candidate.name.as_str();
         match foreign_libraries(library, &inspection.candidate.dir) {
             Ok(foreign) => findings.extend(foreign.into_iter().map(|foreign| {

@@ -9,6 +9,7 @@ use ctxhost_config::write::{update, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_core::plugins::install::shipped::Origin;
 use ctxhost_core::plugins::install::{self, Request};
+use ctxhost_core::plugins::libraries::foreign_libraries;
 use ctxhost_core::plugins::scaffold;
 use ctxhost_core::plugins::trust::{short, Recorded};
 use ctxhost_core::plugins::RootKind;
@@ -87,6 +88,9 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
     }
     println!("  library  {}", installed.library.display());
     println!("  sha256   {}", installed.sha256);
+    if let Ok(foreign) = foreign_libraries(&installed.library, &installed.dir) {
+        super::warn_foreign(name, &foreign);
+    }
     let trust = &app.config().trust;
     if args.enable {
         let key = format!("trust.enabled.{name}");

@@ -17,6 +17,11 @@ pub struct ListArgs {
 pub fn list(global: &GlobalArgs, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     let rows = app.engines.list();
+    for row in &rows {
+        for warning in &row.warnings {
+            eprintln!("warning: {}: {warning}", row.name);
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);

@@ -68,3 +68,11 @@ pub fn run(global: &GlobalArgs, args: &PluginsArgs) -> anyhow::Result<ExitCode> 
         Some(PluginsCommand::New(args)) => install::new(args),
     }
 }
+
+/// Says, one line each, where an installed plugin's library loads shared libraries from outside
+/// its directory: its approval does not cover those files (a project's plugin is refused).
+fn warn_foreign(name: &str, foreign: &[ctxhost_core::plugins::libraries::Foreign]) {
+    for foreign in foreign {
+        eprintln!("warning: {name}: {foreign}");
+    }
+}

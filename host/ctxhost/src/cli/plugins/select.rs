@@ -56,7 +56,7 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
                 ctxhost_core::suggest::did_you_mean(app.engines.closest_engine(name).as_deref())
             ),
             Some(inspection) => match &inspection.loaded {
-                Ok(_) => {}
+                Ok(_) => super::warn_foreign(name, &inspection.foreign),
                 Err(problem)
                     if matches!(
                         problem.kind,
@@ -64,6 +64,7 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
                     ) =>
                 {
                     let (checksum, version) = approve(app, &inspection)?;
+                    super::warn_foreign(name, &inspection.foreign);
                     notes.push(format!(
                         "approved {name} {version} (sha256 {}…): this build may now load",
                         short(&checksum)
@@ -113,6 +114,7 @@ pub fn enable(global: &GlobalArgs, args: &NameArgs) -> anyhow::Result<ExitCode> 
         }
     }
     let (checksum, version) = approve(&app, &inspection)?;
+    super::warn_foreign(name, &inspection.foreign);
     let key = format!("trust.enabled.{name}");
     let mut changes = vec![Change::Set(
         &key,

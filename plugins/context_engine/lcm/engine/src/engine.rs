@@ -332,6 +332,9 @@ impl EnginePlugin for LcmEngine {
         // the conversation with its built-in compressor).
         let mut store =
             Store::open_or_unusable(&location, Duration::from_millis(settings.busy_timeout_ms));
+        for notice in store.tightened() {
+            services.warn(notice);
+        }
         let conv = match store.unusable() {
             Some(why) => {
                 services.warn(&format!("{why}; run `ctxhost engine doctor`"));

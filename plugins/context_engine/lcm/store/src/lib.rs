@@ -131,6 +131,15 @@ impl Store {
         }
     }
 
+    /// The store's files that were readable by others and were made owner-only as it opened
+    /// (one line each to say); none for a database on a server.
+    pub fn tightened(&self) -> &[String] {
+        match self {
+            Store::Sqlite(s) => s.tightened(),
+            Store::Postgres(_) => &[],
+        }
+    }
+
     /// Why the database does not open, when it does not.
     pub fn unusable(&self) -> Option<&str> {
         on_backend!(self, s => s.unusable())

@@ -23,19 +23,29 @@ pub fn options(options: &mut OpenOptions) -> &mut OpenOptions {
     options
 }
 
-/// Makes an existing file owner-only (a store created by an earlier release, say).
-pub fn restrict(path: &Path) -> io::Result<()> {
+/// Makes an existing file owner-only (a store created by an earlier release, or by someone
+/// else, say); returns the mode it had when it was wider, for the engine to say so.
+pub fn restrict(path: &Path) -> io::Result<Option<u32>> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let metadata = std::fs::metadata(path)?;
-        if metadata.permissions().mode() & 0o077 != 0 {
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            return Ok(Some(mode));
         }
     }
     #[cfg(not(unix))]
     let _ = path;
-    Ok(())
+    Ok(None)
+}
+
+/// What to say about a file [`restrict`] tightened.
+pub fn tightened_notice(path: &Path, mode: u32) -> String {
+    format!(
+        "{}: was readable by others (mode {mode:04o}); made it owner-only (0600), as it holds every message",
+        path.display()
+    )
 }
 
 /// Creates `path` empty and owner-only, failing when it exists: SQLite then writes into it

@@ -40,6 +40,9 @@ pub struct SqliteStore {
     conn: Option<Connection>,
     unusable: Option<String>,
     path: PathBuf,
+    /// Files of the store that were readable by others when it opened, and were made
+    /// owner-only: one line each for the engine to say.
+    tightened: Vec<String>,
 }
 
 impl SqliteStore {
@@ -55,7 +58,8 @@ impl SqliteStore {
         }
         // SQLite creates the log and shared-memory files with the database's mode: create the
         // database owner-only first, and tighten a store an earlier release left readable.
-        let private = || -> std::io::Result<()> {
+        let mut tightened = Vec::new();
+        let mut private = || -> std::io::Result<()> {
             if !path.exists() {
                 match crate::private_files::create_new_empty(path) {
                     Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
@@ -67,7 +71,9 @@ impl SqliteStore {
                 file.push(suffix);
                 let file = std::path::PathBuf::from(file);
                 if file.exists() {
-                    crate::private_files::restrict(&file)?;
+                    if let Some(mode) = crate::private_files::restrict(&file)? {
+                        tightened.push(crate::private_files::tightened_notice(&file, mode));
+                    }
                 }
             }
             Ok(())
@@ -119,6 +125,7 @@ impl SqliteStore {
             conn: Some(conn),
             unusable: None,
             path: path.to_path_buf(),
+            tightened,
         })
     }
 
@@ -129,7 +136,13 @@ impl SqliteStore {
             conn: None,
             unusable: Some(error.message().to_string()),
             path: path.to_path_buf(),
+            tightened: Vec::new(),
         })
+    }
+
+    /// The store's files that were readable by others and were made owner-only as it opened.
+    pub fn tightened(&self) -> &[String] {
+        &self.tightened
     }
 
     /// Why the database does not open, when it does not.
