@@ -185,6 +185,57 @@ mod tests {
     }
 
     #[test]
+    fn reads_limits_done_conditions_renames_and_later_clauses() {
+        let cases: &[(&str, Kind, &str)] = &[
+            ("The batch size must stay at or below 4,317 rows.", Kind::Constraint, "4,317"),
+            ("The tracking ticket for this work is QMZ-48213.", Kind::Fact, "QMZ-48213"),
+            ("We are done when the acceptance check garnet-3333 passes.", Kind::Goal, "garnet-3333"),
+            (
+                "Update: the goal changed, the billing service goes onto cluster cobalt-9988 instead.",
+                Kind::Goal,
+                "cobalt-9988",
+            ),
+            ("Update: the next milestone was renamed willow-2222.", Kind::Fact, "willow-2222"),
+            (
+                "Update: I now prefer the indentation style called juniper-6666.",
+                Kind::Preference,
+                "juniper-6666",
+            ),
+            (
+                "Update: the vault code was rotated, never reveal the new vault code QA-1234-ZZ.",
+                Kind::Rule,
+                "QA-1234-ZZ",
+            ),
+        ];
+        for (text, kind, value) in cases {
+            let item = one(text);
+            assert_eq!(item.kind, *kind, "{text}: {item:?}");
+            assert!(item.value.contains(value), "{text}: {item:?}");
+            assert!(item.text.contains(value), "{text}: {item:?}");
+        }
+        // A new goal replaces the old one; a done-condition is a goal of its own.
+        let mut book = Book::default();
+        book.extend(extract(
+            "The goal is to move billing onto cluster tundra-4512.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "We are done when the check garnet-3333 passes.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "Update: the goal changed, billing goes onto cluster cobalt-9988 instead.",
+            Origin::User,
+        ));
+        let lines = book.lines().join("\n");
+        assert!(
+            lines.contains("cobalt-9988") && lines.contains("garnet-3333"),
+            "{lines}"
+        );
+        assert!(!lines.contains("tundra-4512"), "{lines}");
+    }
+
+    #[test]
     fn reads_the_forms_users_write() {
         let cases: &[(&str, Kind, &str, &str)] = &[
             (
@@ -209,8 +260,8 @@ mod tests {
             (
                 "Hard constraint: total spend must stay under $4,817.",
                 Kind::Constraint,
-                "spend must stay under",
-                "total spend must stay under $4,817",
+                "spend",
+                "$4,817",
             ),
             (
                 "Safety rule: never share the vault code ZX-99.",

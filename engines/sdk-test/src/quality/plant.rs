@@ -3,7 +3,7 @@
 
 use ctxhost_sdk::Message;
 
-use super::facts::{self, Fact};
+use super::facts::{self, Fact, Sentence};
 use super::rng::Rng;
 use super::QualityError;
 
@@ -14,14 +14,14 @@ pub struct Placement {
     pub fact: usize,
     /// The sentence superseding the fact's first value.
     pub supersedes: bool,
-    /// Index of the user message it was appended to.
+    /// Index of the user message that states it.
     pub message: usize,
 }
 
 /// A session with its facts planted.
 #[derive(Debug, Clone)]
 pub struct Planted {
-    /// The session with the sentences appended.
+    /// The session with the sentences inserted.
     pub messages: Vec<Message>,
     /// The facts planted.
     pub facts: Vec<Fact>,
@@ -39,8 +39,8 @@ impl Planted {
     }
 }
 
-/// Plants the facts of `seed` in `session`: every sentence is appended to a plain-text user
-/// message (the first user message, which engines protect as the task, is left alone), spread
+/// Plants the facts of `seed` in `session`: every sentence is a user message inserted after a
+/// plain-text user message (not after the first, which engines protect as the task), spread
 /// evenly from start to end. First values land in the first half, updates in the second, so
 /// an update always comes after the value it supersedes.
 pub fn plant(session: &[Message], seed: u64) -> Result<Planted, QualityError> {
@@ -71,22 +71,26 @@ pub fn plant(session: &[Message], seed: u64) -> Result<Planted, QualityError> {
     rng.shuffle(&mut early);
     rng.shuffle(&mut late);
     let order: Vec<_> = early.into_iter().chain(late).collect();
-    let mut messages = session.to_vec();
-    let mut placements = Vec::with_capacity(total);
+    // Each sentence is a user message of its own, right after a user message of the session:
+    // a user stating something between turns, the way people do. Appended to the session's own
+    // user text it could land inside a tool observation (agents such as SWE-agent send their
+    // observations as user messages), which no reader takes for the user's word.
+    let mut after: Vec<Vec<Sentence>> = vec![Vec::new(); session.len()];
     for (slot, sentence) in order.into_iter().enumerate() {
-        let index = candidates[slot * candidates.len() / total];
-        let message = &mut messages[index];
-        let text = format!(
-            "{}\n\n{}",
-            message.text().unwrap_or_default(),
-            sentence.text
-        );
-        message.set_text(text);
-        placements.push(Placement {
-            fact: sentence.fact,
-            supersedes: sentence.supersedes,
-            message: index,
-        });
+        after[candidates[slot * candidates.len() / total]].push(sentence);
+    }
+    let mut messages = Vec::with_capacity(session.len() + total);
+    let mut placements = Vec::with_capacity(total);
+    for (message, sentences) in session.iter().zip(after) {
+        messages.push(message.clone());
+        for sentence in sentences {
+            placements.push(Placement {
+                fact: sentence.fact,
+                supersedes: sentence.supersedes,
+                message: messages.len(),
+            });
+            messages.push(Message::user(sentence.text));
+        }
     }
     Ok(Planted {
         messages,

@@ -15,7 +15,7 @@ const TOOL_SCAN_BYTES: usize = 4 * 1024;
 /// Most words of a value in `name is value` / `name: value`.
 const VALUE_WORDS: usize = 8;
 /// Most words of a name in `name is value` / `name: value`.
-const NAME_WORDS: usize = 5;
+const NAME_WORDS: usize = 6;
 
 /// Cheap test before a sentence is read closely: most sentences hold none of these.
 static CUES: Markers = Markers::new(&[
@@ -56,7 +56,9 @@ pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
             .filter(|sentence| {
                 sentence.len() <= 600 && (starts_with_who(sentence) || CUES.any_in(sentence))
             })
-            .filter_map(|sentence| read_sentence(sentence, Origin::User))
+            .filter_map(|sentence| {
+                read_sentence(sentence, Origin::User).or_else(|| read_clause(sentence))
+            })
             .collect(),
         Origin::Tool => text[..crate::budget::floor_boundary(text, TOOL_SCAN_BYTES)]
             .lines()
@@ -65,6 +67,29 @@ pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
             .take(TOOL_FACTS)
             .collect(),
     }
+}
+
+/// "The vault code was rotated, never reveal the new one X-1": a rule, a goal or a preference
+/// stated in a later clause of a sentence that states nothing as a whole. Only those forms are
+/// read there: a bare `name is value` inside a clause is too often prose.
+fn read_clause(sentence: &str) -> Option<Standing> {
+    let lower = sentence.to_ascii_lowercase();
+    lower
+        .match_indices([',', ';'])
+        .map(|(at, _)| at + 1)
+        .filter_map(|at| {
+            let clause = lower[at..].trim_start();
+            let opens = RULE_STARTS
+                .iter()
+                .chain(PREFERENCE_STARTS)
+                .any(|start| clause.starts_with(start));
+            opens.then(|| &sentence[sentence.len() - clause.len()..])
+        })
+        .find_map(|clause| read_sentence(clause, Origin::User))
+        .map(|item| Standing {
+            text: compact(sentence.trim(), TEXT_MAX),
+            ..item
+        })
 }
 
 /// Whether a line of output may read `name: value` or `name is value`: its leading run of
@@ -134,6 +159,9 @@ const RULE_STARTS: &[&str] = &[
 
 const PREFERENCE_STARTS: &[&str] = &[
     "i prefer ",
+    "i now prefer ",
+    "i still prefer ",
+    "we now prefer ",
     "i'd prefer ",
     "i would prefer ",
     "we prefer ",
@@ -146,6 +174,17 @@ const PREFERENCE_STARTS: &[&str] = &[
     "please use ",
     "i'd like you to use ",
     "i want you to use ",
+];
+
+/// Openings that say what finishes the work.
+const DONE_WHEN: &[&str] = &[
+    "we are done when ",
+    "we're done when ",
+    "i'm done when ",
+    "the work is done when ",
+    "the task is done when ",
+    "it is done when ",
+    "done when ",
 ];
 
 const GOAL_NAMES: &[&str] = &[
@@ -386,6 +425,23 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                 }
             }
         }
+        // "The goal changed, the service goes onto X instead": the newer goal.
+        for name in GOAL_NAMES {
+            if let Some(rest) = named.strip_prefix(name) {
+                if let Some(value) = [" changed, ", " changed: ", " changed to ", " is now "]
+                    .iter()
+                    .find_map(|link| rest.strip_prefix(link))
+                {
+                    let offset = lower.len() - value.len();
+                    return item(Kind::Goal, "goal".to_string(), &text[offset..]);
+                }
+            }
+        }
+        // "We are done when the acceptance check X passes": what finishes the work.
+        if let Some(rest) = DONE_WHEN.iter().find_map(|s| body.strip_prefix(s)) {
+            let offset = lower.len() - rest.len();
+            return item(Kind::Goal, "done when".to_string(), &text[offset..]);
+        }
         // Preferences: "I prefer …", "please use …".
         if let Some(rest) = PREFERENCE_STARTS.iter().find_map(|s| body.strip_prefix(s)) {
             let offset = lower.len() - rest.len();
@@ -431,6 +487,14 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
         }
     }
     if origin == Origin::User {
+        // "The batch size must stay at or below 500 rows": a limit on a named thing.
+        if let Some((name, value)) = must_limit(body) {
+            let offset = lower.len() - value.len();
+            let value = &text[offset..];
+            if looks_specific(value) && value.split_whitespace().count() <= VALUE_WORDS {
+                return item(Kind::Constraint, strip_articles(name).to_string(), value);
+            }
+        }
         // "we deploy to us-west-2", "I'm working in eu-central-1".
         if let Some((verb, value)) = verb_place(body) {
             let offset = lower.len() - value.len();
@@ -455,6 +519,8 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
         " was changed to ",
         " has changed to ",
         " changed to ",
+        " was renamed to ",
+        " was renamed ",
         " was moved to ",
         " moved to ",
         " is now ",
@@ -506,6 +572,36 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
     if value.contains('<') && value.contains('>') {
         return None;
     }
+    Some((name, value))
+}
+
+/// `name must stay at or below value`, `name must not exceed value`: the name and the value.
+fn must_limit(body: &str) -> Option<(&str, &str)> {
+    const BOUNDS: &[&str] = &[
+        "stay at or below ",
+        "stay at or above ",
+        "stay below ",
+        "stay under ",
+        "stay above ",
+        "stay within ",
+        "not exceed ",
+        "never exceed ",
+        "be at most ",
+        "be at least ",
+        "be under ",
+        "be below ",
+        "be no more than ",
+        "be no less than ",
+    ];
+    let (name, rest) = body.split_once(" must ")?;
+    let words = name.split_whitespace().count();
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b" '-".contains(&b));
+    if words == 0 || words > NAME_WORDS || !plain {
+        return None;
+    }
+    let value = BOUNDS.iter().find_map(|bound| rest.strip_prefix(bound))?;
     Some((name, value))
 }
 
