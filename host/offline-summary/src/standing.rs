@@ -128,6 +128,13 @@ impl Standing {
         })
     }
 
+    /// Whether the item reads as a sentence someone wrote (a capital first, a stop last), not
+    /// a `name: value` line a tool printed.
+    fn is_sentence(&self) -> bool {
+        let text = self.text.trim();
+        text.starts_with(|c: char| c.is_uppercase()) && text.ends_with(['.', '!', '?'])
+    }
+
     /// Whether `self` and `other` are about the same thing (so the newer replaces the older).
     pub fn same_subject(&self, other: &Standing) -> bool {
         if self.subject == other.subject {
@@ -495,5 +502,28 @@ mod tests {
         }
         assert_eq!(book.items().len(), MAX_ITEMS);
         assert_eq!(book.items()[0].kind, Kind::Rule);
+    }
+
+    #[test]
+    fn lines_a_tool_printed_go_before_facts_a_user_stated() {
+        let mut book = Book::default();
+        book.extend(extract("The release date is 2035-01-03.", Origin::User));
+        for i in 0..MAX_ITEMS + 5 {
+            let name: String = i
+                .to_string()
+                .bytes()
+                .map(|d| char::from(d - b'0' + b'a'))
+                .collect();
+            book.extend(extract(
+                &format!("Found mirror {name}: 10.0.0.{i}"),
+                Origin::Tool,
+            ));
+        }
+        assert_eq!(book.items().len(), MAX_ITEMS);
+        assert!(
+            book.items().iter().any(|i| i.value == "2035-01-03"),
+            "{:?}",
+            book.lines()
+        );
     }
 }

@@ -54,17 +54,15 @@ impl Book {
         }
         self.items.push(item);
         while self.items.len() > MAX_ITEMS {
-            // The oldest of the kind kept least.
-            let rank = self
-                .items
-                .iter()
-                .map(|i| i.kind.keep_rank())
-                .min()
-                .unwrap_or(0);
+            // The oldest of the kind kept least, and within it a line read from output before a
+            // sentence someone wrote: a tool prints many `name: value` lines, a user states few
+            // things, and each of those matters.
+            let rank = |item: &Standing| (item.kind.keep_rank(), item.is_sentence());
+            let lowest = self.items.iter().map(rank).min().unwrap_or((0, false));
             let at = self
                 .items
                 .iter()
-                .position(|i| i.kind.keep_rank() == rank)
+                .position(|item| rank(item) == lowest)
                 .unwrap_or(0);
             self.items.remove(at);
         }
