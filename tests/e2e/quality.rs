@@ -236,3 +236,27 @@ fn the_same_seed_gives_the_same_report_and_a_transcript_can_be_named() {
     assert_eq!(first["seed"], 5);
     assert_eq!(first["rounds"].as_array().unwrap().len(), 3);
 }
+
+/// The bar, as a gate: on the shipped offline config, five rounds at 20% of each
+/// round's input, the compressor and lcm keep at least 90% of every fact kind within the
+/// budget and show no superseded value as current; lcm's tools recover every fact.
+#[test]
+fn the_compressor_and_lcm_keep_the_standing_facts_through_five_rounds() {
+    let sandbox = sandbox();
+    for engine in ["compressor", "lcm"] {
+        let run = sandbox.ctxhost(&["quality", "--engine", engine, "--min", "0.9", "--json"]);
+        assert!(run.success(), "{engine}: {}\n{}", run.stderr, run.stdout);
+        let report = run.json();
+        let outcome = &report["outcome"];
+        assert!(
+            outcome["weakest"].as_f64().unwrap() >= 0.9,
+            "{engine}: {outcome}"
+        );
+        assert_eq!(outcome["stale"], 0, "{engine}: {outcome}");
+        assert_eq!(outcome["budgets_met"], 5, "{engine}: {outcome}");
+        if engine == "lcm" {
+            let tools = &outcome["retrieval"]["overall"];
+            assert_eq!(tools["kept"], tools["planted"], "{outcome}");
+        }
+    }
+}

@@ -23,6 +23,9 @@ const REGROWTH: f64 = 0.10;
 /// Summaries remembered as this engine's own: the current one, and a few a caller may still
 /// hold (a compression prepared in the background and dropped leaves the previous one in use).
 const REMEMBERED_SUMMARIES: usize = 8;
+/// The least a summary gets under a caller's target (`CompressOptions::target_tokens`) that the
+/// head and the tail alone fill: room for the standing facts, if for little else.
+const MIN_TARGETED_SUMMARY: u64 = 256;
 
 /// What the last compression did, for `ctxhost run` reports (`invoke("last_compression")`).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -302,9 +305,14 @@ impl Compressor {
                     .services
                     .count_message_tokens(&summary_message("", None, None));
                 let tail = self.count(&work[tail_start..]);
+                // A head and a tail that fill the target already leave a summary no room;
+                // it still gets enough for the session's standing facts (the target is missed
+                // either way, and a one-token summary would drop them).
                 target
                     .saturating_sub(head_tokens + tail + frame)
-                    .clamp(1, self.summary_budget(self.count(middle)))
+                    .max(MIN_TARGETED_SUMMARY)
+                    .min(self.summary_budget(self.count(middle)))
+                    .max(1)
             }
             None => self.summary_budget(self.count(middle)),
         };

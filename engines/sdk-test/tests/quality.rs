@@ -338,9 +338,15 @@ fn budgets_read_as_shares_or_tokens() {
 
 #[test]
 fn a_session_too_short_for_the_rounds_is_an_error() {
+    // Three turns and the fifteen planted user messages: fewer turn boundaries than 40 rounds
+    // need.
     let short = quality::generated_session(1, 3);
-    let error = quality::run(&mut EngineSubject::new(Keep), &short, &settings()).unwrap_err();
-    assert_eq!(error, QualityError::TooShort { parts: 6 });
+    let many = Settings {
+        rounds: 40,
+        ..settings()
+    };
+    let error = quality::run(&mut EngineSubject::new(Keep), &short, &many).unwrap_err();
+    assert_eq!(error, QualityError::TooShort { parts: 41 });
     let none = vec![Message::system("s"), Message::user("only ask")];
     let error = quality::run(&mut EngineSubject::new(Keep), &none, &settings()).unwrap_err();
     assert_eq!(error, QualityError::NowhereToPlant);
