@@ -72,7 +72,11 @@ const HOST_CRATES: &[&str] = &[
 ];
 
 /// Crates under `host/` that both sides may use.
-const SHARED_LEAVES: &[&str] = &["ctxhost-offline-summary", "ctxhost-pg"];
+const SHARED_LEAVES: &[&str] = &[
+    "ctxhost-offline-summary",
+    "ctxhost-pg",
+    "ctxhost-redacted-url",
+];
 
 /// Every workspace package: name, manifest directory relative to the workspace, and the
 /// names of its normal dependencies.

@@ -295,9 +295,10 @@ fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated(
             }
         }
         if kind == "leaf" {
-            // What the turns did, or what was asked of them.
+            // What the turns did, or what was asked of them (after the standing facts, when
+            // the turns stated any).
             assert!(
-                text.contains("Did:\n- ") || text.starts_with("Asked"),
+                text.contains("Did:\n- ") || text.starts_with("Asked") || text.contains("\nAsked"),
                 "{id}\n{text}"
             );
         }

@@ -354,28 +354,31 @@ fn a_redirecting_or_endless_summarizer_keeps_the_key_and_memory() {
             .env(KEY_ENV, SECRET)
             .args(sandbox.config_args(&[]))
             .args(["compress", &path]);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe; called in the child before exec.
-            unsafe {
-                command.pre_exec(|| {
-                    let limit = libc::rlimit {
-                        rlim_cur: 4 << 30,
-                        rlim_max: 4 << 30,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
         let (stdout_path, stderr_path) = (sandbox.path().join("out"), sandbox.path().join("err"));
         command
             .stdout(std::fs::File::create(&stdout_path).unwrap())
             .stderr(std::fs::File::create(&stderr_path).unwrap());
+        // The limit is set on the running child, not in a `pre_exec` hook: that hook makes the
+        // child a fork of this (large, busy) test process, whose pages would count toward the
+        // child's peak RSS; without it the child is spawned without copying them.
         let child = command.spawn().unwrap();
+        #[cfg(target_os = "linux")]
+        {
+            let limit = libc::rlimit {
+                rlim_cur: 4 << 30,
+                rlim_max: 4 << 30,
+            };
+            // SAFETY: prlimit reads `limit` and writes nothing (the old limit is not asked for).
+            let set = unsafe {
+                libc::prlimit(
+                    child.id() as libc::pid_t,
+                    libc::RLIMIT_AS,
+                    &limit,
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+        }
         let (success, peak_rss) = wait_measured(child);
         let stderr = std::fs::read_to_string(&stderr_path).unwrap();
         assert!(success, "{stderr}");

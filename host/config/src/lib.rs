@@ -10,7 +10,8 @@ pub mod nesting;
 mod overrides;
 pub mod plugin_host;
 pub mod project;
-pub mod redacted_url;
+/// URLs shown with their secrets masked (a leaf crate of its own, so engines may use it).
+pub use ctxhost_redacted_url as redacted_url;
 pub mod serve;
 pub mod summarizer;
 pub mod tokens;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ctxhost_config::redacted_url::masked;
+use ctxhost_redacted_url::masked;
 use percent_encoding::percent_decode_str;
 
 use crate::ssl::{SslMode, UnknownSslMode};
