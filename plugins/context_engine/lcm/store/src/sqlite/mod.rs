@@ -16,6 +16,9 @@ mod search;
 mod sql;
 mod statements;
 
+#[cfg(test)]
+mod plans;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

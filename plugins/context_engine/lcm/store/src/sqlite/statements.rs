@@ -106,10 +106,15 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              WHERE conversation_id = ?1 AND head = 0)"],
         Stmt::RawAfter => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
              WHERE conversation_id = ?1 AND seq > ?2 AND head = 0 ORDER BY seq LIMIT ?3"],
+        // Ingest runs these two for each message it does not find next in the chain: left to
+        // itself, SQLite reads the conversation in `seq` order to skip the sort (every message
+        // of it, per message: quadratic). The few matching rows are sorted instead.
         Stmt::RawChild => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
+             INDEXED BY messages_by_prev \
              WHERE conversation_id = ?1 AND prev_id = ?2 AND hash = ?3 AND head = 0 \
              ORDER BY seq LIMIT 1"],
         Stmt::RawWithHash => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
+             INDEXED BY messages_by_hash \
              WHERE conversation_id = ?1 AND hash = ?2 AND head = 0 ORDER BY seq"],
         Stmt::LastSource => &[
             "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
