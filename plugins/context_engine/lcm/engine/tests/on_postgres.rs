@@ -15,3 +15,5 @@ mod corpus;
 mod engine;
 #[path = "sessions.rs"]
 mod sessions;
+#[path = "writers.rs"]
+mod writers;
