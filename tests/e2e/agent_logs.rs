@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use ctxhost_tests::{corpus_dir, workspace_root, Run, Sandbox};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The fixtures and the format each is detected as.
 const LOGS: [(&str, &str); 2] = [
@@ -424,4 +424,27 @@ fn above_the_threshold_an_anthropic_document_stays_valid_for_anthropic() {
     );
     let last: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_valid_for_anthropic(&last, &original, "run");
+}
+
+#[test]
+fn a_hermes_tool_turn_without_tags_is_kept_and_a_call_inside_think_is_not_made() {
+    let sandbox = sandbox();
+    let trajectory = json!({"conversations": [
+        {"from": "human", "value": "list the files"},
+        {"from": "gpt", "value": "<think>\nnot <tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call> that\n</think>\n<tool_call>\n{\"name\": \"ls\", \"arguments\": {}}\n</tool_call>"},
+        {"from": "tool", "value": "a.txt\nb.txt"},
+        {"from": "gpt", "value": "two files"},
+    ]});
+    let path = sandbox.write("trajectory.jsonl", &format!("{trajectory}\n"));
+    let run = echo(&sandbox, path.to_str().unwrap(), &[]);
+    assert!(run.success(), "{}", run.stderr);
+    let messages = run.json();
+    let messages = messages.as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    let calls = messages[1]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{messages:?}");
+    assert_eq!(calls[0]["function"]["name"], "ls");
+    assert_eq!(messages[2]["role"], "tool");
+    assert_eq!(messages[2]["tool_call_id"], calls[0]["id"]);
+    assert_eq!(messages[2]["content"], "a.txt\nb.txt");
 }

@@ -252,6 +252,54 @@ fn two_processes_on_one_session_never_interleave_and_both_say_how_they_ended() {
 }
 
 #[test]
+fn two_processes_starting_one_session_of_a_fresh_store_at_once_make_one_conversation() {
+    let path = transcript();
+    let path = path.to_str().unwrap();
+    let messages = read_messages(Path::new(path)).len() as u64;
+    for trial in 0..4 {
+        let sandbox = sandbox("");
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                sandbox
+                    .command(&["run", path, "--session", "shared"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("ctxhost runs")
+            })
+            .collect();
+        for run in runs {
+            let out = run.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // Each replayed the transcript (the second storing nothing), or gave up waiting
+            // for the other with one clear line.
+            if !out.status.success() {
+                assert_eq!(out.status.code(), Some(3), "trial {trial}: {stderr}");
+                assert!(
+                    stderr.contains("is being written by another process"),
+                    "trial {trial}: {stderr}"
+                );
+            }
+        }
+        let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
+        let conversations: i64 = store
+            .query_row(
+                "SELECT count(*) FROM lcm_conversations WHERE session_id = 'shared'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(conversations, 1, "trial {trial}");
+        assert_eq!(
+            stored_messages(&sandbox, "shared"),
+            messages,
+            "trial {trial}"
+        );
+        assert_doctor_ok(&sandbox);
+    }
+}
+
+#[test]
 fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated() {
     let sandbox = sandbox("");
     let path = transcript();

@@ -363,3 +363,38 @@ fn engine_operations_are_reached_generically() {
         "error: engine 'echo' has no operation 'backup'"
     );
 }
+
+#[test]
+fn a_message_larger_than_the_window_is_named_in_one_warning_by_compress_and_run() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("model:\n  context_length: 8000\n");
+    // About 70 times the window, in one user message.
+    let huge = "lorem ipsum dolor sit amet ".repeat(100_000);
+    let transcript = sandbox.write_json(
+        "huge.json",
+        &serde_json::json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": huge},
+            {"role": "assistant", "content": "That is long."},
+        ]),
+    );
+    let path = transcript.to_str().unwrap();
+    for args in [vec!["compress", path], vec!["run", path]] {
+        let run = sandbox.ctxhost(&args);
+        // Not an engine failure: the result is reported over the window, as any other is.
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.stderr);
+        let warnings: Vec<&str> = run
+            .stderr_lines()
+            .into_iter()
+            .filter(|l| l.starts_with("warning: message"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            warnings[0].starts_with("warning: message 2 (user) is ")
+                && warnings[0].contains("the model's window of 8,000 tokens by itself")
+                && warnings[0].contains("cut or summarize that message"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}

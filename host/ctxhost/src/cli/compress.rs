@@ -9,7 +9,7 @@ use ctxhost_core::SessionOptions;
 use ctxhost_sdk::{CompressOptions, Message};
 use ctxhost_wire::transcript::{self, Format, OutputFormat};
 
-use super::{output, App, GlobalArgs, SessionArg};
+use super::{output, oversized, App, GlobalArgs, SessionArg};
 
 /// Exit code when the engine failed and the conversation was printed unchanged.
 pub const ENGINE_FAILED: u8 = 3;
@@ -73,6 +73,12 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     });
     let tokens_after = count(&outcome.messages);
     write_messages(Path::new("-"), &outcome.messages, output_format)?;
+    let window = session.context_length();
+    if tokens_after > window {
+        oversized::warn(&input, window, |m| {
+            app.engines.services().tokens().count_message(m)
+        });
+    }
     if let Some(error) = &outcome.error {
         eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));

@@ -6,6 +6,7 @@ pub mod engine;
 pub mod engine_child;
 pub mod migrate;
 pub mod output;
+mod oversized;
 pub mod plot;
 pub mod plugins;
 pub mod quality;

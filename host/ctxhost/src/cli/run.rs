@@ -14,7 +14,7 @@ use ctxhost_wire::transcript::{self, Format, OutputFormat};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::compress::{write_messages, ENGINE_FAILED};
-use super::{output, plot, report, App, GlobalArgs};
+use super::{output, oversized, plot, report, App, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -104,6 +104,12 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let title = format!("ctxhost run: {session_id}");
         output::write(path, plot::svg(&title, &series).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // Calls went over the window: say which messages no engine could have made fit.
+    if let Some(over) = replays.iter().find(|r| r.peak_tokens > r.context_length) {
+        oversized::warn(&messages, over.context_length, |m| {
+            app.engines.services().tokens().count_message(m)
+        });
     }
     let mut text = String::new();
     if args.json {

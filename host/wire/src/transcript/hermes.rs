@@ -1,7 +1,9 @@
 //! Hermes Agent trajectories: `{"conversations": [{"from": "system"|"human"|"gpt"|"tool",
 //! "value": ...}]}`, one per JSONL line. Assistant turns carry `<think>` blocks and
 //! `<tool_call>{"name", "arguments"}</tool_call>` blocks; tool turns carry one
-//! `<tool_response>{"tool_call_id", "name", "content"}</tool_response>` block per call.
+//! `<tool_response>{"tool_call_id", "name", "content"}</tool_response>` block per call (a tool
+//! turn without them is the next waiting call's output as it is, or text when no call waits; a
+//! `<tool_call>` inside `<think>` is reasoning, not a call).
 
 use std::collections::HashMap;
 
@@ -66,7 +68,22 @@ pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptEr
             }
             "tool" => {
                 let call_turn = messages.len().checked_sub(1);
-                for (k, response) in blocks(value, "tool_response").into_iter().enumerate() {
+                let responses = blocks(value, "tool_response");
+                if responses.is_empty() {
+                    // A tool turn written without `<tool_response>` tags: its text answers the
+                    // next call still waiting; with none waiting it stays as text. Never dropped.
+                    match (call_turn, pending_calls.first()) {
+                        (Some(at), Some(&call)) => {
+                            let id = messages[at].tool_calls()[call].id().to_string();
+                            messages.push(Message::tool_result(id, value));
+                            pending_calls.remove(0);
+                        }
+                        _ if value.trim().is_empty() => {}
+                        _ => messages.push(Message::user(value)),
+                    }
+                    continue;
+                }
+                for (k, response) in responses.into_iter().enumerate() {
                     let response: Value = serde_json::from_str(response.trim()).map_err(|e| {
                         TranscriptError::new(
                             &location,
@@ -117,8 +134,10 @@ fn assistant(value: &str, turn: usize) -> Result<Message, String> {
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .collect();
+    // A `<tool_call>` inside `<think>` is the model thinking about a call, not making one.
+    let said = strip_blocks(value, "think");
     let mut calls = Vec::new();
-    for (k, block) in blocks(value, "tool_call").into_iter().enumerate() {
+    for (k, block) in blocks(&said, "tool_call").into_iter().enumerate() {
         let call: Value = serde_json::from_str(block.trim())
             .map_err(|e| format!("a <tool_call> is not JSON: {e}"))?;
         let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -133,7 +152,7 @@ fn assistant(value: &str, turn: usize) -> Result<Message, String> {
             arguments,
         ));
     }
-    let text = strip_blocks(&strip_blocks(value, "think"), "tool_call");
+    let text = strip_blocks(&said, "tool_call");
     Ok(assistant_message(text.trim(), calls, &reasoning))
 }
 
@@ -234,5 +253,39 @@ mod tests {
         let written = write(&messages);
         assert_eq!(parse(&written, "w").unwrap(), messages);
         assert!(looks_like(&serde_json::from_str(&written).unwrap()));
+    }
+
+    #[test]
+    fn a_tool_turn_without_response_tags_is_kept_as_the_calls_result() {
+        let trajectory = r#"{"conversations": [{"from": "human", "value": "q"},
+            {"from": "gpt", "value": "<tool_call>\n{\"name\": \"ls\", \"arguments\": {}}\n</tool_call>"},
+            {"from": "tool", "value": "a.txt\nb.txt"},
+            {"from": "gpt", "value": "two files"}]}"#;
+        let messages = parse(trajectory, "t").unwrap();
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(messages[2].is_tool_result());
+        assert_eq!(messages[2].tool_call_id(), Some("call_2_1"));
+        assert_eq!(messages[2].content_text(), "a.txt\nb.txt");
+    }
+
+    #[test]
+    fn a_tool_turn_without_tags_or_a_call_before_it_is_kept_as_text() {
+        let trajectory = r#"{"conversations": [{"from": "human", "value": "q"},
+            {"from": "tool", "value": "stray output"},
+            {"from": "gpt", "value": "ok"}]}"#;
+        let messages = parse(trajectory, "t").unwrap();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(!messages[1].is_tool_result());
+        assert!(messages[1].content_text().contains("stray output"));
+    }
+
+    #[test]
+    fn a_tool_call_inside_think_is_reasoning_not_a_call() {
+        let trajectory = r#"{"conversations": [{"from": "human", "value": "q"},
+            {"from": "gpt", "value": "<think>\nmaybe <tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call> no\n</think>\nI will not."}]}"#;
+        let messages = parse(trajectory, "t").unwrap();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[1].tool_calls().is_empty(), "{messages:?}");
+        assert_eq!(messages[1].content_text(), "I will not.");
     }
 }

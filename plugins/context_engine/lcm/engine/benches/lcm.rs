@@ -7,6 +7,12 @@
 //! the database size relative to the raw JSON and p50/p99 grep latencies; at a million
 //! messages, skip the sampled ingest group with a filter: `-- 'lcm_grep|lcm_expand'`.
 //!
+//! Set `LCM_BENCH_SCALE` to a list of sizes (`250000,1000000`) for the scale figures only, no
+//! sampled groups: for each size, the transcript fed as an agent loop feeds it (the context
+//! so far plus the next turns, compacted when over the threshold, as `ctxhost run` does: every
+//! new message is looked up in the store, the path that once made ingest quadratic), then
+//! one whole-transcript ingest into an empty store, then `lcm_grep` p50/p99 on the first store.
+//!
 //! Set `LCM_BENCH_POSTGRES` to run on PostgreSQL instead of SQLite: a `postgres://` URL (its
 //! `default` session is emptied before each ingest), or `throwaway` for a server of the
 //! bench's own (a temporary cluster, as the tests use).
@@ -251,7 +257,78 @@ fn percentiles(engine: &mut LcmEngine, label: &str, args: &Value) {
     );
 }
 
+/// CPU time this process has used (user and system): on a machine shared with other work the
+/// wall-clock figures stretch, these do not.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// Turns the agent loop of [`scale`] adds between two compress calls.
+const LOOP_ROUND: usize = 200;
+
+/// The scale figures for `count` messages (`LCM_BENCH_SCALE`).
+fn scale(count: usize) {
+    let history = messages(count);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut looped = engine(dir.path());
+    let (started, cpu) = (Instant::now(), cpu_time());
+    let mut context = vec![history[0].clone()];
+    for round in history[1..].chunks(LOOP_ROUND) {
+        context.extend_from_slice(round);
+        context = ctxhost_sdk::sequence::repair(context);
+        context = looped
+            .compress(&context, &CompressOptions::default())
+            .expect("compress");
+    }
+    let (took, cpu) = (started.elapsed(), cpu_time() - cpu);
+    let status = looped.invoke("status", &Value::Null).expect("status");
+    eprintln!(
+        "scale {count}: agent loop (rounds of {LOOP_ROUND}, compacted when over the threshold): \
+         {} messages stored in {took:?} ({:.0} messages/s; CPU {cpu:?}), summaries by depth {}",
+        status["messages"],
+        history.len() as f64 / took.as_secs_f64(),
+        status["summaries_by_depth"],
+    );
+    let full_text = json!({"pattern": "marshmallow fields", "scope": "both"});
+    let regex = json!({"pattern": "def \\w+\\(self", "mode": "regex", "scope": "messages"});
+    percentiles(
+        &mut looped,
+        &format!("scale {count}: grep full_text"),
+        &full_text,
+    );
+    percentiles(&mut looped, &format!("scale {count}: grep regex"), &regex);
+    drop(looped);
+    drop(dir);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut engine = engine(dir.path());
+    let (started, cpu) = (Instant::now(), cpu_time());
+    engine.on_session_end("default", &history).expect("ingest");
+    let (took, cpu) = (started.elapsed(), cpu_time() - cpu);
+    eprintln!(
+        "scale {count}: whole transcript into an empty store: {} messages in {took:?} \
+         ({:.0} messages/s; CPU {cpu:?})",
+        history.len(),
+        history.len() as f64 / took.as_secs_f64()
+    );
+}
+
 fn benches(c: &mut Criterion) {
+    if let Ok(sizes) = std::env::var("LCM_BENCH_SCALE") {
+        for size in sizes.split(',').filter_map(|s| s.trim().parse().ok()) {
+            scale(size);
+        }
+        return;
+    }
     let history = messages(message_count());
 
     // Corpus turns as they are (about 1.1 KB of JSON each), and cut to about 100 tokens each

@@ -172,3 +172,37 @@ fn a_version_4_store_from_the_previous_release_opens_and_migrates() {
     );
     assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");
 }
+
+#[test]
+fn a_session_written_into_two_conversations_at_once_is_found_and_a_reset_is_not() {
+    let host = small_host();
+    let mut engine = engine(&host);
+    engine.on_session_end("", &tool_chat(6, 200)).unwrap();
+    // A reset starts a second conversation after the first one's last write: no fault.
+    engine.on_session_reset().unwrap();
+    engine.on_session_end("", &tool_chat(3, 100)).unwrap();
+    let found = doctor(&mut engine, Value::Null);
+    assert_eq!(found["ok"], json!(true), "{found}");
+
+    // Two processes that started the session at once: a conversation made before the first
+    // one's messages were stored, holding copies of them.
+    sql(
+        &host.data_dir().join("lcm.sqlite"),
+        "INSERT INTO lcm_conversations(session_id, created_at) \
+           SELECT session_id, (SELECT min(created_at) FROM lcm_messages) - 1 \
+           FROM lcm_conversations ORDER BY id LIMIT 1; \
+         INSERT INTO lcm_messages(conversation_id, seq, role, head, json, tokens, hash, prev_id, created_at) \
+           SELECT (SELECT max(id) FROM lcm_conversations), seq, role, head, json, tokens, hash, \
+                  prev_id, created_at \
+           FROM lcm_messages WHERE conversation_id = (SELECT min(id) FROM lcm_conversations);",
+    );
+    let found = doctor(&mut engine, Value::Null);
+    assert_eq!(found["ok"], json!(false), "{found}");
+    let split = found["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["check"] == "split_conversations")
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(split["count"], json!(1), "{found}");
+}

@@ -17,3 +17,5 @@ mod engine;
 mod sessions;
 #[path = "standing.rs"]
 mod standing;
+#[path = "writers.rs"]
+mod writers;

@@ -37,6 +37,14 @@ const FAULTS: &[(Check, &str, &str, Remedy)] = &[
         Remedy::Apply(" to remove the copies"),
     ),
     (
+        Check::SplitConversations,
+        "split_conversations",
+        "sessions written into two conversations at once (two processes started the session \
+         together): the newer conversation is the one used, the older one holds copies of \
+         its messages",
+        Remedy::None,
+    ),
+    (
         Check::SequenceGaps,
         "sequence_gaps",
         "sequence numbers missing: stored messages were deleted",

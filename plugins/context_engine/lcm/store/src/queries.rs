@@ -68,10 +68,26 @@ pub fn current_conversation(b: &mut impl Backend, session_id: &str) -> Result<i6
             first_i64,
         )
     })?;
-    match found {
-        Some(id) => Ok(id),
-        None => new_conversation(b, session_id),
+    if let Some(id) = found {
+        return Ok(id);
     }
+    // None yet: look again and create it in one write, which writers of the store take one
+    // at a time, so two processes starting the session at once make one conversation.
+    b.write(|tx| {
+        tx.execute(Stmt::LockConversations, &[])?;
+        if let Some(id) = tx.opt(
+            Stmt::CurrentConversation,
+            &[Param::Text(session_id)],
+            first_i64,
+        )? {
+            return Ok(id);
+        }
+        tx.one(
+            Stmt::NewConversation,
+            &[Param::Text(session_id), Param::Int(now_ms())],
+            first_i64,
+        )
+    })
 }
 
 /// Starts a fresh conversation for a session (after a reset); the old one stays stored.

@@ -13,6 +13,9 @@ pub enum Stmt {
     CurrentConversation,
     /// (session, created_at) → the new conversation's id.
     NewConversation,
+    /// (): makes the write transaction the only one creating conversations until it ends
+    /// (SQLite's write transactions already are).
+    LockConversations,
     /// (conversation) → position, is a message, message columns, summary columns; by position.
     Context,
     /// (conversation) → position, message id?, summary id?; by position.
@@ -129,6 +132,7 @@ pub enum Stmt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
     DuplicateMessages,
+    SplitConversations,
     SequenceGaps,
     BrokenMessageLinks,
     MissingSourceLinks,

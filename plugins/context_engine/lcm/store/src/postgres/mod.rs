@@ -16,6 +16,9 @@ mod session_lock;
 mod sql;
 mod statements;
 
+#[cfg(test)]
+mod plans;
+
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 

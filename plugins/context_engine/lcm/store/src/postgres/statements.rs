@@ -13,6 +13,8 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::NewConversation => &[
             "INSERT INTO lcm_conversations (session_id, created_at) VALUES ($1, $2) RETURNING id",
         ],
+        // Blocks other transactions creating conversations (not readers) until this one ends.
+        Stmt::LockConversations => &["LOCK TABLE lcm_conversations IN SHARE ROW EXCLUSIVE MODE"],
         Stmt::Context => &[concat!(
             "SELECT ci.position, ci.message_id IS NOT NULL, ",
             message_columns!(),
@@ -256,6 +258,14 @@ fn count(check: Check) -> &'static [&'static str] {
         Check::DuplicateMessages => &["SELECT count(*) FROM lcm_messages a JOIN lcm_messages b \
              ON b.conversation_id = a.conversation_id AND b.prev_id = a.prev_id \
              AND b.hash = a.hash AND b.head = a.head AND b.id > a.id"],
+        // A conversation of a session made while an older one of it was still being written:
+        // two processes started the session at once (a reset starts one after the last write).
+        Check::SplitConversations => &["SELECT count(*) FROM lcm_conversations b \
+             WHERE EXISTS (SELECT 1 FROM lcm_messages m WHERE m.conversation_id = b.id) \
+             AND EXISTS (SELECT 1 FROM lcm_conversations a \
+               WHERE a.session_id = b.session_id AND a.id < b.id \
+               AND (SELECT max(m.created_at) FROM lcm_messages m \
+                    WHERE m.conversation_id = a.id) > b.created_at)"],
         Check::SequenceGaps => &["SELECT coalesce(sum(mx + 1 - n), 0)::bigint FROM \
              (SELECT max(seq) AS mx, count(*) AS n FROM lcm_messages GROUP BY conversation_id) g"],
         Check::BrokenMessageLinks => &["SELECT count(*) FROM lcm_summary_messages sm \

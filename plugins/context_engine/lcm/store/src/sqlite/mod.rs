@@ -16,6 +16,9 @@ mod search;
 mod sql;
 mod statements;
 
+#[cfg(test)]
+mod plans;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -120,7 +123,24 @@ impl SqliteStore {
             schema::migrate(conn)?;
             Ok(())
         };
-        setup(&mut conn).map_err(fail)?;
+        // Connections opening a new file at once meet in switching it to WAL, where SQLite
+        // answers one of them "busy" at once instead of waiting (two readers each wanting the
+        // exclusive lock): that one tries again, within the busy timeout. Each step of the setup
+        // can run twice.
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match setup(&mut conn) {
+                Err(StoreError::Sql(e))
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && started.elapsed() < busy_timeout =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                outcome => break outcome.map_err(fail)?,
+            }
+        }
         Ok(SqliteStore {
             conn: Some(conn),
             unusable: None,
@@ -206,6 +226,31 @@ impl SqliteStore {
 mod tests {
     use super::*;
     use rusqlite::OptionalExtension;
+
+    #[test]
+    fn connections_opening_a_new_store_at_once_all_open_it_and_create_it_once() {
+        for trial in 0..30 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("lcm.sqlite");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let openers: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        SqliteStore::open(&path, Duration::from_secs(10)).map(|_| ())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                if let Err(error) = opener.join().unwrap() {
+                    panic!("trial {trial}: {error}");
+                }
+            }
+            let store = SqliteStore::open(&path, Duration::from_secs(10)).unwrap();
+            assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+        }
+    }
 
     #[test]
     fn fts5_is_available_in_the_bundled_sqlite() {

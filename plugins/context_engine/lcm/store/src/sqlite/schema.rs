@@ -5,7 +5,7 @@
 //! one, and a crash mid-migration leaves the previous version intact. A store written by a newer
 //! release is refused rather than misread.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::StoreError;
 
@@ -206,23 +206,38 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 }
 
 /// Brings the store up to `target` (tests use it to build an old store).
+///
+/// Processes opening a new or old store at once migrate one after the other: each step runs in
+/// a transaction taken for writing up front (`IMMEDIATE`, so the others wait up to the busy
+/// timeout) and reads the version again inside it, so a step another process just applied is
+/// not applied twice.
 pub fn migrate_to(conn: &mut Connection, target: u32) -> Result<(), StoreError> {
-    let current = version(conn)?;
-    if current > LATEST {
-        return Err(StoreError::Schema(format!(
-            "schema version {current} is newer than this engine knows ({LATEST}); \
-             upgrade the lcm plugin"
-        )));
-    }
+    let first = version(conn)?;
     let target = target.min(LATEST);
-    for next in current..target {
-        let tx = conn.transaction()?;
-        tx.execute_batch(MIGRATIONS[next as usize])?;
-        // PRAGMA takes no bound parameters; the value is our own integer.
-        tx.execute_batch(&format!("PRAGMA user_version = {}", next + 1))?;
+    let mut current = first;
+    loop {
+        if current > LATEST {
+            return Err(StoreError::Schema(format!(
+                "schema version {current} is newer than this engine knows ({LATEST}); \
+                 upgrade the lcm plugin"
+            )));
+        }
+        if current >= target {
+            break;
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = version(&tx)?;
+        if now == current {
+            tx.execute_batch(MIGRATIONS[current as usize])?;
+            // PRAGMA takes no bound parameters; the value is our own integer.
+            tx.execute_batch(&format!("PRAGMA user_version = {}", current + 1))?;
+            current += 1;
+        } else {
+            current = now;
+        }
         tx.commit()?;
     }
-    if (1..TEXT_DROPPED).contains(&current) && target >= TEXT_DROPPED {
+    if (1..TEXT_DROPPED).contains(&first) && target >= TEXT_DROPPED {
         conn.execute_batch("VACUUM")?;
     }
     Ok(())

@@ -12,6 +12,8 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::NewConversation => &[
             "INSERT INTO lcm_conversations(session_id, created_at) VALUES (?1, ?2) RETURNING id",
         ],
+        // A write transaction is `IMMEDIATE`: the one writer of the database already.
+        Stmt::LockConversations => &[],
         Stmt::Context => &[concat!(
             "SELECT ci.position, ci.message_id IS NOT NULL, ",
             message_columns!(),
@@ -106,10 +108,15 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              WHERE conversation_id = ?1 AND head = 0)"],
         Stmt::RawAfter => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
              WHERE conversation_id = ?1 AND seq > ?2 AND head = 0 ORDER BY seq LIMIT ?3"],
+        // Ingest runs these two for each message it does not find next in the chain: left to
+        // itself, SQLite reads the conversation in `seq` order to skip the sort (every message
+        // of it, per message: quadratic). The few matching rows are sorted instead.
         Stmt::RawChild => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
+             INDEXED BY messages_by_prev \
              WHERE conversation_id = ?1 AND prev_id = ?2 AND hash = ?3 AND head = 0 \
              ORDER BY seq LIMIT 1"],
         Stmt::RawWithHash => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
+             INDEXED BY messages_by_hash \
              WHERE conversation_id = ?1 AND hash = ?2 AND head = 0 ORDER BY seq"],
         Stmt::LastSource => &[
             "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
@@ -260,6 +267,14 @@ fn count(check: Check) -> &'static [&'static str] {
         Check::DuplicateMessages => &["SELECT count(*) FROM lcm_messages a JOIN lcm_messages b \
              ON b.conversation_id = a.conversation_id AND b.prev_id = a.prev_id \
              AND b.hash = a.hash AND b.head = a.head AND b.id > a.id"],
+        // A conversation of a session made while an older one of it was still being written:
+        // two processes started the session at once (a reset starts one after the last write).
+        Check::SplitConversations => &["SELECT count(*) FROM lcm_conversations b \
+             WHERE EXISTS (SELECT 1 FROM lcm_messages m WHERE m.conversation_id = b.id) \
+             AND EXISTS (SELECT 1 FROM lcm_conversations a \
+               WHERE a.session_id = b.session_id AND a.id < b.id \
+               AND (SELECT max(m.created_at) FROM lcm_messages m \
+                    WHERE m.conversation_id = a.id) > b.created_at)"],
         Check::SequenceGaps => &["SELECT coalesce(sum(mx + 1 - n), 0) FROM \
              (SELECT max(seq) AS mx, count(*) AS n FROM lcm_messages GROUP BY conversation_id)"],
         Check::BrokenMessageLinks => &["SELECT count(*) FROM lcm_summary_messages sm \
