@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+/// The least the summaries (and the fresh tail) get under a caller's target
+/// (`CompressOptions::target_tokens`) that the head alone fills: room for the standing facts.
+const MIN_TARGETED_SHARE: u64 = 256;
+
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
     EngineStatus, HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker, Usage,
@@ -143,9 +147,11 @@ impl LcmEngine {
         if compact {
             // A caller's size (`target_tokens`) replaces the engine's target; the tail and the
             // summaries share what the head leaves.
-            let share_tokens = options
-                .target_tokens
-                .map(|target| target.saturating_sub(self.head_tokens) / 2);
+            // A head that fills the target already leaves nothing to share; the summaries still
+            // get room for the session's standing facts (the target is missed either way).
+            let share_tokens = options.target_tokens.map(|target| {
+                (target.saturating_sub(self.head_tokens) / 2).max(MIN_TARGETED_SHARE)
+            });
             let budget = Budget {
                 head_tokens: self.head_tokens,
                 context_length: self.tracker.context_length,
@@ -166,9 +172,9 @@ impl LcmEngine {
                     .filter(|memory| !memory.trim().is_empty()),
                 // A third: a summary may come back a quarter over what it was asked, and its
                 // block has a frame; with the tail's half, the whole still fits.
-                summary_cap: options
-                    .target_tokens
-                    .map(|target| target.saturating_sub(self.head_tokens) / 3),
+                summary_cap: options.target_tokens.map(|target| {
+                    (target.saturating_sub(self.head_tokens) / 3).max(MIN_TARGETED_SHARE)
+                }),
             };
             compactor.run(
                 &mut entries,
