@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use aho_corasick::AhoCorasick;
 use memchr::memmem::Finder;
 use regex::Regex;
 
@@ -136,11 +137,12 @@ fn rules() -> &'static [Rule] {
                 &[],
             ),
             // Passwords in prose: "my password is hunter22", "the passphrase for the vault was:
-            // ...". Always searched, for the same reason.
+            // ...". Its words in ASCII case only (`(?-u:...)`), so the literal search for
+            // `pass` finds every text it may match and the rest cost no regex search.
             rule(
-                r#"(?i)(?P<pre>(?-u:\b)(?:password|passwd|passphrase|passcode)(?:\s+(?:for|of|to|on)\s+(?:the\s+)?\S+)?\s+(?:is|was|will\s+be)\s*:?\s*["'`“]?)[^\s"'`”]{3,}"#,
+                r#"(?i)(?P<pre>(?-u:\b)(?-u:password|passwd|passphrase|passcode)(?:\s+(?:for|of|to|on)\s+(?:the\s+)?\S+)?\s+(?:is|was|will\s+be)\s*:?\s*["'`“]?)[^\s"'`”]{3,}"#,
                 "${pre}[REDACTED]",
-                &[],
+                &["pass"],
             ),
         ]
     })
@@ -165,39 +167,52 @@ fn finders() -> &'static [Vec<Finder<'static>>] {
     })
 }
 
-/// Whether `rule` may match `text`: it holds one of the rule's literals.
-fn may_match(rule: &Rule, finders: &[Finder<'_>], text: &str) -> bool {
-    if rule.literals.is_empty() {
-        return true;
-    }
-    if rule.any_case {
-        return rule
-            .literals
+/// One automaton for the literals of the rules matched in any ASCII case, and the rule each
+/// literal belongs to: a single pass over a text finds them all (a scan per literal for its
+/// first letter in either case costs a pass per literal, and those letters are common).
+fn any_case_literals() -> &'static (AhoCorasick, Vec<usize>) {
+    static ANY_CASE: OnceLock<(AhoCorasick, Vec<usize>)> = OnceLock::new();
+    ANY_CASE.get_or_init(|| {
+        let (literals, owners): (Vec<&str>, Vec<usize>) = rules()
             .iter()
-            .any(|literal| contains_any_case(text.as_bytes(), literal.as_bytes()));
-    }
-    finders
-        .iter()
-        .any(|finder| finder.find(text.as_bytes()).is_some())
+            .enumerate()
+            .filter(|(_, rule)| rule.any_case)
+            .flat_map(|(index, rule)| rule.literals.iter().map(move |literal| (*literal, index)))
+            .unzip();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(literals)
+            .expect("the rules' literals are plain ASCII words");
+        (automaton, owners)
+    })
 }
 
-/// Whether `haystack` holds `needle` (ASCII letters) in any ASCII case.
-fn contains_any_case(haystack: &[u8], needle: &[u8]) -> bool {
-    let Some(&first) = needle.first() else {
-        return true;
-    };
-    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
-    memchr::memchr2_iter(lower, upper, haystack).any(|at| {
-        haystack
-            .get(at..at + needle.len())
-            .is_some_and(|candidate| candidate.eq_ignore_ascii_case(needle))
-    })
+/// Which any-case rules' literals `text` holds, by rule.
+fn any_case_rules_in(text: &str) -> Vec<bool> {
+    let (automaton, owners) = any_case_literals();
+    let mut found = vec![false; rules().len()];
+    let mut left = owners
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    for hit in automaton.find_overlapping_iter(text) {
+        let owner = owners[hit.pattern().as_usize()];
+        if !found[owner] {
+            found[owner] = true;
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    found
 }
 
 /// Compiles what every [`redact`] call needs, so that a command can do it while it waits for
 /// something else (a one-shot `ctxhost compress` while the tokenizer loads).
 pub fn warm() {
     finders();
+    any_case_literals();
     for rule in rules().iter().filter(|r| r.literals.is_empty()) {
         rule.regex();
     }
@@ -207,33 +222,45 @@ pub fn warm() {
 /// rules (a long session's middle, summarized in one piece, is a megabyte or more).
 const PARALLEL_MIN_BYTES: usize = 256 * 1024;
 
-/// Which rules may match `text`, by rule ([`may_match`]).
+/// Which rules may match `text` (they hold one of the rule's literals, or have none), by rule.
 fn rules_that_may_match(text: &str) -> Vec<bool> {
     rules_that_may_match_on(text, text.len() >= PARALLEL_MIN_BYTES)
 }
 
 fn rules_that_may_match_on(text: &str, two_threads: bool) -> Vec<bool> {
-    let rules: Vec<(&Rule, &Vec<Finder<'_>>)> = rules().iter().zip(finders()).collect();
-    let check = |rules: &[(&Rule, &Vec<Finder<'_>>)]| -> Vec<bool> {
+    let exact = |rule: &Rule, finders: &[Finder<'_>]| {
+        rule.literals.is_empty() || finders.iter().any(|f| f.find(text.as_bytes()).is_some())
+    };
+    let rules: Vec<(usize, &Rule, &Vec<Finder<'_>>)> = rules()
+        .iter()
+        .zip(finders())
+        .enumerate()
+        .filter(|(_, (rule, _))| !rule.any_case || rule.literals.is_empty())
+        .map(|(index, (rule, finders))| (index, rule, finders))
+        .collect();
+    let check = |rules: &[(usize, &Rule, &Vec<Finder<'_>>)]| -> Vec<(usize, bool)> {
         rules
             .iter()
-            .map(|(rule, finders)| may_match(rule, finders, text))
+            .map(|(index, rule, finders)| (*index, exact(rule, finders)))
             .collect()
     };
-    if !two_threads {
-        return check(&rules);
+    let (mut may, exact_hits) = if two_threads {
+        // The any-case pass on one thread, the exact literals on the other.
+        std::thread::scope(|scope| {
+            let any_case = scope.spawn(|| any_case_rules_in(text));
+            let exact_hits = check(&rules);
+            match any_case.join() {
+                Ok(any_case) => (any_case, exact_hits),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    } else {
+        (any_case_rules_in(text), check(&rules))
+    };
+    for (index, hit) in exact_hits {
+        may[index] = hit;
     }
-    let (first, second) = rules.split_at(rules.len() / 2);
-    std::thread::scope(|scope| {
-        let first = scope.spawn(|| check(first));
-        let second = check(second);
-        let mut may = match first.join() {
-            Ok(may) => may,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        may.extend(second);
-        may
-    })
+    may
 }
 
 /// `text` with every secret replaced.
@@ -374,6 +401,8 @@ mod tests {
                 "PLANTEDsecretpart",
             ),
             ("my password is Pl4nted!Prose", "Pl4nted!Prose"),
+            ("MY PaSsWoRd IS Pl4ntedMixed", "Pl4ntedMixed"),
+            ("AUTHORIZATION: BASIC dXNlcjpNSVhFRA==", "dXNlcjpNSVhFRA"),
             ("The passphrase for the vault was: \"PLANTED phrase\"", "PLANTED"),
             ("Password was PLANTEDcaps.", "PLANTEDcaps"),
             (
