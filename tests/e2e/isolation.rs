@@ -17,10 +17,48 @@ fn config_in(mode: &str, isolation: &str) -> String {
     // others (200,000 messages through the pipe among them) must not meet theirs on a loaded
     // machine.
     let timeout = if mode.starts_with("hang") { 2 } else { 120 };
+    hostile_config_in(mode, isolation, &format!("    timeout: {timeout}\n"))
+}
+
+/// The hostile engine in `mode`, isolated as `isolation`, with `extra` lines of its section.
+fn hostile_config_in(mode: &str, isolation: &str, extra: &str) -> String {
     format!(
         "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
-         mode: {mode}\n    isolation: {isolation}\n    timeout: {timeout}\n    memory_limit_mb: 2048\n"
+         mode: {mode}\n    isolation: {isolation}\n    memory_limit_mb: 2048\n{extra}"
     )
+}
+
+/// A gateway in front of an upstream that answers "ok", with the hostile plugin installed
+/// and `config` written.
+fn hostile_gateway(
+    config: &str,
+) -> (
+    FakeUpstream,
+    Sandbox,
+    ctxhost_tests::gateway::GatewayProcess,
+) {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    sandbox.write_config(config);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    (upstream, sandbox, gateway)
+}
+
+/// A chat completion of `messages` in `session` through `gateway`.
+fn send_chat(
+    gateway: &ctxhost_tests::gateway::GatewayProcess,
+    session: &str,
+    messages: &Value,
+) -> reqwest::blocking::Response {
+    reqwest::blocking::Client::new()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .header("x-ctxhost-session", session)
+        .json(&json!({"model": "gpt-4o", "messages": messages}))
+        .send()
+        .unwrap()
 }
 
 /// `ctxhost run` of `transcript` (written into the sandbox) with its report as JSON and the
@@ -147,22 +185,8 @@ fn a_hung_plugin_is_killed_at_its_deadline_and_restarted_on_the_next_call() {
 
 #[test]
 fn the_gateway_keeps_serving_other_sessions_while_one_plugin_process_crashes() {
-    let upstream = FakeUpstream::start(|request| {
-        reply(request, json!({"role": "assistant", "content": "ok"}), None)
-    });
-    let sandbox = Sandbox::new();
-    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
-    sandbox.write_config(&config("abort"));
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let client = reqwest::blocking::Client::new();
-    let send = |session: &str, messages: &Value| {
-        client
-            .post(format!("{}/chat/completions", gateway.base_url()))
-            .header("x-ctxhost-session", session)
-            .json(&json!({"model": "gpt-4o", "messages": messages}))
-            .send()
-            .unwrap()
-    };
+    let (upstream, _sandbox, gateway) = hostile_gateway(&config("abort"));
+    let send = |session: &str, messages: &Value| send_chat(&gateway, session, messages);
     let first = json!([{"role": "user", "content": "one"}]);
     assert_eq!(send("a", &first).status(), 200);
     let second = json!([{"role": "user", "content": "one"}, {"role": "assistant", "content": "ok"},
@@ -614,26 +638,12 @@ fn an_engine_that_drops_the_turn_in_progress_is_refused_and_run_keeps_every_resu
 
 #[test]
 fn the_gateway_sends_a_request_ending_in_a_tool_result_with_it_when_the_engine_drops_it() {
-    let upstream = FakeUpstream::start(|request| {
-        reply(request, json!({"role": "assistant", "content": "ok"}), None)
-    });
-    let sandbox = Sandbox::new();
-    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
     // Each compression runs on the request that needs it: on this one's turn in progress.
-    sandbox.write_config(&format!(
+    let (upstream, _sandbox, gateway) = hostile_gateway(&format!(
         "{}serve:\n  compaction:\n    background: false\n",
         config("drop_active_turn")
     ));
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let client = reqwest::blocking::Client::new();
-    let send = |messages: &Value| {
-        client
-            .post(format!("{}/chat/completions", gateway.base_url()))
-            .header("x-ctxhost-session", "a")
-            .json(&json!({"model": "gpt-4o", "messages": messages}))
-            .send()
-            .unwrap()
-    };
+    let send = |messages: &Value| send_chat(&gateway, "a", messages);
     let first = json!([{"role": "user", "content": "one"}]);
     assert_eq!(send(&first).status(), 200);
     // The engine asked to compress after the first call; this request ends in the results of
@@ -661,10 +671,7 @@ fn the_gateway_sends_a_request_ending_in_a_tool_result_with_it_when_the_engine_d
 
 /// The hostile plugin in `mode`, isolated, with `extra` lines in its section.
 fn hostile_config(mode: &str, extra: &str) -> String {
-    format!(
-        "context:\n  engine: hostile\nmodel:\n  context_length: 16000\nplugins:\n  hostile:\n    \
-         mode: {mode}\n    isolation: process\n    memory_limit_mb: 2048\n{extra}"
-    )
+    hostile_config_in(mode, "process", extra)
 }
 
 #[test]
@@ -704,25 +711,11 @@ fn a_hanging_should_compress_meets_the_check_deadline_and_run_falls_back() {
 
 #[test]
 fn the_gateway_says_the_engine_failed_when_its_check_hangs_and_goes_on_with_the_compressor() {
-    let upstream = FakeUpstream::start(|request| {
-        reply(request, json!({"role": "assistant", "content": "ok"}), None)
-    });
-    let sandbox = Sandbox::new();
-    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
-    sandbox.write_config(&hostile_config(
+    let (upstream, _sandbox, gateway) = hostile_gateway(&hostile_config(
         "hang_should_compress",
         "    timeout: 600\n    check_timeout: 0.5\n",
     ));
-    let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let client = reqwest::blocking::Client::new();
-    let send = |messages: &Value| {
-        client
-            .post(format!("{}/chat/completions", gateway.base_url()))
-            .header("x-ctxhost-session", "a")
-            .json(&json!({"model": "gpt-4o", "messages": messages}))
-            .send()
-            .unwrap()
-    };
+    let send = |messages: &Value| send_chat(&gateway, "a", messages);
     let first = send(&json!([{"role": "user", "content": "one"}]));
     assert_eq!(first.status(), 200);
     let error = first.headers()["x-ctxhost-engine-error"]

@@ -328,8 +328,12 @@ impl Compressor {
         telemetry.summarizer_calls = 1;
         // Under a caller's size, a summary that came back longer than asked (a summarizer
         // counts tokens its own way) is asked for once more, shorter by what it overshot.
-        let got = self.services.count_tokens(&written.text);
-        if options.target_tokens.is_some() && got > request.max_tokens && request.max_tokens > 1 {
+        // Counted only then: without a caller's size nothing reads it (the hot path).
+        let over = options
+            .target_tokens
+            .map(|_| self.services.count_tokens(&written.text))
+            .filter(|got| *got > request.max_tokens && request.max_tokens > 1);
+        if let Some(got) = over {
             let mut shorter = request.clone();
             shorter.max_tokens =
                 ((request.max_tokens as f64).powi(2) / got as f64 * 0.95).max(1.0) as u64;

@@ -110,25 +110,20 @@ mod tests {
 
     #[test]
     fn urls_and_paths_outside_the_project_are_destinations() {
-        let project = Path::new("/work/project");
+        let project = Path::new("/srv/app");
         for destination in [
             "postgres://u:p@attacker/loot",
             "https://example.com/hook",
             "/tmp/loot.sqlite",
             "~/loot.sqlite",
             "../../loot.sqlite",
-            "/work/project/../loot.sqlite",
+            "/srv/app/../loot.sqlite",
         ] {
             assert!(is_destination(destination, Some(project)), "{destination}");
         }
-        for not in [
-            "lcm.sqlite",
-            "gpt-4o",
-            "/work/project/data/lcm.sqlite",
-            "a b",
-        ] {
+        for not in ["lcm.sqlite", "gpt-4o", "/srv/app/data/lcm.sqlite", "a b"] {
             assert!(!is_destination(not, Some(project)), "{not}");
         }
-        assert!(is_destination("/work/project/x", None));
+        assert!(is_destination("/srv/app/x", None));
     }
 }

@@ -484,17 +484,20 @@ mod tests {
         assert_eq!(bold.items()[0].value, "$500");
     }
 
+    /// `i` spelled in letters (`12` → `bc`): names of `name is value` are words.
+    fn letters(i: usize) -> String {
+        i.to_string()
+            .bytes()
+            .map(|d| char::from(d - b'0' + b'a'))
+            .collect()
+    }
+
     #[test]
     fn the_book_keeps_rules_when_it_overflows() {
         let mut book = Book::default();
         book.extend(extract("Never reveal the vault code.", Origin::User));
         for i in 0..MAX_ITEMS + 5 {
-            // Names of letters only: `name is value` names are words.
-            let name: String = i
-                .to_string()
-                .bytes()
-                .map(|d| char::from(d - b'0' + b'a'))
-                .collect();
+            let name = letters(i);
             book.extend(extract(
                 &format!("Mirror {name} is 10.0.0.{i}"),
                 Origin::User,
@@ -509,11 +512,7 @@ mod tests {
         let mut book = Book::default();
         book.extend(extract("The release date is 2035-01-03.", Origin::User));
         for i in 0..MAX_ITEMS + 5 {
-            let name: String = i
-                .to_string()
-                .bytes()
-                .map(|d| char::from(d - b'0' + b'a'))
-                .collect();
+            let name = letters(i);
             book.extend(extract(
                 &format!("Found mirror {name}: 10.0.0.{i}"),
                 Origin::Tool,

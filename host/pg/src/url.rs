@@ -1,21 +1,10 @@
 //! A connection URL that never shows its password.
 
-use std::fmt;
-use std::str::FromStr;
-
-use ctxhost_redacted_url::masked;
 use percent_encoding::percent_decode_str;
 
 use crate::ssl::{SslMode, UnknownSslMode};
 
-/// A PostgreSQL connection URL (`postgres://user:password@host:port/database?params`), kept as
-/// written for connecting and shown (Display, Debug) with every password masked: the one in
-/// the userinfo and any `password=` parameter. Text that is not a URL (a mistyped setting, a
-/// libpq `key=value` string) shows with its `password=` values masked.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedactedUrl {
-    raw: String,
-}
+pub use ctxhost_redacted_url::RedactedUrl;
 
 /// A URL the driver cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,25 +18,30 @@ pub enum UrlError {
     Invalid(String),
 }
 
-impl RedactedUrl {
-    pub fn new(raw: impl Into<String>) -> Self {
-        RedactedUrl { raw: raw.into() }
-    }
-
-    /// The URL as written, password included: for connecting, never for a message.
-    pub fn expose(&self) -> &str {
-        &self.raw
-    }
-
+/// What a [`RedactedUrl`] says as a PostgreSQL connection URL
+/// (`postgres://user:password@host:port/database?params`).
+pub trait PostgresUrl {
     /// Whether it names PostgreSQL (`postgres://` or `postgresql://`).
-    pub fn is_postgres(&self) -> bool {
-        self.raw.starts_with("postgres://") || self.raw.starts_with("postgresql://")
-    }
+    fn is_postgres(&self) -> bool;
 
     /// The TLS mode its `sslmode` asks for (the last one given; `prefer` when none is).
-    pub fn ssl_mode(&self) -> Result<SslMode, UrlError> {
+    fn ssl_mode(&self) -> Result<SslMode, UrlError>;
+
+    /// The driver's configuration: all the URL says, `sslmode` read as libpq reads it (the
+    /// driver itself knows only three modes). Connect with [`crate::connector`] for
+    /// [`ssl_mode`](Self::ssl_mode).
+    fn config(&self) -> Result<tokio_postgres::Config, UrlError>;
+}
+
+impl PostgresUrl for RedactedUrl {
+    fn is_postgres(&self) -> bool {
+        let raw = self.expose();
+        raw.starts_with("postgres://") || raw.starts_with("postgresql://")
+    }
+
+    fn ssl_mode(&self) -> Result<SslMode, UrlError> {
         let mut mode = SslMode::default();
-        for (key, value) in params(&self.raw) {
+        for (key, value) in params(self.expose()) {
             if decode(key) == "sslmode" {
                 mode = decode(value).parse()?;
             }
@@ -55,41 +49,16 @@ impl RedactedUrl {
         Ok(mode)
     }
 
-    /// The driver's configuration: all the URL says, `sslmode` read as libpq reads it (the
-    /// driver itself knows only three modes). Connect with [`crate::connector`] for
-    /// [`ssl_mode`](Self::ssl_mode).
-    pub fn config(&self) -> Result<tokio_postgres::Config, UrlError> {
+    fn config(&self) -> Result<tokio_postgres::Config, UrlError> {
         if !self.is_postgres() {
             return Err(UrlError::NotPostgres);
         }
         let mode = self.ssl_mode()?;
-        let mut config: tokio_postgres::Config = without_sslmode(&self.raw)
+        let mut config: tokio_postgres::Config = without_sslmode(self.expose())
             .parse()
             .map_err(|e: tokio_postgres::Error| UrlError::Invalid(crate::describe(&e)))?;
         config.ssl_mode(mode.driver_mode());
         Ok(config)
-    }
-}
-
-impl FromStr for RedactedUrl {
-    type Err = std::convert::Infallible;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ok(RedactedUrl::new(text))
-    }
-}
-
-impl fmt::Display for RedactedUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&masked(&self.raw))
-    }
-}
-
-impl fmt::Debug for RedactedUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("RedactedUrl")
-            .field(&masked(&self.raw))
-            .finish()
     }
 }
 

@@ -16,7 +16,7 @@ use ctxhost_gateway::store::migrate::{migrate_gateway, GatewayMigration};
 use ctxhost_gateway::store::{
     default_replica_name, default_sqlite_path, PostgresStore, SqliteStore, StateLocation,
 };
-use ctxhost_pg::RedactedUrl;
+use ctxhost_pg::{PostgresUrl, RedactedUrl};
 use serde_json::{json, Value};
 
 use super::run::progress_bar;

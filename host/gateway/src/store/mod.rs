@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ctxhost_pg::RedactedUrl;
+use ctxhost_pg::{PostgresUrl, RedactedUrl};
 use serde::Serialize;
 
 use super::record::{SessionKey, SessionRecord};

@@ -14,7 +14,7 @@ mod coordination;
 use std::time::Duration;
 
 use ctxhost_pg::migrate::{Migration, Schema};
-use ctxhost_pg::{describe, RedactedUrl};
+use ctxhost_pg::{describe, PostgresUrl, RedactedUrl};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio::runtime::Handle;
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxhost_pg::RedactedUrl;
+use ctxhost_pg::{PostgresUrl as _, RedactedUrl};
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,6 +26,7 @@ use ctxhost_sdk::EngineError;
 use postgres::{Client, Transaction};
 
 pub use ctxhost_pg::describe;
+use ctxhost_pg::PostgresUrl as _;
 pub use session_lock::AdvisoryLock;
 
 use super::location::PostgresUrl;
