@@ -36,6 +36,10 @@ pub struct ServeSettings {
     pub cache: CacheSettings,
     /// Compressions prepared in the background.
     pub compaction: CompactionSettings,
+    /// Who answers an agent's own compaction request (Codex's handoff summary or
+    /// `compaction_trigger`, `POST /v1/responses/compact`, Claude Code's summary request,
+    /// Hermes' compression call).
+    pub client_compaction: ClientCompactionMode,
 }
 
 impl Default for ServeSettings {
@@ -51,8 +55,26 @@ impl Default for ServeSettings {
             database: DatabaseSettings::default(),
             cache: CacheSettings::default(),
             compaction: CompactionSettings::default(),
+            client_compaction: ClientCompactionMode::default(),
         }
     }
+}
+
+/// `serve.client_compaction`: one owner per history. When the agent compacts on its own, either
+/// the session's engine answers (it already holds the history), or the provider does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientCompactionMode {
+    /// The gateway answers from the session's engine, with no upstream call: a summary for a
+    /// summary request, one signed `compaction` item for a trigger or the compact route; the
+    /// agent's compacted history then continues the session.
+    #[default]
+    Engine,
+    /// The request goes upstream as any other, and the engine does not compress it.
+    Upstream,
+    /// Provider-owned compaction is the provider's: a trigger or compact-route request goes to
+    /// it exactly as sent (its context not managed), summary requests as in `upstream`.
+    Passthrough,
 }
 
 /// `serve.compaction`: compressions prepared before they are needed, so no turn waits for a

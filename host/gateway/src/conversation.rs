@@ -1,8 +1,9 @@
 //! One session's conversation as the gateway keeps it: the *lineage* (a digest of every message
 //! the client has sent, in order) and the *view* (what the engine made of the lineage's first
 //! `covered` messages at the last compression). A request whose history extends the lineage
-//! goes upstream as the view plus the messages after `covered`; anything else starts a new
-//! lineage. The view only changes at a compression, so the prefix the provider sees is
+//! goes upstream as the view plus the messages after `covered`; so does a history the agent
+//! compacted around the gateway's own handoff (it stands for the view); anything else starts a
+//! new lineage. The view only changes at a compression, so the prefix the provider sees is
 //! byte-stable in between and its prompt cache keeps hitting.
 
 use std::fmt;
@@ -113,30 +114,59 @@ pub enum Continuity {
     First,
     /// It starts with every message of the lineage (a retry adds none).
     Extends,
-    /// It does not (the client edited, branched or compacted its history): a new lineage.
+    /// The agent compacted its history around the gateway's handoff of the current view: the
+    /// lineage goes on from it, the view standing for what the handoff replaced.
+    Compacted,
+    /// It does not (the client edited, branched or compacted it on its own): a new lineage.
     Diverged,
+}
+
+/// Where an agent's compacted history takes up the handoff the gateway gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resumed {
+    /// How many of the history's first messages the handoff stands for (itself included).
+    pub at: usize,
+    /// The version of the view the handoff named.
+    pub view_version: u64,
 }
 
 impl Conversation {
     /// Takes in the client's full history; returns how it relates to the lineage and the
     /// messages to send upstream (the view, then the client's messages after it, with the
-    /// gateway's own tool exchanges spliced back in).
-    pub fn advance(&mut self, history: &[Message]) -> (Continuity, Vec<Message>) {
+    /// gateway's own tool exchanges spliced back in). `resumed`: where the history takes up a
+    /// handoff of this session's view, if it does.
+    pub fn advance(
+        &mut self,
+        history: &[Message],
+        resumed: Option<Resumed>,
+    ) -> (Continuity, Vec<Message>) {
         let digests: Vec<Digest> = history.iter().map(Digest::of).collect();
+        // A handoff of an older view stands for less than the view now covers: not taken up.
+        let resumed =
+            resumed.filter(|r| r.view_version == self.view_version && r.at <= history.len());
         let continuity = if self.lineage.is_empty() && self.view.is_empty() {
             Continuity::First
         } else if digests.len() >= self.lineage.len()
             && digests[..self.lineage.len()] == self.lineage[..]
         {
             Continuity::Extends
+        } else if resumed.is_some() {
+            Continuity::Compacted
         } else {
             Continuity::Diverged
         };
-        if continuity == Continuity::Diverged {
-            self.view.clear();
-            self.covered = 0;
-            self.splices.clear();
-            self.view_version += 1;
+        match (continuity, resumed) {
+            (Continuity::Diverged, _) => {
+                self.view.clear();
+                self.covered = 0;
+                self.splices.clear();
+                self.view_version += 1;
+            }
+            (Continuity::Compacted, Some(resumed)) => {
+                self.covered = resumed.at;
+                self.splices.clear();
+            }
+            _ => {}
         }
         self.lineage = digests;
         (continuity, self.upstream(history))
@@ -240,13 +270,13 @@ mod tests {
     #[test]
     fn extending_sends_the_view_and_the_new_messages() {
         let mut conversation = Conversation::default();
-        let (continuity, upstream) = conversation.advance(&history(2));
+        let (continuity, upstream) = conversation.advance(&history(2), None);
         assert_eq!(continuity, Continuity::First);
         assert_eq!(upstream, history(2));
         conversation.compressed(vec![Message::system("be brief"), Message::user("summary")]);
         let mut next = history(2);
         next.push(Message::user("more"));
-        let (continuity, upstream) = conversation.advance(&next);
+        let (continuity, upstream) = conversation.advance(&next, None);
         assert_eq!(continuity, Continuity::Extends);
         assert_eq!(
             upstream,
@@ -257,20 +287,56 @@ mod tests {
             ]
         );
         // A retry of the same request sends the same thing.
-        assert_eq!(conversation.advance(&next).1, upstream);
+        assert_eq!(conversation.advance(&next, None).1, upstream);
     }
 
     #[test]
     fn an_edited_history_starts_a_new_lineage() {
         let mut conversation = Conversation::default();
-        conversation.advance(&history(3));
+        conversation.advance(&history(3), None);
         conversation.compressed(vec![Message::user("summary")]);
         let mut edited = history(3);
         edited[1] = Message::user("a different question");
-        let (continuity, upstream) = conversation.advance(&edited);
+        let (continuity, upstream) = conversation.advance(&edited, None);
         assert_eq!(continuity, Continuity::Diverged);
         assert_eq!(upstream, edited);
         assert!(conversation.view().is_empty());
+    }
+
+    #[test]
+    fn a_history_compacted_around_the_handoff_continues_the_lineage() {
+        let mut conversation = Conversation::default();
+        conversation.advance(&history(3), None);
+        conversation.compressed(vec![Message::system("be brief"), Message::user("summary")]);
+        let version = conversation.view_version();
+        // The agent keeps its first question and puts the handoff after it.
+        let compacted = vec![
+            Message::system("be brief"),
+            Message::user("question 0"),
+            Message::user("handoff ctxhost.v1..."),
+            Message::user("next"),
+        ];
+        let resumed = Resumed {
+            at: 3,
+            view_version: version,
+        };
+        let (continuity, upstream) = conversation.advance(&compacted, Some(resumed));
+        assert_eq!(continuity, Continuity::Compacted);
+        assert_eq!(
+            upstream,
+            vec![
+                Message::system("be brief"),
+                Message::user("summary"),
+                Message::user("next")
+            ]
+        );
+        let mut more = compacted.clone();
+        more.push(Message::assistant("done"));
+        assert_eq!(conversation.advance(&more, None).0, Continuity::Extends);
+        // A handoff of a view since replaced is not taken up.
+        conversation.compressed(vec![Message::user("newer summary")]);
+        let (continuity, _) = conversation.advance(&compacted, Some(resumed));
+        assert_eq!(continuity, Continuity::Diverged);
     }
 
     #[test]
@@ -288,7 +354,7 @@ mod tests {
         let mut conversation = Conversation::default();
         let mut sent = history(1);
         sent.push(Message::user("find it"));
-        conversation.advance(&sent);
+        conversation.advance(&sent, None);
         let visible = Message::assistant_tool_calls(vec![ToolCall::new("c2", "shell", "{}")]);
         let hidden = vec![
             Message::assistant_tool_calls(vec![
@@ -300,7 +366,7 @@ mod tests {
         conversation.splice(&visible, hidden.clone());
         sent.push(visible);
         sent.push(Message::tool_result("c2", "ok"));
-        let (_, upstream) = conversation.advance(&sent);
+        let (_, upstream) = conversation.advance(&sent, None);
         let tail = &upstream[upstream.len() - 3..];
         assert_eq!(tail[..2], hidden[..]);
         assert_eq!(tail[2], Message::tool_result("c2", "ok"));

@@ -16,6 +16,7 @@
 mod accept;
 mod auth;
 mod background;
+mod compaction;
 mod conversation;
 mod error;
 mod metrics;
@@ -87,6 +88,8 @@ pub struct Gateway {
     pub live: LiveSessions,
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
+    /// Signs the references in the handoffs given to agents (the state's secret).
+    pub signer: compaction::Signer,
     pub verbose: bool,
 }
 
@@ -139,6 +142,10 @@ impl Bound {
             Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
         let replica = store::default_replica_name();
         let opened = options.state.open(&settings.database, &replica).await?;
+        let store = opened.store.clone();
+        let secret = tokio::task::spawn_blocking(move || store.secret())
+            .await
+            .map_err(|e| store::StoreError::Query(e.to_string()))??;
         let listener =
             tokio::net::TcpListener::bind(addr)
                 .await
@@ -160,6 +167,7 @@ impl Bound {
                 tokens,
                 live: LiveSessions::default(),
                 saves: tokio_util::task::TaskTracker::new(),
+                signer: compaction::Signer::new(secret),
                 verbose: options.verbose,
             }),
             listener,

@@ -36,6 +36,8 @@ pub enum Trigger {
     Threshold,
     /// Prepared in the background when the session neared its threshold, taken in here.
     Background,
+    /// The agent's own compaction request, answered from the engine.
+    Client,
 }
 
 /// What came of a compression (the `outcome` label of `ctxhost_compressions_total`).

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::auth::credential_of;
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::metrics::Metric;
-use super::pipeline::handle;
+use super::pipeline::{handle, handle_compact};
 use super::record::{SessionKey, SessionRecord};
 use super::turn::SESSION_HEADER;
 use super::upstream::{read_body, relayed_headers};
@@ -30,6 +30,7 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
         .route("/v1/messages", post(handle::<Messages>))
         .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
         .route("/v1/responses", post(handle::<Responses>))
+        .route("/v1/responses/compact", post(handle_compact))
         .route("/v1/models", get(models))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))

@@ -125,6 +125,22 @@ fn push_to_last(groups: &mut [Vec<Value>], item: &Value) {
     }
 }
 
+/// The Responses items a message was made of (with any item the message model has no place
+/// for, such as a `compaction` or `compaction_trigger` item, that rode along with it); empty for a
+/// message that did not come from items.
+pub fn carried_items(message: &Message) -> Vec<Value> {
+    match message.extra_fields().get(ITEMS) {
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Replaces the items a message carries (`carried_items` with some taken out), so it converts
+/// back to these.
+pub fn set_carried_items(message: &mut Message, items: Vec<Value>) {
+    message.set_extra_field(ITEMS, Some(Value::Array(items)));
+}
+
 /// One reply's `output` items as the engine's assistant message (None when they make none).
 pub fn reply_message(output: &Value) -> Option<Message> {
     let items = output.as_array()?;

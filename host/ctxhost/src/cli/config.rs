@@ -266,6 +266,7 @@ fn known_keys() -> Vec<String> {
         "serve.compaction.background",
         "serve.compaction.margin",
         "serve.compaction.wait_seconds",
+        "serve.client_compaction",
     ]
     .map(str::to_string)
     .to_vec();

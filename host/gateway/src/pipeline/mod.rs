@@ -20,10 +20,17 @@ use axum::response::Response;
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
+use super::auth::credential_of;
+use super::compaction::recognise::{recognise, without_trigger};
+use super::compaction::render::Shape;
+use super::compaction::{self, AgentCompaction, Answering, ClientCompaction};
 use super::error::{ErrorKind, GatewayError};
-use super::turn::{session_name, with_session_headers, Turn, TurnRequest};
+use super::turn::{names_session, session_name, with_session_headers, Turn, TurnRequest};
+use super::wire::responses::Responses;
 use super::wire::{Incoming, Wire};
 use super::Gateway;
+use ctxhost_config::serve::ClientCompactionMode;
+use unmanaged::Unmanaged;
 
 /// `POST` of `W`'s route: the whole turn, its failures in the shape `W`'s clients parse.
 pub async fn handle<W: Wire>(
@@ -32,9 +39,40 @@ pub async fn handle<W: Wire>(
     uri: Uri,
     body: Body,
 ) -> Response {
-    match serve::<W>(gateway, headers, uri, body).await {
+    match serve::<W>(gateway, headers, uri, body, Route::Own).await {
         Ok(response) => response,
         Err(error) => W::error_response(error),
+    }
+}
+
+/// `POST /v1/responses/compact`: the agent's compaction of a Responses history.
+pub async fn handle_compact(
+    State(gateway): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    match serve::<Responses>(gateway, headers, uri, body, Route::Compact).await {
+        Ok(response) => response,
+        Err(error) => Responses::error_response(error),
+    }
+}
+
+/// Which of a wire's routes a request came by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// The wire's own (`W::PATH`).
+    Own,
+    /// Responses' compact route.
+    Compact,
+}
+
+impl Route {
+    fn path<W: Wire>(self) -> &'static str {
+        match self {
+            Route::Own => W::PATH,
+            Route::Compact => "responses/compact",
+        }
     }
 }
 
@@ -43,15 +81,69 @@ async fn serve<W: Wire>(
     headers: HeaderMap,
     uri: Uri,
     body: Body,
+    route: Route,
 ) -> Result<Response, GatewayError> {
     let bytes = gateway.read_request(&headers, body).await?;
-    let parsed = match W::parse(bytes, &gateway.settings)? {
+    // Kept for a request relayed as it came (a cheap handle on the same bytes).
+    let sent = bytes.clone();
+    let mut parsed = match W::parse(bytes, &gateway.settings)? {
         Incoming::Turn(parsed) => parsed,
         Incoming::Unmanaged(bytes) => {
-            return unmanaged::pass_through(&gateway, W::PATH, &headers, uri.query(), bytes).await
+            return unmanaged::pass_through(
+                &gateway,
+                route.path::<W>(),
+                &headers,
+                uri.query(),
+                bytes,
+                Unmanaged::StoredState,
+            )
+            .await
         }
     };
-    let name = session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?;
+    let kind = recognise(&parsed.history, route == Route::Compact);
+    let agent = match kind.map(|kind| owner(kind, gateway.settings.client_compaction)) {
+        None => None,
+        Some(Owner::Relay) => {
+            let path = route.path::<W>();
+            return unmanaged::pass_through(
+                &gateway,
+                path,
+                &headers,
+                uri.query(),
+                sent,
+                Unmanaged::AgentCompaction,
+            )
+            .await;
+        }
+        Some(Owner::Turn(agent)) => Some(agent),
+    };
+    let credential = credential_of(&headers);
+    let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
+        .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
+    // An agent that names no session of its own is known by the handoff it brings back.
+    let name = match &taken {
+        Some(taken) if !names_session(&headers, W::CLIENT_SESSION_HEADER) => {
+            taken.reference.session.clone()
+        }
+        _ => session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?,
+    };
+    let resumed = taken
+        .filter(|taken| taken.reference.session == name)
+        .map(|taken| taken.resumed);
+    if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {
+        // The engine takes in the history, not the request to compact it.
+        if kind.prompt_is_last() {
+            parsed.history.pop();
+        } else {
+            without_trigger(&mut parsed.history);
+        }
+        if parsed.history.is_empty() {
+            return Err(GatewayError::new(
+                ErrorKind::BadRequest,
+                "the compaction request holds no history to compact",
+            ));
+        }
+    }
     let (mut turn, prepared) = Turn::begin(
         gateway,
         &headers,
@@ -60,10 +152,21 @@ async fn serve<W: Wire>(
             history: &parsed.history,
             model: &parsed.model,
             output_budget: parsed.output_budget,
+            resumed,
+            agent_compaction: agent,
         },
     )
     .await?;
     drop(parsed.history);
+    if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {
+        let shape = Shape {
+            api: W::API,
+            model: &parsed.model,
+            stream: parsed.stream && route == Route::Own,
+            compact_route: route == Route::Compact,
+        };
+        return Ok(compaction::answer(turn, prepared, Answering { kind, shape }).await);
+    }
     let session_headers = turn.headers.clone();
     let (schemas, engine_names) = tools::engine_tools(turn.live(), &parsed.client_tools);
     let call = ModelCall::<W> {
@@ -81,6 +184,27 @@ async fn serve<W: Wire>(
     // The gateway's own errors name the session too.
     Ok(answered
         .unwrap_or_else(|error| with_session_headers(W::error_response(error), &session_headers)))
+}
+
+/// Who takes an agent's compaction request, under `serve.client_compaction`.
+enum Owner {
+    /// Relayed to the provider exactly as sent, the session untouched: the provider's own
+    /// compaction under `passthrough` (a trigger, the compact route), the compact route under
+    /// `upstream` too (it has no managed form), and Hermes' summary call (a side call that
+    /// quotes the turns it summarises, not the conversation itself).
+    Relay,
+    /// A turn of the session: answered by the engine, or sent on with the engine leaving it.
+    Turn(AgentCompaction),
+}
+
+fn owner(kind: ClientCompaction, mode: ClientCompactionMode) -> Owner {
+    match (kind, mode) {
+        (ClientCompaction::HermesCompression, _) => Owner::Relay,
+        (_, ClientCompactionMode::Engine) => Owner::Turn(AgentCompaction::Answer),
+        (ClientCompaction::CompactRoute, _) => Owner::Relay,
+        (kind, ClientCompactionMode::Passthrough) if kind.provider_owned() => Owner::Relay,
+        _ => Owner::Turn(AgentCompaction::Leave),
+    }
 }
 
 /// What every model call of one request shares: the request, the engine's tools offered with

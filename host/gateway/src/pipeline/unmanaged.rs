@@ -1,7 +1,8 @@
-//! Requests that rely on the provider's stored state (such as Responses'
-//! `previous_response_id`): the gateway holds only part of their conversation, so it cannot
-//! manage their context; they go to the provider as the client sent them and come back as the
-//! provider answered (streamed or not), with `x-ctxhost-context: unmanaged` saying so.
+//! Requests the gateway does not manage: those that rely on the provider's stored state (such
+//! as Responses' `previous_response_id`: the gateway holds only part of their conversation),
+//! and an agent's compaction left to the provider. They go to the provider as the client sent
+//! them and come back as the provider answered (streamed or not), with
+//! `x-ctxhost-context: unmanaged` saying so.
 
 use crate::error::GatewayError;
 use crate::upstream::relayed_headers;
@@ -13,14 +14,27 @@ use bytes::Bytes;
 
 const CONTEXT_HEADER: &str = "x-ctxhost-context";
 
+/// Why a request is not managed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmanaged {
+    /// It relies on the provider's stored state.
+    StoredState,
+    /// It is the agent's own compaction, left to the provider (`serve.client_compaction`).
+    AgentCompaction,
+}
+
 pub async fn pass_through(
     gateway: &Gateway,
     path: &'static str,
     headers: &HeaderMap,
     query: Option<&str>,
     bytes: Bytes,
+    why: Unmanaged,
 ) -> Result<Response, GatewayError> {
-    tracing::info!("POST /v1/{path} relies on the provider's stored state: passed through, its context not managed");
+    match why {
+        Unmanaged::StoredState => tracing::info!("POST /v1/{path} relies on the provider's stored state: passed through, its context not managed"),
+        Unmanaged::AgentCompaction => tracing::info!("POST /v1/{path} is the agent's own compaction, left to the provider (serve.client_compaction): passed through as sent"),
+    }
     let upstream = gateway
         .upstream
         .send(Method::POST, path, query, headers, Some(bytes))

@@ -162,6 +162,26 @@ pub trait SessionStore: Send + Sync {
     fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
     /// Whether the store answers.
     fn health(&self) -> StoreHealth;
+    /// The state's signing secret (created on first use, then the same for every gateway on
+    /// this state): the key of the references in the handoffs and compaction items the gateway
+    /// gives agents.
+    fn secret(&self) -> Result<[u8; 32], StoreError>;
+}
+
+/// A new signing secret from the operating system's randomness.
+fn new_secret() -> Result<[u8; 32], StoreError> {
+    let mut secret = [0u8; 32];
+    getrandom::getrandom(&mut secret)
+        .map_err(|e| StoreError::Query(format!("no randomness for the signing secret: {e}")))?;
+    Ok(secret)
+}
+
+/// A stored secret's bytes, which must be 32.
+fn secret_of(bytes: &[u8]) -> Result<[u8; 32], StoreError> {
+    bytes.try_into().map_err(|_| StoreError::Corrupt {
+        name: "signing secret".into(),
+        reason: format!("{} bytes, not 32", bytes.len()),
+    })
 }
 
 /// A session row as stored, its record's JSON text untouched (what a migration copies).

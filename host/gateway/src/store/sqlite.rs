@@ -6,7 +6,10 @@ use std::sync::Mutex;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{decode, encode, RawRecord, SessionStore, StateLocation, StoreError, StoreHealth};
+use super::{
+    decode, encode, new_secret, secret_of, RawRecord, SessionStore, StateLocation, StoreError,
+    StoreHealth,
+};
 use crate::record::{SessionKey, SessionRecord};
 
 /// The SQLite store: one row per session, the record as JSON.
@@ -21,6 +24,10 @@ CREATE TABLE IF NOT EXISTS gateway_sessions (
     record TEXT NOT NULL,
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (credential, name)
+);
+CREATE TABLE IF NOT EXISTS gateway_secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
 );
 PRAGMA user_version = 1;
 ";
@@ -170,6 +177,20 @@ impl SessionStore for SqliteStore {
             schema_version: answered.as_ref().ok().copied(),
             problem: answered.err().map(|e| e.to_string()),
         }
+    }
+
+    fn secret(&self) -> Result<[u8; 32], StoreError> {
+        let connection = self.connection();
+        connection.execute(
+            "INSERT OR IGNORE INTO gateway_secrets (name, value) VALUES ('signing', ?1)",
+            params![new_secret()?.to_vec()],
+        )?;
+        let stored: Vec<u8> = connection.query_row(
+            "SELECT value FROM gateway_secrets WHERE name = 'signing'",
+            [],
+            |row| row.get(0),
+        )?;
+        secret_of(&stored)
     }
 }
 

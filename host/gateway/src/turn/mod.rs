@@ -17,7 +17,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::auth::credential_of;
-use crate::conversation::Continuity;
+use crate::compaction::AgentCompaction;
+use crate::conversation::{Continuity, Resumed};
 use crate::error::{ErrorKind, GatewayError};
 use crate::metrics::Metric;
 use crate::models::{context_window, usable_window, ConfiguredModel};
@@ -75,6 +76,11 @@ pub fn session_name(
     ))
 }
 
+/// Whether the client names its session in a header (`x-ctxhost-session` or its own).
+pub fn names_session(headers: &HeaderMap, alternative: Option<&str>) -> bool {
+    headers.contains_key(SESSION_HEADER) || alternative.is_some_and(|h| headers.contains_key(h))
+}
+
 /// A request's turn, from its session opened to its answer done with: the one owner of the
 /// gateway, the session (locked) and the headers that name it, for every step of the pipeline.
 pub struct Turn {
@@ -91,6 +97,10 @@ pub struct TurnRequest<'a> {
     pub model: &'a str,
     /// `max_tokens` or its like: the room kept free for the answer.
     pub output_budget: Option<u64>,
+    /// Where the history takes up a handoff the gateway gave the agent, if it does.
+    pub resumed: Option<Resumed>,
+    /// The request is the agent's own compaction: answered by the engine, or left to upstream.
+    pub agent_compaction: Option<AgentCompaction>,
 }
 
 impl Turn {
@@ -124,7 +134,15 @@ impl Turn {
             guard,
             headers: HeaderMap::new(),
         };
-        let prepared = turn.prepare(request.history, request.model, window).await;
+        let prepared = turn
+            .prepare(
+                request.history,
+                request.model,
+                window,
+                request.resumed,
+                request.agent_compaction,
+            )
+            .await;
         // A new view is saved before it is used, so a crash mid-request cannot lose a
         // compression; the rest of the record (lineage, counts) is saved once the answer is on
         // its way (a client that retries after a crash sends the same history, which extends
@@ -145,7 +163,7 @@ impl Turn {
             "x-ctxhost-lineage",
             match prepared.continuity {
                 Continuity::First => "first",
-                Continuity::Extends => "continued",
+                Continuity::Extends | Continuity::Compacted => "continued",
                 Continuity::Diverged => "new",
             },
         );

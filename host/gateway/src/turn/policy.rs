@@ -10,7 +10,8 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::Turn;
-use crate::conversation::Continuity;
+use crate::compaction::AgentCompaction;
+use crate::conversation::{Continuity, Resumed};
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use crate::session::live::Prepared;
@@ -29,27 +30,51 @@ struct Draft {
 impl Turn {
     /// Takes in the client's history and decides what goes upstream: the view plus what is
     /// new, compressed first when the engine says so.
-    pub async fn prepare(&mut self, history: &[Message], model: &str, window: u64) -> Prepared {
-        let mut draft = self.take_in(history);
+    /// `resumed`: where the history takes up the gateway's handoff; `agent`: the request is the
+    /// agent's own compaction (one owner: the engine compresses to answer it, or not at all).
+    pub async fn prepare(
+        &mut self,
+        history: &[Message],
+        model: &str,
+        window: u64,
+        resumed: Option<Resumed>,
+        agent: Option<AgentCompaction>,
+    ) -> Prepared {
+        let mut draft = self.take_in(history, resumed);
+        match agent {
+            Some(AgentCompaction::Leave) => return self.prepared(draft),
+            // The answer stands for the whole history: one being prepared is finished first.
+            Some(AgentCompaction::Answer) => {
+                self.guard.settle_pending(None).await;
+            }
+            None => {}
+        }
         if !self.take_prepared(history, window, &mut draft).await {
             return self.prepared(draft);
         }
         self.catch_up(model, window, &mut draft).await;
-        let trigger = self.trigger(&mut draft).await;
+        let trigger = match agent {
+            Some(_) => Some(Trigger::Client),
+            None => self.trigger(&mut draft).await,
+        };
         // Counted once here: the deferral, the compression and the near check below share it
         // (the upstream only changes if a compression is applied).
         let tokens = self.guard.session.count(&draft.upstream);
-        if let Some(trigger) = trigger.filter(|_| !self.deferred(tokens, window)) {
+        if let Some(trigger) =
+            trigger.filter(|t| *t == Trigger::Client || !self.deferred(tokens, window))
+        {
             self.compress(trigger, tokens, window, &mut draft).await;
         }
-        self.prepare_next(&draft, tokens, window).await;
+        if agent.is_none() {
+            self.prepare_next(&draft, tokens, window).await;
+        }
         self.prepared(draft)
     }
 
     /// The client's history against the session's lineage: the view plus what is new.
-    fn take_in(&mut self, history: &[Message]) -> Draft {
+    fn take_in(&mut self, history: &[Message], resumed: Option<Resumed>) -> Draft {
         let live = &mut *self.guard;
-        let (continuity, upstream) = live.record.conversation.advance(history);
+        let (continuity, upstream) = live.record.conversation.advance(history, resumed);
         live.record.stats.requests += 1;
         let received = live.session.count(history);
         live.record.stats.tokens_received += received;
@@ -186,7 +211,11 @@ impl Turn {
         let gateway = self.gateway.clone();
         let min_saved = gateway.settings.cache.min_tokens_saved;
         let saved = tokens_before.saturating_sub(self.guard.session.count(&compression.messages));
-        let saves_too_little = min_saved > 0 && saved < min_saved && tokens_before <= window;
+        // The agent's own compaction is answered from a view that covers everything.
+        let saves_too_little = trigger != Trigger::Client
+            && min_saved > 0
+            && saved < min_saved
+            && tokens_before <= window;
         let outcome = match &compression.error {
             None if saves_too_little => {
                 let record = &mut self.guard.record;

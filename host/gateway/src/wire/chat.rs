@@ -30,6 +30,7 @@ pub struct ChatRequest {
 }
 
 impl Wire for Chat {
+    const API: super::Api = super::Api::Chat;
     type Request = ChatRequest;
     type Stream = ChatStream;
     const PATH: &'static str = "chat/completions";

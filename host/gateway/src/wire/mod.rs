@@ -18,8 +18,17 @@ use serde_json::Value;
 use super::error::GatewayError;
 use ctxhost_config::serve::ServeSettings;
 
+/// Which provider API a wire is (what the gateway's own answers are shaped as).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Messages,
+    Responses,
+}
+
 /// One provider API, as the turn pipeline drives it.
 pub trait Wire: Send + Sync + 'static {
+    const API: Api;
     /// The request's own fields, kept for building each model call's body.
     type Request: Send + Sync + 'static;
     /// A streamed answer's state across its rounds.

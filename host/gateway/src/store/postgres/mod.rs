@@ -22,7 +22,10 @@ pub use coordination::{
     default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
 };
 
-use super::{decode, encode, RawRecord, SessionStore, StateLocation, StoreError, StoreHealth};
+use super::{
+    decode, encode, new_secret, secret_of, RawRecord, SessionStore, StateLocation, StoreError,
+    StoreHealth,
+};
 use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
 
@@ -76,6 +79,16 @@ CREATE TABLE ctxhost_gateway_turns (
     replica TEXT NOT NULL,
     committed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (credential, name, turn)
+);
+",
+    },
+    Migration {
+        version: 3,
+        description: "the signing secret of the references given to agents",
+        sql: "
+CREATE TABLE ctxhost_gateway_secrets (
+    name TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
 );
 ",
     },
@@ -379,6 +392,31 @@ impl SessionStore for PostgresStore {
             schema_version: answered.as_ref().ok().copied(),
             problem: answered.err().map(|e| e.to_string()),
         }
+    }
+
+    fn secret(&self) -> Result<[u8; 32], StoreError> {
+        let candidate = new_secret()?.to_vec();
+        let stored: Vec<u8> = self.block_on(async {
+            let client = self.client().await?;
+            // The first gateway's secret stands; every other one reads it.
+            client
+                .execute(
+                    "INSERT INTO ctxhost_gateway_secrets (name, value) VALUES ('signing', $1)
+                     ON CONFLICT (name) DO NOTHING",
+                    &[&candidate],
+                )
+                .await
+                .map_err(query)?;
+            let row = client
+                .query_one(
+                    "SELECT value FROM ctxhost_gateway_secrets WHERE name = 'signing'",
+                    &[],
+                )
+                .await
+                .map_err(query)?;
+            Ok::<_, StoreError>(row.get(0))
+        })?;
+        secret_of(&stored)
     }
 }
 

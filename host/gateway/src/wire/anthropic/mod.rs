@@ -45,6 +45,7 @@ pub struct MessagesRequest {
 }
 
 impl Wire for Messages {
+    const API: super::Api = super::Api::Messages;
     type Request = MessagesRequest;
     type Stream = MessagesStream;
     const PATH: &'static str = "messages";

@@ -34,6 +34,7 @@ pub struct ResponsesRequest {
 }
 
 impl Wire for Responses {
+    const API: super::Api = super::Api::Responses;
     type Request = ResponsesRequest;
     type Stream = ResponsesStream;
     const PATH: &'static str = "responses";

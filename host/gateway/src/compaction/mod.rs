@@ -1,0 +1,197 @@
+//! An agent's own compaction, with one owner per history. Agents compact on their own (Codex's
+//! handoff-summary request or its `compaction_trigger` and compact route, Claude Code's summary
+//! request, Hermes' compressor); the gateway recognises these ([`recognise`]) and, with
+//! `serve.client_compaction: engine`, answers them from the session's engine with no model
+//! call: the engine compresses (or its prepared compression is taken in), and the agent gets a
+//! handoff of that view ([`render`]) carrying a signed reference to it ([`reference`]). The
+//! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
+//! from it, the view standing for what the handoff replaced, so the engine keeps its state
+//! (and the upstream never sees the reference).
+
+pub mod recognise;
+pub mod reference;
+pub mod render;
+
+use axum::response::Response;
+use ctxhost_sdk::Message;
+use ctxhost_wire::responses::{carried_items, set_carried_items};
+
+pub use recognise::ClientCompaction;
+pub use reference::Signer;
+
+use crate::conversation::Resumed;
+use crate::session::live::Prepared;
+use crate::turn::{set_header, with_session_headers, Turn};
+use reference::{find_in_text, ForgedReference, Reference};
+use render::{Counts, Handoff, Shape};
+
+/// What a turn does about the agent's own compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentCompaction {
+    /// The engine answers it: it compresses the history now.
+    Answer,
+    /// It goes upstream: the engine does not compress it.
+    Leave,
+}
+
+/// A handoff of the gateway's found in a request's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenUp {
+    pub reference: Reference,
+    pub resumed: Resumed,
+}
+
+/// Finds the latest handoff the gateway gave in `history` (a `compaction` item whose
+/// `encrypted_content` is its reference, or a summary text ending with one), and takes every
+/// reference of the gateway's out of the items the upstream would see. A text or item that
+/// claims to be the gateway's and does not verify is refused.
+pub fn take_up(
+    history: &mut [Message],
+    signer: &Signer,
+    credential: &str,
+) -> Result<Option<TakenUp>, ForgedReference> {
+    let mut latest = None;
+    for (index, message) in history.iter_mut().enumerate() {
+        let items = carried_items(message);
+        let mut kept = Vec::with_capacity(items.len());
+        let mut own = None;
+        for (position, item) in items.iter().enumerate() {
+            let content = item["encrypted_content"].as_str().unwrap_or_default();
+            let reference = match item["type"].as_str() {
+                Some("compaction") => signer.verify(credential, content)?,
+                _ => None,
+            };
+            match reference {
+                Some(reference) => own = Some((reference, position)),
+                None => kept.push(item.clone()),
+            }
+        }
+        if let Some((reference, position)) = own {
+            // An item leading the message's own items stands before it; otherwise after.
+            let at = if position == 0 && !kept.is_empty() {
+                index
+            } else {
+                index + 1
+            };
+            set_carried_items(message, kept);
+            latest = Some(taken(reference, at));
+            continue;
+        }
+        if message.is_tool_result() {
+            continue;
+        }
+        let text = message.content_text();
+        if let Some(found) = find_in_text(&text) {
+            if let Some(reference) = signer.verify(credential, found)? {
+                latest = Some(taken(reference, index + 1));
+            }
+        }
+    }
+    Ok(latest)
+}
+
+fn taken(reference: Reference, at: usize) -> TakenUp {
+    TakenUp {
+        resumed: Resumed {
+            at,
+            view_version: reference.view_version,
+        },
+        reference,
+    }
+}
+
+/// How the answer goes out, and for whom.
+pub struct Answering<'a> {
+    pub kind: ClientCompaction,
+    pub shape: Shape<'a>,
+}
+
+/// Answers the agent's compaction from the session's engine (the turn was prepared with
+/// [`AgentCompaction::Answer`]): the view is made to stand for the whole history, the handoff
+/// names it, and the session is saved and released.
+pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>) -> Response {
+    let signer = turn.gateway.signer.clone();
+    let live = turn.live();
+    let conversation = &mut live.record.conversation;
+    // A compression that failed or was still being prepared elsewhere leaves the view short of
+    // the history; what went upstream instead (the view plus the rest) stands for all of it.
+    if conversation.covered() < conversation.lineage_len() {
+        conversation.compressed(prepared.upstream);
+    }
+    let view_tokens = live.session.count(conversation.view());
+    let summaries: Vec<String> = conversation
+        .unsent()
+        .map(|m| m.content_text().trim().to_string())
+        .filter(|text| !text.is_empty())
+        .collect();
+    let reference = signer.sign(
+        &live.record.key.credential,
+        &Reference {
+            session: live.record.key.name.clone(),
+            view_version: conversation.view_version(),
+        },
+    );
+    let mut tools: Vec<&str> = live.tool_names.iter().map(String::as_str).collect();
+    tools.sort_unstable();
+    let text = handoff_text(answering.kind, &summaries, &tools, &reference);
+    let handoff = if answering.kind.wants_text() {
+        Handoff::Text(&text)
+    } else {
+        Handoff::Item(&reference)
+    };
+    let output = match &handoff {
+        Handoff::Text(text) => live.session.count_message(&Message::assistant(*text)),
+        Handoff::Item(_) => 0,
+    };
+    // The agent's meter restarts from the view; the engine is asked afresh from there.
+    live.record.last_prompt_tokens = view_tokens;
+    tracing::info!(
+        session = %live.record.key.name,
+        kind = answering.kind.as_str(),
+        view_tokens,
+        "answered the agent's own compaction from the engine"
+    );
+    turn.finished().await;
+    let mut headers = turn.headers.clone();
+    set_header(
+        &mut headers,
+        "x-ctxhost-client-compaction",
+        answering.kind.as_str(),
+    );
+    let response = render::render(
+        &answering.shape,
+        &handoff,
+        Counts {
+            input: view_tokens,
+            output,
+        },
+    );
+    turn.release();
+    with_session_headers(response, &headers)
+}
+
+/// The handoff summary: the engine's summaries of the view (Claude Code reads them from a
+/// `<summary>` block), what reaches the rest, and the reference the agent brings back with it.
+fn handoff_text(
+    kind: ClientCompaction,
+    summaries: &[String],
+    tools: &[&str],
+    reference: &str,
+) -> String {
+    let mut text = if summaries.is_empty() {
+        "The context engine (ctxhost) holds this session's whole history; nothing needed summarising yet.".to_string()
+    } else {
+        summaries.join("\n\n")
+    };
+    if !tools.is_empty() {
+        text.push_str(&format!(
+            "\n\nThe context engine's tools ({}) reach everything this summary leaves out.",
+            tools.join(", ")
+        ));
+    }
+    text.push_str(&format!("\n\n[ctxhost handoff: {reference}]"));
+    match kind {
+        ClientCompaction::ClaudeSummary => format!("<summary>\n{text}\n</summary>"),
+        _ => text,
+    }
+}

@@ -1,0 +1,162 @@
+//! The gateway's own reference to a session's view, as it hands it to an agent: the
+//! `encrypted_content` of a `compaction` item, or a line at the end of a handoff summary. It
+//! names the session and the view's version and is signed (HMAC-SHA256 under the state's
+//! secret, bound to the client's credential), so the gateway knows its own and refuses one that
+//! was altered. It carries no conversation text: it only points at what the store holds.
+//!
+//! Form: `ctxhost.v1.<session name, hex>.<view version>.<tag, hex>`.
+
+use hmac::{KeyInit, Mac};
+use hmac_sha2::Sha256;
+
+type HmacSha256 = hmac::Hmac<Sha256>;
+
+/// What every reference starts with: a text holding it is the gateway's, or forged.
+pub const PREFIX: &str = "ctxhost.v1.";
+
+/// A session's view, as a reference names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub session: String,
+    pub view_version: u64,
+}
+
+/// A text that claims to be the gateway's reference and is not (altered, from another state,
+/// or from another credential).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the ctxhost reference in the request is not valid here ({0}): it was altered, or made by another ctxhost state or for another credential")]
+pub struct ForgedReference(&'static str);
+
+/// Signs and checks references with the state's secret.
+#[derive(Clone)]
+pub struct Signer {
+    secret: [u8; 32],
+}
+
+impl Signer {
+    pub fn new(secret: [u8; 32]) -> Self {
+        Signer { secret }
+    }
+
+    /// `reference` signed for `credential`.
+    pub fn sign(&self, credential: &str, reference: &Reference) -> String {
+        let session = hex(reference.session.as_bytes());
+        let body = format!("{PREFIX}{session}.{}", reference.view_version);
+        let tag = self.tag(credential, &body).finalize().into_bytes();
+        format!("{body}.{}", hex(&tag))
+    }
+
+    /// The reference `text` holds, if it is one: `Ok(None)` for a text that is not the
+    /// gateway's at all (a provider's own compaction item), an error for one that claims to be
+    /// and does not verify.
+    pub fn verify(
+        &self,
+        credential: &str,
+        text: &str,
+    ) -> Result<Option<Reference>, ForgedReference> {
+        let Some(rest) = text.strip_prefix(PREFIX) else {
+            return Ok(None);
+        };
+        let mut parts = rest.split('.');
+        let (Some(session), Some(version), Some(tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(ForgedReference("malformed"));
+        };
+        let body = &text[..PREFIX.len() + session.len() + 1 + version.len()];
+        let tag = unhex(tag).ok_or(ForgedReference("malformed"))?;
+        self.tag(credential, body)
+            .verify_slice(&tag)
+            .map_err(|_| ForgedReference("its signature does not match"))?;
+        let session = unhex(session)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or(ForgedReference("malformed"))?;
+        let view_version = version.parse().map_err(|_| ForgedReference("malformed"))?;
+        Ok(Some(Reference {
+            session,
+            view_version,
+        }))
+    }
+
+    fn tag(&self, credential: &str, body: &str) -> HmacSha256 {
+        let mut mac =
+            HmacSha256::new_from_slice(&self.secret).expect("HMAC takes a key of any length");
+        mac.update(credential.as_bytes());
+        mac.update(&[0]);
+        mac.update(body.as_bytes());
+        mac
+    }
+}
+
+/// Where a reference sits in a text (a handoff summary the agent sent back), if one does.
+pub fn find_in_text(text: &str) -> Option<&str> {
+    let start = text.find(PREFIX)?;
+    let rest = &text[start..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> Reference {
+        Reference {
+            session: "codex.run-1".into(),
+            view_version: 7,
+        }
+    }
+
+    #[test]
+    fn a_signed_reference_verifies_for_its_credential_only() {
+        let signer = Signer::new([3; 32]);
+        let text = signer.sign("alice", &reference());
+        assert_eq!(signer.verify("alice", &text), Ok(Some(reference())));
+        assert!(signer.verify("bob", &text).is_err());
+        assert!(Signer::new([4; 32]).verify("alice", &text).is_err());
+    }
+
+    #[test]
+    fn an_altered_reference_is_refused_and_a_foreign_one_is_not_ours() {
+        let signer = Signer::new([3; 32]);
+        let text = signer.sign("alice", &reference());
+        let other = signer.sign(
+            "alice",
+            &Reference {
+                view_version: 8,
+                ..reference()
+            },
+        );
+        // Another version with this one's tag.
+        let (body, _) = other.rsplit_once('.').unwrap();
+        let (_, tag) = text.rsplit_once('.').unwrap();
+        assert!(signer.verify("alice", &format!("{body}.{tag}")).is_err());
+        assert!(signer.verify("alice", "ctxhost.v1.zz").is_err());
+        assert_eq!(signer.verify("alice", "gAAAAABo-opaque"), Ok(None));
+    }
+
+    #[test]
+    fn a_reference_is_found_at_the_end_of_a_handoff() {
+        let signer = Signer::new([3; 32]);
+        let text = signer.sign("alice", &reference());
+        let handoff = format!("Summary:\nthe work so far\n[ctxhost: {text}]\nmore");
+        assert_eq!(find_in_text(&handoff), Some(text.as_str()));
+        assert_eq!(find_in_text("no reference here"), None);
+    }
+}
