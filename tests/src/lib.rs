@@ -22,6 +22,7 @@ const PACKAGES: &[&str] = &[
     "ctxhost-fixture-foreign-rpath",
 ];
 
+pub mod agents;
 pub mod anthropic_upstream;
 pub mod bench;
 pub mod fake_provider;

@@ -1,5 +1,6 @@
 //! `ctxhost serve`: the gateway, driven over real HTTP on 127.0.0.1 against a scripted upstream.
 
+mod agents;
 mod anthropic;
 mod background;
 mod basics;

@@ -1,0 +1,240 @@
+//! Real agents (Codex CLI, Claude Code, Hermes Agent: pinned releases the suite installs) in
+//! long sessions through `ctxhost serve`, with the compressor and with lcm: the scripted model
+//! has each run shell commands round after round while reporting a prompt usage that makes the
+//! agent's own auto-compaction fire. Every run succeeds; the agent's compaction reaches the
+//! gateway and is answered by the engine (the model never sees it); the session keeps one
+//! lineage; with lcm, the model's `lcm_grep` still finds the first round's word afterwards.
+
+use std::sync::Arc;
+
+use ctxhost_tests::agents::claude_code::{self, ClaudeCode};
+use ctxhost_tests::agents::codex::{self, Codex};
+use ctxhost_tests::agents::hermes::{self, Hermes};
+use ctxhost_tests::agents::script::{expected_answer, Script, FIRST_WORD};
+use ctxhost_tests::agents::{session, sessions};
+use ctxhost_tests::gateway::GatewayProcess;
+use ctxhost_tests::upstream::FakeUpstream;
+use ctxhost_tests::Sandbox;
+
+/// Shell rounds per session: each agent compacts on its own within them.
+const ROUNDS: usize = 10;
+
+const PROMPT: &str = "Run the echo rounds you are given, then report.";
+
+/// A sandbox running `engine`. Each agent's model gets a window whose threshold (90% of it,
+/// less the output the agent reserves) lies well above the point the agent compacts at, and no
+/// compression is prepared ahead, so the agent's own compaction comes first; a compression
+/// keeps a recent tail of a fifth of that, so the engine's answer to the agent shrinks the view
+/// well under the agent's compaction point.
+fn sandbox(engine: &str) -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(&format!(
+        "context:\n  engine: {engine}\n\
+         compression:\n  threshold: 0.9\n  target_ratio: 0.2\n  protect_last_n: 4\n\
+         plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.2\n    fresh_tail_count: 4\n\
+         serve:\n  compaction:\n    background: false\n  \
+         models:\n    {}: 100000\n    {}: 200000\n    {}: 200000\n",
+        codex::MODEL,
+        claude_code::MODEL,
+        hermes::MODEL,
+    ));
+    sandbox
+}
+
+/// What every agent's session must show once its run is over.
+struct Expect<'a> {
+    engine: &'a str,
+    /// The `kind` the gateway logs for this agent's compaction.
+    kind: &'a str,
+    compaction_prompt: &'a str,
+    /// The header and value that name the agent's credential.
+    credential: (&'a str, &'a str),
+}
+
+fn check_session(
+    gateway: &GatewayProcess,
+    upstream: &FakeUpstream,
+    script: &Script,
+    expect: &Expect,
+) {
+    assert_eq!(script.echoed(), ROUNDS);
+    // The agent's compaction reached the gateway and the engine answered it (the log is
+    // read as the gateway writes it: waited for, bounded)...
+    let answered = gateway.wait_for_log("answered the agent's own compaction from the engine");
+    assert!(
+        answered.contains(&format!("kind=\"{}\"", expect.kind)),
+        "{answered}"
+    );
+    // ...and the model never saw it.
+    assert_eq!(script.compaction_prompts(), 0);
+    let leaked: Vec<_> = upstream
+        .received()
+        .into_iter()
+        .filter(|r| r.body.contains(expect.compaction_prompt))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "the upstream received the agent's compaction: {leaked:?}"
+    );
+    // One session, one lineage.
+    let (header, value) = expect.credential;
+    let listed = sessions(gateway, header, value);
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let id = listed[0]["id"].as_str().unwrap();
+    let state = session(gateway, id, header, value);
+    assert_eq!(state["engine"], expect.engine, "{state}");
+    assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
+    assert!(
+        !gateway
+            .log()
+            .iter()
+            .any(|l| l.contains("starting a new lineage")),
+        "{:#?}",
+        gateway.log()
+    );
+    if expect.engine == "lcm" {
+        let found = script
+            .grep_result()
+            .expect("the model searched with lcm_grep");
+        assert!(
+            found.contains(FIRST_WORD),
+            "lcm_grep did not find {FIRST_WORD}: {found}"
+        );
+    }
+}
+
+fn codex_session(engine: &str) {
+    let script = Arc::new(Script::new(ROUNDS, codex::COMPACTION_PROMPT));
+    let upstream = FakeUpstream::start(codex::model(script.clone()));
+    let sandbox = sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let run = Codex::new().exec(&gateway.base_url(), PROMPT);
+    assert!(
+        run.success(),
+        "codex failed: {run:?}\ngateway: {:#?}",
+        gateway.log()
+    );
+    let events = codex::events(&run);
+    assert_eq!(
+        codex::final_message(&events),
+        Some(expected_answer(engine, ROUNDS)),
+        "{}",
+        run.stdout
+    );
+    let bearer = format!("Bearer {}", codex::API_KEY);
+    check_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "codex_handoff",
+            compaction_prompt: codex::COMPACTION_PROMPT,
+            credential: ("authorization", &bearer),
+        },
+    );
+    assert_eq!(
+        sessions(&gateway, "authorization", &bearer)[0]["id"],
+        codex::thread_id(&events)
+    );
+}
+
+fn claude_code_session(engine: &str) {
+    let script = Arc::new(Script::new(ROUNDS, claude_code::COMPACTION_PROMPT));
+    let upstream = FakeUpstream::start(claude_code::model(script.clone()));
+    let sandbox = sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let run = ClaudeCode::new().print(&gateway.url, PROMPT);
+    assert!(
+        run.success(),
+        "claude failed: {run:?}\ngateway: {:#?}",
+        gateway.log()
+    );
+    let result = run.json();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(
+        result["result"],
+        expected_answer(engine, ROUNDS),
+        "{result}"
+    );
+    check_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "claude_summary",
+            compaction_prompt: claude_code::COMPACTION_PROMPT,
+            credential: ("x-api-key", claude_code::API_KEY),
+        },
+    );
+    assert_eq!(
+        sessions(&gateway, "x-api-key", claude_code::API_KEY)[0]["id"],
+        result["session_id"]
+    );
+}
+
+fn hermes_session(engine: &str) {
+    let script = Arc::new(Script::new(ROUNDS, hermes::COMPACTION_PROMPT));
+    let upstream = FakeUpstream::start(hermes::model(script.clone()));
+    let sandbox = sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let agent = Hermes::new();
+    let run = agent.oneshot(&gateway.base_url(), PROMPT);
+    assert!(
+        run.success(),
+        "hermes failed: {run:?}\ngateway: {:#?}",
+        gateway.log()
+    );
+    assert_eq!(
+        run.stdout.trim(),
+        expected_answer(engine, ROUNDS),
+        "{run:?}"
+    );
+    let report = agent.report();
+    assert_eq!(report["completed"], true, "{report}");
+    assert_eq!(report["failed"], false, "{report}");
+    let bearer = format!("Bearer {}", hermes::API_KEY);
+    check_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "hermes_compression",
+            compaction_prompt: hermes::COMPACTION_PROMPT,
+            credential: ("authorization", &bearer),
+        },
+    );
+}
+
+#[test]
+fn codex_compacts_through_the_gateway_with_the_compressor() {
+    codex_session("compressor");
+}
+
+#[test]
+fn codex_compacts_through_the_gateway_with_lcm() {
+    codex_session("lcm");
+}
+
+#[test]
+fn claude_code_compacts_through_the_gateway_with_the_compressor() {
+    claude_code_session("compressor");
+}
+
+#[test]
+fn claude_code_compacts_through_the_gateway_with_lcm() {
+    claude_code_session("lcm");
+}
+
+#[test]
+fn hermes_compresses_through_the_gateway_with_the_compressor() {
+    hermes_session("compressor");
+}
+
+#[test]
+fn hermes_compresses_through_the_gateway_with_lcm() {
+    hermes_session("lcm");
+}
