@@ -24,15 +24,17 @@ const PROMPT: &str = "Run the echo rounds you are given, then report.";
 /// A sandbox running `engine`. Each agent's model gets a window whose threshold (90% of it,
 /// less the output the agent reserves) lies well above the point the agent compacts at, and no
 /// compression is prepared ahead, so the agent's own compaction comes first; a compression
-/// keeps a recent tail of a fifth of that, so the engine's answer to the agent shrinks the view
-/// well under the agent's compaction point.
+/// keeps a short recent tail, so the engine's answer to the agent shrinks the view well under
+/// the agent's compaction point (an answer that took nothing would leave the agent compacting
+/// again on every turn: Claude Code gives up after three, "Autocompact is thrashing").
 fn sandbox(engine: &str) -> Sandbox {
     let sandbox = Sandbox::new();
     sandbox.link_repo_plugins();
     sandbox.write_config(&format!(
         "context:\n  engine: {engine}\n\
          compression:\n  threshold: 0.9\n  target_ratio: 0.2\n  protect_last_n: 4\n\
-         plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.2\n    fresh_tail_count: 4\n\
+         plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.1\n    fresh_tail_count: 4\n    \
+         fresh_tail_max_ratio: 0.1\n\
          serve:\n  compaction:\n    background: false\n  \
          models:\n    {}: 100000\n    {}: 200000\n    {}: 200000\n",
         codex::MODEL,
@@ -59,15 +61,12 @@ fn check_session(
     expect: &Expect,
 ) {
     assert_eq!(script.echoed(), ROUNDS);
-    // The agent's compaction reached the gateway and the engine answered it (the log is
-    // read as the gateway writes it: waited for, bounded)...
-    let answered = gateway.wait_for_log("answered the agent's own compaction from the engine");
-    assert!(
-        answered.contains(&format!("kind=\"{}\"", expect.kind)),
-        "{answered}"
+    // The model never saw the agent's compaction...
+    assert_eq!(
+        script.compaction_prompts(),
+        0,
+        "the upstream model was asked for the agent's compaction summary"
     );
-    // ...and the model never saw it.
-    assert_eq!(script.compaction_prompts(), 0);
     let leaked: Vec<_> = upstream
         .received()
         .into_iter()
@@ -76,6 +75,13 @@ fn check_session(
     assert!(
         leaked.is_empty(),
         "the upstream received the agent's compaction: {leaked:?}"
+    );
+    // ...which reached the gateway and the engine answered (the log is read as the gateway
+    // writes it: waited for, bounded).
+    let answered = gateway.wait_for_log("answered the agent's own compaction from the engine");
+    assert!(
+        answered.contains(&format!("kind=\"{}\"", expect.kind)),
+        "{answered}"
     );
     // One session, one lineage.
     let (header, value) = expect.credential;
@@ -110,11 +116,10 @@ fn codex_session(engine: &str) {
     let sandbox = sandbox(engine);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let run = Codex::new().exec(&gateway.base_url(), PROMPT);
-    assert!(
-        run.success(),
-        "codex failed: {run:?}\ngateway: {:#?}",
-        gateway.log()
-    );
+    if !run.success() {
+        let (_, log) = gateway.stop();
+        panic!("codex failed: {run:?}\ngateway: {log:#?}");
+    }
     let events = codex::events(&run);
     assert_eq!(
         codex::final_message(&events),
@@ -146,11 +151,10 @@ fn claude_code_session(engine: &str) {
     let sandbox = sandbox(engine);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let run = ClaudeCode::new().print(&gateway.url, PROMPT);
-    assert!(
-        run.success(),
-        "claude failed: {run:?}\ngateway: {:#?}",
-        gateway.log()
-    );
+    if !run.success() {
+        let (_, log) = gateway.stop();
+        panic!("claude failed: {run:?}\ngateway: {log:#?}");
+    }
     let result = run.json();
     assert_eq!(result["is_error"], false, "{result}");
     assert_eq!(
@@ -182,11 +186,10 @@ fn hermes_session(engine: &str) {
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let agent = Hermes::new();
     let run = agent.oneshot(&gateway.base_url(), PROMPT);
-    assert!(
-        run.success(),
-        "hermes failed: {run:?}\ngateway: {:#?}",
-        gateway.log()
-    );
+    if !run.success() {
+        let (_, log) = gateway.stop();
+        panic!("hermes failed: {run:?}\ngateway: {log:#?}");
+    }
     assert_eq!(
         run.stdout.trim(),
         expected_answer(engine, ROUNDS),

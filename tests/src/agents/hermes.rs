@@ -24,10 +24,10 @@ pub const MODEL: &str = "fake-model";
 /// The API key Hermes sends (`Authorization: Bearer`).
 pub const API_KEY: &str = "sk-hermes-agent";
 
-/// The window Hermes is told the model has (it refuses models under 64K). With its 65,536
-/// output tokens reserved and its small-window rules, it compresses at 85% of the rest: about
-/// 53K tokens (its first request weighs some 12K, each round 6K more).
-pub const CONTEXT_LENGTH: u64 = 128_000;
+/// The window Hermes is told the model has: the least it accepts. At that size its threshold
+/// (0.75 of the window, floored at 64K) would be the whole window, so it compresses at 85% of
+/// it: 54,400 tokens (its first request weighs some 12K, each round 6.5K more).
+pub const CONTEXT_LENGTH: u64 = 64_000;
 
 /// A Hermes home and working directory for one session.
 pub struct Hermes {

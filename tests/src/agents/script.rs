@@ -1,6 +1,6 @@
 //! The scripted model the real agents talk to (through the gateway): it has the agent run a
-//! shell command printing `WORD-n` and a few thousand numbers, round after round, so the
-//! session grows by some 6K tokens a round and the agent's own auto-compaction fires within a
+//! shell command printing `WORD-n` and 500 lines of prose, round after round, so the
+//! session grows by some 6.5K tokens a round and the agent's own auto-compaction fires within a
 //! few rounds (its threshold set low); it reports the prompt `usage` of what it received (a
 //! quarter of the request's bytes), so the agent's meter follows the view the gateway sends.
 //! After the rounds, when the engine offers `lcm_grep`, it searches for the first word; then it
@@ -26,9 +26,10 @@ pub struct Seen {
     pub tools: Vec<String>,
 }
 
-/// The shell command of round `n`: its word, then enough lines to make the round weigh.
+/// The shell command of round `n`: its word, then 500 lines of prose (some 25 KB, 6.5K
+/// tokens, about four bytes a token however the agent quotes it) to make the round weigh.
 pub fn echo_command(n: usize) -> String {
-    format!("echo WORD-{n}; seq 1 5000")
+    format!("echo WORD-{n}; seq -f 'row %g: the quick brown fox jumps over the lazy dog' 1 500")
 }
 
 /// The prompt tokens the model reports for `request`: a quarter of its bytes.
