@@ -13,8 +13,9 @@ pub mod reference;
 pub mod render;
 
 use axum::response::Response;
-use ctxhost_sdk::Message;
+use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, set_carried_items};
+use serde_json::Value;
 
 pub use recognise::ClientCompaction;
 pub use reference::Signer;
@@ -22,7 +23,7 @@ pub use reference::Signer;
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
-use reference::{find_in_text, ForgedReference, Reference};
+use reference::{find_in_text, marker_line, ForgedReference, Reference};
 use render::{Counts, Handoff, Shape};
 
 /// What a turn does about the agent's own compaction.
@@ -46,11 +47,14 @@ pub struct TakenUp {
 /// reference of the gateway's out of the items the upstream would see. A text or item that
 /// claims to be the gateway's and does not verify is refused.
 pub fn take_up(
-    history: &mut [Message],
+    history: &mut Vec<Message>,
     signer: &Signer,
     credential: &str,
 ) -> Result<Option<TakenUp>, ForgedReference> {
     let mut latest = None;
+    // The content part holding the latest text handoff, when parts of the agent's own follow it
+    // in the same message (Claude Code merges the user's next words into the summary's turn).
+    let mut split = None;
     for (index, message) in history.iter_mut().enumerate() {
         let items = carried_items(message);
         let mut kept = Vec::with_capacity(items.len());
@@ -75,6 +79,7 @@ pub fn take_up(
             };
             set_carried_items(message, kept);
             latest = Some(taken(reference, at));
+            split = None;
             continue;
         }
         if message.is_tool_result() {
@@ -83,11 +88,43 @@ pub fn take_up(
         let text = message.content_text();
         if let Some(found) = find_in_text(&text) {
             if let Some(reference) = signer.verify(credential, found)? {
+                split = trailing_parts(message, found).map(|part| (index, part));
                 latest = Some(taken(reference, index + 1));
             }
         }
     }
+    if let Some((index, part)) = split {
+        let (handoff, rest) = split_parts(&history[index], part);
+        history[index] = handoff;
+        history.insert(index + 1, rest);
+    }
     Ok(latest)
+}
+
+/// The index of the content part holding `reference`, when parts follow it.
+fn trailing_parts(message: &Message, reference: &str) -> Option<usize> {
+    let Content::Json(json) = message.content() else {
+        return None;
+    };
+    let parts: Vec<Value> = serde_json::from_str(json).ok()?;
+    let at = parts
+        .iter()
+        .position(|part| part["text"].as_str().is_some_and(|t| t.contains(reference)))?;
+    (at + 1 < parts.len()).then_some(at)
+}
+
+/// `message` as two of the same role: its parts up to `part`, and the rest.
+fn split_parts(message: &Message, part: usize) -> (Message, Message) {
+    let parts: Vec<Value> = match message.content() {
+        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let (head, tail) = parts.split_at((part + 1).min(parts.len()));
+    let mut handoff = message.clone();
+    handoff.set_content_json(&Value::Array(head.to_vec()));
+    let mut rest = message.clone();
+    rest.set_content_json(&Value::Array(tail.to_vec()));
+    (handoff, rest)
 }
 
 fn taken(reference: Reference, at: usize) -> TakenUp {
@@ -189,7 +226,8 @@ fn handoff_text(
             tools.join(", ")
         ));
     }
-    text.push_str(&format!("\n\n[ctxhost handoff: {reference}]"));
+    text.push_str("\n\n");
+    text.push_str(&marker_line(reference));
     match kind {
         ClientCompaction::ClaudeSummary => format!("<summary>\n{text}\n</summary>"),
         _ => text,
