@@ -151,12 +151,17 @@ per_wire! {
 
         // The agent goes on from its compacted history: its first request, the summary, and a
         // question about what was compacted away long before.
-        let compacted = vec![
-            messages[0].clone(),
-            messages[1].clone(),
-            json!({"role": "user", "content": format!("{resume}{}", kept_summary(&answer))}),
-            json!({"role": "user", "content": "Which marker did I plant?"}),
-        ];
+        let handoff = format!("{resume}{}", kept_summary(&answer));
+        let question = "Which marker did I plant?";
+        let mut compacted = vec![messages[0].clone(), messages[1].clone()];
+        if wire == Wire::Messages {
+            // Claude Code sends the summary and the user's next words as one turn.
+            compacted.push(json!({"role": "user", "content": [
+                {"type": "text", "text": handoff}, {"type": "text", "text": question}]}));
+        } else {
+            compacted.push(json!({"role": "user", "content": handoff}));
+            compacted.push(json!({"role": "user", "content": question}));
+        }
         let (headers, text) = turn(wire, &gateway, Some(session), &compacted, false);
         assert_eq!(headers["x-ctxhost-lineage"], "continued");
         assert_eq!(
