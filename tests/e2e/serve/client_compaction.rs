@@ -498,3 +498,19 @@ fn with_passthrough_provider_owned_compaction_is_the_providers() {
     assert_eq!(last.path, "/v1/responses/compact");
     assert_eq!(last.json(), compact);
 }
+
+#[test]
+fn config_validate_names_a_client_compaction_it_does_not_know() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("serve:\n  client_compaction: provider\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert!(!run.success(), "{run:?}");
+    assert!(
+        run.stderr.contains("config.yaml:2: serve.client_compaction: unknown variant `provider`, expected one of `engine`, `upstream`, `passthrough`"),
+        "{}",
+        run.stderr
+    );
+    sandbox.write_config("serve:\n  client_compaction: passthrough\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert!(run.success(), "{run:?}");
+}
