@@ -280,7 +280,7 @@ fn a_compaction_trigger_gets_one_compaction_item_that_continues_the_session() {
         &gateway,
         "/responses",
         Some(session),
-        &responses_body(&messages, &[trigger.clone()], false),
+        &responses_body(&messages, std::slice::from_ref(&trigger), false),
     );
     assert_eq!(response.status(), 200);
     assert_eq!(
