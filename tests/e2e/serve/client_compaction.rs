@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxhost_tests::gateway::GatewayProcess;
 use ctxhost_tests::per_wire;
+use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
 use ctxhost_tests::wire::Wire;
 use ctxhost_tests::{long_session, Sandbox};
@@ -513,4 +514,37 @@ fn config_validate_names_a_client_compaction_it_does_not_know() {
     sandbox.write_config("serve:\n  client_compaction: passthrough\n");
     let run = sandbox.ctxhost(&["config", "validate"]);
     assert!(run.success(), "{run:?}");
+}
+
+#[test]
+fn gateways_sharing_a_postgresql_state_know_each_others_compaction_items() {
+    let url = Postgres::database("client_compaction");
+    let upstream = upstream_answering_ok();
+    let (one, two) = (Sandbox::new(), Sandbox::new());
+    for sandbox in [&one, &two] {
+        sandbox.write_config(&format!("serve:\n  state: {url}\n"));
+    }
+    let first = one.serve(&upstream.base_url(), &[]);
+    let second = two.serve(&upstream.base_url(), &[]);
+    let messages = opening();
+    let trigger = json!({"type": "compaction_trigger"});
+    let response = post(
+        &first,
+        "/responses",
+        Some("shared"),
+        &responses_body(&messages, std::slice::from_ref(&trigger), false),
+    );
+    assert_eq!(response.status(), 200);
+    let item = response.json::<Value>().unwrap()["output"][0].clone();
+    let next = responses_body(
+        &messages[..1],
+        &[item, json!({"role": "user", "content": "And the docs."})],
+        false,
+    );
+    let response = post(&second, "/responses", None, &next);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-ctxhost-session"], "shared");
+    assert_eq!(response.headers()["x-ctxhost-lineage"], "continued");
+    let sent = upstream.responses_requests().last().unwrap().clone();
+    assert!(sent.body.contains(MARKER) && !sent.body.contains("ctxhost.v1."));
 }
