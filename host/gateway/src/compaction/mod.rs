@@ -156,8 +156,10 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
         conversation.compressed(prepared.upstream);
     }
     let view_tokens = live.session.count(conversation.view());
+    // What the engine wrote into the view (its summaries), not the gateway's own tool exchanges.
     let summaries: Vec<String> = conversation
         .unsent()
+        .filter(|m| !m.is_tool_result() && m.tool_calls().is_empty())
         .map(|m| m.content_text().trim().to_string())
         .filter(|text| !text.is_empty())
         .collect();
@@ -231,5 +233,62 @@ fn handoff_text(
     match kind {
         ClientCompaction::ClaudeSummary => format!("<summary>\n{text}\n</summary>"),
         _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn signed(signer: &Signer, version: u64) -> String {
+        signer.sign(
+            "alice",
+            &Reference {
+                session: "s".into(),
+                view_version: version,
+            },
+        )
+    }
+
+    #[test]
+    fn a_summary_turn_holding_the_users_next_words_is_split_at_the_handoff() {
+        let signer = Signer::new([9; 32]);
+        let handoff = format!("Summary:\nwork\n{}", marker_line(&signed(&signer, 4)));
+        let mut merged = Message::user("");
+        merged.set_content_json(&json!([{"type": "text", "text": handoff},
+                                         {"type": "text", "text": "next words"}]));
+        let mut history = vec![Message::system("sys"), merged];
+        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        assert_eq!(
+            taken.resumed,
+            Resumed {
+                at: 2,
+                view_version: 4
+            }
+        );
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[2].content_text(), "next words");
+        assert!(history[1].content_text().contains("Summary:"));
+    }
+
+    #[test]
+    fn the_latest_own_item_is_taken_out_and_a_providers_is_left_alone() {
+        let signer = Signer::new([9; 32]);
+        let input = json!([
+            {"type": "compaction", "encrypted_content": "gAAAA-provider"},
+            {"role": "user", "content": "old"},
+            {"type": "compaction", "encrypted_content": signed(&signer, 2)},
+            {"role": "user", "content": "new"},
+        ]);
+        let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
+        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        assert_eq!(taken.reference.view_version, 2);
+        let back = ctxhost_wire::responses::from_messages(&history).input;
+        assert!(back.to_string().contains("gAAAA-provider"));
+        assert!(!back.to_string().contains("ctxhost.v1."), "{back}");
+        // A reference of another credential claims to be ours and is not.
+        let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
+        assert!(take_up(&mut history, &signer, "bob").is_err());
     }
 }
