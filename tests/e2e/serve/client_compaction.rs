@@ -165,6 +165,7 @@ per_wire! {
         }
         let (headers, text) = turn(wire, &gateway, Some(session), &compacted, false);
         assert_eq!(headers["x-ctxhost-lineage"], "continued");
+        gateway.wait_for_log("around the gateway's handoff: the lineage continues");
         assert_eq!(
             wire.read(&text, false).message["content"],
             "Search done; marker found: true"
