@@ -5,6 +5,7 @@ mod anthropic;
 mod background;
 mod basics;
 mod cache;
+mod client_compaction;
 mod clients;
 mod engine_tools;
 mod failures;

@@ -13,8 +13,9 @@ pub mod reference;
 pub mod render;
 
 use axum::response::Response;
-use ctxhost_sdk::Message;
+use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, set_carried_items};
+use serde_json::Value;
 
 pub use recognise::ClientCompaction;
 pub use reference::Signer;
@@ -22,7 +23,7 @@ pub use reference::Signer;
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
-use reference::{find_in_text, ForgedReference, Reference};
+use reference::{find_in_text, marker_line, ForgedReference, Reference};
 use render::{Counts, Handoff, Shape};
 
 /// What a turn does about the agent's own compaction.
@@ -46,11 +47,14 @@ pub struct TakenUp {
 /// reference of the gateway's out of the items the upstream would see. A text or item that
 /// claims to be the gateway's and does not verify is refused.
 pub fn take_up(
-    history: &mut [Message],
+    history: &mut Vec<Message>,
     signer: &Signer,
     credential: &str,
 ) -> Result<Option<TakenUp>, ForgedReference> {
     let mut latest = None;
+    // The content part holding the latest text handoff, when parts of the agent's own follow it
+    // in the same message (Claude Code merges the user's next words into the summary's turn).
+    let mut split = None;
     for (index, message) in history.iter_mut().enumerate() {
         let items = carried_items(message);
         let mut kept = Vec::with_capacity(items.len());
@@ -75,6 +79,7 @@ pub fn take_up(
             };
             set_carried_items(message, kept);
             latest = Some(taken(reference, at));
+            split = None;
             continue;
         }
         if message.is_tool_result() {
@@ -83,11 +88,43 @@ pub fn take_up(
         let text = message.content_text();
         if let Some(found) = find_in_text(&text) {
             if let Some(reference) = signer.verify(credential, found)? {
+                split = trailing_parts(message, found).map(|part| (index, part));
                 latest = Some(taken(reference, index + 1));
             }
         }
     }
+    if let Some((index, part)) = split {
+        let (handoff, rest) = split_parts(&history[index], part);
+        history[index] = handoff;
+        history.insert(index + 1, rest);
+    }
     Ok(latest)
+}
+
+/// The index of the content part holding `reference`, when parts follow it.
+fn trailing_parts(message: &Message, reference: &str) -> Option<usize> {
+    let Content::Json(json) = message.content() else {
+        return None;
+    };
+    let parts: Vec<Value> = serde_json::from_str(json).ok()?;
+    let at = parts
+        .iter()
+        .position(|part| part["text"].as_str().is_some_and(|t| t.contains(reference)))?;
+    (at + 1 < parts.len()).then_some(at)
+}
+
+/// `message` as two of the same role: its parts up to `part`, and the rest.
+fn split_parts(message: &Message, part: usize) -> (Message, Message) {
+    let parts: Vec<Value> = match message.content() {
+        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let (head, tail) = parts.split_at((part + 1).min(parts.len()));
+    let mut handoff = message.clone();
+    handoff.set_content_json(&Value::Array(head.to_vec()));
+    let mut rest = message.clone();
+    rest.set_content_json(&Value::Array(tail.to_vec()));
+    (handoff, rest)
 }
 
 fn taken(reference: Reference, at: usize) -> TakenUp {
@@ -119,8 +156,10 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
         conversation.compressed(prepared.upstream);
     }
     let view_tokens = live.session.count(conversation.view());
+    // What the engine wrote into the view (its summaries), not the gateway's own tool exchanges.
     let summaries: Vec<String> = conversation
         .unsent()
+        .filter(|m| !m.is_tool_result() && m.tool_calls().is_empty())
         .map(|m| m.content_text().trim().to_string())
         .filter(|text| !text.is_empty())
         .collect();
@@ -189,9 +228,67 @@ fn handoff_text(
             tools.join(", ")
         ));
     }
-    text.push_str(&format!("\n\n[ctxhost handoff: {reference}]"));
+    text.push_str("\n\n");
+    text.push_str(&marker_line(reference));
     match kind {
         ClientCompaction::ClaudeSummary => format!("<summary>\n{text}\n</summary>"),
         _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn signed(signer: &Signer, version: u64) -> String {
+        signer.sign(
+            "alice",
+            &Reference {
+                session: "s".into(),
+                view_version: version,
+            },
+        )
+    }
+
+    #[test]
+    fn a_summary_turn_holding_the_users_next_words_is_split_at_the_handoff() {
+        let signer = Signer::new([9; 32]);
+        let handoff = format!("Summary:\nwork\n{}", marker_line(&signed(&signer, 4)));
+        let mut merged = Message::user("");
+        merged.set_content_json(&json!([{"type": "text", "text": handoff},
+                                         {"type": "text", "text": "next words"}]));
+        let mut history = vec![Message::system("sys"), merged];
+        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        assert_eq!(
+            taken.resumed,
+            Resumed {
+                at: 2,
+                view_version: 4
+            }
+        );
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[2].content_text(), "next words");
+        assert!(history[1].content_text().contains("Summary:"));
+    }
+
+    #[test]
+    fn the_latest_own_item_is_taken_out_and_a_providers_is_left_alone() {
+        let signer = Signer::new([9; 32]);
+        let input = json!([
+            {"type": "compaction", "encrypted_content": "gAAAA-provider"},
+            {"role": "user", "content": "old"},
+            {"type": "compaction", "encrypted_content": signed(&signer, 2)},
+            {"role": "user", "content": "new"},
+        ]);
+        let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
+        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        assert_eq!(taken.reference.view_version, 2);
+        let back = ctxhost_wire::responses::from_messages(&history).input;
+        assert!(back.to_string().contains("gAAAA-provider"));
+        assert!(!back.to_string().contains("ctxhost.v1."), "{back}");
+        // A reference of another credential claims to be ours and is not.
+        let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
+        assert!(take_up(&mut history, &signer, "bob").is_err());
     }
 }

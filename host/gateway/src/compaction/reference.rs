@@ -88,14 +88,22 @@ impl Signer {
     }
 }
 
-/// Where a reference sits in a text (a handoff summary the agent sent back), if one does.
+/// How a handoff summary carries its reference: a line of its own, so a text that merely
+/// mentions a reference (someone pasting one) is not taken for a handoff.
+const MARKER: &str = "[ctxhost handoff: ";
+
+/// The line a handoff summary ends with.
+pub fn marker_line(reference: &str) -> String {
+    format!("{MARKER}{reference}]")
+}
+
+/// The reference in a handoff's marker line within `text` (a summary the agent sent back), if
+/// one is there.
 pub fn find_in_text(text: &str) -> Option<&str> {
-    let start = text.find(PREFIX)?;
+    let start = text.find(MARKER)? + MARKER.len();
     let rest = &text[start..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
+    let end = rest.find(']').unwrap_or(rest.len());
+    Some(rest[..end].trim())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -155,8 +163,8 @@ mod tests {
     fn a_reference_is_found_at_the_end_of_a_handoff() {
         let signer = Signer::new([3; 32]);
         let text = signer.sign("alice", &reference());
-        let handoff = format!("Summary:\nthe work so far\n[ctxhost: {text}]\nmore");
+        let handoff = format!("Summary:\nthe work so far\n{}\nmore", marker_line(&text));
         assert_eq!(find_in_text(&handoff), Some(text.as_str()));
-        assert_eq!(find_in_text("no reference here"), None);
+        assert_eq!(find_in_text(&format!("a pasted {text}")), None);
     }
 }

@@ -194,7 +194,8 @@ fn messages(shape: &Shape<'_>, text: &str, counts: Counts, id: &str) -> Response
         json!({"type": "content_block_stop", "index": 0}),
         json!({"type": "message_delta",
                "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-               "usage": {"output_tokens": counts.output}}),
+               // Cumulative, as the API reports it now (clients read the input here too).
+               "usage": {"input_tokens": counts.input, "output_tokens": counts.output}}),
         json!({"type": "message_stop"}),
     ];
     let frames = events.into_iter().map(|event| {

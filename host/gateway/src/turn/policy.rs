@@ -90,6 +90,13 @@ impl Turn {
                 "the client's history does not extend the session's lineage: starting a new lineage"
             );
         }
+        if continuity == Continuity::Compacted {
+            tracing::info!(
+                session = %live.record.key.name,
+                messages = history.len(),
+                "the agent compacted its history around the gateway's handoff: the lineage continues"
+            );
+        }
         Draft {
             upstream: Arc::new(upstream),
             continuity,
