@@ -32,7 +32,7 @@ fn sandbox(engine: &str) -> Sandbox {
     sandbox.link_repo_plugins();
     sandbox.write_config(&format!(
         "context:\n  engine: {engine}\n\
-         compression:\n  threshold: 0.9\n  target_ratio: 0.2\n  protect_last_n: 4\n\
+         compression:\n  threshold: 0.9\n  target_ratio: 0.05\n  protect_last_n: 4\n\
          plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.1\n    fresh_tail_count: 4\n    \
          fresh_tail_max_ratio: 0.1\n\
          serve:\n  compaction:\n    background: false\n  \
