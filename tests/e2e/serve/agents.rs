@@ -65,7 +65,8 @@ fn check_session(
     assert_eq!(
         script.compaction_prompts(),
         0,
-        "the upstream model was asked for the agent's compaction summary"
+        "the upstream model was asked for the agent's compaction summary; the gateway: {:#?}",
+        gateway.log()
     );
     let leaked: Vec<_> = upstream
         .received()
