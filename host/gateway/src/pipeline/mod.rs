@@ -51,6 +51,8 @@ async fn serve<W: Wire>(
             return unmanaged::pass_through(&gateway, W::PATH, &headers, uri.query(), bytes).await
         }
     };
+    let mut headers = headers;
+    let feature_window = W::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
     let name = session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?;
     let (mut turn, prepared) = Turn::begin(
         gateway,
@@ -60,6 +62,7 @@ async fn serve<W: Wire>(
             history: &parsed.history,
             model: &parsed.model,
             output_budget: parsed.output_budget,
+            feature_window,
         },
     )
     .await?;

@@ -91,6 +91,9 @@ pub struct TurnRequest<'a> {
     pub model: &'a str,
     /// `max_tokens` or its like: the room kept free for the answer.
     pub output_budget: Option<u64>,
+    /// The model's window as the request's features set it (an Anthropic beta), unless
+    /// `serve.models` names the model.
+    pub feature_window: Option<u64>,
 }
 
 impl Turn {
@@ -107,8 +110,9 @@ impl Turn {
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
-        let window = usable_window(
-            context_window(
+        let model_window = match request.feature_window {
+            Some(window) if !settings.models.contains_key(request.model) => window,
+            _ => context_window(
                 request.model,
                 &settings.models,
                 &ConfiguredModel {
@@ -116,8 +120,8 @@ impl Turn {
                     context_length: configured.context_length,
                 },
             ),
-            request.output_budget,
-        );
+        };
+        let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
         let mut turn = Turn {
             gateway,

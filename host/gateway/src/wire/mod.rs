@@ -63,6 +63,17 @@ pub trait Wire: Send + Sync + 'static {
 
     /// A streamed answer's state, before its first event.
     fn stream(request: &Self::Request) -> Self::Stream;
+
+    /// The client's headers made into the upstream's for `model` (features the config adds,
+    /// such as Anthropic betas); returns the model's window when those features set it. Most
+    /// APIs send the headers as they came.
+    fn upstream_headers(
+        _headers: &mut axum::http::HeaderMap,
+        _model: &str,
+        _settings: &ServeSettings,
+    ) -> Option<u64> {
+        None
+    }
 }
 
 /// A request body taken apart.
