@@ -1,25 +1,86 @@
-//! One token view and the provider's features: `count_tokens` answers for what the gateway
-//! sends upstream for a history (the session's view plus the new messages), counted by the
+//! One token view and the provider's features: `count_tokens` (and Responses' `input_tokens`)
+//! answers for what the gateway sends upstream for a history (the session's view plus the new messages), counted by the
 //! provider when it has the route and by the gateway when it has not, and `passthrough` relays
 //! it as it came; the client's `anthropic-beta` values reach the provider untouched, and the
 //! config's betas are added for the models that take them, with the window they give.
 
 use ctxhost_tests::anthropic_upstream::{from_openai, reply};
 use ctxhost_tests::gateway::GatewayProcess;
-use ctxhost_tests::upstream::{Answer, FakeUpstream};
+use ctxhost_tests::responses_upstream;
+use ctxhost_tests::upstream::{Answer, FakeUpstream, Recorded};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
 
 const MODEL: &str = "claude-meter";
 const KEY: &str = "sk-meter";
 
-/// The text a provider counts in a block or a content value.
+/// The two APIs with a token counting route.
+#[derive(Debug, Clone, Copy)]
+enum Api {
+    Messages,
+    Responses,
+}
+
+impl Api {
+    fn path(self) -> &'static str {
+        match self {
+            Api::Messages => "messages",
+            Api::Responses => "responses",
+        }
+    }
+
+    fn count_path(self) -> &'static str {
+        match self {
+            Api::Messages => "messages/count_tokens",
+            Api::Responses => "responses/input_tokens",
+        }
+    }
+
+    /// The prompt and turn fields of a body.
+    fn fields(self) -> (&'static str, &'static str) {
+        match self {
+            Api::Messages => ("system", "messages"),
+            Api::Responses => ("instructions", "input"),
+        }
+    }
+
+    /// The client's body for the first `upto` messages of the long session.
+    fn history(self, upto: usize) -> Value {
+        let (prompt, turns) = match self {
+            Api::Messages => from_openai(&long_session()[..upto]),
+            Api::Responses => responses_upstream::from_openai(&long_session()[..upto]),
+        };
+        let (prompt_key, turns_key) = self.fields();
+        json!({"model": MODEL, prompt_key: prompt, turns_key: turns})
+    }
+
+    /// The model calls the provider received (not counts).
+    fn calls(self, upstream: &FakeUpstream) -> Vec<Recorded> {
+        upstream
+            .received()
+            .into_iter()
+            .filter(|r| r.path.starts_with(&format!("/v1/{}", self.path())))
+            .filter(|r| !r.path.contains(self.count_path()))
+            .collect()
+    }
+
+    /// The last count the provider was asked for.
+    fn last_count(self, upstream: &FakeUpstream) -> Recorded {
+        upstream
+            .received()
+            .into_iter()
+            .rfind(|r| r.path.contains(self.count_path()))
+            .expect("the provider was asked to count")
+    }
+}
+
+/// The text a provider counts in a block, an item or a content value.
 fn text_of(content: &Value, out: &mut String) {
     match content {
         Value::String(text) => out.push_str(text),
         Value::Array(blocks) => blocks.iter().for_each(|b| text_of(b, out)),
         Value::Object(block) => {
-            for key in ["text", "thinking", "name"] {
+            for key in ["text", "thinking", "name", "arguments"] {
                 if let Some(Value::String(text)) = block.get(key) {
                     out.push_str(text);
                     out.push('\n');
@@ -28,48 +89,63 @@ fn text_of(content: &Value, out: &mut String) {
             if let Some(input) = block.get("input") {
                 out.push_str(&input.to_string());
             }
-            if let Some(content) = block.get("content") {
-                text_of(content, out);
+            for key in ["content", "output"] {
+                if let Some(content) = block.get(key) {
+                    text_of(content, out);
+                }
             }
         }
         _ => {}
     }
 }
 
-/// What the test provider counts for a Messages body: its system prompt, every message's
-/// blocks (tool inputs as JSON) and its tool definitions in o200k_base tokens, and four tokens
-/// a message.
+/// What the test provider counts for a body: its system prompt, every turn's text (tool
+/// inputs as JSON) and its tool definitions in o200k_base tokens, and four tokens a turn.
 fn provider_count(body: &Value) -> u64 {
     let bpe = tiktoken_rs::o200k_base().unwrap();
+    let (prompt, turns) = if body.get("input").is_some() {
+        (&body["instructions"], &body["input"])
+    } else {
+        (&body["system"], &body["messages"])
+    };
     let mut text = String::new();
-    text_of(&body["system"], &mut text);
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    for message in &messages {
-        text_of(&message["content"], &mut text);
+    text_of(prompt, &mut text);
+    let turns = turns.as_array().cloned().unwrap_or_default();
+    for turn in &turns {
+        text_of(turn, &mut text);
         text.push('\n');
     }
     if let Some(tools) = body.get("tools") {
         text.push_str(&tools.to_string());
     }
-    bpe.encode_ordinary(&text).len() as u64 + 4 * messages.len() as u64
+    bpe.encode_ordinary(&text).len() as u64 + 4 * turns.len() as u64
 }
 
-/// A provider that reports the input tokens it counted, and answers `count_tokens` with the
-/// same counter when `counts` (else it has no such route).
+/// A provider that reports the input tokens it counted, and answers counts with the same
+/// counter when `counts` (else it has no such route).
 fn provider(counts: bool) -> FakeUpstream {
     FakeUpstream::start(move |request| {
         let body = request.json();
         let tokens = provider_count(&body);
-        if request.path.contains("count_tokens") {
-            return if counts {
-                Answer::Json(200, json!({"input_tokens": tokens}))
-            } else {
-                Answer::Json(
-                    404,
-                    json!({"type": "error", "error": {"type": "not_found_error",
-                                                      "message": "Not Found"}}),
-                )
+        let responses = request.path.starts_with("/v1/responses");
+        if request.path.contains("count_tokens") || request.path.contains("input_tokens") {
+            return match (counts, responses) {
+                (true, false) => Answer::Json(200, json!({"input_tokens": tokens})),
+                (true, true) => Answer::Json(
+                    200,
+                    json!({"object": "response.input_tokens", "input_tokens": tokens}),
+                ),
+                (false, _) => Answer::Json(404, json!({"error": {"message": "Not Found"}})),
             };
+        }
+        if responses {
+            let usage = json!({"input_tokens": tokens, "output_tokens": 2,
+                               "total_tokens": tokens + 2});
+            return responses_upstream::reply(
+                request,
+                json!([responses_upstream::message_item("msg_1", "Noted.")]),
+                Some(usage),
+            );
         }
         let usage = json!({"input_tokens": tokens, "output_tokens": 2});
         reply(
@@ -93,25 +169,23 @@ fn post(gateway: &GatewayProcess, path: &str, session: &str, body: &Value) -> (u
     (status, response.json().unwrap())
 }
 
-/// The client's `system` and `messages` for the first `upto` messages of the long session.
-fn history(upto: usize) -> Value {
-    let (system, messages) = from_openai(&long_session()[..upto]);
-    json!({"model": MODEL, "system": system, "messages": messages})
-}
-
 /// Replays the long session's turns until the engine has compressed and the session has gone
 /// on a few turns past it; the last turn's history.
-fn compressed_session(gateway: &GatewayProcess, session: &str) -> Value {
+fn compressed_session(gateway: &GatewayProcess, api: Api, session: &str) -> Value {
     let session_messages = long_session();
     let mut after = 0;
     let mut last = Value::Null;
     for upto in (1..session_messages.len()).filter(|i| session_messages[*i]["role"] == "assistant")
     {
-        let mut body = history(upto);
-        body["max_tokens"] = json!(1024);
-        let (status, answer) = post(gateway, "messages", session, &body);
+        let mut body = api.history(upto);
+        let budget = match api {
+            Api::Messages => "max_tokens",
+            Api::Responses => "max_output_tokens",
+        };
+        body[budget] = json!(1024);
+        let (status, answer) = post(gateway, api.path(), session, &body);
         assert_eq!(status, 200, "{answer}");
-        last = history(upto);
+        last = api.history(upto);
         let state = gateway.session(session, Some(KEY));
         let applied = state["compressions"]
             .as_array()
@@ -136,8 +210,14 @@ fn assert_close(counted: u64, reference: u64, what: &str) {
 }
 
 #[test]
-fn count_tokens_counts_the_view_the_upstream_receives() {
-    for counts in [true, false] {
+fn counts_answer_for_the_view_the_upstream_receives() {
+    for (api, counts) in [
+        (Api::Messages, true),
+        (Api::Messages, false),
+        (Api::Responses, true),
+        (Api::Responses, false),
+    ] {
+        let case = format!("{api:?}, provider route: {counts}");
         let upstream = provider(counts);
         let sandbox = Sandbox::new();
         sandbox.write_config(&format!(
@@ -145,62 +225,61 @@ fn count_tokens_counts_the_view_the_upstream_receives() {
              breakpoints: off\n"
         ));
         let gateway = sandbox.serve(&upstream.base_url(), &[]);
-        let last = compressed_session(&gateway, "metered");
-        let sent = upstream.messages_requests().last().unwrap().json();
+        let last = compressed_session(&gateway, api, "metered");
+        let sent = api.calls(&upstream).last().unwrap().json();
         let received = provider_count(&sent);
         let whole = provider_count(&last);
         // Far enough apart that a count of the whole history fails the 2% check.
         assert!(
             whole > received * 11 / 10,
-            "the view is smaller: {whole} vs {received}"
+            "{case}: the view is smaller: {whole} vs {received}"
         );
         let before = gateway.session("metered", Some(KEY));
 
-        let (status, answer) = post(&gateway, "messages/count_tokens", "metered", &last);
-        assert_eq!(status, 200, "{answer}");
+        let (status, answer) = post(&gateway, api.count_path(), "metered", &last);
+        assert_eq!(status, 200, "{case}: {answer}");
         let counted = answer["input_tokens"].as_u64().unwrap();
-        assert_close(counted, received, &format!("provider route: {counts}"));
+        assert_close(counted, received, &case);
         if counts {
-            // The provider was asked about the very messages it received for that history.
-            let asked = upstream
-                .received()
-                .into_iter()
-                .rfind(|r| r.path.contains("count_tokens"))
-                .unwrap()
-                .json();
-            assert_eq!(asked["messages"], sent["messages"]);
-            assert_eq!(asked["system"], sent["system"]);
+            // The provider was asked about the very turns it received for that history.
+            let asked = api.last_count(&upstream).json();
+            let (prompt, turns) = api.fields();
+            assert_eq!(asked[turns], sent[turns], "{case}");
+            assert_eq!(asked[prompt], sent[prompt], "{case}");
+        } else if let Api::Responses = api {
+            assert_eq!(answer["object"], "response.input_tokens");
         }
         // Only read: the session is where it was.
         let after = gateway.session("metered", Some(KEY));
         for key in ["requests", "revision", "messages_seen", "view_messages"] {
-            assert_eq!(before[key], after[key], "{key}");
+            assert_eq!(before[key], after[key], "{case}: {key}");
         }
 
         // A history no session knows is counted whole, and no session is made for it.
-        let (status, answer) = post(&gateway, "messages/count_tokens", "unknown", &last);
-        assert_eq!(status, 200, "{answer}");
-        assert_close(
-            answer["input_tokens"].as_u64().unwrap(),
-            whole,
-            "unknown session",
-        );
+        let (status, answer) = post(&gateway, api.count_path(), "unknown", &last);
+        assert_eq!(status, 200, "{case}: {answer}");
+        assert_close(answer["input_tokens"].as_u64().unwrap(), whole, &case);
         let (status, _) = gateway.get_json("/ctxhost/sessions/unknown", Some(KEY));
-        assert_eq!(status, 404);
+        assert_eq!(status, 404, "{case}");
         // And the session's next turn continues its lineage.
+        let (_, turns) = api.fields();
         let mut next = last.clone();
-        next["messages"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"role": "assistant", "content": "Noted."}));
-        next["messages"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"role": "user", "content": "Go on."}));
-        let (status, _) = post(&gateway, "messages", "metered", &next);
-        assert_eq!(status, 200);
+        let list = next[turns].as_array_mut().unwrap();
+        match api {
+            Api::Messages => {
+                list.push(json!({"role": "assistant", "content": "Noted."}));
+                list.push(json!({"role": "user", "content": "Go on."}));
+            }
+            Api::Responses => {
+                list.push(responses_upstream::message_item("msg_1", "Noted."));
+                list.push(json!({"type": "message", "role": "user",
+                                 "content": [{"type": "input_text", "text": "Go on."}]}));
+            }
+        }
+        let (status, _) = post(&gateway, api.path(), "metered", &next);
+        assert_eq!(status, 200, "{case}");
         let state = gateway.session("metered", Some(KEY));
-        assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
+        assert_eq!(state["stats"]["new_lineages"], 0, "{case}: {state}");
     }
 }
 
@@ -213,15 +292,11 @@ fn count_tokens_passthrough_relays_the_clients_request() {
          background: false\n"
     ));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let last = compressed_session(&gateway, "relayed");
+    let last = compressed_session(&gateway, Api::Messages, "relayed");
     let (status, answer) = post(&gateway, "messages/count_tokens", "relayed", &last);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["input_tokens"], provider_count(&last));
-    let asked = upstream
-        .received()
-        .into_iter()
-        .rfind(|r| r.path.contains("count_tokens"))
-        .unwrap();
+    let asked = Api::Messages.last_count(&upstream);
     assert_eq!(asked.json(), last, "the client's request, as it came");
 }
 
@@ -277,11 +352,7 @@ fn betas_pass_through_and_configured_ones_widen_the_window() {
         .send()
         .unwrap();
     assert_eq!(response.status(), 200);
-    let asked = upstream
-        .received()
-        .into_iter()
-        .rfind(|r| r.path.contains("count_tokens"))
-        .unwrap();
+    let asked = Api::Messages.last_count(&upstream);
     assert_eq!(
         asked.header("anthropic-beta"),
         Some(format!("{client_betas},{million}").as_str())

@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod count;
 pub mod responses;
 
 use std::collections::HashSet;

@@ -3,11 +3,10 @@
 //! own tools offered as Anthropic tools, their `tool_use` blocks hidden from the client, prompt
 //! cache breakpoints placed for clients that set none ([`cache`]), streamed answers rewritten
 //! event by event ([`stream`]), the client's betas kept and the config's added ([`betas`]).
-//! `POST /v1/messages/count_tokens` answers for what the gateway would send ([`count`]).
+//! `POST /v1/messages/count_tokens` answers for what the gateway would send ([`super::count`]).
 
 mod betas;
 mod cache;
-mod count;
 mod stream;
 
 use std::collections::HashSet;
@@ -18,12 +17,12 @@ use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
+use super::count::Counting;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
 };
 use crate::error::{AnthropicError, GatewayError};
-pub use count::count_tokens;
 use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
 use ctxhost_wire::anthropic as convert;
 pub use stream::MessagesStream;
@@ -150,6 +149,23 @@ impl Wire for Messages {
         settings: &ServeSettings,
     ) -> Option<u64> {
         betas::apply(headers, model, &settings.anthropic)
+    }
+}
+
+impl Counting for Messages {
+    const COUNT_PATH: &'static str = "messages/count_tokens";
+
+    fn counted(tokens: u64) -> Value {
+        json!({ "input_tokens": tokens })
+    }
+
+    /// Breakpoints change no count.
+    fn for_count(request: &mut MessagesRequest) {
+        request.add_breakpoints = false;
+    }
+
+    fn tools(request: &MessagesRequest) -> Option<&Value> {
+        request.body.get("tools")
     }
 }
 

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
+use super::count::Counting;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
@@ -26,6 +27,18 @@ pub use stream::ResponsesStream;
 
 /// OpenAI Responses.
 pub struct Responses;
+
+impl Counting for Responses {
+    const COUNT_PATH: &'static str = "responses/input_tokens";
+
+    fn counted(tokens: u64) -> Value {
+        json!({ "object": "response.input_tokens", "input_tokens": tokens })
+    }
+
+    fn tools(request: &ResponsesRequest) -> Option<&Value> {
+        request.body.get("tools")
+    }
+}
 
 /// A Responses request's own fields.
 pub struct ResponsesRequest {

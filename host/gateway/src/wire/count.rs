@@ -1,4 +1,5 @@
-//! `POST /v1/messages/count_tokens`. With `serve.count_tokens: view` (the default) it answers
+//! Token counting routes (Anthropic's `POST /v1/messages/count_tokens`, OpenAI's
+//! `POST /v1/responses/input_tokens`). With `serve.count_tokens: view` (the default) they answer
 //! for what the gateway would send upstream for that history, the session's view plus the new
 //! messages, so a client's meter (Claude Code decides when to compact from it) agrees with the
 //! `usage` it receives. The session is only read: nothing is compressed, advanced or created,
@@ -16,21 +17,34 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
 use ctxhost_sdk::Message;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::Messages;
+use super::{Incoming, Wire};
 use crate::auth::credential_of;
-use crate::error::{AnthropicError, ErrorKind, GatewayError};
+use crate::error::{ErrorKind, GatewayError};
 use crate::record::{SessionKey, SessionRecord};
 use crate::turn::{relay, session_name};
 use crate::upstream::{read_body, relayed_headers};
-use crate::wire::{Incoming, Wire};
 use crate::Gateway;
 use ctxhost_config::serve::CountTokens;
 
-const PATH: &str = "messages/count_tokens";
+/// An API with a token counting route.
+pub trait Counting: Wire {
+    /// The provider's route, after the base URL.
+    const COUNT_PATH: &'static str;
 
-pub async fn count_tokens(
+    /// A count made here, in the API's shape.
+    fn counted(tokens: u64) -> Value;
+
+    /// The request's fields as a count sends them (what changes no count left out).
+    fn for_count(_request: &mut Self::Request) {}
+
+    /// The request's tool definitions, counted here with the messages.
+    fn tools(request: &Self::Request) -> Option<&Value>;
+}
+
+/// The route's handler, its failures in the shape `W`'s clients parse.
+pub async fn count_tokens<W: Counting>(
     State(gateway): State<Arc<Gateway>>,
     headers: HeaderMap,
     uri: Uri,
@@ -39,25 +53,26 @@ pub async fn count_tokens(
     let counted = async {
         let bytes = gateway.read_request(&headers, body).await?;
         match gateway.settings.count_tokens {
-            CountTokens::Passthrough => relayed(&gateway, &headers, uri.query(), bytes).await,
-            CountTokens::View => of_view(&gateway, headers, uri.query(), bytes).await,
+            CountTokens::Passthrough => {
+                relayed(&gateway, W::COUNT_PATH, &headers, uri.query(), bytes).await
+            }
+            CountTokens::View => of_view::<W>(&gateway, headers, uri.query(), bytes).await,
         }
     };
-    counted
-        .await
-        .unwrap_or_else(|error| AnthropicError(error).into_response())
+    counted.await.unwrap_or_else(W::error_response)
 }
 
 /// The request relayed as it came; the provider's answer as it came.
 async fn relayed(
     gateway: &Gateway,
+    path: &str,
     headers: &HeaderMap,
     query: Option<&str>,
     bytes: Bytes,
 ) -> Result<Response, GatewayError> {
     let response = gateway
         .upstream
-        .send(Method::POST, PATH, query, headers, Some(bytes))
+        .send(Method::POST, path, query, headers, Some(bytes))
         .await?;
     relay_answer(gateway, response).await
 }
@@ -73,19 +88,22 @@ async fn relay_answer(
 }
 
 /// The count of what a turn with this history would send upstream.
-async fn of_view(
+async fn of_view<W: Counting>(
     gateway: &Arc<Gateway>,
     mut headers: HeaderMap,
     query: Option<&str>,
     bytes: Bytes,
 ) -> Result<Response, GatewayError> {
-    let parsed = match Messages::parse(bytes, &gateway.settings)? {
+    let parsed = match W::parse(bytes, &gateway.settings)? {
         Incoming::Turn(parsed) => parsed,
-        Incoming::Unmanaged(bytes) => return relayed(gateway, &headers, query, bytes).await,
+        // The provider's own state: its own count.
+        Incoming::Unmanaged(bytes) => {
+            return relayed(gateway, W::COUNT_PATH, &headers, query, bytes).await
+        }
     };
-    // The betas a turn would carry.
-    Messages::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
-    let name = session_name(&headers, Messages::CLIENT_SESSION_HEADER, &parsed.history)?;
+    // The headers a turn would carry (Anthropic betas).
+    W::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
+    let name = session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?;
     let key = SessionKey {
         credential: credential_of(&headers),
         name,
@@ -95,26 +113,24 @@ async fn of_view(
         .and_then(|record| record.conversation.peek(&parsed.history))
         .unwrap_or(parsed.history);
     let mut request = parsed.request;
-    // Breakpoints change no count.
-    request.add_breakpoints = false;
-    let body = Messages::upstream_body(&request, &messages, &[]);
+    W::for_count(&mut request);
+    let body = W::upstream_body(&request, &messages, &[]);
     let response = gateway
         .upstream
-        .send(Method::POST, PATH, query, &headers, Some(body))
+        .send(Method::POST, W::COUNT_PATH, query, &headers, Some(body))
         .await?;
     // Any other answer is the provider's (its count, or its error for the client).
     if !matches!(response.status().as_u16(), 404 | 405 | 501) {
         return relay_answer(gateway, response).await;
     }
-    let tokens = count_here(gateway, &messages, &request.body);
-    Ok(Json(json!({ "input_tokens": tokens })).into_response())
+    let tokens = count_here(gateway, &messages, W::tools(&request));
+    Ok(Json(W::counted(tokens)).into_response())
 }
 
 /// The gateway's own count: the messages as the engines count them, and the tool definitions.
-fn count_here(gateway: &Gateway, messages: &[Message], body: &Map<String, Value>) -> u64 {
+fn count_here(gateway: &Gateway, messages: &[Message], tools: Option<&Value>) -> u64 {
     let counter = gateway.engines.services().tokens();
-    let tools = body
-        .get("tools")
+    let tools = tools
         .filter(|tools| !tools.is_null())
         .map(|tools| counter.count(&tools.to_string()))
         .unwrap_or(0);
