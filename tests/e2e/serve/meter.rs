@@ -358,3 +358,125 @@ fn betas_pass_through_and_configured_ones_widen_the_window() {
         Some(format!("{client_betas},{million}").as_str())
     );
 }
+
+/// `body` as a provider that applies Anthropic's `clear_tool_uses` edit sees it: the results of
+/// all but the last three tool uses cleared.
+fn after_edits(body: &Value) -> Value {
+    let mut body = body.clone();
+    let clears = body["context_management"]["edits"]
+        .as_array()
+        .is_some_and(|edits| {
+            edits
+                .iter()
+                .any(|e| e["type"] == "clear_tool_uses_20250919")
+        });
+    if !clears {
+        return body;
+    }
+    let mut results: Vec<&mut Value> = body["messages"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .filter_map(|m| m["content"].as_array_mut())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    let cleared = results.len().saturating_sub(3);
+    for block in results.iter_mut().take(cleared) {
+        block["content"] = json!("[cleared]");
+    }
+    body
+}
+
+/// Replays the long session's turns on `api` while the whole history fits well under the
+/// 16,000-token window, each with `extra` fields; the number of the first turn after which the
+/// session had compressed, if any.
+fn first_compression(
+    gateway: &GatewayProcess,
+    api: Api,
+    session: &str,
+    extra: &Value,
+) -> Option<usize> {
+    let messages = long_session();
+    let turns = (1..messages.len()).filter(|i| messages[*i]["role"] == "assistant");
+    for (turn, upto) in turns.enumerate() {
+        let mut body = api.history(upto);
+        if provider_count(&body) > 14_000 {
+            return None;
+        }
+        for (key, value) in extra.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        let response = reqwest::blocking::Client::new()
+            .post(format!("{}/{}", gateway.base_url(), api.path()))
+            .bearer_auth(KEY)
+            .header("anthropic-beta", "context-management-2025-06-27")
+            .header("x-ctxhost-session", session)
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{session}");
+        let state = gateway.session(session, Some(KEY));
+        if !state["compressions"].as_array().unwrap().is_empty() {
+            return Some(turn);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_engine_leaves_what_the_provider_clears_or_compacts_to_it() {
+    // The provider reports what remains after its own edits.
+    let upstream = FakeUpstream::start(|request| {
+        let tokens = provider_count(&after_edits(&request.json()));
+        if request.path.starts_with("/v1/responses") {
+            let usage = json!({"input_tokens": tokens, "output_tokens": 2,
+                               "total_tokens": tokens + 2});
+            return responses_upstream::reply(
+                request,
+                json!([responses_upstream::message_item("msg_1", "Noted.")]),
+                Some(usage),
+            );
+        }
+        let usage = json!({"input_tokens": tokens, "output_tokens": 2});
+        reply(
+            request,
+            json!([{"type": "text", "text": "Noted."}]),
+            Some(usage),
+        )
+    });
+    let sandbox = Sandbox::new();
+    sandbox.write_config(&format!(
+        "serve:\n  models:\n    {MODEL}: 16000\n  cache:\n    breakpoints: off\n"
+    ));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let plain = first_compression(&gateway, Api::Messages, "plain", &json!({}));
+    let plain = plain.expect("without edits the engine compresses under the window");
+    let clears = json!({"context_management": {"edits": [
+        {"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}]}});
+    let edited = first_compression(&gateway, Api::Messages, "edited", &clears);
+    assert!(
+        edited.is_none_or(|turn| turn > plain),
+        "the engine judged the edited history on what the provider cleared: {edited:?} vs {plain}"
+    );
+    let sent = Api::Messages.calls(&upstream).last().unwrap().clone();
+    assert_eq!(
+        sent.json()["context_management"],
+        clears["context_management"]
+    );
+    assert_eq!(
+        sent.header("anthropic-beta"),
+        Some("context-management-2025-06-27")
+    );
+
+    // The provider compacts on its own: the engine leaves the history to it.
+    let compaction = json!({"context_management": [
+        {"type": "compaction", "compact_threshold": 4000}]});
+    let compacted = first_compression(&gateway, Api::Responses, "compacted", &compaction);
+    assert_eq!(compacted, None);
+    let sent = Api::Responses.calls(&upstream).last().unwrap().json();
+    assert_eq!(sent["context_management"], compaction["context_management"]);
+    // And with the same turns, but no compaction asked of the provider, the engine compresses.
+    let engine = first_compression(&gateway, Api::Responses, "engine", &json!({}));
+    assert!(engine.is_some());
+}

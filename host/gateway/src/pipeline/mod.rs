@@ -63,6 +63,7 @@ async fn serve<W: Wire>(
             model: &parsed.model,
             output_budget: parsed.output_budget,
             feature_window,
+            provider_context: W::provider_context(&parsed.request),
         },
     )
     .await?;

@@ -25,6 +25,7 @@ use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
+use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
 
 /// The header naming a client's session.
@@ -82,6 +83,8 @@ pub struct Turn {
     pub guard: SessionGuard,
     /// The headers every response of the turn carries (`x-ctxhost-*`).
     pub headers: HeaderMap,
+    /// What the provider itself does to the context: the engine leaves that to it.
+    pub provider_context: ProviderContext,
 }
 
 /// What a request asks of a turn, whatever its protocol.
@@ -94,6 +97,8 @@ pub struct TurnRequest<'a> {
     /// The model's window as the request's features set it (an Anthropic beta), unless
     /// `serve.models` names the model.
     pub feature_window: Option<u64>,
+    /// What the provider itself does to the context (`context_management`).
+    pub provider_context: ProviderContext,
 }
 
 impl Turn {
@@ -127,6 +132,7 @@ impl Turn {
             gateway,
             guard,
             headers: HeaderMap::new(),
+            provider_context: request.provider_context,
         };
         let prepared = turn.prepare(request.history, request.model, window).await;
         // A new view is saved before it is used, so a crash mid-request cannot lose a

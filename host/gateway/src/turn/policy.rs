@@ -39,6 +39,9 @@ impl Turn {
         // Counted once here: the deferral, the compression and the near check below share it
         // (the upstream only changes if a compression is applied).
         let tokens = self.guard.session.count(&draft.upstream);
+        // What the provider's own context management covers is its own (`ProviderContext`).
+        let trigger =
+            trigger.filter(|t| self.provider_context.leaves_to_engine(*t, tokens, window));
         if let Some(trigger) = trigger.filter(|_| !self.deferred(tokens, window)) {
             self.compress(trigger, tokens, window, &mut draft).await;
         }
@@ -253,7 +256,11 @@ impl Turn {
     /// background while this request is answered.
     async fn prepare_next(&mut self, draft: &Draft, tokens: u64, window: u64) {
         let settings = &self.gateway.settings.compaction;
-        if draft.compressed || !settings.background || draft.continuity == Continuity::Diverged {
+        if draft.compressed
+            || !settings.background
+            || draft.continuity == Continuity::Diverged
+            || self.provider_context.manages()
+        {
             return;
         }
         let margin = (settings.margin * window as f64) as u64;

@@ -7,6 +7,7 @@
 pub mod anthropic;
 pub mod chat;
 pub mod count;
+pub mod provider_context;
 pub mod responses;
 
 use std::collections::HashSet;
@@ -74,6 +75,11 @@ pub trait Wire: Send + Sync + 'static {
         _settings: &ServeSettings,
     ) -> Option<u64> {
         None
+    }
+
+    /// The provider's own context management the request asks for (none on most APIs).
+    fn provider_context(_request: &Self::Request) -> provider_context::ProviderContext {
+        provider_context::ProviderContext::None
     }
 }
 

@@ -18,6 +18,7 @@ use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
 use super::count::Counting;
+use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
@@ -141,6 +142,10 @@ impl Wire for Messages {
 
     fn stream(_: &MessagesRequest) -> MessagesStream {
         MessagesStream::default()
+    }
+
+    fn provider_context(request: &MessagesRequest) -> ProviderContext {
+        ProviderContext::of_anthropic(&request.body)
     }
 
     fn upstream_headers(

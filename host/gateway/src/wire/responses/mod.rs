@@ -16,6 +16,7 @@ use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
 use super::count::Counting;
+use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
@@ -85,6 +86,10 @@ impl Wire for Responses {
 
     fn error_response(error: GatewayError) -> Response {
         error.into_response()
+    }
+
+    fn provider_context(request: &ResponsesRequest) -> ProviderContext {
+        ProviderContext::of_responses(&request.body)
     }
 
     /// The client's fields, `instructions` and `input` from `messages`, and the engine's tools
