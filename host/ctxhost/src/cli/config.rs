@@ -266,6 +266,8 @@ fn known_keys() -> Vec<String> {
         "serve.compaction.background",
         "serve.compaction.margin",
         "serve.compaction.wait_seconds",
+        "serve.count_tokens",
+        "serve.anthropic.betas",
     ]
     .map(str::to_string)
     .to_vec();
