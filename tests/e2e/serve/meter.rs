@@ -357,6 +357,12 @@ fn betas_pass_through_and_configured_ones_widen_the_window() {
         asked.header("anthropic-beta"),
         Some(format!("{client_betas},{million}").as_str())
     );
+    // A body no turn would take is the provider's to count (or refuse), as it came.
+    let odd = json!({"model": "claude-sonnet-4-5", "messages": [],
+                     "tools": [{"name": "t", "input_schema": {"type": "object"}}]});
+    let (status, _) = post(&gateway, "messages/count_tokens", "odd", &odd);
+    assert_eq!(status, 200);
+    assert_eq!(Api::Messages.last_count(&upstream).json(), odd);
 }
 
 /// `body` as a provider that applies Anthropic's `clear_tool_uses` edit sees it: the results of

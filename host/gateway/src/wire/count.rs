@@ -94,10 +94,11 @@ async fn of_view<W: Counting>(
     query: Option<&str>,
     bytes: Bytes,
 ) -> Result<Response, GatewayError> {
-    let parsed = match W::parse(bytes, &gateway.settings)? {
-        Incoming::Turn(parsed) => parsed,
-        // The provider's own state: its own count.
-        Incoming::Unmanaged(bytes) => {
+    let parsed = match W::parse(bytes.clone(), &gateway.settings) {
+        Ok(Incoming::Turn(parsed)) => parsed,
+        // The provider's own state, or a body no turn would take (a count of tools alone):
+        // the provider's own count of it, or its own error.
+        Ok(Incoming::Unmanaged(_)) | Err(_) => {
             return relayed(gateway, W::COUNT_PATH, &headers, query, bytes).await
         }
     };
