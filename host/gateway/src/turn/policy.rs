@@ -60,6 +60,11 @@ impl Turn {
         // Counted once here: the deferral, the compression and the near check below share it
         // (the upstream only changes if a compression is applied).
         let tokens = self.guard.session.count(&draft.upstream);
+        // What the provider's own context management covers is its own (`ProviderContext`);
+        // the agent's own compaction request is the engine's to answer whatever it says.
+        let trigger = trigger.filter(|t| {
+            *t == Trigger::Client || self.provider_context.leaves_to_engine(*t, tokens, window)
+        });
         if let Some(trigger) =
             trigger.filter(|t| *t == Trigger::Client || !self.deferred(tokens, window))
         {
@@ -289,7 +294,11 @@ impl Turn {
     /// background while this request is answered.
     async fn prepare_next(&mut self, draft: &Draft, tokens: u64, window: u64) {
         let settings = &self.gateway.settings.compaction;
-        if draft.compressed || !settings.background || draft.continuity == Continuity::Diverged {
+        if draft.compressed
+            || !settings.background
+            || draft.continuity == Continuity::Diverged
+            || self.provider_context.manages()
+        {
             return;
         }
         let margin = (settings.margin * window as f64) as u64;
