@@ -79,6 +79,17 @@ impl Live {
         true
     }
 
+    /// Takes the compression being prepared as done if it is, without waiting.
+    pub(super) async fn settle_finished(&mut self) {
+        let finished = matches!(
+            &self.pending,
+            Some(Pending { task: Task::Running(handle), .. }) if handle.is_finished()
+        );
+        if finished {
+            self.settle_pending(None).await;
+        }
+    }
+
     /// Whether a compression is still being prepared (the engine is busy with it).
     pub(super) fn preparing(&self) -> bool {
         matches!(
