@@ -14,7 +14,8 @@
 //! the machine, set the pace).
 //!
 //! Run: `cargo bench -p ctxhost-tests --bench compaction_wait` (the whole session: about 15
-//! minutes). Quick: `CTXHOST_BENCH_TURNS=40` replays only the first 40 turns.
+//! minutes). Quick: `CTXHOST_BENCH_TURNS=40` replays only the first 40 turns. `--profile dev`
+//! measures the debug build the test suite uses (no release build needed; slower per request).
 
 use std::time::{Duration, Instant};
 
