@@ -170,13 +170,15 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CompactionSettings {
-    /// Prepare compressions in the background (else each runs on the request that needs it).
+    /// Prepare compressions in the background, also the one a request crosses the threshold
+    /// with (else each runs on the request that needs it).
     pub background: bool,
     /// How near the threshold a session is when its next request starts one, as a share of
     /// the window: the engine is asked whether it would compress with this many more tokens.
     pub margin: f64,
-    /// Seconds a request waits for a compression still being prepared before it goes upstream
-    /// with the last view (when that fits the window; it waits on otherwise).
+    /// Seconds a request whose last view plus what is new would not fit the window waits for
+    /// the compression being prepared before it waits on as a synchronous compression would
+    /// (said in the log). A request that fits never waits for one.
     pub wait_seconds: f64,
 }
 
