@@ -40,6 +40,10 @@ pub struct ServeSettings {
     /// `compaction_trigger`, `POST /v1/responses/compact`, Claude Code's summary request,
     /// Hermes' compression call).
     pub client_compaction: ClientCompactionMode,
+    /// What `POST /v1/messages/count_tokens` counts.
+    pub count_tokens: CountTokens,
+    /// Anthropic Messages only: betas the gateway adds upstream.
+    pub anthropic: AnthropicSettings,
 }
 
 impl Default for ServeSettings {
@@ -56,6 +60,8 @@ impl Default for ServeSettings {
             cache: CacheSettings::default(),
             compaction: CompactionSettings::default(),
             client_compaction: ClientCompactionMode::default(),
+            count_tokens: CountTokens::default(),
+            anthropic: AnthropicSettings::default(),
         }
     }
 }
@@ -77,18 +83,102 @@ pub enum ClientCompactionMode {
     Passthrough,
 }
 
+/// `serve.count_tokens`: what a client's token count answers for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountTokens {
+    /// What the gateway would send upstream for that history (the session's view plus the new
+    /// messages), so the client's meter agrees with the `usage` it receives.
+    #[default]
+    View,
+    /// The client's request relayed as it came (its whole history).
+    Passthrough,
+}
+
+/// `serve.anthropic`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnthropicSettings {
+    /// Betas added to the `anthropic-beta` header of upstream requests (after the client's).
+    pub betas: Vec<AnthropicBeta>,
+}
+
+/// One beta the gateway adds, for every model or only for those its patterns match.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum AnthropicBeta {
+    /// For every model: `- context-1m-2025-08-07`.
+    Always(String),
+    /// For the models matching `models` (`*` matches any run of characters).
+    ForModels {
+        beta: String,
+        models: Vec<String>,
+        /// The model's context window with this beta (known betas have theirs built in).
+        #[serde(default)]
+        window: Option<u64>,
+    },
+}
+
+impl AnthropicBeta {
+    pub fn name(&self) -> &str {
+        match self {
+            AnthropicBeta::Always(beta) | AnthropicBeta::ForModels { beta, .. } => beta,
+        }
+    }
+
+    /// Whether it is added for `model`.
+    pub fn applies_to(&self, model: &str) -> bool {
+        match self {
+            AnthropicBeta::Always(_) => true,
+            AnthropicBeta::ForModels { models, .. } => {
+                models.iter().any(|pattern| glob_matches(pattern, model))
+            }
+        }
+    }
+
+    /// The window it gives a model, when the config says.
+    pub fn window(&self) -> Option<u64> {
+        match self {
+            AnthropicBeta::Always(_) => None,
+            AnthropicBeta::ForModels { window, .. } => *window,
+        }
+    }
+}
+
+/// `pattern` against `text`, where `*` matches any run of characters (none included).
+fn glob_matches(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// `serve.compaction`: compressions prepared before they are needed, so no turn waits for a
 /// summarizer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CompactionSettings {
-    /// Prepare compressions in the background (else each runs on the request that needs it).
+    /// Prepare compressions in the background, also the one a request crosses the threshold
+    /// with (else each runs on the request that needs it).
     pub background: bool,
     /// How near the threshold a session is when its next request starts one, as a share of
     /// the window: the engine is asked whether it would compress with this many more tokens.
     pub margin: f64,
-    /// Seconds a request waits for a compression still being prepared before it goes upstream
-    /// with the last view (when that fits the window; it waits on otherwise).
+    /// Seconds a request whose last view plus what is new would not fit the window waits for
+    /// the compression being prepared before it waits on as a synchronous compression would
+    /// (said in the log). A request that fits never waits for one.
     pub wait_seconds: f64,
 }
 
@@ -319,6 +409,26 @@ impl ServeSettings {
                 ));
             }
         }
+        for (i, beta) in self.anthropic.betas.iter().enumerate() {
+            let name = beta.name();
+            // A header value: one token, no separators.
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            {
+                return Err(fault(
+                    &format!("anthropic.betas[{i}]"),
+                    "must name a beta (letters, digits, - _ .), e.g. context-1m-2025-08-07",
+                ));
+            }
+            if beta.window().is_some_and(|w| w < 1024) {
+                return Err(fault(
+                    &format!("anthropic.betas[{i}].window"),
+                    "a context window must be at least 1024 tokens",
+                ));
+            }
+        }
         if let Some((name, _)) = self.models.iter().find(|(_, window)| **window < 1024) {
             return Err(fault(
                 &format!("models.{name}"),
@@ -326,5 +436,39 @@ impl ServeSettings {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn betas_apply_to_the_models_their_patterns_match() {
+        let settings = ServeSettings::from_value(&serde_json::json!({
+            "count_tokens": "passthrough",
+            "anthropic": {"betas": [
+                "always-1",
+                {"beta": "context-1m-2025-08-07", "models": ["claude-sonnet-4*", "*opus-4*"]},
+            ]},
+        }))
+        .unwrap();
+        assert_eq!(settings.count_tokens, CountTokens::Passthrough);
+        let [always, million] = &settings.anthropic.betas[..] else {
+            panic!("{settings:?}")
+        };
+        assert!(always.applies_to("anything"));
+        assert!(million.applies_to("claude-sonnet-4-5"));
+        assert!(million.applies_to("anthropic/claude-opus-4-1"));
+        assert!(!million.applies_to("claude-haiku-4-5"));
+        assert!(!million.applies_to("claude-sonnet-3"));
+        assert!(glob_matches("a*b*c", "aXbYc"));
+        assert!(!glob_matches("a*b*c", "aXcYb"));
+        assert!(glob_matches("abc", "abc") && !glob_matches("abc", "abcd"));
+        let bad = ServeSettings::from_value(&serde_json::json!({
+            "anthropic": {"betas": ["two words"]},
+        }));
+        assert_eq!(bad.unwrap_err().key, "serve.anthropic.betas[0]");
+        assert_eq!(ServeSettings::default().count_tokens, CountTokens::View);
     }
 }

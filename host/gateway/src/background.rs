@@ -1,11 +1,11 @@
 //! Compressions prepared in the background, so no turn waits for a summarizer: a request that
 //! brings its session near the threshold (the engine would compress with
-//! `serve.compaction.margin` of the window more) starts a compression of what it sends, and
-//! goes upstream without waiting for it. A later request
-//! takes the result in (the new view, then the messages that came since) once it is ready,
-//! waiting for it at most `serve.compaction.wait_seconds`, and past that only when the last
-//! view plus what is new would not fit the window. While one is being prepared the engine is
-//! busy, so nothing else asks it: usage is queued for it and tools wait.
+//! `serve.compaction.margin` of the window more), or past it, starts a compression of what it
+//! sends, and goes upstream without waiting for it. A later request takes the result in (the
+//! new view, then the messages that came since) once it is ready; only a request whose last
+//! view plus what is new would not fit the window waits for it (at most
+//! `serve.compaction.wait_seconds`, then until it is done). While one is being prepared the
+//! engine is busy, so nothing else asks it: usage is queued for it and tools wait.
 //!
 //! With several gateways on one database, the one preparing a compression holds the session's
 //! compaction lease and, once done, keeps the result in the database; whichever gateway serves
@@ -25,6 +25,7 @@ use super::record::PendingInfo;
 use super::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use super::session::live::{Live, Pending, Task};
 use super::store::{random_u64, Claim, LeaseKind, PreparedState};
+use super::turn::plan::Standing;
 use super::turn::Turn;
 use ctxhost_core::session::DetachedCompression;
 
@@ -78,6 +79,17 @@ impl Live {
         true
     }
 
+    /// Takes the compression being prepared as done if it is, without waiting.
+    pub(super) async fn settle_finished(&mut self) {
+        let finished = matches!(
+            &self.pending,
+            Some(Pending { task: Task::Running(handle), .. }) if handle.is_finished()
+        );
+        if finished {
+            self.settle_pending(None).await;
+        }
+    }
+
     /// Whether a compression is still being prepared (the engine is busy with it).
     pub(super) fn preparing(&self) -> bool {
         matches!(
@@ -92,20 +104,24 @@ impl Live {
 
 impl Turn {
     /// Starts compressing `upstream` (what this request sends, standing for the whole lineage
-    /// so far) in the background; with a shared database, only if this gateway gets the
-    /// session's compaction lease.
-    pub(super) async fn start_pending(&mut self, upstream: Arc<Vec<Message>>) {
+    /// so far) in the background, the session being at `standing`; with a shared database,
+    /// only if this gateway gets the session's compaction lease. False when none was started.
+    pub(super) async fn start_pending(
+        &mut self,
+        upstream: Arc<Vec<Message>>,
+        standing: Standing,
+    ) -> bool {
         let key = self.guard.record.key.clone();
         let lease = match &self.gateway.coordination {
             Some(coordination) => match coordination.claim(&key, LeaseKind::Compaction).await {
                 Ok(Claim::Granted { lease, .. }) => Some((coordination.clone(), lease)),
                 Ok(Claim::Held { holder }) => {
                     tracing::info!(session = %key.name, holder, "another gateway is compressing this session");
-                    return;
+                    return false;
                 }
                 Err(error) => {
                     tracing::warn!(session = %key.name, "cannot start a compression in the background: {error}");
-                    return;
+                    return false;
                 }
             },
             None => None,
@@ -136,11 +152,19 @@ impl Turn {
         self.gateway
             .metrics
             .add(Metric::BackgroundCompressionsStarted, &[], 1);
-        tracing::info!(
-            session = %key.name,
-            tokens_before,
-            "near the threshold: preparing a compression in the background"
-        );
+        if standing == Standing::Crossing {
+            tracing::info!(
+                session = %key.name,
+                tokens_before,
+                "past the threshold: preparing a compression in the background"
+            );
+        } else {
+            tracing::info!(
+                session = %key.name,
+                tokens_before,
+                "near the threshold: preparing a compression in the background"
+            );
+        }
         self.guard.pending = Some(Pending {
             id,
             base,
@@ -171,6 +195,7 @@ impl Turn {
                 detached
             })),
         });
+        true
     }
 
     /// Takes in a compression prepared in the background once it is done: the view it made
@@ -211,20 +236,22 @@ impl Turn {
     }
 
     /// Takes in a compression another gateway prepared (or one this gateway started before it
-    /// restarted), waiting for it as for one of its own: at most the bound, and past it only
-    /// while the last view would not fit. `None` when there is none, it is not ready, or it
-    /// failed; the record stops naming it once it is taken in or its preparer is gone.
+    /// restarted), waiting for it as for one of its own: only when the request `waits` (its
+    /// last view would not fit), at most the bound, then until it is ready or its preparer is
+    /// gone. `None` when there is none, it is not ready, or it failed; the record stops naming
+    /// it once it is taken in or its preparer is gone.
     pub(super) async fn take_shared_pending(
         &mut self,
         history: &[Message],
-        last_view_fits: bool,
+        waits: bool,
         engine_error: &mut Option<String>,
     ) -> Option<Vec<Message>> {
         let coordination = self.gateway.coordination.clone()?;
         let id = self.guard.record.pending.as_ref()?.id;
         let key = self.guard.record.key.clone();
-        let bound = Duration::from_secs_f64(self.gateway.settings.compaction.wait_seconds);
-        let started = Instant::now();
+        let wait_seconds = self.gateway.settings.compaction.wait_seconds;
+        let mut bound = Some(Instant::now() + Duration::from_secs_f64(wait_seconds));
+        let mut waited = false;
         let mut pause = Duration::from_millis(10);
         let json = loop {
             match coordination.prepared(&key, id).await {
@@ -234,10 +261,21 @@ impl Turn {
                     self.guard.record.pending = None;
                     return None;
                 }
-                Ok(PreparedState::Running) if last_view_fits && started.elapsed() >= bound => {
-                    return None;
+                Ok(PreparedState::Running) if !waits => return None,
+                Ok(PreparedState::Running) => {
+                    if !waited {
+                        waited = true;
+                        self.guard.record.stats.turns_waited += 1;
+                    }
+                    if bound.is_some_and(|bound| Instant::now() >= bound) {
+                        bound = None;
+                        tracing::info!(
+                            session = %key.name,
+                            wait_seconds,
+                            "the request does not fit the window without the compression being prepared: waiting on for it"
+                        );
+                    }
                 }
-                Ok(PreparedState::Running) => {}
                 Err(error) => {
                     tracing::warn!(session = %key.name, "cannot look up the compression being prepared: {error}");
                     return None;

@@ -175,11 +175,22 @@ impl Conversation {
     /// What goes upstream for `history` (the lineage as last advanced): the view, then the
     /// client's messages after it, with the gateway's own tool exchanges spliced back in.
     pub fn upstream(&self, history: &[Message]) -> Vec<Message> {
+        self.upstream_of(history, &self.lineage)
+    }
+
+    /// What [`Self::advance`] would send upstream for `history`, without taking it in: `None`
+    /// when `history` does not extend the lineage (it would start a new one).
+    pub fn peek(&self, history: &[Message]) -> Option<Vec<Message>> {
+        let digests: Vec<Digest> = history.iter().map(Digest::of).collect();
+        let extends = digests.len() >= self.lineage.len()
+            && digests[..self.lineage.len()] == self.lineage[..];
+        extends.then(|| self.upstream_of(history, &digests))
+    }
+
+    /// The view, then `history` after it (`digests` are its messages'), spliced.
+    fn upstream_of(&self, history: &[Message], digests: &[Digest]) -> Vec<Message> {
         let mut upstream = self.view.clone();
-        for (message, digest) in history[self.covered..]
-            .iter()
-            .zip(&self.lineage[self.covered..])
-        {
+        for (message, digest) in history[self.covered..].iter().zip(&digests[self.covered..]) {
             match self.splices.iter().find(|s| s.visible == *digest) {
                 Some(splice) => upstream.extend(splice.messages.iter().cloned()),
                 None => upstream.push(message.clone()),
@@ -288,6 +299,24 @@ mod tests {
         );
         // A retry of the same request sends the same thing.
         assert_eq!(conversation.advance(&next, None).1, upstream);
+    }
+
+    #[test]
+    fn peeking_sends_what_advancing_would_and_changes_nothing() {
+        let mut conversation = Conversation::default();
+        conversation.advance(&history(2), None);
+        conversation.compressed(vec![Message::user("summary")]);
+        let before = conversation.clone();
+        let mut next = history(2);
+        next.push(Message::user("more"));
+        let peeked = conversation.peek(&next);
+        assert_eq!(conversation, before);
+        assert_eq!(
+            peeked,
+            Some(vec![Message::user("summary"), Message::user("more")])
+        );
+        assert_eq!(conversation.peek(&history(1)), None);
+        assert_eq!(peeked, Some(conversation.advance(&next, None).1));
     }
 
     #[test]

@@ -150,7 +150,7 @@ impl Metric {
                 "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved."
             }
             Metric::BackgroundCompressionsStarted => {
-                "Compressions started in the background as a session neared its threshold."
+                "Compressions started in the background as a session neared or crossed its threshold."
             }
             Metric::NewLineages => "Requests whose history did not extend the session's lineage.",
             Metric::SessionReloads => {

@@ -141,6 +141,10 @@ pub struct Stats {
     /// (`serve.cache.min_tokens_saved`).
     #[serde(default)]
     pub compressions_deferred: u64,
+    /// Requests that waited for a compression before going upstream: what they would send
+    /// did not fit the window, or compressions run on their requests (`background: false`).
+    #[serde(default)]
+    pub turns_waited: u64,
 }
 
 /// What a cache read costs against an uncached input token (Anthropic: 0.1x).

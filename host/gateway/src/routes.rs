@@ -19,8 +19,9 @@ use super::pipeline::{handle, handle_compact};
 use super::record::{SessionKey, SessionRecord};
 use super::turn::SESSION_HEADER;
 use super::upstream::{read_body, relayed_headers};
-use super::wire::anthropic::{self, Messages};
+use super::wire::anthropic::Messages;
 use super::wire::chat::Chat;
+use super::wire::count::count_tokens;
 use super::wire::responses::Responses;
 use super::Gateway;
 
@@ -28,9 +29,13 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(handle::<Chat>))
         .route("/v1/messages", post(handle::<Messages>))
-        .route("/v1/messages/count_tokens", post(anthropic::count_tokens))
+        .route("/v1/messages/count_tokens", post(count_tokens::<Messages>))
         .route("/v1/responses", post(handle::<Responses>))
         .route("/v1/responses/compact", post(handle_compact))
+        .route(
+            "/v1/responses/input_tokens",
+            post(count_tokens::<Responses>),
+        )
         .route("/v1/models", get(models))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))

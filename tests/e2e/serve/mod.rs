@@ -11,6 +11,7 @@ mod engine_tools;
 mod failures;
 mod lcm_postgres;
 mod limits;
+mod meter;
 mod replay;
 mod replicas;
 mod responses;

@@ -267,6 +267,8 @@ fn known_keys() -> Vec<String> {
         "serve.compaction.margin",
         "serve.compaction.wait_seconds",
         "serve.client_compaction",
+        "serve.count_tokens",
+        "serve.anthropic.betas",
     ]
     .map(str::to_string)
     .to_vec();

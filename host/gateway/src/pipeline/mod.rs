@@ -117,6 +117,8 @@ async fn serve<W: Wire>(
         }
         Some(Owner::Turn(agent)) => Some(agent),
     };
+    let mut headers = headers;
+    let feature_window = W::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
     let credential = credential_of(&headers);
     let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
         .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
@@ -154,6 +156,8 @@ async fn serve<W: Wire>(
             output_budget: parsed.output_budget,
             resumed,
             agent_compaction: agent,
+            feature_window,
+            provider_context: W::provider_context(&parsed.request),
         },
     )
     .await?;

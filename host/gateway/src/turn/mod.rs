@@ -3,6 +3,7 @@
 //! happened, model calls, the engine's tool calls answered, and the session released when the
 //! answer is done with it.
 
+pub(crate) mod plan;
 mod policy;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
+use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
 
 /// The header naming a client's session.
@@ -88,6 +90,8 @@ pub struct Turn {
     pub guard: SessionGuard,
     /// The headers every response of the turn carries (`x-ctxhost-*`).
     pub headers: HeaderMap,
+    /// What the provider itself does to the context: the engine leaves that to it.
+    pub provider_context: ProviderContext,
 }
 
 /// What a request asks of a turn, whatever its protocol.
@@ -101,6 +105,11 @@ pub struct TurnRequest<'a> {
     pub resumed: Option<Resumed>,
     /// The request is the agent's own compaction: answered by the engine, or left to upstream.
     pub agent_compaction: Option<AgentCompaction>,
+    /// The model's window as the request's features set it (an Anthropic beta), unless
+    /// `serve.models` names the model.
+    pub feature_window: Option<u64>,
+    /// What the provider itself does to the context (`context_management`).
+    pub provider_context: ProviderContext,
 }
 
 impl Turn {
@@ -117,8 +126,9 @@ impl Turn {
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
-        let window = usable_window(
-            context_window(
+        let model_window = match request.feature_window {
+            Some(window) if !settings.models.contains_key(request.model) => window,
+            _ => context_window(
                 request.model,
                 &settings.models,
                 &ConfiguredModel {
@@ -126,13 +136,14 @@ impl Turn {
                     context_length: configured.context_length,
                 },
             ),
-            request.output_budget,
-        );
+        };
+        let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
         let mut turn = Turn {
             gateway,
             guard,
             headers: HeaderMap::new(),
+            provider_context: request.provider_context,
         };
         let prepared = turn
             .prepare(

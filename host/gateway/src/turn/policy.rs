@@ -1,7 +1,8 @@
 //! The compaction policy of a turn: what goes upstream (the view plus what is new), when the
 //! engine compresses first (`should_compress` on the last call's prompt tokens, else
 //! `should_compress_preflight`), when a compression is not worth a cold prompt cache, when one
-//! is prepared in the background, and what each model call reports to the engine.
+//! is prepared in the background and when a request waits for one ([`TurnPlan`]), and what
+//! each model call reports to the engine.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
+use super::plan::{Policy, Standing, TurnPlan};
 use super::Turn;
 use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
@@ -29,7 +31,7 @@ struct Draft {
 
 impl Turn {
     /// Takes in the client's history and decides what goes upstream: the view plus what is
-    /// new, compressed first when the engine says so.
+    /// new, compressed first only when that would not fit (or compressions run on requests).
     /// `resumed`: where the history takes up the gateway's handoff; `agent`: the request is the
     /// agent's own compaction (one owner: the engine compresses to answer it, or not at all).
     pub async fn prepare(
@@ -57,18 +59,64 @@ impl Turn {
             Some(_) => Some(Trigger::Client),
             None => self.trigger(&mut draft).await,
         };
-        // Counted once here: the deferral, the compression and the near check below share it
-        // (the upstream only changes if a compression is applied).
+        // Counted once here: the deferral, the plan and the compression share it (the upstream
+        // only changes if a compression is applied).
         let tokens = self.guard.session.count(&draft.upstream);
-        if let Some(trigger) =
-            trigger.filter(|t| *t == Trigger::Client || !self.deferred(tokens, window))
-        {
-            self.compress(trigger, tokens, window, &mut draft).await;
+        // What the provider's own context management covers is its own (`ProviderContext`);
+        // the agent's own compaction request is the engine's to answer whatever it says.
+        let trigger = trigger.filter(|t| {
+            *t == Trigger::Client || self.provider_context.leaves_to_engine(*t, tokens, window)
+        });
+        if agent.is_some() {
+            // The agent asked for its compaction: the engine compresses now to answer it, and
+            // nothing is prepared for a next request it stands for.
+            if let Some(trigger) = trigger {
+                self.compress(trigger, tokens, window, &mut draft).await;
+            }
+            return self.prepared(draft);
         }
-        if agent.is_none() {
-            self.prepare_next(&draft, tokens, window).await;
+        let crossing = trigger.filter(|_| !self.deferred(tokens, window));
+        let standing = match crossing {
+            Some(_) => Standing::Crossing,
+            None if self.near(&draft, tokens, window).await => Standing::Near,
+            None => Standing::Below,
+        };
+        let plan = TurnPlan::decide(standing, tokens <= window, self.policy());
+        if plan.waits() {
+            self.guard.record.stats.turns_waited += 1;
+        }
+        match (plan, crossing) {
+            (TurnPlan::SendView, _) => {}
+            (TurnPlan::SendViewAndPrepare, _) => {
+                // The compression this request crossed into is the one being prepared.
+                self.guard.record.compress_next = false;
+                self.start_pending(draft.upstream.clone(), standing).await;
+            }
+            (TurnPlan::WaitThenSend, Some(trigger)) => {
+                self.guard.record.compress_next = false;
+                if self.start_pending(draft.upstream.clone(), standing).await {
+                    self.wait_then_take(history, &mut draft).await;
+                } else {
+                    self.compress(trigger, tokens, window, &mut draft).await;
+                }
+            }
+            (TurnPlan::CompressNow, Some(trigger)) => {
+                self.compress(trigger, tokens, window, &mut draft).await;
+            }
+            // Only a crossing request waits here (one finding a compression being prepared
+            // waited in `take_prepared`).
+            (TurnPlan::WaitThenSend | TurnPlan::CompressNow, None) => {}
         }
         self.prepared(draft)
+    }
+
+    /// What the plan follows, from the settings.
+    fn policy(&self) -> Policy {
+        let settings = &self.gateway.settings;
+        Policy {
+            background: settings.compaction.background,
+            weighs_saving: settings.cache.min_tokens_saved > 0,
+        }
     }
 
     /// The client's history against the session's lineage: the view plus what is new.
@@ -105,27 +153,32 @@ impl Turn {
         }
     }
 
-    /// Takes in a compression prepared in the background, if one is ready (waited for up to
-    /// `serve.compaction.wait_seconds`, and past it only when the last view plus what is new
-    /// would not fit). False when one is still being prepared: the upstream goes as it is, and
-    /// the busy engine (or the session, on another gateway) is asked nothing more.
+    /// Takes in a compression prepared in the background, if one is ready. One still being
+    /// prepared is waited for only when the last view plus what is new would not fit (at most
+    /// `serve.compaction.wait_seconds`, then until it is done); otherwise the request goes on
+    /// at once. False when one is still being prepared: the upstream goes as it is, and the
+    /// busy engine (or the session, on another gateway) is asked nothing more.
     async fn take_prepared(&mut self, history: &[Message], window: u64, draft: &mut Draft) -> bool {
         if self.guard.pending.is_some() {
-            let bound = Duration::from_secs_f64(self.gateway.settings.compaction.wait_seconds);
-            let live = &mut *self.guard;
-            if !live.settle_pending(Some(bound)).await
-                && live.session.count(&draft.upstream) > window
-            {
-                live.settle_pending(None).await;
-            }
-            if let Some(taken) = self.take_pending(history, &mut draft.engine_error) {
+            self.guard.settle_finished().await;
+            let fits = self.guard.session.count(&draft.upstream) <= window;
+            let standing = if self.guard.preparing() {
+                Standing::Preparing
+            } else {
+                Standing::Below
+            };
+            if TurnPlan::decide(standing, fits, self.policy()).waits() {
+                self.guard.record.stats.turns_waited += 1;
+                self.wait_then_take(history, draft).await;
+            } else if let Some(taken) = self.take_pending(history, &mut draft.engine_error) {
                 draft.upstream = Arc::new(taken);
                 draft.compressed = true;
             }
         } else if self.shared_pending() {
             let fits = self.guard.session.count(&draft.upstream) <= window;
+            let waits = TurnPlan::decide(Standing::Preparing, fits, self.policy()).waits();
             if let Some(taken) = self
-                .take_shared_pending(history, fits, &mut draft.engine_error)
+                .take_shared_pending(history, waits, &mut draft.engine_error)
                 .await
             {
                 draft.upstream = Arc::new(taken);
@@ -136,6 +189,30 @@ impl Turn {
             }
         }
         !self.guard.preparing()
+    }
+
+    /// Waits for the compression being prepared on this gateway (what the request would send
+    /// does not fit without it), then takes it in: at most `serve.compaction.wait_seconds`,
+    /// then on, as a synchronous compression would (the engine, busy with this one, can do
+    /// nothing sooner).
+    async fn wait_then_take(&mut self, history: &[Message], draft: &mut Draft) {
+        let wait_seconds = self.gateway.settings.compaction.wait_seconds;
+        let live = &mut *self.guard;
+        if !live
+            .settle_pending(Some(Duration::from_secs_f64(wait_seconds)))
+            .await
+        {
+            tracing::info!(
+                session = %live.record.key.name,
+                wait_seconds,
+                "the request does not fit the window without the compression being prepared: waiting on for it"
+            );
+            live.settle_pending(None).await;
+        }
+        if let Some(taken) = self.take_pending(history, &mut draft.engine_error) {
+            draft.upstream = Arc::new(taken);
+            draft.compressed = true;
+        }
     }
 
     /// Tells the engine what changed while it was busy: the model and window, the usage queued.
@@ -284,13 +361,17 @@ impl Turn {
         });
     }
 
-    /// Near the threshold (the engine would compress with `serve.compaction.margin` of the
-    /// window more) and not compressed now: the next compression is prepared in the
-    /// background while this request is answered.
-    async fn prepare_next(&mut self, draft: &Draft, tokens: u64, window: u64) {
+    /// Whether the session is near the threshold (the engine would compress with
+    /// `serve.compaction.margin` of the window more), so the next compression is prepared in
+    /// the background while this request is answered.
+    async fn near(&mut self, draft: &Draft, tokens: u64, window: u64) -> bool {
         let settings = &self.gateway.settings.compaction;
-        if draft.compressed || !settings.background || draft.continuity == Continuity::Diverged {
-            return;
+        if draft.compressed
+            || !settings.background
+            || draft.continuity == Continuity::Diverged
+            || self.provider_context.manages()
+        {
+            return false;
         }
         let margin = (settings.margin * window as f64) as u64;
         // Not again before the context has regrown by half the margin since the last
@@ -303,15 +384,12 @@ impl Turn {
             .rev()
             .find(|c| c.error.is_none() && !c.deferred)
             .is_none_or(|last| tokens >= last.tokens_after + margin / 2);
-        if margin > 0
+        margin > 0
             && regrown
             && matches!(
                 self.guard.session.should_compress(tokens + margin).await,
                 Ok(true)
             )
-        {
-            self.start_pending(draft.upstream.clone()).await;
-        }
     }
 
     fn prepared(&mut self, draft: Draft) -> Prepared {

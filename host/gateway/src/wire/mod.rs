@@ -6,6 +6,8 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod count;
+pub mod provider_context;
 pub mod responses;
 
 use std::collections::HashSet;
@@ -72,6 +74,22 @@ pub trait Wire: Send + Sync + 'static {
 
     /// A streamed answer's state, before its first event.
     fn stream(request: &Self::Request) -> Self::Stream;
+
+    /// The client's headers made into the upstream's for `model` (features the config adds,
+    /// such as Anthropic betas); returns the model's window when those features set it. Most
+    /// APIs send the headers as they came.
+    fn upstream_headers(
+        _headers: &mut axum::http::HeaderMap,
+        _model: &str,
+        _settings: &ServeSettings,
+    ) -> Option<u64> {
+        None
+    }
+
+    /// The provider's own context management the request asks for (none on most APIs).
+    fn provider_context(_request: &Self::Request) -> provider_context::ProviderContext {
+        provider_context::ProviderContext::None
+    }
 }
 
 /// A request body taken apart.

@@ -2,36 +2,31 @@
 //! the engine's message model ([`ctxhost_wire::anthropic`]) and back for each model call, the engine's
 //! own tools offered as Anthropic tools, their `tool_use` blocks hidden from the client, prompt
 //! cache breakpoints placed for clients that set none ([`cache`]), streamed answers rewritten
-//! event by event ([`stream`]). `POST /v1/messages/count_tokens` is passed through as the
-//! client sent it.
+//! event by event ([`stream`]), the client's betas kept and the config's added ([`betas`]).
+//! `POST /v1/messages/count_tokens` answers for what the gateway would send ([`super::count`]).
 
+mod betas;
 mod cache;
 mod stream;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, Uri};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
+use super::count::Counting;
+use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
 };
 use crate::error::{AnthropicError, GatewayError};
-use crate::turn::relay;
-use crate::upstream::{read_body, relayed_headers};
-use crate::Gateway;
 use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
 use ctxhost_wire::anthropic as convert;
 pub use stream::MessagesStream;
-
-const COUNT_TOKENS_PATH: &str = "messages/count_tokens";
 
 /// Anthropic Messages.
 pub struct Messages;
@@ -149,6 +144,35 @@ impl Wire for Messages {
     fn stream(_: &MessagesRequest) -> MessagesStream {
         MessagesStream::default()
     }
+
+    fn provider_context(request: &MessagesRequest) -> ProviderContext {
+        ProviderContext::of_anthropic(&request.body)
+    }
+
+    fn upstream_headers(
+        headers: &mut HeaderMap,
+        model: &str,
+        settings: &ServeSettings,
+    ) -> Option<u64> {
+        betas::apply(headers, model, &settings.anthropic)
+    }
+}
+
+impl Counting for Messages {
+    const COUNT_PATH: &'static str = "messages/count_tokens";
+
+    fn counted(tokens: u64) -> Value {
+        json!({ "input_tokens": tokens })
+    }
+
+    /// Breakpoints change no count.
+    fn for_count(request: &mut MessagesRequest) {
+        request.add_breakpoints = false;
+    }
+
+    fn tools(request: &MessagesRequest) -> Option<&Value> {
+        request.body.get("tools")
+    }
 }
 
 /// An engine tool's OpenAI function schema as an Anthropic tool.
@@ -177,35 +201,4 @@ fn visible_blocks(content: &Value, engine_names: &HashSet<String>) -> Value {
 
 fn is_engine_call(block: &Value, engine_names: &HashSet<String>) -> bool {
     block["type"] == "tool_use" && is_engine_tool(&block["name"], engine_names)
-}
-
-/// `POST /v1/messages/count_tokens`: relayed as the client sent it (the session's view is not
-/// applied: the count is of the history the client holds).
-pub async fn count_tokens(
-    State(gateway): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let relayed = async {
-        let bytes = gateway.read_request(&headers, body).await?;
-        let response = gateway
-            .upstream
-            .send(
-                Method::POST,
-                COUNT_TOKENS_PATH,
-                uri.query(),
-                &headers,
-                Some(bytes),
-            )
-            .await?;
-        let status = response.status();
-        let upstream_headers = relayed_headers(response.headers());
-        let body = read_body(response, gateway.settings.limits.max_response_bytes).await?;
-        Ok::<_, GatewayError>(relay(status, upstream_headers, &HeaderMap::new(), body))
-    };
-    match relayed.await {
-        Ok(response) => response,
-        Err(error) => AnthropicError(error).into_response(),
-    }
 }

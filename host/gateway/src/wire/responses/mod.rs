@@ -15,6 +15,8 @@ use bytes::Bytes;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
+use super::count::Counting;
+use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, Incoming, Parsed, Wire,
@@ -26,6 +28,18 @@ pub use stream::ResponsesStream;
 
 /// OpenAI Responses.
 pub struct Responses;
+
+impl Counting for Responses {
+    const COUNT_PATH: &'static str = "responses/input_tokens";
+
+    fn counted(tokens: u64) -> Value {
+        json!({ "object": "response.input_tokens", "input_tokens": tokens })
+    }
+
+    fn tools(request: &ResponsesRequest) -> Option<&Value> {
+        request.body.get("tools")
+    }
+}
 
 /// A Responses request's own fields.
 pub struct ResponsesRequest {
@@ -73,6 +87,10 @@ impl Wire for Responses {
 
     fn error_response(error: GatewayError) -> Response {
         error.into_response()
+    }
+
+    fn provider_context(request: &ResponsesRequest) -> ProviderContext {
+        ProviderContext::of_responses(&request.body)
     }
 
     /// The client's fields, `instructions` and `input` from `messages`, and the engine's tools
