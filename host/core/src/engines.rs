@@ -12,6 +12,7 @@ use ctxhost_sdk::{
 };
 
 use crate::isolation::parent::{ChildProcess, ChildSpec};
+use crate::isolation::pool::Pool;
 use crate::isolation::protocol::{Init, Loaded, Purpose};
 use crate::isolation::{HostPluginSettings, Isolation};
 use crate::plugins::{
@@ -114,6 +115,8 @@ pub struct Engines {
     child_program: Option<PathBuf>,
     /// Set in an isolated engine's own process: it runs the engine in process.
     in_child: bool,
+    /// The processes of each isolated plugin started so far, by plugin and program.
+    pools: std::sync::Mutex<Vec<(String, PathBuf, Arc<Pool>)>>,
 }
 
 /// Why no session could be opened on the engine asked for.
@@ -157,6 +160,7 @@ impl Engines {
             registered: Vec::new(),
             child_program: None,
             in_child: false,
+            pools: Default::default(),
         }
     }
 
@@ -172,24 +176,34 @@ impl Engines {
         self.in_child = true;
     }
 
-    /// In an isolated engine's process: starts plugin `name` in process; its start-up error as
-    /// the engine gave it (a bad setting keeps its key).
-    pub fn start_for_child(
+    /// In an isolated engine's process: loads plugin `name` once, and returns how to build an
+    /// instance of its engine for each session (in process, its state under the data root
+    /// given; its start-up error as the engine gave it, so a bad setting keeps its key) and
+    /// the plugin's version.
+    pub fn open_for_child(
         &self,
         name: &str,
-        data_root: &Path,
-    ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
+    ) -> Result<(Arc<crate::isolation::child::OpenEngine>, String), EngineError> {
         let library = self.load_named(name)?;
-        let setup = self.setup(name, self.config.engine_section(name), data_root);
-        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
-            EngineError::failed(format!(
-                "plugin '{name}': cannot create its data directory {}: {error}",
-                setup.data_dir.display()
-            ))
-        })?;
         let version = library.manifest().version.clone();
-        let engine = library.instantiate(self.services.clone(), setup)?;
-        Ok((Box::new(engine), version))
+        let services = self.services.clone();
+        let template = self.setup(name, self.config.engine_section(name), Path::new(""));
+        let name = name.to_string();
+        let open = move |data_root: &Path| -> Result<Box<dyn ContextEngine>, EngineError> {
+            let setup = EngineSetup {
+                data_dir: data_root.join(&name),
+                ..template.clone()
+            };
+            std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
+                EngineError::failed(format!(
+                    "plugin '{name}': cannot create its data directory {}: {error}",
+                    setup.data_dir.display()
+                ))
+            })?;
+            let engine = library.instantiate(services.clone(), setup)?;
+            Ok(Box::new(engine))
+        };
+        Ok((Arc::new(open), version))
     }
 
     /// In an isolated engine's process: checks plugin `name`'s settings (its
@@ -760,7 +774,8 @@ impl Engines {
             .map_err(Failure::Other)?;
         spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
         spec.check_timeout = std::time::Duration::from_secs_f64(host.check_timeout);
-        match ChildProcess::start(spec, self.services.clone()) {
+        let pool = self.pool(spec, host.processes);
+        match ChildProcess::open(&pool, data_root.to_path_buf()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {
@@ -772,6 +787,22 @@ impl Engines {
             }),
             Err(error) => Err(self.start_failure(name, &error)),
         }
+    }
+
+    /// The processes plugin `name` runs in (`spec` says how to start one), shared by every
+    /// session these engines open on it.
+    fn pool(&self, spec: ChildSpec, processes: usize) -> Arc<Pool> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        let found = pools
+            .iter()
+            .find(|(name, program, _)| *name == spec.init.name && *program == spec.program);
+        if let Some((_, _, pool)) = found {
+            return pool.clone();
+        }
+        let key = (spec.init.name.clone(), spec.program.clone());
+        let pool = Pool::new(spec, self.services.clone(), processes);
+        pools.push((key.0, key.1, pool.clone()));
+        pool
     }
 
     /// How to start a child process for plugin `name`: this config, `purpose`, the plugin's
