@@ -904,7 +904,7 @@ fn recorded(dir: &std::path::Path, session: &str) -> Vec<String> {
         .find(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
             // The gateway's engine session is the client's, then its credential's digest.
-            name.starts_with(&format!("{session}_"))
+            name.starts_with(&format!("{session}_")) && !name.ends_with(".closed")
         })
         .unwrap_or_else(|| panic!("no record of session {session}"));
     std::fs::read_to_string(file.path())
@@ -912,6 +912,14 @@ fn recorded(dir: &std::path::Path, session: &str) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// Whether the engine instance of `session` was dropped (in `record` mode).
+fn closed(dir: &std::path::Path, session: &str) -> bool {
+    std::fs::read_dir(dir).unwrap().flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        name.starts_with(&format!("{session}_")) && name.ends_with(".closed")
+    })
 }
 
 /// A turn answered by the isolated engine itself, with no engine error.
@@ -1049,4 +1057,47 @@ fn calls_of_one_session_stay_in_order_under_64_concurrent_sessions() {
         );
     }
     assert_eq!(engine_children(gateway.pid()).len(), 1);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_session_evicted_from_the_gateway_frees_its_engine_instance_in_the_shared_process() {
+    let records = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}  limits:\n    max_live_sessions: 2\n",
+        recording_config(records.path(), 1)
+    );
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&config);
+    for session in ["e1", "e2"] {
+        for turns in 0..2 {
+            let messages = history(turns, &format!("m{}", turns + 1));
+            assert!(answered_by_the_engine(&send_chat(
+                &gateway, session, &messages
+            )));
+        }
+    }
+    assert!(!closed(records.path(), "e1"));
+    let process = engine_children(gateway.pid());
+    // A third live session: the least recently used one leaves memory, and its instance the
+    // engine's process, which goes on serving the others.
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "e3",
+        &history(0, "m1")
+    )));
+    let mut waited = 0;
+    while !closed(records.path(), "e1") {
+        assert!(waited < 1200, "e1's engine instance is still open");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    assert!(!closed(records.path(), "e2"));
+    assert_eq!(engine_children(gateway.pid()), process);
+    // Back, it reopens from its store.
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "e1",
+        &history(2, "m3")
+    )));
+    assert_eq!(recorded(records.path(), "e1"), ["1 m2", "2 m3"]);
 }
