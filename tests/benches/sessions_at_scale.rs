@@ -10,7 +10,8 @@
 //!
 //! Run: `cargo bench -p ctxhost-tests --bench sessions_at_scale`;
 //! `CTXHOST_BENCH_SESSIONS=2000` for a shorter run, `CTXHOST_BENCH_ENGINES=window,compressor`
-//! for some of the engines only. The budgets: 300 sessions under 400 MiB
+//! for some of the engines only, `CTXHOST_BENCH_ISOLATION=in_process` to run the plugins in the
+//! gateway's own process instead (what isolation costs). The budgets: 300 sessions under 400 MiB
 //! for the whole tree, 10,000 under 1 GiB.
 
 use std::sync::Arc;
@@ -142,13 +143,16 @@ fn main() {
     let mut latencies = Vec::new();
     let engines = std::env::var("CTXHOST_BENCH_ENGINES")
         .unwrap_or_else(|_| "lcm,window,compressor".to_string());
+    // `in_process` shows what isolation itself costs, beside the same engines in the gateway.
+    let isolation =
+        std::env::var("CTXHOST_BENCH_ISOLATION").unwrap_or_else(|_| "process".to_string());
     for engine in engines.split(',') {
         let sandbox = Sandbox::new();
         if engine != "compressor" {
             sandbox.add_plugin(engine, &format!("ctxhost_engine_{engine}"));
         }
         sandbox.write_config(&format!(
-            "context:\n  engine: {engine}\nplugins:\n  {engine}:\n    isolation: process\n"
+            "context:\n  engine: {engine}\nplugins:\n  {engine}:\n    isolation: {isolation}\n"
         ));
         let gateway = sandbox.serve(&upstream.base_url(), &[]);
         let via = Route::new(
@@ -216,7 +220,9 @@ fn main() {
         ));
         drop(gateway);
     }
-    println!("## Sessions held by `ctxhost serve` (plugins isolated, 1 process each)\n");
+    println!(
+        "## Sessions held by `ctxhost serve` (plugins' isolation: {isolation}, 1 process each)\n"
+    );
     println!(
         "| engine | sessions | processes in the tree | RSS of the tree (MiB) | of which the \
          gateway (MiB) | KiB per idle session (300 to all) |"
