@@ -115,8 +115,23 @@ pub struct Engines {
     child_program: Option<PathBuf>,
     /// Set in an isolated engine's own process: it runs the engine in process.
     in_child: bool,
-    /// The processes of each isolated plugin started so far, by plugin and program.
-    pools: std::sync::Mutex<Vec<(String, PathBuf, Arc<Pool>)>>,
+    /// The processes of each isolated plugin a session was opened on.
+    pools: std::sync::Mutex<Vec<Isolated>>,
+}
+
+/// An isolated plugin's processes, and the library its sessions report.
+#[derive(Clone)]
+struct Isolated {
+    library: PathBuf,
+    pool: Arc<Pool>,
+}
+
+impl Isolated {
+    /// Whether both are the same plugin run by the same program.
+    fn same_plugin(&self, other: &Isolated) -> bool {
+        let (mine, theirs) = (self.pool.spec(), other.pool.spec());
+        mine.init.name == theirs.init.name && mine.program == theirs.program
+    }
 }
 
 /// Why no session could be opened on the engine asked for.
@@ -708,6 +723,11 @@ impl Engines {
             RootKind::ConfigDir => Isolation::InProcess,
         });
         if isolation == Isolation::Process && !self.in_child {
+            // Checked once per plugin (hashing it reads every file): its processes check again
+            // each time they load the library.
+            if let Some(isolated) = self.isolated(name) {
+                return self.open_isolated(candidate, &isolated, data_root);
+            }
             // The child loads the library; here only the approvals are checked.
             let allowed = self.inspect_with(candidate.clone(), false, Loader::Skip);
             return match allowed.loaded {
@@ -760,7 +780,8 @@ impl Engines {
         }
     }
 
-    /// Starts plugin `candidate` in a child process.
+    /// Starts plugin `candidate` in a child process (its approvals checked): a process of its
+    /// pool, which later sessions share without checking again.
     fn start_isolated(
         &self,
         candidate: &Candidate,
@@ -774,13 +795,38 @@ impl Engines {
             .map_err(Failure::Other)?;
         spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
         spec.check_timeout = std::time::Duration::from_secs_f64(host.check_timeout);
-        let pool = self.pool(spec, host.processes);
-        match ChildProcess::open(&pool, data_root.to_path_buf()) {
+        let isolated = Isolated {
+            library: library.unwrap_or_else(|| candidate.dir.clone()),
+            pool: Pool::new(spec, self.services.clone(), host.processes),
+        };
+        let isolated = {
+            let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+            // Sessions opened at once share the first pool made.
+            match pools.iter().find(|known| known.same_plugin(&isolated)) {
+                Some(known) => known.clone(),
+                None => {
+                    pools.push(isolated.clone());
+                    isolated
+                }
+            }
+        };
+        self.open_isolated(candidate, &isolated, data_root)
+    }
+
+    /// Opens a session of plugin `candidate` on `isolated`'s processes.
+    fn open_isolated(
+        &self,
+        candidate: &Candidate,
+        isolated: &Isolated,
+        data_root: &Path,
+    ) -> Result<Started, Failure> {
+        let name = candidate.name.as_str();
+        match ChildProcess::open(&isolated.pool, data_root.to_path_buf()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {
                     root: candidate.root,
-                    library: library.unwrap_or_else(|| candidate.dir.clone()),
+                    library: isolated.library.clone(),
                 },
                 version: ready.version,
                 engine: Box::new(engine),
@@ -789,20 +835,26 @@ impl Engines {
         }
     }
 
-    /// The processes plugin `name` runs in (`spec` says how to start one), shared by every
-    /// session these engines open on it.
-    fn pool(&self, spec: ChildSpec, processes: usize) -> Arc<Pool> {
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        let found = pools
+    /// The processes plugin `name` runs in, when a session was opened on them before (by the
+    /// program that runs children now).
+    fn isolated(&self, name: &str) -> Option<Isolated> {
+        let program = self.child_program().ok()?;
+        let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools
             .iter()
-            .find(|(name, program, _)| *name == spec.init.name && *program == spec.program);
-        if let Some((_, _, pool)) = found {
-            return pool.clone();
+            .find(|known| {
+                let spec = known.pool.spec();
+                spec.init.name == name && spec.program == program
+            })
+            .cloned()
+    }
+
+    /// The `ctxhost` binary that runs isolated engines.
+    fn child_program(&self) -> Result<PathBuf, std::io::Error> {
+        match &self.child_program {
+            Some(program) => Ok(program.clone()),
+            None => std::env::current_exe(),
         }
-        let key = (spec.init.name.clone(), spec.program.clone());
-        let pool = Pool::new(spec, self.services.clone(), processes);
-        pools.push((key.0, key.1, pool.clone()));
-        pool
     }
 
     /// How to start a child process for plugin `name`: this config, `purpose`, the plugin's
@@ -813,15 +865,12 @@ impl Engines {
         data_root: &Path,
         purpose: Purpose,
     ) -> Result<ChildSpec, Warning> {
-        let program = match &self.child_program {
-            Some(program) => program.clone(),
-            None => std::env::current_exe().map_err(|error| Warning {
-                summary: format!(
-                    "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
-                ),
-                detail: None,
-            })?,
-        };
+        let program = self.child_program().map_err(|error| Warning {
+            summary: format!(
+                "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
+            ),
+            detail: None,
+        })?;
         let host = self.config.plugin_host_settings(name);
         Ok(ChildSpec {
             program,

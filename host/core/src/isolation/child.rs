@@ -204,7 +204,7 @@ pub fn serve<R: Read>(
             },
         };
         if slot.queue(call, body) {
-            workers.serve(slot);
+            workers.serve(slot)?;
         }
     }
     // The host is done: each engine is dropped once its calls are answered.
@@ -320,9 +320,6 @@ struct Workers {
     idle: Arc<Mutex<Vec<mpsc::Sender<Arc<Slot>>>>>,
 }
 
-/// A session's thread gets the stack the process's main thread has, where engines used to run.
-const WORKER_STACK: usize = 8 * 1024 * 1024;
-
 impl Workers {
     fn new(served: Arc<Served>) -> Self {
         Workers {
@@ -331,20 +328,21 @@ impl Workers {
         }
     }
 
-    /// Serves `slot` on an idle thread, or a new one.
-    fn serve(&self, slot: Arc<Slot>) {
+    /// Serves `slot` on an idle thread, or a new one (threads get the default stack, as the
+    /// host's own threads that run engines in process do).
+    fn serve(&self, slot: Arc<Slot>) -> std::io::Result<()> {
         let idle = lock(&self.idle).pop();
         let slot = match idle {
             Some(worker) => match worker.send(slot) {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 Err(mpsc::SendError(slot)) => slot,
             },
             None => slot,
         };
         let (served, idle) = (self.served.clone(), self.idle.clone());
+        let kept = slot.clone();
         let started = std::thread::Builder::new()
             .name("ctxhost-engine-session".to_string())
-            .stack_size(WORKER_STACK)
             .spawn(move || {
                 let (sender, jobs) = mpsc::channel::<Arc<Slot>>();
                 let mut slot = slot;
@@ -360,11 +358,11 @@ impl Workers {
                     }
                 }
             });
-        if let Err(error) = started {
-            // Without a thread the call cannot be answered; the host's deadline would find
-            // out much later, so end now and let it say so.
-            eprintln!("cannot start a thread for a session: {error}");
-            std::process::abort();
+        match started {
+            Ok(_) => Ok(()),
+            // No thread to spare (the address space is full, say): this one answers, and the
+            // other sessions wait for it rather than lose their calls.
+            Err(_) => kept.serve(&self.served),
         }
     }
 }
