@@ -53,8 +53,13 @@ fn send_chat(
     session: &str,
     messages: &Value,
 ) -> reqwest::blocking::Response {
+    send_chat_to(&gateway.base_url(), session, messages)
+}
+
+/// [`send_chat`] to the gateway at `base_url`.
+fn send_chat_to(base_url: &str, session: &str, messages: &Value) -> reqwest::blocking::Response {
     reqwest::blocking::Client::new()
-        .post(format!("{}/chat/completions", gateway.base_url()))
+        .post(format!("{base_url}/chat/completions"))
         .header("x-ctxhost-session", session)
         .json(&json!({"model": "gpt-4o", "messages": messages}))
         .send()
@@ -839,4 +844,260 @@ fn an_isolated_engine_dies_with_its_host() {
         ends(engine),
         "the engine's process {engine} outlived its host"
     );
+}
+
+/// The engine processes `ctxhost serve` (process `pid`) runs now: its children started as
+/// `ctxhost __engine-child`.
+#[cfg(target_os = "linux")]
+fn engine_children(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let listed = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        children.extend(
+            listed
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok()),
+        );
+    }
+    children.retain(|child| {
+        std::fs::read(format!("/proc/{child}/cmdline"))
+            .is_ok_and(|line| line.split(|b| *b == 0).any(|arg| arg == b"__engine-child"))
+    });
+    children
+}
+
+/// The hostile plugin recording each session's compressions under `dir`, in `processes`
+/// processes, each compression on the request that needs it.
+fn recording_config(dir: &std::path::Path, processes: usize) -> String {
+    format!(
+        "{}serve:\n  compaction:\n    background: false\n",
+        hostile_config(
+            "record",
+            &format!(
+                "    timeout: 120\n    processes: {processes}\n    record_dir: {}\n",
+                dir.display()
+            )
+        )
+    )
+}
+
+/// A session's history after `turns` user messages `m1`, `m2`, ... each answered "ok", then
+/// `last` from the user.
+fn history(turns: usize, last: &str) -> Value {
+    let mut messages = Vec::new();
+    for turn in 1..=turns {
+        messages.push(json!({"role": "user", "content": format!("m{turn}")}));
+        messages.push(json!({"role": "assistant", "content": "ok"}));
+    }
+    messages.push(json!({"role": "user", "content": last}));
+    Value::Array(messages)
+}
+
+/// What the hostile plugin recorded for `session`: one line per compression.
+fn recorded(dir: &std::path::Path, session: &str) -> Vec<String> {
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .find(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // The gateway's engine session is the client's, then its credential's digest.
+            name.starts_with(&format!("{session}_")) && !name.ends_with(".closed")
+        })
+        .unwrap_or_else(|| panic!("no record of session {session}"));
+    std::fs::read_to_string(file.path())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether the engine instance of `session` was dropped (in `record` mode).
+fn closed(dir: &std::path::Path, session: &str) -> bool {
+    std::fs::read_dir(dir).unwrap().flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        name.starts_with(&format!("{session}_")) && name.ends_with(".closed")
+    })
+}
+
+/// A turn answered by the isolated engine itself, with no engine error.
+fn answered_by_the_engine(response: &reqwest::blocking::Response) -> bool {
+    response.status() == 200
+        && response.headers()["x-ctxhost-engine"] == "hostile"
+        && !response.headers().contains_key("x-ctxhost-engine-error")
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn three_hundred_sessions_run_in_the_plugins_few_processes() {
+    let (_upstream, sandbox, gateway) = hostile_gateway(&hostile_config(
+        "echo",
+        "    timeout: 120\n    processes: 2\n",
+    ));
+    for session in 0..300 {
+        let first = send_chat(&gateway, &format!("s{session}"), &history(0, "hello"));
+        assert!(
+            answered_by_the_engine(&first),
+            "{session}: {:?}",
+            first.headers()
+        );
+    }
+    let children = engine_children(gateway.pid());
+    assert_eq!(
+        children.len(),
+        2,
+        "300 sessions share the plugin's 2 processes, least loaded first: {children:?}"
+    );
+    // Every session is still served there, in its own engine instance.
+    for session in [0, 149, 299] {
+        let second = send_chat(&gateway, &format!("s{session}"), &history(1, "again"));
+        assert!(
+            answered_by_the_engine(&second),
+            "{session}: {:?}",
+            second.headers()
+        );
+    }
+    assert_eq!(engine_children(gateway.pid()), children);
+    drop(sandbox);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_crash_in_one_sessions_call_fails_that_call_only_and_the_others_reopen_with_their_state() {
+    let records = tempfile::tempdir().unwrap();
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
+    let others = ["a", "b", "c"];
+    for turns in 0..2 {
+        for session in others {
+            let response = send_chat(
+                &gateway,
+                session,
+                &history(turns, &format!("m{}", turns + 1)),
+            );
+            assert!(
+                answered_by_the_engine(&response),
+                "{session}: {:?}",
+                response.headers()
+            );
+        }
+    }
+    let before = engine_children(gateway.pid());
+    assert_eq!(before.len(), 1, "{before:?}");
+    // The same process serves the session whose compression aborts it.
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "x",
+        &history(0, "m1")
+    )));
+    let crashed = send_chat(&gateway, "x", &history(1, "crash"));
+    assert_eq!(crashed.status(), 200);
+    let error = crashed.headers()["x-ctxhost-engine-error"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("hostile") && error.contains("aborted"),
+        "{error}"
+    );
+
+    for session in others {
+        let response = send_chat(&gateway, session, &history(2, "m3"));
+        assert!(
+            answered_by_the_engine(&response),
+            "{session}: {:?}",
+            response.headers()
+        );
+        // Numbered on from the state its store held: the instance reopened with it.
+        assert_eq!(
+            recorded(records.path(), session),
+            ["1 m2", "2 m3"],
+            "{session}"
+        );
+    }
+    let after = engine_children(gateway.pid());
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "a new process took the crashed one's sessions"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn calls_of_one_session_stay_in_order_under_64_concurrent_sessions() {
+    let records = tempfile::tempdir().unwrap();
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
+    let turns = 6;
+    let base_url = gateway.base_url();
+    std::thread::scope(|scope| {
+        for session in 0..64 {
+            let base_url = &base_url;
+            scope.spawn(move || {
+                let name = format!("c{session}");
+                for turn in 0..turns {
+                    let messages = history(turn, &format!("m{}", turn + 1));
+                    let response = send_chat_to(base_url, &name, &messages);
+                    assert!(
+                        answered_by_the_engine(&response),
+                        "{name}: {:?}",
+                        response.headers()
+                    );
+                }
+            });
+        }
+    });
+    for session in 0..64 {
+        let expected: Vec<String> = (1..turns).map(|n| format!("{n} m{}", n + 1)).collect();
+        assert_eq!(
+            recorded(records.path(), &format!("c{session}")),
+            expected,
+            "c{session}"
+        );
+    }
+    assert_eq!(engine_children(gateway.pid()).len(), 1);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_session_evicted_from_the_gateway_frees_its_engine_instance_in_the_shared_process() {
+    let records = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}  limits:\n    max_live_sessions: 2\n",
+        recording_config(records.path(), 1)
+    );
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&config);
+    for session in ["e1", "e2"] {
+        for turns in 0..2 {
+            let messages = history(turns, &format!("m{}", turns + 1));
+            assert!(answered_by_the_engine(&send_chat(
+                &gateway, session, &messages
+            )));
+        }
+    }
+    assert!(!closed(records.path(), "e1"));
+    let process = engine_children(gateway.pid());
+    // A third live session: the least recently used one leaves memory, and its instance the
+    // engine's process, which goes on serving the others.
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "e3",
+        &history(0, "m1")
+    )));
+    let mut waited = 0;
+    while !closed(records.path(), "e1") {
+        assert!(waited < 1200, "e1's engine instance is still open");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    assert!(!closed(records.path(), "e2"));
+    assert_eq!(engine_children(gateway.pid()), process);
+    // Back, it reopens from its store.
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "e1",
+        &history(2, "m3")
+    )));
+    assert_eq!(recorded(records.path(), "e1"), ["1 m2", "2 m3"]);
 }

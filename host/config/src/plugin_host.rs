@@ -1,4 +1,4 @@
-//! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb}`: the keys of an
+//! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`: the keys of an
 //! engine's section that are the host's (where and how the engine runs), not the engine's.
 
 use serde::Deserialize;
@@ -17,9 +17,19 @@ pub enum Isolation {
 }
 
 /// The keys of `plugins.<name>` that are the host's, not the engine's.
-pub const HOST_KEYS: &[&str] = &["isolation", "timeout", "check_timeout", "memory_limit_mb"];
+pub const HOST_KEYS: &[&str] = &[
+    "isolation",
+    "timeout",
+    "check_timeout",
+    "memory_limit_mb",
+    "processes",
+];
 
-/// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb}`.
+/// The most processes one isolated plugin may run (`plugins.<name>.processes`): each serves
+/// many sessions, so more than a machine's cores buys nothing but memory.
+pub const MAX_PROCESSES: usize = 64;
+
+/// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct HostPluginSettings {
@@ -31,8 +41,11 @@ pub struct HostPluginSettings {
     /// `update_from_response`) may take, in place of `timeout`: they run on every turn, so
     /// one that hangs must not hold each turn for minutes.
     pub check_timeout: f64,
-    /// The isolated engine's address-space limit, in MiB (0: none).
+    /// The isolated engine's address-space limit, in MiB (0: none), for each of its processes.
     pub memory_limit_mb: u64,
+    /// How many processes an isolated engine runs in (1..=[`MAX_PROCESSES`]); each serves many
+    /// sessions, and a session stays on the one it was given (the least loaded).
+    pub processes: usize,
 }
 
 impl Default for HostPluginSettings {
@@ -42,6 +55,7 @@ impl Default for HostPluginSettings {
             timeout: 300.0,
             check_timeout: 10.0,
             memory_limit_mb: 8192,
+            processes: 1,
         }
     }
 }
@@ -69,6 +83,12 @@ impl HostPluginSettings {
                     "must be a positive number of seconds".to_string(),
                 ));
             }
+        }
+        if !(1..=MAX_PROCESSES).contains(&settings.processes) {
+            return Err((
+                "processes".to_string(),
+                format!("must be from 1 to {MAX_PROCESSES}"),
+            ));
         }
         Ok(settings)
     }
@@ -105,6 +125,22 @@ mod tests {
         }
         assert_eq!(
             engine_only(json!({"check_timeout": 1, "mode": "x"})),
+            json!({"mode": "x"})
+        );
+    }
+
+    #[test]
+    fn processes_default_to_one_and_are_bounded() {
+        assert_eq!(HostPluginSettings::default().processes, 1);
+        let settings = HostPluginSettings::from_section(&json!({"processes": 4})).unwrap();
+        assert_eq!(settings.processes, 4);
+        for bad in [json!(0), json!(MAX_PROCESSES + 1), json!(-2), json!("all")] {
+            let (key, _) =
+                HostPluginSettings::from_section(&json!({"processes": bad})).unwrap_err();
+            assert_eq!(key, "processes", "{bad}");
+        }
+        assert_eq!(
+            engine_only(json!({"processes": 2, "mode": "x"})),
             json!({"mode": "x"})
         );
     }

@@ -12,6 +12,7 @@ use ctxhost_sdk::{
 };
 
 use crate::isolation::parent::{ChildProcess, ChildSpec};
+use crate::isolation::pool::Pool;
 use crate::isolation::protocol::{Init, Loaded, Purpose};
 use crate::isolation::{HostPluginSettings, Isolation};
 use crate::plugins::{
@@ -114,6 +115,23 @@ pub struct Engines {
     child_program: Option<PathBuf>,
     /// Set in an isolated engine's own process: it runs the engine in process.
     in_child: bool,
+    /// The processes of each isolated plugin a session was opened on.
+    pools: std::sync::Mutex<Vec<Isolated>>,
+}
+
+/// An isolated plugin's processes, and the library its sessions report.
+#[derive(Clone)]
+struct Isolated {
+    library: PathBuf,
+    pool: Arc<Pool>,
+}
+
+impl Isolated {
+    /// Whether both are the same plugin run by the same program.
+    fn same_plugin(&self, other: &Isolated) -> bool {
+        let (mine, theirs) = (self.pool.spec(), other.pool.spec());
+        mine.init.name == theirs.init.name && mine.program == theirs.program
+    }
 }
 
 /// Why no session could be opened on the engine asked for.
@@ -157,6 +175,7 @@ impl Engines {
             registered: Vec::new(),
             child_program: None,
             in_child: false,
+            pools: Default::default(),
         }
     }
 
@@ -172,24 +191,34 @@ impl Engines {
         self.in_child = true;
     }
 
-    /// In an isolated engine's process: starts plugin `name` in process; its start-up error as
-    /// the engine gave it (a bad setting keeps its key).
-    pub fn start_for_child(
+    /// In an isolated engine's process: loads plugin `name` once, and returns how to build an
+    /// instance of its engine for each session (in process, its state under the data root
+    /// given; its start-up error as the engine gave it, so a bad setting keeps its key) and
+    /// the plugin's version.
+    pub fn open_for_child(
         &self,
         name: &str,
-        data_root: &Path,
-    ) -> Result<(Box<dyn ContextEngine>, String), EngineError> {
+    ) -> Result<(Arc<crate::isolation::child::OpenEngine>, String), EngineError> {
         let library = self.load_named(name)?;
-        let setup = self.setup(name, self.config.engine_section(name), data_root);
-        std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
-            EngineError::failed(format!(
-                "plugin '{name}': cannot create its data directory {}: {error}",
-                setup.data_dir.display()
-            ))
-        })?;
         let version = library.manifest().version.clone();
-        let engine = library.instantiate(self.services.clone(), setup)?;
-        Ok((Box::new(engine), version))
+        let services = self.services.clone();
+        let template = self.setup(name, self.config.engine_section(name), Path::new(""));
+        let name = name.to_string();
+        let open = move |data_root: &Path| -> Result<Box<dyn ContextEngine>, EngineError> {
+            let setup = EngineSetup {
+                data_dir: data_root.join(&name),
+                ..template.clone()
+            };
+            std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
+                EngineError::failed(format!(
+                    "plugin '{name}': cannot create its data directory {}: {error}",
+                    setup.data_dir.display()
+                ))
+            })?;
+            let engine = library.instantiate(services.clone(), setup)?;
+            Ok(Box::new(engine))
+        };
+        Ok((Arc::new(open), version))
     }
 
     /// In an isolated engine's process: checks plugin `name`'s settings (its
@@ -694,6 +723,11 @@ impl Engines {
             RootKind::ConfigDir => Isolation::InProcess,
         });
         if isolation == Isolation::Process && !self.in_child {
+            // Checked once per plugin (hashing it reads every file): its processes check again
+            // each time they load the library.
+            if let Some(isolated) = self.isolated(name) {
+                return self.open_isolated(candidate, &isolated, data_root);
+            }
             // The child loads the library; here only the approvals are checked.
             let allowed = self.inspect_with(candidate.clone(), false, Loader::Skip);
             return match allowed.loaded {
@@ -746,7 +780,8 @@ impl Engines {
         }
     }
 
-    /// Starts plugin `candidate` in a child process.
+    /// Starts plugin `candidate` in a child process (its approvals checked): a process of its
+    /// pool, which later sessions share without checking again.
     fn start_isolated(
         &self,
         candidate: &Candidate,
@@ -760,17 +795,65 @@ impl Engines {
             .map_err(Failure::Other)?;
         spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
         spec.check_timeout = std::time::Duration::from_secs_f64(host.check_timeout);
-        match ChildProcess::start(spec, self.services.clone()) {
+        let isolated = Isolated {
+            library: library.unwrap_or_else(|| candidate.dir.clone()),
+            pool: Pool::new(spec, self.services.clone(), host.processes),
+        };
+        let isolated = {
+            let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+            // Sessions opened at once share the first pool made.
+            match pools.iter().find(|known| known.same_plugin(&isolated)) {
+                Some(known) => known.clone(),
+                None => {
+                    pools.push(isolated.clone());
+                    isolated
+                }
+            }
+        };
+        self.open_isolated(candidate, &isolated, data_root)
+    }
+
+    /// Opens a session of plugin `candidate` on `isolated`'s processes.
+    fn open_isolated(
+        &self,
+        candidate: &Candidate,
+        isolated: &Isolated,
+        data_root: &Path,
+    ) -> Result<Started, Failure> {
+        let name = candidate.name.as_str();
+        match ChildProcess::open(&isolated.pool, data_root.to_path_buf()) {
             Ok((engine, ready)) => Ok(Started {
                 name: name.to_string(),
                 source: EngineSource::Plugin {
                     root: candidate.root,
-                    library: library.unwrap_or_else(|| candidate.dir.clone()),
+                    library: isolated.library.clone(),
                 },
                 version: ready.version,
                 engine: Box::new(engine),
             }),
             Err(error) => Err(self.start_failure(name, &error)),
+        }
+    }
+
+    /// The processes plugin `name` runs in, when a session was opened on them before (by the
+    /// program that runs children now).
+    fn isolated(&self, name: &str) -> Option<Isolated> {
+        let program = self.child_program().ok()?;
+        let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools
+            .iter()
+            .find(|known| {
+                let spec = known.pool.spec();
+                spec.init.name == name && spec.program == program
+            })
+            .cloned()
+    }
+
+    /// The `ctxhost` binary that runs isolated engines.
+    fn child_program(&self) -> Result<PathBuf, std::io::Error> {
+        match &self.child_program {
+            Some(program) => Ok(program.clone()),
+            None => std::env::current_exe(),
         }
     }
 
@@ -782,15 +865,12 @@ impl Engines {
         data_root: &Path,
         purpose: Purpose,
     ) -> Result<ChildSpec, Warning> {
-        let program = match &self.child_program {
-            Some(program) => program.clone(),
-            None => std::env::current_exe().map_err(|error| Warning {
-                summary: format!(
-                    "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
-                ),
-                detail: None,
-            })?,
-        };
+        let program = self.child_program().map_err(|error| Warning {
+            summary: format!(
+                "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
+            ),
+            detail: None,
+        })?;
         let host = self.config.plugin_host_settings(name);
         Ok(ChildSpec {
             program,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The superuser `initdb` creates (whatever the OS user is).
 const SUPERUSER: &str = "postgres";
@@ -136,8 +137,9 @@ impl Postgres {
                  (apt-get install postgresql; .ci/run does) to run the PostgreSQL tests"
             )
         });
+        sweep_ended_clusters();
         let dir = tempfile::Builder::new()
-            .prefix("ctxhost-pg-")
+            .prefix(CLUSTER_PREFIX)
             .tempdir()
             .expect("make the cluster's directory");
         let data = dir.path().join("data");
@@ -177,6 +179,59 @@ impl Drop for Postgres {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// What every cluster directory's name starts with (in the system's temporary directory).
+const CLUSTER_PREFIX: &str = "ctxhost-pg-";
+
+/// How old a cluster with no server must be before it counts as ended: older than any
+/// `initdb` still filling one in.
+const ENDED_AFTER: Duration = Duration::from_secs(600);
+
+/// Removes the clusters of test processes that have ended. A process's shared server lives in
+/// a static, which is never dropped, so its directory (hundreds of MB) outlives the process;
+/// the next test process that starts a server removes those whose server is gone.
+fn sweep_ended_clusters() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(CLUSTER_PREFIX)
+        {
+            continue;
+        }
+        let dir = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > ENDED_AFTER);
+        if old && !server_running(&dir) {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// Whether the server of the cluster in `dir` is running (its `postmaster.pid` names a live
+/// process).
+fn server_running(dir: &Path) -> bool {
+    let Ok(pid_file) = std::fs::read_to_string(dir.join("data").join("postmaster.pid")) else {
+        return false;
+    };
+    let Some(pid) = pid_file
+        .lines()
+        .next()
+        .and_then(|line| line.trim().parse::<i32>().ok())
+    else {
+        return false;
+    };
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let answer = unsafe { libc::kill(pid, 0) };
+    answer == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Starts the server of the cluster in `dir` on `port` and waits until it is ready.

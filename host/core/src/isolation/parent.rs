@@ -1,21 +1,22 @@
-//! The host side: [`ProcessEngine`], a [`ContextEngine`] whose engine runs in a child process.
-//! Whatever the child does (abort, crash, exit, hang, run out of memory, print to stdout), the
-//! host gets an error naming the plugin and the cause; the next call starts a new child.
+//! The host side: [`ProcessEngine`], a [`ContextEngine`](ctxhost_sdk::ContextEngine) whose
+//! engine instance runs in a child process its plugin's sessions share ([`Pool`]). Whatever
+//! the child does (abort, crash, exit, hang, run out of memory, print to stdout), the calls in
+//! flight on it get an error naming the plugin and the cause; the next call of each of its
+//! sessions starts a new child and opens the session on it again.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, Op, RemoteEngine};
-use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, LogLevel, Message};
+use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, Message};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
-use super::breaker::{self, Breaker};
+use super::connection::{start_process, Connection, Lost, NoAnswer};
 use super::lists::{CompressedList, Copies, Shipped};
-use super::protocol::{Init, Ready, Reply, Request};
+use super::pool::{Pool, Seat};
+use super::protocol::{Call, Framed, Init, Ready, Reply, Request, SessionCall};
 use super::replies::{NoReply, Replies};
 use super::{is_check, spawn, wait};
 use crate::services::HostServicesImpl;
@@ -86,26 +87,22 @@ impl Deadline {
     }
 }
 
-struct Running {
-    process: Child,
-    input: ChildStdin,
-    replies: Replies,
-}
-
 /// An engine in a child process: the SDK's remote engine over the pipes to it.
 pub type ProcessEngine = RemoteEngine<ChildProcess>;
 
-/// The child process an isolated engine runs in, and the pipes to it: the transport of a
-/// [`ProcessEngine`].
+/// One session's engine instance in a process of its plugin's [`Pool`], and the calls to it:
+/// the transport of a [`ProcessEngine`].
 pub struct ChildProcess {
     name: String,
-    spec: ChildSpec,
-    services: Arc<HostServicesImpl>,
-    child: Option<Running>,
-    /// Requests that set the engine's state, replayed to a restarted child.
+    seat: Seat,
+    /// Where the session's engine keeps its state (its process opens it there).
+    data_root: PathBuf,
+    /// The process the session's engine instance is open in; another one (after a loss)
+    /// opens it again first.
+    open_on: Option<Arc<Connection>>,
+    /// Requests that set the engine's state, replayed to a reopened instance.
     replay: Vec<Request>,
-    breaker: Breaker,
-    /// The message list the child holds (what the next list is sent as a change to).
+    /// The message list the instance holds (what the next list is sent as a change to).
     shipped: Shipped,
     /// How long the last reply to each operation took ([`wait::spin_for`]).
     last_reply: rustc_hash::FxHashMap<&'static str, Duration>,
@@ -115,29 +112,39 @@ pub struct ChildProcess {
 }
 
 impl ChildProcess {
-    /// Starts the child and waits for its engine to be ready; the engine's own start-up error
-    /// (a bad setting, say) comes back as it is.
+    /// Starts a process of its own for the engine `spec` names and opens a session on it; the
+    /// engine's own start-up error (a bad setting, say) comes back as it is.
     pub fn start(
         spec: ChildSpec,
         services: Arc<HostServicesImpl>,
     ) -> Result<(ProcessEngine, Ready), EngineError> {
-        let mut child = Self::new(spec, services);
-        let ready = child.spawn()?;
-        Ok((RemoteEngine::new(child.name.clone(), child), ready))
+        let data_root = spec.init.data_root.clone();
+        Self::open(&Pool::new(spec, services, 1), data_root)
     }
 
-    fn new(spec: ChildSpec, services: Arc<HostServicesImpl>) -> Self {
-        ChildProcess {
-            name: spec.init.name.clone(),
-            spec,
-            services,
-            child: None,
+    /// Opens a session of `pool`'s engine, its state under `data_root`, on the pool's least
+    /// loaded process (started if need be).
+    pub fn open(
+        pool: &Arc<Pool>,
+        data_root: PathBuf,
+    ) -> Result<(ProcessEngine, Ready), EngineError> {
+        let name = pool.spec().init.name.clone();
+        let mut child = ChildProcess {
+            name: name.clone(),
+            seat: pool.seat(),
+            data_root,
+            open_on: None,
             replay: Vec::new(),
-            breaker: Breaker::default(),
             shipped: Shipped::default(),
             last_reply: Default::default(),
             unused_copies: None,
-        }
+        };
+        child.ensure_open()?;
+        let ready = pool.ready().unwrap_or(Ready {
+            name: name.clone(),
+            version: String::new(),
+        });
+        Ok((RemoteEngine::new(name, child), ready))
     }
 
     /// Starts a child for a one-off question ([`Purpose`](super::protocol::Purpose) other than
@@ -148,78 +155,88 @@ impl ChildProcess {
         services: Arc<HostServicesImpl>,
         op: &'static str,
     ) -> Result<T, EngineError> {
-        let mut engine = Self::new(spec, services);
-        engine.launch()?;
-        let init = engine.spec.init.clone();
-        let deadline = engine.call_deadline();
-        engine.exchange_line(&init, op, deadline, |_| ())
-    }
-
-    fn spawn(&mut self) -> Result<Ready, EngineError> {
-        self.launch()?;
-        let init = self.spec.init.clone();
-        let deadline = self.call_deadline();
-        let ready: Ready = self.exchange_line(&init, "start", deadline, |_| ())?;
-        for request in self.replay.clone() {
-            let op = request.op().name();
-            let _: EngineReply = self.exchange_line(&request, op, deadline, |_| ())?;
-        }
-        Ok(ready)
-    }
-
-    /// The deadline of any call but the per-turn checks.
-    fn call_deadline(&self) -> Deadline {
-        Deadline::new(self.spec.timeout, "timeout")
+        let name = spec.init.name.clone();
+        let (mut process, mut input, output) = start_process(&spec, &services)?;
+        let mut replies = Replies::new(output);
+        let deadline = Deadline::new(spec.timeout, "timeout");
+        let mut line = serde_json::to_vec(&spec.init)
+            .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
+        line.push(b'\n');
+        let written = input.write_all(&line).and_then(|()| input.flush());
+        let outcome =
+            match written {
+                Err(_) => Err(None),
+                Ok(()) => replies
+                    .next(deadline.total(), Duration::ZERO)
+                    .map_err(|missing| match missing {
+                        NoReply::Closed => None,
+                        NoReply::TimedOut => Some(deadline),
+                    }),
+            };
+        drop(input);
+        // Whatever it answered, it is done; what it started goes with it.
+        let _ = spawn::kill(&mut process);
+        let status = process.wait().ok();
+        let line = match outcome {
+            Ok(line) => line,
+            Err(Some(deadline)) => return Err(timed_out(&name, op, &deadline)),
+            Err(None) => return Err(Lost::Ended(status).error(&name, op)),
+        };
+        read_reply(&name, op, &line).map_err(|unreadable| match unreadable {
+            Unreadable::Engine(error) | Unreadable::Answer(error) => error,
+            Unreadable::Broken(what) => Lost::Broken(what).error(&name, op),
+        })
     }
 
     /// The deadline of operation `op`.
     fn deadline(&self, op: Op) -> Deadline {
+        let spec = self.seat.pool().spec();
         if is_check(op) {
-            Deadline::new(self.spec.check_timeout, "check_timeout")
+            Deadline::new(spec.check_timeout, "check_timeout")
         } else {
-            self.call_deadline()
+            Deadline::new(spec.timeout, "timeout")
         }
     }
 
-    /// Starts the child process and the threads that read its output.
-    fn launch(&mut self) -> Result<(), EngineError> {
-        let mut command = Command::new(&self.spec.program);
-        command
-            .arg("__engine-child")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(limit) = self.spec.memory_limit {
-            command.arg("--memory-limit").arg(limit.to_string());
-        }
-        let mut process = spawn::spawn(command).map_err(|error| {
-            EngineError::failed(format!(
-                "plugin '{}': cannot start its process ({}): {error}",
-                self.name,
-                self.spec.program.display()
-            ))
-        })?;
-        let input = process.stdin.take().expect("piped stdin");
-        let output = process.stdout.take().expect("piped stdout");
-        let errors = process.stderr.take().expect("piped stderr");
-        // The plugin's own output (and its log lines) reach the host's log, never its stdout.
-        let services = self.services.clone();
-        let name = self.name.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(errors).lines().map_while(Result::ok) {
-                relay(&services, &name, &line);
+    /// The process the session is open in: when it is not the one running (or none runs), the
+    /// session's instance is opened on it first, its state set again.
+    fn ensure_open(&mut self) -> Result<Arc<Connection>, EngineError> {
+        let connection = self.seat.connection()?;
+        if let Some(open) = &self.open_on {
+            if Arc::ptr_eq(open, &connection) {
+                return Ok(connection);
             }
-        });
-        self.child = Some(Running {
-            process,
-            input,
-            replies: Replies::new(output),
-        });
-        Ok(())
+        }
+        self.open_on = None;
+        // A new instance holds no list: the next one is sent whole.
+        self.shipped.clear();
+        let timeout = self.seat.pool().spec().timeout;
+        let open = SessionCall::Open {
+            data_root: self.data_root.clone(),
+        };
+        let deadline = Deadline::new(timeout, "timeout");
+        let () = self.exchange(&connection, open, "start", None, deadline, |_| ())?;
+        for request in self.replay.clone() {
+            let op = request.op();
+            let _: EngineReply = self.exchange(
+                &connection,
+                SessionCall::Request(request),
+                op.name(),
+                Some(op),
+                deadline,
+                |_| (),
+            )?;
+        }
+        self.open_on = Some(connection.clone());
+        Ok(connection)
     }
 
-    /// Sends one request and reads its reply, starting a child first when none runs.
-    fn call<T: DeserializeOwned>(&mut self, request: Request) -> Result<T, EngineError> {
+    /// Sends one request (made once the session is open, from the list its instance holds)
+    /// and reads its reply.
+    fn call<T: DeserializeOwned>(
+        &mut self,
+        request: impl FnOnce(&mut Shipped) -> Request,
+    ) -> Result<T, EngineError> {
         self.call_meanwhile(request, |_| ())
     }
 
@@ -227,228 +244,159 @@ impl ChildProcess {
     /// is given a check of whether the reply is in.
     fn call_meanwhile<T: DeserializeOwned>(
         &mut self,
-        request: Request,
+        request: impl FnOnce(&mut Shipped) -> Request,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
+        let connection = self.ensure_open()?;
+        let request = request(&mut self.shipped);
         let op = request.op();
         let deadline = self.deadline(op);
-        self.ensure_running()?;
         let keeps_state = matches!(
             request,
             Request::Call(EngineCall::OnSessionStart { .. } | EngineCall::UpdateModel { .. })
         );
         let remembered = keeps_state.then(|| request.clone());
         let unused_copies = self.unused_copies.take();
-        let result = self.exchange_line(&request, op.name(), deadline, |reply_in| {
-            drop(unused_copies);
-            meanwhile(reply_in)
-        });
-        match &result {
-            Ok(_) => {
-                self.breaker.answered(op);
-                if let Some(request) = remembered {
-                    // Only the latest of each kind matters to a restarted child.
-                    self.replay.retain(|r| r.op() != request.op());
-                    self.replay.push(request);
-                }
+        let result = self.exchange(
+            &connection,
+            SessionCall::Request(request),
+            op.name(),
+            Some(op),
+            deadline,
+            |reply_in| {
+                drop(unused_copies);
+                meanwhile(reply_in)
+            },
+        );
+        if result.is_ok() {
+            self.seat.pool().answered(op);
+            if let Some(request) = remembered {
+                // Only the latest of each kind matters to a reopened instance.
+                self.replay.retain(|r| r.op() != request.op());
+                self.replay.push(request);
             }
-            Err(error) if self.child.is_none() => {
-                let timed_out = error.kind() == ErrorKind::TimedOut;
-                let hung_check = (timed_out && is_check(op)).then_some(op);
-                self.breaker.lost(hung_check, Instant::now());
-            }
-            Err(_) => {}
         }
         result
     }
 
-    /// Starts a child when none runs (unless the breaker is open). A message list is shipped
-    /// only after this: a new child holds none.
-    fn ensure_running(&mut self) -> Result<(), EngineError> {
-        if self.child.is_some() {
-            return Ok(());
-        }
-        if let Some(left) = self.breaker.open_for(Instant::now()) {
-            return Err(EngineError::failed(format!(
-                "plugin '{}' failed {} times in a row; not restarted for another {}s",
-                self.name,
-                breaker::FAILURES,
-                left.as_secs()
-            )));
-        }
-        if let Err(error) = self.spawn() {
-            self.breaker.lost(None, Instant::now());
-            return Err(error);
-        }
-        Ok(())
-    }
-
-    /// Writes one line and waits (up to the deadline) for the reply. A child that dies, hangs
-    /// or answers nonsense is killed and reaped; the error says why.
-    fn exchange_line<T: DeserializeOwned>(
+    /// Writes one call and waits (up to the deadline) for its reply. A process that dies,
+    /// hangs or answers nonsense is lost, for every call in flight on it; the error says why.
+    #[allow(clippy::too_many_arguments)]
+    fn exchange<T: DeserializeOwned>(
         &mut self,
-        request: &impl Serialize,
+        connection: &Arc<Connection>,
+        body: SessionCall,
         op: &'static str,
+        check: Option<Op>,
         deadline: Deadline,
         meanwhile: impl FnOnce(&dyn Fn() -> bool),
     ) -> Result<T, EngineError> {
         let spin = wait::spin_for(self.last_reply.get(op).copied());
-        let mut line = serde_json::to_vec(request)
+        let call = connection.call_number();
+        let request = Call {
+            session: self.seat.session,
+            call,
+            body,
+        };
+        let mut line = serde_json::to_vec(&request)
             .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
         line.push(b'\n');
         let deadline = Deadline {
             request_bytes: line.len(),
             ..deadline
         };
-        let timeout = deadline.total();
-        let running = self.child.as_mut().expect("a running child");
-        let written = running
-            .input
-            .write_all(&line)
-            .and_then(|()| running.input.flush());
         let sent = Instant::now();
-        let outcome = match written {
-            Err(_) => Err(None),
-            Ok(()) => {
-                meanwhile(&|| running.replies.ready());
-                running
-                    .replies
-                    .next(timeout, spin)
-                    .map_err(|missing| match missing {
-                        NoReply::Closed => None,
-                        NoReply::TimedOut => Some(deadline),
-                    })
-            }
-        };
+        let in_flight = connection.send(call, &line);
+        drop(line);
+        meanwhile(&|| in_flight.arrived());
+        let outcome = connection.wait(in_flight, deadline.total(), spin);
         self.last_reply.insert(op, sent.elapsed());
         let line = match outcome {
             Ok(line) => line,
-            Err(hung) => return Err(self.lost(op, hung)),
+            Err(NoAnswer::Lost(lost)) => {
+                self.open_on = None;
+                return Err(lost.error(&self.name, op));
+            }
+            Err(NoAnswer::TimedOut) => {
+                self.open_on = None;
+                connection.kill(Lost::Hung {
+                    op,
+                    check: check.filter(|op| is_check(*op)),
+                    deadline: deadline.describe(&self.name),
+                });
+                return Err(timed_out(&self.name, op, &deadline));
+            }
         };
-        match serde_json::from_str::<Reply<T>>(&line) {
-            Ok(Reply::Ok(value)) => Ok(value),
-            Ok(Reply::Err(error)) => Err(error.into()),
-            // A well-formed reply whose answer is not what the operation returns, or a broken
-            // line: read again, only now, to tell which.
-            Err(error) => match serde_json::from_str::<Reply>(&line) {
-                Ok(_) => Err(EngineError::failed(format!(
-                    "plugin '{}' answered {op} with something unreadable: {error}",
-                    self.name
-                ))),
-                Err(error) => {
-                    let error = EngineError::failed(format!(
-                        "plugin '{}' broke its process's protocol in {op}: {error}",
-                        self.name
-                    ));
-                    self.kill();
-                    Err(error)
-                }
-            },
-        }
-    }
-
-    /// The child is gone (or hung, and is killed now): reaps it and says why, in one line.
-    fn lost(&mut self, op: &str, hung: Option<Deadline>) -> EngineError {
-        let status = self.kill();
-        match hung {
-            Some(deadline) => EngineError::new(
-                ErrorKind::TimedOut,
-                format!(
-                    "plugin '{}' did not answer within {}; its process was killed during {op}",
-                    self.name,
-                    deadline.describe(&self.name)
-                ),
-            ),
-            None => EngineError::failed(format!(
-                "plugin '{}' {} during {op}",
-                self.name,
-                describe_exit(status)
-            )),
-        }
-    }
-
-    fn kill(&mut self) -> Option<ExitStatus> {
-        // The next child starts with no list: the next one is sent whole.
-        self.shipped.clear();
-        let mut running = self.child.take()?;
-        drop(running.input);
-        // What the plugin started goes with it.
-        let _ = spawn::kill(&mut running.process);
-        running.process.wait().ok()
+        read_reply(&self.name, op, &line).map_err(|unreadable| match unreadable {
+            Unreadable::Engine(error) | Unreadable::Answer(error) => error,
+            Unreadable::Broken(what) => {
+                self.open_on = None;
+                let lost = Lost::Broken(what);
+                let error = lost.error(&self.name, op);
+                connection.kill(lost);
+                error
+            }
+        })
     }
 }
 
 impl Drop for ChildProcess {
     fn drop(&mut self) {
-        if let Some(running) = self.child.take() {
-            // Closing its input ends the child's loop; it exits on its own.
-            let Running {
-                mut process, input, ..
-            } = running;
-            drop(input);
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                match process.try_wait() {
-                    Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if Instant::now() >= deadline => {
-                        let _ = spawn::kill(&mut process);
-                        let _ = process.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
+        // The instance is dropped in its process (its store closed) before the session ends.
+        if let Some(connection) = self.open_on.take().filter(|c| c.alive()) {
+            let deadline = Deadline::new(self.seat.pool().spec().timeout, "timeout");
+            let _: Result<(), _> = self.exchange(
+                &connection,
+                SessionCall::Close,
+                "close",
+                None,
+                deadline,
+                |_| (),
+            );
         }
     }
 }
 
-/// Why a child ended, for people.
-fn describe_exit(status: Option<ExitStatus>) -> String {
-    let Some(status) = status else {
-        return "lost its process".to_string();
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            let what = match signal {
-                libc::SIGABRT => {
-                    "aborted (SIGABRT; a failed allocation or a stack overflow ends this way)"
-                }
-                libc::SIGSEGV => "crashed (SIGSEGV: an invalid memory access)",
-                libc::SIGBUS => "crashed (SIGBUS)",
-                libc::SIGILL => "crashed (SIGILL)",
-                libc::SIGFPE => "crashed (SIGFPE)",
-                libc::SIGKILL => "was killed (SIGKILL; out of memory?)",
-                _ => "was killed by a signal",
-            };
-            return format!("{what} [signal {signal}]");
-        }
-    }
-    match status.code() {
-        Some(0) => "exited (status 0) instead of answering".to_string(),
-        Some(code) => format!("exited with status {code}"),
-        None => "ended".to_string(),
+/// Why a reply line gave no answer.
+enum Unreadable {
+    /// The engine's own error.
+    Engine(EngineError),
+    /// A well-formed reply whose answer is not what the operation returns.
+    Answer(EngineError),
+    /// Not a reply at all: the process broke the protocol.
+    Broken(String),
+}
+
+/// The answer in a reply line (framed by its call, or not, for a one-off question).
+fn read_reply<T: DeserializeOwned>(name: &str, op: &str, line: &str) -> Result<T, Unreadable> {
+    let reply = Framed::split(line).map_or(line, |(_, reply)| reply);
+    match serde_json::from_str::<Reply<T>>(reply) {
+        Ok(Reply::Ok(value)) => Ok(value),
+        Ok(Reply::Err(error)) => Err(Unreadable::Engine(error.into())),
+        // Read again, only now, to tell which.
+        Err(error) => match serde_json::from_str::<Reply>(reply) {
+            Ok(_) => Err(Unreadable::Answer(EngineError::failed(format!(
+                "plugin '{name}' answered {op} with something unreadable: {error}"
+            )))),
+            Err(error) => Err(Unreadable::Broken(error.to_string())),
+        },
     }
 }
 
-/// One line of the child's stderr into the host's log: the child's own log lines keep their
-/// level (`[engine] warn: ...`); anything else the plugin printed is `info`.
-fn relay(services: &HostServicesImpl, name: &str, line: &str) {
-    let prefix = format!("[{name}] ");
-    let (level, message) = match line.strip_prefix(&prefix).and_then(|r| r.split_once(": ")) {
-        Some(("debug", m)) => (LogLevel::Debug, m),
-        Some(("info", m)) => (LogLevel::Info, m),
-        Some(("warn", m)) => (LogLevel::Warn, m),
-        Some(("error", m)) => (LogLevel::Error, m),
-        _ => (LogLevel::Info, line),
-    };
-    services.log_sink().log(name, level, message);
+/// The error of a call whose process was killed at its deadline.
+fn timed_out(name: &str, op: &str, deadline: &Deadline) -> EngineError {
+    EngineError::new(
+        ErrorKind::TimedOut,
+        format!(
+            "plugin '{name}' did not answer within {}; its process was killed during {op}",
+            deadline.describe(name)
+        ),
+    )
 }
 
 impl EngineTransport for ChildProcess {
     fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
-        self.call(Request::ShouldCompress { prompt_tokens })
+        self.call(|_| Request::ShouldCompress { prompt_tokens })
     }
 
     fn compress(
@@ -456,12 +404,10 @@ impl EngineTransport for ChildProcess {
         messages: &[Message],
         options: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
-        self.ensure_running()?;
-        let list = self.shipped.ship(messages);
         let mut copies = Copies::default();
         let compressed: CompressedList = self.call_meanwhile(
-            Request::Compress {
-                messages: list,
+            |shipped| Request::Compress {
+                messages: shipped.ship(messages),
                 options: options.clone(),
             },
             |reply_in| copies = Copies::made(messages, reply_in),
@@ -477,13 +423,9 @@ impl EngineTransport for ChildProcess {
     }
 
     fn call(&mut self, call: &EngineCall<&[Message]>) -> Result<EngineReply, EngineError> {
-        if call.list().is_some() {
-            self.ensure_running()?;
-        }
-        let call = call
-            .clone()
-            .map_list(|messages| self.shipped.ship(messages));
-        ChildProcess::call(self, Request::Call(call))
+        ChildProcess::call(self, |shipped| {
+            Request::Call(call.clone().map_list(|messages| shipped.ship(messages)))
+        })
     }
 }
 

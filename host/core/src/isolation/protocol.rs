@@ -1,6 +1,10 @@
-//! What the host and an engine's child process say to each other: one JSON object per line,
-//! a request from the host, one reply from the child. The operations are the SDK's protocol
-//! ([`ctxhost_sdk::protocol`]); message lists cross as changes ([`super::lists`]).
+//! What the host and an engine's child process say to each other: one JSON object per line.
+//! The host starts with [`Init`]; then each line is a [`Call`] of one session (named by the
+//! host's number for it) and call (a number the reply carries back), and each reply is a line
+//! [`Framed`] by that call number, in whatever order the child answers them. Calls of one
+//! session are answered in order; of different sessions, concurrently. The operations are the
+//! SDK's protocol ([`ctxhost_sdk::protocol`]); message lists cross as changes
+//! ([`super::lists`]), to the last list of the same session.
 
 use ctxhost_sdk::protocol::{EngineCall, Op};
 use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, SettingFault};
@@ -96,6 +100,54 @@ impl Request {
             Request::Compress { .. } => Op::Compress,
             Request::Call(call) => call.op(),
         }
+    }
+}
+
+/// One line from the host after [`Init`]: what one session asks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Call {
+    /// The session, numbered by the host (unique within one child's life).
+    pub session: u64,
+    /// The call, numbered by the host: the reply carries it back ([`Framed`]).
+    pub call: u64,
+    pub body: SessionCall,
+}
+
+/// What a session asks of the child.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionCall {
+    /// Builds the session's engine instance, its state kept under `data_root` (its store is
+    /// read again when a new child reopens it). Answered `()` or the engine's start-up error.
+    Open { data_root: std::path::PathBuf },
+    /// One operation on the session's engine.
+    Request(Request),
+    /// Drops the session's engine instance. Answered `()`.
+    Close,
+}
+
+/// The call number of [`Init`]'s answer.
+pub const INIT_CALL: u64 = 0;
+
+/// A reply line: the number of the call it answers, a space, then the [`Reply`]. The number
+/// comes first so the host's reader hands a line to its caller without reading the answer,
+/// which only the caller knows the type of.
+pub struct Framed;
+
+impl Framed {
+    /// The line (with its newline) answering `call`.
+    pub fn line<T: Serialize>(call: u64, reply: &Reply<T>) -> serde_json::Result<Vec<u8>> {
+        let mut line = format!("{call} ").into_bytes();
+        serde_json::to_writer(&mut line, reply)?;
+        line.push(b'\n');
+        Ok(line)
+    }
+
+    /// The call a line (without its newline) answers, and its reply; `None` for a line not
+    /// framed so.
+    pub fn split(line: &str) -> Option<(u64, &str)> {
+        let (call, reply) = line.split_once(' ')?;
+        Some((call.parse().ok()?, reply))
     }
 }
 
@@ -216,6 +268,21 @@ mod tests {
             assert_eq!(read.op(), request.op());
             assert!(line.contains(request.op().name()), "{line}");
         }
+    }
+
+    #[test]
+    fn a_reply_line_names_its_call_first() {
+        let line = Framed::line(42, &Reply::Ok(true)).unwrap();
+        let line = String::from_utf8(line).unwrap();
+        assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
+        let (call, reply) = Framed::split(line.trim_end()).unwrap();
+        assert_eq!(call, 42);
+        assert!(matches!(
+            serde_json::from_str(reply).unwrap(),
+            Reply::Ok(true)
+        ));
+        assert!(Framed::split("{\"ok\": true}").is_none());
+        assert!(Framed::split("x {}").is_none());
     }
 
     #[test]

@@ -40,12 +40,6 @@ mod unix {
             }
         }
 
-        /// Whether a reply (or the end of the pipe) is there to read.
-        pub fn ready(&self) -> bool {
-            !self.output.buffer().is_empty()
-                || wait::readable_now(self.output.get_ref().as_raw_fd())
-        }
-
         /// The next line (without its newline), waiting at most `timeout` for it to complete;
         /// for its start, spinning for `spin` before sleeping ([`wait`]).
         pub fn next(&mut self, timeout: Duration, spin: Duration) -> Result<String, NoReply> {
@@ -130,11 +124,6 @@ mod threaded {
                 }
             });
             Replies { lines }
-        }
-
-        /// Whether a reply is there to read (not known here: the caller just waits).
-        pub fn ready(&self) -> bool {
-            false
         }
 
         /// The next line (without its newline), waiting at most `timeout` for it.

@@ -1,6 +1,6 @@
 //! `ctxhost __engine-child`: the process an isolated engine runs in (hidden; the host starts
-//! it). It reads the engine to start from its first input line, then answers one request per
-//! line (see `ctxhost_core::isolation`).
+//! it). It reads the engine to start from its first input line, then serves the sessions the
+//! host opens on it (see `ctxhost_core::isolation`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 use ctxhost_core::isolation::child;
-use ctxhost_core::isolation::protocol::{Init, Loaded, Purpose, Ready, Reply, WireError};
+use ctxhost_core::isolation::protocol::{
+    Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL,
+};
 use ctxhost_core::{Config, Engines};
 use ctxhost_plugin_host::load_library;
 
@@ -80,11 +82,13 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         child::send(&mut replies, &reply)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let started = engines.and_then(|engines| engines.start_for_child(&init.name, &init.data_root));
-    let (mut engine, version) = match started {
-        Ok(started) => started,
+    let loaded = engines.and_then(|engines| engines.open_for_child(&init.name));
+    let (open, version) = match loaded {
+        Ok(loaded) => loaded,
         Err(error) => {
-            child::send(&mut replies, &Reply::<()>::Err(WireError::from(&error)))?;
+            let refused = Reply::<()>::Err(WireError::from(&error));
+            replies.write_all(&child::framed(INIT_CALL, &refused))?;
+            replies.flush()?;
             return Ok(ExitCode::from(1));
         }
     };
@@ -92,13 +96,16 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         name: init.name.clone(),
         version,
     };
-    child::send(&mut replies, &Reply::Ok(serde_json::to_value(ready)?))?;
-    child::serve(engine.as_mut(), input, child::stdin_ready, &mut replies)?;
+    replies.write_all(&child::framed(INIT_CALL, &Reply::Ok(ready)))?;
+    replies.flush()?;
+    child::serve(open, input, child::stdin_ready, replies)?;
+    // The runtime the summarizer runs on outlives every engine.
+    drop(runtime);
     Ok(ExitCode::SUCCESS)
 }
 
 /// A writer on the original stdout, with fd 1 pointed at stderr from now on.
-fn protocol_output() -> anyhow::Result<impl Write> {
+fn protocol_output() -> anyhow::Result<impl Write + Send + 'static> {
     #[cfg(unix)]
     {
         use std::os::fd::FromRawFd;

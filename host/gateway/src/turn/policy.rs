@@ -29,6 +29,10 @@ struct Draft {
     engine_error: Option<String>,
 }
 
+/// What share of its context the answer to an agent's compaction keeps (one in this many
+/// tokens): the agents compact to a small fraction of their window.
+const AGENT_COMPACTION_SHARE: u64 = 4;
+
 impl Turn {
     /// Takes in the client's history and decides what goes upstream: the view plus what is
     /// new, compressed first only when that would not fit (or compressions run on requests).
@@ -282,8 +286,14 @@ impl Turn {
         let messages_before = draft.upstream.len();
         let started = Instant::now();
         let started_at_ms = unix_now_ms();
+        // The agent asked to compact: under the engine's own threshold it would keep the view
+        // as it is, and the agent, finding its context no smaller, would ask again each turn.
+        // It is compressed now, to a quarter of what it was.
+        let asked = trigger == Trigger::Client;
         let options = CompressOptions {
             current_tokens: Some(tokens_before),
+            force: asked,
+            target_tokens: asked.then_some(tokens_before / AGENT_COMPACTION_SHARE),
             ..CompressOptions::default()
         };
         let compression = self

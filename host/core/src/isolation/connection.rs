@@ -1,0 +1,446 @@
+//! One running engine process and its multiplexed pipes: any thread sends a call line and
+//! waits for the reply to that call, which a reader thread of the connection hands over by
+//! the call number the reply line starts with ([`Framed`]). When the process is lost (it
+//! crashed or exited, or a call's deadline passed and it was killed), every call in flight
+//! on it fails with why, once; the connection is then dead, and a new one is started for the
+//! next call ([`super::pool`]).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use ctxhost_sdk::protocol::Op;
+use ctxhost_sdk::{EngineError, LogLevel};
+
+use super::parent::ChildSpec;
+use super::protocol::{Framed, INIT_CALL};
+use super::{spawn, wait};
+use crate::services::HostServicesImpl;
+
+/// Why the process is gone, as every call that was in flight on it hears it.
+#[derive(Debug, Clone)]
+pub enum Lost {
+    /// It ended on its own (crashed, aborted, exited); its status, when it could be reaped.
+    Ended(Option<ExitStatus>),
+    /// It was killed because a call (`op`, of some session) did not answer within `deadline`;
+    /// `check` is that operation when it is a per-turn check (it counts for the breaker).
+    Hung {
+        op: &'static str,
+        check: Option<Op>,
+        deadline: String,
+    },
+    /// It wrote something that is not a reply.
+    Broken(String),
+    /// The host closed it.
+    Closed,
+}
+
+impl Lost {
+    /// The one-line error of a call of operation `op` that was in flight.
+    pub fn error(&self, plugin: &str, op: &str) -> EngineError {
+        match self {
+            Lost::Ended(status) => EngineError::failed(format!(
+                "plugin '{plugin}' {} during {op}",
+                describe_exit(*status)
+            )),
+            Lost::Hung {
+                op: hung, deadline, ..
+            } => EngineError::failed(format!(
+                "plugin '{plugin}' was killed during {op}: another call ({hung}) did not \
+                 answer within {deadline}"
+            )),
+            Lost::Broken(what) => EngineError::failed(format!(
+                "plugin '{plugin}' broke its process's protocol in {op}: {what}"
+            )),
+            Lost::Closed => EngineError::failed(format!(
+                "plugin '{plugin}': its process was closed during {op}"
+            )),
+        }
+    }
+
+    /// The per-turn check that hung, if that is why.
+    pub fn hung_check(&self) -> Option<Op> {
+        match self {
+            Lost::Hung { check, .. } => *check,
+            _ => None,
+        }
+    }
+}
+
+/// Why a call got no reply.
+#[derive(Debug, Clone)]
+pub enum NoAnswer {
+    /// Its deadline passed (the process is not killed yet: the caller does it, with why).
+    TimedOut,
+    /// The process was lost while it waited.
+    Lost(Lost),
+}
+
+/// Where one call's reply arrives.
+#[derive(Default)]
+struct Slot {
+    arrived: AtomicBool,
+    reply: Mutex<Option<Result<String, Lost>>>,
+    signal: Condvar,
+}
+
+impl Slot {
+    fn fill(&self, reply: Result<String, Lost>) {
+        *lock(&self.reply) = Some(reply);
+        self.arrived.store(true, Ordering::Release);
+        self.signal.notify_one();
+    }
+}
+
+/// A call sent, waiting for its reply.
+pub struct InFlight {
+    call: u64,
+    slot: Arc<Slot>,
+}
+
+impl InFlight {
+    /// Whether the reply (or the news that none will come) is in.
+    pub fn arrived(&self) -> bool {
+        self.slot.arrived.load(Ordering::Acquire)
+    }
+}
+
+/// The calls waiting for replies, and whether the process is lost.
+#[derive(Default)]
+struct Calls {
+    waiting: rustc_hash::FxHashMap<u64, Arc<Slot>>,
+    lost: Option<Lost>,
+}
+
+/// A running engine process (see the [module docs](self)).
+pub struct Connection {
+    pid: u32,
+    process: Mutex<Option<Child>>,
+    input: Mutex<Option<ChildStdin>>,
+    calls: Mutex<Calls>,
+    next_call: AtomicU64,
+    /// Told once, when the process is lost, why (for the plugin's breaker).
+    on_lost: Box<dyn Fn(&Lost) + Send + Sync>,
+}
+
+impl Connection {
+    /// Starts the engine process `spec` describes and the threads reading its output; its
+    /// first line (`Init`) is sent, and its answer is the call [`INIT_CALL`].
+    pub fn launch(
+        spec: &ChildSpec,
+        services: Arc<HostServicesImpl>,
+        on_lost: Box<dyn Fn(&Lost) + Send + Sync>,
+    ) -> Result<(Arc<Connection>, InFlight), EngineError> {
+        let (process, input, output) = start_process(spec, &services)?;
+        let connection = Arc::new(Connection {
+            pid: process.id(),
+            process: Mutex::new(Some(process)),
+            input: Mutex::new(Some(input)),
+            calls: Mutex::default(),
+            next_call: AtomicU64::new(INIT_CALL + 1),
+            on_lost,
+        });
+        let init = connection.expect(INIT_CALL);
+        let reader = Arc::downgrade(&connection);
+        std::thread::Builder::new()
+            .name("ctxhost-engine-replies".to_string())
+            .spawn(move || read_replies(reader, output))
+            .map_err(|error| {
+                EngineError::failed(format!("cannot start a thread for an engine: {error}"))
+            })?;
+        let mut line = serde_json::to_vec(&spec.init)
+            .map_err(|e| EngineError::failed(format!("cannot encode start: {e}")))?;
+        line.push(b'\n');
+        if connection.write(&line).is_err() {
+            connection.lose(Lost::Ended(None));
+        }
+        Ok((connection, init))
+    }
+
+    /// The process's id while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.alive().then_some(self.pid)
+    }
+
+    /// Whether the process is still there to call.
+    pub fn alive(&self) -> bool {
+        lock(&self.calls).lost.is_none()
+    }
+
+    /// A number for the next call.
+    pub fn call_number(&self) -> u64 {
+        self.next_call.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Expects a reply to `call`: register before the line is written.
+    fn expect(&self, call: u64) -> InFlight {
+        let slot = Arc::new(Slot::default());
+        let mut calls = lock(&self.calls);
+        match &calls.lost {
+            Some(lost) => slot.fill(Err(lost.clone())),
+            None => {
+                calls.waiting.insert(call, slot.clone());
+            }
+        }
+        InFlight { call, slot }
+    }
+
+    /// Sends `line` (a call numbered `call`, newline included); its reply is awaited with
+    /// [`Self::wait`].
+    pub fn send(&self, call: u64, line: &[u8]) -> InFlight {
+        let in_flight = self.expect(call);
+        if !in_flight.arrived() && self.write(line).is_err() {
+            // The pipe is closed: the process is gone, and the reader says how.
+            self.reap_on_close();
+        }
+        in_flight
+    }
+
+    fn write(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut input = lock(&self.input);
+        let input = input
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("closed"))?;
+        input.write_all(line)?;
+        input.flush()
+    }
+
+    /// Waits up to `timeout` for the reply, spinning for `spin` first ([`wait`]).
+    pub fn wait(
+        &self,
+        in_flight: InFlight,
+        timeout: Duration,
+        spin: Duration,
+    ) -> Result<String, NoAnswer> {
+        let deadline = Instant::now() + timeout;
+        wait::spin_until(|| in_flight.arrived(), spin);
+        let slot = &in_flight.slot;
+        let mut reply = lock(&slot.reply);
+        loop {
+            if let Some(reply) = reply.take() {
+                return reply.map_err(NoAnswer::Lost);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                drop(reply);
+                lock(&self.calls).waiting.remove(&in_flight.call);
+                // It may have come just now.
+                return match lock(&slot.reply).take() {
+                    Some(reply) => reply.map_err(NoAnswer::Lost),
+                    None => Err(NoAnswer::TimedOut),
+                };
+            }
+            reply = slot
+                .signal
+                .wait_timeout(reply, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Kills the process (and what it started) for `why`, failing every call in flight with
+    /// it, and reaps it; nothing when it is already lost.
+    pub fn kill(&self, why: Lost) {
+        if !self.lose(why) {
+            return;
+        }
+        let process = lock(&self.process).take();
+        if let Some(mut process) = process {
+            let _ = spawn::kill(&mut process);
+            let _ = process.wait();
+        }
+    }
+
+    /// Marks the process lost for `why` (the first reason wins) and fails the calls in flight;
+    /// `true` the first time.
+    fn lose(&self, why: Lost) -> bool {
+        let waiting = {
+            let mut calls = lock(&self.calls);
+            if calls.lost.is_some() {
+                return false;
+            }
+            calls.lost = Some(why.clone());
+            std::mem::take(&mut calls.waiting)
+        };
+        // Its input goes too: nothing more is sent to it.
+        drop(lock(&self.input).take());
+        for slot in waiting.into_values() {
+            slot.fill(Err(why.clone()));
+        }
+        (self.on_lost)(&why);
+        true
+    }
+
+    /// The process closed its output (or its input): it is gone; reaps it and says how.
+    fn reap_on_close(&self) {
+        let process = lock(&self.process).take();
+        let Some(mut process) = process else {
+            // Killed by a caller, who said why.
+            return;
+        };
+        // What it started goes with it.
+        let _ = spawn::kill(&mut process);
+        let status = process.wait().ok();
+        self.lose(Lost::Ended(status));
+    }
+
+    /// Hands `line` to the call it answers; a line that answers no call breaks the protocol.
+    fn deliver(&self, line: String) {
+        let Some((call, _)) = Framed::split(&line) else {
+            let what = format!("it wrote a line that is not a reply: {}", preview(&line));
+            self.kill(Lost::Broken(what));
+            return;
+        };
+        let slot = lock(&self.calls).waiting.remove(&call);
+        // A call whose deadline passed is no longer waited for: its reply is dropped.
+        if let Some(slot) = slot {
+            slot.fill(Ok(line));
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // Closing its input ends the child's loop; it drops its engines and exits on its own.
+        drop(lock(&self.input).take());
+        let Some(mut process) = lock(&self.process).take() else {
+            return;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match process.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = spawn::kill(&mut process);
+                    let _ = process.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+}
+
+/// Starts the engine process `spec` describes, its stderr relayed to the host's log; the
+/// process, its input and its output.
+pub fn start_process(
+    spec: &ChildSpec,
+    services: &Arc<HostServicesImpl>,
+) -> Result<(Child, ChildStdin, std::process::ChildStdout), EngineError> {
+    let name = &spec.init.name;
+    let mut command = Command::new(&spec.program);
+    command
+        .arg("__engine-child")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(limit) = spec.memory_limit {
+        command.arg("--memory-limit").arg(limit.to_string());
+    }
+    let mut process = spawn::spawn(command).map_err(|error| {
+        EngineError::failed(format!(
+            "plugin '{name}': cannot start its process ({}): {error}",
+            spec.program.display()
+        ))
+    })?;
+    let input = process.stdin.take().expect("piped stdin");
+    let output = process.stdout.take().expect("piped stdout");
+    let errors = process.stderr.take().expect("piped stderr");
+    // The plugin's own output (and its log lines) reach the host's log, never its stdout.
+    let relayed = services.clone();
+    let relayed_name = name.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(errors).lines().map_while(Result::ok) {
+            relay(&relayed, &relayed_name, &line);
+        }
+    });
+    Ok((process, input, output))
+}
+
+/// The reader thread: each reply line to its call, until the output closes.
+fn read_replies(connection: Weak<Connection>, output: std::process::ChildStdout) {
+    let mut output = BufReader::with_capacity(64 * 1024, output);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = output.read_until(b'\n', &mut line);
+        let Some(connection) = connection.upgrade() else {
+            return;
+        };
+        match read {
+            Ok(0) | Err(_) => {
+                connection.reap_on_close();
+                return;
+            }
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                match String::from_utf8(std::mem::take(&mut line)) {
+                    Ok(text) => connection.deliver(text),
+                    Err(_) => {
+                        connection.kill(Lost::Broken("it wrote bytes that are not UTF-8".into()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The start of a line, for an error message.
+fn preview(line: &str) -> String {
+    let end = line.char_indices().nth(80).map_or(line.len(), |(at, _)| at);
+    format!("{:?}", &line[..end])
+}
+
+/// Why a child ended, for people.
+pub fn describe_exit(status: Option<ExitStatus>) -> String {
+    let Some(status) = status else {
+        return "lost its process".to_string();
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let what = match signal {
+                libc::SIGABRT => {
+                    "aborted (SIGABRT; a failed allocation or a stack overflow ends this way)"
+                }
+                libc::SIGSEGV => "crashed (SIGSEGV: an invalid memory access)",
+                libc::SIGBUS => "crashed (SIGBUS)",
+                libc::SIGILL => "crashed (SIGILL)",
+                libc::SIGFPE => "crashed (SIGFPE)",
+                libc::SIGKILL => "was killed (SIGKILL; out of memory?)",
+                _ => "was killed by a signal",
+            };
+            return format!("{what} [signal {signal}]");
+        }
+    }
+    match status.code() {
+        Some(0) => "exited (status 0) instead of answering".to_string(),
+        Some(code) => format!("exited with status {code}"),
+        None => "ended".to_string(),
+    }
+}
+
+/// One line of the child's stderr into the host's log: the child's own log lines keep their
+/// level (`[engine] warn: ...`); anything else the plugin printed is `info`.
+pub fn relay(services: &HostServicesImpl, name: &str, line: &str) {
+    let prefix = format!("[{name}] ");
+    let (level, message) = match line.strip_prefix(&prefix).and_then(|r| r.split_once(": ")) {
+        Some(("debug", m)) => (LogLevel::Debug, m),
+        Some(("info", m)) => (LogLevel::Info, m),
+        Some(("warn", m)) => (LogLevel::Warn, m),
+        Some(("error", m)) => (LogLevel::Error, m),
+        _ => (LogLevel::Info, line),
+    };
+    services.log_sink().log(name, level, message);
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
