@@ -90,6 +90,9 @@ pub struct Gateway {
     pub saves: tokio_util::task::TaskTracker,
     /// Signs the references in the handoffs given to agents (the state's secret).
     pub signer: compaction::Signer,
+    /// The last session served on the chat wire per credential, for the side calls that name
+    /// none (Hermes' compression).
+    pub served: compaction::served::RecentSessions,
     pub verbose: bool,
 }
 
@@ -168,6 +171,7 @@ impl Bound {
                 live: LiveSessions::default(),
                 saves: tokio_util::task::TaskTracker::new(),
                 signer: compaction::Signer::new(secret),
+                served: Default::default(),
                 verbose: options.verbose,
             }),
             listener,

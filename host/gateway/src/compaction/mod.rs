@@ -11,6 +11,7 @@
 pub mod recognise;
 pub mod reference;
 pub mod render;
+pub mod served;
 
 use axum::response::Response;
 use ctxhost_sdk::{Content, Message};

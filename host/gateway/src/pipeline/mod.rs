@@ -27,7 +27,7 @@ use super::compaction::{self, AgentCompaction, Answering, ClientCompaction};
 use super::error::{ErrorKind, GatewayError};
 use super::turn::{names_session, session_name, with_session_headers, Turn, TurnRequest};
 use super::wire::responses::Responses;
-use super::wire::{Incoming, Wire};
+use super::wire::{Api, Incoming, Wire};
 use super::Gateway;
 use ctxhost_config::serve::ClientCompactionMode;
 use unmanaged::Unmanaged;
@@ -122,6 +122,64 @@ async fn serve<W: Wire>(
     let credential = credential_of(&headers);
     let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
         .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
+    if kind == Some(ClientCompaction::HermesCompression) {
+        // Answered by the engine (relayed under the other modes, above).
+        let quote = parsed
+            .history
+            .last()
+            .map(|m| m.content_text())
+            .unwrap_or_default();
+        let name = if names_session(&headers, W::CLIENT_SESSION_HEADER) {
+            Ok(session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?)
+        } else {
+            gateway.served.find(&credential, &quote).map_err(|e| e.to_string())
+        };
+        let begun = match name {
+            Ok(name) => {
+                let request = TurnRequest {
+                    name: name.clone(),
+                    history: &[],
+                    model: &parsed.model,
+                    output_budget: parsed.output_budget,
+                    resumed: None,
+                    agent_compaction: agent,
+                    feature_window,
+                    provider_context: W::provider_context(&parsed.request),
+                };
+                let begun = Turn::begin_served(gateway.clone(), &headers, request).await?;
+                if begun.is_none() {
+                    tracing::info!(session = %name, "Hermes' compression call: its session holds no chat-wire history to answer from (it was reopened since): relayed upstream");
+                }
+                begun
+            }
+            Err(why) => {
+                tracing::info!("Hermes' compression call names no session and none was found for it ({why}): relayed upstream");
+                None
+            }
+        };
+        let Some((turn, prepared)) = begun else {
+            return unmanaged::pass_through(
+                &gateway,
+                route.path::<W>(),
+                &headers,
+                uri.query(),
+                sent,
+                Unmanaged::AgentCompaction,
+            )
+            .await;
+        };
+        let shape = Shape {
+            api: W::API,
+            model: &parsed.model,
+            stream: parsed.stream,
+            compact_route: false,
+        };
+        let answering = Answering {
+            kind: ClientCompaction::HermesCompression,
+            shape,
+        };
+        return Ok(compaction::answer(turn, prepared, answering).await);
+    }
     // An agent that names no session of its own is known by the handoff it brings back.
     let name = match &taken {
         Some(taken) if !names_session(&headers, W::CLIENT_SESSION_HEADER) => {
@@ -161,6 +219,15 @@ async fn serve<W: Wire>(
         },
     )
     .await?;
+    if W::API == Api::Chat && kind.is_none() {
+        // For a side call of the agent's that names no session and carries no history of its
+        // own (Hermes' compression): the history is kept, not copied.
+        let name = turn.live().record.key.name.clone();
+        turn.gateway
+            .served
+            .remember(&credential, &name, &parsed.history);
+        turn.live().served_history = Some(std::mem::take(&mut parsed.history));
+    }
     drop(parsed.history);
     if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {
         let shape = Shape {
@@ -194,8 +261,9 @@ async fn serve<W: Wire>(
 enum Owner {
     /// Relayed to the provider exactly as sent, the session untouched: the provider's own
     /// compaction under `passthrough` (a trigger, the compact route), the compact route under
-    /// `upstream` too (it has no managed form), and Hermes' summary call (a side call that
-    /// quotes the turns it summarises, not the conversation itself).
+    /// `upstream` too (it has no managed form), and Hermes' summary call under `upstream` and
+    /// `passthrough` (a side call that quotes the turns it summarises, not the conversation
+    /// itself; under `engine` it is answered from the session it is for).
     Relay,
     /// A turn of the session: answered by the engine, or sent on with the engine leaving it.
     Turn(AgentCompaction),
@@ -203,6 +271,9 @@ enum Owner {
 
 fn owner(kind: ClientCompaction, mode: ClientCompactionMode) -> Owner {
     match (kind, mode) {
+        (ClientCompaction::HermesCompression, ClientCompactionMode::Engine) => {
+            Owner::Turn(AgentCompaction::Answer)
+        }
         (ClientCompaction::HermesCompression, _) => Owner::Relay,
         (_, ClientCompactionMode::Engine) => Owner::Turn(AgentCompaction::Answer),
         (ClientCompaction::CompactRoute, _) => Owner::Relay,

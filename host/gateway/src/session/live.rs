@@ -29,6 +29,9 @@ pub struct Live {
     pub(crate) pending: Option<Pending>,
     /// Usage reported while the engine was busy preparing a compression, for it afterwards.
     pub(crate) queued_usage: Vec<Usage>,
+    /// The history of the last chat-wire turn (the lineage as last advanced): what an agent's
+    /// side call that carries none (Hermes' compression) is answered from.
+    pub(crate) served_history: Option<Vec<Message>>,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
@@ -113,6 +116,7 @@ impl Gateway {
             tool_names,
             pending: None,
             queued_usage: Vec::new(),
+            served_history: None,
         })
     }
 

@@ -120,9 +120,49 @@ impl Turn {
         headers: &HeaderMap,
         request: TurnRequest<'_>,
     ) -> Result<(Turn, Prepared), GatewayError> {
+        let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
+        let prepared = turn
+            .prepare(
+                request.history,
+                request.model,
+                window,
+                request.resumed,
+                request.agent_compaction,
+            )
+            .await;
+        turn.opened(&prepared).await?;
+        Ok((turn, prepared))
+    }
+
+    /// As [`Turn::begin`], for a request that carries no history of its own (Hermes'
+    /// compression call): the turn is prepared from the history the session last served on
+    /// the chat wire. `None` (the session released untouched) when it holds none.
+    pub async fn begin_served(
+        gateway: Arc<Gateway>,
+        headers: &HeaderMap,
+        request: TurnRequest<'_>,
+    ) -> Result<Option<(Turn, Prepared)>, GatewayError> {
+        let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
+        let Some(history) = turn.guard.served_history.take() else {
+            turn.release();
+            return Ok(None);
+        };
+        let prepared = turn
+            .prepare(&history, request.model, window, None, request.agent_compaction)
+            .await;
+        turn.opened(&prepared).await?;
+        Ok(Some((turn, prepared)))
+    }
+
+    /// Opens the session of `request`; the window its turn has.
+    async fn open(
+        gateway: Arc<Gateway>,
+        headers: &HeaderMap,
+        request: &TurnRequest<'_>,
+    ) -> Result<(Turn, u64), GatewayError> {
         let key = SessionKey {
             credential: credential_of(headers),
-            name: request.name,
+            name: request.name.clone(),
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
@@ -139,31 +179,27 @@ impl Turn {
         };
         let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
-        let mut turn = Turn {
+        let turn = Turn {
             gateway,
             guard,
             headers: HeaderMap::new(),
             provider_context: request.provider_context,
         };
-        let prepared = turn
-            .prepare(
-                request.history,
-                request.model,
-                window,
-                request.resumed,
-                request.agent_compaction,
-            )
-            .await;
+        Ok((turn, window))
+    }
+
+    /// The turn is prepared: its new view saved, the headers that say what happened set.
+    async fn opened(&mut self, prepared: &Prepared) -> Result<(), GatewayError> {
         // A new view is saved before it is used, so a crash mid-request cannot lose a
         // compression; the rest of the record (lineage, counts) is saved once the answer is on
         // its way (a client that retries after a crash sends the same history, which extends
         // the old lineage).
         if prepared.compressed {
-            turn.gateway.persist(&mut turn.guard.record).await?;
+            self.gateway.persist(&mut self.guard.record).await?;
         }
-        let live = &*turn.guard;
+        let live = &*self.guard;
         let mut session_headers = HeaderMap::new();
-        set_header(&mut session_headers, SESSION_HEADER, &key.name);
+        set_header(&mut session_headers, SESSION_HEADER, &live.record.key.name);
         set_header(
             &mut session_headers,
             "x-ctxhost-engine",
@@ -184,8 +220,8 @@ impl Turn {
         if let Some(error) = &prepared.engine_error {
             set_header(&mut session_headers, "x-ctxhost-engine-error", error);
         }
-        turn.headers = session_headers;
-        Ok((turn, prepared))
+        self.headers = session_headers;
+        Ok(())
     }
 
     /// The session.
