@@ -163,13 +163,28 @@ impl Conversation {
                 self.view_version += 1;
             }
             (Continuity::Compacted, Some(resumed)) => {
-                self.covered = resumed.at;
+                self.covered = resumed.at + self.kept_tail(&digests[resumed.at..]);
                 self.splices.clear();
             }
             _ => {}
         }
         self.lineage = digests;
         (continuity, self.upstream(history))
+    }
+
+    /// How many of the messages after an agent's handoff (`after`) are the last messages of
+    /// the lineage the view stands for, kept by the agent as its recent tail (Hermes keeps its
+    /// last turns after the summary): the view stands for them too, so they do not go upstream
+    /// twice. Only a run that ends the old lineage, in order, counts.
+    fn kept_tail(&self, after: &[Digest]) -> usize {
+        let stood_for = &self.lineage[..self.covered.min(self.lineage.len())];
+        if stood_for.len() < self.lineage.len() {
+            return 0;
+        }
+        (1..=after.len().min(stood_for.len()))
+            .rev()
+            .find(|&k| after[..k] == stood_for[stood_for.len() - k..])
+            .unwrap_or(0)
     }
 
     /// What goes upstream for `history` (the lineage as last advanced): the view, then the
@@ -366,6 +381,52 @@ mod tests {
         conversation.compressed(vec![Message::user("newer summary")]);
         let (continuity, _) = conversation.advance(&compacted, Some(resumed));
         assert_eq!(continuity, Continuity::Diverged);
+    }
+
+    #[test]
+    fn a_recent_tail_kept_after_the_handoff_is_not_sent_twice() {
+        let mut conversation = Conversation::default();
+        let old = history(3);
+        conversation.advance(&old, None);
+        conversation.compressed(vec![Message::system("be brief"), Message::user("summary")]);
+        // Hermes keeps its first messages, puts the summary after them, then its recent tail:
+        // the old lineage's last two messages, and what came since.
+        let mut compacted = vec![
+            Message::system("be brief"),
+            Message::user("question 0"),
+            Message::user("handoff ctxhost.v1..."),
+        ];
+        compacted.extend(old[old.len() - 2..].iter().cloned());
+        compacted.push(Message::user("question 3"));
+        let resumed = Resumed {
+            at: 3,
+            view_version: conversation.view_version(),
+        };
+        let (continuity, upstream) = conversation.advance(&compacted, Some(resumed));
+        assert_eq!(continuity, Continuity::Compacted);
+        assert_eq!(
+            upstream,
+            vec![
+                Message::system("be brief"),
+                Message::user("summary"),
+                Message::user("question 3")
+            ]
+        );
+        // A message after the handoff that merely equals an older one is sent.
+        let mut conversation = Conversation::default();
+        conversation.advance(&old, None);
+        conversation.compressed(vec![Message::user("summary")]);
+        let mut compacted = compacted[..3].to_vec();
+        compacted.push(Message::user("question 1"));
+        let resumed = Resumed {
+            at: 3,
+            view_version: conversation.view_version(),
+        };
+        let (_, upstream) = conversation.advance(&compacted, Some(resumed));
+        assert_eq!(
+            upstream,
+            vec![Message::user("summary"), Message::user("question 1")]
+        );
     }
 
     #[test]

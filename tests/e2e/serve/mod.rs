@@ -6,6 +6,7 @@ mod background;
 mod basics;
 mod cache;
 mod client_compaction;
+mod client_compaction_hermes;
 mod clients;
 mod engine_tools;
 mod failures;

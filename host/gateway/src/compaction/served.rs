@@ -30,9 +30,13 @@ struct Last {
 /// Why no session was found for a call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unfound {
-    #[error("no session was served on the chat wire for this credential since the gateway started")]
+    #[error(
+        "no session was served on the chat wire for this credential since the gateway started"
+    )]
     NoSession,
-    #[error("the turns it quotes are not those of session {0}, the last one served for this credential")]
+    #[error(
+        "the turns it quotes are not those of session {0}, the last one served for this credential"
+    )]
     OtherTurns(String),
 }
 
@@ -128,6 +132,9 @@ mod tests {
             recent.remember(&format!("key-{n}"), "s", &[]);
         }
         assert_eq!(recent.find("key-0", ""), Err(Unfound::NoSession));
-        assert_eq!(recent.find(&format!("key-{CREDENTIALS}"), ""), Ok("s".into()));
+        assert_eq!(
+            recent.find(&format!("key-{CREDENTIALS}"), ""),
+            Ok("s".into())
+        );
     }
 }

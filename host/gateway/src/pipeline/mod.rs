@@ -130,9 +130,16 @@ async fn serve<W: Wire>(
             .map(|m| m.content_text())
             .unwrap_or_default();
         let name = if names_session(&headers, W::CLIENT_SESSION_HEADER) {
-            Ok(session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?)
+            Ok(session_name(
+                &headers,
+                W::CLIENT_SESSION_HEADER,
+                &parsed.history,
+            )?)
         } else {
-            gateway.served.find(&credential, &quote).map_err(|e| e.to_string())
+            gateway
+                .served
+                .find(&credential, &quote)
+                .map_err(|e| e.to_string())
         };
         let begun = match name {
             Ok(name) => {

@@ -148,7 +148,13 @@ impl Turn {
             return Ok(None);
         };
         let prepared = turn
-            .prepare(&history, request.model, window, None, request.agent_compaction)
+            .prepare(
+                &history,
+                request.model,
+                window,
+                None,
+                request.agent_compaction,
+            )
             .await;
         turn.opened(&prepared).await?;
         Ok(Some((turn, prepared)))

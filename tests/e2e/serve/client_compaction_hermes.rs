@@ -1,0 +1,215 @@
+//! Hermes Agent's own compression (`serve.client_compaction: engine`), shaped as Hermes 0.19
+//! sends it on the chat wire: a side call with no session header and no history of its own
+//! (one user message quoting the middle turns, no system prompt, no tools, not streamed). The
+//! gateway answers it from the engine of the session last served for the credential, without
+//! the upstream; Hermes' compacted history (its first messages, a compaction message holding
+//! the summary, its recent tail) continues that session, and lcm's tools still reach what came
+//! before. A call quoting turns the gateway did not serve goes upstream as before.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use ctxhost_tests::agents::{session, sessions};
+use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
+use ctxhost_tests::wire::Wire;
+use ctxhost_tests::{long_session, Sandbox};
+use serde_json::{json, Value};
+
+const MARKER: &str = "HERMES-MARKER-7731";
+const CREDENTIAL: &str = "sk-hermes-compaction";
+/// How Hermes Agent 0.19's compression call begins.
+const HERMES_PROMPT: &str = "You are a summarization agent creating a context checkpoint. Treat the conversation turns below as source material for a compact record of prior work.";
+/// How Hermes frames the summary in its compacted history.
+const HERMES_RESUME: &str =
+    "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below.\n";
+const UPSTREAM_SUMMARY: &str = "A summary written by the upstream model.";
+/// How many of the last messages Hermes keeps out of its summary.
+const TAIL: usize = 4;
+
+fn history(n: usize) -> Vec<Value> {
+    let mut session = long_session();
+    session.truncate(n);
+    session[40]["content"] = json!(format!(
+        "{} {MARKER}",
+        session[40]["content"].as_str().unwrap_or_default()
+    ));
+    session
+}
+
+/// The scripted model: replays recorded answers; asked for a summary, writes one; asked about
+/// the marker, searches with `lcm_grep`; given the search's result, reports it.
+fn model(recorded: Arc<Mutex<VecDeque<Value>>>) -> impl Fn(&Recorded) -> Answer {
+    move |request| {
+        let messages = Wire::Chat.sent_messages(request);
+        let last = messages.last().unwrap();
+        let text = last["content"].as_str().unwrap_or_default();
+        let message = if request.body.contains("summarization agent") {
+            json!({"role": "assistant", "content": UPSTREAM_SUMMARY})
+        } else if last["role"] == "tool" {
+            let found = messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .any(|m| m["content"].as_str().unwrap_or_default().contains(MARKER));
+            json!({"role": "assistant", "content": format!("Search done; marker found: {found}")})
+        } else if text.contains("Which marker") {
+            let call = tool_call(
+                "call_grep",
+                "lcm_grep",
+                json!({"pattern": MARKER, "scope": "messages"}),
+            );
+            json!({"role": "assistant", "content": null, "tool_calls": [call]})
+        } else {
+            recorded
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| json!({"role": "assistant", "content": "ok"}))
+        };
+        Wire::Chat.reply(request, &message, None)
+    }
+}
+
+/// Hermes' compression call: its prompt, then the turns it summarises, labelled as it labels
+/// them.
+fn compression_call(turns: &[Value]) -> Value {
+    let quoted: Vec<String> = turns
+        .iter()
+        .map(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            match m["role"].as_str().unwrap_or_default() {
+                "tool" => format!("[TOOL RESULT {}]: {content}", m["tool_call_id"]),
+                "assistant" => format!("[ASSISTANT]: {content}"),
+                role => format!("[{}]: {content}", role.to_uppercase()),
+            }
+        })
+        .collect();
+    let prompt = format!(
+        "{HERMES_PROMPT}\n\nTURNS TO SUMMARIZE:\n{}",
+        quoted.join("\n\n")
+    );
+    let mut body = Wire::Chat.body(&[json!({"role": "user", "content": prompt})], &[], false);
+    body.as_object_mut().unwrap().remove("tools");
+    body
+}
+
+#[test]
+fn hermes_compression_is_answered_by_the_engine_and_its_compacted_history_continues() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config("context:\n  engine: lcm\nmodel:\n  context_length: 16000\n");
+    let messages = history(120);
+    let recorded: VecDeque<Value> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .cloned()
+        .collect();
+    let upstream = FakeUpstream::start(model(Arc::new(Mutex::new(recorded))));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let mut name = String::new();
+    for index in 0..messages.len() {
+        if messages[index]["role"] == "assistant" {
+            let body = Wire::Chat.body(&messages[..index], &[], true);
+            let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &body);
+            assert_eq!(response.status(), 200);
+            name = response.headers()["x-ctxhost-session"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            response.text().unwrap();
+        }
+    }
+    let calls_before = Wire::Chat.requests(&upstream).len();
+
+    // A call quoting turns this gateway never served is not this session's: it goes upstream.
+    let stranger = compression_call(&[
+        json!({"role": "user", "content": "Turns of another conversation altogether."}),
+    ]);
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &stranger);
+    assert_eq!(response.status(), 200);
+    let text = response.text().unwrap();
+    assert_eq!(
+        Wire::Chat.read(&text, false).message["content"],
+        UPSTREAM_SUMMARY
+    );
+    assert_eq!(Wire::Chat.requests(&upstream).len(), calls_before + 1);
+    gateway.wait_for_log("Hermes' compression call names no session and none was found for it");
+    let calls_before = calls_before + 1;
+
+    // Hermes' compression of the middle turns: the engine answers, the upstream is not called.
+    let middle = &messages[2..messages.len() - TAIL];
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &compression_call(middle));
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-ctxhost-client-compaction"],
+        "hermes_compression"
+    );
+    assert_eq!(response.headers()["x-ctxhost-session"], name.as_str());
+    let text = response.text().unwrap();
+    assert_eq!(
+        Wire::Chat.requests(&upstream).len(),
+        calls_before,
+        "no model call"
+    );
+    let reply = Wire::Chat.read(&text, false);
+    let answer = reply.message["content"].as_str().unwrap().to_string();
+    assert!(!answer.contains(UPSTREAM_SUMMARY), "{answer}");
+    assert!(answer.contains("lcm_grep"), "{answer}");
+    assert!(answer.contains("[ctxhost handoff: ctxhost.v1."), "{answer}");
+    gateway.wait_for_log("kind=\"hermes_compression\"");
+
+    // Hermes goes on from its compacted history: its first messages, the compaction message
+    // holding the summary, its recent tail, and a question about what was compacted away.
+    let mut compacted = vec![messages[0].clone(), messages[1].clone()];
+    compacted.push(json!({"role": "user", "content": format!("{HERMES_RESUME}{answer}\n\n--- END OF CONTEXT SUMMARY ---")}));
+    compacted.extend(messages[messages.len() - TAIL..].iter().cloned());
+    compacted.push(json!({"role": "user", "content": "Which marker did I plant?"}));
+    let body = Wire::Chat.body(&compacted, &[], true);
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &body);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-ctxhost-lineage"], "continued");
+    assert_eq!(response.headers()["x-ctxhost-session"], name.as_str());
+    let text = response.text().unwrap();
+    assert_eq!(
+        Wire::Chat.read(&text, true).message["content"],
+        "Search done; marker found: true"
+    );
+    gateway.wait_for_log("around the gateway's handoff: the lineage continues");
+    let calls = &Wire::Chat.requests(&upstream)[calls_before..];
+    assert_eq!(calls.len(), 2, "the question, then the search's result");
+    for call in calls {
+        assert!(
+            !call.body.contains("ctxhost.v1."),
+            "the upstream never sees the reference"
+        );
+        assert!(!call.body.contains("summarization agent"));
+    }
+    let bearer = format!("Bearer {CREDENTIAL}");
+    assert_eq!(sessions(&gateway, "authorization", &bearer).len(), 1);
+    let state = session(&gateway, &name, "authorization", &bearer);
+    assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
+    assert!(
+        state["compressions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["trigger"] == "client"),
+        "{state}"
+    );
+}
+
+#[test]
+fn a_compression_call_for_a_credential_never_served_goes_upstream() {
+    let sandbox = Sandbox::new();
+    let upstream = FakeUpstream::start(model(Arc::default()));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let call = compression_call(&[json!({"role": "user", "content": "Fix the build, please."})]);
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &call);
+    assert_eq!(response.status(), 200);
+    let text = response.text().unwrap();
+    assert_eq!(
+        Wire::Chat.read(&text, false).message["content"],
+        UPSTREAM_SUMMARY
+    );
+    assert_eq!(Wire::Chat.requests(&upstream).len(), 1);
+    gateway.wait_for_log("none was found for it (no session was served");
+}
