@@ -176,6 +176,15 @@ fn hermes_compression_is_answered_by_the_engine_and_its_compacted_history_contin
     gateway.wait_for_log("around the gateway's handoff: the lineage continues");
     let calls = &Wire::Chat.requests(&upstream)[calls_before..];
     assert_eq!(calls.len(), 2, "the question, then the search's result");
+    // The tail Hermes kept from what the view stands for is not sent twice.
+    let sent = Wire::Chat.sent_messages(&calls[0]);
+    for kept in &messages[messages.len() - TAIL..] {
+        let times = sent
+            .iter()
+            .filter(|m| m["role"] == kept["role"] && m["content"] == kept["content"])
+            .count();
+        assert!(times <= 1, "sent {times} times: {kept}");
+    }
     for call in calls {
         assert!(
             !call.body.contains("ctxhost.v1."),

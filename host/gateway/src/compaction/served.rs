@@ -1,9 +1,9 @@
 //! The session an agent's side call is for, when the call names none. Hermes Agent's
 //! compression call carries no session header and no history of its own (one user message
 //! quoting the turns to summarise, no system prompt), so its auto-name would be a new session
-//! every time. The gateway remembers, per credential, the last session it served on the chat
-//! wire, with a few marks of that session's latest messages; a call whose quote holds one of
-//! them is that session's.
+//! every time. The gateway remembers, per credential, the last sessions it served on the chat
+//! wire (the agent's own side calls, such as a title, are sessions too), with a few marks of
+//! each one's latest messages; a call whose quote holds one of them is that session's.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -12,6 +12,8 @@ use ctxhost_sdk::Message;
 
 /// How many credentials are remembered (the oldest is forgotten first).
 const CREDENTIALS: usize = 1024;
+/// How many sessions are remembered per credential (the least recently served is forgotten).
+const SESSIONS: usize = 4;
 /// How many of a history's latest messages leave a mark: more than an agent keeps out of its
 /// summary as its recent tail (Hermes' `protect_last_n` defaults to 20).
 const MARKED_MESSAGES: usize = 48;
@@ -20,7 +22,7 @@ const MARKED_MESSAGES: usize = 48;
 const MARK_CHARS: usize = 48;
 const MIN_MARK_CHARS: usize = 16;
 
-/// The last session served for one credential.
+/// A session served for a credential.
 #[derive(Debug, Clone)]
 struct Last {
     session: String,
@@ -34,9 +36,7 @@ pub enum Unfound {
         "no session was served on the chat wire for this credential since the gateway started"
     )]
     NoSession,
-    #[error(
-        "the turns it quotes are not those of session {0}, the last one served for this credential"
-    )]
+    #[error("the turns it quotes are not those of session {0} nor of the other sessions last served for this credential")]
     OtherTurns(String),
 }
 
@@ -48,7 +48,8 @@ pub struct RecentSessions {
 
 #[derive(Debug, Default)]
 struct Recent {
-    last: HashMap<String, Last>,
+    /// Per credential, its sessions, the last served first.
+    last: HashMap<String, VecDeque<Last>>,
     /// Credentials, oldest first.
     order: VecDeque<String>,
 }
@@ -67,7 +68,12 @@ impl RecentSessions {
             marks,
         };
         let mut recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if recent.last.insert(credential.to_string(), last).is_none() {
+        let known = recent.last.contains_key(credential);
+        let served = recent.last.entry(credential.to_string()).or_default();
+        served.retain(|s| s.session != session);
+        served.push_front(last);
+        served.truncate(SESSIONS);
+        if !known {
             recent.order.push_back(credential.to_string());
             while recent.order.len() > CREDENTIALS {
                 if let Some(oldest) = recent.order.pop_front() {
@@ -77,17 +83,25 @@ impl RecentSessions {
         }
     }
 
-    /// The session a call quoting `quote` is for: the last one served for `credential`, when
-    /// the quote holds the start of one of its latest messages (or none of them is long
-    /// enough to tell).
+    /// The session a call quoting `quote` is for: the last one served for `credential` whose
+    /// latest messages the quote holds the start of, else the last one none of whose messages
+    /// is long enough to tell.
     pub fn find(&self, credential: &str, quote: &str) -> Result<String, Unfound> {
         let recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let last = recent.last.get(credential).ok_or(Unfound::NoSession)?;
-        if last.marks.is_empty() || last.marks.iter().any(|m| quote.contains(m.as_str())) {
-            Ok(last.session.clone())
-        } else {
-            Err(Unfound::OtherTurns(last.session.clone()))
-        }
+        let served = recent.last.get(credential).ok_or(Unfound::NoSession)?;
+        served
+            .iter()
+            .find(|s| s.marks.iter().any(|m| quote.contains(m.as_str())))
+            .or_else(|| served.iter().find(|s| s.marks.is_empty()))
+            .map(|s| s.session.clone())
+            .ok_or_else(|| {
+                Unfound::OtherTurns(
+                    served
+                        .front()
+                        .map(|s| s.session.clone())
+                        .unwrap_or_default(),
+                )
+            })
     }
 }
 
@@ -121,7 +135,12 @@ mod tests {
             recent.find("alice", "[USER]: something else entirely"),
             Err(Unfound::OtherTurns("s1".to_string()))
         );
-        recent.remember("alice", "s2", &history("beta"));
+        // A side call of the agent's own served since (a title) is a session of its own.
+        recent.remember("alice", "title", &history("beta"));
+        assert_eq!(recent.find("alice", quote), Ok("s1".to_string()));
+        for n in 0..SESSIONS {
+            recent.remember("alice", &format!("t{n}"), &history("gamma"));
+        }
         assert!(recent.find("alice", quote).is_err());
     }
 

@@ -143,7 +143,8 @@ impl Turn {
         request: TurnRequest<'_>,
     ) -> Result<Option<(Turn, Prepared)>, GatewayError> {
         let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
-        let Some(history) = turn.guard.served_history.take() else {
+        // Kept for a retry of the call (the lineage stays where it is until the next turn).
+        let Some(history) = turn.guard.served_history.clone() else {
             turn.release();
             return Ok(None);
         };
