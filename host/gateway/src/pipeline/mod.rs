@@ -155,7 +155,7 @@ async fn serve<W: Wire>(
                 };
                 let begun = Turn::begin_served(gateway.clone(), &headers, request).await?;
                 if begun.is_none() {
-                    tracing::info!(session = %name, "Hermes' compression call: its session holds no chat-wire history to answer from (it was reopened since): relayed upstream");
+                    tracing::info!(session = %name, "Hermes' compression call: its session holds no chat-wire history at its lineage to answer from (reopened, or served elsewhere since): relayed upstream");
                 }
                 begun
             }
@@ -226,7 +226,7 @@ async fn serve<W: Wire>(
         },
     )
     .await?;
-    if W::API == Api::Chat && kind.is_none() {
+    if W::API == Api::Chat {
         // For a side call of the agent's that names no session and carries no history of its
         // own (Hermes' compression): the history is kept, not copied.
         let name = turn.live().record.key.name.clone();

@@ -136,7 +136,8 @@ impl Turn {
 
     /// As [`Turn::begin`], for a request that carries no history of its own (Hermes'
     /// compression call): the turn is prepared from the history the session last served on
-    /// the chat wire. `None` (the session released untouched) when it holds none.
+    /// the chat wire. `None` (the session released untouched) when it holds none, or one the
+    /// lineage has moved on from.
     pub async fn begin_served(
         gateway: Arc<Gateway>,
         headers: &HeaderMap,
@@ -144,7 +145,12 @@ impl Turn {
     ) -> Result<Option<(Turn, Prepared)>, GatewayError> {
         let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
         // Kept for a retry of the call (the lineage stays where it is until the next turn).
-        let Some(history) = turn.guard.served_history.clone() else {
+        let served = turn.guard.served_history.clone();
+        // Only the history the lineage stands at: the engine then compresses all of it.
+        let conversation = &turn.guard.record.conversation;
+        let Some(history) = served.filter(|history| {
+            history.len() == conversation.lineage_len() && conversation.peek(history).is_some()
+        }) else {
             turn.release();
             return Ok(None);
         };
