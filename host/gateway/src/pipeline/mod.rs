@@ -5,6 +5,7 @@
 //! ([`complete`]) or streamed ([`stream`]), with every model call's usage summed ([`usage`]).
 
 mod complete;
+mod side_call;
 mod stream;
 mod tools;
 mod unmanaged;
@@ -124,68 +125,15 @@ async fn serve<W: Wire>(
         .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
     if kind == Some(ClientCompaction::HermesCompression) {
         // Answered by the engine (relayed under the other modes, above).
-        let quote = parsed
-            .history
-            .last()
-            .map(|m| m.content_text())
-            .unwrap_or_default();
-        let name = if names_session(&headers, W::CLIENT_SESSION_HEADER) {
-            Ok(session_name(
-                &headers,
-                W::CLIENT_SESSION_HEADER,
-                &parsed.history,
-            )?)
-        } else {
-            gateway
-                .served
-                .find(&credential, &quote)
-                .map_err(|e| e.to_string())
+        let side_call = side_call::SideCall {
+            headers: &headers,
+            query: uri.query(),
+            sent,
+            credential: &credential,
+            agent,
+            feature_window,
         };
-        let begun = match name {
-            Ok(name) => {
-                let request = TurnRequest {
-                    name: name.clone(),
-                    history: &[],
-                    model: &parsed.model,
-                    output_budget: parsed.output_budget,
-                    resumed: None,
-                    agent_compaction: agent,
-                    feature_window,
-                    provider_context: W::provider_context(&parsed.request),
-                };
-                let begun = Turn::begin_served(gateway.clone(), &headers, request).await?;
-                if begun.is_none() {
-                    tracing::info!(session = %name, "Hermes' compression call: its session holds no chat-wire history at its lineage to answer from (reopened, or served elsewhere since): relayed upstream");
-                }
-                begun
-            }
-            Err(why) => {
-                tracing::info!("Hermes' compression call names no session and none was found for it ({why}): relayed upstream");
-                None
-            }
-        };
-        let Some((turn, prepared)) = begun else {
-            return unmanaged::pass_through(
-                &gateway,
-                route.path::<W>(),
-                &headers,
-                uri.query(),
-                sent,
-                Unmanaged::AgentCompaction,
-            )
-            .await;
-        };
-        let shape = Shape {
-            api: W::API,
-            model: &parsed.model,
-            stream: parsed.stream,
-            compact_route: false,
-        };
-        let answering = Answering {
-            kind: ClientCompaction::HermesCompression,
-            shape,
-        };
-        return Ok(compaction::answer(turn, prepared, answering).await);
+        return side_call::hermes_compression::<W>(gateway, parsed, side_call).await;
     }
     // An agent that names no session of its own is known by the handoff it brings back.
     let name = match &taken {
