@@ -13,4 +13,5 @@ mod replay;
 mod replicas;
 mod responses;
 mod secrets;
+mod startup;
 mod state;

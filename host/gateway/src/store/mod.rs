@@ -4,6 +4,7 @@
 pub mod migrate;
 mod postgres;
 mod sqlite;
+mod state_lock;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ pub use postgres::{
     PostgresStore, PreparedState,
 };
 pub use sqlite::SqliteStore;
+pub use state_lock::{StateLock, StateLockError};
 
 /// A store failed.
 #[derive(Debug, thiserror::Error)]
