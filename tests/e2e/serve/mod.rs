@@ -9,6 +9,7 @@ mod engine_tools;
 mod failures;
 mod lcm_postgres;
 mod limits;
+mod passthrough;
 mod replay;
 mod replicas;
 mod responses;
