@@ -25,6 +25,7 @@ mod pipeline;
 mod proxy;
 mod record;
 mod request_body;
+mod request_log;
 mod routes;
 mod session;
 pub mod store;

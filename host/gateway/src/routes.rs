@@ -19,6 +19,7 @@ use super::metrics::Metric;
 use super::pipeline::handle;
 use super::proxy;
 use super::record::{SessionKey, SessionRecord};
+use super::request_log::RequestLog;
 use super::turn::SESSION_HEADER;
 use super::upstream::{read_body, relayed_headers};
 use super::wire::anthropic::{self, Messages};
@@ -85,6 +86,8 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
         return response;
     }
     let path = request.uri().path().to_string();
+    // Logs the request when it ends, even if the client leaves before its headers.
+    let log = RequestLog::new(method, path, started);
     let mut response = next.run(request).await;
     mark_engine_problem(&gateway, &mut response);
     count(&gateway, &route, &response, started);
@@ -92,17 +95,9 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("-");
-    tracing::info!(
-        method = %method,
-        path = %path,
-        status = response.status().as_u16(),
-        session,
-        // Streams are timed to their headers here; their end shows in the metrics.
-        elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-        "request"
-    );
-    response
+        .unwrap_or("-")
+        .to_string();
+    log.answered(response, &session)
 }
 
 /// While the gateway runs another engine than configured, every response says why (a turn's

@@ -12,6 +12,7 @@ mod limits;
 mod passthrough;
 mod replay;
 mod replicas;
+mod request_log;
 mod responses;
 mod secrets;
 mod startup;

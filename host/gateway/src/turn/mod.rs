@@ -234,6 +234,7 @@ impl Turn {
 
     /// Counts an upstream error against the session.
     pub fn upstream_error(&mut self, kind: &str) {
+        crate::request_log::upstream_broke_off();
         self.live().record.stats.upstream_errors += 1;
         self.gateway
             .metrics
