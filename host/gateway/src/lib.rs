@@ -98,6 +98,8 @@ pub struct Gateway {
     pub metrics: Metrics,
     pub tokens: GatewayTokens,
     pub live: LiveSessions,
+    /// Models whose window is the fallback, warned about once each.
+    pub guessed_windows: models::GuessedWindows,
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
     pub verbose: bool,
@@ -186,6 +188,7 @@ impl Bound {
                 metrics: Metrics::default(),
                 tokens,
                 live: LiveSessions::default(),
+                guessed_windows: models::GuessedWindows::default(),
                 saves: tokio_util::task::TaskTracker::new(),
                 verbose: options.verbose,
                 state_lock,

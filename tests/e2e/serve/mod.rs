@@ -17,3 +17,4 @@ mod responses;
 mod secrets;
 mod startup;
 mod state;
+mod windows;

@@ -20,12 +20,13 @@ use crate::auth::credential_of;
 use crate::conversation::Continuity;
 use crate::error::{ErrorKind, GatewayError};
 use crate::metrics::Metric;
-use crate::models::{context_window, usable_window, ConfiguredModel};
+use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
 use crate::Gateway;
+use ctxhost_config::serve::OverWindow;
 
 /// The header naming a client's session.
 pub const SESSION_HEADER: &str = "x-ctxhost-session";
@@ -107,17 +108,20 @@ impl Turn {
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
-        let window = usable_window(
-            context_window(
-                request.model,
-                &settings.models,
-                &ConfiguredModel {
-                    name: &configured.name,
-                    context_length: configured.context_length,
-                },
-            ),
-            request.output_budget,
+        let (model_window, guessed) = window_of(
+            request.model,
+            &settings.models,
+            &ConfiguredModel {
+                name: &configured.name,
+                context_length: configured.context_length,
+            },
         );
+        if guessed {
+            gateway
+                .guessed_windows
+                .warn_once(request.model, model_window);
+        }
+        let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
         let mut turn = Turn {
             gateway,
@@ -154,6 +158,31 @@ impl Turn {
         }
         if let Some(error) = &prepared.engine_error {
             set_header(&mut session_headers, "x-ctxhost-engine-error", error);
+        }
+        if let Some(tokens) = prepared.over_window {
+            let what = format!(
+                "the conversation is {tokens} tokens after the engine ({}) compressed what it \
+                 could, over the {window}-token window of {} (less the room kept for the answer)",
+                live.session.engine(),
+                request.model
+            );
+            match turn.gateway.settings.limits.over_window {
+                OverWindow::Refuse => {
+                    tracing::warn!(session = %key.name, "{what}: refused (serve.limits.over_window)");
+                    turn.release();
+                    return Err(GatewayError::new(
+                        ErrorKind::OverWindow,
+                        format!(
+                            "{what}; shorten it (or set serve.limits.over_window: send to let \
+                             the provider judge)"
+                        ),
+                    ));
+                }
+                OverWindow::Send => {
+                    tracing::warn!(session = %key.name, "{what}: sent anyway (serve.limits.over_window)");
+                    set_header(&mut session_headers, "x-ctxhost-over-window", "true");
+                }
+            }
         }
         turn.headers = session_headers;
         Ok((turn, prepared))
