@@ -7,6 +7,7 @@ mod cache;
 mod clients;
 mod engine_tools;
 mod failures;
+mod lcm_grep;
 mod lcm_postgres;
 mod limits;
 mod passthrough;

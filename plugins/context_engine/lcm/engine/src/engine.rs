@@ -384,6 +384,10 @@ impl ContextEngine for LcmEngine {
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        // Stored (and so searchable by lcm_grep) as they arrive, not only once a compression
+        // runs: a session that never compresses is still searchable. Ingest is idempotent and
+        // stores only what is new.
+        self.writing(|engine| engine.ingest(engine.conv, messages).map(drop))?;
         let tokens = self.services.count_messages_tokens(messages);
         Ok(self.tracker.over_threshold(tokens))
     }
