@@ -182,7 +182,7 @@ fn validate_refuses_a_mistyped_top_level_section() {
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
     assert_eq!(
         run.stdout.trim(),
-        "problem: unknown top-level section `serv:` (ctxhost would ignore it); did you mean 'serve'?"
+        "problem: config.yaml:1: unknown top-level section `serv:` (ctxhost would ignore it); did you mean 'serve'?"
     );
     // Another program's section in the shared file is noted, not refused.
     sandbox.write_config("display:\n  skin: dark\nserve:\n  listen: 127.0.0.1:0\n");

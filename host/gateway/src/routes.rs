@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Path, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -20,7 +20,7 @@ use super::pipeline::handle;
 use super::proxy;
 use super::record::{SessionKey, SessionRecord};
 use super::request_log::RequestLog;
-use super::turn::SESSION_HEADER;
+use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
 use super::wire::anthropic::{self, Messages};
 use super::wire::chat::Chat;
@@ -105,20 +105,8 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
 fn mark_engine_problem(gateway: &Gateway, response: &mut Response) {
     if let Some(problem) = gateway.engine_status.problem() {
         if !response.headers().contains_key(ENGINE_ERROR_HEADER) {
-            // A reason holds paths and messages: whatever a header cannot carry is dropped.
-            let text: String = problem
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_graphic() || c == ' ' {
-                        c
-                    } else {
-                        '?'
-                    }
-                })
-                .collect();
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                response.headers_mut().insert(ENGINE_ERROR_HEADER, value);
-            }
+            // Cut to one line as the turn's own engine errors are.
+            set_header(response.headers_mut(), ENGINE_ERROR_HEADER, problem);
         }
     }
 }

@@ -184,8 +184,19 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         }
         match suggest::closest(&section, SECTIONS.iter().copied()) {
             Some(known) => {
+                let line = app
+                    .config()
+                    .text()
+                    .lines()
+                    .position(|l| {
+                        l.strip_prefix(section.as_str())
+                            .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                    })
+                    .map(|at| format!(":{}", at + 1))
+                    .unwrap_or_default();
                 println!(
-                    "problem: unknown top-level section `{section}:` (ctxhost would ignore it){}",
+                    "problem: {source}{line}: unknown top-level section `{section}:` (ctxhost \
+                     would ignore it){}",
                     suggest::did_you_mean(Some(&known))
                 );
                 mistyped = true;
