@@ -17,7 +17,6 @@ mod accept;
 mod auth;
 mod background;
 mod conversation;
-pub mod engine_check;
 mod error;
 mod metrics;
 mod models;
@@ -31,7 +30,6 @@ mod session;
 pub mod store;
 mod turn;
 mod upstream;
-pub mod upstream_check;
 mod wire;
 
 use std::net::SocketAddr;
@@ -42,6 +40,8 @@ pub use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
+use ctxhost_config::upstream_url as upstream_check;
+use ctxhost_core::engine_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
 use session::cache::LiveSessions;

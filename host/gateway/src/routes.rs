@@ -13,7 +13,6 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::auth::credential_of;
-use super::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::metrics::Metric;
 use super::pipeline::handle;
@@ -26,6 +25,7 @@ use super::wire::anthropic::{self, Messages};
 use super::wire::chat::Chat;
 use super::wire::responses::Responses;
 use super::Gateway;
+use ctxhost_core::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use ctxhost_gateway::engine_check::EngineStatus;
+use ctxhost_core::engine_check::EngineStatus;
 use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost_gateway::{Bound, ServeOptions};
 

@@ -1,4 +1,4 @@
-//! `serve.upstream` checked at start-up: a URL that cannot work is refused with the fix, one
+//! `serve.upstream` checked against `serve.listen` when the gateway starts: a URL that cannot work is refused with the fix, one
 //! that probably will not is warned about. Today's mistakes: the base URL without its version
 //! segment (every request a 404), an endpoint instead of the base URL, the gateway's own
 //! address (every request would loop back into it).
@@ -29,12 +29,12 @@ pub struct UpstreamUrlError {
 /// Checks `upstream` against the address the gateway listens on; the warnings worth logging
 /// when it is usable.
 pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, UpstreamUrlError> {
-    let shown = ctxhost_config::redacted_url::RedactedUrl::new(upstream).to_string();
+    let shown = crate::redacted_url::RedactedUrl::new(upstream).to_string();
     let refuse = |problem: String| UpstreamUrlError {
         url: shown.clone(),
         problem,
     };
-    let url = reqwest::Url::parse(upstream).map_err(|e| refuse(format!("not a URL ({e})")))?;
+    let url = url::Url::parse(upstream).map_err(|e| refuse(format!("not a URL ({e})")))?;
     let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
     let port = url.port_or_known_default().unwrap_or(0);
     if is_this_gateway(&host, port, listen) {
@@ -51,10 +51,8 @@ pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, Upstream
         let mut fixed = url.clone();
         fixed.set_path(&segments.join("/"));
         fixed.set_query(None);
-        ctxhost_config::redacted_url::RedactedUrl::new(
-            fixed.as_str().trim_end_matches('/').to_string(),
-        )
-        .to_string()
+        crate::redacted_url::RedactedUrl::new(fixed.as_str().trim_end_matches('/').to_string())
+            .to_string()
     };
     let path = segments.join("/");
     if let Some(endpoint) = ENDPOINTS

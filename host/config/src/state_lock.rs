@@ -1,4 +1,4 @@
-//! One gateway per SQLite state: an exclusive OS lock on a file beside the database, held for
+//! One gateway per SQLite `serve.state`: an exclusive OS lock on a file beside the database, held for
 //! as long as the gateway serves. Two gateways writing one SQLite file would each keep their
 //! own copy of a session in memory and the last save would win; PostgreSQL (`serve.state` a
 //! `postgres://` URL) is how several gateways share sessions.
