@@ -69,6 +69,7 @@
 //! # }
 //! ```
 
+pub mod engine_check;
 pub mod engines;
 pub mod isolation;
 pub mod plugins;

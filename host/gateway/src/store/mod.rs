@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
+pub use ctxhost_config::state_lock::{StateLock, StateLockError};
 pub use postgres::{
     default_replica_name, random_u64, Claim, Coordination, Imported, Lease, LeaseKind,
     PostgresStore, PreparedState,

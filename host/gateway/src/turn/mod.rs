@@ -22,13 +22,14 @@ use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
 use crate::error::{ErrorKind, GatewayError};
 use crate::metrics::Metric;
-use crate::models::{context_window, usable_window, ConfiguredModel};
+use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
 use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
+use ctxhost_config::serve::OverWindow;
 
 /// The header naming a client's session.
 pub const SESSION_HEADER: &str = "x-ctxhost-session";
@@ -126,9 +127,9 @@ impl Turn {
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
-        let model_window = match request.feature_window {
-            Some(window) if !settings.models.contains_key(request.model) => window,
-            _ => context_window(
+        let (model_window, guessed) = match request.feature_window {
+            Some(window) if !settings.models.contains_key(request.model) => (window, false),
+            _ => window_of(
                 request.model,
                 &settings.models,
                 &ConfiguredModel {
@@ -137,6 +138,11 @@ impl Turn {
                 },
             ),
         };
+        if guessed {
+            gateway
+                .guessed_windows
+                .warn_once(request.model, model_window);
+        }
         let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
         let mut turn = Turn {
@@ -183,6 +189,31 @@ impl Turn {
         }
         if let Some(error) = &prepared.engine_error {
             set_header(&mut session_headers, "x-ctxhost-engine-error", error);
+        }
+        if let Some(tokens) = prepared.over_window {
+            let what = format!(
+                "the conversation is {tokens} tokens after the engine ({}) compressed what it \
+                 could, over the {window}-token window of {} (less the room kept for the answer)",
+                live.session.engine(),
+                request.model
+            );
+            match turn.gateway.settings.limits.over_window {
+                OverWindow::Refuse => {
+                    tracing::warn!(session = %key.name, "{what}: refused (serve.limits.over_window)");
+                    turn.release();
+                    return Err(GatewayError::new(
+                        ErrorKind::OverWindow,
+                        format!(
+                            "{what}; shorten it (or set serve.limits.over_window: send to let \
+                             the provider judge)"
+                        ),
+                    ));
+                }
+                OverWindow::Send => {
+                    tracing::warn!(session = %key.name, "{what}: sent anyway (serve.limits.over_window)");
+                    set_header(&mut session_headers, "x-ctxhost-over-window", "true");
+                }
+            }
         }
         turn.headers = session_headers;
         Ok((turn, prepared))
@@ -263,6 +294,7 @@ impl Turn {
 
     /// Counts an upstream error against the session.
     pub fn upstream_error(&mut self, kind: &str) {
+        crate::request_log::upstream_broke_off();
         self.live().record.stats.upstream_errors += 1;
         self.gateway
             .metrics
