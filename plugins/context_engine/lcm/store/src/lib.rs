@@ -15,6 +15,10 @@
 //! names, `dump.rs` is a session as it travels between stores, `migrate.rs` copies one session
 //! from the one into the other.
 //!
+//! An engine instance's [`Store`] shares its connections with every other store of the process
+//! on the same location (`registry.rs`; each database's `pool.rs`): a process hosting many
+//! sessions connects and migrates once per store, and [`pool_stats`] says what it shares.
+//!
 //! Beside the store: `ids.rs` (content hashes and summary ids, which the store checks and the
 //! engine writes), `session_lock.rs` (one writer per session, across processes and, on
 //! PostgreSQL, machines) and `private_files.rs` (owner-only files for everything it writes).
@@ -36,6 +40,7 @@ mod migrate;
 mod postgres;
 mod private_files;
 mod queries;
+mod registry;
 mod rows;
 mod session_lock;
 mod sessions;
@@ -51,6 +56,7 @@ use serde_json::Value;
 pub use doctor::{Doctor, Problem, Repair};
 pub use location::Location;
 pub use migrate::migrate_session;
+pub use registry::{pool_stats, PoolStats};
 pub use rows::*;
 pub use session_lock::SessionLock;
 
