@@ -350,6 +350,15 @@ impl Store {
         on_backend!(self, s => chain::raw_with_hash(s, conv, hash))
     }
 
+    /// Those of `hashes` that some non-head message of the conversation has.
+    pub fn stored_hashes(
+        &self,
+        conv: i64,
+        hashes: &[&str],
+    ) -> Result<std::collections::HashSet<String>, EngineError> {
+        on_backend!(self, s => chain::stored_hashes(s, conv, hashes))
+    }
+
     pub fn summary_last_message(&self, id: &str) -> Result<Option<RawRef>, EngineError> {
         on_backend!(self, s => chain::summary_last_message(s, id))
     }

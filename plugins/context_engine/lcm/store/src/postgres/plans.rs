@@ -81,6 +81,11 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
             "lcm_messages_by_hash",
         ),
         (
+            Stmt::StoredHashes,
+            &[Param::Int(conv), Param::Texts(&["new content", "h6"])],
+            "lcm_messages_by_hash",
+        ),
+        (
             Stmt::NextSeq,
             &[Param::Int(conv)],
             "lcm_messages_conversation_id_seq_key",

@@ -70,6 +70,7 @@ impl ToSql for Param<'_> {
             }
             Param::Bool(value) => value.to_sql(ty, out),
             Param::Ints(ids) => ids.to_sql(ty, out),
+            Param::Texts(texts) => texts.to_sql(ty, out),
         }
     }
 

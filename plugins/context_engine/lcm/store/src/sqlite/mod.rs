@@ -149,6 +149,16 @@ impl SqliteStore {
         self.pool()?.read(body).map_err(|e| self.error(e))
     }
 
+    /// Runs `body` on the store's writer, outside a transaction (the doctor's checks).
+    pub(crate) fn with_writer<T>(
+        &self,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        self.pool()?
+            .write(|conn| body(conn))
+            .map_err(|e| self.error(e))
+    }
+
     /// Runs `body` in one write transaction, taken up front so a concurrent writer makes us
     /// wait (up to the busy timeout) instead of failing halfway (the store's one policy: see
     /// `store/sql.rs`).

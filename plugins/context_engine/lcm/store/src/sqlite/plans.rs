@@ -35,6 +35,13 @@ const HOT: &[(Stmt, &[&str])] = &[
         &["SEARCH lcm_messages USING INDEX messages_by_hash (conversation_id=? AND hash=?)"],
     ),
     (
+        Stmt::StoredHashes,
+        &[
+            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SEARCH m USING INDEX messages_by_hash (conversation_id=? AND hash=?)",
+        ],
+    ),
+    (
         Stmt::NextSeq,
         &[
             "SEARCH lcm_messages USING COVERING INDEX sqlite_autoindex_lcm_messages_1 \
