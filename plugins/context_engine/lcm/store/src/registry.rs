@@ -56,6 +56,11 @@ impl<T: Shared> User<T> {
         shared.users().0.fetch_add(1, Ordering::Relaxed);
         User { shared }
     }
+
+    /// The shared connections themselves, not counted as a user.
+    pub(crate) fn arc(&self) -> Arc<T> {
+        Arc::clone(&self.shared)
+    }
 }
 
 impl<T: Shared> std::ops::Deref for User<T> {

@@ -79,6 +79,11 @@ impl PostgresStore {
         self.unusable.as_deref()
     }
 
+    /// The pool, for what holds a connection beyond one call (a session's lock).
+    fn shared_pool(&self) -> Option<std::sync::Arc<PgPool>> {
+        self.pool.as_ref().map(User::arc)
+    }
+
     /// The URL without its password.
     pub fn location(&self) -> String {
         self.url.masked()

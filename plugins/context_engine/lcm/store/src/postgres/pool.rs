@@ -125,29 +125,42 @@ impl PgPool {
         body: impl FnOnce(&mut Conn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.take()?;
-        self.busy.fetch_add(1, Ordering::Relaxed);
         let outcome = body(&mut conn);
-        self.busy.fetch_sub(1, Ordering::Relaxed);
-        let mut idle = lock(&self.idle);
-        if !conn.client.is_closed() && idle.len() < IDLE {
-            idle.push(conn);
-        }
+        self.give_back(conn);
         outcome
     }
 
-    /// An idle connection still open, or a new one.
-    fn take(&self) -> Result<Conn, StoreError> {
+    /// An idle connection still open, or a new one; the caller gives it back (or forgets it).
+    pub(crate) fn take(&self) -> Result<Conn, StoreError> {
         loop {
             let Some(conn) = lock(&self.idle).pop() else {
                 break;
             };
             if !conn.client.is_closed() {
+                self.busy.fetch_add(1, Ordering::Relaxed);
                 return Ok(conn);
             }
         }
-        Ok(Conn {
+        let conn = Conn {
             client: connect(&self.url, self.connect_timeout)?,
             statements: Statements::default(),
-        })
+        };
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        Ok(conn)
+    }
+
+    /// A connection [`take`](Self::take) gave: kept idle (unless closed, or enough are).
+    pub(crate) fn give_back(&self, conn: Conn) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        let mut idle = lock(&self.idle);
+        if !conn.client.is_closed() && idle.len() < IDLE {
+            idle.push(conn);
+        }
+    }
+
+    /// A connection [`take`](Self::take) gave, closed instead of kept.
+    pub(crate) fn forget(&self, conn: Conn) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        drop(conn);
     }
 }
