@@ -110,7 +110,7 @@ pub struct Term {
 /// The open store, in one of the databases it can live in.
 pub enum Store {
     Sqlite(SqliteStore),
-    /// Boxed: its connection is much larger than the SQLite handle.
+    /// Boxed, as callers build it (it held a whole connection before the process's pool did).
     Postgres(Box<PostgresStore>),
 }
 

@@ -1,12 +1,12 @@
 //! The connections a process holds to one SQLite store, shared by every engine instance of the
 //! process that opens it (see `registry.rs`): one writer, taken by each write transaction in
-//! turn, and readers opened as concurrent reads need them (WAL lets them read beside the
-//! writer), a few of which stay open. Writers in other processes still meet this one in
+//! turn and by reads while it is free, and readers opened as reads meet it busy (WAL lets them
+//! read beside the writer), a few of which stay open. Writers in other processes still meet this one in
 //! SQLite's own lock (transactions begin `IMMEDIATE`, waiting up to the busy timeout), and the
 //! session locks keep one writer per session across processes as before.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -136,11 +136,17 @@ impl SqlitePool {
         body(&mut lock(&self.writer))
     }
 
-    /// Runs `body` on a reader: an idle one, or one opened for it.
+    /// Runs `body` on the writer when it is free (its page cache is the warm one), else on a
+    /// reader: an idle one, or one opened for it.
     pub(super) fn read<T>(
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        match self.writer.try_lock() {
+            Ok(writer) => return body(&writer),
+            Err(TryLockError::Poisoned(poisoned)) => return body(&poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
         let idle = lock(&self.readers).pop();
         let conn = match idle {
             Some(conn) => conn,
