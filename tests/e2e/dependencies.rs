@@ -66,6 +66,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-core",
     "ctxhost-wire",
     "ctxhost-gateway",
+    "ctxhost-gateway-state",
     "ctxhost",
     "ctxhost-summarizer",
     "ctxhost-plugin-host",

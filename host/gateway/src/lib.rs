@@ -17,21 +17,22 @@ mod accept;
 mod auth;
 mod background;
 mod compaction;
-mod conversation;
 mod error;
 mod metrics;
 mod models;
 mod pipeline;
 mod proxy;
-mod record;
 mod request_body;
 mod request_log;
 mod routes;
 mod session;
-pub mod store;
 mod turn;
 mod upstream;
 mod wire;
+
+// The session state lives in its own crate; its modules keep their paths here.
+pub use ctxhost_gateway_state::store;
+use ctxhost_gateway_state::{conversation, record};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -43,7 +43,10 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
             "/v1/responses",
             post(handle::<Responses>).fallback(post_only),
         )
-        .route("/v1/responses/compact", post(handle_compact).fallback(post_only))
+        .route(
+            "/v1/responses/compact",
+            post(handle_compact).fallback(post_only),
+        )
         .route(
             "/v1/responses/input_tokens",
             post(count_tokens::<Responses>).fallback(post_only),

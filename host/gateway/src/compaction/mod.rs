@@ -8,9 +8,11 @@
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
 
-pub mod recognise;
-pub mod reference;
 pub mod render;
+
+// Recognising a request is the wire crate's; the references are the session state's.
+pub use ctxhost_gateway_state::reference;
+pub use ctxhost_wire::client_compaction as recognise;
 
 use axum::response::Response;
 use ctxhost_sdk::{Content, Message};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ctxhost_pg::{PostgresUrl, RedactedUrl};
 use serde::Serialize;
 
-use super::record::{SessionKey, SessionRecord};
+use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
 pub use ctxhost_config::state_lock::{StateLock, StateLockError};
 pub use postgres::{
