@@ -70,6 +70,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost",
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
+    "ctxhost-tokens",
 ];
 
 /// Crates under `host/` that both sides may use.

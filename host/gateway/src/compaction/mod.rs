@@ -24,18 +24,10 @@ pub use reference::Signer;
 
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
+pub use crate::turn::AgentCompaction;
 use crate::turn::{set_header, with_session_headers, Turn};
 use reference::{find_in_text, marker_line, ForgedReference, Reference};
 use render::{Counts, Handoff, Shape};
-
-/// What a turn does about the agent's own compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentCompaction {
-    /// The engine answers it: it compresses the history now.
-    Answer,
-    /// It goes upstream: the engine does not compress it.
-    Leave,
-}
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,6 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::auth::credential_of;
-use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
 use crate::error::{ErrorKind, GatewayError};
 use crate::metrics::Metric;
@@ -93,6 +92,15 @@ pub struct Turn {
     pub headers: HeaderMap,
     /// What the provider itself does to the context: the engine leaves that to it.
     pub provider_context: ProviderContext,
+}
+
+/// What a turn does about the agent's own compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentCompaction {
+    /// The engine answers it: it compresses the history now.
+    Answer,
+    /// It goes upstream: the engine does not compress it.
+    Leave,
 }
 
 /// What a request asks of a turn, whatever its protocol.

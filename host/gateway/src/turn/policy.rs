@@ -11,8 +11,8 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
+use super::AgentCompaction;
 use super::Turn;
-use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};

@@ -56,13 +56,22 @@ use serde_json::Value;
 pub use doctor::{Doctor, Problem, Repair};
 pub use location::Location;
 pub use migrate::migrate_session;
-pub use registry::{pool_stats, PoolStats};
+pub use registry::PoolStats;
 pub use rows::*;
 pub use session_lock::SessionLock;
 
 /// The databases' stores, as [`Store`] holds them.
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+
+/// What this process shares for the store at `location`: `None` when no store of this
+/// process opened it yet.
+pub fn pool_stats(location: &Location) -> Option<PoolStats> {
+    match location {
+        Location::Sqlite(path) => sqlite::pool_stats(path),
+        Location::Postgres(url) => postgres::pool_stats(url),
+    }
+}
 
 /// Where `backup` writes when no path is given, beside the database; `doctor` names the
 /// newest file there when the store needs restoring.

@@ -7,13 +7,11 @@
 //! An entry lives as long as some store uses it: when the last one closes, its connections
 //! close too, and the next open connects and checks the schema again (so a file replaced or
 //! damaged between two uses is opened afresh, as it would be by a new process). The registry
-//! counts how many times each key was opened, for [`pool_stats`].
+//! counts how many times each key was opened, for `pool_stats`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-
-use crate::location::Location;
 
 /// What the registry says about one store location in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,13 +151,4 @@ pub(crate) fn registry<T: Shared + 'static>(
     cell: &'static OnceLock<Registry<T>>,
 ) -> &'static Registry<T> {
     cell.get_or_init(Registry::new)
-}
-
-/// What this process shares for the store at `location`: `None` when no store of this
-/// process opened it yet.
-pub fn pool_stats(location: &Location) -> Option<PoolStats> {
-    match location {
-        Location::Sqlite(path) => crate::sqlite::pool_stats(path),
-        Location::Postgres(url) => crate::postgres::pool_stats(url),
-    }
 }
