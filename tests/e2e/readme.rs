@@ -290,10 +290,11 @@ fn the_first_screen_says_what_ctxhost_is_and_holds_the_recipes_and_the_two_comma
         "cargo run --release -- run examples/session.json",
         "cargo test --workspace",
         "ctxhost serve --upstream",
-        // Each agent: where to point it, what to turn off, what its meter shows.
+        // Each agent: where to point it, what to do with its own compaction, what its meter
+        // shows.
         "**Claude Code**",
         "ANTHROPIC_BASE_URL",
-        "auto-compact off",
+        "auto-compact on",
         "**Codex**",
         "wire_api = \"responses\"",
         "**Hermes Agent**",
