@@ -173,3 +173,25 @@ fn urls_are_printed_with_their_passwords_masked() {
         "{written}"
     );
 }
+
+#[test]
+fn validate_refuses_a_mistyped_top_level_section() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("serv:\n  upstream: http://127.0.0.1:9/v1\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "problem: config.yaml:1: unknown top-level section `serv:` (ctxhost would ignore it); did you mean 'serve'?"
+    );
+    // Another program's section in the shared file is noted, not refused.
+    sandbox.write_config("display:\n  skin: dark\nserve:\n  listen: 127.0.0.1:0\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert!(run.success(), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("note: top-level section `display:` is not read by ctxhost"),
+        "{}",
+        run.stderr
+    );
+}

@@ -66,9 +66,11 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-core",
     "ctxhost-wire",
     "ctxhost-gateway",
+    "ctxhost-gateway-state",
     "ctxhost",
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
+    "ctxhost-tokens",
 ];
 
 /// Crates under `host/` that both sides may use.

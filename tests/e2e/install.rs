@@ -227,6 +227,13 @@ fn install_shipped_installs_and_approves_both_engines_for_a_config_outside_the_c
             text.contains(&format!("{name}: tree-sha256:{tree}")),
             "{name} approved by the hash of its directory: {text}"
         );
+        // What it prints for the engine is that same hash, labelled as what it is.
+        assert!(
+            run.stdout
+                .contains(&format!("  tree hash tree-sha256:{tree}\n")),
+            "{}",
+            run.stdout
+        );
         let row = row(&sandbox.ctxhost(&["plugins", "list", "--json"]), name);
         assert_eq!(row["source"], "user plugin dir", "{row}");
         assert_eq!(row["state"], "enabled", "{row}");

@@ -19,6 +19,7 @@ mod plugins_cmd;
 mod postgres_secrets;
 mod project_trust;
 mod quality;
+mod readme;
 mod registry;
 mod run;
 mod serve;

@@ -188,6 +188,8 @@ fn plot_draws_one_curve_per_kind_and_one_for_the_tools() {
         plot.to_str().unwrap(),
     ]);
     assert!(run.success(), "{}", run.stderr);
+    let wrote = format!("wrote the plot to {}", plot.display());
+    assert!(run.stderr.contains(&wrote), "{}", run.stderr);
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.starts_with("<svg "), "{svg}");
     assert_eq!(
@@ -210,6 +212,7 @@ fn plot_draws_one_curve_per_kind_and_one_for_the_tools() {
     assert!(run.success(), "{}", run.stderr);
     assert!(run.stdout.starts_with("<svg "), "{}", run.stdout);
     assert!(run.stderr.contains("kept "), "{}", run.stderr);
+    assert!(!run.stderr.contains("wrote the plot"), "{}", run.stderr);
 }
 
 #[test]

@@ -44,6 +44,32 @@ pub struct ServeSettings {
     pub count_tokens: CountTokens,
     /// Anthropic Messages only: betas the gateway adds upstream.
     pub anthropic: AnthropicSettings,
+    /// What `serve` does when the configured engine cannot start (missing, unapproved,
+    /// broken).
+    pub engine_fallback: EngineFallback,
+}
+
+/// `serve.engine_fallback`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineFallback {
+    /// Start-up fails with the reason: the gateway never runs an engine it does not name.
+    #[default]
+    Fail,
+    /// Serve with the built-in compressor: `/healthz` says `degraded` and every response
+    /// carries `x-ctxhost-engine-error` with the reason.
+    Compressor,
+}
+
+/// `serve.limits.over_window`: a request the engine cannot bring under the model's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverWindow {
+    /// Answered with 400 in the wire's shape: the provider would refuse it anyway.
+    #[default]
+    Refuse,
+    /// Sent as it is, marked `x-ctxhost-over-window: true`, with a WARN.
+    Send,
 }
 
 impl Default for ServeSettings {
@@ -62,6 +88,7 @@ impl Default for ServeSettings {
             client_compaction: ClientCompactionMode::default(),
             count_tokens: CountTokens::default(),
             anthropic: AnthropicSettings::default(),
+            engine_fallback: EngineFallback::default(),
         }
     }
 }
@@ -289,6 +316,8 @@ pub struct Limits {
     /// Open connections from all clients together; more are closed as soon as they are
     /// accepted (kept well under the process's file-descriptor limit).
     pub max_connections: usize,
+    /// A request still over the model's window after the engine compressed.
+    pub over_window: OverWindow,
 }
 
 impl Default for Limits {
@@ -304,6 +333,7 @@ impl Default for Limits {
             header_timeout_seconds: 30.0,
             max_connections_per_ip: 256,
             max_connections: 4_096,
+            over_window: OverWindow::default(),
         }
     }
 }

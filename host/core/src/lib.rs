@@ -69,6 +69,7 @@
 //! # }
 //! ```
 
+pub mod engine_check;
 pub mod engines;
 pub mod isolation;
 pub mod plugins;
@@ -78,7 +79,8 @@ pub mod services;
 pub mod session;
 pub mod source;
 pub mod suggest;
-pub mod tokens;
+// The token counter is its own crate; it keeps its path here.
+pub use ctxhost_tokens as tokens;
 
 pub use ctxhost_config::Config;
 pub use engines::Engines;

@@ -15,6 +15,10 @@ pub enum ErrorKind {
     Unauthorized,
     /// No such route.
     NotFound,
+    /// The route exists, not for this method.
+    MethodNotAllowed,
+    /// The conversation is over the model's window even after the engine compressed it.
+    OverWindow,
     /// The body is over `serve.limits.max_request_bytes`.
     TooLarge,
     /// The upstream could not be reached, broke off, or answered with something unusable.
@@ -38,6 +42,8 @@ impl ErrorKind {
             ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
             ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
             ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::OverWindow => StatusCode::BAD_REQUEST,
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
@@ -54,6 +60,7 @@ impl ErrorKind {
             ErrorKind::BadRequest => "invalid_request_error",
             ErrorKind::Unauthorized => "authentication_error",
             ErrorKind::NotFound => "not_found_error",
+            ErrorKind::MethodNotAllowed | ErrorKind::OverWindow => "invalid_request_error",
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
             ErrorKind::UpstreamTimeout => "timeout_error",
@@ -67,6 +74,8 @@ impl ErrorKind {
             ErrorKind::BadRequest => ("invalid_request_error", "invalid_request"),
             ErrorKind::Unauthorized => ("invalid_request_error", "invalid_gateway_token"),
             ErrorKind::NotFound => ("invalid_request_error", "unknown_url"),
+            ErrorKind::MethodNotAllowed => ("invalid_request_error", "method_not_allowed"),
+            ErrorKind::OverWindow => ("invalid_request_error", "context_length_exceeded"),
             ErrorKind::TooLarge => ("invalid_request_error", "request_too_large"),
             ErrorKind::BadGateway => ("upstream_error", "upstream_unreachable"),
             ErrorKind::UpstreamTimeout => ("upstream_error", "upstream_timeout"),

@@ -17,19 +17,22 @@ mod accept;
 mod auth;
 mod background;
 mod compaction;
-mod conversation;
 mod error;
 mod metrics;
 mod models;
 mod pipeline;
-mod record;
+mod proxy;
 mod request_body;
+mod request_log;
 mod routes;
 mod session;
-pub mod store;
 mod turn;
 mod upstream;
 mod wire;
+
+// The session state lives in its own crate; its modules keep their paths here.
+pub use ctxhost_gateway_state::store;
+use ctxhost_gateway_state::{conversation, record};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +42,8 @@ pub use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
+use ctxhost_config::upstream_url as upstream_check;
+use ctxhost_core::engine_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
 use session::cache::LiveSessions;
@@ -58,6 +63,12 @@ pub enum StartError {
     MissingEnv { what: &'static str, name: String },
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error(transparent)]
+    UpstreamUrl(#[from] upstream_check::UpstreamUrlError),
+    #[error(transparent)]
+    Engine(#[from] engine_check::EngineStartError),
+    #[error(transparent)]
+    StateLocked(#[from] store::StateLockError),
     #[error("cannot build the upstream client: {0}")]
     Client(String),
 }
@@ -74,8 +85,11 @@ pub struct ServeOptions {
 /// Everything a request handler reaches.
 pub struct Gateway {
     pub engines: Engines,
-    /// The engine every session runs (`context.engine`).
+    /// The engine every session runs (`context.engine`, unless it could not start and
+    /// `serve.engine_fallback` allowed the compressor instead).
     pub engine: String,
+    /// How the engine check at start-up went.
+    pub engine_status: engine_check::EngineStatus,
     pub settings: ServeSettings,
     pub store: Arc<dyn SessionStore>,
     /// With a database several gateways share: their leases and prepared compressions.
@@ -86,6 +100,8 @@ pub struct Gateway {
     pub metrics: Metrics,
     pub tokens: GatewayTokens,
     pub live: LiveSessions,
+    /// Models whose window is the fallback, warned about once each.
+    pub guessed_windows: models::GuessedWindows,
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
     /// Signs the references in the handoffs given to agents (the state's secret).
@@ -94,6 +110,8 @@ pub struct Gateway {
     /// none (Hermes' compression).
     pub served: compaction::served::RecentSessions,
     pub verbose: bool,
+    /// With a SQLite state: this gateway's claim on it, held while it serves.
+    pub state_lock: Option<store::StateLock>,
 }
 
 impl Gateway {
@@ -111,6 +129,8 @@ impl Gateway {
 pub struct Bound {
     gateway: Arc<Gateway>,
     listener: tokio::net::TcpListener,
+    /// What start-up found doubtful but not wrong, for the log once the ready lines are out.
+    warnings: Vec<String>,
 }
 
 impl Bound {
@@ -122,6 +142,7 @@ impl Bound {
             .ok()
             .and_then(|mut addrs| addrs.next())
             .ok_or_else(|| StartError::Address(settings.listen.clone()))?;
+        let warnings = upstream_check::check(&settings.upstream, addr)?;
         let mut tokens: Vec<String> = settings.auth.tokens.clone();
         if let Some(name) = &settings.auth.tokens_env {
             let value = std::env::var(name).map_err(|_| StartError::MissingEnv {
@@ -144,6 +165,10 @@ impl Bound {
         let upstream =
             Upstream::new(&settings, key).map_err(|e| StartError::Client(e.to_string()))?;
         let replica = store::default_replica_name();
+        let state_lock = match &options.state {
+            store::StateLocation::Sqlite(path) => Some(store::StateLock::take(path)?),
+            store::StateLocation::Postgres(_) => None,
+        };
         let opened = options.state.open(&settings.database, &replica).await?;
         let store = opened.store.clone();
         let secret = tokio::task::spawn_blocking(move || store.secret())
@@ -156,11 +181,16 @@ impl Bound {
                     addr: addr.to_string(),
                     reason: error.to_string(),
                 })?;
-        let engine = engines.config().context.engine.clone();
+        // Loading a plugin blocks; start-up has nothing else to do meanwhile.
+        let engine_status = tokio::task::block_in_place(|| {
+            engine_check::check(&engines, settings.engine_fallback)
+        })?;
+        let engine = engine_status.running().to_string();
         Ok(Bound {
             gateway: Arc::new(Gateway {
                 engines,
                 engine,
+                engine_status,
                 settings,
                 store: opened.store,
                 coordination: opened.coordination,
@@ -169,13 +199,26 @@ impl Bound {
                 metrics: Metrics::default(),
                 tokens,
                 live: LiveSessions::default(),
+                guessed_windows: models::GuessedWindows::default(),
                 saves: tokio_util::task::TaskTracker::new(),
                 signer: compaction::Signer::new(secret),
                 served: Default::default(),
                 verbose: options.verbose,
+                state_lock,
             }),
             listener,
+            warnings,
         })
+    }
+
+    /// What start-up found doubtful (an upstream URL without a version segment, ...).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The engine sessions run, and why it is not the configured one when it is not.
+    pub fn engine(&self) -> &engine_check::EngineStatus {
+        &self.gateway.engine_status
     }
 
     /// The address it listens on (the port is the real one when 0 was asked for).

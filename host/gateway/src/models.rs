@@ -37,19 +37,19 @@ pub struct ConfiguredModel<'a> {
 }
 
 /// The window for `model`: `serve.models` first (exact name), then `model.context_length` when
-/// `model` is the config's `model.name`, then the table, then `model.context_length`.
-pub fn context_window(
+/// `model` is the config's `model.name`, then the table, then `model.context_length` (then
+/// only a fallback, said by the `true` beside it: nothing names this model).
+pub fn window_of(
     model: &str,
     overrides: &BTreeMap<String, u64>,
     configured: &ConfiguredModel<'_>,
-) -> u64 {
+) -> (u64, bool) {
     if let Some(window) = overrides.get(model) {
-        return *window;
+        return (*window, false);
     }
     if model == configured.name {
-        return configured.context_length;
+        return (configured.context_length, false);
     }
-    let fallback = configured.context_length;
     let bare = model
         .rsplit('/')
         .next()
@@ -59,8 +59,32 @@ pub fn context_window(
         .iter()
         .filter(|(prefix, _)| bare.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, window)| *window)
-        .unwrap_or(fallback)
+        .map(|(_, window)| (*window, false))
+        .unwrap_or((configured.context_length, true))
+}
+
+/// Models whose window was guessed, each warned about once.
+#[derive(Default)]
+pub struct GuessedWindows {
+    warned: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl GuessedWindows {
+    /// Warns, the first time only, that `model`'s window is the fallback `window`.
+    pub fn warn_once(&self, model: &str, window: u64) {
+        let first = self
+            .warned
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(model.to_string());
+        if first {
+            tracing::warn!(
+                model,
+                "model `{model}` has no known context window: using model.context_length \
+                 ({window} tokens); set serve.models.{model} to its window"
+            );
+        }
+    }
 }
 
 /// The window the engine gets: the model's, less the room the request keeps for its answer
@@ -81,18 +105,20 @@ mod tests {
             name: "gpt-4o",
             context_length: 32_000,
         };
-        assert_eq!(context_window("gpt-4o-mini", &none, &config), 128_000);
-        assert_eq!(context_window("gpt-4.1-nano", &none, &config), 1_047_576);
-        assert_eq!(context_window("gpt-4-0613", &none, &config), 8_192);
+        assert_eq!(window_of("gpt-4o-mini", &none, &config).0, 128_000);
+        assert_eq!(window_of("gpt-4.1-nano", &none, &config).0, 1_047_576);
+        assert_eq!(window_of("gpt-4-0613", &none, &config).0, 8_192);
         assert_eq!(
-            context_window("anthropic/claude-sonnet-4", &none, &config),
+            window_of("anthropic/claude-sonnet-4", &none, &config).0,
             200_000
         );
-        assert_eq!(context_window("my-local-model", &none, &config), 32_000);
+        assert_eq!(window_of("my-local-model", &none, &config).0, 32_000);
+        assert_eq!(window_of("my-local-model", &none, &config), (32_000, true));
+        assert_eq!(window_of("gpt-4o-mini", &none, &config), (128_000, false));
         // The config's own model keeps the window the config gives it.
-        assert_eq!(context_window("gpt-4o", &none, &config), 32_000);
+        assert_eq!(window_of("gpt-4o", &none, &config).0, 32_000);
         let overrides = BTreeMap::from([("gpt-4o".to_string(), 64_000)]);
-        assert_eq!(context_window("gpt-4o", &overrides, &config), 64_000);
+        assert_eq!(window_of("gpt-4o", &overrides, &config).0, 64_000);
     }
 
     #[test]

@@ -8,35 +8,51 @@ use axum::extract::{MatchedPath, Path, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::auth::credential_of;
 use super::error::{AnthropicError, ErrorKind, GatewayError};
 use super::metrics::Metric;
+use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
+use super::proxy;
 use super::record::{SessionKey, SessionRecord};
-use super::turn::SESSION_HEADER;
+use super::request_log::RequestLog;
+use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
 use super::wire::anthropic::Messages;
 use super::wire::chat::Chat;
-use super::wire::count::count_tokens;
 use super::wire::responses::Responses;
 use super::Gateway;
+use ctxhost_core::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(handle::<Chat>))
-        .route("/v1/messages", post(handle::<Messages>))
-        .route("/v1/messages/count_tokens", post(count_tokens::<Messages>))
-        .route("/v1/responses", post(handle::<Responses>))
-        .route("/v1/responses/compact", post(handle_compact))
+        .route(
+            "/v1/chat/completions",
+            post(handle::<Chat>).fallback(post_only),
+        )
+        .route("/v1/messages", post(handle::<Messages>).fallback(post_only))
+        .route(
+            "/v1/messages/count_tokens",
+            post(count_tokens::<Messages>).fallback(post_only),
+        )
+        .route(
+            "/v1/responses",
+            post(handle::<Responses>).fallback(post_only),
+        )
+        .route(
+            "/v1/responses/compact",
+            post(handle_compact).fallback(post_only),
+        )
         .route(
             "/v1/responses/input_tokens",
-            post(count_tokens::<Responses>),
+            post(count_tokens::<Responses>).fallback(post_only),
         )
         .route("/v1/models", get(models))
+        .route("/v1/{*rest}", any(proxy::relay))
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))
         .route("/healthz", get(healthz))
@@ -73,27 +89,35 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
         } else {
             error.into_response()
         };
+        let mut response = response;
+        mark_engine_problem(&gateway, &mut response);
         count(&gateway, &route, &response, started);
         return response;
     }
     let path = request.uri().path().to_string();
-    let response = next.run(request).await;
+    // Logs the request when it ends, even if the client leaves before its headers.
+    let log = RequestLog::new(method, path, started);
+    let mut response = next.run(request).await;
+    mark_engine_problem(&gateway, &mut response);
     count(&gateway, &route, &response, started);
     let session = response
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("-");
-    tracing::info!(
-        method = %method,
-        path = %path,
-        status = response.status().as_u16(),
-        session,
-        // Streams are timed to their headers here; their end shows in the metrics.
-        elapsed_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
-        "request"
-    );
-    response
+        .unwrap_or("-")
+        .to_string();
+    log.answered(response, &session)
+}
+
+/// While the gateway runs another engine than configured, every response says why (a turn's
+/// own engine failure, already set, says more).
+fn mark_engine_problem(gateway: &Gateway, response: &mut Response) {
+    if let Some(problem) = gateway.engine_status.problem() {
+        if !response.headers().contains_key(ENGINE_ERROR_HEADER) {
+            // Cut to one line as the turn's own engine errors are.
+            set_header(response.headers_mut(), ENGINE_ERROR_HEADER, problem);
+        }
+    }
 }
 
 fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) {
@@ -119,20 +143,35 @@ async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
             .await
             .ok()
     };
-    let healthy = store.as_ref().is_some_and(|s| s.ok);
-    let status = if healthy {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
+    let store_ok = store.as_ref().is_some_and(|s| s.ok);
+    // Without its store the gateway cannot serve (503); on the fallback engine it serves, but
+    // not as configured.
+    let (status, health) = match (store_ok, gateway.engine_status.problem()) {
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, Health::Degraded),
+        (true, Some(_)) => (StatusCode::OK, Health::Degraded),
+        (true, None) => (StatusCode::OK, Health::Ok),
     };
-    let body = Json(json!({
-        "status": if healthy { "ok" } else { "degraded" },
+    let mut body = json!({
+        "status": health,
         "engine": gateway.engine,
         "replica": gateway.replica,
         "sessions": gateway.live.len(),
         "store": store,
-    }));
-    (status, body).into_response()
+    });
+    if let EngineStatus::FellBack { configured, reason } = &gateway.engine_status {
+        body["configured_engine"] = json!(configured);
+        body["engine_error"] = json!(reason);
+    }
+    (status, Json(body)).into_response()
+}
+
+/// `/healthz`'s `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Health {
+    Ok,
+    /// The store does not answer, or the configured engine is not the one running.
+    Degraded,
 }
 
 async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
@@ -146,11 +185,13 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
         .into_response()
 }
 
-async fn not_found(method: Method, uri: Uri) -> GatewayError {
-    GatewayError::new(
-        ErrorKind::NotFound,
-        format!("ctxhost serve has no route {method} {}", uri.path()),
-    )
+async fn not_found(method: Method, uri: Uri) -> Response {
+    proxy::not_found(&method, uri.path())
+}
+
+/// A POST route asked with another method.
+async fn post_only(method: Method, uri: Uri) -> Response {
+    proxy::method_not_allowed(&method, uri.path(), "POST")
 }
 
 /// `GET /v1/models`, relayed as it is.

@@ -69,8 +69,8 @@ impl Upstream {
         self.key.is_some()
     }
 
-    /// Sends `method base/path?query` with the client's headers and `body`; waits for the
-    /// response headers.
+    /// Sends `method base/path?query` with the client's headers and `body` (JSON); waits for
+    /// the response headers.
     pub async fn send(
         &self,
         method: Method,
@@ -79,6 +79,38 @@ impl Upstream {
         headers: &HeaderMap,
         body: Option<Bytes>,
     ) -> Result<reqwest::Response, GatewayError> {
+        let request = self.request(method, path, query, headers);
+        let request = match body {
+            Some(body) => request
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(body),
+            None => request,
+        };
+        self.exchange(request, path).await
+    }
+
+    /// Sends `method base/path?query` with the client's headers (its content type included)
+    /// and its body streamed as it arrives; waits for the response headers.
+    pub async fn relay(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+        body: reqwest::Body,
+    ) -> Result<reqwest::Response, GatewayError> {
+        let request = self.request(method, path, query, headers).body(body);
+        self.exchange(request, path).await
+    }
+
+    /// The request to `base/path?query` with the client's headers as forwarded.
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> reqwest::RequestBuilder {
         let mut url = format!("{}/{}", self.base.expose(), path.trim_start_matches('/'));
         if let Some(query) = query.filter(|q| !q.is_empty()) {
             url.push('?');
@@ -106,16 +138,29 @@ impl Upstream {
                 forwarded.insert(name, value);
             }
         }
-        let mut request = self.client.request(method, &url).headers(forwarded);
-        if let Some(body) = body {
-            request = request
-                .header(axum::http::header::CONTENT_TYPE, "application/json")
-                .body(body);
-        }
+        self.client.request(method, &url).headers(forwarded)
+    }
+
+    /// Sends `request` and takes its response headers in; `path` is what it asked for.
+    async fn exchange(
+        &self,
+        request: reqwest::RequestBuilder,
+        path: &str,
+    ) -> Result<reqwest::Response, GatewayError> {
         let response = request
             .send()
             .await
             .map_err(|error| describe(&error, &self.base))?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND && is_endpoint(path) {
+            // The provider has these: a 404 means the base URL is not where they live.
+            tracing::warn!(
+                "the upstream answered 404 Not Found for {}/{}: serve.upstream must be the \
+                 provider's base URL up to and including its version segment (such as \
+                 https://api.openai.com/v1 or https://api.anthropic.com/v1)",
+                self.base,
+                path.trim_start_matches('/')
+            );
+        }
         // A redirect is never followed, nor handed to the client to follow with its key.
         if let Some(target) = redirect_of(&response) {
             return Err(GatewayError::new(
@@ -130,6 +175,14 @@ impl Upstream {
         }
         Ok(response)
     }
+}
+
+/// Whether `path` is one of the endpoints the gateway manages.
+fn is_endpoint(path: &str) -> bool {
+    matches!(
+        path.trim_start_matches('/'),
+        "chat/completions" | "messages" | "responses" | "models"
+    )
 }
 
 /// One line for a failed upstream exchange.

@@ -6,6 +6,7 @@
 //! next call ([`super::pool`]).
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -14,10 +15,23 @@ use std::time::{Duration, Instant};
 use ctxhost_sdk::protocol::Op;
 use ctxhost_sdk::{EngineError, LogLevel};
 
-use super::parent::ChildSpec;
-use super::protocol::{Framed, INIT_CALL};
+use super::protocol::{Framed, Init, INIT_CALL};
 use super::{spawn, wait};
 use crate::services::HostServicesImpl;
+
+/// How to start the child.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// The `ctxhost` binary.
+    pub program: PathBuf,
+    pub init: Init,
+    /// Longest a call may take before the child is killed.
+    pub timeout: Duration,
+    /// The same for the per-turn checks (`is_check`).
+    pub check_timeout: Duration,
+    /// The child's address-space limit, in bytes (`None`: unlimited).
+    pub memory_limit: Option<u64>,
+}
 
 /// Why the process is gone, as every call that was in flight on it hears it.
 #[derive(Debug, Clone)]

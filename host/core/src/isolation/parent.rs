@@ -13,27 +13,14 @@ use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, Op, Remote
 use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, Message};
 use serde::de::DeserializeOwned;
 
+pub use super::connection::ChildSpec;
 use super::connection::{start_process, Connection, Lost, NoAnswer};
 use super::lists::{CompressedList, Copies, Shipped};
 use super::pool::{Pool, Seat};
-use super::protocol::{Call, Framed, Init, Ready, Reply, Request, SessionCall};
+use super::protocol::{Call, Framed, Ready, Reply, Request, SessionCall};
 use super::replies::{NoReply, Replies};
 use super::{is_check, spawn, wait};
 use crate::services::HostServicesImpl;
-
-/// How to start the child.
-#[derive(Debug, Clone)]
-pub struct ChildSpec {
-    /// The `ctxhost` binary.
-    pub program: PathBuf,
-    pub init: Init,
-    /// Longest a call may take before the child is killed.
-    pub timeout: Duration,
-    /// The same for the per-turn checks ([`is_check`]).
-    pub check_timeout: Duration,
-    /// The child's address-space limit, in bytes (`None`: unlimited).
-    pub memory_limit: Option<u64>,
-}
 
 /// How long a call may take, and the setting that says so.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,7 @@ use ctxhost_sdk::protocol::Op;
 use ctxhost_sdk::EngineError;
 
 use super::breaker::{self, Breaker};
-use super::connection::{Connection, InFlight, Lost, NoAnswer};
-use super::parent::ChildSpec;
+use super::connection::{ChildSpec, Connection, InFlight, Lost, NoAnswer};
 use super::protocol::{Ready, Reply};
 use crate::services::HostServicesImpl;
 

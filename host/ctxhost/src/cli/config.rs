@@ -174,6 +174,39 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         Some(path) => path.display().to_string(),
         None => "built-in defaults (no config file)".to_string(),
     };
+    // Loading leaves unknown top-level sections alone (other programs' sections share the
+    // file); one that is a near miss of a ctxhost section is a typo whose settings would be
+    // silently ignored.
+    let mut mistyped = false;
+    for section in top_level_sections(app.config().text()) {
+        if SECTIONS.contains(&section.as_str()) {
+            continue;
+        }
+        match suggest::closest(&section, SECTIONS.iter().copied()) {
+            Some(known) => {
+                let line = app
+                    .config()
+                    .text()
+                    .lines()
+                    .position(|l| {
+                        l.strip_prefix(section.as_str())
+                            .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                    })
+                    .map(|at| format!(":{}", at + 1))
+                    .unwrap_or_default();
+                println!(
+                    "problem: {source}{line}: unknown top-level section `{section}:` (ctxhost \
+                     would ignore it){}",
+                    suggest::did_you_mean(Some(&known))
+                );
+                mistyped = true;
+            }
+            None => eprintln!("note: top-level section `{section}:` is not read by ctxhost"),
+        }
+    }
+    if mistyped {
+        return Ok(ExitCode::from(1));
+    }
     let name = app.config().context.engine.clone();
     // A throwaway state: validating must not create the engine's store.
     let session = app
@@ -191,6 +224,17 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         session.source().label()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The keys of the file's top-level mapping, in file order.
+fn top_level_sections(text: &str) -> Vec<String> {
+    match serde_yaml::from_str::<Value>(text) {
+        Ok(Value::Mapping(map)) => map
+            .keys()
+            .filter_map(|key| key.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `value` with every URL in it shown as [`RedactedUrl`] shows it: a database URL or an
@@ -257,6 +301,8 @@ fn known_keys() -> Vec<String> {
         "serve.limits.header_timeout_seconds",
         "serve.limits.max_connections_per_ip",
         "serve.limits.max_connections",
+        "serve.limits.over_window",
+        "serve.engine_fallback",
         "serve.state",
         "serve.database.pool_size",
         "serve.database.connect_timeout_seconds",

@@ -23,3 +23,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 fn is_special(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
+
+/// Says on stderr where `what` was written (the full path: a relative one depends on where the
+/// command ran), unless it went to standard output.
+pub fn say_written(what: &str, path: &Path) {
+    if path.as_os_str() == "-" {
+        return;
+    }
+    let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    eprintln!("wrote {what} to {}", shown.display());
+}

@@ -97,6 +97,7 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
     if let Some(path) = &args.plot {
         output::write(path, quality_plot::svg(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
+        output::say_written("the plot", path);
     }
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"

@@ -104,6 +104,7 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         let title = format!("ctxhost run: {session_id}");
         output::write(path, plot::svg(&title, &series).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
+        output::say_written("the plot", path);
     }
     // Calls went over the window: say which messages no engine could have made fit.
     if let Some(over) = replays.iter().find(|r| r.peak_tokens > r.context_length) {

@@ -4,11 +4,12 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use ctxhost_core::engine_check::EngineStatus;
 use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
 use ctxhost_gateway::{Bound, ServeOptions};
 
 use ctxhost_config::redacted_url::RedactedUrl;
-use ctxhost_config::Override;
+use ctxhost_config::{Override, BUILT_IN_ENGINE};
 
 use super::{App, GlobalArgs};
 
@@ -67,16 +68,31 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     };
     runtime.block_on(async move {
         let upstream = RedactedUrl::new(options.settings.upstream.clone());
-        let engine = engines.config().context.engine.clone();
         let bound = Bound::bind(engines, options).await?;
         let addr = bound
             .local_addr()
             .context("the listening socket has no address")?;
+        let engine = match bound.engine() {
+            EngineStatus::Configured { engine } => engine.clone(),
+            EngineStatus::FellBack { configured, .. } => format!(
+                "{} instead of {configured}, which cannot run (serve.engine_fallback)",
+                BUILT_IN_ENGINE
+            ),
+        };
         eprintln!("ctxhost serve: listening on http://{addr}");
         eprintln!(
             "  point OpenAI-compatible clients at it: OPENAI_BASE_URL=http://{addr}/v1 \
              (engine: {engine}; upstream: {upstream})"
         );
+        for warning in bound.warnings() {
+            tracing::warn!("{warning}");
+        }
+        if let EngineStatus::FellBack { configured, reason } = bound.engine() {
+            tracing::warn!(
+                "context engine '{configured}' cannot run: {reason}; every session runs the \
+                 built-in compressor, and every response says so in x-ctxhost-engine-error"
+            );
+        }
         if let Some((asked, room)) = lowered {
             tracing::info!(
                 "serve.limits.max_connections lowered from {asked} to {room}: this process may \

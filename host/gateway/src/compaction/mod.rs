@@ -8,10 +8,12 @@
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
 
-pub mod recognise;
-pub mod reference;
 pub mod render;
 pub mod served;
+
+// Recognising a request is the wire crate's; the references are the session state's.
+pub use ctxhost_gateway_state::reference;
+pub use ctxhost_wire::client_compaction as recognise;
 
 use axum::response::Response;
 use ctxhost_sdk::{Content, Message};
@@ -23,18 +25,10 @@ pub use reference::Signer;
 
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
+pub use crate::turn::AgentCompaction;
 use crate::turn::{set_header, with_session_headers, Turn};
 use reference::{find_in_text, marker_line, ForgedReference, Reference};
 use render::{Counts, Handoff, Shape};
-
-/// What a turn does about the agent's own compaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentCompaction {
-    /// The engine answers it: it compresses the history now.
-    Answer,
-    /// It goes upstream: the engine does not compress it.
-    Leave,
-}
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! ([`complete`]) or streamed ([`stream`]), with every model call's usage summed ([`usage`]).
 
 mod complete;
+pub mod count;
 mod side_call;
 mod stream;
 mod tools;

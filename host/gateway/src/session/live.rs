@@ -41,6 +41,8 @@ pub struct Prepared {
     pub compressed: bool,
     /// An engine failure met while preparing (the request goes on without it).
     pub engine_error: Option<String>,
+    /// The tokens of `upstream` when they are over the window even after compressing.
+    pub over_window: Option<u64>,
 }
 
 impl Gateway {

@@ -18,17 +18,17 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::auth::credential_of;
-use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
 use crate::error::{ErrorKind, GatewayError};
 use crate::metrics::Metric;
-use crate::models::{context_window, usable_window, ConfiguredModel};
+use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
 use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
+use ctxhost_config::serve::OverWindow;
 
 /// The header naming a client's session.
 pub const SESSION_HEADER: &str = "x-ctxhost-session";
@@ -94,6 +94,15 @@ pub struct Turn {
     pub provider_context: ProviderContext,
 }
 
+/// What a turn does about the agent's own compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentCompaction {
+    /// The engine answers it: it compresses the history now.
+    Answer,
+    /// It goes upstream: the engine does not compress it.
+    Leave,
+}
+
 /// What a request asks of a turn, whatever its protocol.
 pub struct TurnRequest<'a> {
     pub name: String,
@@ -130,7 +139,7 @@ impl Turn {
                 request.agent_compaction,
             )
             .await;
-        turn.opened(&prepared).await?;
+        let turn = turn.opened(&prepared, request.model, window).await?;
         Ok((turn, prepared))
     }
 
@@ -163,7 +172,7 @@ impl Turn {
                 request.agent_compaction,
             )
             .await;
-        turn.opened(&prepared).await?;
+        let turn = turn.opened(&prepared, request.model, window).await?;
         Ok(Some((turn, prepared)))
     }
 
@@ -179,9 +188,9 @@ impl Turn {
         };
         let settings = &gateway.settings;
         let configured = &gateway.engines.config().model;
-        let model_window = match request.feature_window {
-            Some(window) if !settings.models.contains_key(request.model) => window,
-            _ => context_window(
+        let (model_window, guessed) = match request.feature_window {
+            Some(window) if !settings.models.contains_key(request.model) => (window, false),
+            _ => window_of(
                 request.model,
                 &settings.models,
                 &ConfiguredModel {
@@ -190,6 +199,11 @@ impl Turn {
                 },
             ),
         };
+        if guessed {
+            gateway
+                .guessed_windows
+                .warn_once(request.model, model_window);
+        }
         let window = usable_window(model_window, request.output_budget);
         let guard = gateway.session(&key, request.model, window).await?;
         let turn = Turn {
@@ -202,7 +216,14 @@ impl Turn {
     }
 
     /// The turn is prepared: its new view saved, the headers that say what happened set.
-    async fn opened(&mut self, prepared: &Prepared) -> Result<(), GatewayError> {
+    /// A conversation still over the window is refused here (the session released), or marked,
+    /// as `serve.limits.over_window` says.
+    async fn opened(
+        mut self,
+        prepared: &Prepared,
+        model: &str,
+        window: u64,
+    ) -> Result<Turn, GatewayError> {
         // A new view is saved before it is used, so a crash mid-request cannot lose a
         // compression; the rest of the record (lineage, counts) is saved once the answer is on
         // its way (a client that retries after a crash sends the same history, which extends
@@ -233,8 +254,34 @@ impl Turn {
         if let Some(error) = &prepared.engine_error {
             set_header(&mut session_headers, "x-ctxhost-engine-error", error);
         }
+        if let Some(tokens) = prepared.over_window {
+            let name = live.record.key.name.clone();
+            let what = format!(
+                "the conversation is {tokens} tokens after the engine ({}) compressed what it \
+                 could, over the {window}-token window of {model} (less the room kept for the \
+                 answer)",
+                live.session.engine(),
+            );
+            match self.gateway.settings.limits.over_window {
+                OverWindow::Refuse => {
+                    tracing::warn!(session = %name, "{what}: refused (serve.limits.over_window)");
+                    self.release();
+                    return Err(GatewayError::new(
+                        ErrorKind::OverWindow,
+                        format!(
+                            "{what}; shorten it (or set serve.limits.over_window: send to let \
+                             the provider judge)"
+                        ),
+                    ));
+                }
+                OverWindow::Send => {
+                    tracing::warn!(session = %name, "{what}: sent anyway (serve.limits.over_window)");
+                    set_header(&mut session_headers, "x-ctxhost-over-window", "true");
+                }
+            }
+        }
         self.headers = session_headers;
-        Ok(())
+        Ok(self)
     }
 
     /// The session.
@@ -312,6 +359,7 @@ impl Turn {
 
     /// Counts an upstream error against the session.
     pub fn upstream_error(&mut self, kind: &str) {
+        crate::request_log::upstream_broke_off();
         self.live().record.stats.upstream_errors += 1;
         self.gateway
             .metrics

@@ -11,8 +11,8 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
+use super::AgentCompaction;
 use super::Turn;
-use crate::compaction::AgentCompaction;
 use crate::conversation::{Continuity, Resumed};
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
@@ -111,7 +111,14 @@ impl Turn {
             // waited in `take_prepared`).
             (TurnPlan::WaitThenSend | TurnPlan::CompressNow, None) => {}
         }
-        self.prepared(draft)
+        let sent = if draft.compressed {
+            self.guard.session.count(&draft.upstream)
+        } else {
+            tokens
+        };
+        let mut prepared = self.prepared(draft);
+        prepared.over_window = (sent > window).then_some(sent);
+        prepared
     }
 
     /// What the plan follows, from the settings.
@@ -310,7 +317,16 @@ impl Turn {
             && min_saved > 0
             && saved < min_saved
             && tokens_before <= window;
+        // The engine found nothing to compress (it may count fewer tokens than the provider,
+        // which counts the tools): not a compression, and not asked again until the history
+        // has grown by a twentieth of the window.
+        let unchanged = compression.error.is_none() && *compression.messages == *draft.upstream;
         let outcome = match &compression.error {
+            None if unchanged => {
+                let record = &mut self.guard.record;
+                record.deferred_until_tokens = tokens_before + min_saved.max(window / 20).max(1);
+                CompressionOutcome::Unchanged
+            }
             None if saves_too_little => {
                 let record = &mut self.guard.record;
                 record.deferred_until_tokens = tokens_before + min_saved;
@@ -340,6 +356,16 @@ impl Turn {
             1,
         );
         let live = &mut *self.guard;
+        if outcome == CompressionOutcome::Unchanged {
+            tracing::info!(
+                session = %live.record.key.name,
+                engine = %compression.engine,
+                tokens_before,
+                "the engine's compression changed nothing: not applied, not asked again until \
+                 the history grows"
+            );
+            return;
+        }
         let tokens_after = live.session.count(&draft.upstream);
         tracing::info!(
             session = %live.record.key.name,
@@ -409,6 +435,7 @@ impl Turn {
             continuity: draft.continuity,
             compressed: draft.compressed,
             engine_error: draft.engine_error,
+            over_window: None,
         }
     }
 

@@ -10,6 +10,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod checkout_build;
 pub mod shipped;
 
 use super::descriptor::{
@@ -42,7 +43,8 @@ pub struct Installed {
     pub version: String,
     pub dir: PathBuf,
     pub library: PathBuf,
-    pub sha256: String,
+    /// The hash of the installed plugin's whole directory (what `trust.enabled` records).
+    pub tree_sha256: String,
     /// The version it replaced, when it replaced one.
     pub replaced: Option<String>,
     /// Built from a crate by this install.
@@ -246,7 +248,7 @@ fn place(
                         library: dest.join(&file_name),
                         name,
                         version: version.clone(),
-                        sha256: tree_sha256(&dest, None).map_err(io("read", &dest))?,
+                        tree_sha256: tree_sha256(&dest, None).map_err(io("read", &dest))?,
                         dir: dest,
                         replaced: None,
                         built: false,
@@ -285,13 +287,13 @@ fn place(
     swap_into_place(&staged, &dest, &root.path, &name).inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&staged);
     })?;
-    let sha256 = tree_sha256(&dest, None).map_err(io("read", &dest))?;
+    let tree_sha256 = tree_sha256(&dest, None).map_err(io("read", &dest))?;
     Ok(Installed {
         library: dest.join(&file_name),
         name,
         version,
         dir: dest,
-        sha256,
+        tree_sha256,
         replaced: previous,
         built: false,
         unchanged: false,

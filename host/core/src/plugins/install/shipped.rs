@@ -1,10 +1,11 @@
 //! Where `ctxhost plugins install --shipped` takes the shipped engines' libraries from: beside
-//! the running ctxhost when they were built with it, else built from the source tree this
-//! ctxhost was built from, when that is still there.
+//! the running ctxhost when they were built with it, else from the release build already in the
+//! source tree this ctxhost was built from when it is up to date, else built there, when that
+//! tree is still there.
 
 use std::path::{Path, PathBuf};
 
-use super::{build_cdylibs, InstallError};
+use super::{build_cdylibs, checkout_build, InstallError};
 use crate::plugins::descriptor::Descriptor;
 use crate::plugins::shipped::{source_tree, ShippedEngine, SHIPPED};
 use ctxhost_config::home::executable_dir;
@@ -14,6 +15,9 @@ use ctxhost_config::home::executable_dir;
 pub enum Origin {
     /// Found beside the running ctxhost (built by the same cargo build).
     BesideBinary(PathBuf),
+    /// Already built in the release output directory of the source tree ctxhost was built
+    /// from, and newer than every source it was built from.
+    CheckoutBuild(PathBuf),
     /// Built just now, with cargo, in the source tree ctxhost was built from.
     Built(PathBuf),
 }
@@ -62,6 +66,9 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
             source_tree: tree.to_path_buf(),
         });
     }
+    if let Some(found) = up_to_date_in_checkout(tree) {
+        return Ok(found);
+    }
     let packages: Vec<&str> = SHIPPED.iter().map(|engine| engine.package).collect();
     let built = build_cdylibs(&tree.join("Cargo.toml"), &packages)?;
     let mut found = Vec::new();
@@ -78,6 +85,36 @@ fn libraries_from(beside: Option<&Path>, tree: &Path) -> Result<Libraries, Insta
     Ok(Libraries {
         libraries: found,
         origin: Origin::Built(tree.to_path_buf()),
+    })
+}
+
+/// The shipped engines' libraries in the release output of the checkout `tree`, when every one
+/// is there and up to date ([`checkout_build`]).
+fn up_to_date_in_checkout(tree: &Path) -> Option<Libraries> {
+    let dir = checkout_build::release_dir(tree);
+    let mut manifests = vec![tree.join("Cargo.toml"), tree.join("Cargo.lock")];
+    manifests.extend(
+        SHIPPED
+            .iter()
+            .map(|engine| tree.join(engine.crate_dir).join("Cargo.toml")),
+    );
+    let libraries = SHIPPED
+        .iter()
+        .map(|engine| {
+            let dep_info = format!("{}{}.d", std::env::consts::DLL_PREFIX, engine.library);
+            let library = checkout_build::up_to_date(
+                &dir,
+                &Descriptor::library_file_name(engine.library),
+                &dep_info,
+                &tree.join(engine.crate_dir),
+                &manifests,
+            )?;
+            Some((engine, library))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Libraries {
+        libraries,
+        origin: Origin::CheckoutBuild(dir),
     })
 }
 

@@ -33,7 +33,8 @@ pub struct InstallArgs {
     #[arg(long)]
     pub force: bool,
     /// Install and approve the engines that ship with ctxhost (lcm, window): the libraries
-    /// built with this ctxhost, else built from its source tree
+    /// built with this ctxhost, else its source tree's release build when up to date, else built
+    /// there
     #[arg(long, conflicts_with_all = ["path", "manifest"])]
     pub shipped: bool,
 }
@@ -86,8 +87,8 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
             installed.dir.display()
         ),
     }
-    println!("  library  {}", installed.library.display());
-    println!("  sha256   {}", installed.sha256);
+    println!("  library   {}", installed.library.display());
+    println!("  tree hash {}", Recorded::value_of(&installed.tree_sha256));
     if let Ok(foreign) = foreign_libraries(&installed.library, &installed.dir) {
         super::warn_foreign(name, &foreign);
     }
@@ -96,7 +97,7 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
         let key = format!("trust.enabled.{name}");
         let mut changes = vec![Change::Set(
             &key,
-            Value::String(Recorded::value_of(&installed.sha256)),
+            Value::String(Recorded::value_of(&installed.tree_sha256)),
         )];
         if trust.disabled.iter().any(|d| d == name) {
             changes.push(Change::Set(
@@ -115,7 +116,7 @@ pub fn install(global: &GlobalArgs, args: &InstallArgs) -> anyhow::Result<ExitCo
     let approved_other = trust
         .enabled
         .get(name)
-        .filter(|approved| **approved != Recorded::value_of(&installed.sha256));
+        .filter(|approved| **approved != Recorded::value_of(&installed.tree_sha256));
     match approved_other {
         Some(approved) if !args.enable => println!(
             "note: the approved build of {name} was {}…, so this one will not load until `ctxhost plugins enable {name}` approves it",
@@ -140,6 +141,10 @@ fn install_shipped(app: &App, force: bool) -> anyhow::Result<ExitCode> {
     match &origin {
         Origin::BesideBinary(dir) => println!(
             "shipped engines built with this ctxhost, in {}",
+            dir.display()
+        ),
+        Origin::CheckoutBuild(dir) => println!(
+            "shipped engines already built in {} (newer than their sources)",
             dir.display()
         ),
         Origin::Built(tree) => println!("shipped engines built from {}", tree.display()),
@@ -169,9 +174,9 @@ fn install_shipped(app: &App, force: bool) -> anyhow::Result<ExitCode> {
                 None => println!("installed {name} {} in {}", one.version, one.dir.display()),
             }
         }
-        println!("  library  {}", one.library.display());
-        println!("  sha256   {}", one.sha256);
-        let approval = Recorded::value_of(&one.sha256);
+        println!("  library   {}", one.library.display());
+        println!("  tree hash {}", Recorded::value_of(&one.tree_sha256));
+        let approval = Recorded::value_of(&one.tree_sha256);
         if trust.enabled.get(name) != Some(&approval) {
             changes.push(Change::Set(key, Value::String(approval)));
         }

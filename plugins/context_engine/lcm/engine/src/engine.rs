@@ -87,6 +87,29 @@ impl LcmEngine {
         Ok(())
     }
 
+    /// Takes the session's lock if it is free now (or already held); never waits.
+    fn lock_session_now(&mut self) -> bool {
+        if self
+            .lock
+            .as_ref()
+            .is_some_and(|lock| lock.session_id() == self.session_id)
+        {
+            return true;
+        }
+        match SessionLock::acquire_for(
+            &self.store,
+            self.services.data_dir(),
+            &self.session_id,
+            Duration::ZERO,
+        ) {
+            Ok(lock) => {
+                self.lock = Some(lock);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The lock of another session than this engine's, held while the caller writes it.
     fn lock_other(&self, session_id: &str) -> Result<SessionLock, EngineError> {
         SessionLock::acquire_for(
@@ -384,6 +407,14 @@ impl ContextEngine for LcmEngine {
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
+        // Stored (and so searchable by lcm_grep) as they arrive, not only once a compression
+        // runs: a session that never compresses is still searchable. Ingest is idempotent and
+        // stores only what is new. Only when the session is free now: while another process
+        // writes it, storing waits for the next compression, which waits for the lock and says
+        // in one line why it cannot have it.
+        if self.lock_session_now() {
+            let _ = self.writing(|engine| engine.ingest(engine.conv, messages).map(drop));
+        }
         let tokens = self.services.count_messages_tokens(messages);
         Ok(self.tracker.over_threshold(tokens))
     }

@@ -40,6 +40,13 @@ pub struct Ingested {
     pub context: Vec<ItemKey>,
 }
 
+/// One non-head message of what the host sent: a block this engine rendered (its summary's
+/// id), or a message with its JSON and content hash.
+enum Content {
+    Block(String),
+    Message { json: String, hash: String },
+}
+
 /// One non-head message of what the host sent, before it is known to be stored.
 enum Slot {
     Known(ItemKey),
@@ -67,18 +74,42 @@ pub fn ingest(
     }
     let head_new = new.len();
 
-    let mut walk = Walk::new(conv, store.has_raw_messages(conv)?);
-    let mut slots = Vec::with_capacity(messages.len() - head_len);
-    let mut skipped_blocks = 0;
+    // What is not a block is hashed first, and which of those hashes are stored asked at once:
+    // the walk then asks the store about those messages only, not about each new one.
+    let mut contents = Vec::with_capacity(messages.len() - head_len);
     for message in &messages[head_len..] {
-        if let Some(id) = recognised_block(store, conv, message)? {
-            skipped_blocks += 1;
-            walk.pass_block(store, &id)?;
-            slots.push(Slot::Known(ItemKey::Summary(id)));
-            continue;
-        }
-        let json = to_json(message)?;
-        let hash = message_hash(&json);
+        contents.push(match recognised_block(store, conv, message)? {
+            Some(id) => Content::Block(id),
+            None => {
+                let json = to_json(message)?;
+                let hash = message_hash(&json);
+                Content::Message { json, hash }
+            }
+        });
+    }
+    let mut walk = Walk::new(conv, store.has_raw_messages(conv)?);
+    if walk.stored_before {
+        let hashes: Vec<&str> = contents
+            .iter()
+            .filter_map(|content| match content {
+                Content::Message { hash, .. } => Some(hash.as_str()),
+                Content::Block(_) => None,
+            })
+            .collect();
+        walk.stored_hashes = store.stored_hashes(conv, &hashes)?;
+    }
+    let mut slots = Vec::with_capacity(contents.len());
+    let mut skipped_blocks = 0;
+    for (message, content) in messages[head_len..].iter().zip(contents) {
+        let (json, hash) = match content {
+            Content::Block(id) => {
+                skipped_blocks += 1;
+                walk.pass_block(store, &id)?;
+                slots.push(Slot::Known(ItemKey::Summary(id)));
+                continue;
+            }
+            Content::Message { json, hash } => (json, hash),
+        };
         match walk.find(store, &hash)? {
             Some(rowid) => slots.push(Slot::Known(ItemKey::Message(rowid))),
             None => {
@@ -165,6 +196,9 @@ struct Walk {
     /// Whether anything was stored before this call: a first ingest (a transcript imported,
     /// say) has nothing to look up.
     stored_before: bool,
+    /// Which of the hashes of what the host sent some stored message has: no other can be
+    /// found in the store.
+    stored_hashes: HashSet<String>,
 }
 
 impl Walk {
@@ -177,6 +211,7 @@ impl Walk {
             met: HashSet::new(),
             passed: Vec::new(),
             stored_before,
+            stored_hashes: HashSet::new(),
         }
     }
 
@@ -209,7 +244,7 @@ impl Walk {
 
     /// The stored message this one is, if any (the walk moves to it).
     fn find(&mut self, store: &Store, hash: &str) -> Result<Option<i64>, EngineError> {
-        if !self.stored_before {
+        if !self.stored_before || !self.stored_hashes.contains(hash) {
             return Ok(None);
         }
         let from = match self.at {

@@ -1,12 +1,14 @@
 //! What only the PostgreSQL store does: one writer per session across machines (an advisory
 //! lock), substring search where full-text does not serve (CJK text, identifiers), a server
-//! that cannot be reached, and `migrate_session` from a SQLite store.
+//! that cannot be reached, `migrate_session` from a SQLite store, ingest storing the rows
+//! SQLite stores, and the connections the engines of one process share.
 
 #[path = "common/mod.rs"]
 mod common;
 
 use common::*;
 use ctxhost_engine_lcm::LcmEngine;
+use ctxhost_lcm_store::{ContextItem, Location, Store};
 use ctxhost_sdk::{CompressOptions, ContextEngine, Message, SessionStart};
 use ctxhost_sdk_test::FakeHost;
 use ctxhost_test_postgres::Postgres;
@@ -272,4 +274,120 @@ fn a_session_migrates_from_sqlite_once_and_goes_on_with_the_same_view() {
     );
     // Every message but the system prompt, and the new one.
     assert_eq!(stored_messages(&mut postgres).len(), history.len());
+}
+
+/// Every stored message of `session` (its row id, sequence number, the one it followed, role,
+/// head, JSON, tokens, hash) and the context list, read from the store at `location`.
+fn stored_rows(location: &Location, session: &str) -> (Vec<String>, Vec<String>) {
+    let mut store = Store::open_or_unusable(location, std::time::Duration::from_secs(10));
+    let conv = store.current_conversation(session).unwrap();
+    let mut rows = Vec::new();
+    for seq in 0.. {
+        let Some(message) = store.message_by_seq(conv, seq).unwrap() else {
+            break;
+        };
+        rows.push(format!(
+            "{} {} {} {} {} {}",
+            message.rowid, message.seq, message.role, message.head, message.tokens, message.json
+        ));
+    }
+    let chain: Vec<String> = store
+        .raw_after(conv, -1, 1_000_000)
+        .unwrap()
+        .into_iter()
+        .map(|raw| format!("{} {} {} {}", raw.rowid, raw.seq, raw.prev, raw.hash))
+        .collect();
+    rows.extend(chain);
+    let context = store
+        .context(conv)
+        .unwrap()
+        .into_iter()
+        .map(|item| match item.item {
+            ContextItem::Message(message) => format!("{} message {}", item.position, message.rowid),
+            ContextItem::Summary(summary) => format!("{} summary {}", item.position, summary.id),
+        })
+        .collect();
+    (rows, context)
+}
+
+#[test]
+fn ingest_on_postgres_stores_the_same_rows_as_on_sqlite() {
+    let url = Postgres::database("lcm_same_rows");
+    let sqlite_host = machine(None, small_config(), Script::Good);
+    let postgres_host = machine(Some(&url), small_config(), Script::Good);
+    let mut sqlite = engine(&sqlite_host);
+    let mut postgres = engine(&postgres_host);
+    // An agent loop's calls: the history so far and the next turns (a repeated "ok" is a new
+    // message each time), a replay of a prefix, and a first call of a whole transcript.
+    let mut history = tool_chat(40, 120);
+    for at in [5, 17, 30] {
+        history.insert(at, Message::assistant("ok"));
+    }
+    let history = ctxhost_sdk::sequence::repair(history);
+    let mut calls: Vec<Vec<Message>> = (1..=4)
+        .map(|round| history[..history.len() * round / 4].to_vec())
+        .collect();
+    calls.insert(2, history[..history.len() / 3].to_vec());
+    for (engine, session) in [(&mut sqlite, "loop"), (&mut postgres, "loop")] {
+        start_wide(engine, session);
+        for call in &calls {
+            engine.compress(call, &CompressOptions::default()).unwrap();
+        }
+    }
+    for (engine, session) in [(&mut sqlite, "whole"), (&mut postgres, "whole")] {
+        start_wide(engine, session);
+        engine.on_session_end(session, &history).unwrap();
+    }
+    let on_sqlite = Location::Sqlite(
+        sqlite_host
+            .data_dir()
+            .join(ctxhost_engine_lcm::DATABASE_FILE),
+    );
+    let on_postgres = Location::postgres(&url).unwrap();
+    for session in ["loop", "whole"] {
+        let (sqlite_rows, sqlite_context) = stored_rows(&on_sqlite, session);
+        let (postgres_rows, postgres_context) = stored_rows(&on_postgres, session);
+        assert!(
+            sqlite_rows.len() > history.len(),
+            "{session}: {sqlite_rows:?}"
+        );
+        assert_eq!(sqlite_rows, postgres_rows, "{session}");
+        assert_eq!(sqlite_context, postgres_context, "{session}");
+    }
+}
+
+/// Engines of one process on one PostgreSQL store share its connections: connected and
+/// migrated once, however many sessions open it.
+#[test]
+fn engines_of_one_process_share_the_postgres_connections() {
+    let url = Postgres::database("lcm_shared");
+    let location = Location::postgres(&url).unwrap();
+    assert_eq!(ctxhost_lcm_store::pool_stats(&location), None);
+    let hosts: Vec<FakeHost> = (0..3)
+        .map(|_| machine(Some(&url), small_config(), Script::Good))
+        .collect();
+    let mut engines: Vec<LcmEngine> = hosts.iter().map(engine).collect();
+    let stats = ctxhost_lcm_store::pool_stats(&location).expect("opened");
+    assert_eq!((stats.users, stats.opened), (3, 1), "{stats:?}");
+    for (at, engine) in engines.iter_mut().enumerate() {
+        let session = format!("s{at}");
+        start_wide(engine, &session);
+        engine
+            .compress(&tool_chat(3, 20), &CompressOptions::default())
+            .unwrap();
+    }
+    // Each sees what the others wrote, through the same connections.
+    let listed = engines[0].sessions().unwrap();
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    let stats = ctxhost_lcm_store::pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.opened), (3, 1), "{stats:?}");
+    // One call at a time needed two connections: the session's lock, and its writes.
+    assert_eq!(stats.connections, 2, "{stats:?}");
+    // The last to close closes them; the next store opens (and checks the schema) again.
+    engines.clear();
+    let stats = ctxhost_lcm_store::pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.connections), (0, 0), "{stats:?}");
+    let _again = engine(&hosts[0]);
+    let stats = ctxhost_lcm_store::pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.opened), (1, 2), "{stats:?}");
 }

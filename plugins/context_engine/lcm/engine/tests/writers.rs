@@ -1,6 +1,7 @@
-//! One writer per session across connections (and so across processes): engines that start
-//! one session of a fresh store at the same moment create its schema once and one conversation,
-//! and store each message once.
+//! One writer per session: engines that start one session of a fresh store at the same moment
+//! create its schema once and one conversation, and store each message once (engines of one
+//! process share the store's connections, and meet in the session lock as processes do); and
+//! engines of one process share one set of connections to their store.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -10,6 +11,7 @@ use std::sync::{Arc, Barrier};
 
 use common::{small_config, tool_chat, with_store, Script};
 use ctxhost_engine_lcm::LcmEngine;
+use ctxhost_lcm_store::{pool_stats, Location};
 use ctxhost_sdk::{ContextEngine, EngineError, EnginePlugin, Message, SessionStart};
 use ctxhost_sdk_test::FakeHost;
 use serde_json::{json, Value};
@@ -76,4 +78,45 @@ fn engines_starting_one_session_of_a_fresh_store_at_once_make_one_conversation()
         let doctor: Value = engine.invoke("doctor", &Value::Null).unwrap();
         assert_eq!(doctor["ok"], json!(true), "trial {trial}: {doctor}");
     }
+}
+
+/// Engines of one process on one store (the SQLite file, or the PostgreSQL database) share its
+/// connections: opened and migrated once however many sessions open it, and closed with the
+/// last of them.
+#[test]
+fn engines_of_one_process_share_one_store_and_open_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = with_store(small_config(), Some(dir.path()));
+    let location = Location::from_setting(
+        config["store"].as_str(),
+        dir.path(),
+        ctxhost_engine_lcm::DATABASE_FILE,
+    )
+    .unwrap();
+    let mut engines: Vec<LcmEngine> = (0..3)
+        .map(|_| LcmEngine::create(host(dir.path()).services()).unwrap())
+        .collect();
+    let stats = pool_stats(&location).expect("opened");
+    assert_eq!((stats.users, stats.opened), (3, 1), "{stats:?}");
+    let history = tool_chat(6, 40);
+    for (at, engine) in engines.iter_mut().enumerate() {
+        let session = format!("s{at}");
+        engine
+            .on_session_start(&SessionStart {
+                session_id: session.clone(),
+                ..SessionStart::default()
+            })
+            .unwrap();
+        engine.on_session_end(&session, &history).unwrap();
+    }
+    // Each sees what the others wrote.
+    assert_eq!(engines[2].sessions().unwrap().len(), 3);
+    let stats = pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.opened), (3, 1), "{stats:?}");
+    engines.clear();
+    let stats = pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.connections), (0, 0), "{stats:?}");
+    let _again = LcmEngine::create(host(dir.path()).services()).unwrap();
+    let stats = pool_stats(&location).unwrap();
+    assert_eq!((stats.users, stats.opened), (1, 2), "{stats:?}");
 }

@@ -76,6 +76,29 @@ pub fn raw_with_hash(b: &impl Backend, conv: i64, hash: &str) -> Result<Vec<RawR
     })
 }
 
+/// Hashes looked up per statement by [`stored_hashes`].
+const HASHES_PER_LOOKUP: usize = 2_000;
+
+/// Those of `hashes` that some non-head message of the conversation has: ingest looks up
+/// only those, instead of asking for each new message whether it was stored.
+pub fn stored_hashes(
+    b: &impl Backend,
+    conv: i64,
+    hashes: &[&str],
+) -> Result<HashSet<String>, EngineError> {
+    let mut found = HashSet::new();
+    for chunk in hashes.chunks(HASHES_PER_LOOKUP) {
+        let params = [Param::Int(conv), Param::Texts(chunk)];
+        b.read(|c| {
+            c.query(Stmt::StoredHashes, &params, &mut |row| {
+                found.insert(row.text(0)?);
+                Ok(true)
+            })
+        })?;
+    }
+    Ok(found)
+}
+
 /// The last message a summary covers, in the order the host sent them (its last source,
 /// through its last child for a condensed summary).
 pub fn summary_last_message(b: &impl Backend, id: &str) -> Result<Option<RawRef>, EngineError> {

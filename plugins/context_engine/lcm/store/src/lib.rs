@@ -15,6 +15,10 @@
 //! names, `dump.rs` is a session as it travels between stores, `migrate.rs` copies one session
 //! from the one into the other.
 //!
+//! An engine instance's [`Store`] shares its connections with every other store of the process
+//! on the same location (`registry.rs`; each database's `pool.rs`): a process hosting many
+//! sessions connects and migrates once per store, and [`pool_stats`] says what it shares.
+//!
 //! Beside the store: `ids.rs` (content hashes and summary ids, which the store checks and the
 //! engine writes), `session_lock.rs` (one writer per session, across processes and, on
 //! PostgreSQL, machines) and `private_files.rs` (owner-only files for everything it writes).
@@ -36,6 +40,7 @@ mod migrate;
 mod postgres;
 mod private_files;
 mod queries;
+mod registry;
 mod rows;
 mod session_lock;
 mod sessions;
@@ -51,12 +56,22 @@ use serde_json::Value;
 pub use doctor::{Doctor, Problem, Repair};
 pub use location::Location;
 pub use migrate::migrate_session;
+pub use registry::PoolStats;
 pub use rows::*;
 pub use session_lock::SessionLock;
 
 /// The databases' stores, as [`Store`] holds them.
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+
+/// What this process shares for the store at `location`: `None` when no store of this
+/// process opened it yet.
+pub fn pool_stats(location: &Location) -> Option<PoolStats> {
+    match location {
+        Location::Sqlite(path) => sqlite::pool_stats(path),
+        Location::Postgres(url) => postgres::pool_stats(url),
+    }
+}
 
 /// Where `backup` writes when no path is given, beside the database; `doctor` names the
 /// newest file there when the store needs restoring.
@@ -104,7 +119,7 @@ pub struct Term {
 /// The open store, in one of the databases it can live in.
 pub enum Store {
     Sqlite(SqliteStore),
-    /// Boxed: its connection is much larger than the SQLite handle.
+    /// Boxed, as callers build it (it held a whole connection before the process's pool did).
     Postgres(Box<PostgresStore>),
 }
 
@@ -342,6 +357,15 @@ impl Store {
 
     pub fn raw_with_hash(&self, conv: i64, hash: &str) -> Result<Vec<RawRef>, EngineError> {
         on_backend!(self, s => chain::raw_with_hash(s, conv, hash))
+    }
+
+    /// Those of `hashes` that some non-head message of the conversation has.
+    pub fn stored_hashes(
+        &self,
+        conv: i64,
+        hashes: &[&str],
+    ) -> Result<std::collections::HashSet<String>, EngineError> {
+        on_backend!(self, s => chain::stored_hashes(s, conv, hashes))
     }
 
     pub fn summary_last_message(&self, id: &str) -> Result<Option<RawRef>, EngineError> {

@@ -40,7 +40,7 @@ pub fn migrate_session(
     }
     let mut target = PostgresStore::open(&url, wait)?;
     // The session's lock in PostgreSQL: no gateway writes it there while it is copied.
-    let _lock = super::postgres::AdvisoryLock::acquire(&url, session, wait)?;
+    let _lock = super::postgres::AdvisoryLock::acquire(&target, session, wait)?;
     let copied = super::sessions::import_session(&mut target, session, &dump)?;
     let back = super::sessions::export_session(&target, session)?;
     let checksum = dump.checksum();

@@ -37,8 +37,13 @@ impl std::fmt::Debug for SessionLock {
 
 /// What holds the lock: closing it releases it.
 enum Held {
-    File { _file: File },
-    Advisory { _lock: AdvisoryLock },
+    File {
+        _file: File,
+    },
+    /// Boxed: it holds a whole connection.
+    Advisory {
+        _lock: Box<AdvisoryLock>,
+    },
 }
 
 impl SessionLock {
@@ -54,7 +59,7 @@ impl SessionLock {
             Store::Postgres(postgres) => Ok(SessionLock {
                 session_id: session_id.to_string(),
                 _held: Held::Advisory {
-                    _lock: AdvisoryLock::acquire(postgres.url(), session_id, wait)?,
+                    _lock: Box::new(AdvisoryLock::acquire(postgres, session_id, wait)?),
                 },
             }),
             Store::Sqlite(_) => SessionLock::acquire(data_dir, session_id, wait),

@@ -28,6 +28,8 @@ pub enum Param<'a> {
     Json(&'a str),
     /// Row ids, in order (PostgreSQL: an array; SQLite: a JSON array read with `json_each`).
     Ints(&'a [i64]),
+    /// Texts (as [`Ints`](Self::Ints)).
+    Texts(&'a [&'a str]),
 }
 
 /// A count or size the rows carry unsigned, as the signed integer both databases store.

@@ -68,6 +68,8 @@ pub enum Stmt {
     RawChild,
     /// (conversation, hash) → id, seq, prev id, hash of the non-head ones, by seq.
     RawWithHash,
+    /// (conversation, hashes) → those of the hashes some non-head message has.
+    StoredHashes,
     /// (summary id) → id, seq, prev id, hash of a leaf's last source.
     LastSource,
     /// (summary id) → a condensed summary's last child.

@@ -82,6 +82,6 @@ fn examine(c: &mut impl GenericClient, found: &mut Doctor) -> Result<(), StoreEr
                 .to_string(),
         });
     }
-    checks::examine(&mut Pg(c), &ADVICE, found)?;
+    checks::examine(&mut Pg::new(c), &ADVICE, found)?;
     Ok(())
 }

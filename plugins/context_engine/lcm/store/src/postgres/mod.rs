@@ -1,9 +1,10 @@
 //! The store in PostgreSQL (`plugins.lcm.store: postgres://…`): the same rows as in SQLite,
 //! in tables named `lcm_*`, which several gateways on different machines can share.
 //!
-//! The engine holds one connection of its own (the synchronous `postgres` client), over TLS
-//! as `sslmode` in the URL asks (read as libpq reads it: `ctxhost-pg`). A connection that drops
-//! is opened again at the next call. `schema.rs` holds the tables and migrations,
+//! The engine's connections (the synchronous `postgres` client) are its process's, shared with
+//! every other engine instance of the process on the same URL (`pool.rs`), over TLS as `sslmode`
+//! in the URL asks (read as libpq reads it: `ctxhost-pg`). A connection that drops is opened
+//! again at the next call. `schema.rs` holds the tables and migrations,
 //! `statements.rs` the SQL text of the store's statements (whose algorithms live once in
 //! `store/`), `sql.rs` runs them, `search.rs` holds full-text, substring and regex search,
 //! `doctor.rs` the checks only PostgreSQL has, `session_lock.rs` the advisory lock that keeps
@@ -18,12 +19,15 @@ mod statements;
 
 #[cfg(test)]
 mod plans;
+mod pool;
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use ctxhost_sdk::EngineError;
 use postgres::{Client, Transaction};
+
+pub(crate) use pool::pool_stats;
+use pool::{PgPool, Statements};
 
 pub use ctxhost_pg::describe;
 use ctxhost_pg::PostgresUrl as _;
@@ -31,32 +35,32 @@ pub use session_lock::AdvisoryLock;
 
 use super::location::PostgresUrl;
 use super::StoreError;
+use crate::registry::User;
 
 /// The name the engine's connections carry in `pg_stat_activity`.
 const APPLICATION: &str = "ctxhost lcm";
 
-/// The store's connection, or the reason there is none.
+/// The store's connections, or the reason there are none.
 pub struct PostgresStore {
     url: PostgresUrl,
-    /// How long to wait for the server to answer a connection.
-    connect_timeout: Duration,
-    client: Mutex<Option<Client>>,
+    /// The process's connections to the URL, shared with every other store of the process
+    /// that opened it; `None` when the database cannot be reached or migrated.
+    pool: Option<User<PgPool>>,
     unusable: Option<String>,
 }
 
 impl PostgresStore {
-    /// Connects to `url` and creates or migrates the engine's tables.
+    /// The store at `url`: the process's connections to it, connecting and creating or
+    /// migrating the engine's tables when no store of the process has yet.
     pub fn open(
         url: &PostgresUrl,
         connect_timeout: Duration,
     ) -> Result<PostgresStore, EngineError> {
-        let fail = |e: StoreError| EngineError::failed(format!("lcm store {}: {e}", url.masked()));
-        let mut client = connect(url, connect_timeout).map_err(fail)?;
-        schema::migrate(&mut client).map_err(fail)?;
+        let pool = pool::shared(url, connect_timeout)
+            .map_err(|e| EngineError::failed(format!("lcm store {}: {e}", url.masked())))?;
         Ok(PostgresStore {
             url: url.clone(),
-            connect_timeout,
-            client: Mutex::new(Some(client)),
+            pool: Some(pool),
             unusable: None,
         })
     }
@@ -66,14 +70,18 @@ impl PostgresStore {
     pub fn open_or_unusable(url: &PostgresUrl, connect_timeout: Duration) -> PostgresStore {
         PostgresStore::open(url, connect_timeout).unwrap_or_else(|error| PostgresStore {
             url: url.clone(),
-            connect_timeout,
-            client: Mutex::new(None),
+            pool: None,
             unusable: Some(error.message().to_string()),
         })
     }
 
     pub fn unusable(&self) -> Option<&str> {
         self.unusable.as_deref()
+    }
+
+    /// The pool, for what holds a connection beyond one call (a session's lock).
+    fn shared_pool(&self) -> Option<std::sync::Arc<PgPool>> {
+        self.pool.as_ref().map(User::arc)
     }
 
     /// The URL without its password.
@@ -93,45 +101,48 @@ impl PostgresStore {
         self.with_client(schema::version)
     }
 
-    /// The connection, opened again when the last one dropped.
-    fn client(&self) -> Result<MutexGuard<'_, Option<Client>>, EngineError> {
-        if let Some(why) = &self.unusable {
+    /// Runs `body` on a connection of the pool (opened again when the last one dropped).
+    fn with_conn<T>(
+        &self,
+        body: impl FnOnce(&mut pool::Conn) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        let Some(pool) = &self.pool else {
+            let why = self.unusable.as_deref().unwrap_or("lcm store: not open");
             return Err(EngineError::failed(format!(
                 "{why}; run `ctxhost engine doctor` for details"
             )));
-        }
-        let mut guard = self.client.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.as_ref().is_none_or(Client::is_closed) {
-            *guard = None;
-            *guard = Some(connect(&self.url, self.connect_timeout).map_err(|e| self.error(e))?);
-        }
-        Ok(guard)
+        };
+        pool.with(body).map_err(|e| self.error(e))
     }
 
-    /// Runs `body` on the connection, for reads of PostgreSQL's own (search, sizes, checks).
+    /// Runs `body` on a connection, for reads of PostgreSQL's own (search, sizes, checks).
     pub(crate) fn with_client<T>(
         &self,
         body: impl FnOnce(&mut Client) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        let mut guard = self.client()?;
-        let client = guard.as_mut().expect("connected above");
-        body(client).map_err(|e| self.error(e))
+        self.with_conn(|conn| body(&mut conn.client))
     }
 
-    /// Runs `body` in one transaction (the store's one policy: see `store/sql.rs`).
+    /// Runs `body` on a connection with the statements prepared on it, for the store's reads.
+    pub(crate) fn with_statements<T>(
+        &self,
+        body: impl FnOnce(&mut Client, &mut Statements) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        self.with_conn(|conn| body(&mut conn.client, &mut conn.statements))
+    }
+
+    /// Runs `body` in one transaction (the store's one policy: see `store/sql.rs`), with the
+    /// statements prepared on its connection.
     pub(crate) fn with_transaction<T>(
         &self,
-        body: impl FnOnce(&mut Transaction<'_>) -> Result<T, StoreError>,
+        body: impl FnOnce(&mut Transaction<'_>, &mut Statements) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        let mut guard = self.client()?;
-        let client = guard.as_mut().expect("connected above");
-        let outcome = (|| {
-            let mut tx = client.transaction()?;
-            let value = body(&mut tx)?;
+        self.with_conn(|conn| {
+            let mut tx = conn.client.transaction()?;
+            let value = body(&mut tx, &mut conn.statements)?;
             tx.commit()?;
             Ok(value)
-        })();
-        outcome.map_err(|e| self.error(e))
+        })
     }
 
     /// Bytes the engine's tables take, indexes and TOAST included.

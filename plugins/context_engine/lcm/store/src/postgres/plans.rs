@@ -81,6 +81,11 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
             "lcm_messages_by_hash",
         ),
         (
+            Stmt::StoredHashes,
+            &[Param::Int(conv), Param::Texts(&["new content", "h6"])],
+            "lcm_messages_by_hash",
+        ),
+        (
             Stmt::NextSeq,
             &[Param::Int(conv)],
             "lcm_messages_conversation_id_seq_key",
@@ -99,4 +104,67 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_search_for_cjk_text_reads_the_trigram_index_of_the_messages_holding_some() {
+    let url = ctxhost_test_postgres::Postgres::database("lcm_cjk_plan");
+    let Location::Postgres(url) = Location::postgres(&url).unwrap() else {
+        unreachable!()
+    };
+    let mut store = Store::Postgres(Box::new(
+        PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
+    ));
+    let conv = store.current_conversation("s").unwrap();
+    let messages: Vec<NewMessage> = (0..20_000)
+        .map(|i| {
+            let text = if i % 1000 == 0 {
+                format!("検索エンジンの設計 {i}")
+            } else {
+                format!("plain words number {i}")
+            };
+            NewMessage {
+                role: "user".into(),
+                head: false,
+                json: serde_json::json!({"role": "user", "content": text}).to_string(),
+                text,
+                tokens: 3,
+                hash: format!("h{i}"),
+                prev: if i == 0 {
+                    Prev::First
+                } else {
+                    Prev::New(i - 1)
+                },
+            }
+        })
+        .collect();
+    store.append_messages(conv, &messages).unwrap();
+    let Store::Postgres(store) = store else {
+        unreachable!()
+    };
+    let query = crate::FullTextQuery {
+        terms: vec![crate::Term {
+            text: "エンジン".into(),
+            prefix: false,
+        }],
+        any: false,
+    };
+    let (sql, rendered) = super::search::messages_search(&query, false);
+    let (since, before, limit) = (0_i64, i64::MAX, 50_i64);
+    let params = rendered.after([&conv, &since, &before, &limit]);
+    let plan = store
+        .with_client(|c| {
+            let rows = c.query(&format!("EXPLAIN {sql}"), &params)?;
+            Ok(rows
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })
+        .expect("explains");
+    assert!(plan.contains("lcm_messages_cjk_trgm"), "{plan}");
+    let found = store
+        .fts_messages(conv, &query, (since, before), false, 50)
+        .unwrap();
+    assert_eq!(found.len(), 20);
 }

@@ -1,9 +1,10 @@
 //! Search on PostgreSQL: full-text through each row's `tsvector` (GIN-indexed), ranked with
 //! `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
 //! identifiers such as `foo_bar.baz`, which the parser splits its own way) as substrings
-//! through the trigram indexes (`ILIKE`); regular expressions prefiltered by `~` (also
-//! trigram-indexed) when the pattern reads the same in both dialects, and decided by the
-//! engine's own `regex` either way.
+//! as `ILIKE` (CJK terms through the trigram index of the messages holding CJK text, and of the
+//! summaries); regular expressions prefiltered by `~` on the server (trigram-indexed on the
+//! summaries) when the pattern reads the same in both dialects, and decided by the engine's own
+//! `regex` either way.
 
 use postgres::types::ToSql;
 
@@ -24,7 +25,7 @@ const INVALID_REGEX: &str = "2201B";
 
 /// A full-text query in SQL: the condition a row must meet and its rank (higher is better),
 /// with their parameters, numbered from `$first`.
-struct Rendered {
+pub(super) struct Rendered {
     condition: String,
     rank: String,
     params: Vec<String>,
@@ -33,12 +34,17 @@ struct Rendered {
 /// Whether `term` is searched as a substring: it holds CJK characters, or punctuation other
 /// than `-` between its letters.
 fn substring_term(term: &Term) -> bool {
-    term.text.chars().any(|c| {
-        matches!(c as u32,
-            0x1100..=0x11FF | 0x2E80..=0x9FFF | 0xA960..=0xA97F | 0xAC00..=0xD7FF
-            | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
-            || (!c.is_alphanumeric() && c != '-')
-    })
+    term.text
+        .chars()
+        .any(|c| cjk(c) || (!c.is_alphanumeric() && c != '-'))
+}
+
+/// A character of the scripts written without spaces between words (the ranges of
+/// [`CJK_CLASS`](super::schema::CJK_CLASS)).
+fn cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF | 0x2E80..=0x9FFF | 0xA960..=0xA97F | 0xAC00..=0xD7FF
+        | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
 }
 
 /// `text` as an `ILIKE` pattern matching it anywhere (`%`, `_` and `\` taken literally).
@@ -57,7 +63,10 @@ fn like_anywhere(text: &str) -> String {
 
 impl Rendered {
     /// The query's parameters: `first` ones, then the rendered ones.
-    fn after<'a>(&'a self, first: [&'a (dyn ToSql + Sync); 4]) -> Vec<&'a (dyn ToSql + Sync)> {
+    pub(super) fn after<'a>(
+        &'a self,
+        first: [&'a (dyn ToSql + Sync); 4],
+    ) -> Vec<&'a (dyn ToSql + Sync)> {
         let mut params = first.to_vec();
         params.extend(self.params.iter().map(|p| p as &(dyn ToSql + Sync)));
         params
@@ -73,7 +82,15 @@ fn render(query: &FullTextQuery, first: usize) -> Rendered {
     let (mut phrases, mut tsqueries, mut substrings) = (Vec::new(), Vec::new(), Vec::new());
     for term in &query.terms {
         if substring_term(term) {
-            substrings.push(format!("text ILIKE {}", param(like_anywhere(&term.text))));
+            let like = format!("text ILIKE {}", param(like_anywhere(&term.text)));
+            // Only messages holding CJK text are trigram-indexed: a CJK term says it looks
+            // there (in the index's own words), and the index serves it. Other substrings are
+            // read from the conversation's rows.
+            substrings.push(if term.text.chars().any(cjk) {
+                format!("({like} AND text ~ '{}')", super::schema::CJK_CLASS)
+            } else {
+                like
+            });
         } else if term.prefix {
             // Letters, digits and `-` only: safe inside a tsquery, the parts a phrase.
             let lower = term.text.to_lowercase();
@@ -112,6 +129,24 @@ fn render(query: &FullTextQuery, first: usize) -> Rendered {
     }
 }
 
+/// The search of a conversation's messages for `query`: its SQL (parameters: conversation,
+/// since, before, limit, then the rendered ones) and its rendered terms.
+pub(super) fn messages_search(query: &FullTextQuery, relevance: bool) -> (String, Rendered) {
+    let rendered = render(query, 5);
+    let order = if relevance {
+        "rank DESC, id DESC"
+    } else {
+        "id DESC"
+    };
+    let sql = format!(
+        "SELECT id, seq, role, text, {} AS rank FROM lcm_messages \
+         WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 AND {} \
+         ORDER BY {order} LIMIT $4",
+        rendered.rank, rendered.condition
+    );
+    (sql, rendered)
+}
+
 impl PostgresStore {
     /// Full-text matches among a conversation's messages with `since <= seq < before`,
     /// newest first or best first.
@@ -123,18 +158,7 @@ impl PostgresStore {
         relevance: bool,
         limit: usize,
     ) -> Result<Vec<Hit>, EngineError> {
-        let rendered = render(query, 5);
-        let order = if relevance {
-            "rank DESC, id DESC"
-        } else {
-            "id DESC"
-        };
-        let sql = format!(
-            "SELECT id, seq, role, text, {} AS rank FROM lcm_messages \
-             WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 AND {} \
-             ORDER BY {order} LIMIT $4",
-            rendered.rank, rendered.condition
-        );
+        let (sql, rendered) = messages_search(query, relevance);
         let limit = limit as i64;
         let params = rendered.after([&conv, &since, &before, &limit]);
         self.with_client(|c| {
@@ -325,8 +349,11 @@ mod tests {
         );
         assert_eq!(
             rendered.condition,
-            "(tsv @@ (websearch_to_tsquery('simple', $8) && to_tsquery('simple', $7)) \
-             AND text ILIKE $5 AND text ILIKE $6)"
+            format!(
+                "(tsv @@ (websearch_to_tsquery('simple', $8) && to_tsquery('simple', $7)) \
+                 AND text ILIKE $5 AND (text ILIKE $6 AND text ~ '{}'))",
+                super::super::schema::CJK_CLASS
+            )
         );
     }
 }

@@ -1,60 +1,103 @@
 //! One writer per session across machines: a PostgreSQL advisory lock on the session, held on
-//! a connection of its own for as long as the engine writes the session. The server lets go
-//! when that connection ends, so a gateway that dies (`kill -9`, a lost machine) never leaves
-//! a session locked.
+//! a connection of the store's pool, taken for as long as the engine writes the session (the
+//! writes themselves run on others). Letting go unlocks it and gives the connection back; when
+//! unlocking fails the connection is closed instead, which lets go too. The server lets go when
+//! a connection ends, so a gateway that dies (`kill -9`, a lost machine) never leaves a session
+//! locked.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::EngineError;
 use postgres::Client;
 use sha2::{Digest, Sha256};
 
-use super::{connect, get};
-use crate::location::PostgresUrl;
+use super::pool::{Conn, PgPool};
+use super::{get, PostgresStore};
 
 /// A session's advisory lock, released when dropped.
 pub struct AdvisoryLock {
-    /// Holds the lock; closing it lets go.
-    _client: Box<Client>,
+    pool: Arc<PgPool>,
+    /// Holds the lock (none once let go).
+    conn: Option<Conn>,
+    key: i64,
+}
+
+impl Drop for AdvisoryLock {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let unlocked = conn
+            .client
+            .query_one("SELECT pg_advisory_unlock($1)", &[&self.key])
+            .ok()
+            .and_then(|row| row.try_get::<_, bool>(0).ok());
+        // A connection that may still hold it is closed (dropped), never given back.
+        if unlocked == Some(true) {
+            self.pool.give_back(conn);
+        } else {
+            self.pool.forget(conn);
+        }
+    }
 }
 
 impl AdvisoryLock {
     /// Takes the lock of `session_id`, waiting up to `wait` for another holder to let go;
     /// then fails with one line naming the holder (its host, process and server pid).
     pub fn acquire(
-        url: &PostgresUrl,
+        store: &PostgresStore,
         session_id: &str,
         wait: Duration,
     ) -> Result<AdvisoryLock, EngineError> {
         let fail = |what: &str, why: String| {
             EngineError::failed(format!(
                 "lcm: cannot lock session `{session_id}` in {}: {what}: {why}",
-                url.masked()
+                store.location()
             ))
         };
-        let mut client = connect(url, wait.max(Duration::from_secs(5)))
+        let pool = store.shared_pool().ok_or_else(|| {
+            fail(
+                "no connection",
+                store.unusable().unwrap_or("not open").to_string(),
+            )
+        })?;
+        let mut conn = pool
+            .take()
             .map_err(|e| fail("no connection", e.to_string()))?;
         let key = lock_key(session_id);
         let started = Instant::now();
         let mut pause = Duration::from_millis(5);
         loop {
-            let taken: bool = client
+            let taken: Result<bool, EngineError> = conn
+                .client
                 .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
                 .map_err(|e| fail("the lock query failed", super::describe(&e)))
-                .and_then(|row| get(&row, 0).map_err(|e| fail("bad answer", e.to_string())))?;
-            if taken {
-                return Ok(AdvisoryLock {
-                    _client: Box::new(client),
-                });
+                .and_then(|row| get(&row, 0).map_err(|e| fail("bad answer", e.to_string())));
+            match taken {
+                Ok(true) => {
+                    return Ok(AdvisoryLock {
+                        pool,
+                        conn: Some(conn),
+                        key,
+                    })
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    pool.forget(conn);
+                    return Err(error);
+                }
             }
             if started.elapsed() >= wait {
-                return Err(EngineError::busy(format!(
+                let error = EngineError::busy(format!(
                     "lcm: session `{session_id}` is being written by another process ({}), \
                      still after {} ms; lcm writes a session from one process at a time: wait \
                      for that one to finish, or use another session",
-                    holder(&mut client, key),
+                    holder(&mut conn.client, key),
                     wait.as_millis()
-                )));
+                ));
+                pool.give_back(conn);
+                return Err(error);
             }
             // No lock wait with a timeout that leaves the connection usable: poll, backing off.
             std::thread::sleep(pause.min(wait.saturating_sub(started.elapsed())));

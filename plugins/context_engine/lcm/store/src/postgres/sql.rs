@@ -6,8 +6,9 @@ use ctxhost_sdk::EngineError;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::private::BytesMut;
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use postgres::GenericClient;
+use postgres::{GenericClient, Statement};
 
+use super::pool::Statements;
 use super::statements::sql;
 use super::{PostgresStore, StoreError};
 use crate::sql::{Backend, Param, Row, Sql, Stmt};
@@ -17,8 +18,37 @@ type BoxError = Box<dyn Error + Sync + Send>;
 /// Rows sent per statement by `execute_rows`.
 const ROWS_PER_STATEMENT: usize = 2_000;
 
-/// A client or a transaction.
-pub struct Pg<'c, C: GenericClient>(pub &'c mut C);
+/// A client or a transaction, and the statements prepared on its connection when it keeps
+/// them (each of the store's statements is then parsed once per connection).
+pub struct Pg<'c, C: GenericClient> {
+    client: &'c mut C,
+    statements: Option<&'c mut Statements>,
+}
+
+impl<'c, C: GenericClient> Pg<'c, C> {
+    /// Statements parsed at each run.
+    pub fn new(client: &'c mut C) -> Self {
+        Pg {
+            client,
+            statements: None,
+        }
+    }
+
+    /// Statements prepared once, kept in `statements` (those of `client`'s connection).
+    pub(super) fn cached(client: &'c mut C, statements: &'c mut Statements) -> Self {
+        Pg {
+            client,
+            statements: Some(statements),
+        }
+    }
+
+    fn statement(&mut self, text: &'static str) -> Result<Statement, StoreError> {
+        match &mut self.statements {
+            Some(statements) => statements.get(&mut *self.client, text),
+            None => Ok(self.client.prepare(text)?),
+        }
+    }
+}
 
 /// An integer bound at the width the statement wants.
 fn int_to_sql(value: i64, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
@@ -40,6 +70,7 @@ impl ToSql for Param<'_> {
             }
             Param::Bool(value) => value.to_sql(ty, out),
             Param::Ints(ids) => ids.to_sql(ty, out),
+            Param::Texts(texts) => texts.to_sql(ty, out),
         }
     }
 
@@ -118,9 +149,11 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
         };
         let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
         for text in before {
-            self.0.execute(*text, &params)?;
+            let statement = self.statement(text)?;
+            self.client.execute(&statement, &params)?;
         }
-        let mut rows = self.0.query_raw(*last, params.iter().copied())?;
+        let statement = self.statement(last)?;
+        let mut rows = self.client.query_raw(&statement, params.iter().copied())?;
         let mut wanted = true;
         // Read to the end even when `each` has seen enough: the connection then stays in step.
         while let Some(row) = rows.next()? {
@@ -135,7 +168,8 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
         let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
         let mut changed = 0;
         for text in sql(stmt) {
-            changed = self.0.execute(*text, &params)?;
+            let statement = self.statement(text)?;
+            changed = self.client.execute(&statement, &params)?;
         }
         Ok(changed)
     }
@@ -145,7 +179,8 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
             let columns = columns(chunk)?;
             let params: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
             for text in sql(stmt) {
-                self.0.execute(*text, &params)?;
+                let statement = self.statement(text)?;
+                self.client.execute(&statement, &params)?;
             }
         }
         Ok(())
@@ -183,14 +218,14 @@ impl Backend for PostgresStore {
         &self,
         body: impl FnOnce(&mut dyn Sql) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        self.with_client(|c| body(&mut Pg(c)))
+        self.with_statements(|c, statements| body(&mut Pg::cached(c, statements)))
     }
 
     fn write<T>(
         &mut self,
         body: impl FnOnce(&mut dyn Sql) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        self.with_transaction(|tx| body(&mut Pg(tx)))
+        self.with_transaction(|tx, statements| body(&mut Pg::cached(tx, statements)))
     }
 
     fn error(&self, error: StoreError) -> EngineError {

@@ -112,6 +112,8 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              ORDER BY seq LIMIT 1"],
         Stmt::RawWithHash => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
              WHERE conversation_id = $1 AND hash = $2 AND NOT head ORDER BY seq"],
+        Stmt::StoredHashes => &["SELECT DISTINCT hash FROM lcm_messages \
+             WHERE conversation_id = $1 AND hash = ANY($2::text[]) AND NOT head"],
         Stmt::LastSource => &[
             "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
              JOIN lcm_messages m ON m.id = sm.message_id \

@@ -53,7 +53,10 @@ impl SqliteStore {
 
     fn examine(&self, found: &mut Doctor) -> Result<(), EngineError> {
         let advice = restore_advice(self.path());
-        self.with_connection(|c| {
+        // On the writer, as the repairs: its checks write (FTS5's `integrity-check` commands),
+        // and FTS5 checked on another connection right after a rebuild reports its index
+        // malformed.
+        self.with_writer(|c| {
             let lines = match quick_check(c) {
                 Ok(lines) => lines,
                 Err(error) => vec![error.to_string()],

@@ -18,29 +18,27 @@ mod statements;
 
 #[cfg(test)]
 mod plans;
+mod pool;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ctxhost_sdk::EngineError;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+pub(crate) use pool::pool_stats;
+use pool::SqlitePool;
+
+use crate::registry::User;
 
 pub(crate) use super::{Hit, StoreError, SummaryRow, BACKUP_DIR};
 
-/// How much of the database file a connection maps into memory.
-const MMAP_BYTES: i64 = 256 * 1024 * 1024;
-
-/// The page cache of one connection, in KiB.
-const CACHE_KIB: i64 = 16 * 1024;
-
-/// Prepared statements kept per connection: every statement of the store's, and some.
-const STATEMENT_CACHE: usize = 128;
-
 /// The open database, or the reason it does not open.
 pub struct SqliteStore {
-    /// `None` when the database does not open: every query then fails with `unusable`, and
-    /// only `doctor` has something to say.
-    conn: Option<Connection>,
+    /// The process's connections to the file, shared with every other store of the process
+    /// that opened it. `None` when the database does not open: every query then fails with
+    /// `unusable`, and only `doctor` has something to say.
+    pool: Option<User<SqlitePool>>,
     unusable: Option<String>,
     path: PathBuf,
     /// Files of the store that were readable by others when it opened, and were made
@@ -87,62 +85,10 @@ impl SqliteStore {
                 path.display()
             ))
         })?;
-        let fail =
-            |e: StoreError| EngineError::failed(format!("lcm store {}: {e}", path.display()));
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let mut conn =
-            Connection::open_with_flags(path, flags).map_err(|e| fail(StoreError::Sql(e)))?;
-        let setup = |conn: &mut Connection| -> Result<(), StoreError> {
-            conn.busy_timeout(busy_timeout)?;
-            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-            // Reading the journal mode back is the first real read: a file that is not a
-            // database fails here, with SQLite's own words for it.
-            let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(StoreError::Schema(format!(
-                    "could not switch to WAL mode (journal mode is {mode})"
-                )));
-            }
-            // WAL with NORMAL sync is durable across process crashes (not power loss), and
-            // much faster for the many small transactions of an agent loop.
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            // A big ingest grows the log; cap what it keeps on disk after each checkpoint.
-            conn.pragma_update(None, "journal_size_limit", 16 * 1024 * 1024)?;
-            // Checkpoint every 16 MiB of log instead of every 4 MiB: a checkpoint syncs the
-            // database file, and a large ingest would otherwise pay that hundreds of times.
-            conn.pragma_update(None, "wal_autocheckpoint", 4096)?;
-            // A page cache of up to 16 MB (negative: KiB) instead of 2 MB: a large ingest
-            // spills fewer pages to the log mid-transaction only to read them back.
-            conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
-            // Reads through a memory map of up to 256 MiB instead of copying each page out of
-            // the OS cache (address space only; pages are shared with every other reader).
-            conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
-            schema::migrate(conn)?;
-            Ok(())
-        };
-        // Connections opening a new file at once meet in switching it to WAL, where SQLite
-        // answers one of them "busy" at once instead of waiting (two readers each wanting the
-        // exclusive lock): that one tries again, within the busy timeout. Each step of the setup
-        // can run twice.
-        let started = std::time::Instant::now();
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match setup(&mut conn) {
-                Err(StoreError::Sql(e))
-                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                        && started.elapsed() < busy_timeout =>
-                {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(100));
-                }
-                outcome => break outcome.map_err(fail)?,
-            }
-        }
+        let pool = pool::shared(path, busy_timeout)
+            .map_err(|e| EngineError::failed(format!("lcm store {}: {e}", path.display())))?;
         Ok(SqliteStore {
-            conn: Some(conn),
+            pool: Some(pool),
             unusable: None,
             path: path.to_path_buf(),
             tightened,
@@ -153,7 +99,7 @@ impl SqliteStore {
     /// on every query (and to `doctor`) instead of an error: the engine stays up to diagnose it.
     pub fn open_or_unusable(path: &Path, busy_timeout: Duration) -> SqliteStore {
         SqliteStore::open(path, busy_timeout).unwrap_or_else(|error| SqliteStore {
-            conn: None,
+            pool: None,
             unusable: Some(error.message().to_string()),
             path: path.to_path_buf(),
             tightened: Vec::new(),
@@ -170,8 +116,8 @@ impl SqliteStore {
         self.unusable.as_deref()
     }
 
-    fn connection(&self) -> Result<&Connection, EngineError> {
-        self.conn.as_ref().ok_or_else(|| self.not_open())
+    fn pool(&self) -> Result<&SqlitePool, EngineError> {
+        self.pool.as_deref().ok_or_else(|| self.not_open())
     }
 
     fn not_open(&self) -> EngineError {
@@ -194,12 +140,23 @@ impl SqliteStore {
         EngineError::failed(format!("lcm store {}: {error}", self.path.display()))
     }
 
-    /// Runs `body` on the connection, for reads of SQLite's own (search, checks, backups).
+    /// Runs `body` on a reader of the store, for reads of SQLite's own (search, checks,
+    /// backups).
     pub(crate) fn with_connection<T>(
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        body(self.connection()?).map_err(|e| self.error(e))
+        self.pool()?.read(body).map_err(|e| self.error(e))
+    }
+
+    /// Runs `body` on the store's writer, outside a transaction (the doctor's checks).
+    pub(crate) fn with_writer<T>(
+        &self,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, EngineError> {
+        self.pool()?
+            .write(|conn| body(conn))
+            .map_err(|e| self.error(e))
     }
 
     /// Runs `body` in one write transaction, taken up front so a concurrent writer makes us
@@ -209,15 +166,12 @@ impl SqliteStore {
         &mut self,
         body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, EngineError> {
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(self.not_open());
-        };
-        let outcome = (|| {
+        let outcome = self.pool()?.write(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = body(&tx)?;
             tx.commit()?;
             Ok(value)
-        })();
+        });
         outcome.map_err(|e| self.error(e))
     }
 }
@@ -229,6 +183,7 @@ mod tests {
 
     #[test]
     fn connections_opening_a_new_store_at_once_all_open_it_and_create_it_once() {
+        // Each its own connection, as processes have (stores of one process share theirs).
         for trial in 0..30 {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("lcm.sqlite");
@@ -238,12 +193,12 @@ mod tests {
                     let (path, start) = (path.clone(), start.clone());
                     std::thread::spawn(move || {
                         start.wait();
-                        SqliteStore::open(&path, Duration::from_secs(10)).map(|_| ())
+                        SqlitePool::open(&path, Duration::from_secs(10)).map(|_| ())
                     })
                 })
                 .collect();
             for opener in openers {
-                if let Err(error) = opener.join().unwrap() {
+                if let Err(error) = opener.join().unwrap().map_err(|e| e.to_string()) {
                     panic!("trial {trial}: {error}");
                 }
             }
@@ -374,7 +329,7 @@ mod tests {
         let cache: i64 = store
             .with_connection(|c| Ok(c.query_row("PRAGMA cache_size", [], |r| r.get(0))?))
             .unwrap();
-        assert_eq!(cache, -CACHE_KIB);
+        assert_eq!(cache, -pool::CACHE_KIB);
     }
 
     #[test]

@@ -35,6 +35,13 @@ const HOT: &[(Stmt, &[&str])] = &[
         &["SEARCH lcm_messages USING INDEX messages_by_hash (conversation_id=? AND hash=?)"],
     ),
     (
+        Stmt::StoredHashes,
+        &[
+            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SEARCH m USING INDEX messages_by_hash (conversation_id=? AND hash=?)",
+        ],
+    ),
+    (
         Stmt::NextSeq,
         &[
             "SEARCH lcm_messages USING COVERING INDEX sqlite_autoindex_lcm_messages_1 \
@@ -89,21 +96,22 @@ const HOT: &[(Stmt, &[&str])] = &[
 
 /// The `SEARCH`/`SCAN` lines of the plan of each of `stmt`'s statements.
 fn plan(store: &SqliteStore, stmt: Stmt) -> Vec<String> {
-    let conn = store.conn.as_ref().expect("open");
-    let mut lines = Vec::new();
-    for text in statements::sql(stmt) {
-        let mut explained = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {text}"))
-            .expect("explains");
-        let mut rows = explained.raw_query();
-        while let Some(row) = rows.next().expect("plan row") {
-            let detail: String = row.get(3).expect("detail");
-            if detail.starts_with("SEARCH") || detail.starts_with("SCAN") {
-                lines.push(detail);
+    store
+        .with_connection(|conn| {
+            let mut lines = Vec::new();
+            for text in statements::sql(stmt) {
+                let mut explained = conn.prepare(&format!("EXPLAIN QUERY PLAN {text}"))?;
+                let mut rows = explained.raw_query();
+                while let Some(row) = rows.next()? {
+                    let detail: String = row.get(3)?;
+                    if detail.starts_with("SEARCH") || detail.starts_with("SCAN") {
+                        lines.push(detail);
+                    }
+                }
             }
-        }
-    }
-    lines
+            Ok(lines)
+        })
+        .expect("explains")
 }
 
 fn assert_plans(store: &SqliteStore, when: &str) {

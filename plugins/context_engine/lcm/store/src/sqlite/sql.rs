@@ -28,6 +28,9 @@ impl ToSql for Param<'_> {
             Param::Ints(ids) => ToSqlOutput::Owned(Value::Text(
                 serde_json::to_string(ids).expect("integers serialize"),
             )),
+            Param::Texts(texts) => ToSqlOutput::Owned(Value::Text(
+                serde_json::to_string(texts).expect("strings serialize"),
+            )),
         })
     }
 }

@@ -118,6 +118,11 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::RawWithHash => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
              INDEXED BY messages_by_hash \
              WHERE conversation_id = ?1 AND hash = ?2 AND head = 0 ORDER BY seq"],
+        // CROSS JOIN: the hashes asked drive the loop, each a search of the index (the
+        // planner would otherwise read the conversation's messages and look each one up).
+        Stmt::StoredHashes => &["SELECT DISTINCT m.hash FROM json_each(?2) w \
+             CROSS JOIN lcm_messages m INDEXED BY messages_by_hash \
+             WHERE m.conversation_id = ?1 AND m.hash = w.value AND m.head = 0"],
         Stmt::LastSource => &[
             "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
              JOIN lcm_messages m ON m.id = sm.message_id \

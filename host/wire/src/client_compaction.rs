@@ -2,8 +2,8 @@
 //! the stable opening phrases of each client's summary prompt (versions named beside them),
 //! a Responses `compaction_trigger` item, or the compact route.
 
+use crate::responses::carried_items;
 use ctxhost_sdk::Message;
-use ctxhost_wire::responses::carried_items;
 
 /// An agent's own compaction request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ pub fn without_trigger(history: &mut [Message]) {
             .is_some_and(|item| item["type"] == "compaction_trigger")
         {
             items.pop();
-            ctxhost_wire::responses::set_carried_items(last, items);
+            crate::responses::set_carried_items(last, items);
         }
     }
 }
@@ -146,14 +146,14 @@ mod tests {
             {"role": "user", "content": "hi"},
             {"type": "compaction_trigger"},
         ]);
-        let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
+        let mut history = crate::responses::to_messages(None, &input).unwrap();
         assert_eq!(
             recognise(&history, false),
             Some(ClientCompaction::CompactionTrigger)
         );
         without_trigger(&mut history);
         assert_eq!(recognise(&history, false), None);
-        let back = ctxhost_wire::responses::from_messages(&history).input;
+        let back = crate::responses::from_messages(&history).input;
         assert_eq!(back, json!([{"role": "user", "content": "hi"}]));
     }
 }

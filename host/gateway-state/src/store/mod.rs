@@ -12,8 +12,9 @@ use std::sync::Arc;
 use ctxhost_pg::{PostgresUrl, RedactedUrl};
 use serde::Serialize;
 
-use super::record::{SessionKey, SessionRecord};
+use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
+pub use ctxhost_config::state_lock::{StateLock, StateLockError};
 pub use postgres::{
     default_replica_name, random_u64, Claim, Coordination, Imported, Lease, LeaseKind,
     PostgresStore, PreparedState,

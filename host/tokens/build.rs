@@ -1,5 +1,5 @@
 //! Prebuilds `o200k_base`'s rank table: every token's bytes and a perfect hash from bytes to
-//! rank, written as one blob the binary includes and reads in place (`src/tokens/o200k.rs`),
+//! rank, written as one blob the binary includes and reads in place (`src/o200k.rs`),
 //! so a process counts without loading anything. The table is checked here: every token must
 //! be found at its own rank.
 //!
@@ -7,7 +7,7 @@
 //! into the token bytes, `buckets` displacements, `slots` ranks (`u32::MAX`: empty), then the
 //! token bytes.
 
-#[path = "src/tokens/table_hash.rs"]
+#[path = "src/table_hash.rs"]
 mod table_hash;
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ const EMPTY: u32 = u32::MAX;
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-changed=src/tokens/table_hash.rs");
+    println!("cargo::rerun-if-changed=src/table_hash.rs");
     let bpe = &bpe_openai::o200k_base().bpe;
     // bpe-openai numbers tokens by their tiktoken rank, which is their merge priority.
     let tokens: Vec<&[u8]> = (0..bpe.num_tokens() as u32)
@@ -84,7 +84,7 @@ impl Table {
         }
     }
 
-    /// Looks `bytes` up as `src/tokens/o200k.rs` does (the same `slot_of`).
+    /// Looks `bytes` up as `src/o200k.rs` does (the same `slot_of`).
     fn rank(&self, tokens: &[&[u8]], bytes: &[u8]) -> Option<u32> {
         let place = table_hash::slot_of(
             bytes,

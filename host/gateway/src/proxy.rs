@@ -1,0 +1,119 @@
+//! The provider's other `/v1/*` routes (embeddings, completions, files, a model's details, ...):
+//! relayed untouched, bodies streamed both ways, with the credential handling of every relayed
+//! request. The gateway manages no context there; it only keeps agents that call them working.
+//! Also the answers for requests that cannot be relayed: a wrong method (JSON 405 with
+//! `Allow`) and paths that show a base-URL mistake (a 404 that says so).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+
+use crate::error::{AnthropicError, ErrorKind, GatewayError};
+use crate::upstream::relayed_headers;
+use crate::Gateway;
+
+/// `ANY /v1/{*rest}` not routed otherwise: relayed to `upstream/{rest}`.
+pub async fn relay(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Some(rest) = parts.uri.path().strip_prefix("/v1/") else {
+        return not_found(&parts.method, parts.uri.path());
+    };
+    if rest.starts_with("v1/") {
+        return not_found(&parts.method, parts.uri.path());
+    }
+    let limit = gateway.settings.limits.max_request_bytes;
+    let mut seen: u64 = 0;
+    // Streamed, never held: a file upload costs the gateway no memory, and is still bounded.
+    let stream = body.into_data_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        seen += chunk.len() as u64;
+        if seen > limit {
+            return Err(std::io::Error::other(format!(
+                "the request body is over serve.limits.max_request_bytes ({limit} bytes)"
+            )));
+        }
+        Ok::<_, std::io::Error>(chunk)
+    });
+    let sent = gateway
+        .upstream
+        .relay(
+            parts.method.clone(),
+            rest,
+            parts.uri.query(),
+            &parts.headers,
+            reqwest::Body::wrap_stream(stream),
+        )
+        .await;
+    let upstream = match sent {
+        Ok(upstream) => upstream,
+        Err(error) => {
+            tracing::warn!("{} /v1/{rest}: {error}", parts.method);
+            return error.into_response();
+        }
+    };
+    let status =
+        StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let headers = relayed_headers(upstream.headers());
+    let mut response = Response::new(Body::from_stream(upstream.bytes_stream()));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// The answer to a route asked with a method it does not take: JSON, with `Allow`.
+pub fn method_not_allowed(method: &Method, path: &str, allow: &'static str) -> Response {
+    let error = GatewayError::new(
+        ErrorKind::MethodNotAllowed,
+        format!("{path} takes {allow}, not {method}"),
+    );
+    let mut response = if path.starts_with("/v1/messages") {
+        AnthropicError(error).into_response()
+    } else {
+        error.into_response()
+    };
+    response
+        .headers_mut()
+        .insert(axum::http::header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// No such route; when the path shows a client's base URL set wrong, the message says how.
+pub fn not_found(method: &Method, path: &str) -> Response {
+    let hint = base_url_hint(path);
+    let error = GatewayError::new(
+        ErrorKind::NotFound,
+        format!("ctxhost serve has no route {method} {path}{hint}"),
+    );
+    if path.contains("/messages") {
+        AnthropicError(error).into_response()
+    } else {
+        error.into_response()
+    }
+}
+
+/// What a path says about the client's base URL: `/chat/completions` (no `/v1`: the base URL
+/// lacks it) or `/v1/v1/messages` (the base URL has it and the client adds its own).
+fn base_url_hint(path: &str) -> &'static str {
+    const ENDPOINTS: &[&str] = &[
+        "/chat/completions",
+        "/messages",
+        "/messages/count_tokens",
+        "/responses",
+        "/models",
+        "/embeddings",
+        "/completions",
+    ];
+    if path.starts_with("/v1/v1/") {
+        "; the client's base URL ends in /v1 and the client adds another: drop /v1 from its \
+         base URL (Anthropic clients such as Claude Code take ANTHROPIC_BASE_URL=http://HOST:PORT)"
+    } else if ENDPOINTS.contains(&path) {
+        "; the client's base URL lacks the /v1 segment: set it to http://HOST:PORT/v1 (OpenAI \
+         clients such as Codex and Hermes take OPENAI_BASE_URL=http://HOST:PORT/v1)"
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,129 @@
+//! What `ctxhost serve` checks before it listens: the state it owns, the upstream it points at,
+//! the engine it names.
+
+use ctxhost_tests::upstream::{reply, FakeUpstream};
+use ctxhost_tests::{Run, Sandbox};
+use serde_json::json;
+
+/// `ctxhost serve ARGS` expected to refuse to start (it exits, so it can be waited for), with
+/// one line on stderr; that line.
+fn serve_refused(sandbox: &Sandbox, args: &[&str]) -> String {
+    let mut all = vec!["serve"];
+    if !args.contains(&"--listen") {
+        all.extend(["--listen", "127.0.0.1:0"]);
+    }
+    all.extend_from_slice(args);
+    let run: Run = sandbox.ctxhost(&all);
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let error = run.stderr.trim().to_string();
+    assert_eq!(error.lines().count(), 1, "{error}");
+    error
+}
+
+fn echo() -> FakeUpstream {
+    FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    })
+}
+
+#[test]
+fn a_second_gateway_on_one_sqlite_state_refuses_to_start() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    let first = sandbox.serve(&upstream.base_url(), &[]);
+    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url()]);
+    assert!(
+        error.contains(&format!("another ctxhost serve (pid {})", first.pid())),
+        "{error}"
+    );
+    assert!(error.contains("postgres://"), "{error}");
+    // The first one goes on serving; once it stops, the state is free again.
+    let (status, _) = first.get_json("/healthz", None);
+    assert_eq!(status, 200);
+    let (stopped, _) = first.stop();
+    assert!(stopped.success());
+    let again = sandbox.serve(&upstream.base_url(), &[]);
+    assert_eq!(again.get_json("/healthz", None).0, 200);
+}
+
+#[test]
+fn an_upstream_without_its_version_segment_is_refused_with_the_fix() {
+    let sandbox = Sandbox::new();
+    let error = serve_refused(&sandbox, &["--upstream", "https://api.anthropic.com"]);
+    assert!(error.contains("has no version segment"), "{error}");
+    assert!(
+        error.ends_with("Use https://api.anthropic.com/v1"),
+        "{error}"
+    );
+    let error = serve_refused(
+        &sandbox,
+        &["--upstream", "https://api.openai.com/v1/chat/completions"],
+    );
+    assert!(error.ends_with("Use https://api.openai.com/v1"), "{error}");
+    // Another host without one starts, warned about after the ready lines.
+    let upstream = echo();
+    let bare = upstream.base_url().trim_end_matches("/v1").to_string();
+    let gateway = sandbox.serve(&bare, &[]);
+    let warning = gateway.wait_for_log("has no version segment");
+    assert!(warning.contains(&format!("{bare}/v1")), "{warning}");
+}
+
+#[test]
+fn an_upstream_that_is_the_gateway_itself_is_refused() {
+    let sandbox = Sandbox::new();
+    let port = ctxhost_tests::fake_provider::closed_port().to_string();
+    for host in ["127.0.0.1", "localhost", "0.0.0.0"] {
+        let listen = format!("127.0.0.1:{port}");
+        let upstream = format!("http://{host}:{port}/v1");
+        let error = serve_refused(&sandbox, &["--listen", &listen, "--upstream", &upstream]);
+        assert!(error.contains("is this gateway itself"), "{error}");
+    }
+}
+
+#[test]
+fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_allowed() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: lmc\n");
+    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url()]);
+    assert!(
+        error.starts_with("error: context engine 'lmc' cannot run: context engine 'lmc' not found"),
+        "{error}"
+    );
+    assert!(
+        error.contains("serve.engine_fallback: compressor"),
+        "{error}"
+    );
+
+    sandbox.write_config("context:\n  engine: lmc\nserve:\n  engine_fallback: compressor\n");
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let banner = gateway.wait_for_log("point OpenAI-compatible clients");
+    assert!(
+        banner.contains("engine: compressor instead of lmc, which cannot run"),
+        "{banner}"
+    );
+    let (status, health) = gateway.get_json("/healthz", None);
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["status"], "degraded");
+    assert_eq!(health["engine"], "compressor");
+    assert_eq!(health["configured_engine"], "lmc");
+    assert!(
+        health["engine_error"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{health}"
+    );
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .bearer_auth("sk-client")
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-ctxhost-engine"], "compressor");
+    let why = response.headers()["x-ctxhost-engine-error"]
+        .to_str()
+        .unwrap();
+    assert!(why.contains("context engine 'lmc' not found"), "{why}");
+}
