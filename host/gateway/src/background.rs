@@ -348,6 +348,21 @@ impl Turn {
             &[("engine", &prepared.engine), ("outcome", outcome.as_str())],
             1,
         );
+        if outcome == CompressionOutcome::Unchanged {
+            // As on a request: not a compression, and not asked again until the history has
+            // grown (here by a tenth, the window being the request's to know).
+            let min_saved = self.gateway.settings.cache.min_tokens_saved;
+            self.guard.record.deferred_until_tokens =
+                prepared.tokens_before + min_saved.max(prepared.tokens_before / 10).max(1);
+            tracing::info!(
+                session = %self.guard.record.key.name,
+                engine = %prepared.engine,
+                tokens_before = prepared.tokens_before,
+                "the compression prepared in the background changed nothing: not applied, not \
+                 asked again until the history grows"
+            );
+            return None;
+        }
         tracing::info!(
             session = %self.guard.record.key.name,
             engine = %prepared.engine,
@@ -356,9 +371,6 @@ impl Turn {
             %outcome,
             "compression prepared in the background taken in"
         );
-        if outcome == CompressionOutcome::Unchanged {
-            return None;
-        }
         let request = self.guard.record.stats.requests;
         self.guard.record.compressions.push(CompressionRecord {
             request,

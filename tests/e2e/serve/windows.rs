@@ -107,7 +107,8 @@ fn a_compression_that_changes_nothing_is_not_claimed_nor_counted() {
     sandbox.write_config("compression:\n  threshold: 0.5\nserve:\n  models:\n    gpt-4o: 4096\n");
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let mut messages = vec![json!({"role": "user", "content": long_text(300)})];
-    for turn in 0..3 {
+    // Enough turns for a second try, were the first "nothing to compress" forgotten.
+    for turn in 0..6 {
         let body = Wire::Chat.body(&messages, &[], false);
         let response = Wire::Chat.send(&gateway, None, Some("noop"), &body);
         assert_eq!(response.status(), 200);

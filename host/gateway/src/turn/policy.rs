@@ -406,6 +406,8 @@ impl Turn {
             || !settings.background
             || draft.continuity == Continuity::Diverged
             || self.provider_context.manages()
+            // The last one changed nothing: not again before the history has grown.
+            || tokens < self.guard.record.deferred_until_tokens
         {
             return false;
         }
