@@ -32,7 +32,11 @@ per_wire! {
         });
         let sandbox = Sandbox::new();
         sandbox.add_plugin("panicky", "ctxhost_fixture_panicky");
-        sandbox.write_config("context:\n  engine: panicky\n");
+        // The compression runs on the request that needs it, so that request hears of the
+        // panic (prepared in the background, it would fail after the answer went out).
+        sandbox.write_config(
+            "context:\n  engine: panicky\nserve:\n  compaction:\n    background: false\n",
+        );
         let gateway = sandbox.serve(&upstream.base_url(), &[]);
         let mut messages = vec![
             json!({"role": "system", "content": "sys"}),
