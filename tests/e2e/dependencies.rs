@@ -77,6 +77,7 @@ const HOST_CRATES: &[&str] = &[
 const SHARED_LEAVES: &[&str] = &[
     "ctxhost-offline-summary",
     "ctxhost-pg",
+    "ctxhost-private-files",
     "ctxhost-redacted-url",
 ];
 

@@ -142,6 +142,18 @@ pub fn long_session() -> Vec<Value> {
     SESSION.get_or_init(read_long_session).clone()
 }
 
+/// The first `n` messages of [`long_session`], with `marker` planted early (in message 40,
+/// long before any compression), for a test that asks whether the engine still reaches it.
+pub fn long_session_marked(n: usize, marker: &str) -> Vec<Value> {
+    let mut session = long_session();
+    session.truncate(n);
+    session[40]["content"] = serde_json::json!(format!(
+        "{} {marker}",
+        session[40]["content"].as_str().unwrap_or_default()
+    ));
+    session
+}
+
 fn read_long_session() -> Vec<Value> {
     let mut session = Vec::new();
     for (index, file) in corpus_files().iter().enumerate() {

@@ -13,7 +13,6 @@ pub mod project;
 /// URLs shown with their secrets masked (a leaf crate of its own, so engines may use it).
 pub use ctxhost_redacted_url as redacted_url;
 pub mod serve;
-pub mod state_lock;
 pub mod summarizer;
 pub mod tokens;
 pub mod untrusted;

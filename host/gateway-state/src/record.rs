@@ -204,6 +204,13 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The engine's compression of `tokens` changed nothing (it may count fewer tokens than
+    /// the provider, which counts the tools): it is not asked again until what goes upstream
+    /// has grown by a twentieth of the window, or by `min_saved` when that is more.
+    pub fn defer_unchanged(&mut self, tokens: u64, min_saved: u64) {
+        self.deferred_until_tokens = tokens + min_saved.max(self.context_length / 20).max(1);
+    }
+
     pub fn new(key: SessionKey, engine: String, model: String, context_length: u64) -> Self {
         let now = unix_now();
         SessionRecord {

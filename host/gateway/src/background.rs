@@ -349,11 +349,11 @@ impl Turn {
             1,
         );
         if outcome == CompressionOutcome::Unchanged {
-            // As on a request: not a compression, and not asked again until the history has
-            // grown (here by a tenth, the window being the request's to know).
+            // As on a request: not a compression.
             let min_saved = self.gateway.settings.cache.min_tokens_saved;
-            self.guard.record.deferred_until_tokens =
-                prepared.tokens_before + min_saved.max(prepared.tokens_before / 10).max(1);
+            self.guard
+                .record
+                .defer_unchanged(prepared.tokens_before, min_saved);
             tracing::info!(
                 session = %self.guard.record.key.name,
                 engine = %prepared.engine,

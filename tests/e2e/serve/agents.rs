@@ -11,9 +11,9 @@ use ctxhost_tests::agents::claude_code::{self, ClaudeCode};
 use ctxhost_tests::agents::codex::{self, Codex};
 use ctxhost_tests::agents::hermes::{self, Hermes};
 use ctxhost_tests::agents::script::{expected_answer, Script, FIRST_WORD};
-use ctxhost_tests::agents::{session, sessions};
 use ctxhost_tests::gateway::GatewayProcess;
 use ctxhost_tests::upstream::FakeUpstream;
+use ctxhost_tests::wire::Wire;
 use ctxhost_tests::Sandbox;
 
 /// Shell rounds per session: each agent compacts on its own within them.
@@ -50,8 +50,8 @@ struct Expect<'a> {
     /// The `kind` the gateway logs for this agent's compaction.
     kind: &'a str,
     compaction_prompt: &'a str,
-    /// The header and value that name the agent's credential.
-    credential: (&'a str, &'a str),
+    /// The agent's wire and the key it sends.
+    credential: (Wire, &'a str),
 }
 
 fn check_session(
@@ -85,11 +85,11 @@ fn check_session(
         "{answered}"
     );
     // One session, one lineage.
-    let (header, value) = expect.credential;
-    let listed = sessions(gateway, header, value);
+    let (wire, key) = expect.credential;
+    let listed = wire.sessions(gateway, Some(key));
     assert_eq!(listed.len(), 1, "{listed:#?}");
     let id = listed[0]["id"].as_str().unwrap();
-    let state = session(gateway, id, header, value);
+    let state = wire.session(gateway, id, Some(key));
     assert_eq!(state["engine"], expect.engine, "{state}");
     assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
     assert!(
@@ -116,7 +116,7 @@ fn codex_session(engine: &str) {
     let upstream = FakeUpstream::start(codex::model(script.clone()));
     let sandbox = sandbox(engine);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let run = Codex::new().exec(&gateway.base_url(), PROMPT);
+    let run = Codex::default().exec(&gateway.base_url(), PROMPT);
     if !run.success() {
         let (_, log) = gateway.stop();
         panic!("codex failed: {run:?}\ngateway: {log:#?}");
@@ -128,7 +128,6 @@ fn codex_session(engine: &str) {
         "{}",
         run.stdout
     );
-    let bearer = format!("Bearer {}", codex::API_KEY);
     check_session(
         &gateway,
         &upstream,
@@ -137,11 +136,11 @@ fn codex_session(engine: &str) {
             engine,
             kind: "codex_handoff",
             compaction_prompt: codex::COMPACTION_PROMPT,
-            credential: ("authorization", &bearer),
+            credential: (Wire::Responses, codex::API_KEY),
         },
     );
     assert_eq!(
-        sessions(&gateway, "authorization", &bearer)[0]["id"],
+        Wire::Responses.sessions(&gateway, Some(codex::API_KEY))[0]["id"],
         codex::thread_id(&events)
     );
 }
@@ -151,7 +150,7 @@ fn claude_code_session(engine: &str) {
     let upstream = FakeUpstream::start(claude_code::model(script.clone()));
     let sandbox = sandbox(engine);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let run = ClaudeCode::new().print(&gateway.url, PROMPT);
+    let run = ClaudeCode::default().print(&gateway.url, PROMPT);
     if !run.success() {
         let (_, log) = gateway.stop();
         panic!("claude failed: {run:?}\ngateway: {log:#?}");
@@ -171,11 +170,11 @@ fn claude_code_session(engine: &str) {
             engine,
             kind: "claude_summary",
             compaction_prompt: claude_code::COMPACTION_PROMPT,
-            credential: ("x-api-key", claude_code::API_KEY),
+            credential: (Wire::Messages, claude_code::API_KEY),
         },
     );
     assert_eq!(
-        sessions(&gateway, "x-api-key", claude_code::API_KEY)[0]["id"],
+        Wire::Messages.sessions(&gateway, Some(claude_code::API_KEY))[0]["id"],
         result["session_id"]
     );
 }
@@ -185,7 +184,7 @@ fn hermes_session(engine: &str) {
     let upstream = FakeUpstream::start(hermes::model(script.clone()));
     let sandbox = sandbox(engine);
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let agent = Hermes::new();
+    let agent = Hermes::default();
     let run = agent.oneshot(&gateway.base_url(), PROMPT);
     if !run.success() {
         let (_, log) = gateway.stop();
@@ -199,7 +198,6 @@ fn hermes_session(engine: &str) {
     let report = agent.report();
     assert_eq!(report["completed"], true, "{report}");
     assert_eq!(report["failed"], false, "{report}");
-    let bearer = format!("Bearer {}", hermes::API_KEY);
     check_session(
         &gateway,
         &upstream,
@@ -208,7 +206,7 @@ fn hermes_session(engine: &str) {
             engine,
             kind: "hermes_compression",
             compaction_prompt: hermes::COMPACTION_PROMPT,
-            credential: ("authorization", &bearer),
+            credential: (Wire::Chat, hermes::API_KEY),
         },
     );
 }

@@ -13,11 +13,11 @@ use ctxhost_tests::per_wire;
 use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
 use ctxhost_tests::wire::Wire;
-use ctxhost_tests::{long_session, Sandbox};
+use ctxhost_tests::{long_session, long_session_marked, Sandbox};
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
-const MARKER: &str = "COMPACTED-MARKER-5512";
+pub(super) const MARKER: &str = "COMPACTED-MARKER-5512";
 const CREDENTIAL: &str = "sk-compaction";
 /// Codex CLI 0.169's local compaction prompt, as it begins.
 const CODEX_PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.";
@@ -28,7 +28,7 @@ const CLAUDE_PROMPT: &str = "CRITICAL: Respond with TEXT ONLY. Do NOT call any t
 /// How Claude Code carries the summary into its new history.
 const CLAUDE_RESUME: &str = "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\nSummary:\n";
 /// What a model asked to summarise would answer: never seen when the engine answers.
-const UPSTREAM_SUMMARY: &str = "A summary written by the upstream model.";
+pub(super) const UPSTREAM_SUMMARY: &str = "A summary written by the upstream model.";
 
 /// Each wire's client compacting: its prompt, and how it resumes from the summary it got.
 fn client_of(wire: Wire) -> (&'static str, &'static str) {
@@ -46,26 +46,20 @@ fn kept_summary(text: &str) -> String {
     }
 }
 
-fn is_compaction_prompt(body: &str) -> bool {
+/// Whether a request is one of the agents' compaction requests (Codex, Claude Code, Hermes).
+pub(super) fn is_compaction_prompt(body: &str) -> bool {
     body.contains("CONTEXT CHECKPOINT COMPACTION")
         || body.contains("create a detailed summary of the conversation")
+        || body.contains("summarization agent creating a context checkpoint")
         || body.contains("compaction_trigger")
-}
-
-/// The first `n` messages of the long session, with the marker planted early.
-fn history(n: usize) -> Vec<Value> {
-    let mut session = long_session();
-    session.truncate(n);
-    session[40]["content"] = json!(format!(
-        "{} {MARKER}",
-        session[40]["content"].as_str().unwrap_or_default()
-    ));
-    session
 }
 
 /// The scripted model: replays recorded answers; asked for a summary, writes one; asked about
 /// the marker, searches with `lcm_grep`; given the search's result, reports it.
-fn model(wire: Wire, recorded: Arc<Mutex<VecDeque<Value>>>) -> impl Fn(&Recorded) -> Answer {
+pub(super) fn model(
+    wire: Wire,
+    recorded: Arc<Mutex<VecDeque<Value>>>,
+) -> impl Fn(&Recorded) -> Answer {
     move |request| {
         let messages = wire.sent_messages(request);
         let last = messages.last().unwrap();
@@ -117,7 +111,7 @@ per_wire! {
         sandbox.link_repo_plugins();
         sandbox.write_config("context:\n  engine: lcm\nmodel:\n  context_length: 16000\n");
         let session = "agent-compacts";
-        let messages = history(120);
+        let messages = long_session_marked(120, MARKER);
         let recorded: VecDeque<Value> = messages
             .iter()
             .filter(|m| m["role"] == "assistant")

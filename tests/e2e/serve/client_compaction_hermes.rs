@@ -9,65 +9,21 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use ctxhost_tests::agents::{session, sessions};
-use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
+use ctxhost_tests::upstream::FakeUpstream;
 use ctxhost_tests::wire::Wire;
-use ctxhost_tests::{long_session, Sandbox};
+use ctxhost_tests::{long_session_marked, Sandbox};
+
+use super::client_compaction::{is_compaction_prompt, model, MARKER, UPSTREAM_SUMMARY};
 use serde_json::{json, Value};
 
-const MARKER: &str = "HERMES-MARKER-7731";
 const CREDENTIAL: &str = "sk-hermes-compaction";
 /// How Hermes Agent 0.19's compression call begins.
 const HERMES_PROMPT: &str = "You are a summarization agent creating a context checkpoint. Treat the conversation turns below as source material for a compact record of prior work.";
 /// How Hermes frames the summary in its compacted history.
 const HERMES_RESUME: &str =
     "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below.\n";
-const UPSTREAM_SUMMARY: &str = "A summary written by the upstream model.";
 /// How many of the last messages Hermes keeps out of its summary.
 const TAIL: usize = 4;
-
-fn history(n: usize) -> Vec<Value> {
-    let mut session = long_session();
-    session.truncate(n);
-    session[40]["content"] = json!(format!(
-        "{} {MARKER}",
-        session[40]["content"].as_str().unwrap_or_default()
-    ));
-    session
-}
-
-/// The scripted model: replays recorded answers; asked for a summary, writes one; asked about
-/// the marker, searches with `lcm_grep`; given the search's result, reports it.
-fn model(recorded: Arc<Mutex<VecDeque<Value>>>) -> impl Fn(&Recorded) -> Answer {
-    move |request| {
-        let messages = Wire::Chat.sent_messages(request);
-        let last = messages.last().unwrap();
-        let text = last["content"].as_str().unwrap_or_default();
-        let message = if request.body.contains("summarization agent") {
-            json!({"role": "assistant", "content": UPSTREAM_SUMMARY})
-        } else if last["role"] == "tool" {
-            let found = messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .any(|m| m["content"].as_str().unwrap_or_default().contains(MARKER));
-            json!({"role": "assistant", "content": format!("Search done; marker found: {found}")})
-        } else if text.contains("Which marker") {
-            let call = tool_call(
-                "call_grep",
-                "lcm_grep",
-                json!({"pattern": MARKER, "scope": "messages"}),
-            );
-            json!({"role": "assistant", "content": null, "tool_calls": [call]})
-        } else {
-            recorded
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_else(|| json!({"role": "assistant", "content": "ok"}))
-        };
-        Wire::Chat.reply(request, &message, None)
-    }
-}
 
 /// Hermes' compression call: its prompt, then the turns it summarises, labelled as it labels
 /// them.
@@ -97,13 +53,13 @@ fn hermes_compression_is_answered_by_the_engine_and_its_compacted_history_contin
     let sandbox = Sandbox::new();
     sandbox.link_repo_plugins();
     sandbox.write_config("context:\n  engine: lcm\nmodel:\n  context_length: 16000\n");
-    let messages = history(120);
+    let messages = long_session_marked(120, MARKER);
     let recorded: VecDeque<Value> = messages
         .iter()
         .filter(|m| m["role"] == "assistant")
         .cloned()
         .collect();
-    let upstream = FakeUpstream::start(model(Arc::new(Mutex::new(recorded))));
+    let upstream = FakeUpstream::start(model(Wire::Chat, Arc::new(Mutex::new(recorded))));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let mut name = String::new();
     for index in 0..messages.len() {
@@ -190,11 +146,10 @@ fn hermes_compression_is_answered_by_the_engine_and_its_compacted_history_contin
             !call.body.contains("ctxhost.v1."),
             "the upstream never sees the reference"
         );
-        assert!(!call.body.contains("summarization agent"));
+        assert!(!is_compaction_prompt(&call.body));
     }
-    let bearer = format!("Bearer {CREDENTIAL}");
-    assert_eq!(sessions(&gateway, "authorization", &bearer).len(), 1);
-    let state = session(&gateway, &name, "authorization", &bearer);
+    assert_eq!(Wire::Chat.sessions(&gateway, Some(CREDENTIAL)).len(), 1);
+    let state = Wire::Chat.session(&gateway, &name, Some(CREDENTIAL));
     assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
     assert!(
         state["compressions"]
@@ -209,7 +164,7 @@ fn hermes_compression_is_answered_by_the_engine_and_its_compacted_history_contin
 #[test]
 fn a_compression_call_for_a_credential_never_served_goes_upstream() {
     let sandbox = Sandbox::new();
-    let upstream = FakeUpstream::start(model(Arc::default()));
+    let upstream = FakeUpstream::start(model(Wire::Chat, Arc::default()));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let call = compression_call(&[json!({"role": "user", "content": "Fix the build, please."})]);
     let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &call);

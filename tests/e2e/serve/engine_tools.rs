@@ -7,24 +7,13 @@ use std::sync::{Arc, Mutex};
 use ctxhost_tests::per_wire;
 use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
 use ctxhost_tests::wire::{assert_tools_paired, Wire};
-use ctxhost_tests::{long_session, Sandbox};
+use ctxhost_tests::{long_session_marked, Sandbox};
 use serde_json::{json, Value};
 
 const MARKER: &str = "UNIQUE-MARKER-7731";
 const CONFIG: &str = "context:\n  engine: lcm\nmodel:\n  context_length: 16000\n";
 /// The reasoning that leads the model to search (kept by the wires that carry reasoning).
 const SEARCHING: &str = "reasoning-grep";
-
-/// The first `n` messages of the long session, with the marker planted early.
-fn history(n: usize) -> Vec<Value> {
-    let mut session = long_session();
-    session.truncate(n);
-    session[40]["content"] = json!(format!(
-        "{} {MARKER}",
-        session[40]["content"].as_str().unwrap_or_default()
-    ));
-    session
-}
 
 /// The scripted model: replays recorded answers; asked about the marker, it searches with
 /// `lcm_grep` (and, when asked to, also calls the client's `shell` in the same reply); given
@@ -86,7 +75,7 @@ per_wire! {
         sandbox.write_config(CONFIG);
         for stream in [false, true] {
             let session = format!("tools-{stream}");
-            let mut messages = history(120);
+            let mut messages = long_session_marked(120, MARKER);
             let recorded: VecDeque<Value> = messages
                 .iter()
                 .filter(|m| m["role"] == "assistant")

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::script::{echo_command, prompt_tokens, Move, Script, Seen, FIRST_WORD, GREP_CALL};
-use super::{install, run_guarded};
+use super::{install, run_guarded, AgentDirs};
 use crate::anthropic_upstream::reply;
 use crate::upstream::{Answer, Recorded};
 use crate::Run;
@@ -32,32 +32,19 @@ pub const API_KEY: &str = "sk-ant-claude-agent";
 pub const AUTO_COMPACT_WINDOW: u64 = 100_000;
 
 /// A home and working directory for one Claude Code session.
+#[derive(Default)]
 pub struct ClaudeCode {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Default for ClaudeCode {
-    fn default() -> Self {
-        Self::new()
-    }
+    dirs: AgentDirs,
 }
 
 impl ClaudeCode {
-    pub fn new() -> Self {
-        ClaudeCode {
-            home: tempfile::tempdir().expect("a temporary home"),
-            work: tempfile::tempdir().expect("a temporary working directory"),
-        }
-    }
-
     /// `claude -p PROMPT --output-format json` against the Messages API at `base_url` (no
     /// `/v1`: Claude Code adds it).
     pub fn print(&self, base_url: &str, prompt: &str) -> Run {
         let mut command = Command::new(install::claude());
         command
-            .current_dir(self.work.path())
-            .env("HOME", self.home.path())
+            .current_dir(self.dirs.work.path())
+            .env("HOME", self.dirs.home.path())
             .env_remove("ANTHROPIC_AUTH_TOKEN")
             .env("ANTHROPIC_BASE_URL", base_url)
             .env("ANTHROPIC_API_KEY", API_KEY)

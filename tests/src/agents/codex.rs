@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::script::{echo_command, prompt_tokens, Move, Script, Seen, GREP_CALL};
-use super::{install, run_guarded};
+use super::{install, run_guarded, AgentDirs};
 use crate::responses_upstream::{function_call, message_item, reply};
 use crate::upstream::{Answer, Recorded};
 use crate::Run;
@@ -29,32 +29,19 @@ pub const API_KEY: &str = "sk-codex-agent";
 pub const AUTO_COMPACT_LIMIT: u64 = 30_000;
 
 /// A Codex home and working directory for one session.
+#[derive(Default)]
 pub struct Codex {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Default for Codex {
-    fn default() -> Self {
-        Self::new()
-    }
+    dirs: AgentDirs,
 }
 
 impl Codex {
-    pub fn new() -> Self {
-        Codex {
-            home: tempfile::tempdir().expect("a temporary CODEX_HOME"),
-            work: tempfile::tempdir().expect("a temporary working directory"),
-        }
-    }
-
     /// `codex exec --json PROMPT` against the Responses API at `base_url` (`.../v1`).
     pub fn exec(&self, base_url: &str, prompt: &str) -> Run {
         let provider = |key: &str, value: &str| format!("model_providers.ctxhost.{key}={value}");
         let mut command = Command::new(install::codex());
         command
-            .current_dir(self.work.path())
-            .env("CODEX_HOME", self.home.path())
+            .current_dir(self.dirs.work.path())
+            .env("CODEX_HOME", self.dirs.home.path())
             .env("CTXHOST_AGENT_KEY", API_KEY)
             .args(["exec", "--json", "--skip-git-repo-check"])
             .args(["--dangerously-bypass-approvals-and-sandbox"])

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::script::{echo_command, prompt_tokens, Move, Script, Seen, FIRST_WORD, GREP_CALL};
-use super::{install, run_guarded};
+use super::{install, run_guarded, AgentDirs};
 use crate::upstream::{reply, tool_call, Answer, Recorded};
 use crate::Run;
 
@@ -30,28 +30,15 @@ pub const API_KEY: &str = "sk-hermes-agent";
 pub const CONTEXT_LENGTH: u64 = 64_000;
 
 /// A Hermes home and working directory for one session.
+#[derive(Default)]
 pub struct Hermes {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-}
-
-impl Default for Hermes {
-    fn default() -> Self {
-        Self::new()
-    }
+    dirs: AgentDirs,
 }
 
 impl Hermes {
-    pub fn new() -> Self {
-        Hermes {
-            home: tempfile::tempdir().expect("a temporary HERMES_HOME"),
-            work: tempfile::tempdir().expect("a temporary working directory"),
-        }
-    }
-
     /// Where its one-shot run writes its JSON report.
     pub fn usage_file(&self) -> PathBuf {
-        self.home.path().join("usage.json")
+        self.dirs.home.path().join("usage.json")
     }
 
     /// `hermes -z PROMPT` against the OpenAI-compatible API at `base_url` (`.../v1`).
@@ -61,12 +48,13 @@ impl Hermes {
              api_key: {API_KEY}\n  context_length: {CONTEXT_LENGTH}\n\
              compression:\n  enabled: true\n  threshold: 0.75\n  protect_last_n: 4\n"
         );
-        std::fs::write(self.home.path().join("config.yaml"), config).expect("write config.yaml");
+        std::fs::write(self.dirs.home.path().join("config.yaml"), config)
+            .expect("write config.yaml");
         let mut command = Command::new(install::hermes());
         command
-            .current_dir(self.work.path())
-            .env("HOME", self.home.path())
-            .env("HERMES_HOME", self.home.path())
+            .current_dir(self.dirs.work.path())
+            .env("HOME", self.dirs.home.path())
+            .env("HERMES_HOME", self.dirs.home.path())
             .args(["-z", prompt, "--usage-file"])
             .arg(self.usage_file());
         run_guarded(command, "hermes -z")

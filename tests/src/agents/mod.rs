@@ -13,14 +13,27 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::gateway::GatewayProcess;
 use crate::Run;
 
 /// How long one agent run may take before the test fails: a guard against a hung agent, far
 /// above what a run needs.
 const RUN_GUARD: Duration = Duration::from_secs(600);
+
+/// The home and working directory of one agent session, both temporary (the agent's own
+/// configuration and history stay out of the machine's).
+pub struct AgentDirs {
+    pub home: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+}
+
+impl Default for AgentDirs {
+    fn default() -> Self {
+        AgentDirs {
+            home: tempfile::tempdir().expect("a temporary home for the agent"),
+            work: tempfile::tempdir().expect("a temporary working directory"),
+        }
+    }
+}
 
 /// Runs `command` (stdin closed) to its end and returns its outcome; kills it and panics if it
 /// outlives [`RUN_GUARD`].
@@ -50,30 +63,4 @@ pub fn run_guarded(mut command: Command, what: &str) -> Run {
             panic!("{what} was still running after {RUN_GUARD:?}: killed");
         }
     }
-}
-
-/// The gateway's sessions of the client that sends `header: value` (`/ctxhost/sessions`).
-pub fn sessions(gateway: &GatewayProcess, header: &str, value: &str) -> Vec<Value> {
-    let response = reqwest::blocking::Client::new()
-        .get(format!("{}/ctxhost/sessions", gateway.url))
-        .header(header, value)
-        .send()
-        .expect("the gateway answers");
-    assert_eq!(response.status().as_u16(), 200);
-    let body: Value = response.json().expect("a JSON body");
-    body["sessions"].as_array().cloned().unwrap_or_default()
-}
-
-/// One session of the client that sends `header: value`, with its stats and compressions
-/// (`/ctxhost/sessions/{id}`).
-pub fn session(gateway: &GatewayProcess, id: &str, header: &str, value: &str) -> Value {
-    let response = reqwest::blocking::Client::new()
-        .get(format!("{}/ctxhost/sessions/{id}", gateway.url))
-        .header(header, value)
-        .send()
-        .expect("the gateway answers");
-    let status = response.status().as_u16();
-    let body: Value = response.json().expect("a JSON body");
-    assert_eq!(status, 200, "{body}");
-    body
 }

@@ -166,6 +166,20 @@ impl Wire {
         }
     }
 
+    /// The sessions the gateway holds for the client holding `credential` on this wire
+    /// (`/ctxhost/sessions`).
+    pub fn sessions(self, gateway: &GatewayProcess, credential: Option<&str>) -> Vec<Value> {
+        let request = Client::new().get(format!("{}/ctxhost/sessions", gateway.url));
+        let response = self
+            .authorize(request, credential)
+            .send()
+            .expect("the gateway answers");
+        let status = response.status().as_u16();
+        let body: Value = response.json().expect("a JSON body");
+        assert_eq!(status, 200, "{body}");
+        body["sessions"].as_array().cloned().unwrap_or_default()
+    }
+
     /// What the gateway holds about session `id` of the client holding `credential` on this
     /// wire.
     pub fn session(self, gateway: &GatewayProcess, id: &str, credential: Option<&str>) -> Value {

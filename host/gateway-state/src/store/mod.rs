@@ -4,6 +4,7 @@
 pub mod migrate;
 mod postgres;
 mod sqlite;
+mod state_lock;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -14,12 +15,12 @@ use serde::Serialize;
 
 use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
-pub use ctxhost_config::state_lock::{StateLock, StateLockError};
 pub use postgres::{
     default_replica_name, random_u64, Claim, Coordination, Imported, Lease, LeaseKind,
     PostgresStore, PreparedState,
 };
 pub use sqlite::SqliteStore;
+pub use state_lock::{StateLock, StateLockError};
 
 /// A store failed.
 #[derive(Debug, thiserror::Error)]

@@ -42,22 +42,26 @@ impl SqliteStore {
             reason,
         };
         if let Some(dir) = path.parent() {
-            create_private_dir(dir).map_err(|e| fail(e.to_string()))?;
+            ctxhost_private_files::create_dir(dir).map_err(|e| fail(e.to_string()))?;
         }
-        create_private_file(path).map_err(|e| fail(e.to_string()))?;
+        ctxhost_private_files::create_file(path).map_err(|e| fail(e.to_string()))?;
         // SQLite gives its log and shared-memory files the database's mode.
         for suffix in ["", "-wal", "-shm"] {
             let mut file = path.as_os_str().to_owned();
             file.push(suffix);
             let file = std::path::PathBuf::from(file);
-            match restrict(&file) {
-                Ok(Some(mode)) => tracing::warn!(
-                    "{}: was readable by others (mode {mode:04o}); made it owner-only (0600), as it holds every conversation",
-                    file.display()
-                ),
+            match ctxhost_private_files::restrict(&file) {
+                Ok(Some(mode)) => {
+                    tracing::warn!("{}", ctxhost_private_files::tightened_notice(&file, mode))
+                }
                 Ok(None) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(fail(format!("cannot make {} owner-only: {e}", file.display()))),
+                Err(e) => {
+                    return Err(fail(format!(
+                        "cannot make {} owner-only: {e}",
+                        file.display()
+                    )))
+                }
             }
         }
         let connection = Connection::open(path).map_err(|e| fail(e.to_string()))?;
@@ -192,46 +196,6 @@ impl SessionStore for SqliteStore {
         )?;
         secret_of(&stored)
     }
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-    }
-    #[cfg(not(unix))]
-    std::fs::create_dir_all(dir)
-}
-
-/// Makes an existing file owner-only; the mode it had, when that was wider.
-fn restrict(path: &Path) -> std::io::Result<Option<u32>> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)?.permissions().mode() & 0o7777;
-        if mode & 0o077 != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-            return Ok(Some(mode));
-        }
-    }
-    #[cfg(not(unix))]
-    std::fs::metadata(path)?;
-    Ok(None)
-}
-
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path).map(drop)
 }
 
 #[cfg(test)]

@@ -175,9 +175,12 @@ async fn serve<W: Wire>(
         },
     )
     .await?;
-    if W::API == Api::Chat {
+    if W::API == Api::Chat
+        && turn.gateway.settings.client_compaction == ClientCompactionMode::Engine
+    {
         // For a side call of the agent's that names no session and carries no history of its
-        // own (Hermes' compression): the history is kept, not copied.
+        // own (Hermes' compression), which only the engine answers: the history is kept, not
+        // copied.
         let name = turn.live().record.key.name.clone();
         turn.gateway
             .served

@@ -317,14 +317,11 @@ impl Turn {
             && min_saved > 0
             && saved < min_saved
             && tokens_before <= window;
-        // The engine found nothing to compress (it may count fewer tokens than the provider,
-        // which counts the tools): not a compression, and not asked again until the history
-        // has grown by a twentieth of the window.
+        // The engine found nothing to compress: not a compression.
         let unchanged = compression.error.is_none() && *compression.messages == *draft.upstream;
         let outcome = match &compression.error {
             None if unchanged => {
-                let record = &mut self.guard.record;
-                record.deferred_until_tokens = tokens_before + min_saved.max(window / 20).max(1);
+                self.guard.record.defer_unchanged(tokens_before, min_saved);
                 CompressionOutcome::Unchanged
             }
             None if saves_too_little => {

@@ -21,7 +21,7 @@
 //!
 //! Beside the store: `ids.rs` (content hashes and summary ids, which the store checks and the
 //! engine writes), `session_lock.rs` (one writer per session, across processes and, on
-//! PostgreSQL, machines) and `private_files.rs` (owner-only files for everything it writes).
+//! PostgreSQL, machines) and `ctxhost-private-files` (owner-only files for everything it writes, and its lock files).
 //!
 //! The public surface is what the engine uses: [`Store`] and its [`Location`], the rows, the
 //! doctor's report, [`SessionLock`], [`migrate_session`] and [`ids`].
@@ -38,7 +38,6 @@ pub mod ids;
 mod location;
 mod migrate;
 mod postgres;
-mod private_files;
 mod queries;
 mod registry;
 mod rows;

@@ -6,11 +6,10 @@
 //! An OS file lock (not a row in the database) because the operating system drops it when its
 //! holder dies, `kill -9` included, so a crashed writer never leaves a session locked until
 //! some lease expires; and because a lock per file blocks only that session, never the others
-//! in the same store. The file is `<data dir>/locks/<hash of the session id>.lock` and holds the
-//! holder's process id, for the message the next writer gets.
+//! in the same store. The file is `<data dir>/locks/<hash of the session id>.lock`
+//! ([`ctxhost_private_files::lock`]: it names its holder for the next writer's message).
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,8 +17,8 @@ use ctxhost_sdk::EngineError;
 use sha2::{Digest, Sha256};
 
 use crate::postgres::AdvisoryLock;
-use crate::private_files;
 use crate::Store;
+use ctxhost_private_files::lock;
 
 /// The lock on one session, released when dropped.
 pub struct SessionLock {
@@ -77,41 +76,29 @@ impl SessionLock {
         let fail = |what: &str, e: std::io::Error| {
             EngineError::failed(format!("lcm session lock {}: {what}: {e}", path.display()))
         };
-        if let Some(dir) = path.parent() {
-            private_files::create_dir(dir).map_err(|e| fail("cannot create its directory", e))?;
-        }
-        let mut file =
-            private_files::options(OpenOptions::new().read(true).write(true).create(true))
-                .truncate(false)
-                .open(&path)
-                .map_err(|e| fail("cannot open", e))?;
+        let mut file = lock::open(&path).map_err(|e| fail("cannot open", e))?;
         let started = Instant::now();
         let mut pause = Duration::from_millis(5);
         loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(TryLockError::WouldBlock) if started.elapsed() < wait => {
+            match lock::try_take(&mut file) {
+                Ok(true) => break,
+                Ok(false) if started.elapsed() < wait => {
                     // No OS primitive waits on a file lock with a timeout: poll, backing off.
                     std::thread::sleep(pause.min(wait.saturating_sub(started.elapsed())));
                     pause = (pause * 2).min(Duration::from_millis(100));
                 }
-                Err(TryLockError::WouldBlock) => {
+                Ok(false) => {
                     return Err(EngineError::busy(format!(
                         "lcm: session `{session_id}` is being written by another process \
                          ({}), still after {} ms; lcm writes a session from one process at a \
                          time: wait for that one to finish, or use another session",
-                        holder(&mut file),
+                        lock::holder(&mut file).unwrap_or_else(|| "holder unknown".to_string()),
                         wait.as_millis()
                     )));
                 }
-                Err(TryLockError::Error(e)) => return Err(fail("cannot lock", e)),
+                Err(e) => return Err(fail("cannot lock", e)),
             }
         }
-        // Who holds it, for the message the next writer gets; best effort.
-        let _ = file
-            .set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "pid {}", std::process::id()));
         Ok(SessionLock {
             session_id: session_id.to_string(),
             _held: Held::File { _file: file },
@@ -128,17 +115,6 @@ pub fn lock_path(data_dir: &Path, session_id: &str) -> PathBuf {
     let digest = Sha256::digest(session_id.as_bytes());
     let name: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     data_dir.join("locks").join(format!("{name}.lock"))
-}
-
-fn holder(file: &mut File) -> String {
-    let mut text = String::new();
-    let read = file
-        .seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_to_string(&mut text));
-    match read {
-        Ok(_) if !text.trim().is_empty() => text.trim().to_string(),
-        _ => "holder unknown".to_string(),
-    }
 }
 
 #[cfg(test)]

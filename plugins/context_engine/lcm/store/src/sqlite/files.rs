@@ -15,12 +15,12 @@ impl SqliteStore {
             )));
         }
         if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::private_files::create_dir(dir).map_err(|e| {
+            ctxhost_private_files::create_dir(dir).map_err(|e| {
                 EngineError::failed(format!("backup: cannot create {}: {e}", dir.display()))
             })?;
         }
         // Owner-only from the start: VACUUM INTO writes into an empty file and keeps its mode.
-        crate::private_files::create_new_empty(to).map_err(|e| {
+        ctxhost_private_files::create_new_empty(to).map_err(|e| {
             EngineError::failed(format!("backup: cannot create {}: {e}", to.display()))
         })?;
         let target = to.to_string_lossy().into_owned();

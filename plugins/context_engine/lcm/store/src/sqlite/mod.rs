@@ -50,7 +50,7 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, switches it to WAL and migrates it.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<SqliteStore, EngineError> {
         if let Some(dir) = path.parent() {
-            crate::private_files::create_dir(dir).map_err(|e| {
+            ctxhost_private_files::create_dir(dir).map_err(|e| {
                 EngineError::failed(format!(
                     "lcm store {}: cannot create the directory: {e}",
                     dir.display()
@@ -62,7 +62,7 @@ impl SqliteStore {
         let mut tightened = Vec::new();
         let mut private = || -> std::io::Result<()> {
             if !path.exists() {
-                match crate::private_files::create_new_empty(path) {
+                match ctxhost_private_files::create_new_empty(path) {
                     Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
                     _ => {}
                 }
@@ -72,8 +72,8 @@ impl SqliteStore {
                 file.push(suffix);
                 let file = std::path::PathBuf::from(file);
                 if file.exists() {
-                    if let Some(mode) = crate::private_files::restrict(&file)? {
-                        tightened.push(crate::private_files::tightened_notice(&file, mode));
+                    if let Some(mode) = ctxhost_private_files::restrict(&file)? {
+                        tightened.push(ctxhost_private_files::tightened_notice(&file, mode));
                     }
                 }
             }

@@ -1,6 +1,8 @@
-//! Files only their owner can read: the store holds every message verbatim, so the database,
-//! its write-ahead log, its backups and the lock files are created 0600 in directories created
-//! 0700, whatever the umask.
+//! Files only their owner can read: a session store holds every message verbatim, so the
+//! database, its write-ahead log, its backups and the lock files are created 0600 in
+//! directories created 0700, whatever the umask. [`lock`]: the lock files.
+
+pub mod lock;
 
 use std::fs::OpenOptions;
 use std::io;
@@ -46,6 +48,14 @@ pub fn tightened_notice(path: &Path, mode: u32) -> String {
         "{}: was readable by others (mode {mode:04o}); made it owner-only (0600), as it holds every message",
         path.display()
     )
+}
+
+/// Creates `path` owner-only when it is missing (an existing file is left as it is: see
+/// [`restrict`]).
+pub fn create_file(path: &Path) -> io::Result<()> {
+    options(OpenOptions::new().create(true).append(true))
+        .open(path)
+        .map(drop)
 }
 
 /// Creates `path` empty and owner-only, failing when it exists: SQLite then writes into it

@@ -3,13 +3,13 @@
 //! own copy of a session in memory and the last save would win; PostgreSQL (`serve.state` a
 //! `postgres://` URL) is how several gateways share sessions.
 //!
-//! An OS file lock because the system drops it when its holder dies (`kill -9` included), so a
-//! crashed gateway never leaves the state locked. The file holds the holder's process id for
-//! the next one's message.
+//! A lock file ([`ctxhost_private_files::lock`]): a crashed gateway never leaves the state
+//! locked, and the next one is told the holder's pid.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use ctxhost_private_files::lock;
 
 /// The lock could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -35,37 +35,18 @@ pub struct StateLock {
 impl StateLock {
     /// Takes the lock of the SQLite state at `state` (`<state>.lock`), without waiting.
     pub fn take(state: &Path) -> Result<StateLock, StateLockError> {
-        let lock = lock_path(state);
+        let path = lock_path(state);
         let io = |e: std::io::Error| StateLockError::Io {
-            lock: lock.clone(),
+            lock: path.clone(),
             reason: e.to_string(),
         };
-        if let Some(dir) = lock.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
+        let mut file = lock::open(&path).map_err(io)?;
+        if !lock::try_take(&mut file).map_err(io)? {
+            return Err(StateLockError::Held {
+                state: state.to_path_buf(),
+                holder: lock::holder(&mut file).unwrap_or_else(|| "pid unknown".to_string()),
+            });
         }
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&lock).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(StateLockError::Held {
-                    state: state.to_path_buf(),
-                    holder: holder(&mut file),
-                })
-            }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
-        }
-        // Who holds it, for the message the next gateway gets; best effort.
-        let _ = file
-            .set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| writeln!(file, "pid {}", std::process::id()));
         Ok(StateLock { _file: file })
     }
 }
@@ -75,17 +56,6 @@ pub fn lock_path(state: &Path) -> PathBuf {
     let mut name = state.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)
-}
-
-fn holder(file: &mut File) -> String {
-    let mut text = String::new();
-    let read = file
-        .seek(SeekFrom::Start(0))
-        .and_then(|_| file.read_to_string(&mut text));
-    match read {
-        Ok(_) if !text.trim().is_empty() => text.trim().to_string(),
-        _ => "pid unknown".to_string(),
-    }
 }
 
 #[cfg(test)]
