@@ -877,16 +877,41 @@ fn engine_children(pid: u32) -> Vec<u32> {
 /// The hostile plugin recording each session's compressions under `dir`, in `processes`
 /// processes, each compression on the request that needs it.
 fn recording_config(dir: &std::path::Path, processes: usize) -> String {
+    recording_config_with(dir, processes, "")
+}
+
+/// [`recording_config`] with more of the plugin's keys (`    key: value\n` lines).
+fn recording_config_with(dir: &std::path::Path, processes: usize, keys: &str) -> String {
     format!(
         "{}serve:\n  compaction:\n    background: false\n",
         hostile_config(
             "record",
             &format!(
-                "    timeout: 120\n    processes: {processes}\n    record_dir: {}\n",
+                "    timeout: 120\n    processes: {processes}\n    record_dir: {}\n{keys}",
                 dir.display()
             )
         )
     )
+}
+
+/// Waits until `session`'s record holds `line`: the call that writes it is then in flight.
+fn await_record(dir: &std::path::Path, session: &str, line: &str) {
+    let mut waited = 0;
+    loop {
+        let found = std::fs::read_dir(dir).unwrap().flatten().any(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.starts_with(&format!("{session}_"))
+                && !name.ends_with(".closed")
+                && std::fs::read_to_string(entry.path())
+                    .is_ok_and(|text| text.lines().any(|l| l == line))
+        });
+        if found {
+            return;
+        }
+        assert!(waited < 2400, "{session} never recorded {line:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
 }
 
 /// A session's history after `turns` user messages `m1`, `m2`, ... each answered "ok", then
@@ -1026,6 +1051,81 @@ fn a_crash_in_one_sessions_call_fails_that_call_only_and_the_others_reopen_with_
     assert_ne!(
         after, before,
         "a new process took the crashed one's sessions"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_with_their_state() {
+    let records = tempfile::tempdir().unwrap();
+    // The hanging call is a per-turn check: its 2 s deadline passes long before the 120 s of
+    // the compression in flight beside it, whatever the machine's load.
+    let config = recording_config_with(records.path(), 1, "    check_timeout: 2\n");
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&config);
+    for turns in 0..2 {
+        for session in ["stalled", "idle"] {
+            let messages = history(turns, &format!("m{}", turns + 1));
+            let response = send_chat(&gateway, session, &messages);
+            assert!(
+                answered_by_the_engine(&response),
+                "{session}: {:?}",
+                response.headers()
+            );
+        }
+    }
+    let before = engine_children(gateway.pid());
+    assert_eq!(before.len(), 1, "{before:?}");
+    let base_url = gateway.base_url();
+    let (stalled, hung) = std::thread::scope(|scope| {
+        // A compression that does not answer (within its 120 s)...
+        let stalled = scope.spawn(|| send_chat_to(&base_url, "stalled", &history(2, "stall")));
+        await_record(records.path(), "stalled", "2 stall");
+        // ...in flight when another session's check hangs in the same process.
+        let hung = scope.spawn(|| send_chat_to(&base_url, "hung", &history(0, "hang")));
+        await_record(records.path(), "hung", "1 hang");
+        (stalled.join().unwrap(), hung.join().unwrap())
+    });
+    let error = |response: &reqwest::blocking::Response| {
+        assert_eq!(
+            response.status(),
+            200,
+            "the turn goes on with the compressor"
+        );
+        response.headers()["x-ctxhost-engine-error"]
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let hung_error = error(&hung);
+    assert!(
+        hung_error.contains("hostile") && hung_error.contains("did not answer within 2s"),
+        "{hung_error}"
+    );
+    let stalled_error = error(&stalled);
+    assert!(
+        stalled_error.contains("was killed during compress")
+            && stalled_error.contains("another call")
+            && stalled_error.contains("did not answer within 2s"),
+        "{stalled_error}"
+    );
+    // A session with nothing in flight reopens with its state on a new process.
+    let idle = send_chat(&gateway, "idle", &history(2, "m3"));
+    assert!(answered_by_the_engine(&idle), "{:?}", idle.headers());
+    assert_eq!(recorded(records.path(), "idle"), ["1 m2", "2 m3"]);
+    // The session whose call failed stays on the standby compressor, as after any failure.
+    let mut stalled_on = history(2, "stall");
+    let messages = stalled_on.as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": "ok"}));
+    messages.push(json!({"role": "user", "content": "m4"}));
+    let stalled = send_chat(&gateway, "stalled", &stalled_on);
+    assert_eq!(stalled.status(), 200);
+    assert_eq!(stalled.headers()["x-ctxhost-engine"], "compressor");
+    assert_eq!(recorded(records.path(), "stalled"), ["1 m2", "2 stall"]);
+    let after = engine_children(gateway.pid());
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "a new process took the killed one's sessions"
     );
 }
 

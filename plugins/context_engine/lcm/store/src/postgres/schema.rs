@@ -176,3 +176,116 @@ fn store_error(error: MigrationError) -> StoreError {
         other => StoreError::Schema(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::postgres::PostgresStore;
+    use crate::{FullTextQuery, Location, Store, Term};
+
+    fn indexes(client: &mut Client) -> Vec<String> {
+        client
+            .query(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'lcm_messages' \
+                 ORDER BY indexname",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+    }
+
+    /// A store a build of schema 1 wrote (its trigram index over every message) is brought to
+    /// the latest schema when the engine opens it, and every message is still there and found:
+    /// by its words, its CJK text (the index that replaced the old one) and a regex.
+    #[test]
+    fn a_store_at_schema_1_is_upgraded_in_place_and_every_message_is_still_found() {
+        let url = ctxhost_test_postgres::Postgres::database("lcm_schema_1");
+        let Location::Postgres(url) = Location::postgres(&url).unwrap() else {
+            unreachable!()
+        };
+        let mut client = crate::postgres::connect(&url, Duration::from_secs(30)).unwrap();
+        let first = Schema {
+            migrations: &MIGRATIONS[..1],
+            ..SCHEMA
+        };
+        ctxhost_pg::migrate::migrate_blocking(&mut client, &first).unwrap();
+        assert_eq!(version(&mut client).unwrap(), 1);
+        assert!(indexes(&mut client).contains(&"lcm_messages_trgm".to_string()));
+        let conv: i64 = client
+            .query_one(
+                "INSERT INTO lcm_conversations (session_id, created_at) VALUES ('s', 0) \
+                 RETURNING id",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        let texts: Vec<String> = (0..300)
+            .map(|i| match i {
+                7 => "検索エンジンの設計について".to_string(),
+                150 => "def parse_block(self): the marshmallow fields".to_string(),
+                _ => format!("plain words number {i}"),
+            })
+            .collect();
+        for (seq, text) in texts.iter().enumerate() {
+            let json = serde_json::json!({"role": "user", "content": text}).to_string();
+            client
+                .execute(
+                    "INSERT INTO lcm_messages \
+                     (conversation_id, seq, role, json, text, tokens, hash, created_at) \
+                     VALUES ($1, $2, 'user', $3, $4, 3, $5, 0)",
+                    &[&conv, &(seq as i64), &json, text, &format!("h{seq}")],
+                )
+                .unwrap();
+        }
+        drop(client);
+
+        let store = Store::Postgres(Box::new(
+            PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
+        ));
+        assert_eq!(store.schema_version().unwrap(), LATEST);
+        let mut client = crate::postgres::connect(&url, Duration::from_secs(30)).unwrap();
+        let after = indexes(&mut client);
+        assert!(
+            !after.contains(&"lcm_messages_trgm".to_string()),
+            "{after:?}"
+        );
+        assert!(
+            after.contains(&"lcm_messages_cjk_trgm".to_string()),
+            "{after:?}"
+        );
+        assert_eq!(store.stats(conv).unwrap().messages, 300);
+
+        let search = |text: &str| {
+            let query = FullTextQuery {
+                terms: vec![Term {
+                    text: text.into(),
+                    prefix: false,
+                }],
+                any: false,
+            };
+            store
+                .fts_messages(conv, &query, (0, i64::MAX), false, 50)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(search("marshmallow"), 1);
+        assert_eq!(search("エンジン"), 1);
+        let mut matched = Vec::new();
+        store
+            .scan_messages(
+                conv,
+                (0, i64::MAX),
+                Some("def \\w+\\(self"),
+                |_, seq, _, _| {
+                    matched.push(seq);
+                    true
+                },
+            )
+            .unwrap();
+        assert_eq!(matched, [150]);
+    }
+}
