@@ -79,6 +79,7 @@ pub mod services;
 pub mod session;
 pub mod source;
 pub mod suggest;
+pub mod tool_set;
 // The token counter is its own crate; it keeps its path here.
 pub use ctxhost_tokens as tokens;
 

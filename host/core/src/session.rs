@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::services::HostServicesImpl;
 use crate::source::{EngineSource, Warning};
+use crate::tool_set::ToolSet;
 use ctxhost_config::BUILT_IN_ENGINE;
 
 /// Where an engine keeps its state for a session.
@@ -446,6 +447,11 @@ impl Session {
     /// The JSON schemas of the tools the engine gives the agent.
     pub async fn tool_schemas(&mut self) -> Result<Vec<Value>, SessionError> {
         self.call(Op::ToolSchemas, |e| e.tool_schemas()).await
+    }
+
+    /// [`tool_schemas`](Self::tool_schemas), shared with every session offering the same.
+    pub async fn tool_set(&mut self) -> Result<Arc<ToolSet>, SessionError> {
+        self.tool_schemas().await.map(ToolSet::shared)
     }
 
     /// Runs one of the engine's tools; the answer is the text for the model.

@@ -165,7 +165,7 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
             view_version: conversation.view_version(),
         },
     );
-    let mut tools: Vec<&str> = live.tool_names.iter().map(String::as_str).collect();
+    let mut tools: Vec<&str> = live.tools.names().iter().map(String::as_str).collect();
     tools.sort_unstable();
     let text = handoff_text(answering.kind, &summaries, &tools, &reference);
     let handoff = if answering.kind.wants_text() {

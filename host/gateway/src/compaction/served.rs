@@ -3,7 +3,9 @@
 //! quoting the turns to summarise, no system prompt), so its auto-name would be a new session
 //! every time. The gateway remembers, per credential, the last sessions it served on the chat
 //! wire (the agent's own side calls, such as a title, are sessions too), with a few marks of
-//! each one's latest messages; a call whose quote holds one of them is that session's.
+//! each one's latest messages; a call whose quote holds one of them is that session's. Each
+//! one's last history is kept here too, to answer the call from: only the few sessions a call
+//! can find hold one (kept per live session, 10,000 long sessions held gigabytes).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -27,6 +29,7 @@ const MIN_MARK_CHARS: usize = 16;
 struct Last {
     session: String,
     marks: Vec<String>,
+    history: Vec<Message>,
 }
 
 /// Why no session was found for a call.
@@ -56,7 +59,7 @@ struct Recent {
 
 impl RecentSessions {
     /// `session` was just served `history` for `credential`.
-    pub fn remember(&self, credential: &str, session: &str, history: &[Message]) {
+    pub fn remember(&self, credential: &str, session: &str, history: Vec<Message>) {
         let marks = history
             .iter()
             .rev()
@@ -66,6 +69,7 @@ impl RecentSessions {
         let last = Last {
             session: session.to_string(),
             marks,
+            history,
         };
         let mut recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let known = recent.last.contains_key(credential);
@@ -81,6 +85,14 @@ impl RecentSessions {
                 }
             }
         }
+    }
+
+    /// The history `session` was last served for `credential`, while it is remembered.
+    pub fn history(&self, credential: &str, session: &str) -> Option<Vec<Message>> {
+        let recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let served = recent.last.get(credential)?;
+        let last = served.iter().find(|s| s.session == session)?;
+        Some(last.history.clone())
     }
 
     /// The session a call quoting `quote` is for: the last one served for `credential` whose
@@ -127,7 +139,8 @@ mod tests {
     #[test]
     fn a_quote_of_the_last_sessions_turns_finds_it() {
         let recent = RecentSessions::default();
-        recent.remember("alice", "s1", &history("alpha"));
+        recent.remember("alice", "s1", history("alpha"));
+        assert_eq!(recent.history("alice", "s1"), Some(history("alpha")));
         let quote = "[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox";
         assert_eq!(recent.find("alice", quote), Ok("s1".to_string()));
         assert_eq!(recent.find("bob", quote), Err(Unfound::NoSession));
@@ -136,19 +149,24 @@ mod tests {
             Err(Unfound::OtherTurns("s1".to_string()))
         );
         // A side call of the agent's own served since (a title) is a session of its own.
-        recent.remember("alice", "title", &history("beta"));
+        recent.remember("alice", "title", history("beta"));
         assert_eq!(recent.find("alice", quote), Ok("s1".to_string()));
         for n in 0..SESSIONS {
-            recent.remember("alice", &format!("t{n}"), &history("gamma"));
+            recent.remember("alice", &format!("t{n}"), history("gamma"));
         }
         assert!(recent.find("alice", quote).is_err());
+        assert_eq!(
+            recent.history("alice", "s1"),
+            None,
+            "forgotten with its history"
+        );
     }
 
     #[test]
     fn the_oldest_credential_is_forgotten() {
         let recent = RecentSessions::default();
         for n in 0..=CREDENTIALS {
-            recent.remember(&format!("key-{n}"), "s", &[]);
+            recent.remember(&format!("key-{n}"), "s", Vec::new());
         }
         assert_eq!(recent.find("key-0", ""), Err(Unfound::NoSession));
         assert_eq!(

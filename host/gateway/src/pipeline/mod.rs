@@ -182,10 +182,8 @@ async fn serve<W: Wire>(
         // own (Hermes' compression), which only the engine answers: the history is kept, not
         // copied.
         let name = turn.live().record.key.name.clone();
-        turn.gateway
-            .served
-            .remember(&credential, &name, &parsed.history);
-        turn.live().served_history = Some(std::mem::take(&mut parsed.history));
+        let history = std::mem::take(&mut parsed.history);
+        turn.gateway.served.remember(&credential, &name, history);
     }
     drop(parsed.history);
     if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {

@@ -14,13 +14,15 @@ use crate::turn::Turn;
 /// client does not also define (the client's own tool of the same name wins).
 pub fn engine_tools(live: &Live, client_tools: &HashSet<String>) -> (Vec<Value>, HashSet<String>) {
     let names: HashSet<String> = live
-        .tool_names
+        .tools
+        .names()
         .iter()
         .filter(|n| !client_tools.contains(*n))
         .cloned()
         .collect();
     let schemas = live
-        .tool_schemas
+        .tools
+        .schemas()
         .iter()
         .filter(|s| {
             s["function"]["name"]

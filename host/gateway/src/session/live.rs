@@ -2,11 +2,9 @@
 //! gateway keeps about it, opened from the store (or new) on its first request. What holds it
 //! and decides for it is in [`super::session`].
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use ctxhost_sdk::{Message, Usage};
-use serde_json::Value;
 
 use tokio::task::JoinHandle;
 
@@ -17,21 +15,18 @@ use crate::record::{SessionKey, SessionRecord};
 use crate::Gateway;
 use ctxhost_core::session::DetachedCompression;
 use ctxhost_core::session::{Session, SessionError, SessionOptions};
+use ctxhost_core::tool_set::ToolSet;
 
 /// A session in memory.
 pub struct Live {
     pub session: Session,
     pub record: SessionRecord,
-    /// The engine's tool schemas (OpenAI function format), fetched once.
-    pub tool_schemas: Vec<Value>,
-    pub tool_names: HashSet<String>,
+    /// The engine's tools (OpenAI function schemas), fetched once, shared between sessions.
+    pub tools: Arc<ToolSet>,
     /// A compression being prepared in the background.
     pub(crate) pending: Option<Pending>,
     /// Usage reported while the engine was busy preparing a compression, for it afterwards.
     pub(crate) queued_usage: Vec<Usage>,
-    /// The history of the last chat-wire turn (the lineage as last advanced): what an agent's
-    /// side call that carries none (Hermes' compression) is answered from.
-    pub(crate) served_history: Option<Vec<Message>>,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
@@ -82,17 +77,10 @@ impl Gateway {
         if let Err(error) = session.begin().await {
             self.engine_failed(&error);
         }
-        let tool_schemas = match session.tool_schemas().await {
-            Ok(schemas) => schemas,
-            Err(error) => {
-                self.engine_failed(&error);
-                Vec::new()
-            }
-        };
-        let tool_names = tool_schemas
-            .iter()
-            .filter_map(|s| s["function"]["name"].as_str().map(str::to_string))
-            .collect();
+        let tools = session.tool_set().await.unwrap_or_else(|error| {
+            self.engine_failed(&error);
+            ToolSet::none()
+        });
         let record = match stored {
             Some(record) => record,
             None => SessionRecord::new(
@@ -114,11 +102,9 @@ impl Gateway {
         Ok(Live {
             session,
             record,
-            tool_schemas,
-            tool_names,
+            tools,
             pending: None,
             queued_usage: Vec::new(),
-            served_history: None,
         })
     }
 

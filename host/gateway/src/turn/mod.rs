@@ -154,7 +154,8 @@ impl Turn {
     ) -> Result<Option<(Turn, Prepared)>, GatewayError> {
         let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
         // Kept for a retry of the call (the lineage stays where it is until the next turn).
-        let served = turn.guard.served_history.clone();
+        let key = &turn.guard.record.key;
+        let served = turn.gateway.served.history(&key.credential, &key.name);
         // Only the history the lineage stands at: the engine then compresses all of it.
         let conversation = &turn.guard.record.conversation;
         let Some(history) = served.filter(|history| {
