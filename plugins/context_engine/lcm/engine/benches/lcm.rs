@@ -70,13 +70,21 @@ fn postgres_store() -> Option<&'static str> {
         .as_deref()
 }
 
-/// An engine on an empty store: a file in `dir`, or the PostgreSQL store emptied.
+/// An engine on an empty store: a new file in `dir`, or the PostgreSQL store emptied (its
+/// tables truncated: an empty store as a new file is, not one full of deleted rows).
 fn engine(dir: &Path) -> LcmEngine {
-    let mut engine = engine_on(dir);
-    if postgres_store().is_some() {
-        engine.delete_session("default").expect("empty the store");
+    if let Some(url) = postgres_store() {
+        let mut client =
+            postgres::Client::connect(url, postgres::NoTls).expect("connect to the store");
+        client
+            .batch_execute(
+                "DO $$ BEGIN IF to_regclass('lcm_messages') IS NOT NULL THEN \
+                 TRUNCATE lcm_conversations, lcm_messages, lcm_summaries, lcm_summary_messages, \
+                 lcm_summary_parents, lcm_context_items, lcm_compactions; END IF; END $$",
+            )
+            .expect("empty the store");
     }
-    engine
+    engine_on(dir)
 }
 
 fn engine_on(dir: &Path) -> LcmEngine {

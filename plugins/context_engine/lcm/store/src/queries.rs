@@ -214,16 +214,16 @@ fn replace_items(
         ));
     };
     let conv = summary.conversation_id;
-    for position in replaced {
-        let deleted = tx.execute(
-            Stmt::DeleteContextItem,
-            &[Param::Int(conv), Param::Int(*position)],
-        )?;
-        if deleted != 1 {
-            return Err(StoreError::Corrupt(format!(
-                "context item {position} vanished during compaction"
-            )));
-        }
+    // One statement for them all: one round trip to a server, not one per item.
+    let deleted = tx.execute(
+        Stmt::DeleteContextItems,
+        &[Param::Int(conv), Param::Ints(replaced)],
+    )?;
+    if deleted != replaced.len() as u64 {
+        return Err(StoreError::Corrupt(format!(
+            "{} of the context items {replaced:?} vanished during compaction",
+            replaced.len() as u64 - deleted.min(replaced.len() as u64)
+        )));
     }
     tx.execute_rows(
         Stmt::InsertContextItems,

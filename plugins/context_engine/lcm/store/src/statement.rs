@@ -20,8 +20,8 @@ pub enum Stmt {
     Context,
     /// (conversation) → position, message id?, summary id?; by position.
     ContextKeys,
-    /// (conversation, position): deletes one item.
-    DeleteContextItem,
+    /// (conversation, positions): deletes those items.
+    DeleteContextItems,
     /// (conversation, from position): deletes the items from there on.
     DeleteContextFrom,
     /// Rows of (conversation, position, message id?, summary id?).

@@ -16,6 +16,7 @@ mod search;
 mod session_lock;
 mod sql;
 mod statements;
+mod words;
 
 #[cfg(test)]
 mod plans;

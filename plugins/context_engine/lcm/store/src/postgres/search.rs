@@ -9,6 +9,7 @@
 use postgres::types::ToSql;
 
 use super::sql::PgRow;
+use super::words::{cjk, tsquery_term};
 use super::{get, PostgresStore};
 use crate::queries::summary_from_row;
 use crate::{FullTextQuery, Hit, StoreError, SummaryRow, Term};
@@ -32,19 +33,12 @@ pub(super) struct Rendered {
 }
 
 /// Whether `term` is searched as a substring: it holds CJK characters, or punctuation other
-/// than `-` between its letters.
+/// than `-` between its letters, or no word at all.
 fn substring_term(term: &Term) -> bool {
     term.text
         .chars()
         .any(|c| cjk(c) || (!c.is_alphanumeric() && c != '-'))
-}
-
-/// A character of the scripts written without spaces between words (the ranges of
-/// [`CJK_CLASS`](super::schema::CJK_CLASS)).
-fn cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x11FF | 0x2E80..=0x9FFF | 0xA960..=0xA97F | 0xAC00..=0xD7FF
-        | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
+        || tsquery_term(&term.text, term.prefix).is_none()
 }
 
 /// `text` as an `ILIKE` pattern matching it anywhere (`%`, `_` and `\` taken literally).
@@ -73,52 +67,47 @@ impl Rendered {
     }
 }
 
-fn render(query: &FullTextQuery, first: usize) -> Rendered {
+/// The table a query searches: messages mark those holding CJK text (only they are
+/// trigram-indexed), summaries are all trigram-indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Messages,
+    Summaries,
+}
+
+fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
     let mut params = Vec::new();
     let mut param = |value: String| {
         params.push(value);
         format!("${}", first + params.len() - 1)
     };
-    let (mut phrases, mut tsqueries, mut substrings) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut words, mut substrings) = (Vec::new(), Vec::new());
     for term in &query.terms {
         if substring_term(term) {
             let like = format!("text ILIKE {}", param(like_anywhere(&term.text)));
             // Only messages holding CJK text are trigram-indexed: a CJK term says it looks
-            // there (in the index's own words), and the index serves it. Other substrings are
-            // read from the conversation's rows.
-            substrings.push(if term.text.chars().any(cjk) {
-                format!("({like} AND text ~ '{}')", super::schema::CJK_CLASS)
+            // there (as the index's predicate says it), and the index serves it. Other
+            // substrings are read from the conversation's rows.
+            substrings.push(if table == Table::Messages && term.text.chars().any(cjk) {
+                format!("({like} AND cjk)")
             } else {
                 like
             });
-        } else if term.prefix {
-            // Letters, digits and `-` only: safe inside a tsquery, the parts a phrase.
-            let lower = term.text.to_lowercase();
-            let parts: Vec<&str> = lower.split('-').filter(|p| !p.is_empty()).collect();
-            let stem = parts.join(" <-> ");
-            tsqueries.push(format!(
-                "to_tsquery('simple', {})",
-                param(format!("{stem}:*"))
-            ));
-        } else {
-            phrases.push(format!("\"{}\"", term.text));
+        } else if let Some(words_of_term) = tsquery_term(&term.text, term.prefix) {
+            words.push(format!("({words_of_term})"));
         }
     }
-    let joiner = if query.any { " or " } else { " " };
-    if !phrases.is_empty() {
-        let websearch = param(phrases.join(joiner));
-        tsqueries.insert(0, format!("websearch_to_tsquery('simple', {websearch})"));
-    }
-    let (and_or, tsjoin) = if query.any {
-        (" OR ", " || ")
+    let (and_or, joiner) = if query.any {
+        (" OR ", " | ")
     } else {
-        (" AND ", " && ")
+        (" AND ", " & ")
     };
     let mut conditions = substrings;
-    let rank = if tsqueries.is_empty() {
+    let rank = if words.is_empty() {
         "0::real".to_string()
     } else {
-        let tsquery = format!("({})", tsqueries.join(tsjoin));
+        // Sent as text, read as a `tsquery` (its words are those `words.rs` wrote).
+        let tsquery = format!("{}::text::tsquery", param(words.join(joiner)));
         conditions.insert(0, format!("tsv @@ {tsquery}"));
         format!("ts_rank(tsv, {tsquery})")
     };
@@ -132,7 +121,7 @@ fn render(query: &FullTextQuery, first: usize) -> Rendered {
 /// The search of a conversation's messages for `query`: its SQL (parameters: conversation,
 /// since, before, limit, then the rendered ones) and its rendered terms.
 pub(super) fn messages_search(query: &FullTextQuery, relevance: bool) -> (String, Rendered) {
-    let rendered = render(query, 5);
+    let rendered = render(query, 5, Table::Messages);
     let order = if relevance {
         "rank DESC, id DESC"
     } else {
@@ -188,7 +177,7 @@ impl PostgresStore {
         relevance: bool,
         limit: usize,
     ) -> Result<Vec<Hit>, EngineError> {
-        let rendered = render(query, 5);
+        let rendered = render(query, 5, Table::Summaries);
         let order = if relevance {
             "rank DESC, s.seq_end DESC"
         } else {
@@ -342,18 +331,23 @@ mod tests {
             ],
             any: false,
         };
-        let rendered = render(&query, 5);
+        let rendered = render(&query, 5, Table::Messages);
         assert_eq!(
             rendered.params,
-            ["%foo\\_bar.baz%", "%検索%", "pref:*", "\"ZEBRA-42\""]
+            [
+                "%foo\\_bar.baz%",
+                "%検索%",
+                "('zebra' <-> '42') & ('pref':*)"
+            ]
         );
         assert_eq!(
             rendered.condition,
-            format!(
-                "(tsv @@ (websearch_to_tsquery('simple', $8) && to_tsquery('simple', $7)) \
-                 AND text ILIKE $5 AND (text ILIKE $6 AND text ~ '{}'))",
-                super::super::schema::CJK_CLASS
-            )
+            "(tsv @@ $7::text::tsquery AND text ILIKE $5 AND (text ILIKE $6 AND cjk))"
+        );
+        let summaries = render(&query, 5, Table::Summaries);
+        assert_eq!(
+            summaries.condition,
+            "(tsv @@ $7::text::tsquery AND text ILIKE $5 AND text ILIKE $6)"
         );
     }
 }

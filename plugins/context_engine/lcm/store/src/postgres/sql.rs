@@ -10,6 +10,7 @@ use postgres::{GenericClient, Statement};
 
 use super::pool::Statements;
 use super::statements::sql;
+use super::words::{has_cjk, words, Words};
 use super::{PostgresStore, StoreError};
 use crate::sql::{Backend, Param, Row, Sql, Stmt};
 
@@ -88,6 +89,7 @@ enum Column<'a> {
     Ints(Vec<Option<i64>>),
     Texts(Vec<Option<&'a str>>),
     Bools(Vec<bool>),
+    Words(Vec<Words>),
 }
 
 impl ToSql for Column<'_> {
@@ -96,6 +98,7 @@ impl ToSql for Column<'_> {
             Column::Ints(values) => values.to_sql(ty, out),
             Column::Texts(values) => values.to_sql(ty, out),
             Column::Bools(values) => values.to_sql(ty, out),
+            Column::Words(values) => values.to_sql(ty, out),
         }
     }
 
@@ -137,6 +140,24 @@ fn columns<'a>(rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
     Ok(out)
 }
 
+/// Where a message's text is among the parameters of [`Stmt::InsertMessages`].
+const MESSAGE_TEXT: usize = 6;
+
+/// The columns a statement takes here beyond the rows' own, derived from them: a message's
+/// words and whether it holds CJK text, from its text (see `words.rs`).
+fn derived<'a>(stmt: Stmt, columns: &[Column<'a>]) -> Vec<Column<'a>> {
+    match (stmt, columns.get(MESSAGE_TEXT)) {
+        (Stmt::InsertMessages, Some(Column::Texts(texts))) => {
+            let texts = texts.iter().map(|text| text.unwrap_or_default());
+            vec![
+                Column::Words(texts.clone().map(words).collect()),
+                Column::Bools(texts.map(has_cjk).collect()),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
 impl<C: GenericClient> Sql for Pg<'_, C> {
     fn query(
         &mut self,
@@ -176,7 +197,8 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
 
     fn execute_rows(&mut self, stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<(), StoreError> {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let columns = columns(chunk)?;
+            let mut columns = columns(chunk)?;
+            columns.extend(derived(stmt, &columns));
             let params: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
             for text in sql(stmt) {
                 let statement = self.statement(text)?;

@@ -29,9 +29,11 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT position, message_id, summary_id FROM lcm_context_items \
              WHERE conversation_id = $1 ORDER BY position",
         ],
-        Stmt::DeleteContextItem => {
-            &["DELETE FROM lcm_context_items WHERE conversation_id = $1 AND position = $2"]
-        }
+        // The range lets the index find them (the planner reads `= ANY` as a filter there).
+        Stmt::DeleteContextItems => &["DELETE FROM lcm_context_items \
+             WHERE conversation_id = $1 AND position = ANY($2::bigint[]) \
+             AND position BETWEEN (SELECT min(p) FROM unnest($2::bigint[]) p) \
+                              AND (SELECT max(p) FROM unnest($2::bigint[]) p)"],
         Stmt::DeleteContextFrom => {
             &["DELETE FROM lcm_context_items WHERE conversation_id = $1 AND position >= $2"]
         }
@@ -131,13 +133,18 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              FROM generate_series(1, $1::bigint)",
         ],
         Stmt::InsertMessages => &[
+            // $12 and $13 are the columns `sql.rs` derives from the text ($7).
             "INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, \
-             hash, prev_id, created_at) \
+             hash, prev_id, created_at, tsv, cjk) \
              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], \
                                   $5::bool[], $6::text[], $7::text[], $8::bigint[], $9::text[], \
-                                  $10::bigint[], $11::bigint[])",
+                                  $10::bigint[], $11::bigint[], $12::tsvector[], $13::bool[])",
         ],
-        Stmt::AnalyzeMessages => &["ANALYZE lcm_messages"],
+        // The columns the plans depend on: the words and texts, whose statistics cost most of
+        // the time, are left to the server's own upkeep.
+        Stmt::AnalyzeMessages => {
+            &["ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id)"]
+        }
 
         Stmt::InsertCompactions => &[
             "INSERT INTO lcm_compactions (conversation_id, created_at, report) \

@@ -28,9 +28,8 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT position, message_id, summary_id FROM lcm_context_items \
              WHERE conversation_id = ?1 ORDER BY position",
         ],
-        Stmt::DeleteContextItem => {
-            &["DELETE FROM lcm_context_items WHERE conversation_id = ?1 AND position = ?2"]
-        }
+        Stmt::DeleteContextItems => &["DELETE FROM lcm_context_items \
+             WHERE conversation_id = ?1 AND position IN (SELECT value FROM json_each(?2))"],
         Stmt::DeleteContextFrom => {
             &["DELETE FROM lcm_context_items WHERE conversation_id = ?1 AND position >= ?2"]
         }
