@@ -71,6 +71,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
     "ctxhost-tokens",
+    "ctxhost-redact",
 ];
 
 /// Crates under `host/` that both sides may use.

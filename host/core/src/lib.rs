@@ -73,7 +73,6 @@ pub mod engine_check;
 pub mod engines;
 pub mod isolation;
 pub mod plugins;
-pub mod redact;
 pub mod replay;
 pub mod services;
 pub mod session;
@@ -81,6 +80,7 @@ pub mod source;
 pub mod suggest;
 pub mod tool_set;
 // The token counter is its own crate; it keeps its path here.
+pub use ctxhost_redact as redact;
 pub use ctxhost_tokens as tokens;
 
 pub use ctxhost_config::Config;
