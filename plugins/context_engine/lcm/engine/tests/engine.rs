@@ -573,3 +573,37 @@ fn check_and_back_up_on_postgres(engine: &mut ctxhost_engine_lcm::LcmEngine, sta
     let backup = engine.invoke("backup", &Value::Null).unwrap_err();
     assert!(backup.message().contains("pg_dump"), "{backup}");
 }
+
+/// Words are what SQLite's tokenizer sees on both stores: PostgreSQL's own parser took
+/// `marshmallow.fields.String` for one host name, and a search for its words found nothing.
+#[test]
+fn words_inside_dotted_names_urls_and_paths_are_found_on_every_store() {
+    let mut engine = small_engine();
+    let history = vec![
+        Message::system("be brief"),
+        Message::user("which schema library?"),
+        Message::assistant("x = marshmallow.fields.String() in src/Models/UserProfile.py"),
+        Message::user("and the docs?"),
+        Message::assistant("see https://Example.org/Guide/Install-Notes for them"),
+    ];
+    engine.on_session_end("default", &history).unwrap();
+    for (pattern, seq_text) in [
+        ("marshmallow fields", "marshmallow.fields"),
+        ("string", "marshmallow.fields"),
+        ("userprofile", "UserProfile.py"),
+        ("guide install-notes", "Install-Notes"),
+        ("examp*", "Example.org"),
+    ] {
+        let found = tool(
+            &mut engine,
+            "lcm_grep",
+            json!({"pattern": pattern, "scope": "messages"}),
+        );
+        let matches = found["matches"].as_array().unwrap();
+        assert_eq!(matches.len(), 1, "{pattern}: {found}");
+        assert!(
+            matches[0].to_string().contains(seq_text),
+            "{pattern}: {found}"
+        );
+    }
+}
