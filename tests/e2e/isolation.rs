@@ -894,6 +894,25 @@ fn recording_config_with(dir: &std::path::Path, processes: usize, keys: &str) ->
     )
 }
 
+/// Two turns of each of `sessions` (the second compressed: recorded as `1 m2`), all answered
+/// by the engine in its one process; that process.
+fn two_turns_each(gateway: &ctxhost_tests::gateway::GatewayProcess, sessions: &[&str]) -> Vec<u32> {
+    for turns in 0..2 {
+        for session in sessions {
+            let messages = history(turns, &format!("m{}", turns + 1));
+            let response = send_chat(gateway, session, &messages);
+            assert!(
+                answered_by_the_engine(&response),
+                "{session}: {:?}",
+                response.headers()
+            );
+        }
+    }
+    let children = engine_children(gateway.pid());
+    assert_eq!(children.len(), 1, "{children:?}");
+    children
+}
+
 /// Waits until `session`'s record holds `line`: the call that writes it is then in flight.
 fn await_record(dir: &std::path::Path, session: &str, line: &str) {
     let mut waited = 0;
@@ -999,22 +1018,7 @@ fn a_crash_in_one_sessions_call_fails_that_call_only_and_the_others_reopen_with_
     let records = tempfile::tempdir().unwrap();
     let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
     let others = ["a", "b", "c"];
-    for turns in 0..2 {
-        for session in others {
-            let response = send_chat(
-                &gateway,
-                session,
-                &history(turns, &format!("m{}", turns + 1)),
-            );
-            assert!(
-                answered_by_the_engine(&response),
-                "{session}: {:?}",
-                response.headers()
-            );
-        }
-    }
-    let before = engine_children(gateway.pid());
-    assert_eq!(before.len(), 1, "{before:?}");
+    let before = two_turns_each(&gateway, &others);
     // The same process serves the session whose compression aborts it.
     assert!(answered_by_the_engine(&send_chat(
         &gateway,
@@ -1062,19 +1066,7 @@ fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_wit
     // the compression in flight beside it, whatever the machine's load.
     let config = recording_config_with(records.path(), 1, "    check_timeout: 2\n");
     let (_upstream, _sandbox, gateway) = hostile_gateway(&config);
-    for turns in 0..2 {
-        for session in ["stalled", "idle"] {
-            let messages = history(turns, &format!("m{}", turns + 1));
-            let response = send_chat(&gateway, session, &messages);
-            assert!(
-                answered_by_the_engine(&response),
-                "{session}: {:?}",
-                response.headers()
-            );
-        }
-    }
-    let before = engine_children(gateway.pid());
-    assert_eq!(before.len(), 1, "{before:?}");
+    let before = two_turns_each(&gateway, &["stalled", "idle"]);
     let base_url = gateway.base_url();
     let (stalled, hung) = std::thread::scope(|scope| {
         // A compression that does not answer (within its 120 s)...
