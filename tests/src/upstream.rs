@@ -26,6 +26,9 @@ pub enum Answer {
     Events(Vec<(String, Value)>),
     /// These events, then nothing: the stream stays open until the client goes away.
     StreamThenHang(Vec<Value>),
+    /// `200 text/event-stream`: this event again and again until the client goes away (a
+    /// client that leaves mid-stream is then noticed as it leaves: the next write fails).
+    StreamEndless(Value),
     /// These named events, then nothing, as [`Answer::StreamThenHang`].
     EventsThenHang(Vec<(String, Value)>),
     /// No answer at all, until the client goes away.
@@ -220,6 +223,19 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Answer::EventsThenHang(events) => named_sse(shared, events, true),
         Answer::After(..) => unreachable!("unwrapped above"),
         Answer::StreamThenHang(events) => sse(shared, events, true),
+        Answer::StreamEndless(event) => {
+            let stream = async_stream::stream! {
+                let _guard = Guard { shared, finished: false };
+                let event = Bytes::from(format!("data: {event}\n\n"));
+                loop {
+                    yield Ok::<_, std::convert::Infallible>(event.clone());
+                }
+            };
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
         Answer::Hang => {
             let mut guard = Guard {
                 shared,

@@ -12,8 +12,13 @@ use cli::{Cli, Command};
 /// Exit codes: 0 success, 1 error, 2 usage error (clap), 3 the engine failed (`compress`
 /// printed the conversation unchanged; `run` finished on the standby compressor).
 fn main() -> ExitCode {
-    restore_default_sigpipe();
     let cli = Cli::parse();
+    // Not for the gateway: a client that leaves mid-stream makes its next write (a `writev`,
+    // which cannot ask for no signal) raise SIGPIPE, and the default disposition ended the
+    // whole gateway. Parsing started no thread, so this is still the only one.
+    if !matches!(cli.command, Command::Serve(_)) {
+        restore_default_sigpipe();
+    }
     let result = match &cli.command {
         Command::Run(args) => cli::run::run(&cli.global, args),
         Command::Compress(args) => cli::compress::run(&cli.global, args),
@@ -43,8 +48,8 @@ fn main() -> ExitCode {
 /// default disposition ends the process when its reader has gone.
 fn restore_default_sigpipe() {
     #[cfg(unix)]
-    // SAFETY: called first thing in `main`, before any other thread exists; SIG_DFL is a valid
-    // disposition for SIGPIPE.
+    // SAFETY: called in `main` before any other thread exists; SIG_DFL is a valid disposition
+    // for SIGPIPE.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

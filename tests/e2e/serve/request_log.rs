@@ -16,11 +16,14 @@ fn every_request_is_logged_once_with_how_it_ended() {
     let answer = json!({"role": "assistant", "content": "the beginning of a long answer"});
     let upstream = FakeUpstream::start(move |request| {
         match seen.fetch_add(1, Ordering::SeqCst) {
-            0 => reply(request, answer.clone(), None),
-            // Cut by the client after the first bytes.
-            1 => Answer::StreamThenHang(chunks(&answer, None)),
+            // The first and the one after the client that left.
+            0 | 2 => reply(request, answer.clone(), None),
+            // Cut by the client after the first bytes. The stream goes on, so the gateway's
+            // next write finds the client gone (a silent upstream would leave that to when
+            // the server notices the closed socket, if it does).
+            1 => Answer::StreamEndless(chunks(&answer, None)[1].clone()),
             // The upstream's stream ends before `[DONE]`.
-            2 => Answer::Events(
+            3 => Answer::Events(
                 chunks(&answer, None)
                     .into_iter()
                     .take(2)
@@ -59,6 +62,10 @@ fn every_request_is_logged_once_with_how_it_ended() {
     drop(cut);
     let line = gateway.wait_for_log("session=left ");
     assert!(line.contains("status=200 outcome=cut_by_client"), "{line}");
+    // And the gateway lives on: its write to the client that left raised SIGPIPE, which
+    // ended it while `ctxhost` restored the signal's default disposition for every command.
+    assert_eq!(send(false, "after").status(), 200);
+    gateway.wait_for_log("session=after ");
 
     let broken = send(true, "broken");
     assert_eq!(broken.status(), 200);
@@ -82,7 +89,7 @@ fn every_request_is_logged_once_with_how_it_ended() {
     .unwrap();
     // It leaves once the request has reached the upstream.
     let asked = Instant::now();
-    while upstream.received().len() < 4 {
+    while upstream.received().len() < 5 {
         assert!(
             asked.elapsed() < Duration::from_secs(30),
             "never reached the upstream"
@@ -96,5 +103,5 @@ fn every_request_is_logged_once_with_how_it_ended() {
     assert!(!line.contains("status="), "{line}");
     let (_, log) = gateway.stop();
     let lines = log.iter().filter(|l| l.contains(" request ")).count();
-    assert_eq!(lines, 4, "{log:?}");
+    assert_eq!(lines, 5, "{log:?}");
 }
