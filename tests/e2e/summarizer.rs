@@ -430,8 +430,9 @@ fn wait_measured(mut child: std::process::Child) -> (bool, Option<u64>) {
 }
 
 /// `VmHWM` of a running process, in bytes (Linux), or `None`; `None` too while the process is
-/// not yet the `ctxhost` binary (until its `exec`, its memory is this test process's: one CI
-/// run read 657 MB for a run that peaks at 32 MB).
+/// not yet the `ctxhost` binary. The spawn returns as the child's `exec` lets go of this test
+/// process's memory, a moment before the child has memory of its own: read then, the mark is
+/// this process's (one CI run read 657 MB for a run that peaks at 32 MB).
 fn high_water_mark(pid: u32) -> Option<u64> {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
     if exe.file_name() != ctxhost_tests::binary().file_name() {
