@@ -169,21 +169,20 @@ impl Wire {
     /// The sessions the gateway holds for the client holding `credential` on this wire
     /// (`/ctxhost/sessions`).
     pub fn sessions(self, gateway: &GatewayProcess, credential: Option<&str>) -> Vec<Value> {
-        let request = Client::new().get(format!("{}/ctxhost/sessions", gateway.url));
-        let response = self
-            .authorize(request, credential)
-            .send()
-            .expect("the gateway answers");
-        let status = response.status().as_u16();
-        let body: Value = response.json().expect("a JSON body");
-        assert_eq!(status, 200, "{body}");
+        let body = self.get_json(gateway, "/ctxhost/sessions", credential);
         body["sessions"].as_array().cloned().unwrap_or_default()
     }
 
     /// What the gateway holds about session `id` of the client holding `credential` on this
     /// wire.
     pub fn session(self, gateway: &GatewayProcess, id: &str, credential: Option<&str>) -> Value {
-        let request = Client::new().get(format!("{}/ctxhost/sessions/{id}", gateway.url));
+        self.get_json(gateway, &format!("/ctxhost/sessions/{id}"), credential)
+    }
+
+    /// The JSON body of a `GET` of `path` as the client holding `credential` on this wire,
+    /// which must answer 200.
+    fn get_json(self, gateway: &GatewayProcess, path: &str, credential: Option<&str>) -> Value {
+        let request = Client::new().get(format!("{}{path}", gateway.url));
         let response = self
             .authorize(request, credential)
             .send()

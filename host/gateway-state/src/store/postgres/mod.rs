@@ -125,6 +125,16 @@ pub struct PostgresStore {
     replica: String,
 }
 
+/// A session's row, written unless the one stored has the same or a newer revision
+/// (parameters: credential, name, record, updated at, revision).
+const SAVE_NEWER: &str = "INSERT INTO ctxhost_gateway_sessions
+         (credential, name, record, updated_at, revision)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (credential, name) DO UPDATE
+     SET record = excluded.record, updated_at = excluded.updated_at,
+         revision = excluded.revision
+     WHERE ctxhost_gateway_sessions.revision < excluded.revision";
+
 impl PostgresStore {
     /// Connects to `url`, creating or migrating the gateway's tables.
     pub async fn connect(
@@ -205,12 +215,8 @@ impl PostgresStore {
                 if matches!(outcome, Imported::Added | Imported::Replaced) {
                     transaction
                         .execute(
-                            "INSERT INTO ctxhost_gateway_sessions
-                                 (credential, name, record, updated_at, revision)
-                             VALUES ($1, $2, $3, $4, $5)
-                             ON CONFLICT (credential, name) DO UPDATE
-                             SET record = excluded.record, updated_at = excluded.updated_at,
-                                 revision = excluded.revision",
+                            // Only over an older revision, as `outcome` found it.
+                            SAVE_NEWER,
                             &[
                                 &row.credential,
                                 &row.name,
@@ -311,13 +317,7 @@ impl SessionStore for PostgresStore {
             // never puts its view over the one saved since.
             let written = transaction
                 .execute(
-                    "INSERT INTO ctxhost_gateway_sessions
-                         (credential, name, record, updated_at, revision)
-                     VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (credential, name) DO UPDATE
-                     SET record = excluded.record, updated_at = excluded.updated_at,
-                         revision = excluded.revision
-                     WHERE ctxhost_gateway_sessions.revision < excluded.revision",
+                    SAVE_NEWER,
                     &[
                         &record.key.credential,
                         &record.key.name,

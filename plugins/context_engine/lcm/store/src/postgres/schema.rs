@@ -211,6 +211,30 @@ mod tests {
     use crate::postgres::PostgresStore;
     use crate::{FullTextQuery, Location, Store, Term};
 
+    /// The engine marks CJK text with `words::cjk`, the upgrade marked it with the class: the
+    /// two name the same characters.
+    #[test]
+    fn the_cjk_class_and_the_engines_cjk_test_name_the_same_characters() {
+        let class: Vec<char> = cjk_class!()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .chars()
+            .collect();
+        let mut in_class = 0;
+        for range in class.chunks(3) {
+            let [low, '-', high] = range else {
+                panic!("not a range: {range:?}");
+            };
+            assert!(crate::postgres::words::cjk(*low) && crate::postgres::words::cjk(*high));
+            in_class += *high as u32 - *low as u32 + 1;
+        }
+        let marked = (0..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|c| crate::postgres::words::cjk(*c))
+            .count() as u32;
+        assert_eq!(marked, in_class);
+    }
+
     fn indexes(client: &mut Client) -> Vec<String> {
         client
             .query(

@@ -103,12 +103,12 @@ pub fn words(text: &str) -> Words {
     let (mut count, mut bytes) = (0_i32, 0);
     for group in found.chunk_by(|a, b| a.1 == b.1) {
         let lexeme = group[0].1.as_bytes();
-        let mut positions: Vec<u16> = group.iter().map(|(_, _, at)| *at).collect();
-        // Words past the last position share it.
-        positions.dedup();
-        positions.truncate(MAX_POSITIONS);
+        // Sorted by position: a repeat (words past the last position share it) follows its
+        // twin, and is written once.
+        let distinct = 1 + group.windows(2).filter(|w| w[0].2 != w[1].2).count();
+        let kept = distinct.min(MAX_POSITIONS);
         // The lexeme, its terminator and count, its positions, alignment.
-        let cost = lexeme.len() + 4 + 2 * positions.len();
+        let cost = lexeme.len() + 4 + 2 * kept;
         if bytes + cost > MAX_VECTOR_BYTES {
             continue;
         }
@@ -116,8 +116,18 @@ pub fn words(text: &str) -> Words {
         count += 1;
         encoded.extend_from_slice(lexeme);
         encoded.push(0);
-        encoded.extend_from_slice(&(positions.len() as u16).to_be_bytes());
-        for at in positions {
+        encoded.extend_from_slice(&(kept as u16).to_be_bytes());
+        let mut last = None;
+        for at in group
+            .iter()
+            .map(|(_, _, at)| *at)
+            .filter(|at| {
+                let new = last != Some(*at);
+                last = Some(*at);
+                new
+            })
+            .take(kept)
+        {
             encoded.extend_from_slice(&at.to_be_bytes());
         }
     }
