@@ -338,19 +338,22 @@ fn ingest_on_postgres_stores_the_same_rows_as_on_sqlite() {
         start_wide(engine, session);
         engine.on_session_end(session, &history).unwrap();
     }
+    // An import large enough that PostgreSQL writes it with COPY.
+    let large = tool_chat(1_100, 10);
+    for (engine, session) in [(&mut sqlite, "large"), (&mut postgres, "large")] {
+        start_wide(engine, session);
+        engine.on_session_end(session, &large).unwrap();
+    }
     let on_sqlite = Location::Sqlite(
         sqlite_host
             .data_dir()
             .join(ctxhost_engine_lcm::DATABASE_FILE),
     );
     let on_postgres = Location::postgres(&url).unwrap();
-    for session in ["loop", "whole"] {
+    for (session, sent) in [("loop", &history), ("whole", &history), ("large", &large)] {
         let (sqlite_rows, sqlite_context) = stored_rows(&on_sqlite, session);
         let (postgres_rows, postgres_context) = stored_rows(&on_postgres, session);
-        assert!(
-            sqlite_rows.len() > history.len(),
-            "{session}: {sqlite_rows:?}"
-        );
+        assert!(sqlite_rows.len() > sent.len(), "{session}: {sqlite_rows:?}");
         assert_eq!(sqlite_rows, postgres_rows, "{session}");
         assert_eq!(sqlite_context, postgres_context, "{session}");
     }
@@ -390,4 +393,63 @@ fn engines_of_one_process_share_the_postgres_connections() {
     let _again = engine(&hosts[0]);
     let stats = ctxhost_lcm_store::pool_stats(&location).unwrap();
     assert_eq!((stats.users, stats.opened), (1, 2), "{stats:?}");
+}
+
+/// A conversation that has messages cannot be deleted by hand on either store (SQLite checks
+/// each message's key; PostgreSQL checks once per write and on deletion). Rows deleted with
+/// the checks off leave messages without their conversation, which `doctor` finds.
+#[test]
+fn messages_left_without_their_conversation_are_refused_or_found_on_either_store() {
+    let url = Postgres::database("lcm_orphans");
+    let sqlite_host = machine(None, small_config(), Script::Good);
+    let postgres_host = machine(Some(&url), small_config(), Script::Good);
+    let history = tool_chat(5, 40);
+    for host in [&sqlite_host, &postgres_host] {
+        let mut engine = engine(host);
+        start_wide(&mut engine, "s");
+        engine
+            .compress(&history, &CompressOptions::default())
+            .unwrap();
+        assert_eq!(
+            engine.invoke("doctor", &Value::Null).unwrap()["ok"],
+            json!(true)
+        );
+    }
+    let deletion = "DELETE FROM lcm_context_items; DELETE FROM lcm_conversations;";
+    let sqlite = rusqlite::Connection::open(
+        sqlite_host
+            .data_dir()
+            .join(ctxhost_engine_lcm::DATABASE_FILE),
+    )
+    .unwrap();
+    let refused = sqlite.execute_batch(deletion).unwrap_err();
+    assert!(refused.to_string().contains("FOREIGN KEY"), "{refused}");
+    let mut postgres = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let refused = postgres.batch_execute(deletion).unwrap_err();
+    let said = refused.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        said.as_deref()
+            .is_some_and(|said| said.contains("still has messages")),
+        "{refused:?}"
+    );
+
+    sqlite
+        .execute_batch(&format!("PRAGMA foreign_keys = OFF; {deletion}"))
+        .unwrap();
+    postgres
+        .batch_execute(&format!(
+            "SET session_replication_role = replica; {deletion}"
+        ))
+        .unwrap();
+    for host in [&sqlite_host, &postgres_host] {
+        let mut engine = engine(host);
+        let report = engine.invoke("doctor", &Value::Null).unwrap();
+        let orphans = report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["check"] == "messages_without_conversation")
+            .unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(orphans["count"], json!(history.len()), "{report}");
+    }
 }

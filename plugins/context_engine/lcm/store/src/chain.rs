@@ -14,9 +14,6 @@ use super::{context_change, now_ms, ContextChange, ItemKey, NewMessage, Prev, Ra
 /// prefix stored, which the next call recognises (ingest is exactly once).
 pub const APPEND_BATCH: usize = 20_000;
 
-/// A batch this large refreshes the planner's statistics of the messages.
-const ANALYZE_AFTER: usize = 5_000;
-
 fn raw_from_row(row: &dyn Row) -> Result<RawRef, StoreError> {
     Ok(RawRef {
         rowid: row.i64(0)?,
@@ -148,11 +145,7 @@ pub fn append_messages(
     let now = now_ms();
     for batch in messages.chunks(APPEND_BATCH) {
         b.write(|tx| append_batch(tx, conv, batch, now, &mut rowids))?;
-    }
-    if messages.len() >= ANALYZE_AFTER {
-        // After a large import the planner's statistics are stale until the server's own
-        // upkeep comes by, and searches meanwhile pick slow plans: refresh them now.
-        b.read(|c| c.execute(Stmt::AnalyzeMessages, &[]).map(drop))?;
+        b.wrote_messages(batch.len());
     }
     Ok(rowids)
 }
@@ -167,7 +160,13 @@ fn append_batch(
     rowids: &mut Vec<i64>,
 ) -> Result<(), StoreError> {
     let ids = allocate_message_ids(tx, batch.len())?;
-    let first_seq = tx.one(Stmt::NextSeq, &[Param::Int(conv)], |row| row.i64(0))?;
+    let first_seq = tx
+        .opt(Stmt::NextSeq, &[Param::Int(conv)], |row| row.i64(0))?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "conversation {conv} is not stored (deleted while its session was written)"
+            ))
+        })?;
     let start = rowids.len();
     rowids.extend(&ids);
     let mut rows = Vec::with_capacity(batch.len());

@@ -87,6 +87,13 @@ const FAULTS: &[(Check, &str, &str, Remedy)] = &[
         Remedy::None,
     ),
     (
+        Check::MessagesWithoutConversation,
+        "messages_without_conversation",
+        "messages whose conversation is not stored (rows deleted or restored by hand with the \
+         database's checks off)",
+        Remedy::None,
+    ),
+    (
         Check::DanglingContextItems,
         "dangling_context_items",
         "context items point at rows that are not stored (the next call rebuilds the list)",

@@ -32,6 +32,8 @@ pub(crate) trait Shared: Send + Sync {
     fn connections(&self) -> usize;
     /// Stores using it now.
     fn users(&self) -> &Users;
+    /// The last store using it closes: what it must finish first.
+    fn last_user_left(&self) {}
 }
 
 /// How many stores use a shared set of connections; each store holds one [`User`].
@@ -71,7 +73,9 @@ impl<T: Shared> std::ops::Deref for User<T> {
 
 impl<T: Shared> Drop for User<T> {
     fn drop(&mut self) {
-        self.shared.users().0.fetch_sub(1, Ordering::Relaxed);
+        if self.shared.users().0.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.shared.last_user_left();
+        }
     }
 }
 

@@ -143,6 +143,10 @@ pub trait Backend {
 
     /// Attaches the store's location to a failure.
     fn error(&self, error: StoreError) -> EngineError;
+
+    /// `count` messages were stored: what the database keeps up after writes (PostgreSQL:
+    /// `postgres/upkeep.rs`).
+    fn wrote_messages(&self, _count: usize) {}
 }
 
 /// A boxed store (PostgreSQL's is: its connection is large) is the store.
@@ -163,5 +167,9 @@ impl<B: Backend> Backend for Box<B> {
 
     fn error(&self, error: StoreError) -> EngineError {
         (**self).error(error)
+    }
+
+    fn wrote_messages(&self, count: usize) {
+        (**self).wrote_messages(count)
     }
 }

@@ -74,15 +74,15 @@ pub enum Stmt {
     LastSource,
     /// (summary id) → a condensed summary's last child.
     LastChild,
-    /// (conversation) → the seq the next message gets.
+    /// (conversation) → the seq the next message gets; no row when the conversation is not
+    /// stored. On PostgreSQL it holds the conversation's row until the transaction ends, so the
+    /// conversation cannot be deleted while its messages are written.
     NextSeq,
     /// (count) → that many new message ids, ascending.
     AllocateMessageIds,
     /// Rows of (id, conversation, seq, role, head, json, searchable text, tokens, hash,
     /// prev id, created_at).
     InsertMessages,
-    /// Refreshes the planner's statistics of the messages after a large import.
-    AnalyzeMessages,
 
     // --- telemetry and status ---------------------------------------------------------------------
     /// Rows of (conversation, created_at, report).
@@ -143,6 +143,7 @@ pub enum Check {
     LeavesWithoutSources,
     CondensedWithoutChildren,
     DanglingContextItems,
+    MessagesWithoutConversation,
     MessagesOutOfView,
     SummariesOutOfView,
 }

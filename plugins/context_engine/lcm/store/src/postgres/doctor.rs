@@ -41,6 +41,17 @@ impl PostgresStore {
                     .to_string(),
             });
         }
+        if let Some(why) = self.upkeep_failed() {
+            found.notes.push(Problem {
+                check: "index_upkeep",
+                count: 1,
+                detail: format!(
+                    "merging the full-text index after the last large import failed ({why}); \
+                     the server's autovacuum merges it later, and searches meanwhile read the \
+                     words not yet merged too"
+                ),
+            });
+        }
         let reached = self.with_client(|c| examine(c, &mut found));
         if let Err(error) = reached {
             found.problems.push(Problem {

@@ -8,7 +8,7 @@
 //! `statements.rs` the SQL text of the store's statements (whose algorithms live once in
 //! `store/`), `sql.rs` runs them, `search.rs` holds full-text, substring and regex search,
 //! `doctor.rs` the checks only PostgreSQL has, `session_lock.rs` the advisory lock that keeps
-//! one writer per session across machines.
+//! one writer per session across machines, `upkeep.rs` what a large import leaves for after it.
 
 mod doctor;
 pub mod schema;
@@ -16,6 +16,7 @@ mod search;
 mod session_lock;
 mod sql;
 mod statements;
+mod upkeep;
 mod words;
 
 #[cfg(test)]
@@ -96,6 +97,18 @@ impl PostgresStore {
 
     pub fn error(&self, error: StoreError) -> EngineError {
         EngineError::failed(format!("lcm store {}: {error}", self.url.masked()))
+    }
+
+    /// Waits for the upkeep a large import left (`upkeep.rs`) to finish.
+    pub fn settle(&self) {
+        if let Some(pool) = &self.pool {
+            pool.upkeep().settle();
+        }
+    }
+
+    /// Why the upkeep after the last large import failed, if it did.
+    pub(crate) fn upkeep_failed(&self) -> Option<String> {
+        self.pool.as_ref().and_then(|pool| pool.upkeep().failed())
     }
 
     pub fn schema_version(&self) -> Result<u32, EngineError> {

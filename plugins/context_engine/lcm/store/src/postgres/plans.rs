@@ -58,11 +58,12 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
             prev: if i < 2 { Prev::First } else { Prev::New(i - 1) },
         })
         .collect();
-    // At least `ANALYZE_AFTER` messages: the store refreshes the statistics itself.
+    // At least `LARGE_IMPORT` messages: the store refreshes the statistics itself, after.
     store.append_messages(conv, &messages).unwrap();
     let Store::Postgres(store) = store else {
         unreachable!()
     };
+    store.settle();
     let cases: &[(Stmt, &[Param<'_>], &str)] = &[
         (Stmt::HeadHashes, &[Param::Int(conv)], "lcm_messages_head"),
         (
@@ -73,7 +74,7 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
         (
             Stmt::RawChild,
             &[Param::Int(conv), Param::Int(5), Param::Text("h6")],
-            "lcm_messages_by_prev",
+            "lcm_messages_by_hash",
         ),
         (
             Stmt::RawWithHash,
@@ -142,6 +143,7 @@ fn a_search_for_cjk_text_reads_the_trigram_index_of_the_messages_holding_some() 
     let Store::Postgres(store) = store else {
         unreachable!()
     };
+    store.settle();
     let query = crate::FullTextQuery {
         terms: vec![crate::Term {
             text: "エンジン".into(),

@@ -12,6 +12,7 @@ use std::time::Duration;
 use ctxhost_pg::PostgresUrl as _;
 use postgres::{Client, GenericClient, Statement};
 
+use super::upkeep::Upkeep;
 use super::{connect, schema, StoreError};
 use crate::location::PostgresUrl;
 use crate::registry::{Key, PoolStats, Registry, Shared, User, Users};
@@ -53,6 +54,7 @@ pub(crate) struct PgPool {
     idle: Mutex<Vec<Conn>>,
     busy: AtomicUsize,
     users: Users,
+    upkeep: Upkeep,
 }
 
 impl Shared for PgPool {
@@ -62,6 +64,11 @@ impl Shared for PgPool {
 
     fn users(&self) -> &Users {
         &self.users
+    }
+
+    /// A command that imported and exits leaves the index merged.
+    fn last_user_left(&self) {
+        self.upkeep.settle();
     }
 }
 
@@ -107,6 +114,8 @@ impl PgPool {
     fn open(url: &PostgresUrl, connect_timeout: Duration) -> Result<PgPool, StoreError> {
         let mut client = connect(url, connect_timeout)?;
         schema::migrate(&mut client)?;
+        let upkeep = Upkeep::new(&mut client)?;
+        upkeep.prepare(&mut client)?;
         Ok(PgPool {
             url: url.clone(),
             connect_timeout,
@@ -116,7 +125,13 @@ impl PgPool {
             }]),
             busy: AtomicUsize::new(0),
             users: Users::default(),
+            upkeep,
         })
+    }
+
+    /// The indexes' and statistics' upkeep (`upkeep.rs`).
+    pub(crate) fn upkeep(&self) -> &Upkeep {
+        &self.upkeep
     }
 
     /// Runs `body` on a connection of the pool.
@@ -141,8 +156,10 @@ impl PgPool {
                 return Ok(conn);
             }
         }
+        let mut client = connect(&self.url, self.connect_timeout)?;
+        self.upkeep.prepare(&mut client)?;
         let conn = Conn {
-            client: connect(&self.url, self.connect_timeout)?,
+            client,
             statements: Statements::default(),
         };
         self.busy.fetch_add(1, Ordering::Relaxed);

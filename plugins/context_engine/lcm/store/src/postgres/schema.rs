@@ -163,6 +163,34 @@ const MIGRATIONS: &[Migration] = &[
             "END $$;"
         ),
     },
+    // 4: less for each message stored to maintain. The foreign key from a message to its
+    // conversation checked the conversation's row for every message, a fifth of what an
+    // import cost on the server. The same guarantee now costs one check per write: the write
+    // holds its conversation's row (`NextSeq`), and a trigger refuses to delete a conversation
+    // that still has messages (as the key refused). The index by previous message goes: the
+    // one by content hash finds a message's successor as fast (few messages of a conversation
+    // share a hash).
+    Migration {
+        version: 4,
+        description: "a message's conversation checked once per write, not per row; no index \
+                      by previous message",
+        sql: r#"
+    ALTER TABLE lcm_messages DROP CONSTRAINT IF EXISTS lcm_messages_conversation_id_fkey;
+    DROP INDEX IF EXISTS lcm_messages_by_prev;
+    CREATE FUNCTION lcm_conversation_without_messages() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF EXISTS (SELECT 1 FROM lcm_messages WHERE conversation_id = OLD.id) THEN
+            RAISE EXCEPTION 'conversation % still has messages: delete them first (ctxhost sessions delete does)', OLD.id
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        RETURN OLD;
+    END $$;
+    CREATE TRIGGER lcm_conversations_keep_messages
+        BEFORE DELETE ON lcm_conversations
+        FOR EACH ROW EXECUTE FUNCTION lcm_conversation_without_messages();
+    "#,
+    },
 ];
 
 /// The component the engine's schema version is recorded under.
@@ -306,6 +334,28 @@ mod tests {
         assert!(
             after.contains(&"lcm_messages_cjk_trgm".to_string()),
             "{after:?}"
+        );
+        assert!(
+            !after.contains(&"lcm_messages_by_prev".to_string()),
+            "{after:?}"
+        );
+        let keys: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_constraint \
+                 WHERE conrelid = 'lcm_messages'::regclass AND contype = 'f'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(keys, 0, "a message no longer checks its conversation's row");
+        let refused = client
+            .batch_execute("DELETE FROM lcm_conversations")
+            .expect_err("a conversation with messages is kept");
+        let said = refused.as_db_error().map(|e| e.message().to_string());
+        assert!(
+            said.as_deref()
+                .is_some_and(|said| said.contains("still has messages")),
+            "{refused:?}"
         );
         assert_eq!(store.stats(conv).unwrap().messages, 300);
 

@@ -3,20 +3,21 @@
 use std::error::Error;
 
 use ctxhost_sdk::EngineError;
+use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::private::BytesMut;
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{GenericClient, Statement};
 
 use super::pool::Statements;
-use super::statements::sql;
+use super::statements::{copy, sql};
 use super::words::{has_cjk, words, Words};
 use super::{PostgresStore, StoreError};
 use crate::sql::{Backend, Param, Row, Sql, Stmt};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
-/// Rows sent per statement by `execute_rows`.
+/// Rows sent per statement by `execute_rows` (more go by `COPY` where the statement has one).
 const ROWS_PER_STATEMENT: usize = 2_000;
 
 /// A client or a transaction, and the statements prepared on its connection when it keeps
@@ -143,18 +144,69 @@ fn columns<'a>(rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
 /// Where a message's text is among the parameters of [`Stmt::InsertMessages`].
 const MESSAGE_TEXT: usize = 6;
 
-/// The columns a statement takes here beyond the rows' own, derived from them: a message's
-/// words and whether it holds CJK text, from its text (see `words.rs`).
-fn derived<'a>(stmt: Stmt, columns: &[Column<'a>]) -> Vec<Column<'a>> {
-    match (stmt, columns.get(MESSAGE_TEXT)) {
-        (Stmt::InsertMessages, Some(Column::Texts(texts))) => {
-            let texts = texts.iter().map(|text| text.unwrap_or_default());
-            vec![
-                Column::Words(texts.clone().map(words).collect()),
-                Column::Bools(texts.map(has_cjk).collect()),
-            ]
+/// The text a row of `stmt` derives the parameters from that it takes here beyond its own: a
+/// message's words and whether it holds CJK text (see `words.rs`).
+fn derives_from<'a>(stmt: Stmt, row: &[Param<'a>]) -> Option<&'a str> {
+    match (stmt, row.get(MESSAGE_TEXT)) {
+        (Stmt::InsertMessages, Some(Param::Text(text))) => Some(text),
+        _ => None,
+    }
+}
+
+/// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them.
+fn prepare<'a>(stmt: Stmt, rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
+    let mut columns = columns(rows)?;
+    if rows
+        .first()
+        .is_some_and(|row| derives_from(stmt, row).is_some())
+    {
+        let texts = rows
+            .iter()
+            .map(|row| derives_from(stmt, row).unwrap_or_default());
+        columns.push(Column::Words(texts.clone().map(words).collect()));
+        columns.push(Column::Bools(texts.map(has_cjk).collect()));
+    }
+    Ok(columns)
+}
+
+impl<C: GenericClient> Pg<'_, C> {
+    /// Runs `stmt` once for the rows whose values `columns` holds.
+    fn execute_columns(&mut self, stmt: Stmt, columns: Vec<Column<'_>>) -> Result<(), StoreError> {
+        let params: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
+        for text in sql(stmt) {
+            let statement = self.statement(text)?;
+            self.client.execute(&statement, &params)?;
         }
-        _ => Vec::new(),
+        Ok(())
+    }
+
+    /// Writes `rows` with `copy` (its statement and column types), deriving what they derive
+    /// as they go.
+    fn copy_rows(
+        &mut self,
+        stmt: Stmt,
+        (copy, types): (&str, &[Type]),
+        rows: &[Vec<Param<'_>>],
+    ) -> Result<(), StoreError> {
+        let mut writer = BinaryCopyInWriter::new(self.client.copy_in(copy)?, types);
+        for row in rows {
+            let derived = derives_from(stmt, row).map(|text| (words(text), has_cjk(text)));
+            let mut values: Vec<&(dyn ToSql + Sync)> = row.iter().map(|p| p as _).collect();
+            if let Some((words, cjk)) = &derived {
+                values.push(words);
+                values.push(cjk);
+            }
+            if values.len() != types.len() {
+                return Err(StoreError::Schema(format!(
+                    "{stmt:?}: a row of {} values for {} columns",
+                    values.len(),
+                    types.len()
+                )));
+            }
+            writer.write(&values)?;
+        }
+        writer.finish()?;
+        Ok(())
     }
 }
 
@@ -196,16 +248,15 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
     }
 
     fn execute_rows(&mut self, stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<(), StoreError> {
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let mut columns = columns(chunk)?;
-            columns.extend(derived(stmt, &columns));
-            let params: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as _).collect();
-            for text in sql(stmt) {
-                let statement = self.statement(text)?;
-                self.client.execute(&statement, &params)?;
+        match copy(stmt) {
+            Some(copy) if rows.len() > ROWS_PER_STATEMENT => self.copy_rows(stmt, copy, rows),
+            _ => {
+                for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                    self.execute_columns(stmt, prepare(stmt, chunk)?)?;
+                }
+                Ok(())
             }
         }
-        Ok(())
     }
 }
 
@@ -252,5 +303,132 @@ impl Backend for PostgresStore {
 
     fn error(&self, error: StoreError) -> EngineError {
         PostgresStore::error(self, error)
+    }
+
+    fn wrote_messages(&self, count: usize) {
+        if let Some(pool) = self.shared_pool() {
+            super::upkeep::wrote_messages(&pool, count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ROWS_PER_STATEMENT;
+    use crate::postgres::PostgresStore;
+    use crate::{ItemKey, Location, NewMessage, Prev, Store};
+
+    /// Message `i` of a conversation: a head first, then words of every kind (upper case,
+    /// dotted names, digits), CJK text now and then, and repeats.
+    fn message(i: usize, prev: Prev) -> NewMessage {
+        let text = match i % 7 {
+            0 => format!("検索エンジンの設計 {i}"),
+            3 => "ok".to_string(),
+            _ => format!(
+                "Parse marshmallow.fields.String in step {i}: CAFÉ-{}",
+                i * 31
+            ),
+        };
+        NewMessage {
+            role: if i.is_multiple_of(2) { "user" } else { "assistant" }.into(),
+            head: i == 0,
+            json: serde_json::json!({"role": "user", "content": text}).to_string(),
+            tokens: text.len() as u64 / 4,
+            hash: format!("h{i}"),
+            text,
+            prev,
+        }
+    }
+
+    /// Every column of the conversation's messages (the one each follows by its sequence
+    /// number), and its context list.
+    fn rows(store: &PostgresStore, conv: i64) -> (Vec<String>, Vec<String>) {
+        store
+            .with_client(|c| {
+                let messages = c
+                    .query(
+                        "SELECT concat_ws(' | ', m.seq, m.role, m.head, m.json, m.text, m.tokens, \
+                         m.hash, p.seq, m.tsv::text, m.cjk) \
+                         FROM lcm_messages m LEFT JOIN lcm_messages p ON p.id = m.prev_id \
+                         WHERE m.conversation_id = $1 ORDER BY m.seq",
+                        &[&conv],
+                    )?
+                    .iter()
+                    .map(|row| row.get(0))
+                    .collect();
+                let context = c
+                    .query(
+                        "SELECT concat_ws(' | ', ci.position, m.seq, ci.summary_id) \
+                         FROM lcm_context_items ci LEFT JOIN lcm_messages m ON m.id = ci.message_id \
+                         WHERE ci.conversation_id = $1 ORDER BY ci.position",
+                        &[&conv],
+                    )?
+                    .iter()
+                    .map(|row| row.get(0))
+                    .collect();
+                Ok((messages, context))
+            })
+            .unwrap()
+    }
+
+    /// Many rows at once go by `COPY` (streamed, their words found as they go); a few go as
+    /// arrays. Both store the same columns, words and CJK mark included.
+    #[test]
+    fn rows_written_by_copy_are_the_rows_written_a_few_at_a_time() {
+        let url = ctxhost_test_postgres::Postgres::database("lcm_copy");
+        let Location::Postgres(url) = Location::postgres(&url).unwrap() else {
+            unreachable!()
+        };
+        let mut store = Store::Postgres(Box::new(
+            PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
+        ));
+        let count = ROWS_PER_STATEMENT + 500;
+        let whole = store.current_conversation("whole").unwrap();
+        let all: Vec<NewMessage> = (0..count)
+            .map(|i| message(i, if i < 2 { Prev::First } else { Prev::New(i - 1) }))
+            .collect();
+        let ids = store.append_messages(whole, &all).unwrap();
+        let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
+        store.set_context(whole, &items).unwrap();
+
+        let piecemeal = store.current_conversation("piecemeal").unwrap();
+        let mut ids: Vec<i64> = Vec::new();
+        for start in (0..count).step_by(100) {
+            let batch: Vec<NewMessage> = (start..(start + 100).min(count))
+                .map(|i| {
+                    let prev = match i {
+                        0 | 1 => Prev::First,
+                        i if i == start => Prev::Stored(ids[i - 1]),
+                        i => Prev::New(i - 1 - start),
+                    };
+                    message(i, prev)
+                })
+                .collect();
+            ids.extend(store.append_messages(piecemeal, &batch).unwrap());
+            let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
+            store.set_context(piecemeal, &items).unwrap();
+        }
+
+        let Store::Postgres(store) = store else {
+            unreachable!()
+        };
+        let (whole_rows, whole_context) = rows(&store, whole);
+        let (piecemeal_rows, piecemeal_context) = rows(&store, piecemeal);
+        assert_eq!(whole_rows.len(), count);
+        assert_eq!(whole_rows, piecemeal_rows);
+        assert_eq!(whole_context.len(), count - 1);
+        assert_eq!(whole_context, piecemeal_context);
+        assert!(
+            whole_rows[7].ends_with("| t"),
+            "a CJK message is marked: {}",
+            whole_rows[7]
+        );
+        assert!(
+            whole_rows[8].contains("'marshmallow':2"),
+            "its words are stored: {}",
+            whole_rows[8]
+        );
     }
 }

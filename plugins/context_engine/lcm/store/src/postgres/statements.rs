@@ -1,7 +1,48 @@
 //! The SQL text of each of the store's statements in PostgreSQL's dialect (`$N` parameters,
-//! real booleans, rows written many at a time as arrays through `unnest`).
+//! real booleans, rows written many at a time as arrays through `unnest`: called in the
+//! select list, which reads the arrays in step, rather than in `FROM`, which first copies
+//! the rows into a store of their own, a fifth of a large insert's time).
+
+use postgres::types::Type;
 
 use crate::sql::{Check, Stmt};
+
+/// How many rows of `stmt` are written with `COPY`, when they are many: the statement and the
+/// types of the columns it reads (each row's parameters, then those `sql.rs` derives).
+/// Streamed, the rows are written by the server while the engine is still sending the next.
+pub fn copy(stmt: Stmt) -> Option<(&'static str, &'static [Type])> {
+    match stmt {
+        Stmt::InsertMessages => Some((
+            "COPY lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, hash, \
+             prev_id, created_at, tsv, cjk) FROM STDIN (FORMAT binary)",
+            &MESSAGE_TYPES,
+        )),
+        Stmt::InsertContextItems => Some((
+            "COPY lcm_context_items (conversation_id, position, message_id, summary_id) \
+             FROM STDIN (FORMAT binary)",
+            &CONTEXT_ITEM_TYPES,
+        )),
+        _ => None,
+    }
+}
+
+static MESSAGE_TYPES: [Type; 13] = [
+    Type::INT8,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::BOOL,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::TS_VECTOR,
+    Type::BOOL,
+];
+
+static CONTEXT_ITEM_TYPES: [Type; 4] = [Type::INT8, Type::INT8, Type::INT8, Type::TEXT];
 
 /// The statements `stmt` runs, in order (`query` reads the rows of the last). A statement
 /// run for many rows (`execute_rows`) takes each parameter as an array of the rows' values.
@@ -39,7 +80,8 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         }
         Stmt::InsertContextItems => &[
             "INSERT INTO lcm_context_items (conversation_id, position, message_id, summary_id) \
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[])",
+             SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
+                    unnest($4::text[])",
         ],
         Stmt::InsertSummary => &[
             "INSERT INTO lcm_summaries (id, conversation_id, kind, depth, seq_start, seq_end, \
@@ -49,11 +91,11 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         ],
         Stmt::LinkSources => &[
             "INSERT INTO lcm_summary_messages (summary_id, ord, message_id) \
-             SELECT s, o::int, m FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(s, o, m)",
+             SELECT unnest($1::text[]), unnest($2::bigint[])::int, unnest($3::bigint[])",
         ],
         Stmt::LinkChildren => &[
             "INSERT INTO lcm_summary_parents (parent_id, ord, child_id) \
-             SELECT p, o::int, c FROM unnest($1::text[], $2::bigint[], $3::text[]) AS t(p, o, c)",
+             SELECT unnest($1::text[]), unnest($2::bigint[])::int, unnest($3::text[])",
         ],
 
         Stmt::MessageBySeq => &[concat!(
@@ -114,8 +156,11 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              ORDER BY seq LIMIT 1"],
         Stmt::RawWithHash => &["SELECT id, seq, prev_id, hash FROM lcm_messages \
              WHERE conversation_id = $1 AND hash = $2 AND NOT head ORDER BY seq"],
-        Stmt::StoredHashes => &["SELECT DISTINCT hash FROM lcm_messages \
-             WHERE conversation_id = $1 AND hash = ANY($2::text[]) AND NOT head"],
+        // One index probe per hash, whatever the statistics say (as `hash = ANY`, a plan made
+        // while the table was small read every message of the conversation each time).
+        Stmt::StoredHashes => &["SELECT h FROM unnest($2::text[]) AS h WHERE EXISTS \
+             (SELECT 1 FROM lcm_messages m \
+              WHERE m.conversation_id = $1 AND m.hash = h AND NOT m.head)"],
         Stmt::LastSource => &[
             "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
              JOIN lcm_messages m ON m.id = sm.message_id \
@@ -125,32 +170,32 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT child_id FROM lcm_summary_parents WHERE parent_id = $1 \
              ORDER BY ord DESC LIMIT 1",
         ],
-        Stmt::NextSeq => {
-            &["SELECT coalesce(max(seq), -1) + 1 FROM lcm_messages WHERE conversation_id = $1"]
-        }
+        // What the foreign key's check did for each message, once per write (`schema.rs`, 4).
+        Stmt::NextSeq => &[
+            "SELECT (SELECT coalesce(max(m.seq), -1) + 1 FROM lcm_messages m \
+                                    WHERE m.conversation_id = c.id) \
+             FROM lcm_conversations c WHERE c.id = $1 FOR KEY SHARE",
+        ],
+        // The sequence is looked up once (a sub-select), not for every id: that lookup was
+        // nine tenths of the statement's time.
         Stmt::AllocateMessageIds => &[
-            "SELECT nextval(pg_get_serial_sequence('lcm_messages', 'id')) \
+            "SELECT nextval((SELECT pg_get_serial_sequence('lcm_messages', 'id'))::regclass) \
              FROM generate_series(1, $1::bigint)",
         ],
         Stmt::InsertMessages => &[
             // $12 and $13 are the columns `sql.rs` derives from the text ($7).
             "INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, \
              hash, prev_id, created_at, tsv, cjk) \
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], \
-                                  $5::bool[], $6::text[], $7::text[], $8::bigint[], $9::text[], \
-                                  $10::bigint[], $11::bigint[], $12::tsvector[], $13::bool[])",
+             SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
+                    unnest($4::text[]), unnest($5::bool[]), unnest($6::text[]), \
+                    unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), \
+                    unnest($10::bigint[]), unnest($11::bigint[]), unnest($12::tsvector[]), \
+                    unnest($13::bool[])",
         ],
-        // The columns the plans depend on (without its words' statistics, a search read every
-        // match of a common word, not the newest few: 26 ms, not 10, at 20,000 messages); the
-        // texts and originals, whose statistics cost most of the time, are left to the
-        // server's upkeep.
-        Stmt::AnalyzeMessages => {
-            &["ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id, tsv)"]
-        }
 
         Stmt::InsertCompactions => &[
             "INSERT INTO lcm_compactions (conversation_id, created_at, report) \
-             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])",
+             SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::text[])",
         ],
         Stmt::LastCompaction => &[
             "SELECT report FROM lcm_compactions WHERE conversation_id = $1 \
@@ -298,6 +343,8 @@ fn count(check: Check) -> &'static [&'static str] {
         Check::CondensedWithoutChildren => &["SELECT count(*) FROM lcm_summaries s \
              WHERE s.kind = 'condensed' AND NOT EXISTS \
              (SELECT 1 FROM lcm_summary_parents p WHERE p.parent_id = s.id)"],
+        Check::MessagesWithoutConversation => &["SELECT count(*) FROM lcm_messages m \
+             WHERE NOT EXISTS (SELECT 1 FROM lcm_conversations c WHERE c.id = m.conversation_id)"],
         Check::DanglingContextItems => &["SELECT count(*) FROM lcm_context_items ci \
              LEFT JOIN lcm_messages m ON m.id = ci.message_id \
              LEFT JOIN lcm_summaries s ON s.id = ci.summary_id \

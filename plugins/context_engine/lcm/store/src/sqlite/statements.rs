@@ -146,8 +146,6 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              prev_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ?10, ?11)",
             "INSERT INTO lcm_messages_fts(rowid, text) VALUES (?1, ?7)",
         ],
-        // The queries pin their plans; SQLite needs no statistics for them.
-        Stmt::AnalyzeMessages => &[],
 
         Stmt::InsertCompactions => &[
             "INSERT INTO lcm_compactions(conversation_id, created_at, report) VALUES (?1, ?2, ?3)",
@@ -300,6 +298,8 @@ fn count(check: Check) -> &'static [&'static str] {
         Check::CondensedWithoutChildren => &["SELECT count(*) FROM lcm_summaries s \
              WHERE s.kind = 'condensed' AND NOT EXISTS \
              (SELECT 1 FROM lcm_summary_parents p WHERE p.parent_id = s.id)"],
+        Check::MessagesWithoutConversation => &["SELECT count(*) FROM lcm_messages m \
+             WHERE NOT EXISTS (SELECT 1 FROM lcm_conversations c WHERE c.id = m.conversation_id)"],
         Check::DanglingContextItems => &["SELECT count(*) FROM lcm_context_items ci \
              LEFT JOIN lcm_messages m ON m.id = ci.message_id \
              LEFT JOIN lcm_summaries s ON s.id = ci.summary_id \
