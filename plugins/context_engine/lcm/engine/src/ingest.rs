@@ -18,13 +18,13 @@
 //! engine returned sent back, stores nothing again; and what the host sent becomes the context
 //! list, in the host's order, so the view returned never reaches past where the caller is.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use ctxhost_sdk::{sequence, EngineError, HostServices, Message, MESSAGE_OVERHEAD_TOKENS};
 
 use crate::blocks;
 use ctxhost_lcm_store::ids::message_hash;
-use ctxhost_lcm_store::{ItemKey, NewMessage, Prev, RawRef, Store};
+use ctxhost_lcm_store::{ItemKey, NewMessage, Prev, RawRef, Store, SummaryRow};
 
 /// How many stored messages one read of the walk fetches ahead.
 const READ_AHEAD: usize = 256;
@@ -74,11 +74,21 @@ pub fn ingest(
     }
     let head_new = new.len();
 
-    // What is not a block is hashed first, and which of those hashes are stored asked at once:
-    // the walk then asks the store about those messages only, not about each new one.
+    // The summaries the blocks name are read at once; what is not a block is hashed first,
+    // and which of those hashes are stored asked at once: the walk then asks the store about
+    // those messages only, not about each new one.
+    let named: Vec<&str> = messages[head_len..]
+        .iter()
+        .filter_map(blocks::block_id)
+        .collect();
+    let summaries = if named.is_empty() {
+        HashMap::new()
+    } else {
+        store.summaries(conv, &named)?
+    };
     let mut contents = Vec::with_capacity(messages.len() - head_len);
     for message in &messages[head_len..] {
-        contents.push(match recognised_block(store, conv, message)? {
+        contents.push(match recognised_block(&summaries, message) {
             Some(id) => Content::Block(id),
             None => {
                 let json = to_json(message)?;
@@ -87,6 +97,18 @@ pub fn ingest(
             }
         });
     }
+    let blocks: Vec<&str> = contents
+        .iter()
+        .filter_map(|content| match content {
+            Content::Block(id) => Some(id.as_str()),
+            Content::Message { .. } => None,
+        })
+        .collect();
+    let last_messages = if blocks.is_empty() {
+        HashMap::new()
+    } else {
+        store.summaries_last_messages(&blocks)?
+    };
     let mut walk = Walk::new(conv, store.has_raw_messages(conv)?);
     if walk.stored_before {
         let hashes: Vec<&str> = contents
@@ -104,7 +126,7 @@ pub fn ingest(
         let (json, hash) = match content {
             Content::Block(id) => {
                 skipped_blocks += 1;
-                walk.pass_block(store, &id)?;
+                walk.pass_block(&id, last_messages.get(&id));
                 slots.push(Slot::Known(ItemKey::Summary(id)));
                 continue;
             }
@@ -144,21 +166,12 @@ pub fn ingest(
 /// A block this engine rendered, by its summary's id. Anything else that merely looks like one
 /// (a user quoting a block, a forged id, a block of another conversation, an edited block) is
 /// an ordinary message.
-fn recognised_block(
-    store: &Store,
-    conv: i64,
-    message: &Message,
-) -> Result<Option<String>, EngineError> {
-    let Some(id) = blocks::block_id(message) else {
-        return Ok(None);
-    };
-    let Some(summary) = store.summary(conv, id)? else {
-        return Ok(None);
-    };
+fn recognised_block(summaries: &HashMap<String, SummaryRow>, message: &Message) -> Option<String> {
+    let summary = summaries.get(blocks::block_id(message)?)?;
     let same = message
         .text()
-        .is_some_and(|text| text == blocks::render_text(&summary));
-    Ok(same.then_some(summary.id))
+        .is_some_and(|text| text == blocks::render_text(summary));
+    same.then(|| summary.id.clone())
 }
 
 /// Where the walk is.
@@ -233,13 +246,13 @@ impl Walk {
         }
     }
 
-    fn pass_block(&mut self, store: &Store, id: &str) -> Result<(), EngineError> {
+    /// Passes the block of summary `id`, whose last message is `last` (if it covers one).
+    fn pass_block(&mut self, id: &str, last: Option<&RawRef>) {
         self.passed.push(id.to_string());
-        if let Some(last) = store.summary_last_message(id)? {
-            self.move_to(&last);
+        if let Some(last) = last {
+            self.move_to(last);
             self.met.remove(&last.rowid);
         }
-        Ok(())
     }
 
     /// The stored message this one is, if any (the walk moves to it).

@@ -46,6 +46,7 @@ mod sessions;
 mod sql;
 mod sqlite;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -252,6 +253,14 @@ impl Store {
         on_backend!(self, s => queries::summary(s, conv, id))
     }
 
+    pub fn summaries(
+        &self,
+        conv: i64,
+        ids: &[&str],
+    ) -> Result<HashMap<String, SummaryRow>, EngineError> {
+        on_backend!(self, s => queries::summaries(s, conv, ids))
+    }
+
     pub fn summary_children(&self, id: &str) -> Result<Vec<String>, EngineError> {
         on_backend!(self, s => queries::summary_children(s, id))
     }
@@ -367,8 +376,11 @@ impl Store {
         on_backend!(self, s => chain::stored_hashes(s, conv, hashes))
     }
 
-    pub fn summary_last_message(&self, id: &str) -> Result<Option<RawRef>, EngineError> {
-        on_backend!(self, s => chain::summary_last_message(s, id))
+    pub fn summaries_last_messages(
+        &self,
+        ids: &[&str],
+    ) -> Result<HashMap<String, RawRef>, EngineError> {
+        on_backend!(self, s => chain::summaries_last_messages(s, ids))
     }
 
     pub fn covered_by_any(&self, rowid: i64, summaries: &[String]) -> Result<bool, EngineError> {

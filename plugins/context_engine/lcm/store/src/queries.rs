@@ -1,6 +1,8 @@
 //! The store's queries, once for both databases: conversations, the context list, summaries
 //! and their links, lookups, coverage, telemetry.
 
+use std::collections::HashMap;
+
 use ctxhost_sdk::EngineError;
 use serde_json::Value;
 
@@ -137,14 +139,36 @@ pub fn insert_summary(
     sources: &Sources,
     replaced: &[i64],
 ) -> Result<(), EngineError> {
-    b.write(|tx| {
-        insert_summary_row(tx, summary)?;
-        match sources {
-            Sources::Messages(rowids) => link_sources(tx, &summary.id, rowids)?,
-            Sources::Children(children) => link_children(tx, &summary.id, children)?,
+    let Some(first) = replaced.first() else {
+        return Err(b.error(no_items_replaced()));
+    };
+    let children: Vec<&str>;
+    let (messages, children): (&[i64], &[&str]) = match sources {
+        Sources::Messages(rowids) => (rowids, &[]),
+        Sources::Children(ids) => {
+            children = ids.iter().map(String::as_str).collect();
+            (&[], &children)
         }
-        replace_items(tx, summary, replaced)
-    })
+    };
+    let mut params = summary_params(summary);
+    params.extend([
+        Param::Ints(messages),
+        Param::Texts(children),
+        Param::Ints(replaced),
+        Param::Int(*first),
+    ]);
+    // One statement (on a server, one round trip): compaction writes thousands.
+    b.write_one(Stmt::WriteSummary, &params, 1, || vanished(replaced))
+}
+
+fn no_items_replaced() -> StoreError {
+    StoreError::Schema("a summary must replace at least one context item".into())
+}
+
+fn vanished(replaced: &[i64]) -> StoreError {
+    StoreError::Corrupt(format!(
+        "some of the context items {replaced:?} vanished during compaction"
+    ))
 }
 
 /// Puts a stored summary in the context list in place of the items at `replaced`.
@@ -158,28 +182,30 @@ pub fn put_in_context(
 
 /// One summary row (and its full-text row, where the database keeps one apart).
 pub(super) fn insert_summary_row(tx: &mut dyn Sql, s: &SummaryRow) -> Result<(), StoreError> {
-    tx.execute(
-        Stmt::InsertSummary,
-        &[
-            Param::Text(&s.id),
-            Param::Int(s.conversation_id),
-            Param::Text(s.kind.as_str()),
-            Param::Int(i64::from(s.depth)),
-            Param::Int(s.seq_start),
-            Param::Int(s.seq_end),
-            Param::Int(s.time_start),
-            Param::Int(s.time_end),
-            Param::Int(signed(s.message_count)),
-            Param::Int(signed(s.source_tokens)),
-            Param::Int(signed(s.tokens)),
-            Param::Int(signed(s.block_tokens)),
-            Param::Text(&s.text),
-            Param::Text(&s.summarizer),
-            Param::Int(i64::from(s.escalation)),
-            Param::Int(s.created_at),
-        ],
-    )?;
+    tx.execute(Stmt::InsertSummary, &summary_params(s))?;
     Ok(())
+}
+
+/// The parameters of [`Stmt::InsertSummary`] for `s`.
+fn summary_params(s: &SummaryRow) -> Vec<Param<'_>> {
+    vec![
+        Param::Text(&s.id),
+        Param::Int(s.conversation_id),
+        Param::Text(s.kind.as_str()),
+        Param::Int(i64::from(s.depth)),
+        Param::Int(s.seq_start),
+        Param::Int(s.seq_end),
+        Param::Int(s.time_start),
+        Param::Int(s.time_end),
+        Param::Int(signed(s.message_count)),
+        Param::Int(signed(s.source_tokens)),
+        Param::Int(signed(s.tokens)),
+        Param::Int(signed(s.block_tokens)),
+        Param::Text(&s.text),
+        Param::Text(&s.summarizer),
+        Param::Int(i64::from(s.escalation)),
+        Param::Int(s.created_at),
+    ]
 }
 
 pub(super) fn link_sources(tx: &mut dyn Sql, id: &str, rowids: &[i64]) -> Result<(), StoreError> {
@@ -209,9 +235,7 @@ fn replace_items(
     replaced: &[i64],
 ) -> Result<(), StoreError> {
     let Some(first) = replaced.first() else {
-        return Err(StoreError::Schema(
-            "a summary must replace at least one context item".into(),
-        ));
+        return Err(no_items_replaced());
     };
     let conv = summary.conversation_id;
     // One statement for them all: one round trip to a server, not one per item.
@@ -220,10 +244,7 @@ fn replace_items(
         &[Param::Int(conv), Param::Ints(replaced)],
     )?;
     if deleted != replaced.len() as u64 {
-        return Err(StoreError::Corrupt(format!(
-            "{} of the context items {replaced:?} vanished during compaction",
-            replaced.len() as u64 - deleted.min(replaced.len() as u64)
-        )));
+        return Err(vanished(replaced));
     }
     tx.execute_rows(
         Stmt::InsertContextItems,
@@ -279,6 +300,22 @@ pub fn summary(b: &impl Backend, conv: i64, id: &str) -> Result<Option<SummaryRo
         c.opt(Stmt::Summary, &[Param::Text(id), Param::Int(conv)], |row| {
             summary_from_row(row, 0)
         })
+    })
+}
+
+/// Those of `ids` that are summaries of this conversation, by id.
+pub fn summaries(
+    b: &impl Backend,
+    conv: i64,
+    ids: &[&str],
+) -> Result<HashMap<String, SummaryRow>, EngineError> {
+    b.read(|c| {
+        let rows = c.rows(
+            Stmt::Summaries,
+            &[Param::Int(conv), Param::Texts(ids)],
+            |row| summary_from_row(row, 0),
+        )?;
+        Ok(rows.into_iter().map(|row| (row.id.clone(), row)).collect())
     })
 }
 
@@ -378,4 +415,149 @@ pub fn stats(b: &impl Backend, conv: i64) -> Result<Stats, EngineError> {
         stats.compactions = c.one(Stmt::CompactionCount, &conv, |r| r.u64(0))?;
         Ok(stats)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{
+        ContextItem, ItemKey, Location, NewMessage, Prev, Sources, Store, SummaryKind, SummaryRow,
+    };
+
+    fn summary(id: &str, conv: i64, kind: SummaryKind) -> SummaryRow {
+        SummaryRow {
+            id: id.into(),
+            conversation_id: conv,
+            kind,
+            depth: u32::from(kind == SummaryKind::Condensed),
+            seq_start: 0,
+            seq_end: 3,
+            time_start: 0,
+            time_end: 0,
+            message_count: 2,
+            source_tokens: 10,
+            tokens: 2,
+            block_tokens: 4,
+            text: format!("what {id} says"),
+            summarizer: "test".into(),
+            escalation: 0,
+            created_at: 0,
+        }
+    }
+
+    /// What the context list holds, by message sequence number or summary id.
+    fn context(store: &Store, conv: i64) -> Vec<String> {
+        store
+            .context(conv)
+            .unwrap()
+            .into_iter()
+            .map(|item| match item.item {
+                ContextItem::Message(message) => format!("{}:m{}", item.position, message.seq),
+                ContextItem::Summary(summary) => format!("{}:{}", item.position, summary.id),
+            })
+            .collect()
+    }
+
+    /// A summary written by compaction takes the place of the context items it replaces, with
+    /// its links, in one write; when one of those items is gone, nothing of it is written. The
+    /// same on both databases.
+    #[test]
+    fn a_summary_replaces_its_items_with_its_links_or_is_not_written_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let postgres = ctxhost_test_postgres::Postgres::database("lcm_write_summary");
+        for location in [
+            Location::Sqlite(dir.path().join("lcm.sqlite")),
+            Location::postgres(&postgres).unwrap(),
+        ] {
+            let mut store = Store::open_or_unusable(&location, Duration::from_secs(30));
+            let conv = store.current_conversation("s").unwrap();
+            let messages: Vec<NewMessage> = (0..6)
+                .map(|i| NewMessage {
+                    role: "user".into(),
+                    head: false,
+                    json: format!("{{\"role\":\"user\",\"content\":\"m{i}\"}}"),
+                    text: format!("m{i}"),
+                    tokens: 3,
+                    hash: format!("h{i}"),
+                    prev: if i == 0 {
+                        Prev::First
+                    } else {
+                        Prev::New(i - 1)
+                    },
+                })
+                .collect();
+            let ids = store.append_messages(conv, &messages).unwrap();
+            let items: Vec<ItemKey> = ids.iter().map(|id| ItemKey::Message(*id)).collect();
+            store.set_context(conv, &items).unwrap();
+            let at: Vec<i64> = store
+                .context(conv)
+                .unwrap()
+                .iter()
+                .map(|i| i.position)
+                .collect();
+
+            for (id, range) in [("sum_a", 0..2), ("sum_b", 2..4)] {
+                store
+                    .insert_summary(
+                        &summary(id, conv, SummaryKind::Leaf),
+                        &Sources::Messages(ids[range.clone()].to_vec()),
+                        &at[range],
+                    )
+                    .unwrap();
+            }
+            store
+                .insert_summary(
+                    &summary("sum_c", conv, SummaryKind::Condensed),
+                    &Sources::Children(vec!["sum_a".into(), "sum_b".into()]),
+                    &at[..1].iter().chain(&at[2..3]).copied().collect::<Vec<_>>(),
+                )
+                .unwrap();
+            let written = context(&store, conv);
+            assert_eq!(
+                written,
+                [
+                    format!("{}:sum_c", at[0]),
+                    format!("{}:m4", at[4]),
+                    format!("{}:m5", at[5])
+                ],
+                "{location:?}"
+            );
+            assert_eq!(store.summary_children("sum_c").unwrap(), ["sum_a", "sum_b"]);
+            assert_eq!(store.summary_source_seqs("sum_b").unwrap(), [2, 3]);
+            // Read many at once: the summaries named, and the last message each covers (a
+            // condensed one's through its last child).
+            let found = store.summaries(conv, &["sum_a", "sum_c", "sum_x"]).unwrap();
+            let mut named: Vec<&String> = found.keys().collect();
+            named.sort();
+            assert_eq!(named, ["sum_a", "sum_c"]);
+            let last = store
+                .summaries_last_messages(&["sum_a", "sum_b", "sum_c", "sum_x"])
+                .unwrap();
+            let mut last: Vec<(String, i64)> =
+                last.into_iter().map(|(id, raw)| (id, raw.seq)).collect();
+            last.sort();
+            assert_eq!(
+                last,
+                [
+                    ("sum_a".into(), 1),
+                    ("sum_b".into(), 3),
+                    ("sum_c".into(), 3)
+                ]
+            );
+
+            // One of the items it would replace is not in the list: nothing is written.
+            let failed = store
+                .insert_summary(
+                    &summary("sum_d", conv, SummaryKind::Leaf),
+                    &Sources::Messages(ids[4..].to_vec()),
+                    &[at[4], at[5], at[5] + 100],
+                )
+                .unwrap_err();
+            assert!(failed.message().contains("vanished"), "{failed:?}");
+            assert!(store.summary(conv, "sum_d").unwrap().is_none());
+            assert!(store.summary_source_seqs("sum_d").unwrap().is_empty());
+            assert_eq!(context(&store, conv), written, "{location:?}");
+        }
+    }
 }

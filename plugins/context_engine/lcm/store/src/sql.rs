@@ -147,6 +147,26 @@ pub trait Backend {
     /// `count` messages were stored: what the database keeps up after writes (PostgreSQL:
     /// `postgres/upkeep.rs`).
     fn wrote_messages(&self, _count: usize) {}
+
+    /// Runs `stmt`, a write that changes `expected` rows when it applies, atomically; when it
+    /// changes another number, nothing of it stays and `otherwise` is the error. A database
+    /// that runs it as one statement, which changes nothing unless it applies, runs it without
+    /// a transaction around it.
+    fn write_one(
+        &mut self,
+        stmt: Stmt,
+        params: &[Param<'_>],
+        expected: u64,
+        otherwise: impl FnOnce() -> StoreError,
+    ) -> Result<(), EngineError> {
+        self.write(|tx| {
+            if tx.execute(stmt, params)? == expected {
+                Ok(())
+            } else {
+                Err(otherwise())
+            }
+        })
+    }
 }
 
 /// A boxed store (PostgreSQL's is: its connection is large) is the store.
@@ -171,5 +191,15 @@ impl<B: Backend> Backend for Box<B> {
 
     fn wrote_messages(&self, count: usize) {
         (**self).wrote_messages(count)
+    }
+
+    fn write_one(
+        &mut self,
+        stmt: Stmt,
+        params: &[Param<'_>],
+        expected: u64,
+        otherwise: impl FnOnce() -> StoreError,
+    ) -> Result<(), EngineError> {
+        (**self).write_one(stmt, params, expected, otherwise)
     }
 }

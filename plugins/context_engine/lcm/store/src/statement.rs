@@ -32,6 +32,12 @@ pub enum Stmt {
     LinkSources,
     /// Rows of (parent id, ord, child id).
     LinkChildren,
+    /// A summary written by compaction: its columns (as [`Stmt::InsertSummary`]), then the
+    /// ids of its source messages, those of its children (one list empty), the positions of the
+    /// context items it replaces, and the first of them, which it takes. Reports one row
+    /// changed (the summary's context item) when every replaced item was there; otherwise
+    /// another count (`Backend::write_one` then undoes it, where the database has not).
+    WriteSummary,
 
     // --- lookups ---------------------------------------------------------------------------
     /// (conversation, seq) → message columns.
@@ -40,6 +46,8 @@ pub enum Stmt {
     MessagesByRowid,
     /// (summary id, conversation) → summary columns.
     Summary,
+    /// (conversation, summary ids) → those of the conversation's summaries, in no order.
+    Summaries,
     /// (summary id) → its children's ids, in order.
     SummaryChildren,
     /// (summary id) → ids of the summaries merging it.
@@ -70,10 +78,11 @@ pub enum Stmt {
     RawWithHash,
     /// (conversation, hashes) → those of the hashes some non-head message has.
     StoredHashes,
-    /// (summary id) → id, seq, prev id, hash of a leaf's last source.
-    LastSource,
-    /// (summary id) → a condensed summary's last child.
-    LastChild,
+    /// (summary ids) → for each leaf among them: its id, then the id, seq, prev id and hash of
+    /// its last source that is stored.
+    LastSources,
+    /// (summary ids) → for each condensed summary among them: its id and its last child's.
+    LastChildren,
     /// (conversation) → the seq the next message gets; no row when the conversation is not
     /// stored. On PostgreSQL it holds the conversation's row until the transaction ends, so the
     /// conversation cannot be deleted while its messages are written.

@@ -305,6 +305,31 @@ impl Backend for PostgresStore {
         PostgresStore::error(self, error)
     }
 
+    /// One statement runs on its own (the statements written for this change nothing unless
+    /// they apply, `statements.rs`); several in a transaction.
+    fn write_one(
+        &mut self,
+        stmt: Stmt,
+        params: &[Param<'_>],
+        expected: u64,
+        otherwise: impl FnOnce() -> StoreError,
+    ) -> Result<(), EngineError> {
+        if sql(stmt).len() != 1 {
+            return self.write(|tx| match tx.execute(stmt, params)? {
+                changed if changed == expected => Ok(()),
+                _ => Err(otherwise()),
+            });
+        }
+        let changed = self.with_statements(|client, statements| {
+            Pg::cached(client, statements).execute(stmt, params)
+        })?;
+        if changed == expected {
+            Ok(())
+        } else {
+            Err(self.error(otherwise()))
+        }
+    }
+
     fn wrote_messages(&self, count: usize) {
         if let Some(pool) = self.shared_pool() {
             super::upkeep::wrote_messages(&pool, count);
@@ -332,7 +357,12 @@ mod tests {
             ),
         };
         NewMessage {
-            role: if i.is_multiple_of(2) { "user" } else { "assistant" }.into(),
+            role: if i.is_multiple_of(2) {
+                "user"
+            } else {
+                "assistant"
+            }
+            .into(),
             head: i == 0,
             json: serde_json::json!({"role": "user", "content": text}).to_string(),
             tokens: text.len() as u64 / 4,

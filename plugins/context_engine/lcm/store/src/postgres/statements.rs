@@ -93,6 +93,40 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "INSERT INTO lcm_summary_messages (summary_id, ord, message_id) \
              SELECT unnest($1::text[]), unnest($2::bigint[])::int, unnest($3::bigint[])",
         ],
+        // One statement, atomic by itself (no transaction around it: two round trips fewer per
+        // summary). Every part is written only when all the replaced items are there, as the
+        // one snapshot the parts share shows them. The item deleted at the first position and
+        // the summary's inserted there are the same statement's: the deletion comes first (the
+        // insert reads its rows), and a key deleted by the same transaction is free again.
+        Stmt::WriteSummary => &["WITH present AS ( \
+                 SELECT count(*) = cardinality($19::bigint[]) AS ok FROM lcm_context_items \
+                 WHERE conversation_id = $2 AND position = ANY($19::bigint[]) \
+                 AND position BETWEEN (SELECT min(p) FROM unnest($19::bigint[]) p) \
+                                  AND (SELECT max(p) FROM unnest($19::bigint[]) p) \
+             ), summary AS ( \
+                 INSERT INTO lcm_summaries (id, conversation_id, kind, depth, seq_start, \
+                 seq_end, time_start, time_end, message_count, source_tokens, tokens, \
+                 block_tokens, text, summarizer, escalation, created_at) \
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 \
+                 WHERE (SELECT ok FROM present) \
+             ), sources AS ( \
+                 INSERT INTO lcm_summary_messages (summary_id, ord, message_id) \
+                 SELECT $1, (o - 1)::int, m FROM unnest($17::bigint[]) WITH ORDINALITY AS t(m, o) \
+                 WHERE (SELECT ok FROM present) \
+             ), children AS ( \
+                 INSERT INTO lcm_summary_parents (parent_id, ord, child_id) \
+                 SELECT $1, (o - 1)::int, c FROM unnest($18::text[]) WITH ORDINALITY AS t(c, o) \
+                 WHERE (SELECT ok FROM present) \
+             ), replaced AS ( \
+                 DELETE FROM lcm_context_items \
+                 WHERE conversation_id = $2 AND position = ANY($19::bigint[]) \
+                 AND position BETWEEN (SELECT min(p) FROM unnest($19::bigint[]) p) \
+                                  AND (SELECT max(p) FROM unnest($19::bigint[]) p) \
+                 AND (SELECT ok FROM present) \
+                 RETURNING 1 \
+             ) \
+             INSERT INTO lcm_context_items (conversation_id, position, message_id, summary_id) \
+             SELECT $2, $20, NULL, $1 FROM replaced HAVING count(*) > 0"],
         Stmt::LinkChildren => &[
             "INSERT INTO lcm_summary_parents (parent_id, ord, child_id) \
              SELECT unnest($1::text[]), unnest($2::bigint[])::int, unnest($3::text[])",
@@ -113,6 +147,11 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT ",
             summary_columns!(),
             " FROM lcm_summaries s WHERE s.id = $1 AND s.conversation_id = $2"
+        )],
+        Stmt::Summaries => &[concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM lcm_summaries s WHERE s.conversation_id = $1 AND s.id = ANY($2::text[])"
         )],
         Stmt::SummaryChildren => {
             &["SELECT child_id FROM lcm_summary_parents WHERE parent_id = $1 ORDER BY ord"]
@@ -161,15 +200,15 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT h FROM unnest($2::text[]) AS h WHERE EXISTS \
              (SELECT 1 FROM lcm_messages m \
               WHERE m.conversation_id = $1 AND m.hash = h AND NOT m.head)"],
-        Stmt::LastSource => &[
-            "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
-             JOIN lcm_messages m ON m.id = sm.message_id \
-             WHERE sm.summary_id = $1 ORDER BY sm.ord DESC LIMIT 1",
-        ],
-        Stmt::LastChild => &[
-            "SELECT child_id FROM lcm_summary_parents WHERE parent_id = $1 \
-             ORDER BY ord DESC LIMIT 1",
-        ],
+        Stmt::LastSources => &["SELECT w.id, m.id, m.seq, m.prev_id, m.hash \
+             FROM unnest($1::text[]) AS w(id) CROSS JOIN LATERAL ( \
+                 SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
+                 JOIN lcm_messages m ON m.id = sm.message_id \
+                 WHERE sm.summary_id = w.id ORDER BY sm.ord DESC LIMIT 1) m"],
+        Stmt::LastChildren => &["SELECT w.id, p.child_id \
+             FROM unnest($1::text[]) AS w(id) CROSS JOIN LATERAL ( \
+                 SELECT child_id FROM lcm_summary_parents WHERE parent_id = w.id \
+                 ORDER BY ord DESC LIMIT 1) p"],
         // What the foreign key's check did for each message, once per write (`schema.rs`, 4).
         Stmt::NextSeq => &[
             "SELECT (SELECT coalesce(max(m.seq), -1) + 1 FROM lcm_messages m \

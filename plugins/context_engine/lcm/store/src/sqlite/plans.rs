@@ -64,15 +64,28 @@ const HOT: &[(Stmt, &[&str])] = &[
         &["SEARCH s USING INDEX sqlite_autoindex_lcm_summaries_1 (id=?)"],
     ),
     (
-        Stmt::LastSource,
+        Stmt::Summaries,
         &[
-            "SEARCH sm USING PRIMARY KEY (summary_id=?)",
-            "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SEARCH s USING INDEX sqlite_autoindex_lcm_summaries_1 (id=?)",
         ],
     ),
     (
-        Stmt::LastChild,
-        &["SEARCH lcm_summary_parents USING PRIMARY KEY (parent_id=?)"],
+        Stmt::LastSources,
+        &[
+            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            "SEARCH sm USING PRIMARY KEY (summary_id=?)",
+            "SEARCH x USING INTEGER PRIMARY KEY (rowid=?)",
+        ],
+    ),
+    (
+        Stmt::LastChildren,
+        &[
+            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SEARCH p USING PRIMARY KEY (parent_id=? AND ord=?)",
+            "SEARCH lcm_summary_parents USING PRIMARY KEY (parent_id=?)",
+        ],
     ),
     (
         Stmt::Ancestors,

@@ -47,6 +47,22 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::LinkSources => {
             &["INSERT INTO lcm_summary_messages(summary_id, ord, message_id) VALUES (?1, ?2, ?3)"]
         }
+        // Each statement binds the parameters up to the last it names.
+        Stmt::WriteSummary => &[
+            "INSERT INTO lcm_summaries(id, conversation_id, kind, depth, seq_start, seq_end, \
+             time_start, time_end, message_count, source_tokens, tokens, block_tokens, text, \
+             summarizer, escalation, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            "INSERT INTO lcm_summaries_fts(rowid, text) VALUES (last_insert_rowid(), ?13)",
+            "INSERT INTO lcm_summary_messages(summary_id, ord, message_id) \
+             SELECT ?1, key, value FROM json_each(?17)",
+            "INSERT INTO lcm_summary_parents(parent_id, ord, child_id) \
+             SELECT ?1, key, value FROM json_each(?18)",
+            "DELETE FROM lcm_context_items \
+             WHERE conversation_id = ?2 AND position IN (SELECT value FROM json_each(?19))",
+            "INSERT INTO lcm_context_items(conversation_id, position, message_id, summary_id) \
+             SELECT ?2, ?20, NULL, ?1 WHERE changes() = json_array_length(?19)",
+        ],
         Stmt::LinkChildren => {
             &["INSERT INTO lcm_summary_parents(parent_id, ord, child_id) VALUES (?1, ?2, ?3)"]
         }
@@ -65,6 +81,12 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT ",
             summary_columns!(),
             " FROM lcm_summaries s WHERE s.id = ?1 AND s.conversation_id = ?2"
+        )],
+        Stmt::Summaries => &[concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM json_each(?2) w CROSS JOIN lcm_summaries s ON s.id = w.value \
+             WHERE s.conversation_id = ?1"
         )],
         Stmt::SummaryChildren => {
             &["SELECT child_id FROM lcm_summary_parents WHERE parent_id = ?1 ORDER BY ord"]
@@ -122,15 +144,16 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT DISTINCT m.hash FROM json_each(?2) w \
              CROSS JOIN lcm_messages m INDEXED BY messages_by_hash \
              WHERE m.conversation_id = ?1 AND m.hash = w.value AND m.head = 0"],
-        Stmt::LastSource => &[
-            "SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
-             JOIN lcm_messages m ON m.id = sm.message_id \
-             WHERE sm.summary_id = ?1 ORDER BY sm.ord DESC LIMIT 1",
-        ],
-        Stmt::LastChild => &[
-            "SELECT child_id FROM lcm_summary_parents WHERE parent_id = ?1 \
-             ORDER BY ord DESC LIMIT 1",
-        ],
+        Stmt::LastSources => &["SELECT w.value, m.id, m.seq, m.prev_id, m.hash \
+             FROM json_each(?1) w JOIN lcm_messages m ON m.id = ( \
+                 SELECT sm.message_id FROM lcm_summary_messages sm \
+                 JOIN lcm_messages x ON x.id = sm.message_id \
+                 WHERE sm.summary_id = w.value ORDER BY sm.ord DESC LIMIT 1)"],
+        // CROSS JOIN keeps the ids the outer loop (SQLite does not reorder it).
+        Stmt::LastChildren => &["SELECT w.value, p.child_id \
+             FROM json_each(?1) w CROSS JOIN lcm_summary_parents p \
+             ON p.parent_id = w.value AND p.ord = ( \
+                 SELECT max(ord) FROM lcm_summary_parents WHERE parent_id = w.value)"],
         Stmt::NextSeq => {
             &["SELECT coalesce(max(seq), -1) + 1 FROM lcm_messages WHERE conversation_id = ?1"]
         }
