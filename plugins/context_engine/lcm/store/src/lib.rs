@@ -61,7 +61,7 @@ pub use rows::*;
 pub use session_lock::SessionLock;
 
 /// The databases' stores, as [`Store`] holds them.
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresStore, ROWS_PER_STATEMENT, UPKEEP_EVERY};
 pub use sqlite::SqliteStore;
 
 /// What this process shares for the store at `location`: `None` when no store of this

@@ -34,6 +34,8 @@ use pool::{PgPool, Statements};
 pub use ctxhost_pg::describe;
 use ctxhost_pg::PostgresUrl as _;
 pub use session_lock::AdvisoryLock;
+pub use sql::ROWS_PER_STATEMENT;
+pub use upkeep::UPKEEP_EVERY;
 
 use super::location::PostgresUrl;
 use super::StoreError;

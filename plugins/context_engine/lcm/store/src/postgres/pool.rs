@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use ctxhost_pg::PostgresUrl as _;
 use postgres::{Client, GenericClient, Statement};
 
-use super::upkeep::Upkeep;
+use super::upkeep::{Upkeep, UPKEEP};
 use super::{connect, schema, StoreError};
 use crate::location::PostgresUrl;
 use crate::registry::{Key, PoolStats, Registry, Shared, User, Users};
@@ -132,6 +132,32 @@ impl PgPool {
     /// The indexes' and statistics' upkeep (`upkeep.rs`).
     pub(crate) fn upkeep(&self) -> &Upkeep {
         &self.upkeep
+    }
+
+    /// Counts `count` messages written through the pool, running the upkeep when enough were:
+    /// on a thread of its own, or once more after the one under way.
+    pub(crate) fn wrote_messages(self: &Arc<Self>, count: usize) {
+        if !self.upkeep.due(count) || !self.upkeep.begin() {
+            return;
+        }
+        let pool = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("lcm upkeep".into())
+            .spawn(move || pool.run_upkeep());
+        if spawned.is_err() {
+            // No thread to be had: the writer waits for it instead.
+            self.run_upkeep();
+        }
+    }
+
+    /// Runs the upkeep until no more was asked for while it ran.
+    fn run_upkeep(&self) {
+        loop {
+            let outcome = self.with(|conn| Ok(conn.client.batch_execute(UPKEEP)?));
+            if !self.upkeep.end(outcome) {
+                return;
+            }
+        }
     }
 
     /// Runs `body` on a connection of the pool.

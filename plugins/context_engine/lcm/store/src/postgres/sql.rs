@@ -17,8 +17,9 @@ use crate::sql::{Backend, Param, Row, Sql, Stmt};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
-/// Rows sent per statement by `execute_rows` (more go by `COPY` where the statement has one).
-const ROWS_PER_STATEMENT: usize = 2_000;
+/// Rows a write sends as arrays in one statement: more go by `COPY` where the statement has
+/// one (messages, context items), else in statements of this many.
+pub const ROWS_PER_STATEMENT: usize = 2_000;
 
 /// A client or a transaction, and the statements prepared on its connection when it keeps
 /// them (each of the store's statements is then parsed once per connection).
@@ -332,133 +333,7 @@ impl Backend for PostgresStore {
 
     fn wrote_messages(&self, count: usize) {
         if let Some(pool) = self.shared_pool() {
-            super::upkeep::wrote_messages(&pool, count);
+            pool.wrote_messages(count);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::ROWS_PER_STATEMENT;
-    use crate::postgres::PostgresStore;
-    use crate::{ItemKey, Location, NewMessage, Prev, Store};
-
-    /// Message `i` of a conversation: a head first, then words of every kind (upper case,
-    /// dotted names, digits), CJK text now and then, and repeats.
-    fn message(i: usize, prev: Prev) -> NewMessage {
-        let text = match i % 7 {
-            0 => format!("検索エンジンの設計 {i}"),
-            3 => "ok".to_string(),
-            _ => format!(
-                "Parse marshmallow.fields.String in step {i}: CAFÉ-{}",
-                i * 31
-            ),
-        };
-        NewMessage {
-            role: if i.is_multiple_of(2) {
-                "user"
-            } else {
-                "assistant"
-            }
-            .into(),
-            head: i == 0,
-            json: serde_json::json!({"role": "user", "content": text}).to_string(),
-            tokens: text.len() as u64 / 4,
-            hash: format!("h{i}"),
-            text,
-            prev,
-        }
-    }
-
-    /// Every column of the conversation's messages (the one each follows by its sequence
-    /// number), and its context list.
-    fn rows(store: &PostgresStore, conv: i64) -> (Vec<String>, Vec<String>) {
-        store
-            .with_client(|c| {
-                let messages = c
-                    .query(
-                        "SELECT concat_ws(' | ', m.seq, m.role, m.head, m.json, m.text, m.tokens, \
-                         m.hash, p.seq, m.tsv::text, m.cjk) \
-                         FROM lcm_messages m LEFT JOIN lcm_messages p ON p.id = m.prev_id \
-                         WHERE m.conversation_id = $1 ORDER BY m.seq",
-                        &[&conv],
-                    )?
-                    .iter()
-                    .map(|row| row.get(0))
-                    .collect();
-                let context = c
-                    .query(
-                        "SELECT concat_ws(' | ', ci.position, m.seq, ci.summary_id) \
-                         FROM lcm_context_items ci LEFT JOIN lcm_messages m ON m.id = ci.message_id \
-                         WHERE ci.conversation_id = $1 ORDER BY ci.position",
-                        &[&conv],
-                    )?
-                    .iter()
-                    .map(|row| row.get(0))
-                    .collect();
-                Ok((messages, context))
-            })
-            .unwrap()
-    }
-
-    /// Many rows at once go by `COPY` (streamed, their words found as they go); a few go as
-    /// arrays. Both store the same columns, words and CJK mark included.
-    #[test]
-    fn rows_written_by_copy_are_the_rows_written_a_few_at_a_time() {
-        let url = ctxhost_test_postgres::Postgres::database("lcm_copy");
-        let Location::Postgres(url) = Location::postgres(&url).unwrap() else {
-            unreachable!()
-        };
-        let mut store = Store::Postgres(Box::new(
-            PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
-        ));
-        let count = ROWS_PER_STATEMENT + 500;
-        let whole = store.current_conversation("whole").unwrap();
-        let all: Vec<NewMessage> = (0..count)
-            .map(|i| message(i, if i < 2 { Prev::First } else { Prev::New(i - 1) }))
-            .collect();
-        let ids = store.append_messages(whole, &all).unwrap();
-        let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
-        store.set_context(whole, &items).unwrap();
-
-        let piecemeal = store.current_conversation("piecemeal").unwrap();
-        let mut ids: Vec<i64> = Vec::new();
-        for start in (0..count).step_by(100) {
-            let batch: Vec<NewMessage> = (start..(start + 100).min(count))
-                .map(|i| {
-                    let prev = match i {
-                        0 | 1 => Prev::First,
-                        i if i == start => Prev::Stored(ids[i - 1]),
-                        i => Prev::New(i - 1 - start),
-                    };
-                    message(i, prev)
-                })
-                .collect();
-            ids.extend(store.append_messages(piecemeal, &batch).unwrap());
-            let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
-            store.set_context(piecemeal, &items).unwrap();
-        }
-
-        let Store::Postgres(store) = store else {
-            unreachable!()
-        };
-        let (whole_rows, whole_context) = rows(&store, whole);
-        let (piecemeal_rows, piecemeal_context) = rows(&store, piecemeal);
-        assert_eq!(whole_rows.len(), count);
-        assert_eq!(whole_rows, piecemeal_rows);
-        assert_eq!(whole_context.len(), count - 1);
-        assert_eq!(whole_context, piecemeal_context);
-        assert!(
-            whole_rows[7].ends_with("| t"),
-            "a CJK message is marked: {}",
-            whole_rows[7]
-        );
-        assert!(
-            whole_rows[8].contains("'marshmallow':2"),
-            "its words are stored: {}",
-            whole_rows[8]
-        );
     }
 }

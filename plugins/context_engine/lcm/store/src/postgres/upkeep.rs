@@ -17,11 +17,10 @@
 //! upkeep under way, so a command that imports and exits leaves the indexes merged.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use postgres::Client;
 
-use super::pool::PgPool;
 use super::{get, StoreError};
 
 /// Messages written between two upkeeps (by this process): about 9 MB of corpus messages'
@@ -41,7 +40,7 @@ const OWNS_TABLES: &str = "SELECT coalesce((SELECT pg_has_role(relowner, 'USAGE'
 /// statistics a search read every match of a common word, not the newest few: 26 ms, not 10,
 /// at 20,000 messages); the texts and originals, whose statistics cost most of the time, are
 /// left to the server's own upkeep.
-const UPKEEP: &str = "SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i \
+pub(crate) const UPKEEP: &str = "SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i \
                         JOIN pg_class c ON c.oid = i.indexrelid \
                         JOIN pg_am a ON a.oid = c.relam \
                       WHERE a.amname = 'gin' \
@@ -106,189 +105,41 @@ impl Upkeep {
     }
 }
 
-/// Counts `count` messages written through `pool`, running the upkeep when enough were.
-pub(crate) fn wrote_messages(pool: &Arc<PgPool>, count: usize) {
-    let upkeep = pool.upkeep();
-    if !upkeep.enabled || count == 0 {
-        return;
+impl Upkeep {
+    /// Counts `count` messages written: whether an upkeep is due.
+    pub(crate) fn due(&self, count: usize) -> bool {
+        if !self.enabled || count == 0 {
+            return false;
+        }
+        let written = self.written.fetch_add(count, Ordering::Relaxed) + count;
+        if written < UPKEEP_EVERY {
+            return false;
+        }
+        self.written.store(0, Ordering::Relaxed);
+        true
     }
-    let written = upkeep.written.fetch_add(count, Ordering::Relaxed) + count;
-    if written >= UPKEEP_EVERY {
-        upkeep.written.store(0, Ordering::Relaxed);
-        request(pool);
-    }
-}
 
-/// Runs the upkeep of `pool`: on a thread of its own, or once more after the one under way.
-fn request(pool: &Arc<PgPool>) {
-    let upkeep = pool.upkeep();
-    {
-        let mut state = upkeep.lock();
+    /// Claims the upkeep for the caller, who runs [`UPKEEP`] then calls [`end`](Self::end);
+    /// `false` when one is under way (it then runs once more).
+    pub(crate) fn begin(&self) -> bool {
+        let mut state = self.lock();
         if state.running {
             state.again = true;
-            return;
+            return false;
         }
         state.running = true;
+        true
     }
-    let worker = Arc::clone(pool);
-    let spawned = std::thread::Builder::new()
-        .name("lcm upkeep".into())
-        .spawn(move || run(&worker));
-    if spawned.is_err() {
-        // No thread to be had: the writer waits for it instead.
-        run(pool);
-    }
-}
 
-/// Runs the upkeep until no more was asked for while it ran.
-fn run(pool: &PgPool) {
-    let upkeep = pool.upkeep();
-    loop {
-        let outcome = pool.with(|conn| Ok(conn.client.batch_execute(UPKEEP)?));
-        let mut state = upkeep.lock();
-        state.failed = outcome.err().map(|error: StoreError| error.to_string());
+    /// Records how the upkeep went: whether to run it once more (more was asked for meanwhile).
+    pub(crate) fn end(&self, outcome: Result<(), StoreError>) -> bool {
+        let mut state = self.lock();
+        state.failed = outcome.err().map(|error| error.to_string());
         if std::mem::take(&mut state.again) {
-            continue;
+            return true;
         }
         state.running = false;
-        upkeep.done.notify_all();
-        return;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::UPKEEP_EVERY;
-    use crate::postgres::PostgresStore;
-    use crate::{FullTextQuery, Location, NewMessage, Prev, Repair, Store, Term};
-
-    fn open(url: &str) -> Store {
-        let Location::Postgres(url) = Location::postgres(url).unwrap() else {
-            unreachable!()
-        };
-        Store::Postgres(Box::new(
-            PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
-        ))
-    }
-
-    /// `count` messages from number `from` on, each of 300 words of its own.
-    fn messages(from: usize, count: usize) -> Vec<NewMessage> {
-        (from..from + count)
-            .map(|i| {
-                let text: Vec<String> = (0..300).map(|w| format!("w{i}x{w}")).collect();
-                let text = text.join(" ");
-                NewMessage {
-                    role: "user".into(),
-                    head: false,
-                    json: serde_json::json!({"role": "user", "content": text}).to_string(),
-                    tokens: 1_000,
-                    hash: format!("h{i}"),
-                    text,
-                    prev: Prev::First,
-                }
-            })
-            .collect()
-    }
-
-    fn one<T: for<'a> postgres::types::FromSql<'a>>(store: &Store, sql: &str) -> T {
-        let Store::Postgres(store) = store else {
-            unreachable!()
-        };
-        store
-            .with_client(|c| Ok(c.query_one(sql, &[])?.get(0)))
-            .unwrap()
-    }
-
-    fn pending_pages(store: &Store) -> i64 {
-        one(
-            store,
-            "SELECT n_pending_pages::bigint FROM \
-             gin_metapage_info(get_raw_page('lcm_messages_tsv', 0))",
-        )
-    }
-
-    fn found(store: &Store, conv: i64, word: &str) -> usize {
-        let query = FullTextQuery {
-            terms: vec![Term {
-                text: word.into(),
-                prefix: false,
-            }],
-            any: false,
-        };
-        store
-            .fts_messages(conv, &query, (0, i64::MAX), false, 10)
-            .unwrap()
-            .len()
-    }
-
-    /// Writes leave their words pending past the server's 4 MB (no insert pays for merging
-    /// them), still found by a search; after `UPKEEP_EVERY` messages the pool merges them and
-    /// refreshes the statistics by itself, off the writer's call.
-    #[test]
-    fn words_wait_in_the_pending_list_until_the_pool_merges_them() {
-        let url = ctxhost_test_postgres::Postgres::database("lcm_upkeep");
-        let mut store = open(&url);
-        let Store::Postgres(postgres) = &store else {
-            unreachable!()
-        };
-        postgres
-            .with_client(|c| Ok(c.batch_execute("CREATE EXTENSION IF NOT EXISTS pageinspect")?))
-            .unwrap();
-        let conv = store.current_conversation("s").unwrap();
-        let first = UPKEEP_EVERY - 500;
-        store.append_messages(conv, &messages(0, first)).unwrap();
-        // 4 MB is 512 pages.
-        let pending = pending_pages(&store);
-        assert!(pending > 512, "{pending} pending pages");
-        assert_eq!(found(&store, conv, "w17x250"), 1);
-        let analyzed = "SELECT count(*) FROM pg_stats WHERE tablename = 'lcm_messages' \
-                        AND attname = 'tsv'";
-        assert_eq!(one::<i64>(&store, analyzed), 0);
-
-        store.append_messages(conv, &messages(first, 500)).unwrap();
-        let Store::Postgres(postgres) = &store else {
-            unreachable!()
-        };
-        postgres.settle();
-        assert_eq!(pending_pages(&store), 0);
-        assert_eq!(one::<i64>(&store, analyzed), 1);
-        assert_eq!(found(&store, conv, "w4900x3"), 1);
-        let doctor = store.doctor(&Repair::default()).unwrap();
-        assert!(
-            doctor.notes.iter().all(|note| note.check != "index_upkeep"),
-            "{doctor:?}"
-        );
-    }
-
-    /// A role that does not own the tables may not merge them: its connections keep the
-    /// server's limit, and the server's autovacuum does the upkeep.
-    #[test]
-    fn a_role_that_does_not_own_the_tables_keeps_the_servers_limit() {
-        let url = ctxhost_test_postgres::Postgres::database("lcm_upkeep_role");
-        let owner = open(&url);
-        let limit = "SELECT current_setting('gin_pending_list_limit')";
-        assert_eq!(one::<String>(&owner, limit), "64MB");
-        ctxhost_test_postgres::Postgres::psql(
-            &url,
-            "CREATE ROLE lcm_writer LOGIN; \
-             GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO lcm_writer; \
-             GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO lcm_writer;",
-        );
-        let writer_url = url.replacen("postgres://postgres@", "postgres://lcm_writer@", 1);
-        assert_ne!(writer_url, url);
-        let mut writer = open(&writer_url);
-        assert_eq!(one::<String>(&writer, limit), "4MB");
-        let conv = writer.current_conversation("s").unwrap();
-        writer
-            .append_messages(conv, &messages(0, UPKEEP_EVERY))
-            .unwrap();
-        let doctor = writer.doctor(&Repair::default()).unwrap();
-        assert!(
-            doctor.notes.iter().all(|note| note.check != "index_upkeep"),
-            "{doctor:?}"
-        );
-        drop(owner);
+        self.done.notify_all();
+        false
     }
 }

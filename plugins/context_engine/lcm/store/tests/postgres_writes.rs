@@ -1,0 +1,256 @@
+//! How the PostgreSQL store writes: many rows by `COPY` and a few as arrays storing the same
+//! columns, and the full-text index's pending words merged by the pool's upkeep, off the
+//! writer's call, where the role owns the tables.
+
+use std::time::Duration;
+
+use ctxhost_lcm_store::{
+    FullTextQuery, ItemKey, Location, NewMessage, PostgresStore, Prev, Repair, Store, Term,
+    ROWS_PER_STATEMENT, UPKEEP_EVERY,
+};
+use ctxhost_test_postgres::Postgres;
+
+fn open(url: &str) -> Store {
+    let Location::Postgres(url) = Location::postgres(url).unwrap() else {
+        unreachable!()
+    };
+    Store::Postgres(Box::new(
+        PostgresStore::open(&url, Duration::from_secs(30)).unwrap(),
+    ))
+}
+
+fn client(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+/// Message `i` of a conversation: a head first, then words of every kind (upper case, dotted
+/// names, digits), CJK text now and then, and repeats.
+fn message(i: usize, prev: Prev) -> NewMessage {
+    let text = match i % 7 {
+        0 => format!("検索エンジンの設計 {i}"),
+        3 => "ok".to_string(),
+        _ => format!(
+            "Parse marshmallow.fields.String in step {i}: CAFÉ-{}",
+            i * 31
+        ),
+    };
+    NewMessage {
+        role: if i.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        }
+        .into(),
+        head: i == 0,
+        json: serde_json::json!({"role": "user", "content": text}).to_string(),
+        tokens: text.len() as u64 / 4,
+        hash: format!("h{i}"),
+        text,
+        prev,
+    }
+}
+
+/// Every column of the conversation's messages (the one each follows by its sequence number),
+/// and its context list.
+fn rows(url: &str, conv: i64) -> (Vec<String>, Vec<String>) {
+    let mut client = client(url);
+    let messages = client
+        .query(
+            "SELECT concat_ws(' | ', m.seq, m.role, m.head, m.json, m.text, m.tokens, m.hash, \
+             p.seq, m.tsv::text, m.cjk) \
+             FROM lcm_messages m LEFT JOIN lcm_messages p ON p.id = m.prev_id \
+             WHERE m.conversation_id = $1 ORDER BY m.seq",
+            &[&conv],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let context = client
+        .query(
+            "SELECT concat_ws(' | ', ci.position, m.seq, ci.summary_id) \
+             FROM lcm_context_items ci LEFT JOIN lcm_messages m ON m.id = ci.message_id \
+             WHERE ci.conversation_id = $1 ORDER BY ci.position",
+            &[&conv],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    (messages, context)
+}
+
+/// Many rows at once go by `COPY` (streamed, their words found as they go); a few go as
+/// arrays. Both store the same columns, words and CJK mark included.
+#[test]
+fn rows_written_by_copy_are_the_rows_written_a_few_at_a_time() {
+    let url = Postgres::database("lcm_copy");
+    let mut store = open(&url);
+    let count = ROWS_PER_STATEMENT + 500;
+    let whole = store.current_conversation("whole").unwrap();
+    let all: Vec<NewMessage> = (0..count)
+        .map(|i| message(i, if i < 2 { Prev::First } else { Prev::New(i - 1) }))
+        .collect();
+    let ids = store.append_messages(whole, &all).unwrap();
+    let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
+    store.set_context(whole, &items).unwrap();
+
+    let piecemeal = store.current_conversation("piecemeal").unwrap();
+    let mut ids: Vec<i64> = Vec::new();
+    for start in (0..count).step_by(100) {
+        let batch: Vec<NewMessage> = (start..(start + 100).min(count))
+            .map(|i| {
+                let prev = match i {
+                    0 | 1 => Prev::First,
+                    i if i == start => Prev::Stored(ids[i - 1]),
+                    i => Prev::New(i - 1 - start),
+                };
+                message(i, prev)
+            })
+            .collect();
+        ids.extend(store.append_messages(piecemeal, &batch).unwrap());
+        let items: Vec<ItemKey> = ids[1..].iter().map(|id| ItemKey::Message(*id)).collect();
+        store.set_context(piecemeal, &items).unwrap();
+    }
+
+    let (whole_rows, whole_context) = rows(&url, whole);
+    let (piecemeal_rows, piecemeal_context) = rows(&url, piecemeal);
+    assert_eq!(whole_rows.len(), count);
+    assert_eq!(whole_rows, piecemeal_rows);
+    assert_eq!(whole_context.len(), count - 1);
+    assert_eq!(whole_context, piecemeal_context);
+    assert!(
+        whole_rows[7].ends_with("| t"),
+        "a CJK message is marked: {}",
+        whole_rows[7]
+    );
+    assert!(
+        whole_rows[8].contains("'marshmallow':2"),
+        "its words are stored: {}",
+        whole_rows[8]
+    );
+}
+
+/// `count` messages from number `from` on, each of 300 words of its own.
+fn wordy(from: usize, count: usize) -> Vec<NewMessage> {
+    (from..from + count)
+        .map(|i| {
+            let text: Vec<String> = (0..300).map(|w| format!("w{i}x{w}")).collect();
+            let text = text.join(" ");
+            NewMessage {
+                role: "user".into(),
+                head: false,
+                json: serde_json::json!({"role": "user", "content": text}).to_string(),
+                tokens: 1_000,
+                hash: format!("h{i}"),
+                text,
+                prev: Prev::First,
+            }
+        })
+        .collect()
+}
+
+/// Pages of the messages' full-text index's pending list (read as the superuser).
+fn pending_pages(url: &str) -> i64 {
+    let mut client = client(url);
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        .unwrap();
+    client
+        .query_one(
+            "SELECT n_pending_pages::bigint FROM \
+             gin_metapage_info(get_raw_page('lcm_messages_tsv', 0))",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// Whether the messages' words have statistics.
+fn analyzed(url: &str) -> bool {
+    client(url)
+        .query_one(
+            "SELECT count(*) > 0 FROM pg_stats \
+             WHERE tablename = 'lcm_messages' AND attname = 'tsv'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn found(store: &Store, conv: i64, word: &str) -> usize {
+    let query = FullTextQuery {
+        terms: vec![Term {
+            text: word.into(),
+            prefix: false,
+        }],
+        any: false,
+    };
+    store
+        .fts_messages(conv, &query, (0, i64::MAX), false, 10)
+        .unwrap()
+        .len()
+}
+
+/// 4 MB, the server's own limit, in pages.
+const SERVER_LIMIT_PAGES: i64 = 512;
+
+/// Writes leave their words pending past the server's 4 MB (no insert pays for merging them),
+/// still found by a search; after `UPKEEP_EVERY` messages the pool merges them and refreshes
+/// the statistics by itself, off the writer's call.
+#[test]
+fn words_wait_in_the_pending_list_until_the_pool_merges_them() {
+    let url = Postgres::database("lcm_upkeep");
+    let mut store = open(&url);
+    let conv = store.current_conversation("s").unwrap();
+    let first = UPKEEP_EVERY - 500;
+    store.append_messages(conv, &wordy(0, first)).unwrap();
+    let pending = pending_pages(&url);
+    assert!(pending > SERVER_LIMIT_PAGES, "{pending} pending pages");
+    assert_eq!(found(&store, conv, "w17x250"), 1);
+    assert!(!analyzed(&url));
+
+    store.append_messages(conv, &wordy(first, 500)).unwrap();
+    let Store::Postgres(postgres) = &store else {
+        unreachable!()
+    };
+    postgres.settle();
+    assert_eq!(pending_pages(&url), 0);
+    assert!(analyzed(&url));
+    assert_eq!(found(&store, conv, "w4900x3"), 1);
+    let doctor = store.doctor(&Repair::default()).unwrap();
+    assert!(
+        doctor.notes.iter().all(|note| note.check != "index_upkeep"),
+        "{doctor:?}"
+    );
+}
+
+/// A role that does not own the tables may not merge them: its connections keep the server's
+/// limit (its inserts merge the list as it fills), and the server's autovacuum does the upkeep.
+#[test]
+fn a_role_that_does_not_own_the_tables_keeps_the_servers_limit() {
+    let url = Postgres::database("lcm_upkeep_role");
+    let owner = open(&url);
+    Postgres::psql(
+        &url,
+        "CREATE ROLE lcm_writer LOGIN; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO lcm_writer; \
+         GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO lcm_writer;",
+    );
+    let writer_url = url.replacen("postgres://postgres@", "postgres://lcm_writer@", 1);
+    assert_ne!(writer_url, url);
+    let mut writer = open(&writer_url);
+    let conv = writer.current_conversation("s").unwrap();
+    writer
+        .append_messages(conv, &wordy(0, UPKEEP_EVERY - 500))
+        .unwrap();
+    let pending = pending_pages(&url);
+    assert!(pending <= SERVER_LIMIT_PAGES, "{pending} pending pages");
+    assert_eq!(found(&writer, conv, "w17x250"), 1);
+    let doctor = writer.doctor(&Repair::default()).unwrap();
+    assert!(
+        doctor.notes.iter().all(|note| note.check != "index_upkeep"),
+        "{doctor:?}"
+    );
+    drop(owner);
+}
