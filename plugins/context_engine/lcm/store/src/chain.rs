@@ -97,67 +97,25 @@ pub fn stored_hashes(
 }
 
 /// The last message each of `ids` covers, in the order the host sent them (a leaf's last
-/// source, a condensed summary's through its last child), for those that cover a stored one.
-/// One read per level of the summaries, whatever their number.
+/// stored source, a condensed summary's through its last child), for those that cover a stored
+/// one: one statement, whatever their number and depth.
 pub fn summaries_last_messages(
     b: &impl Backend,
     ids: &[&str],
 ) -> Result<HashMap<String, RawRef>, EngineError> {
     b.read(|c| {
-        let mut found = HashMap::new();
-        // The summaries still to resolve, by the summary each has come down to.
-        let mut reached: HashMap<String, Vec<String>> = HashMap::new();
-        for id in ids {
-            reached
-                .entry(id.to_string())
-                .or_default()
-                .push(id.to_string());
-        }
-        // Depth is small; the bound only guards against a cycle in a damaged store.
-        for _ in 0..64 {
-            if reached.is_empty() {
-                return Ok(found);
-            }
-            let leaves = {
-                let at: Vec<&str> = reached.keys().map(String::as_str).collect();
-                c.rows(Stmt::LastSources, &[Param::Texts(&at)], |row| {
-                    Ok((
-                        row.text(0)?,
-                        RawRef {
-                            rowid: row.i64(1)?,
-                            seq: row.i64(2)?,
-                            prev: row.i64(3)?,
-                            hash: row.text(4)?,
-                        },
-                    ))
-                })?
-            };
-            for (at, last) in leaves {
-                for id in reached.remove(&at).unwrap_or_default() {
-                    found.insert(id, last.clone());
-                }
-            }
-            if reached.is_empty() {
-                return Ok(found);
-            }
-            let children = {
-                let at: Vec<&str> = reached.keys().map(String::as_str).collect();
-                c.rows(Stmt::LastChildren, &[Param::Texts(&at)], |row| {
-                    Ok((row.text(0)?, row.text(1)?))
-                })?
-            };
-            // Those with neither a stored source nor a child cover nothing stored.
-            let mut next: HashMap<String, Vec<String>> = HashMap::new();
-            for (at, child) in children {
-                let ids = reached.remove(&at).unwrap_or_default();
-                next.entry(child).or_default().extend(ids);
-            }
-            reached = next;
-        }
-        Err(StoreError::Corrupt(format!(
-            "summaries {:?}: their children form a cycle",
-            reached.keys().collect::<Vec<_>>()
-        )))
+        let rows = c.rows(Stmt::LastMessages, &[Param::Texts(ids)], |row| {
+            Ok((
+                row.text(0)?,
+                RawRef {
+                    rowid: row.i64(1)?,
+                    seq: row.i64(2)?,
+                    prev: row.i64(3)?,
+                    hash: row.text(4)?,
+                },
+            ))
+        })?;
+        Ok(rows.into_iter().collect())
     })
 }
 

@@ -78,11 +78,10 @@ pub enum Stmt {
     RawWithHash,
     /// (conversation, hashes) → those of the hashes some non-head message has.
     StoredHashes,
-    /// (summary ids) → for each leaf among them: its id, then the id, seq, prev id and hash of
-    /// its last source that is stored.
-    LastSources,
-    /// (summary ids) → for each condensed summary among them: its id and its last child's.
-    LastChildren,
+    /// (summary ids) → for each that covers a stored message: its id, then the id, seq, prev
+    /// id and hash of the last one (a leaf's last stored source; a condensed summary's through
+    /// its last child, level after level).
+    LastMessages,
     /// (conversation) → the seq the next message gets; no row when the conversation is not
     /// stored. On PostgreSQL it holds the conversation's row until the transaction ends, so the
     /// conversation cannot be deleted while its messages are written.

@@ -200,16 +200,24 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT h FROM unnest($2::text[]) AS h WHERE EXISTS \
              (SELECT 1 FROM lcm_messages m \
               WHERE m.conversation_id = $1 AND m.hash = h AND NOT m.head)"],
-        Stmt::LastSources => &["SELECT w.id, m.id, m.seq, m.prev_id, m.hash \
-             FROM unnest($1::text[]) AS w(id) CROSS JOIN LATERAL ( \
+        // Down from each summary through last children while it has no stored source; the
+        // depth bounds a cycle in a damaged store.
+        Stmt::LastMessages => &["WITH RECURSIVE down(origin, id, depth) AS ( \
+                 SELECT w, w, 0 FROM unnest($1::text[]) AS w \
+                 UNION ALL \
+                 SELECT d.origin, (SELECT p.child_id FROM lcm_summary_parents p \
+                                   WHERE p.parent_id = d.id ORDER BY p.ord DESC LIMIT 1), \
+                        d.depth + 1 \
+                 FROM down d \
+                 WHERE d.depth < 64 \
+                 AND NOT EXISTS (SELECT 1 FROM lcm_summary_messages sm \
+                     JOIN lcm_messages x ON x.id = sm.message_id WHERE sm.summary_id = d.id) \
+                 AND EXISTS (SELECT 1 FROM lcm_summary_parents p WHERE p.parent_id = d.id) \
+             ) \
+             SELECT d.origin, m.id, m.seq, m.prev_id, m.hash FROM down d CROSS JOIN LATERAL ( \
                  SELECT m.id, m.seq, m.prev_id, m.hash FROM lcm_summary_messages sm \
                  JOIN lcm_messages m ON m.id = sm.message_id \
-                 WHERE sm.summary_id = w.id ORDER BY sm.ord DESC LIMIT 1) m"],
-        Stmt::LastChildren => &["SELECT w.id, p.child_id \
-             FROM unnest($1::text[]) AS w(id) CROSS JOIN LATERAL ( \
-                 SELECT child_id FROM lcm_summary_parents WHERE parent_id = w.id \
-                 ORDER BY ord DESC LIMIT 1) p"],
-        // What the foreign key's check did for each message, once per write (`schema.rs`, 4).
+                 WHERE sm.summary_id = d.id ORDER BY sm.ord DESC LIMIT 1) m"],
         Stmt::NextSeq => &[
             "SELECT (SELECT coalesce(max(m.seq), -1) + 1 FROM lcm_messages m \
                                     WHERE m.conversation_id = c.id) \

@@ -71,20 +71,18 @@ const HOT: &[(Stmt, &[&str])] = &[
         ],
     ),
     (
-        Stmt::LastSources,
+        Stmt::LastMessages,
         &[
-            "SCAN w VIRTUAL TABLE INDEX 1:",
+            "SCAN json_each VIRTUAL TABLE INDEX 1:",
+            "SCAN d",
+            "SEARCH sm USING PRIMARY KEY (summary_id=?)",
+            "SEARCH x USING INTEGER PRIMARY KEY (rowid=?)",
+            "SEARCH lcm_summary_parents USING PRIMARY KEY (parent_id=?)",
+            "SEARCH lcm_summary_parents USING PRIMARY KEY (parent_id=?)",
+            "SCAN d",
             "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
             "SEARCH sm USING PRIMARY KEY (summary_id=?)",
             "SEARCH x USING INTEGER PRIMARY KEY (rowid=?)",
-        ],
-    ),
-    (
-        Stmt::LastChildren,
-        &[
-            "SCAN w VIRTUAL TABLE INDEX 1:",
-            "SEARCH p USING PRIMARY KEY (parent_id=? AND ord=?)",
-            "SEARCH lcm_summary_parents USING PRIMARY KEY (parent_id=?)",
         ],
     ),
     (

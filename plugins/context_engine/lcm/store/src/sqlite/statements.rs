@@ -144,16 +144,24 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT DISTINCT m.hash FROM json_each(?2) w \
              CROSS JOIN lcm_messages m INDEXED BY messages_by_hash \
              WHERE m.conversation_id = ?1 AND m.hash = w.value AND m.head = 0"],
-        Stmt::LastSources => &["SELECT w.value, m.id, m.seq, m.prev_id, m.hash \
-             FROM json_each(?1) w JOIN lcm_messages m ON m.id = ( \
+        // Down from each summary through last children while it has no stored source; the
+        // depth bounds a cycle in a damaged store.
+        Stmt::LastMessages => &["WITH RECURSIVE down(origin, id, depth) AS ( \
+                 SELECT value, value, 0 FROM json_each(?1) \
+                 UNION ALL \
+                 SELECT d.origin, (SELECT child_id FROM lcm_summary_parents \
+                                   WHERE parent_id = d.id ORDER BY ord DESC LIMIT 1), d.depth + 1 \
+                 FROM down d \
+                 WHERE d.depth < 64 \
+                 AND NOT EXISTS (SELECT 1 FROM lcm_summary_messages sm \
+                     JOIN lcm_messages x ON x.id = sm.message_id WHERE sm.summary_id = d.id) \
+                 AND EXISTS (SELECT 1 FROM lcm_summary_parents WHERE parent_id = d.id) \
+             ) \
+             SELECT d.origin, m.id, m.seq, m.prev_id, m.hash FROM down d \
+             JOIN lcm_messages m ON m.id = ( \
                  SELECT sm.message_id FROM lcm_summary_messages sm \
                  JOIN lcm_messages x ON x.id = sm.message_id \
-                 WHERE sm.summary_id = w.value ORDER BY sm.ord DESC LIMIT 1)"],
-        // CROSS JOIN keeps the ids the outer loop (SQLite does not reorder it).
-        Stmt::LastChildren => &["SELECT w.value, p.child_id \
-             FROM json_each(?1) w CROSS JOIN lcm_summary_parents p \
-             ON p.parent_id = w.value AND p.ord = ( \
-                 SELECT max(ord) FROM lcm_summary_parents WHERE parent_id = w.value)"],
+                 WHERE sm.summary_id = d.id ORDER BY sm.ord DESC LIMIT 1)"],
         Stmt::NextSeq => {
             &["SELECT coalesce(max(seq), -1) + 1 FROM lcm_messages WHERE conversation_id = ?1"]
         }
