@@ -29,7 +29,7 @@
 //! pass makes progress whatever the summarizer does, because summarizing escalates down to
 //! truncation, and every merge takes at least two blocks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -136,6 +136,10 @@ pub struct Compactor<'a> {
     pub memory: Option<&'a str>,
     /// The most one new summary may cost, when the caller asked for a size.
     pub summary_cap: Option<u64>,
+    /// The stored summaries this run could write again (see [`Compactor::stored_over`]): a
+    /// summary's id derives from its sources, so any other id is new, and is written without
+    /// asking the store first.
+    pub stored: HashSet<String>,
 }
 
 impl Compactor<'_> {
@@ -151,6 +155,7 @@ impl Compactor<'_> {
     ) -> Result<(), EngineError> {
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.settings.deadline_ms);
+        self.stored = self.stored_over(entries)?;
         report.deadline_ms = self.settings.deadline_ms;
         report.target_tokens = budget.target_tokens;
         report.stopped = StopReason::NothingToCompact;
@@ -433,6 +438,26 @@ impl Compactor<'_> {
         row
     }
 
+    /// The stored summaries over what `entries` hold: leaves with one of its messages as a
+    /// source, and summaries with one of its summaries as a child. A summary this run writes
+    /// covers messages of `entries`, or summaries of `entries` or written by this run; those it
+    /// writes are new (and have no parents), and those it reuses add theirs
+    /// ([`reuse`](Self::reuse)). So no other stored summary can be written again by this run.
+    fn stored_over(&self, entries: &[Entry]) -> Result<HashSet<String>, EngineError> {
+        let messages: Vec<i64> = entries
+            .iter()
+            .filter_map(|entry| match &entry.kind {
+                EntryKind::Message { stored, .. } => Some(stored.rowid),
+                EntryKind::Summary(_) => None,
+            })
+            .collect();
+        let summaries: Vec<&str> = entries
+            .iter()
+            .filter_map(|entry| entry.summary().map(|s| s.id.as_str()))
+            .collect();
+        self.store.summaries_over(&messages, &summaries)
+    }
+
     /// Swaps the stored summary `id` in for `range` when it exists: the same sources were
     /// summarized before (ids derive from the sources), by a replay or before a resume.
     fn reuse(
@@ -442,9 +467,14 @@ impl Compactor<'_> {
         id: &str,
         report: &mut Report,
     ) -> Result<bool, EngineError> {
+        if !self.stored.contains(id) {
+            return Ok(false);
+        }
         let Some(summary) = self.store.summary(self.conv, id)? else {
             return Ok(false);
         };
+        // Its parents may be written again too, over it.
+        self.stored.extend(self.store.summary_parents(id)?);
         let positions: Vec<i64> = entries[range.clone()].iter().map(|e| e.position).collect();
         self.store.put_in_context(&summary, &positions)?;
         let entry = Entry {

@@ -1,5 +1,6 @@
 //! [`LcmEngine`]: the `ContextEngine` contract and the plugin glue around the store.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// The least the summaries (and the fresh tail) get under a caller's target
@@ -198,6 +199,7 @@ impl LcmEngine {
                 summary_cap: options.target_tokens.map(|target| {
                     (target.saturating_sub(self.head_tokens) / 3).max(MIN_TARGETED_SHARE)
                 }),
+                stored: HashSet::new(),
             };
             compactor.run(
                 &mut entries,

@@ -607,3 +607,32 @@ fn words_inside_dotted_names_urls_and_paths_are_found_on_every_store() {
         );
     }
 }
+
+/// The same messages sent again whole (an agent resending its history after a restart) are
+/// compacted into the summaries written the first time: reused, the summarizer not called, the
+/// same view returned. Only summaries over what is sent are looked up (`stored_over`).
+#[test]
+fn the_same_messages_compacted_again_reuse_the_summaries_written_before() {
+    let host = small_host();
+    let mut engine = engine(&host);
+    let history = tool_chat(30, 400);
+    let first = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    let written = report["leaf_summaries"].as_u64().unwrap();
+    assert!(written > 0, "{report}");
+    assert!(report["summarizer_calls"].as_u64().unwrap() > 0, "{report}");
+
+    let again = engine
+        .compress(&history, &CompressOptions::default())
+        .unwrap();
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    assert_eq!(report["summarizer_calls"], json!(0), "{report}");
+    assert_eq!(report["leaf_summaries"], json!(0), "{report}");
+    assert!(
+        report["reused_summaries"].as_u64().unwrap() >= written,
+        "{report}"
+    );
+    assert_eq!(values(&again), values(&first));
+}

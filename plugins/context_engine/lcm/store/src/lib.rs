@@ -46,7 +46,7 @@ mod sessions;
 mod sql;
 mod sqlite;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -259,6 +259,14 @@ impl Store {
         ids: &[&str],
     ) -> Result<HashMap<String, SummaryRow>, EngineError> {
         on_backend!(self, s => queries::summaries(s, conv, ids))
+    }
+
+    pub fn summaries_over(
+        &self,
+        messages: &[i64],
+        summaries: &[&str],
+    ) -> Result<HashSet<String>, EngineError> {
+        on_backend!(self, s => queries::summaries_over(s, messages, summaries))
     }
 
     pub fn summary_children(&self, id: &str) -> Result<Vec<String>, EngineError> {

@@ -1,7 +1,7 @@
 //! The store's queries, once for both databases: conversations, the context list, summaries
 //! and their links, lookups, coverage, telemetry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ctxhost_sdk::EngineError;
 use serde_json::Value;
@@ -316,6 +316,21 @@ pub fn summaries(
             |row| summary_from_row(row, 0),
         )?;
         Ok(rows.into_iter().map(|row| (row.id.clone(), row)).collect())
+    })
+}
+
+/// The summaries over any of `messages` (leaves with one of them as a source) or any of
+/// `summaries` (condensed summaries with one of them as a child).
+pub fn summaries_over(
+    b: &impl Backend,
+    messages: &[i64],
+    summaries: &[&str],
+) -> Result<HashSet<String>, EngineError> {
+    b.read(|c| {
+        let params = [Param::Ints(messages), Param::Texts(summaries)];
+        Ok(c.rows(Stmt::SummariesOver, &params, first_text)?
+            .into_iter()
+            .collect())
     })
 }
 

@@ -78,6 +78,9 @@ pub enum Stmt {
     RawWithHash,
     /// (conversation, hashes) → those of the hashes some non-head message has.
     StoredHashes,
+    /// (message row ids, summary ids) → the summaries that have any of those messages as a
+    /// source or any of those summaries as a child.
+    SummariesOver,
     /// (summary ids) → for each that covers a stored message: its id, then the id, seq, prev
     /// id and hash of the last one (a leaf's last stored source; a condensed summary's through
     /// its last child, level after level).

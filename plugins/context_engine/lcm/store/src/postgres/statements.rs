@@ -200,6 +200,9 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT h FROM unnest($2::text[]) AS h WHERE EXISTS \
              (SELECT 1 FROM lcm_messages m \
               WHERE m.conversation_id = $1 AND m.hash = h AND NOT m.head)"],
+        Stmt::SummariesOver => &["SELECT summary_id FROM lcm_summary_messages \
+             WHERE message_id = ANY($1::bigint[]) \
+             UNION SELECT parent_id FROM lcm_summary_parents WHERE child_id = ANY($2::text[])"],
         // Down from each summary through last children while it has no stored source; the
         // depth bounds a cycle in a damaged store.
         Stmt::LastMessages => &["WITH RECURSIVE down(origin, id, depth) AS ( \

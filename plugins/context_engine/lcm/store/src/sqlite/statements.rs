@@ -144,6 +144,10 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         Stmt::StoredHashes => &["SELECT DISTINCT m.hash FROM json_each(?2) w \
              CROSS JOIN lcm_messages m INDEXED BY messages_by_hash \
              WHERE m.conversation_id = ?1 AND m.hash = w.value AND m.head = 0"],
+        Stmt::SummariesOver => &["SELECT summary_id FROM lcm_summary_messages \
+             WHERE message_id IN (SELECT value FROM json_each(?1)) \
+             UNION SELECT parent_id FROM lcm_summary_parents \
+             WHERE child_id IN (SELECT value FROM json_each(?2))"],
         // Down from each summary through last children while it has no stored source; the
         // depth bounds a cycle in a damaged store.
         Stmt::LastMessages => &["WITH RECURSIVE down(origin, id, depth) AS ( \
