@@ -159,13 +159,20 @@ pub trait Backend {
         expected: u64,
         otherwise: impl FnOnce() -> StoreError,
     ) -> Result<(), EngineError> {
-        self.write(|tx| {
-            if tx.execute(stmt, params)? == expected {
-                Ok(())
-            } else {
-                Err(otherwise())
-            }
-        })
+        self.write(|tx| expect_changed(tx.execute(stmt, params)?, expected, otherwise))
+    }
+}
+
+/// `Ok` when `changed` rows are the `expected` ones, else the error `otherwise` makes.
+pub fn expect_changed(
+    changed: u64,
+    expected: u64,
+    otherwise: impl FnOnce() -> StoreError,
+) -> Result<(), StoreError> {
+    if changed == expected {
+        Ok(())
+    } else {
+        Err(otherwise())
     }
 }
 

@@ -13,7 +13,7 @@ use super::pool::Statements;
 use super::statements::{copy, sql};
 use super::words::{has_cjk, words, Words};
 use super::{PostgresStore, StoreError};
-use crate::sql::{Backend, Param, Row, Sql, Stmt};
+use crate::sql::{expect_changed, Backend, Param, Row, Sql, Stmt};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -315,19 +315,12 @@ impl Backend for PostgresStore {
         expected: u64,
         otherwise: impl FnOnce() -> StoreError,
     ) -> Result<(), EngineError> {
-        if sql(stmt).len() != 1 {
-            return self.write(|tx| match tx.execute(stmt, params)? {
-                changed if changed == expected => Ok(()),
-                _ => Err(otherwise()),
-            });
-        }
-        let changed = self.with_statements(|client, statements| {
-            Pg::cached(client, statements).execute(stmt, params)
-        })?;
-        if changed == expected {
-            Ok(())
+        let run =
+            |sql: &mut dyn Sql| expect_changed(sql.execute(stmt, params)?, expected, otherwise);
+        if self::sql(stmt).len() == 1 {
+            self.with_statements(|client, statements| run(&mut Pg::cached(client, statements)))
         } else {
-            Err(self.error(otherwise()))
+            self.write(run)
         }
     }
 

@@ -37,23 +37,14 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "INSERT INTO lcm_context_items(conversation_id, position, message_id, summary_id) \
              VALUES (?1, ?2, ?3, ?4)",
         ],
-        Stmt::InsertSummary => &[
-            "INSERT INTO lcm_summaries(id, conversation_id, kind, depth, seq_start, seq_end, \
-             time_start, time_end, message_count, source_tokens, tokens, block_tokens, text, \
-             summarizer, escalation, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            "INSERT INTO lcm_summaries_fts(rowid, text) VALUES (last_insert_rowid(), ?13)",
-        ],
+        Stmt::InsertSummary => &[INSERT_SUMMARY, INSERT_SUMMARY_TEXT],
         Stmt::LinkSources => {
             &["INSERT INTO lcm_summary_messages(summary_id, ord, message_id) VALUES (?1, ?2, ?3)"]
         }
         // Each statement binds the parameters up to the last it names.
         Stmt::WriteSummary => &[
-            "INSERT INTO lcm_summaries(id, conversation_id, kind, depth, seq_start, seq_end, \
-             time_start, time_end, message_count, source_tokens, tokens, block_tokens, text, \
-             summarizer, escalation, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            "INSERT INTO lcm_summaries_fts(rowid, text) VALUES (last_insert_rowid(), ?13)",
+            INSERT_SUMMARY,
+            INSERT_SUMMARY_TEXT,
             "INSERT INTO lcm_summary_messages(summary_id, ord, message_id) \
              SELECT ?1, key, value FROM json_each(?17)",
             "INSERT INTO lcm_summary_parents(parent_id, ord, child_id) \
@@ -247,6 +238,14 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
         }
     }
 }
+
+/// A summary's row ([`Stmt::InsertSummary`]'s parameters), and its full-text row after it.
+const INSERT_SUMMARY: &str = "INSERT INTO lcm_summaries(id, conversation_id, kind, depth, \
+     seq_start, seq_end, time_start, time_end, message_count, source_tokens, tokens, \
+     block_tokens, text, summarizer, escalation, created_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+const INSERT_SUMMARY_TEXT: &str =
+    "INSERT INTO lcm_summaries_fts(rowid, text) VALUES (last_insert_rowid(), ?13)";
 
 /// One row per session: id, messages, conversations, summaries, deepest summary, newest
 /// conversation, last change (RFC 3339, UTC). `?1` limits it to one session when not null.
