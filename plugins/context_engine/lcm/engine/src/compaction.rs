@@ -136,9 +136,9 @@ pub struct Compactor<'a> {
     pub memory: Option<&'a str>,
     /// The most one new summary may cost, when the caller asked for a size.
     pub summary_cap: Option<u64>,
-    /// The stored summaries this run could write again (see [`Compactor::stored_over`]): a
-    /// summary's id derives from its sources, so any other id is new, and is written without
-    /// asking the store first.
+    /// The stored summaries a run could write again, which [`run`](Self::run) looks up first
+    /// (empty before; see [`Compactor::stored_over`]): a summary's id derives from its sources,
+    /// so any other id is new, and is written without asking the store first.
     pub stored: HashSet<String>,
 }
 

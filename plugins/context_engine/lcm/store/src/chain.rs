@@ -15,11 +15,16 @@ use super::{context_change, now_ms, ContextChange, ItemKey, NewMessage, Prev, Ra
 pub const APPEND_BATCH: usize = 20_000;
 
 fn raw_from_row(row: &dyn Row) -> Result<RawRef, StoreError> {
+    raw_at(row, 0)
+}
+
+/// The id, seq, prev id and hash of a stored message, from column `at` on.
+fn raw_at(row: &dyn Row, at: usize) -> Result<RawRef, StoreError> {
     Ok(RawRef {
-        rowid: row.i64(0)?,
-        seq: row.i64(1)?,
-        prev: row.i64(2)?,
-        hash: row.text(3)?,
+        rowid: row.i64(at)?,
+        seq: row.i64(at + 1)?,
+        prev: row.i64(at + 2)?,
+        hash: row.text(at + 3)?,
     })
 }
 
@@ -105,15 +110,7 @@ pub fn summaries_last_messages(
 ) -> Result<HashMap<String, RawRef>, EngineError> {
     b.read(|c| {
         let rows = c.rows(Stmt::LastMessages, &[Param::Texts(ids)], |row| {
-            Ok((
-                row.text(0)?,
-                RawRef {
-                    rowid: row.i64(1)?,
-                    seq: row.i64(2)?,
-                    prev: row.i64(3)?,
-                    hash: row.text(4)?,
-                },
-            ))
+            Ok((row.text(0)?, raw_at(row, 1)?))
         })?;
         Ok(rows.into_iter().collect())
     })

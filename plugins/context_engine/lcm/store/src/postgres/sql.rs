@@ -306,8 +306,8 @@ impl Backend for PostgresStore {
         PostgresStore::error(self, error)
     }
 
-    /// One statement runs on its own (the statements written for this change nothing unless
-    /// they apply, `statements.rs`); several in a transaction.
+    /// Without a transaction: here such a write is one statement that changes nothing unless
+    /// it applies (`statements.rs`, `WriteSummary`).
     fn write_one(
         &mut self,
         stmt: Stmt,
@@ -315,13 +315,11 @@ impl Backend for PostgresStore {
         expected: u64,
         otherwise: impl FnOnce() -> StoreError,
     ) -> Result<(), EngineError> {
-        let run =
-            |sql: &mut dyn Sql| expect_changed(sql.execute(stmt, params)?, expected, otherwise);
-        if self::sql(stmt).len() == 1 {
-            self.with_statements(|client, statements| run(&mut Pg::cached(client, statements)))
-        } else {
-            self.write(run)
-        }
+        debug_assert_eq!(sql(stmt).len(), 1, "{stmt:?} is one statement");
+        self.with_statements(|client, statements| {
+            let changed = Pg::cached(client, statements).execute(stmt, params)?;
+            expect_changed(changed, expected, otherwise)
+        })
     }
 
     fn wrote_messages(&self, count: usize) {
