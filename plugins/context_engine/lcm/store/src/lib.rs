@@ -11,7 +11,7 @@
 //! `queries.rs` (the context list, summaries, lookups, coverage, telemetry), `chain.rs`
 //! (ingest), `sessions.rs` (listing, deleting, reading out and writing in whole sessions),
 //! `checks.rs` (the doctor's checks). Search stays in each database's module, where FTS5 and
-//! `tsvector` differ. `rows.rs` holds the rows, `location.rs` says which database a setting
+//! `tsvector` differ (the words PostgreSQL indexes are `ctxhost-lcm-words`'). `rows.rs` holds the rows, `location.rs` says which database a setting
 //! names, `dump.rs` is a session as it travels between stores, `migrate.rs` copies one session
 //! from the one into the other.
 //!

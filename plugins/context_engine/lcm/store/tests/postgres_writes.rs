@@ -50,8 +50,8 @@ fn message(i: usize, prev: Prev) -> NewMessage {
     }
 }
 
-/// Every column of the conversation's messages (the one each follows by its sequence number),
-/// and its context list.
+/// Every column of the conversation's messages (the one each follows by its sequence number)
+/// but their spans (cut where each write began), and its context list.
 fn rows(url: &str, conv: i64) -> (Vec<String>, Vec<String>) {
     let mut client = client(url);
     let messages = client
@@ -131,6 +131,92 @@ fn rows_written_by_copy_are_the_rows_written_a_few_at_a_time() {
     );
 }
 
+/// The first message and last `seq` of each span of the conversation.
+fn spans(url: &str, conv: i64) -> Vec<(i64, i64)> {
+    client(url)
+        .query(
+            "SELECT seq, span_end FROM lcm_messages \
+             WHERE conversation_id = $1 AND span_words IS NOT NULL ORDER BY seq",
+            &[&conv],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// The index holds a span's words on its first message: each write cuts its messages into
+/// spans of `SPAN_MESSAGES`, a search finds a message anywhere in one, and `doctor` counts the
+/// messages no span holds the words of.
+#[test]
+fn each_write_cuts_its_messages_into_spans_whose_words_a_search_finds() {
+    let url = Postgres::database("lcm_spans");
+    let mut store = open(&url);
+    let conv = store.current_conversation("s").unwrap();
+    let first: Vec<NewMessage> = (0..ROWS_PER_STATEMENT + 100)
+        .map(|i| message(i, Prev::First))
+        .collect();
+    store.append_messages(conv, &first).unwrap();
+    let few: Vec<NewMessage> = (first.len()..first.len() + 70)
+        .map(|i| message(i, Prev::First))
+        .collect();
+    store.append_messages(conv, &few).unwrap();
+    let cut = spans(&url, conv);
+    // By `COPY` (2,100 messages), then as arrays (70): every span but each write's last
+    // holds `SPAN_MESSAGES`, and the spans follow each other.
+    assert_eq!(cut.len(), 2_100_usize.div_ceil(64) + 2, "{cut:?}");
+    assert_eq!(cut[0], (0, 63));
+    assert_eq!(cut[32], (2048, 2099));
+    assert_eq!(cut[33..], [(2100, 2163), (2164, 2169)]);
+    assert!(cut.windows(2).all(|w| w[1].0 == w[0].1 + 1));
+    for step in [1_000, 2_130, 2_169] {
+        // A phrase's words in a row, and a word only that message holds.
+        let query = FullTextQuery {
+            terms: vec![
+                Term {
+                    text: "marshmallow-fields".into(),
+                    prefix: false,
+                },
+                Term {
+                    text: (step * 31).to_string(),
+                    prefix: false,
+                },
+            ],
+            any: false,
+        };
+        let hits = store
+            .fts_messages(conv, &query, (0, i64::MAX), false, 10)
+            .unwrap();
+        let seqs: Vec<i64> = hits
+            .iter()
+            .map(|hit| match hit {
+                ctxhost_lcm_store::Hit::Message { seq, .. } => *seq,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(seqs, [step as i64], "step {step}");
+    }
+    // (The messages' made-up hashes are a fault of their own.)
+    let outside = |store: &mut Store| {
+        let doctor = store.doctor(&Repair::default()).unwrap();
+        doctor
+            .problems
+            .iter()
+            .find(|p| p.check == "words_outside_spans")
+            .map(|p| p.count)
+    };
+    assert_eq!(outside(&mut store), None);
+
+    Postgres::psql(
+        &url,
+        &format!(
+            "UPDATE lcm_messages SET span_words = NULL, span_end = NULL \
+             WHERE conversation_id = {conv} AND seq = 64"
+        ),
+    );
+    assert_eq!(outside(&mut store), Some(64));
+}
+
 /// `count` messages from number `from` on, each of 300 words of its own.
 fn wordy(from: usize, count: usize) -> Vec<NewMessage> {
     (from..from + count)
@@ -159,7 +245,7 @@ fn pending_pages(url: &str) -> i64 {
     client
         .query_one(
             "SELECT n_pending_pages::bigint FROM \
-             gin_metapage_info(get_raw_page('lcm_messages_tsv', 0))",
+             gin_metapage_info(get_raw_page('lcm_messages_span_words', 0))",
             &[],
         )
         .unwrap()
@@ -171,7 +257,7 @@ fn analyzed(url: &str) -> bool {
     client(url)
         .query_one(
             "SELECT count(*) > 0 FROM pg_stats \
-             WHERE tablename = 'lcm_messages' AND attname = 'tsv'",
+             WHERE tablename = 'lcm_messages' AND attname = 'span_words'",
             &[],
         )
         .unwrap()

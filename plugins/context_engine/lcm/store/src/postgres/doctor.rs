@@ -9,6 +9,7 @@ use super::sql::Pg;
 use super::{get, schema, PostgresStore};
 use crate::checks::{self, Advice};
 use crate::{Doctor, Problem, Repair, StoreError};
+use ctxhost_lcm_words::SPAN_MESSAGES;
 use ctxhost_sdk::EngineError;
 
 /// What to do about what is not repaired here.
@@ -93,6 +94,31 @@ fn examine(c: &mut impl GenericClient, found: &mut Doctor) -> Result<(), StoreEr
                 .to_string(),
         });
     }
+    let unspanned: i64 = get(&c.query_one(&outside_spans(), &[])?, 0)?;
+    if unspanned > 0 {
+        found.problems.push(Problem {
+            check: "words_outside_spans",
+            count: unspanned as u64,
+            detail: format!(
+                "messages whose words their span does not hold: search does not find them by \
+                 those words; {}",
+                ADVICE.restore
+            ),
+        });
+    }
     checks::examine(&mut Pg::new(c), &ADVICE, found)?;
     Ok(())
+}
+
+/// Counts the messages whose words no span holds (`spans.rs`): each must lie in a span (one
+/// of the [`SPAN_MESSAGES`] messages up to it starts it) whose words include its own. One
+/// probe of the `seq` index per message.
+fn outside_spans() -> String {
+    format!(
+        "SELECT count(*) FROM lcm_messages m WHERE coalesce(( \
+           SELECT strip(coalesce(m.tsv, '')) || h.span_words = h.span_words \
+           FROM lcm_messages h WHERE h.conversation_id = m.conversation_id \
+             AND h.seq <= m.seq AND h.seq > m.seq - {SPAN_MESSAGES} AND h.span_end >= m.seq \
+           ORDER BY h.seq DESC LIMIT 1), false) = false"
+    )
 }

@@ -17,7 +17,6 @@ mod session_lock;
 mod sql;
 mod statements;
 mod upkeep;
-mod words;
 
 #[cfg(test)]
 mod plans;

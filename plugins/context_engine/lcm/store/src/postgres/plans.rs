@@ -108,7 +108,7 @@ fn each_hot_statement_searches_the_index_meant_for_it() {
 }
 
 #[test]
-fn a_search_for_cjk_text_reads_the_trigram_index_of_the_messages_holding_some() {
+fn a_search_reads_the_spans_index_for_words_and_the_trigram_index_for_cjk_text() {
     let url = ctxhost_test_postgres::Postgres::database("lcm_cjk_plan");
     let Location::Postgres(url) = Location::postgres(&url).unwrap() else {
         unreachable!()
@@ -144,29 +144,34 @@ fn a_search_for_cjk_text_reads_the_trigram_index_of_the_messages_holding_some() 
         unreachable!()
     };
     store.settle();
-    let query = crate::FullTextQuery {
-        terms: vec![crate::Term {
-            text: "エンジン".into(),
-            prefix: false,
-        }],
-        any: false,
+    let (since, before) = (0_i64, i64::MAX);
+    let search = |text: &str, index: &str| {
+        let query = crate::FullTextQuery {
+            terms: vec![crate::Term {
+                text: text.into(),
+                prefix: false,
+            }],
+            any: false,
+        };
+        let (sql, rendered) = super::search::messages_search(&query, false);
+        let params = rendered.after([&conv, &since, &before, &50_i64]);
+        let plan = store
+            .with_client(|c| {
+                let rows = c.query(&format!("EXPLAIN {sql}"), &params)?;
+                Ok(rows
+                    .iter()
+                    .map(|row| row.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            })
+            .expect("explains");
+        assert!(plan.contains(index), "{text}: {plan}");
+        store
+            .fts_messages(conv, &query, (since, before), false, 50)
+            .unwrap()
+            .len()
     };
-    let (sql, rendered) = super::search::messages_search(&query, false);
-    let (since, before, limit) = (0_i64, i64::MAX, 50_i64);
-    let params = rendered.after([&conv, &since, &before, &limit]);
-    let plan = store
-        .with_client(|c| {
-            let rows = c.query(&format!("EXPLAIN {sql}"), &params)?;
-            Ok(rows
-                .iter()
-                .map(|row| row.get::<_, String>(0))
-                .collect::<Vec<_>>()
-                .join("\n"))
-        })
-        .expect("explains");
-    assert!(plan.contains("lcm_messages_cjk_trgm"), "{plan}");
-    let found = store
-        .fts_messages(conv, &query, (since, before), false, 50)
-        .unwrap();
-    assert_eq!(found.len(), 20);
+    assert_eq!(search("エンジン", "lcm_messages_cjk_trgm"), 20);
+    // Words are found through their spans' index.
+    assert_eq!(search("number-1234", "lcm_messages_span_words"), 1);
 }

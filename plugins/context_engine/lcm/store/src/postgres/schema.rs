@@ -13,7 +13,7 @@ use crate::StoreError;
 /// The characters of the scripts written without spaces between words (Hangul, CJK, their
 /// compatibility and full-width forms, the supplementary ideographs), as a regular expression
 /// class: the predicate of the messages' trigram index up to schema 2, and what marks the
-/// messages stored before schema 3 (the engine marks those after with `words::cjk`).
+/// messages stored before schema 3 (the engine marks those after with `ctxhost_lcm_words::cjk`).
 macro_rules! cjk_class {
     () => {
         "[\u{1100}-\u{11FF}\u{2E80}-\u{9FFF}\u{A960}-\u{A97F}\u{AC00}-\u{D7FF}\u{F900}-\u{FAFF}\u{FF00}-\u{FFEF}\u{20000}-\u{3FFFF}]"
@@ -191,6 +191,35 @@ const MIGRATIONS: &[Migration] = &[
         FOR EACH ROW EXECUTE FUNCTION lcm_conversation_without_messages();
     "#,
     },
+    // 5: the full-text index holds the words of spans of messages written together, not of
+    // each message (`spans.rs`): indexing every message's words was most of what storing a
+    // short message cost. The messages stored before are cut into spans of 64 by `seq`; a span
+    // whose words would outgrow a vector (1 MB) is a span per message instead.
+    Migration {
+        version: 5,
+        description: "the full-text index holds spans of messages",
+        sql: r#"
+    ALTER TABLE lcm_messages ADD COLUMN span_words tsvector, ADD COLUMN span_end BIGINT;
+    UPDATE lcm_messages m SET span_words = array_to_tsvector(s.words), span_end = s.last
+        FROM (SELECT conversation_id, min(seq) AS first, max(seq) AS last,
+                     coalesce(array_agg(DISTINCT w) FILTER (WHERE w IS NOT NULL), '{}') AS words
+              FROM lcm_messages LEFT JOIN LATERAL unnest(tsvector_to_array(tsv)) AS w ON true
+              GROUP BY conversation_id, seq / 64) s
+        WHERE m.conversation_id = s.conversation_id AND m.seq = s.first
+          AND octet_length(array_to_string(s.words, '')) + 4 * cardinality(s.words) < 1000000;
+    UPDATE lcm_messages m SET span_words = strip(coalesce(m.tsv, '')), span_end = m.seq
+        WHERE NOT EXISTS (SELECT 1 FROM lcm_messages h
+            WHERE h.conversation_id = m.conversation_id AND h.seq / 64 = m.seq / 64
+              AND h.span_end IS NOT NULL);
+    DROP INDEX lcm_messages_tsv;
+    CREATE INDEX lcm_messages_span_words ON lcm_messages USING gin (span_words)
+        WHERE span_words IS NOT NULL;
+    DO $$ BEGIN
+      EXECUTE 'ALTER TABLE lcm_messages ALTER COLUMN span_words SET COMPRESSION lz4';
+    EXCEPTION WHEN feature_not_supported OR syntax_error THEN NULL;
+    END $$;
+    "#,
+    },
 ];
 
 /// The component the engine's schema version is recorded under.
@@ -253,12 +282,12 @@ mod tests {
             let [low, '-', high] = range else {
                 panic!("not a range: {range:?}");
             };
-            assert!(crate::postgres::words::cjk(*low) && crate::postgres::words::cjk(*high));
+            assert!(ctxhost_lcm_words::cjk(*low) && ctxhost_lcm_words::cjk(*high));
             in_class += *high as u32 - *low as u32 + 1;
         }
         let marked = (0..=0x10FFFF)
             .filter_map(char::from_u32)
-            .filter(|c| crate::postgres::words::cjk(*c))
+            .filter(|c| ctxhost_lcm_words::cjk(*c))
             .count() as u32;
         assert_eq!(marked, in_class);
     }
@@ -301,10 +330,12 @@ mod tests {
             )
             .unwrap()
             .get(0);
+        // Messages 200 to 202 hold too many words for one span of 64 (`spans.rs`).
         let texts: Vec<String> = (0..300)
             .map(|i| match i {
                 7 => "検索エンジンの設計について".to_string(),
                 150 => "def parse_block(self): the marshmallow fields".to_string(),
+                200..=202 => (0..40_000).map(|w| format!("w{i}x{w} ")).collect(),
                 _ => format!("plain words number {i}"),
             })
             .collect();
@@ -374,6 +405,27 @@ mod tests {
         };
         assert_eq!(search("marshmallow"), 1);
         assert_eq!(search("エンジン"), 1);
+        assert_eq!(search("w201x39999"), 1);
+        assert!(after.contains(&"lcm_messages_span_words".to_string()));
+        assert!(!after.contains(&"lcm_messages_tsv".to_string()));
+        // Spans of 64 by `seq`, but the one of 192 to 255: a span per message.
+        let spans: i64 = client
+            .query_one(
+                "SELECT count(*) FROM lcm_messages WHERE span_words IS NOT NULL",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(spans, 3 + 64 + 1);
+        let mut store = store;
+        let doctor = store.doctor(&crate::Repair::default()).unwrap();
+        assert!(
+            doctor
+                .problems
+                .iter()
+                .all(|p| p.check != "words_outside_spans"),
+            "{doctor:?}"
+        );
         let mut matched = Vec::new();
         store
             .scan_messages(

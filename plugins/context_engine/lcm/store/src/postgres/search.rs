@@ -1,5 +1,5 @@
-//! Search on PostgreSQL: full-text through each row's `tsvector` (GIN-indexed), ranked with
-//! `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
+//! Search on PostgreSQL: full-text through each row's `tsvector` (a message's found through
+//! its span's words, which are GIN-indexed: `spans.rs`), ranked with `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
 //! identifiers such as `foo_bar.baz`, which the parser splits its own way) as substrings
 //! as `ILIKE` (CJK terms through the trigram index of the messages holding CJK text, and of the
 //! summaries); regular expressions prefiltered by `~` on the server (trigram-indexed on the
@@ -9,10 +9,10 @@
 use postgres::types::ToSql;
 
 use super::sql::PgRow;
-use super::words::{cjk, tsquery_term};
 use super::{get, PostgresStore};
 use crate::queries::summary_from_row;
 use crate::{FullTextQuery, Hit, StoreError, SummaryRow, Term};
+use ctxhost_lcm_words::{cjk, tsquery_term, without_phrases};
 
 /// The summary columns, for the statements written here.
 const SUMMARY_COLUMNS: &str = summary_columns!();
@@ -29,6 +29,9 @@ const INVALID_REGEX: &str = "2201B";
 pub(super) struct Rendered {
     condition: String,
     rank: String,
+    /// The condition a message's span meets whenever the message meets `condition`: its words
+    /// decide (no substring may match instead of them).
+    span: Option<String>,
     params: Vec<String>,
 }
 
@@ -75,21 +78,32 @@ enum Table {
     Summaries,
 }
 
+impl Table {
+    /// The name the statements give the table's rows.
+    fn alias(self) -> &'static str {
+        match self {
+            Table::Messages => "m",
+            Table::Summaries => "s",
+        }
+    }
+}
+
 fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
     let mut params = Vec::new();
     let mut param = |value: String| {
         params.push(value);
         format!("${}", first + params.len() - 1)
     };
+    let row = table.alias();
     let (mut words, mut substrings) = (Vec::new(), Vec::new());
     for term in &query.terms {
         if substring_term(term) {
-            let like = format!("text ILIKE {}", param(like_anywhere(&term.text)));
+            let like = format!("{row}.text ILIKE {}", param(like_anywhere(&term.text)));
             // Only messages holding CJK text are trigram-indexed: a CJK term says it looks
             // there (as the index's predicate says it), and the index serves it. Other
             // substrings are read from the conversation's rows.
             substrings.push(if table == Table::Messages && term.text.chars().any(cjk) {
-                format!("({like} AND cjk)")
+                format!("({like} AND {row}.cjk)")
             } else {
                 like
             });
@@ -102,34 +116,52 @@ fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
     } else {
         (" AND ", " & ")
     };
+    let words_decide = !words.is_empty() && (!query.any || substrings.is_empty());
     let mut conditions = substrings;
+    let mut span = None;
     let rank = if words.is_empty() {
         "0::real".to_string()
     } else {
         // Sent as text, read as a `tsquery` (its words are those `words.rs` wrote).
-        let tsquery = format!("{}::text::tsquery", param(words.join(joiner)));
-        conditions.insert(0, format!("tsv @@ {tsquery}"));
-        format!("ts_rank(tsv, {tsquery})")
+        let words = words.join(joiner);
+        if table == Table::Messages && words_decide {
+            let relaxed = param(without_phrases(&words));
+            span = Some(format!("h.span_words @@ {relaxed}::text::tsquery"));
+        }
+        let tsquery = format!("{}::text::tsquery", param(words));
+        conditions.insert(0, format!("{row}.tsv @@ {tsquery}"));
+        format!("ts_rank({row}.tsv, {tsquery})")
     };
     Rendered {
         condition: format!("({})", conditions.join(and_or)),
         rank,
+        span,
         params,
     }
 }
 
 /// The search of a conversation's messages for `query`: its SQL (parameters: conversation,
 /// since, before, limit, then the rendered ones) and its rendered terms.
+/// Where the words decide, the spans matching them are found first (through their index),
+/// then their messages (`h` is a span's first message, `m` a message).
 pub(super) fn messages_search(query: &FullTextQuery, relevance: bool) -> (String, Rendered) {
     let rendered = render(query, 5, Table::Messages);
     let order = if relevance {
-        "rank DESC, id DESC"
+        "rank DESC, m.id DESC"
     } else {
-        "id DESC"
+        "m.id DESC"
+    };
+    let from = match &rendered.span {
+        Some(span) => format!(
+            "lcm_messages h JOIN lcm_messages m ON m.conversation_id = h.conversation_id \
+             AND m.seq BETWEEN h.seq AND h.span_end \
+             WHERE h.conversation_id = $1 AND {span} AND h.span_end >= $2 AND h.seq < $3 AND"
+        ),
+        None => "lcm_messages m WHERE".to_string(),
     };
     let sql = format!(
-        "SELECT id, seq, role, text, {} AS rank FROM lcm_messages \
-         WHERE conversation_id = $1 AND seq >= $2 AND seq < $3 AND {} \
+        "SELECT m.id, m.seq, m.role, m.text, {} AS rank FROM {from} \
+         m.conversation_id = $1 AND m.seq >= $2 AND m.seq < $3 AND {} \
          ORDER BY {order} LIMIT $4",
         rendered.rank, rendered.condition
     );
@@ -337,17 +369,26 @@ mod tests {
             [
                 "%foo\\_bar.baz%",
                 "%検索%",
+                "('zebra' & '42') & ('pref':*)",
                 "('zebra' <-> '42') & ('pref':*)"
             ]
         );
         assert_eq!(
             rendered.condition,
-            "(tsv @@ $7::text::tsquery AND text ILIKE $5 AND (text ILIKE $6 AND cjk))"
+            "(m.tsv @@ $8::text::tsquery AND m.text ILIKE $5 AND (m.text ILIKE $6 AND m.cjk))"
+        );
+        assert_eq!(
+            rendered.span.as_deref(),
+            Some("h.span_words @@ $7::text::tsquery")
         );
         let summaries = render(&query, 5, Table::Summaries);
         assert_eq!(
             summaries.condition,
-            "(tsv @@ $7::text::tsquery AND text ILIKE $5 AND text ILIKE $6)"
+            "(s.tsv @@ $7::text::tsquery AND s.text ILIKE $5 AND s.text ILIKE $6)"
         );
+        assert_eq!(summaries.span, None);
+        // Any term may match: a substring may match where the words do not.
+        let any = FullTextQuery { any: true, ..query };
+        assert_eq!(render(&any, 5, Table::Messages).span, None);
     }
 }

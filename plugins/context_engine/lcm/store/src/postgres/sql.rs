@@ -11,9 +11,9 @@ use postgres::{GenericClient, Statement};
 
 use super::pool::Statements;
 use super::statements::{copy, sql};
-use super::words::{has_cjk, words, Words};
 use super::{PostgresStore, StoreError};
 use crate::sql::{expect_changed, Backend, Param, Row, Sql, Stmt};
+use ctxhost_lcm_words::{has_cjk, span_columns, words, Words, SPAN_MESSAGES};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -91,7 +91,7 @@ enum Column<'a> {
     Ints(Vec<Option<i64>>),
     Texts(Vec<Option<&'a str>>),
     Bools(Vec<bool>),
-    Words(Vec<Words>),
+    Words(Vec<Option<Words>>),
 }
 
 impl ToSql for Column<'_> {
@@ -142,30 +142,79 @@ fn columns<'a>(rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
     Ok(out)
 }
 
-/// Where a message's text is among the parameters of [`Stmt::InsertMessages`].
+/// Where a message's `seq` and text are among the parameters of [`Stmt::InsertMessages`].
+const MESSAGE_SEQ: usize = 2;
 const MESSAGE_TEXT: usize = 6;
 
-/// The text a row of `stmt` derives the parameters from that it takes here beyond its own: a
-/// message's words and whether it holds CJK text (see `words.rs`).
-fn derives_from<'a>(stmt: Stmt, row: &[Param<'a>]) -> Option<&'a str> {
-    match (stmt, row.get(MESSAGE_TEXT)) {
-        (Stmt::InsertMessages, Some(Param::Text(text))) => Some(text),
-        _ => None,
+/// What a message's row takes here beyond its own parameters, derived from its text: its
+/// words (`words.rs`), whether it holds CJK text, and its span's words and last `seq` when it
+/// starts a span (`spans.rs`).
+struct Derived {
+    words: Words,
+    cjk: bool,
+    span_words: Option<Words>,
+    span_end: Option<i64>,
+}
+
+/// What the rows of `stmt` derive, row by row: nothing unless it stores messages. The rows
+/// are consecutive messages of one conversation (as `chain.rs` writes them), so they are cut
+/// into spans as they come.
+fn derive(stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<Option<Vec<Derived>>, StoreError> {
+    if stmt != Stmt::InsertMessages {
+        return Ok(None);
     }
+    let mut seqs = Vec::with_capacity(rows.len());
+    let mut texts = Vec::with_capacity(rows.len());
+    for row in rows {
+        match (row.get(MESSAGE_SEQ), row.get(MESSAGE_TEXT)) {
+            (Some(Param::Int(seq)), Some(Param::Text(text))) => {
+                seqs.push(*seq);
+                texts.push(*text);
+            }
+            other => {
+                return Err(StoreError::Schema(format!(
+                    "{stmt:?}: a row without its seq and text: {other:?}"
+                )))
+            }
+        }
+    }
+    let found: Vec<Words> = texts.iter().map(|text| words(text)).collect();
+    let spans = span_columns(&found, &seqs);
+    Ok(Some(
+        found
+            .into_iter()
+            .zip(spans)
+            .zip(texts)
+            .map(|((words, span), text)| {
+                let (span_words, span_end) = span.unzip();
+                Derived {
+                    words,
+                    cjk: has_cjk(text),
+                    span_words,
+                    span_end,
+                }
+            })
+            .collect(),
+    ))
 }
 
 /// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them.
 fn prepare<'a>(stmt: Stmt, rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
     let mut columns = columns(rows)?;
-    if rows
-        .first()
-        .is_some_and(|row| derives_from(stmt, row).is_some())
-    {
-        let texts = rows
-            .iter()
-            .map(|row| derives_from(stmt, row).unwrap_or_default());
-        columns.push(Column::Words(texts.clone().map(words).collect()));
-        columns.push(Column::Bools(texts.map(has_cjk).collect()));
+    if let Some(derived) = derive(stmt, rows)? {
+        let mut words = Vec::with_capacity(derived.len());
+        let mut cjk = Vec::with_capacity(derived.len());
+        let (mut span_words, mut span_ends) = (Vec::new(), Vec::new());
+        for row in derived {
+            words.push(Some(row.words));
+            cjk.push(row.cjk);
+            span_words.push(row.span_words);
+            span_ends.push(row.span_end);
+        }
+        columns.push(Column::Words(words));
+        columns.push(Column::Bools(cjk));
+        columns.push(Column::Words(span_words));
+        columns.push(Column::Ints(span_ends));
     }
     Ok(columns)
 }
@@ -190,21 +239,28 @@ impl<C: GenericClient> Pg<'_, C> {
         rows: &[Vec<Param<'_>>],
     ) -> Result<(), StoreError> {
         let mut writer = BinaryCopyInWriter::new(self.client.copy_in(copy)?, types);
-        for row in rows {
-            let derived = derives_from(stmt, row).map(|text| (words(text), has_cjk(text)));
-            let mut values: Vec<&(dyn ToSql + Sync)> = row.iter().map(|p| p as _).collect();
-            if let Some((words, cjk)) = &derived {
-                values.push(words);
-                values.push(cjk);
+        // A span's worth of rows at a time: its first row carries the words of all.
+        for block in rows.chunks(SPAN_MESSAGES) {
+            let derived = derive(stmt, block)?;
+            for (at, row) in block.iter().enumerate() {
+                let mut values: Vec<&(dyn ToSql + Sync)> = row.iter().map(|p| p as _).collect();
+                if let Some(derived) = derived.as_ref().and_then(|d| d.get(at)) {
+                    values.extend([
+                        &derived.words as &(dyn ToSql + Sync),
+                        &derived.cjk,
+                        &derived.span_words,
+                        &derived.span_end,
+                    ]);
+                }
+                if values.len() != types.len() {
+                    return Err(StoreError::Schema(format!(
+                        "{stmt:?}: a row of {} values for {} columns",
+                        values.len(),
+                        types.len()
+                    )));
+                }
+                writer.write(&values)?;
             }
-            if values.len() != types.len() {
-                return Err(StoreError::Schema(format!(
-                    "{stmt:?}: a row of {} values for {} columns",
-                    values.len(),
-                    types.len()
-                )));
-            }
-            writer.write(&values)?;
         }
         writer.finish()?;
         Ok(())

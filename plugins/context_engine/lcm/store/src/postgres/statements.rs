@@ -14,7 +14,7 @@ pub fn copy(stmt: Stmt) -> Option<(&'static str, &'static [Type])> {
     match stmt {
         Stmt::InsertMessages => Some((
             "COPY lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, hash, \
-             prev_id, created_at, tsv, cjk) FROM STDIN (FORMAT binary)",
+             prev_id, created_at, tsv, cjk, span_words, span_end) FROM STDIN (FORMAT binary)",
             &MESSAGE_TYPES,
         )),
         Stmt::InsertContextItems => Some((
@@ -26,7 +26,7 @@ pub fn copy(stmt: Stmt) -> Option<(&'static str, &'static [Type])> {
     }
 }
 
-static MESSAGE_TYPES: [Type; 13] = [
+static MESSAGE_TYPES: [Type; 15] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
@@ -40,6 +40,8 @@ static MESSAGE_TYPES: [Type; 13] = [
     Type::INT8,
     Type::TS_VECTOR,
     Type::BOOL,
+    Type::TS_VECTOR,
+    Type::INT8,
 ];
 
 static CONTEXT_ITEM_TYPES: [Type; 4] = [Type::INT8, Type::INT8, Type::INT8, Type::TEXT];
@@ -233,14 +235,14 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              FROM generate_series(1, $1::bigint)",
         ],
         Stmt::InsertMessages => &[
-            // $12 and $13 are the columns `sql.rs` derives from the text ($7).
+            // $12 to $15 are the columns `sql.rs` derives from the text ($7).
             "INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, \
-             hash, prev_id, created_at, tsv, cjk) \
+             hash, prev_id, created_at, tsv, cjk, span_words, span_end) \
              SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
                     unnest($4::text[]), unnest($5::bool[]), unnest($6::text[]), \
                     unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), \
                     unnest($10::bigint[]), unnest($11::bigint[]), unnest($12::tsvector[]), \
-                    unnest($13::bool[])",
+                    unnest($13::bool[]), unnest($14::tsvector[]), unnest($15::bigint[])",
         ],
 
         Stmt::InsertCompactions => &[

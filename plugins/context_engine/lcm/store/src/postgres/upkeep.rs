@@ -45,7 +45,7 @@ pub(crate) const UPKEEP: &str = "SELECT gin_clean_pending_list(i.indexrelid) FRO
                         JOIN pg_am a ON a.oid = c.relam \
                       WHERE a.amname = 'gin' \
                         AND i.indrelid IN ('lcm_messages'::regclass, 'lcm_summaries'::regclass); \
-                      ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id, tsv)";
+                      ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id, span_words)";
 
 #[derive(Default)]
 struct State {

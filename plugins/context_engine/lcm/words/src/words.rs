@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 use std::error::Error;
 
-use postgres::types::private::BytesMut;
-use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use bytes::BytesMut;
+use postgres_types::{to_sql_checked, IsNull, ToSql, Type};
 
 /// Characters of a text that are indexed, as the server-side column did (`left(text, 500000)`).
 const INDEXED_CHARS: usize = 500_000;
@@ -25,7 +25,7 @@ const MAX_POSITION: u16 = 16_383;
 /// Positions a lexeme keeps at most.
 const MAX_POSITIONS: usize = 256;
 /// A vector's lexemes and positions stay under PostgreSQL's 1 MB; words past it are left out.
-const MAX_VECTOR_BYTES: usize = 1_000_000;
+pub(crate) const MAX_VECTOR_BYTES: usize = 1_000_000;
 
 /// The words of one text with the positions each is at, as PostgreSQL's binary `tsvector`
 /// (`tsvector_recv`): the count of lexemes, then each lexeme (sorted byte-wise, as the server
@@ -135,6 +135,43 @@ pub fn words(text: &str) -> Words {
     Words { encoded }
 }
 
+impl Words {
+    /// Bytes of the binary form: more than its lexemes take in a vector without positions
+    /// (each lexeme has at least one position here).
+    pub(crate) fn bytes(&self) -> usize {
+        self.encoded.len()
+    }
+
+    /// The lexemes, in order.
+    pub(crate) fn lexemes(&self) -> impl Iterator<Item = &[u8]> {
+        let bytes = &self.encoded;
+        let mut at = 4;
+        std::iter::from_fn(move || {
+            let rest = bytes.get(at..).filter(|rest| !rest.is_empty())?;
+            let end = rest.iter().position(|b| *b == 0)?;
+            let positions = rest.get(end + 1..end + 3)?;
+            at += end + 3 + 2 * usize::from(u16::from_be_bytes([positions[0], positions[1]]));
+            Some(&rest[..end])
+        })
+    }
+
+    /// The lexemes of all `parts`, each once and without positions: what the index holds
+    /// for a span of messages (`spans.rs`).
+    pub fn union<'a>(parts: impl IntoIterator<Item = &'a Words>) -> Words {
+        let mut lexemes: Vec<&[u8]> = parts.into_iter().flat_map(Words::lexemes).collect();
+        lexemes.sort_unstable();
+        lexemes.dedup();
+        let mut encoded =
+            Vec::with_capacity(4 + lexemes.iter().map(|l| l.len() + 3).sum::<usize>());
+        encoded.extend_from_slice(&(lexemes.len() as i32).to_be_bytes());
+        for lexeme in lexemes {
+            encoded.extend_from_slice(lexeme);
+            encoded.extend_from_slice(&[0, 0, 0]);
+        }
+        Words { encoded }
+    }
+}
+
 impl ToSql for Words {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
         out.extend_from_slice(&self.encoded);
@@ -177,6 +214,12 @@ pub fn tsquery_term(term: &str, prefix: bool) -> Option<String> {
         query.push_str(":*");
     }
     Some(query)
+}
+
+/// `query` (written by [`tsquery_term`]s joined by `&` or `|`) as a span's words can answer
+/// it: they have no positions, so each phrase asks for its words, wherever they are.
+pub fn without_phrases(query: &str) -> String {
+    query.replace(" <-> ", " & ")
 }
 
 #[cfg(test)]
@@ -255,5 +298,24 @@ mod tests {
         assert_eq!(tsquery_term("ZEBRA-42", false).unwrap(), "'zebra' <-> '42'");
         assert_eq!(tsquery_term("pref", true).unwrap(), "'pref':*");
         assert_eq!(tsquery_term("--", false), None);
+        assert_eq!(
+            without_phrases("('zebra' <-> '42') | ('pref':*)"),
+            "('zebra' & '42') | ('pref':*)"
+        );
+    }
+
+    #[test]
+    fn a_union_holds_each_lexeme_of_its_parts_once_without_positions() {
+        let union = Words::union([&words("b a b"), &words("c B"), &words("")]);
+        let none = Vec::<u16>::new();
+        assert_eq!(
+            listed(&union),
+            [
+                ("a".to_string(), none.clone()),
+                ("b".to_string(), none.clone()),
+                ("c".to_string(), none)
+            ]
+        );
+        assert_eq!(Words::union([]), words(""));
     }
 }
