@@ -50,8 +50,8 @@ fn message(i: usize, prev: Prev) -> NewMessage {
     }
 }
 
-/// Every column of the conversation's messages (the one each follows by its sequence number)
-/// but their spans (cut where each write began), and its context list.
+/// Every column of the conversation's messages (the one each follows by its sequence number),
+/// and its context list.
 fn rows(url: &str, conv: i64) -> (Vec<String>, Vec<String>) {
     let mut client = client(url);
     let messages = client
@@ -131,12 +131,12 @@ fn rows_written_by_copy_are_the_rows_written_a_few_at_a_time() {
     );
 }
 
-/// The first message and last `seq` of each span of the conversation.
+/// The first and last `seq` of each span of the conversation.
 fn spans(url: &str, conv: i64) -> Vec<(i64, i64)> {
     client(url)
         .query(
-            "SELECT seq, span_end FROM lcm_messages \
-             WHERE conversation_id = $1 AND span_words IS NOT NULL ORDER BY seq",
+            "SELECT seq_start, seq_end FROM lcm_message_spans \
+             WHERE conversation_id = $1 ORDER BY seq_start",
             &[&conv],
         )
         .unwrap()
@@ -145,9 +145,9 @@ fn spans(url: &str, conv: i64) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// The index holds a span's words on its first message: each write cuts its messages into
-/// spans of `SPAN_MESSAGES`, a search finds a message anywhere in one, and `doctor` counts the
-/// messages no span holds the words of.
+/// The index holds the words of spans of messages: each write cuts its messages into spans of
+/// `SPAN_MESSAGES`, a search finds a message anywhere in one, and `doctor` counts the messages
+/// no span holds the words of.
 #[test]
 fn each_write_cuts_its_messages_into_spans_whose_words_a_search_finds() {
     let url = Postgres::database("lcm_spans");
@@ -209,10 +209,7 @@ fn each_write_cuts_its_messages_into_spans_whose_words_a_search_finds() {
 
     Postgres::psql(
         &url,
-        &format!(
-            "UPDATE lcm_messages SET span_words = NULL, span_end = NULL \
-             WHERE conversation_id = {conv} AND seq = 64"
-        ),
+        &format!("DELETE FROM lcm_message_spans WHERE conversation_id = {conv} AND seq_start = 64"),
     );
     assert_eq!(outside(&mut store), Some(64));
 }
@@ -245,7 +242,7 @@ fn pending_pages(url: &str) -> i64 {
     client
         .query_one(
             "SELECT n_pending_pages::bigint FROM \
-             gin_metapage_info(get_raw_page('lcm_messages_span_words', 0))",
+             gin_metapage_info(get_raw_page('lcm_message_spans_words', 0))",
             &[],
         )
         .unwrap()
@@ -257,7 +254,7 @@ fn analyzed(url: &str) -> bool {
     client(url)
         .query_one(
             "SELECT count(*) > 0 FROM pg_stats \
-             WHERE tablename = 'lcm_messages' AND attname = 'span_words'",
+             WHERE tablename = 'lcm_message_spans' AND attname = 'words'",
             &[],
         )
         .unwrap()

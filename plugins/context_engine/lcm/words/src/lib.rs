@@ -7,5 +7,5 @@
 mod spans;
 mod words;
 
-pub use spans::{span_columns, SPAN_MESSAGES};
+pub use spans::{spans, Span, SPAN_MESSAGES};
 pub use words::{cjk, has_cjk, tsquery_term, without_phrases, words, Words};

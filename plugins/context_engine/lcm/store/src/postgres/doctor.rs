@@ -110,15 +110,16 @@ fn examine(c: &mut impl GenericClient, found: &mut Doctor) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Counts the messages whose words no span holds (`spans.rs`): each must lie in a span (one
-/// of the [`SPAN_MESSAGES`] messages up to it starts it) whose words include its own. One
-/// probe of the `seq` index per message.
+/// Counts the messages whose words no span holds (`lcm_message_spans`): each must lie in a
+/// span (of at most [`SPAN_MESSAGES`]) whose words include its own. One probe of the spans'
+/// key per message.
 fn outside_spans() -> String {
     format!(
         "SELECT count(*) FROM lcm_messages m WHERE coalesce(( \
-           SELECT strip(coalesce(m.tsv, '')) || h.span_words = h.span_words \
-           FROM lcm_messages h WHERE h.conversation_id = m.conversation_id \
-             AND h.seq <= m.seq AND h.seq > m.seq - {SPAN_MESSAGES} AND h.span_end >= m.seq \
-           ORDER BY h.seq DESC LIMIT 1), false) = false"
+           SELECT strip(coalesce(m.tsv, '')) || w.words = w.words \
+           FROM lcm_message_spans w WHERE w.conversation_id = m.conversation_id \
+             AND w.seq_start <= m.seq AND w.seq_start > m.seq - {SPAN_MESSAGES} \
+             AND w.seq_end >= m.seq \
+           ORDER BY w.seq_start DESC LIMIT 1), false) = false"
     )
 }

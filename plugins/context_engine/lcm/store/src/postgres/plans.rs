@@ -173,5 +173,5 @@ fn a_search_reads_the_spans_index_for_words_and_the_trigram_index_for_cjk_text()
     };
     assert_eq!(search("エンジン", "lcm_messages_cjk_trgm"), 20);
     // Words are found through their spans' index.
-    assert_eq!(search("number-1234", "lcm_messages_span_words"), 1);
+    assert_eq!(search("number-1234", "lcm_message_spans_words"), 1);
 }

@@ -192,30 +192,37 @@ const MIGRATIONS: &[Migration] = &[
     "#,
     },
     // 5: the full-text index holds the words of spans of messages written together, not of
-    // each message (`spans.rs`): indexing every message's words was most of what storing a
-    // short message cost. The messages stored before are cut into spans of 64 by `seq`; a span
-    // whose words would outgrow a vector (1 MB) is a span per message instead.
+    // each message (`ctxhost-lcm-words`): indexing every message's words was most of what
+    // storing a short message cost. A span's row is the range of its messages and their words
+    // (without positions). The messages stored before are cut into spans of 64 by `seq`; a
+    // span whose words would outgrow a vector (1 MB) is a span per message instead.
     Migration {
         version: 5,
         description: "the full-text index holds spans of messages",
         sql: r#"
-    ALTER TABLE lcm_messages ADD COLUMN span_words tsvector, ADD COLUMN span_end BIGINT;
-    UPDATE lcm_messages m SET span_words = array_to_tsvector(s.words), span_end = s.last
+    CREATE TABLE lcm_message_spans (
+        conversation_id BIGINT NOT NULL,
+        seq_start       BIGINT NOT NULL,
+        seq_end         BIGINT NOT NULL,
+        words           tsvector NOT NULL,
+        PRIMARY KEY (conversation_id, seq_start)
+    );
+    INSERT INTO lcm_message_spans
+        SELECT conversation_id, first, last, array_to_tsvector(words)
         FROM (SELECT conversation_id, min(seq) AS first, max(seq) AS last,
                      coalesce(array_agg(DISTINCT w) FILTER (WHERE w IS NOT NULL), '{}') AS words
               FROM lcm_messages LEFT JOIN LATERAL unnest(tsvector_to_array(tsv)) AS w ON true
               GROUP BY conversation_id, seq / 64) s
-        WHERE m.conversation_id = s.conversation_id AND m.seq = s.first
-          AND octet_length(array_to_string(s.words, '')) + 4 * cardinality(s.words) < 1000000;
-    UPDATE lcm_messages m SET span_words = strip(coalesce(m.tsv, '')), span_end = m.seq
-        WHERE NOT EXISTS (SELECT 1 FROM lcm_messages h
-            WHERE h.conversation_id = m.conversation_id AND h.seq / 64 = m.seq / 64
-              AND h.span_end IS NOT NULL);
+        WHERE octet_length(array_to_string(words, '')) + 4 * cardinality(words) < 1000000;
+    INSERT INTO lcm_message_spans
+        SELECT m.conversation_id, m.seq, m.seq, strip(coalesce(m.tsv, ''))
+        FROM lcm_messages m
+        WHERE NOT EXISTS (SELECT 1 FROM lcm_message_spans w
+            WHERE w.conversation_id = m.conversation_id AND w.seq_start / 64 = m.seq / 64);
     DROP INDEX lcm_messages_tsv;
-    CREATE INDEX lcm_messages_span_words ON lcm_messages USING gin (span_words)
-        WHERE span_words IS NOT NULL;
+    CREATE INDEX lcm_message_spans_words ON lcm_message_spans USING gin (words);
     DO $$ BEGIN
-      EXECUTE 'ALTER TABLE lcm_messages ALTER COLUMN span_words SET COMPRESSION lz4';
+      EXECUTE 'ALTER TABLE lcm_message_spans ALTER COLUMN words SET COMPRESSION lz4';
     EXCEPTION WHEN feature_not_supported OR syntax_error THEN NULL;
     END $$;
     "#,
@@ -406,17 +413,20 @@ mod tests {
         assert_eq!(search("marshmallow"), 1);
         assert_eq!(search("エンジン"), 1);
         assert_eq!(search("w201x39999"), 1);
-        assert!(after.contains(&"lcm_messages_span_words".to_string()));
         assert!(!after.contains(&"lcm_messages_tsv".to_string()));
         // Spans of 64 by `seq`, but the one of 192 to 255: a span per message.
-        let spans: i64 = client
-            .query_one(
-                "SELECT count(*) FROM lcm_messages WHERE span_words IS NOT NULL",
+        let spans: Vec<(i64, i64)> = client
+            .query(
+                "SELECT seq_start, seq_end FROM lcm_message_spans ORDER BY seq_start",
                 &[],
             )
             .unwrap()
-            .get(0);
-        assert_eq!(spans, 3 + 64 + 1);
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        assert_eq!(spans.len(), 3 + 64 + 1);
+        assert_eq!(spans[..4], [(0, 63), (64, 127), (128, 191), (192, 192)]);
+        assert_eq!(spans[67], (256, 299));
         let mut store = store;
         let doctor = store.doctor(&crate::Repair::default()).unwrap();
         assert!(

@@ -1,5 +1,5 @@
 //! Search on PostgreSQL: full-text through each row's `tsvector` (a message's found through
-//! its span's words, which are GIN-indexed: `spans.rs`), ranked with `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
+//! the GIN-indexed words of its span, `lcm_message_spans`), ranked with `ts_rank`; terms full-text does not serve (CJK text, which has no spaces between words, and
 //! identifiers such as `foo_bar.baz`, which the parser splits its own way) as substrings
 //! as `ILIKE` (CJK terms through the trigram index of the messages holding CJK text, and of the
 //! summaries); regular expressions prefiltered by `~` on the server (trigram-indexed on the
@@ -12,7 +12,7 @@ use super::sql::PgRow;
 use super::{get, PostgresStore};
 use crate::queries::summary_from_row;
 use crate::{FullTextQuery, Hit, StoreError, SummaryRow, Term};
-use ctxhost_lcm_words::{cjk, tsquery_term, without_phrases};
+use ctxhost_lcm_words::{cjk, tsquery_term, without_phrases, SPAN_MESSAGES};
 
 /// The summary columns, for the statements written here.
 const SUMMARY_COLUMNS: &str = summary_columns!();
@@ -126,7 +126,7 @@ fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
         let words = words.join(joiner);
         if table == Table::Messages && words_decide {
             let relaxed = param(without_phrases(&words));
-            span = Some(format!("h.span_words @@ {relaxed}::text::tsquery"));
+            span = Some(format!("w.words @@ {relaxed}::text::tsquery"));
         }
         let tsquery = format!("{}::text::tsquery", param(words));
         conditions.insert(0, format!("{row}.tsv @@ {tsquery}"));
@@ -142,29 +142,33 @@ fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
 
 /// The search of a conversation's messages for `query`: its SQL (parameters: conversation,
 /// since, before, limit, then the rendered ones) and its rendered terms.
-/// Where the words decide, the spans matching them are found first (through their index),
-/// then their messages (`h` is a span's first message, `m` a message).
+/// Where the words decide, the spans holding them are found first (`w`, through their index
+/// or newest first), then the matching messages of each (`m`, at most a span's worth: which
+/// keeps the planner from reading the conversation's messages to join them). Newest first
+/// follows `seq` (as the row id does).
 pub(super) fn messages_search(query: &FullTextQuery, relevance: bool) -> (String, Rendered) {
     let rendered = render(query, 5, Table::Messages);
-    let order = if relevance {
-        "rank DESC, m.id DESC"
-    } else {
-        "m.id DESC"
-    };
-    let from = match &rendered.span {
-        Some(span) => format!(
-            "lcm_messages h JOIN lcm_messages m ON m.conversation_id = h.conversation_id \
-             AND m.seq BETWEEN h.seq AND h.span_end \
-             WHERE h.conversation_id = $1 AND {span} AND h.span_end >= $2 AND h.seq < $3 AND"
-        ),
-        None => "lcm_messages m WHERE".to_string(),
-    };
-    let sql = format!(
-        "SELECT m.id, m.seq, m.role, m.text, {} AS rank FROM {from} \
-         m.conversation_id = $1 AND m.seq >= $2 AND m.seq < $3 AND {} \
-         ORDER BY {order} LIMIT $4",
+    let matching = format!(
+        "SELECT m.id, m.seq, m.role, m.text, {} AS rank FROM lcm_messages m \
+         WHERE m.conversation_id = $1 AND m.seq >= $2 AND m.seq < $3 AND {}",
         rendered.rank, rendered.condition
     );
+    let sql = match (&rendered.span, relevance) {
+        (Some(span), relevance) => format!(
+            "SELECT m.id, m.seq, m.role, m.text, m.rank FROM lcm_message_spans w \
+             CROSS JOIN LATERAL ({matching} AND m.seq BETWEEN w.seq_start AND w.seq_end \
+               ORDER BY m.seq DESC LIMIT {SPAN_MESSAGES}) m \
+             WHERE w.conversation_id = $1 AND {span} AND w.seq_end >= $2 AND w.seq_start < $3 \
+             ORDER BY {} LIMIT $4",
+            if relevance {
+                "m.rank DESC, m.seq DESC"
+            } else {
+                "w.seq_start DESC, m.seq DESC"
+            }
+        ),
+        (None, true) => format!("{matching} ORDER BY rank DESC, m.seq DESC LIMIT $4"),
+        (None, false) => format!("{matching} ORDER BY m.seq DESC LIMIT $4"),
+    };
     (sql, rendered)
 }
 
@@ -379,7 +383,7 @@ mod tests {
         );
         assert_eq!(
             rendered.span.as_deref(),
-            Some("h.span_words @@ $7::text::tsquery")
+            Some("w.words @@ $7::text::tsquery")
         );
         let summaries = render(&query, 5, Table::Summaries);
         assert_eq!(

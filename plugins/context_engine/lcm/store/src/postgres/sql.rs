@@ -10,10 +10,10 @@ use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{GenericClient, Statement};
 
 use super::pool::Statements;
-use super::statements::{copy, sql};
+use super::statements::{copy, sql, INSERT_SPANS};
 use super::{PostgresStore, StoreError};
 use crate::sql::{expect_changed, Backend, Param, Row, Sql, Stmt};
-use ctxhost_lcm_words::{has_cjk, span_columns, words, Words, SPAN_MESSAGES};
+use ctxhost_lcm_words::{has_cjk, spans, words, Words, SPAN_MESSAGES};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -91,7 +91,7 @@ enum Column<'a> {
     Ints(Vec<Option<i64>>),
     Texts(Vec<Option<&'a str>>),
     Bools(Vec<bool>),
-    Words(Vec<Option<Words>>),
+    Words(Vec<Words>),
 }
 
 impl ToSql for Column<'_> {
@@ -142,81 +142,87 @@ fn columns<'a>(rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
     Ok(out)
 }
 
-/// Where a message's `seq` and text are among the parameters of [`Stmt::InsertMessages`].
+/// Where a message's conversation, `seq` and text are among the parameters of
+/// [`Stmt::InsertMessages`].
+const MESSAGE_CONVERSATION: usize = 1;
 const MESSAGE_SEQ: usize = 2;
 const MESSAGE_TEXT: usize = 6;
 
-/// What a message's row takes here beyond its own parameters, derived from its text: its
-/// words (`words.rs`), whether it holds CJK text, and its span's words and last `seq` when it
-/// starts a span (`spans.rs`).
+/// What messages' rows take here beyond their own parameters, derived from their texts: each
+/// one's words and whether it holds CJK text, and the rows of their spans (`spans.rs` in
+/// `ctxhost-lcm-words`).
 struct Derived {
-    words: Words,
-    cjk: bool,
-    span_words: Option<Words>,
-    span_end: Option<i64>,
+    words: Vec<Words>,
+    cjk: Vec<bool>,
+    spans: Vec<SpanRow>,
 }
 
-/// What the rows of `stmt` derive, row by row: nothing unless it stores messages. The rows
-/// are consecutive messages of one conversation (as `chain.rs` writes them), so they are cut
-/// into spans as they come.
-fn derive(stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<Option<Vec<Derived>>, StoreError> {
+/// A row of `lcm_message_spans`: the words of a conversation's messages `first..=last`.
+struct SpanRow {
+    conversation: i64,
+    first: i64,
+    last: i64,
+    words: Words,
+}
+
+/// What the rows of `stmt` derive: nothing unless it stores messages. The rows are
+/// consecutive messages of one conversation (as `chain.rs` writes them), cut into spans here.
+fn derive(stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<Option<Derived>, StoreError> {
     if stmt != Stmt::InsertMessages {
         return Ok(None);
     }
-    let mut seqs = Vec::with_capacity(rows.len());
+    let mut keys = Vec::with_capacity(rows.len());
     let mut texts = Vec::with_capacity(rows.len());
     for row in rows {
-        match (row.get(MESSAGE_SEQ), row.get(MESSAGE_TEXT)) {
-            (Some(Param::Int(seq)), Some(Param::Text(text))) => {
-                seqs.push(*seq);
+        match (
+            row.get(MESSAGE_CONVERSATION),
+            row.get(MESSAGE_SEQ),
+            row.get(MESSAGE_TEXT),
+        ) {
+            (Some(Param::Int(conversation)), Some(Param::Int(seq)), Some(Param::Text(text))) => {
+                keys.push((*conversation, *seq));
                 texts.push(*text);
             }
             other => {
                 return Err(StoreError::Schema(format!(
-                    "{stmt:?}: a row without its seq and text: {other:?}"
+                    "{stmt:?}: a row without its conversation, seq and text: {other:?}"
                 )))
             }
         }
     }
     let found: Vec<Words> = texts.iter().map(|text| words(text)).collect();
-    let spans = span_columns(&found, &seqs);
-    Ok(Some(
-        found
-            .into_iter()
-            .zip(spans)
-            .zip(texts)
-            .map(|((words, span), text)| {
-                let (span_words, span_end) = span.unzip();
-                Derived {
-                    words,
-                    cjk: has_cjk(text),
-                    span_words,
-                    span_end,
-                }
-            })
-            .collect(),
-    ))
+    let spans = spans(&found)
+        .into_iter()
+        .map(|span| {
+            let (conversation, first) = keys[span.messages.start];
+            SpanRow {
+                conversation,
+                first,
+                last: keys[span.messages.end - 1].1,
+                words: span.words,
+            }
+        })
+        .collect();
+    Ok(Some(Derived {
+        words: found,
+        cjk: texts.iter().map(|text| has_cjk(text)).collect(),
+        spans,
+    }))
 }
 
-/// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them.
-fn prepare<'a>(stmt: Stmt, rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
+/// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them; and
+/// the rows of their spans.
+fn prepare<'a>(
+    stmt: Stmt,
+    rows: &[Vec<Param<'a>>],
+) -> Result<(Vec<Column<'a>>, Vec<SpanRow>), StoreError> {
     let mut columns = columns(rows)?;
-    if let Some(derived) = derive(stmt, rows)? {
-        let mut words = Vec::with_capacity(derived.len());
-        let mut cjk = Vec::with_capacity(derived.len());
-        let (mut span_words, mut span_ends) = (Vec::new(), Vec::new());
-        for row in derived {
-            words.push(Some(row.words));
-            cjk.push(row.cjk);
-            span_words.push(row.span_words);
-            span_ends.push(row.span_end);
-        }
-        columns.push(Column::Words(words));
-        columns.push(Column::Bools(cjk));
-        columns.push(Column::Words(span_words));
-        columns.push(Column::Ints(span_ends));
-    }
-    Ok(columns)
+    let Some(derived) = derive(stmt, rows)? else {
+        return Ok((columns, Vec::new()));
+    };
+    columns.push(Column::Words(derived.words));
+    columns.push(Column::Bools(derived.cjk));
+    Ok((columns, derived.spans))
 }
 
 impl<C: GenericClient> Pg<'_, C> {
@@ -230,6 +236,21 @@ impl<C: GenericClient> Pg<'_, C> {
         Ok(())
     }
 
+    /// Stores the rows of the spans of messages just written, in one statement.
+    fn insert_spans(&mut self, spans: Vec<SpanRow>) -> Result<(), StoreError> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        let conversations = Column::Ints(spans.iter().map(|s| Some(s.conversation)).collect());
+        let firsts = Column::Ints(spans.iter().map(|s| Some(s.first)).collect());
+        let lasts = Column::Ints(spans.iter().map(|s| Some(s.last)).collect());
+        let words = Column::Words(spans.into_iter().map(|s| s.words).collect());
+        let statement = self.statement(INSERT_SPANS)?;
+        self.client
+            .execute(&statement, &[&conversations, &firsts, &lasts, &words])?;
+        Ok(())
+    }
+
     /// Writes `rows` with `copy` (its statement and column types), deriving what they derive
     /// as they go.
     fn copy_rows(
@@ -239,18 +260,15 @@ impl<C: GenericClient> Pg<'_, C> {
         rows: &[Vec<Param<'_>>],
     ) -> Result<(), StoreError> {
         let mut writer = BinaryCopyInWriter::new(self.client.copy_in(copy)?, types);
-        // A span's worth of rows at a time: its first row carries the words of all.
+        let mut spans = Vec::new();
+        // A span's worth of rows at a time.
         for block in rows.chunks(SPAN_MESSAGES) {
             let derived = derive(stmt, block)?;
             for (at, row) in block.iter().enumerate() {
                 let mut values: Vec<&(dyn ToSql + Sync)> = row.iter().map(|p| p as _).collect();
-                if let Some(derived) = derived.as_ref().and_then(|d| d.get(at)) {
-                    values.extend([
-                        &derived.words as &(dyn ToSql + Sync),
-                        &derived.cjk,
-                        &derived.span_words,
-                        &derived.span_end,
-                    ]);
+                if let Some(derived) = &derived {
+                    values.push(&derived.words[at]);
+                    values.push(&derived.cjk[at]);
                 }
                 if values.len() != types.len() {
                     return Err(StoreError::Schema(format!(
@@ -261,8 +279,10 @@ impl<C: GenericClient> Pg<'_, C> {
                 }
                 writer.write(&values)?;
             }
+            spans.extend(derived.into_iter().flat_map(|d| d.spans));
         }
         writer.finish()?;
+        self.insert_spans(spans)?;
         Ok(())
     }
 }
@@ -309,7 +329,9 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
             Some(copy) if rows.len() > ROWS_PER_STATEMENT => self.copy_rows(stmt, copy, rows),
             _ => {
                 for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                    self.execute_columns(stmt, prepare(stmt, chunk)?)?;
+                    let (columns, spans) = prepare(stmt, chunk)?;
+                    self.execute_columns(stmt, columns)?;
+                    self.insert_spans(spans)?;
                 }
                 Ok(())
             }

@@ -14,7 +14,7 @@ pub fn copy(stmt: Stmt) -> Option<(&'static str, &'static [Type])> {
     match stmt {
         Stmt::InsertMessages => Some((
             "COPY lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, hash, \
-             prev_id, created_at, tsv, cjk, span_words, span_end) FROM STDIN (FORMAT binary)",
+             prev_id, created_at, tsv, cjk) FROM STDIN (FORMAT binary)",
             &MESSAGE_TYPES,
         )),
         Stmt::InsertContextItems => Some((
@@ -26,7 +26,7 @@ pub fn copy(stmt: Stmt) -> Option<(&'static str, &'static [Type])> {
     }
 }
 
-static MESSAGE_TYPES: [Type; 15] = [
+static MESSAGE_TYPES: [Type; 13] = [
     Type::INT8,
     Type::INT8,
     Type::INT8,
@@ -40,11 +40,16 @@ static MESSAGE_TYPES: [Type; 15] = [
     Type::INT8,
     Type::TS_VECTOR,
     Type::BOOL,
-    Type::TS_VECTOR,
-    Type::INT8,
 ];
 
 static CONTEXT_ITEM_TYPES: [Type; 4] = [Type::INT8, Type::INT8, Type::INT8, Type::TEXT];
+
+/// The spans of messages a write stored (`sql.rs` derives them): conversation, first and last
+/// `seq`, words.
+pub const INSERT_SPANS: &str =
+    "INSERT INTO lcm_message_spans (conversation_id, seq_start, seq_end, words) \
+     SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
+            unnest($4::tsvector[])";
 
 /// The statements `stmt` runs, in order (`query` reads the rows of the last). A statement
 /// run for many rows (`execute_rows`) takes each parameter as an array of the rows' values.
@@ -235,14 +240,14 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
              FROM generate_series(1, $1::bigint)",
         ],
         Stmt::InsertMessages => &[
-            // $12 to $15 are the columns `sql.rs` derives from the text ($7).
+            // $12 and $13 are the columns `sql.rs` derives from the text ($7).
             "INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, \
-             hash, prev_id, created_at, tsv, cjk, span_words, span_end) \
+             hash, prev_id, created_at, tsv, cjk) \
              SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
                     unnest($4::text[]), unnest($5::bool[]), unnest($6::text[]), \
                     unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), \
                     unnest($10::bigint[]), unnest($11::bigint[]), unnest($12::tsvector[]), \
-                    unnest($13::bool[]), unnest($14::tsvector[]), unnest($15::bigint[])",
+                    unnest($13::bool[])",
         ],
 
         Stmt::InsertCompactions => &[
@@ -353,6 +358,8 @@ const DELETE_SESSION: &[&str] = &[
          (SELECT s.id FROM lcm_summaries s JOIN lcm_conversations c ON c.id = s.conversation_id
           WHERE c.session_id = $1)",
     "DELETE FROM lcm_summaries WHERE conversation_id IN
+         (SELECT id FROM lcm_conversations WHERE session_id = $1)",
+    "DELETE FROM lcm_message_spans WHERE conversation_id IN
          (SELECT id FROM lcm_conversations WHERE session_id = $1)",
     "DELETE FROM lcm_messages WHERE conversation_id IN
          (SELECT id FROM lcm_conversations WHERE session_id = $1)",

@@ -35,17 +35,19 @@ const PENDING_LIMIT: &str = "SET gin_pending_list_limit = '64MB'";
 const OWNS_TABLES: &str = "SELECT coalesce((SELECT pg_has_role(relowner, 'USAGE') FROM pg_class \
                            WHERE oid = to_regclass('lcm_messages')), false)";
 
-/// The upkeep itself: every GIN index of the messages and summaries merged, then the messages'
-/// statistics. The columns analyzed are those the plans depend on (without the words'
-/// statistics a search read every match of a common word, not the newest few: 26 ms, not 10,
-/// at 20,000 messages); the texts and originals, whose statistics cost most of the time, are
-/// left to the server's own upkeep.
+/// The upkeep itself: every GIN index of the messages, their spans and the summaries merged,
+/// then the statistics of the messages and spans. The messages' columns analyzed are those the
+/// plans depend on (without the words' statistics a search read every match of a common word,
+/// not the newest few: 26 ms, not 10, at 20,000 messages); the texts and originals, whose
+/// statistics cost most of the time, are left to the server's own upkeep.
 pub(crate) const UPKEEP: &str = "SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i \
                         JOIN pg_class c ON c.oid = i.indexrelid \
                         JOIN pg_am a ON a.oid = c.relam \
                       WHERE a.amname = 'gin' \
-                        AND i.indrelid IN ('lcm_messages'::regclass, 'lcm_summaries'::regclass); \
-                      ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id, span_words)";
+                        AND i.indrelid IN ('lcm_messages'::regclass, 'lcm_summaries'::regclass, \
+                                           'lcm_message_spans'::regclass); \
+                      ANALYZE lcm_messages (id, conversation_id, seq, head, hash, prev_id, tsv); \
+                      ANALYZE lcm_message_spans";
 
 #[derive(Default)]
 struct State {
