@@ -78,9 +78,11 @@ fn engine(dir: &Path) -> LcmEngine {
             postgres::Client::connect(url, postgres::NoTls).expect("connect to the store");
         client
             .batch_execute(
-                "DO $$ BEGIN IF to_regclass('lcm_messages') IS NOT NULL THEN \
-                 TRUNCATE lcm_conversations, lcm_messages, lcm_summaries, lcm_summary_messages, \
-                 lcm_summary_parents, lcm_context_items, lcm_compactions; END IF; END $$",
+                // Every table of the engine's, whichever schema the database is at.
+                "DO $$ DECLARE tables text; BEGIN \
+                 SELECT string_agg(quote_ident(tablename), ', ') INTO tables FROM pg_tables \
+                 WHERE schemaname = current_schema() AND tablename LIKE 'lcm\\_%'; \
+                 IF tables IS NOT NULL THEN EXECUTE 'TRUNCATE ' || tables; END IF; END $$",
             )
             .expect("empty the store");
     }

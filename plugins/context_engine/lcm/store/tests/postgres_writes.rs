@@ -212,6 +212,10 @@ fn each_write_cuts_its_messages_into_spans_whose_words_a_search_finds() {
         &format!("DELETE FROM lcm_message_spans WHERE conversation_id = {conv} AND seq_start = 64"),
     );
     assert_eq!(outside(&mut store), Some(64));
+
+    // Deleting the session deletes its spans with its messages.
+    assert!(store.delete_session("s").unwrap());
+    assert_eq!(spans(&url, conv), []);
 }
 
 /// `count` messages from number `from` on, each of 300 words of its own.
