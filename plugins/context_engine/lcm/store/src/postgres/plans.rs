@@ -11,14 +11,11 @@ use super::{statements, PostgresStore};
 use crate::sql::{Param, Stmt};
 use crate::{Location, NewMessage, Prev, Store};
 
-fn plan(store: &PostgresStore, stmt: Stmt, params: &[Param<'_>]) -> String {
-    let [text] = statements::sql(stmt) else {
-        panic!("{stmt:?} is one statement");
-    };
-    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+/// The plan of `sql` run with `params`.
+fn explain(store: &PostgresStore, sql: &str, params: &[&(dyn ToSql + Sync)]) -> String {
     store
         .with_client(|c| {
-            let rows = c.query(&format!("EXPLAIN {text}"), &params)?;
+            let rows = c.query(&format!("EXPLAIN {sql}"), params)?;
             Ok(rows
                 .iter()
                 .map(|row| row.get::<_, String>(0))
@@ -26,6 +23,14 @@ fn plan(store: &PostgresStore, stmt: Stmt, params: &[Param<'_>]) -> String {
                 .join("\n"))
         })
         .expect("explains")
+}
+
+fn plan(store: &PostgresStore, stmt: Stmt, params: &[Param<'_>]) -> String {
+    let [text] = statements::sql(stmt) else {
+        panic!("{stmt:?} is one statement");
+    };
+    let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+    explain(store, text, &params)
 }
 
 #[test]
@@ -155,16 +160,7 @@ fn a_search_reads_the_spans_index_for_words_and_the_trigram_index_for_cjk_text()
         };
         let (sql, rendered) = super::search::messages_search(&query, false);
         let params = rendered.after([&conv, &since, &before, &50_i64]);
-        let plan = store
-            .with_client(|c| {
-                let rows = c.query(&format!("EXPLAIN {sql}"), &params)?;
-                Ok(rows
-                    .iter()
-                    .map(|row| row.get::<_, String>(0))
-                    .collect::<Vec<_>>()
-                    .join("\n"))
-            })
-            .expect("explains");
+        let plan = explain(&store, &sql, &params);
         assert!(plan.contains(index), "{text}: {plan}");
         store
             .fts_messages(conv, &query, (since, before), false, 50)
