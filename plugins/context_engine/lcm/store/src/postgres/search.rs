@@ -122,7 +122,7 @@ fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
     let rank = if words.is_empty() {
         "0::real".to_string()
     } else {
-        // Sent as text, read as a `tsquery` (its words are those `words.rs` wrote).
+        // Sent as text, read as a `tsquery` (its words are those `ctxhost-lcm-words` wrote).
         let words = words.join(joiner);
         if table == Table::Messages && words_decide {
             let relaxed = param(without_phrases(&words));
@@ -142,6 +142,7 @@ fn render(query: &FullTextQuery, first: usize, table: Table) -> Rendered {
 
 /// The search of a conversation's messages for `query`: its SQL (parameters: conversation,
 /// since, before, limit, then the rendered ones) and its rendered terms.
+///
 /// Where the words decide, the spans holding them are found first (`w`, through their index
 /// or newest first), then the matching messages of each (`m`, at most a span's worth: which
 /// keeps the planner from reading the conversation's messages to join them). Newest first
