@@ -54,29 +54,21 @@ fn message(i: usize, prev: Prev) -> NewMessage {
 /// and its context list.
 fn rows(url: &str, conv: i64) -> (Vec<String>, Vec<String>) {
     let mut client = client(url);
-    let messages = client
-        .query(
-            "SELECT concat_ws(' | ', m.seq, m.role, m.head, m.json, m.text, m.tokens, m.hash, \
-             p.seq, m.tsv::text, m.cjk) \
-             FROM lcm_messages m LEFT JOIN lcm_messages p ON p.id = m.prev_id \
-             WHERE m.conversation_id = $1 ORDER BY m.seq",
-            &[&conv],
-        )
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    let context = client
-        .query(
-            "SELECT concat_ws(' | ', ci.position, m.seq, ci.summary_id) \
-             FROM lcm_context_items ci LEFT JOIN lcm_messages m ON m.id = ci.message_id \
-             WHERE ci.conversation_id = $1 ORDER BY ci.position",
-            &[&conv],
-        )
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let mut read = |sql: &str| -> Vec<String> {
+        let rows = client.query(sql, &[&conv]).unwrap();
+        rows.iter().map(|row| row.get(0)).collect()
+    };
+    let messages = read(
+        "SELECT concat_ws(' | ', m.seq, m.role, m.head, m.json, m.text, m.tokens, m.hash, \
+         p.seq, m.tsv::text, m.cjk) \
+         FROM lcm_messages m LEFT JOIN lcm_messages p ON p.id = m.prev_id \
+         WHERE m.conversation_id = $1 ORDER BY m.seq",
+    );
+    let context = read(
+        "SELECT concat_ws(' | ', ci.position, m.seq, ci.summary_id) \
+         FROM lcm_context_items ci LEFT JOIN lcm_messages m ON m.id = ci.message_id \
+         WHERE ci.conversation_id = $1 ORDER BY ci.position",
+    );
     (messages, context)
 }
 

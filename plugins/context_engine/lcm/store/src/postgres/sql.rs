@@ -210,19 +210,28 @@ fn derive(stmt: Stmt, rows: &[Vec<Param<'_>>]) -> Result<Option<Derived>, StoreE
     }))
 }
 
-/// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them; and
-/// the rows of their spans.
-fn prepare<'a>(
-    stmt: Stmt,
-    rows: &[Vec<Param<'a>>],
-) -> Result<(Vec<Column<'a>>, Vec<SpanRow>), StoreError> {
+/// `rows` as the arrays `stmt` takes: one per parameter, then those derived from them (for
+/// messages, their spans' rows too).
+fn prepare<'a>(stmt: Stmt, rows: &[Vec<Param<'a>>]) -> Result<Vec<Column<'a>>, StoreError> {
     let mut columns = columns(rows)?;
     let Some(derived) = derive(stmt, rows)? else {
-        return Ok((columns, Vec::new()));
+        return Ok(columns);
     };
     columns.push(Column::Words(derived.words));
     columns.push(Column::Bools(derived.cjk));
-    Ok((columns, derived.spans))
+    columns.extend(span_columns(derived.spans));
+    Ok(columns)
+}
+
+/// The rows of spans as the arrays their insert takes: conversations, first and last `seq`s,
+/// words.
+fn span_columns<'a>(spans: Vec<SpanRow>) -> [Column<'a>; 4] {
+    [
+        Column::Ints(spans.iter().map(|s| Some(s.conversation)).collect()),
+        Column::Ints(spans.iter().map(|s| Some(s.first)).collect()),
+        Column::Ints(spans.iter().map(|s| Some(s.last)).collect()),
+        Column::Words(spans.into_iter().map(|s| s.words).collect()),
+    ]
 }
 
 impl<C: GenericClient> Pg<'_, C> {
@@ -236,15 +245,12 @@ impl<C: GenericClient> Pg<'_, C> {
         Ok(())
     }
 
-    /// Stores the rows of the spans of messages just written, in one statement.
+    /// Stores the rows of the spans of messages just written by `COPY`, in one statement.
     fn insert_spans(&mut self, spans: Vec<SpanRow>) -> Result<(), StoreError> {
         if spans.is_empty() {
             return Ok(());
         }
-        let conversations = Column::Ints(spans.iter().map(|s| Some(s.conversation)).collect());
-        let firsts = Column::Ints(spans.iter().map(|s| Some(s.first)).collect());
-        let lasts = Column::Ints(spans.iter().map(|s| Some(s.last)).collect());
-        let words = Column::Words(spans.into_iter().map(|s| s.words).collect());
+        let [conversations, firsts, lasts, words] = span_columns(spans);
         let statement = self.statement(INSERT_SPANS)?;
         self.client
             .execute(&statement, &[&conversations, &firsts, &lasts, &words])?;
@@ -329,9 +335,7 @@ impl<C: GenericClient> Sql for Pg<'_, C> {
             Some(copy) if rows.len() > ROWS_PER_STATEMENT => self.copy_rows(stmt, copy, rows),
             _ => {
                 for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                    let (columns, spans) = prepare(stmt, chunk)?;
-                    self.execute_columns(stmt, columns)?;
-                    self.insert_spans(spans)?;
+                    self.execute_columns(stmt, prepare(stmt, chunk)?)?;
                 }
                 Ok(())
             }

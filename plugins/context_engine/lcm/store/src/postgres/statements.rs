@@ -44,12 +44,28 @@ static MESSAGE_TYPES: [Type; 13] = [
 
 static CONTEXT_ITEM_TYPES: [Type; 4] = [Type::INT8, Type::INT8, Type::INT8, Type::TEXT];
 
-/// The spans of messages a write stored (`sql.rs` derives them): conversation, first and last
-/// `seq`, words.
-pub const INSERT_SPANS: &str =
-    "INSERT INTO lcm_message_spans (conversation_id, seq_start, seq_end, words) \
-     SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
-            unnest($4::tsvector[])";
+/// The insert of the spans of messages a write stored (`sql.rs` derives them), its parameters
+/// numbered as given: conversation, first and last `seq`, words.
+macro_rules! insert_spans {
+    ($conversation:literal, $first:literal, $last:literal, $words:literal) => {
+        concat!(
+            "INSERT INTO lcm_message_spans (conversation_id, seq_start, seq_end, words) ",
+            "SELECT unnest($",
+            $conversation,
+            "::bigint[]), unnest($",
+            $first,
+            "::bigint[]), ",
+            "unnest($",
+            $last,
+            "::bigint[]), unnest($",
+            $words,
+            "::tsvector[])"
+        )
+    };
+}
+
+/// The spans of messages written by `COPY`, after them.
+pub const INSERT_SPANS: &str = insert_spans!("1", "2", "3", "4");
 
 /// The statements `stmt` runs, in order (`query` reads the rows of the last). A statement
 /// run for many rows (`execute_rows`) takes each parameter as an array of the rows' values.
@@ -239,16 +255,20 @@ pub fn sql(stmt: Stmt) -> &'static [&'static str] {
             "SELECT nextval((SELECT pg_get_serial_sequence('lcm_messages', 'id'))::regclass) \
              FROM generate_series(1, $1::bigint)",
         ],
-        Stmt::InsertMessages => &[
-            // $12 and $13 are the columns `sql.rs` derives from the text ($7).
-            "INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, tokens, \
-             hash, prev_id, created_at, tsv, cjk) \
+        // $12 to $17 are what `sql.rs` derives from the texts ($7): each message's words and
+        // CJK mark, and the rows of their spans, stored by the same statement (one round
+        // trip for an agent's turn).
+        Stmt::InsertMessages => &[concat!(
+            "WITH spans AS (",
+            insert_spans!("14", "15", "16", "17"),
+            ") INSERT INTO lcm_messages (id, conversation_id, seq, role, head, json, text, \
+             tokens, hash, prev_id, created_at, tsv, cjk) \
              SELECT unnest($1::bigint[]), unnest($2::bigint[]), unnest($3::bigint[]), \
                     unnest($4::text[]), unnest($5::bool[]), unnest($6::text[]), \
                     unnest($7::text[]), unnest($8::bigint[]), unnest($9::text[]), \
                     unnest($10::bigint[]), unnest($11::bigint[]), unnest($12::tsvector[]), \
-                    unnest($13::bool[])",
-        ],
+                    unnest($13::bool[])"
+        )],
 
         Stmt::InsertCompactions => &[
             "INSERT INTO lcm_compactions (conversation_id, created_at, report) \
