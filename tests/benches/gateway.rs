@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxhost_tests::bench::{added_latency_cells, first_byte, load, ms, percentile, Route};
-use ctxhost_tests::python::virtualenv;
+use ctxhost_tests::python::{virtualenv, Requirements};
 use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};
@@ -72,7 +72,7 @@ impl LiteLlm {
     fn start(upstream: &str, dir: &Path) -> LiteLlm {
         let python = virtualenv(
             "ctxhost-litellm-venv",
-            LITELLM_PACKAGES,
+            Requirements::Unlocked(LITELLM_PACKAGES),
             "the gateway bench's LiteLLM reference (GATEWAY_BENCH_LITELLM=0 leaves it out)",
         );
         let litellm = python.with_file_name("litellm");
