@@ -137,15 +137,13 @@ fn a_corrupted_store_gives_one_clear_error_and_keeps_the_conversation() {
 
 #[test]
 fn a_failing_http_summarizer_still_lets_compaction_make_progress() {
-    use ctxhost_tests::fake_provider::{Reply, TestServer};
+    use ctxhost_tests::upstream::{Answer, FakeUpstream};
     use std::time::Duration;
-    // Build first: the loopback server stops accepting after a deadline.
-    ctxhost_tests::artifacts();
     for script in [
-        vec![Reply::json(500, json!({"error": {"message": "down"}})); 400],
-        vec![Reply::text(200, "").after(Duration::from_millis(800)); 400],
+        vec![Answer::Json(500, json!({"error": {"message": "down"}})); 400],
+        vec![Answer::Text(200, "".into()).after(Duration::from_millis(800)); 400],
     ] {
-        let server = TestServer::start(script);
+        let server = FakeUpstream::scripted(script);
         let sandbox = Sandbox::new();
         sandbox.link_repo_plugins();
         sandbox.write_config(&format!(
@@ -166,7 +164,7 @@ fn a_failing_http_summarizer_still_lets_compaction_make_progress() {
             );
         }
         assert!(report["peak_tokens"].as_u64().unwrap() < 16_000, "{report}");
-        assert!(!server.requests().is_empty(), "the summarizer was tried");
+        assert!(!server.received().is_empty(), "the summarizer was tried");
     }
 }
 

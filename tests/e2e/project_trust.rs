@@ -2,7 +2,7 @@
 //! and its plugins and credentials are used only once `ctxhost trust` trusts it (by path and
 //! content); a change untrusts it; `--config FILE` trusts the file it names.
 
-use ctxhost_tests::fake_provider::{chat_reply, TestServer};
+use ctxhost_tests::upstream::{chat_reply, FakeUpstream};
 use ctxhost_tests::{corpus_dir, Run, Sandbox};
 use serde_json::Value;
 
@@ -126,9 +126,7 @@ fn an_untrusted_projects_plugin_runs_nowhere_until_the_project_is_trusted() {
 
 #[test]
 fn an_untrusted_project_config_sends_no_credential_anywhere() {
-    // Build first: the loopback server stops accepting after a deadline.
-    ctxhost_tests::artifacts();
-    let server = TestServer::start(vec![chat_reply("## Goal\nTRUSTED-SUMMARY")]);
+    let server = FakeUpstream::scripted(vec![chat_reply("## Goal\nTRUSTED-SUMMARY")]);
     let sandbox = Sandbox::new();
     sandbox.write_config(&format!(
         "model:\n  context_length: 8000\nauxiliary:\n  compression:\n    provider: custom\n    \
@@ -142,7 +140,7 @@ fn an_untrusted_project_config_sends_no_credential_anywhere() {
     let run = sandbox.ctxhost_in_project(&["compress", "--force", transcript], &token);
     assert!(run.success(), "{}", run.stderr);
     assert!(
-        server.requests().is_empty(),
+        server.received().is_empty(),
         "an untrusted config sent a request"
     );
     let warnings: Vec<&str> = run
@@ -162,7 +160,7 @@ fn an_untrusted_project_config_sends_no_credential_anywhere() {
     assert!(sandbox.ctxhost_in_project(&["trust"], &[]).success());
     let run = sandbox.ctxhost_in_project(&["compress", "--force", transcript], &token);
     assert!(run.success(), "{}", run.stderr);
-    let requests = server.requests();
+    let requests = server.received();
     assert_eq!(requests.len(), 1, "trusted, the summarizer is used");
     assert_eq!(
         requests[0].header("authorization"),

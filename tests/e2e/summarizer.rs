@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ctxhost_tests::fake_provider::{chat_reply, Reply, TestServer};
+use ctxhost_tests::upstream::{chat_reply, Answer, FakeUpstream};
 use ctxhost_tests::{corpus_dir, read_json, Sandbox};
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ const SECRET: &str = "sk-proj-PLANTEDSECRET0123456789abcdef";
 
 /// `timeout` in seconds: generous where a test wants answers (CI machines can be slow), short
 /// where it wants a timeout.
-fn config(server: &TestServer, timeout: f64) -> String {
+fn config(server: &FakeUpstream, timeout: f64) -> String {
     format!(
         "model:\n  context_length: 8000\nauxiliary:\n  compression:\n    provider: custom\n    model: tiny-summarizer\n    base_url: {}\n    api_key_env: {KEY_ENV}\n    timeout: {timeout}\n    max_retries: 3\n",
         server.base_url()
@@ -52,9 +52,7 @@ fn summary_of(output: &Value) -> String {
 
 #[test]
 fn the_request_carries_the_turns_without_secrets_and_the_summary_comes_back() {
-    // Build first: the loopback server stops accepting after a deadline.
-    ctxhost_tests::artifacts();
-    let server = TestServer::start(vec![chat_reply(
+    let server = FakeUpstream::scripted(vec![chat_reply(
         "## Goal\nFind the flag via the id endpoint. LOOPBACK-SUMMARY",
     )]);
     let sandbox = Sandbox::new();
@@ -67,7 +65,7 @@ fn the_request_carries_the_turns_without_secrets_and_the_summary_comes_back() {
     assert!(run.success(), "{}", run.stderr);
     assert!(summary_of(&run.json()).contains("LOOPBACK-SUMMARY"));
 
-    let requests = server.requests();
+    let requests = server.received();
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
     assert!(
@@ -89,11 +87,10 @@ fn the_request_carries_the_turns_without_secrets_and_the_summary_comes_back() {
 
 #[test]
 fn rate_limits_and_server_errors_are_retried() {
-    ctxhost_tests::artifacts();
-    let server = TestServer::start(vec![
-        Reply::json(429, serde_json::json!({"error": {"message": "slow down"}}))
+    let server = FakeUpstream::scripted(vec![
+        Answer::Json(429, serde_json::json!({"error": {"message": "slow down"}}))
             .header("Retry-After", "0"),
-        Reply::json(500, serde_json::json!({"error": {"message": "oops"}})),
+        Answer::Json(500, serde_json::json!({"error": {"message": "oops"}})),
         chat_reply("## Goal\nAFTER-RETRIES"),
     ]);
     let sandbox = Sandbox::new();
@@ -101,7 +98,7 @@ fn rate_limits_and_server_errors_are_retried() {
     let path = transcript(&sandbox);
     let run = sandbox.ctxhost_with_env(&["compress", "--force", &path], &[(KEY_ENV, "k")]);
     assert!(run.success(), "{}", run.stderr);
-    assert_eq!(server.requests().len(), 3, "{}", run.stderr);
+    assert_eq!(server.received().len(), 3, "{}", run.stderr);
     assert!(
         summary_of(&run.json()).contains("AFTER-RETRIES"),
         "{}",
@@ -111,12 +108,11 @@ fn rate_limits_and_server_errors_are_retried() {
 
 #[test]
 fn a_timeout_or_a_garbage_answer_gets_the_offline_summary_and_a_warning_saying_why() {
-    ctxhost_tests::artifacts();
     for script in [
         vec![chat_reply("late").after(Duration::from_secs(3)); 4],
-        vec![Reply::text(200, "<html>not json</html>")],
+        vec![Answer::Text(200, "<html>not json</html>".into())],
     ] {
-        let server = TestServer::start(script);
+        let server = FakeUpstream::scripted(script);
         let sandbox = Sandbox::new();
         sandbox.write_config(&config(&server, 0.5));
         let path = transcript(&sandbox);
@@ -143,7 +139,7 @@ fn a_timeout_or_a_garbage_answer_gets_the_offline_summary_and_a_warning_saying_w
 
 /// A config for the ladder tests: one request per summarizer call (no retries), and `extra`
 /// YAML appended (cool-down settings).
-fn ladder_config(server: &TestServer, extra: &str) -> String {
+fn ladder_config(server: &FakeUpstream, extra: &str) -> String {
     format!(
         "model:\n  context_length: 8000\nauxiliary:\n  compression:\n    provider: custom\n    model: tiny-summarizer\n    base_url: {}\n    api_key_env: {KEY_ENV}\n    timeout: 15\n    max_retries: 0\n{extra}",
         server.base_url()
@@ -187,15 +183,14 @@ fn summarizer_calls(compressions: &[Value]) -> u64 {
 
 #[test]
 fn a_working_summarizer_writes_every_summary_without_fallback() {
-    ctxhost_tests::artifacts();
-    let server = TestServer::start(vec![chat_reply("## Goal\nLLM-SUMMARY"); 60]);
+    let server = FakeUpstream::scripted(vec![chat_reply("## Goal\nLLM-SUMMARY"); 60]);
     let sandbox = Sandbox::new();
     sandbox.write_config(&ladder_config(&server, ""));
     let compressions = replay(&sandbox);
     let calls = summarizer_calls(&compressions);
     assert!(calls >= 2, "{compressions:?}");
     assert_eq!(
-        server.requests().len() as u64,
+        server.received().len() as u64,
         calls,
         "one request per call"
     );
@@ -210,12 +205,11 @@ fn a_working_summarizer_writes_every_summary_without_fallback() {
 
 #[test]
 fn a_failing_summarizer_gets_the_offline_summary_and_the_report_says_why() {
-    ctxhost_tests::artifacts();
-    let down = Reply::json(
+    let down = Answer::Json(
         500,
         serde_json::json!({"error": {"message": "MODEL-OVERLOADED"}}),
     );
-    let server = TestServer::start(vec![down; 60]);
+    let server = FakeUpstream::scripted(vec![down; 60]);
     let sandbox = Sandbox::new();
     sandbox.write_config(&ladder_config(&server, ""));
     let compressions = replay(&sandbox);
@@ -241,17 +235,16 @@ fn a_failing_summarizer_gets_the_offline_summary_and_the_report_says_why() {
 
 #[test]
 fn after_a_failure_the_summarizer_rests_for_the_cool_down() {
-    ctxhost_tests::artifacts();
-    let down = Reply::json(500, serde_json::json!({"error": {"message": "down"}}));
+    let down = Answer::Json(500, serde_json::json!({"error": {"message": "down"}}));
     // The default cool-down (60 s) outlasts the replay: one request, whatever the number of
     // summaries asked for.
-    let server = TestServer::start(vec![down.clone(); 60]);
+    let server = FakeUpstream::scripted(vec![down.clone(); 60]);
     let sandbox = Sandbox::new();
     sandbox.write_config(&ladder_config(&server, ""));
     let compressions = replay(&sandbox);
     assert!(summarizer_calls(&compressions) >= 3, "{compressions:?}");
     assert_eq!(
-        server.requests().len(),
+        server.received().len(),
         1,
         "no second request while resting"
     );
@@ -267,13 +260,13 @@ fn after_a_failure_the_summarizer_rests_for_the_cool_down() {
         "    cooldown_seconds: 0\n",
         "compression:\n  summarizer_cooldown_seconds: 0\n",
     ] {
-        let server = TestServer::start(vec![down.clone(); 60]);
+        let server = FakeUpstream::scripted(vec![down.clone(); 60]);
         let sandbox = Sandbox::new();
         sandbox.write_config(&ladder_config(&server, extra));
         let compressions = replay(&sandbox);
         let calls = summarizer_calls(&compressions);
         assert!(calls >= 3, "{extra}: {compressions:?}");
-        assert_eq!(server.requests().len() as u64, calls, "{extra}");
+        assert_eq!(server.received().len() as u64, calls, "{extra}");
     }
 }
 
@@ -281,13 +274,12 @@ fn after_a_failure_the_summarizer_rests_for_the_cool_down() {
 fn the_host_redacts_what_any_engine_sends_and_every_summary_it_returns() {
     // Neither engine redacts anything itself (lcm keeps every turn verbatim in its store): the
     // host's `summarize` does it for every engine, both ways.
-    ctxhost_tests::artifacts();
     let leaked = "sk-live-LEAKEDBYTHEMODEL0123456789";
     for (engine, section) in [
         ("lcm", "plugins:\n  lcm:\n    fresh_tail_count: 4\n"),
         ("compressor", ""),
     ] {
-        let server = TestServer::start(vec![
+        let server = FakeUpstream::scripted(vec![
             chat_reply(&format!(
                 "Earlier turns: the user gave key {leaked}."
             ));
@@ -302,7 +294,7 @@ fn the_host_redacts_what_any_engine_sends_and_every_summary_it_returns() {
         let path = transcript(&sandbox);
         let run = sandbox.ctxhost_with_env(&["compress", "--force", &path], &[(KEY_ENV, "k")]);
         assert!(run.success(), "{engine}: {}", run.stderr);
-        let requests = server.requests();
+        let requests = server.received();
         assert!(!requests.is_empty(), "{engine} asked the summarizer");
         let sent: String = requests.iter().map(|r| r.body.as_str()).collect();
         assert!(
@@ -471,7 +463,7 @@ const PLANTED: &[(&str, &str)] = &[
 #[test]
 fn no_planted_secret_reaches_the_summarizer_or_a_stored_summary_though_lcm_keeps_the_originals() {
     let leaked = "sk-live-LEAKEDBYTHEMODEL0123456789";
-    let server = TestServer::start(vec![
+    let server = FakeUpstream::scripted(vec![
         chat_reply(&format!(
             "Earlier turns: the user gave key {leaked}."
         ));
@@ -501,7 +493,7 @@ fn no_planted_secret_reaches_the_summarizer_or_a_stored_summary_though_lcm_keeps
         &[(KEY_ENV, "k")],
     );
     assert!(run.success(), "{}", run.stderr);
-    let sent: String = server.requests().iter().map(|r| r.body.clone()).collect();
+    let sent: String = server.received().iter().map(|r| r.body.clone()).collect();
     assert!(!sent.is_empty(), "lcm asked the summarizer");
     let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
     let column = |sql: &str| -> String {
@@ -537,7 +529,6 @@ fn planted_transcript(sandbox: &Sandbox) -> String {
 
 #[test]
 fn no_secret_of_any_shape_reaches_the_summarizer_from_compress_run_or_lcm() {
-    ctxhost_tests::artifacts();
     let lcm = "context:\n  engine: lcm\nplugins:\n  lcm:\n    fresh_tail_count: 4\n";
     // What each path runs, and the engine it runs.
     let paths: [(&str, &[&str], &str); 3] = [
@@ -546,7 +537,7 @@ fn no_secret_of_any_shape_reaches_the_summarizer_from_compress_run_or_lcm() {
         ("lcm compress", &["compress", "--force"], lcm),
     ];
     for (path, command, section) in paths {
-        let server = TestServer::start(vec![chat_reply("## Goal\nFind the flag."); 40]);
+        let server = FakeUpstream::scripted(vec![chat_reply("## Goal\nFind the flag."); 40]);
         let sandbox = Sandbox::new();
         sandbox.link_repo_plugins();
         sandbox.write_config(&format!("{section}{}", ladder_config(&server, "")));
@@ -555,7 +546,7 @@ fn no_secret_of_any_shape_reaches_the_summarizer_from_compress_run_or_lcm() {
         args.insert(1, &transcript);
         let run = sandbox.ctxhost_with_env(&args, &[(KEY_ENV, "k")]);
         assert!(run.success(), "{path}: {}", run.stderr);
-        let sent: String = server.requests().iter().map(|r| r.body.clone()).collect();
+        let sent: String = server.received().iter().map(|r| r.body.clone()).collect();
         ctxhost_tests::secrets::assert_none_in(&sent, path);
     }
 }

@@ -32,6 +32,17 @@ pub fn message(content: &Value, usage: Option<Value>) -> Value {
     answer
 }
 
+/// A whole Messages answer with one text block, with usage.
+pub fn messages_reply(text: &str) -> Answer {
+    Answer::Json(
+        200,
+        message(
+            &json!([{"type": "text", "text": text}]),
+            Some(json!({"input_tokens": 10, "output_tokens": 5})),
+        ),
+    )
+}
+
 fn calls_tools(content: &Value) -> bool {
     content
         .as_array()

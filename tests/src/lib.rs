@@ -25,7 +25,6 @@ const PACKAGES: &[&str] = &[
 pub mod agents;
 pub mod anthropic_upstream;
 pub mod bench;
-pub mod fake_provider;
 pub mod gateway;
 pub mod module_graph;
 pub mod postgres;

@@ -1,9 +1,12 @@
-//! A scripted model provider for the gateway's tests: a real HTTP server on 127.0.0.1 (axum, on
-//! its own runtime thread) that records every request and answers each with what the test's
-//! handler decides: JSON, a Server-Sent-Events stream, or silence.
+//! The suite's one stand-in for a model provider: a real HTTP server on 127.0.0.1 (axum, on its
+//! own runtime thread) that records every request and answers each with what the test decides
+//! (a handler, or a script of answers in order): JSON, text, a Server-Sent-Events stream, a
+//! redirect, or silence. It stops when dropped, so no test can leave it running.
 
+use std::collections::VecDeque;
+use std::net::TcpListener;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -12,13 +15,55 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-pub use crate::fake_provider::Recorded;
+/// How long the waits below wait for what a test expects: a guard, so a broken gateway fails
+/// the test instead of hanging it, far above what the awaited event takes.
+const GUARD: Duration = Duration::from_secs(30);
+
+/// A request the upstream received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// The path and query string.
+    pub path: String,
+    /// Names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).expect("the request body is JSON")
+    }
+
+    /// The chat `messages` it carried.
+    pub fn messages(&self) -> Vec<Value> {
+        self.json()["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether it asked for a stream.
+    pub fn streams(&self) -> bool {
+        self.json()["stream"].as_bool().unwrap_or(false)
+    }
+}
 
 /// What the upstream answers one request with.
 #[derive(Debug, Clone)]
 pub enum Answer {
     /// A status and a JSON body.
     Json(u16, Value),
+    /// A status and a `text/plain` body.
+    Text(u16, String),
     /// `200 text/event-stream`: each value as a `data:` event, then `data: [DONE]`.
     Stream(Vec<Value>),
     /// `200 text/event-stream`: named events (`event: NAME` then `data:`), as Anthropic streams;
@@ -37,8 +82,30 @@ pub enum Answer {
     Redirect(String),
     /// `200 application/json` whose body never ends: 64 KiB chunks until the client goes away.
     Endless,
-    /// This answer after a pause, as a real model takes time to answer (benchmarks).
+    /// This answer after a pause, as a real model takes time to answer (benchmarks, and
+    /// clients' timeouts).
     After(Duration, Box<Answer>),
+    /// This answer with these response headers added.
+    WithHeaders(Vec<(String, String)>, Box<Answer>),
+}
+
+impl Answer {
+    /// This answer with the header `name: value` added.
+    pub fn header(self, name: &str, value: &str) -> Answer {
+        let header = (name.to_string(), value.to_string());
+        match self {
+            Answer::WithHeaders(mut headers, answer) => {
+                headers.push(header);
+                Answer::WithHeaders(headers, answer)
+            }
+            answer => Answer::WithHeaders(vec![header], Box::new(answer)),
+        }
+    }
+
+    /// This answer after `pause`.
+    pub fn after(self, pause: Duration) -> Answer {
+        Answer::After(pause, Box::new(self))
+    }
 }
 
 type Handler = dyn Fn(&Recorded) -> Answer + Send + Sync;
@@ -46,6 +113,8 @@ type Handler = dyn Fn(&Recorded) -> Answer + Send + Sync;
 struct Shared {
     handler: Box<Handler>,
     received: Mutex<Vec<Recorded>>,
+    /// Told each time a request is recorded.
+    arrived: Condvar,
     /// Told each time a client went away from a stream or a hung request.
     abandoned: Mutex<mpsc::Sender<()>>,
 }
@@ -64,6 +133,7 @@ impl FakeUpstream {
         let shared = Arc::new(Shared {
             handler: Box::new(handler),
             received: Mutex::default(),
+            arrived: Condvar::new(),
             abandoned: Mutex::new(abandoned_tx),
         });
         let (port_tx, port_rx) = mpsc::channel();
@@ -95,6 +165,21 @@ impl FakeUpstream {
             abandoned,
             stop: Some(stop),
         }
+    }
+
+    /// An upstream that answers the requests it receives with `script`, one answer each, in
+    /// order; a request beyond the script gets a 500 saying so (and is recorded, so a test that
+    /// counts requests sees it).
+    pub fn scripted(script: Vec<Answer>) -> Self {
+        let script = Mutex::new(VecDeque::from(script));
+        FakeUpstream::start(move |_| {
+            script.lock().unwrap().pop_front().unwrap_or_else(|| {
+                Answer::Json(
+                    500,
+                    json!({"error": {"message": "the fake upstream's script has no answer left"}}),
+                )
+            })
+        })
     }
 
     /// `http://127.0.0.1:PORT/v1`
@@ -130,10 +215,22 @@ impl FakeUpstream {
             .collect()
     }
 
-    /// Waits until a client has gone away from a stream or a hung request (bounded, so a
-    /// broken gateway fails the test instead of hanging it).
+    /// Waits until a client has gone away from a stream or a hung request (bounded by
+    /// [`GUARD`]).
     pub fn wait_abandoned(&self) -> bool {
-        self.abandoned.recv_timeout(Duration::from_secs(30)).is_ok()
+        self.abandoned.recv_timeout(GUARD).is_ok()
+    }
+
+    /// Waits until `count` requests have been received, woken by each one as it arrives
+    /// (bounded by [`GUARD`]); says whether they all came.
+    pub fn wait_received(&self, count: usize) -> bool {
+        let received = self.shared.received.lock().unwrap();
+        let (received, _) = self
+            .shared
+            .arrived
+            .wait_timeout_while(received, GUARD, |received| received.len() < count)
+            .unwrap();
+        received.len() >= count
     }
 }
 
@@ -185,19 +282,54 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
     };
     let mut answer = (shared.handler)(&received);
     shared.received.lock().unwrap().push(received);
-    while let Answer::After(pause, then) = answer {
-        // A thread's sleep, not the runtime's timer: the timer rounds every pause up to its
-        // next millisecond tick, which in a closed loop locks onto the caller's phase and
-        // skews a benchmark's comparisons by up to a millisecond.
-        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
-        answer = *then;
+    shared.arrived.notify_all();
+    let mut headers = Vec::new();
+    loop {
+        match answer {
+            Answer::After(pause, then) => {
+                // A thread's sleep, not the runtime's timer: the timer rounds every pause up to
+                // its next millisecond tick, which in a closed loop locks onto the caller's
+                // phase and skews a benchmark's comparisons by up to a millisecond.
+                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(pause)).await;
+                answer = *then;
+            }
+            Answer::WithHeaders(more, then) => {
+                headers.extend(more);
+                answer = *then;
+            }
+            Answer::Hang => {
+                let _guard = Guard {
+                    shared,
+                    finished: false,
+                };
+                return std::future::pending().await;
+            }
+            _ => break,
+        }
     }
+    let mut response = respond(shared, answer);
+    for (name, value) in headers {
+        response.headers_mut().append(
+            axum::http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+            axum::http::HeaderValue::from_str(&value).expect("a header value"),
+        );
+    }
+    response
+}
+
+/// The response `answer` stands for (pauses and added headers already taken off).
+fn respond(shared: Arc<Shared>, answer: Answer) -> Response {
     match answer {
         Answer::Json(status, value) => Response::builder()
             .status(StatusCode::from_u16(status).unwrap())
             .header("content-type", "application/json")
             .header("x-request-id", "req-fake")
             .body(Body::from(value.to_string()))
+            .unwrap(),
+        Answer::Text(status, text) => Response::builder()
+            .status(StatusCode::from_u16(status).unwrap())
+            .header("content-type", "text/plain")
+            .body(Body::from(text))
             .unwrap(),
         Answer::Redirect(location) => Response::builder()
             .status(StatusCode::TEMPORARY_REDIRECT)
@@ -221,7 +353,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Answer::Stream(events) => sse(shared, events, false),
         Answer::Events(events) => named_sse(shared, events, false),
         Answer::EventsThenHang(events) => named_sse(shared, events, true),
-        Answer::After(..) => unreachable!("unwrapped above"),
+        Answer::After(..) | Answer::WithHeaders(..) => unreachable!("taken off by the caller"),
         Answer::StreamThenHang(events) => sse(shared, events, true),
         Answer::StreamEndless(event) => {
             let stream = async_stream::stream! {
@@ -236,15 +368,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .body(Body::from_stream(stream))
                 .unwrap()
         }
-        Answer::Hang => {
-            let mut guard = Guard {
-                shared,
-                finished: false,
-            };
-            std::future::pending::<()>().await;
-            guard.finished = true;
-            unreachable!()
-        }
+        Answer::Hang => unreachable!("the caller never answers it"),
     }
 }
 
@@ -284,7 +408,6 @@ fn named_sse(shared: Arc<Shared>, events: Vec<(String, Value)>, hang: bool) -> R
         .unwrap()
 }
 
-/// A non-streamed chat completion with `message` as its only choice.
 /// An upstream that answers every chat call with the recorded session's next assistant
 /// message, in order (a session replayed turn by turn).
 pub fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
@@ -304,6 +427,7 @@ pub fn recorded_upstream(messages: &[Value]) -> FakeUpstream {
     })
 }
 
+/// A non-streamed chat completion with `message` as its only choice.
 pub fn completion(message: Value, usage: Option<Value>) -> Value {
     let finish = if message.get("tool_calls").is_some() {
         "tool_calls"
@@ -406,6 +530,23 @@ pub fn reply(request: &Recorded, message: Value, usage: Option<Value>) -> Answer
     } else {
         Answer::Json(200, completion(message, usage))
     }
+}
+
+/// A whole chat completion answering `content`, with usage.
+pub fn chat_reply(content: &str) -> Answer {
+    Answer::Json(
+        200,
+        completion(
+            json!({"role": "assistant", "content": content}),
+            Some(json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})),
+        ),
+    )
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    listener.local_addr().expect("a bound address").port()
 }
 
 /// An assistant message calling one tool.

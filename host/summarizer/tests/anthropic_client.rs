@@ -5,7 +5,7 @@ mod support;
 use ctxhost_sdk::{ErrorKind, SummarizeRequest};
 use ctxhost_summarizer::{build, Provider, SummarizerSettings};
 use serde_json::json;
-use support::{messages_reply, runtime, Reply, TestServer};
+use support::{messages_reply, runtime, Answer, FakeUpstream};
 
 fn settings(base_url: String, key_env: &str) -> SummarizerSettings {
     SummarizerSettings {
@@ -37,7 +37,7 @@ fn request() -> SummarizeRequest {
 #[test]
 fn sends_a_messages_request_and_returns_the_text() {
     std::env::set_var("CTXHOST_TEST_ANTHROPIC_SHAPE_KEY", "ak-test");
-    let server = TestServer::start(vec![messages_reply("## Goal\n- migrate the db")]);
+    let server = FakeUpstream::scripted(vec![messages_reply("## Goal\n- migrate the db")]);
     let rt = runtime();
     let summarizer = build(
         &settings(server.base_url(), "CTXHOST_TEST_ANTHROPIC_SHAPE_KEY"),
@@ -51,7 +51,7 @@ fn sends_a_messages_request_and_returns_the_text() {
     let summary = summarizer.summarize(&request()).unwrap();
     assert_eq!(summary.text, "## Goal\n- migrate the db");
 
-    let requests = server.requests();
+    let requests = server.received();
     assert_eq!(requests.len(), 1);
     let sent = &requests[0];
     assert_eq!(sent.method, "POST");
@@ -74,8 +74,8 @@ fn sends_a_messages_request_and_returns_the_text() {
 #[test]
 fn overloaded_is_retried() {
     std::env::set_var("CTXHOST_TEST_ANTHROPIC_RETRY_KEY", "ak-retry");
-    let server = TestServer::start(vec![
-        Reply::json(
+    let server = FakeUpstream::scripted(vec![
+        Answer::Json(
             529,
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ),
@@ -91,13 +91,13 @@ fn overloaded_is_retried() {
         summarizer.summarize(&request()).unwrap().text,
         "after the storm"
     );
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.received().len(), 2);
 }
 
 #[test]
 fn forbidden_is_an_auth_failure_naming_the_variable() {
     std::env::set_var("CTXHOST_TEST_ANTHROPIC_AUTH_KEY", "ak-bad");
-    let server = TestServer::start(vec![Reply::json(
+    let server = FakeUpstream::scripted(vec![Answer::Json(
         403,
         json!({"type": "error", "error": {"type": "permission_error", "message": "no access"}}),
     )]);
@@ -115,13 +115,13 @@ fn forbidden_is_an_auth_failure_naming_the_variable() {
             .contains("check $CTXHOST_TEST_ANTHROPIC_AUTH_KEY"),
         "{error}"
     );
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.received().len(), 1);
 }
 
 #[test]
 fn an_answer_without_text_is_unavailable() {
     std::env::set_var("CTXHOST_TEST_ANTHROPIC_EMPTY_KEY", "ak-empty");
-    let server = TestServer::start(vec![Reply::json(
+    let server = FakeUpstream::scripted(vec![Answer::Json(
         200,
         json!({"type": "message", "content": [], "stop_reason": "max_tokens"}),
     )]);

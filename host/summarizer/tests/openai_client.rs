@@ -8,7 +8,7 @@ use ctxhost_sdk::{ErrorKind, SummarizeRequest};
 use ctxhost_summarizer::fit::estimate_tokens;
 use ctxhost_summarizer::{build, Provider, SummarizerSettings};
 use serde_json::json;
-use support::{chat_reply, closed_port, runtime, Reply, TestServer};
+use support::{chat_reply, closed_port, runtime, Answer, FakeUpstream};
 
 fn settings(provider: Provider, base_url: String, key_env: Option<&str>) -> SummarizerSettings {
     SummarizerSettings {
@@ -40,7 +40,7 @@ fn request() -> SummarizeRequest {
 #[test]
 fn sends_a_chat_completion_and_returns_the_summary() {
     std::env::set_var("CTXHOST_TEST_OPENAI_SHAPE_KEY", "sk-test-shape");
-    let server = TestServer::start(vec![chat_reply("## Goal\n- fix the parser")]);
+    let server = FakeUpstream::scripted(vec![chat_reply("## Goal\n- fix the parser")]);
     let rt = runtime();
     let summarizer = build(
         &settings(
@@ -60,7 +60,7 @@ fn sends_a_chat_completion_and_returns_the_summary() {
     assert_eq!(summary.text, "## Goal\n- fix the parser");
     assert_eq!(summary.summarizer, summarizer.describe());
 
-    let requests = server.requests();
+    let requests = server.received();
     assert_eq!(requests.len(), 1);
     let sent = &requests[0];
     assert_eq!(sent.method, "POST");
@@ -87,9 +87,9 @@ fn sends_a_chat_completion_and_returns_the_summary() {
 #[test]
 fn retries_429_and_500_then_succeeds() {
     std::env::set_var("CTXHOST_TEST_OPENAI_RETRY_KEY", "sk-retry");
-    let server = TestServer::start(vec![
-        Reply::json(429, json!({"error": {"message": "slow down"}})).header("Retry-After", "0"),
-        Reply::text(500, "upstream exploded"),
+    let server = FakeUpstream::scripted(vec![
+        Answer::Json(429, json!({"error": {"message": "slow down"}})).header("Retry-After", "0"),
+        Answer::Text(500, "upstream exploded".into()),
         chat_reply("third time lucky"),
     ]);
     let rt = runtime();
@@ -104,14 +104,14 @@ fn retries_429_and_500_then_succeeds() {
     .unwrap();
     let summary = summarizer.summarize(&request()).unwrap();
     assert_eq!(summary.text, "third time lucky");
-    assert_eq!(server.requests().len(), 3);
+    assert_eq!(server.received().len(), 3);
 }
 
 #[test]
 fn gives_up_after_max_retries_with_unavailable() {
-    let server = TestServer::start(vec![
-        Reply::text(503, "busy"),
-        Reply::text(502, "bad gateway"),
+    let server = FakeUpstream::scripted(vec![
+        Answer::Text(503, "busy".into()),
+        Answer::Text(502, "bad gateway".into()),
     ]);
     let rt = runtime();
     let mut settings = settings(Provider::Custom, server.base_url(), None);
@@ -124,13 +124,13 @@ fn gives_up_after_max_retries_with_unavailable() {
         error.message().contains("gave up after 2 attempts"),
         "{error}"
     );
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.received().len(), 2);
 }
 
 #[test]
 fn honours_retry_after() {
-    let server = TestServer::start(vec![
-        Reply::text(429, "wait").header("Retry-After", "1"),
+    let server = FakeUpstream::scripted(vec![
+        Answer::Text(429, "wait".into()).header("Retry-After", "1"),
         chat_reply("patience"),
     ]);
     let rt = runtime();
@@ -142,13 +142,13 @@ fn honours_retry_after() {
     let started = Instant::now();
     assert_eq!(summarizer.summarize(&request()).unwrap().text, "patience");
     assert!(started.elapsed() >= Duration::from_millis(950));
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.received().len(), 2);
 }
 
 #[test]
 fn times_out_and_reports_unavailable() {
     let slow = chat_reply("too late").after(Duration::from_secs(2));
-    let server = TestServer::start(vec![slow.clone(), slow]);
+    let server = FakeUpstream::scripted(vec![slow.clone(), slow]);
     let rt = runtime();
     let mut settings = settings(Provider::Custom, server.base_url(), None);
     settings.timeout = 0.3;
@@ -157,21 +157,21 @@ fn times_out_and_reports_unavailable() {
     let error = summarizer.summarize(&request()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable);
     assert!(error.message().contains("timed out after 0.3s"), "{error}");
-    assert_eq!(server.requests().len(), 2, "a timeout is retried");
+    assert_eq!(server.received().len(), 2, "a timeout is retried");
 }
 
 #[test]
 fn garbage_and_empty_answers_are_unavailable_and_not_retried() {
     let rt = runtime();
     let cases = [
-        Reply::text(200, "<html>definitely not json</html>"),
+        Answer::Text(200, "<html>definitely not json</html>".into()),
         chat_reply("   "),
-        Reply::json(200, json!({"choices": []})),
-        Reply::json(200, json!({"unexpected": true})),
+        Answer::Json(200, json!({"choices": []})),
+        Answer::Json(200, json!({"unexpected": true})),
         chat_reply("<think>only reasoning</think>"),
     ];
     for reply in cases {
-        let server = TestServer::start(vec![reply.clone()]);
+        let server = FakeUpstream::scripted(vec![reply.clone()]);
         let summarizer = build(
             &settings(Provider::Custom, server.base_url(), None),
             rt.handle().clone(),
@@ -179,13 +179,13 @@ fn garbage_and_empty_answers_are_unavailable_and_not_retried() {
         .unwrap();
         let error = summarizer.summarize(&request()).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unavailable, "{reply:?}: {error}");
-        assert_eq!(server.requests().len(), 1, "{reply:?}");
+        assert_eq!(server.received().len(), 1, "{reply:?}");
     }
 }
 
 #[test]
 fn reasoning_blocks_are_stripped_from_the_summary() {
-    let server = TestServer::start(vec![chat_reply(
+    let server = FakeUpstream::scripted(vec![chat_reply(
         "<think>let me think</think>\n## Goal\n- x",
     )]);
     let rt = runtime();
@@ -203,7 +203,7 @@ fn reasoning_blocks_are_stripped_from_the_summary() {
 #[test]
 fn auth_failures_are_not_retried_and_name_the_variable() {
     std::env::set_var("CTXHOST_TEST_OPENAI_AUTH_KEY", "sk-wrong");
-    let server = TestServer::start(vec![Reply::json(
+    let server = FakeUpstream::scripted(vec![Answer::Json(
         401,
         json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
     )]);
@@ -226,12 +226,12 @@ fn auth_failures_are_not_retried_and_name_the_variable() {
         "{error}"
     );
     assert!(error.message().contains("Incorrect API key provided"));
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.received().len(), 1);
 }
 
 #[test]
 fn not_found_names_the_url() {
-    let server = TestServer::start(vec![Reply::json(
+    let server = FakeUpstream::scripted(vec![Answer::Json(
         404,
         json!({"error": {"message": "The model `nope` does not exist"}}),
     )]);
@@ -250,12 +250,12 @@ fn not_found_names_the_url() {
             .starts_with(&format!("model or endpoint not found: {url}")),
         "{error}"
     );
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.received().len(), 1);
 }
 
 #[test]
 fn a_missing_key_is_not_configured_and_sends_nothing() {
-    let server = TestServer::start(vec![chat_reply("unused")]);
+    let server = FakeUpstream::scripted(vec![chat_reply("unused")]);
     let rt = runtime();
     let summarizer = build(
         &settings(
@@ -274,12 +274,12 @@ fn a_missing_key_is_not_configured_and_sends_nothing() {
             .contains("$CTXHOST_TEST_OPENAI_UNSET_KEY is not set"),
         "{error}"
     );
-    assert!(server.requests().is_empty());
+    assert!(server.received().is_empty());
 }
 
 #[test]
 fn a_keyless_custom_endpoint_sends_no_authorization() {
-    let server = TestServer::start(vec![chat_reply("local summary")]);
+    let server = FakeUpstream::scripted(vec![chat_reply("local summary")]);
     let rt = runtime();
     let mut settings = settings(Provider::Custom, server.base_url(), None);
     settings.model = Some("llama3".into());
@@ -292,7 +292,7 @@ fn a_keyless_custom_endpoint_sends_no_authorization() {
         summarizer.summarize(&request()).unwrap().text,
         "local summary"
     );
-    let sent = &server.requests()[0];
+    let sent = &server.received()[0];
     assert_eq!(sent.header("authorization"), None);
     assert_eq!(sent.json()["model"], "llama3");
 }
@@ -318,7 +318,7 @@ fn connection_errors_are_retried_then_unavailable() {
 
 #[test]
 fn oversized_content_is_trimmed_to_the_window() {
-    let server = TestServer::start(vec![chat_reply("short")]);
+    let server = FakeUpstream::scripted(vec![chat_reply("short")]);
     let rt = runtime();
     let mut settings = settings(Provider::Custom, server.base_url(), None);
     settings.context_length = Some(4096);
@@ -336,7 +336,7 @@ fn oversized_content_is_trimmed_to_the_window() {
         ..request()
     };
     summarizer.summarize(&request).unwrap();
-    let body = server.requests()[0].json();
+    let body = server.received()[0].json();
     let system = body["messages"][0]["content"].as_str().unwrap();
     let user = body["messages"][1]["content"].as_str().unwrap();
     let total = estimate_tokens(system) + estimate_tokens(user) + 500;

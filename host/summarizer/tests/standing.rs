@@ -4,7 +4,7 @@ mod support;
 
 use ctxhost_sdk::{SummarizeRequest, SummaryShape};
 use ctxhost_summarizer::{build, Provider, SummarizerSettings};
-use support::{chat_reply, runtime, TestServer};
+use support::{chat_reply, runtime, FakeUpstream};
 
 fn settings(base_url: String) -> SummarizerSettings {
     SummarizerSettings {
@@ -24,7 +24,7 @@ fn settings(base_url: String) -> SummarizerSettings {
 fn a_dropped_standing_fact_is_added_back() {
     // The model keeps the budget but forgets the rule carried from the previous summary and
     // the region the new turns state.
-    let server = TestServer::start(vec![chat_reply(
+    let server = FakeUpstream::scripted(vec![chat_reply(
         "## Goal\n- ship the ledger\n\n## Standing Facts\n- Constraint (budget): The budget is $700.\n\n\
          ## Next Steps\n- deploy",
     )]);
@@ -50,7 +50,7 @@ fn a_dropped_standing_fact_is_added_back() {
          ## Next Steps\n- deploy"
     );
     // The model was asked for the section.
-    let prompt = server.requests()[0].json()["messages"][1]["content"]
+    let prompt = server.received()[0].json()["messages"][1]["content"]
         .as_str()
         .unwrap()
         .to_string();

@@ -1,7 +1,7 @@
 //! `ctxhost serve` and secrets: none reaches the summarizer through the gateway, and a
 //! credential in the upstream's URL is never printed nor sent to a client.
 
-use ctxhost_tests::fake_provider::closed_port;
+use ctxhost_tests::upstream::closed_port;
 use ctxhost_tests::upstream::{completion, recorded_upstream, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::json;

@@ -71,7 +71,7 @@ fn an_upstream_without_its_version_segment_is_refused_with_the_fix() {
 #[test]
 fn an_upstream_that_is_the_gateway_itself_is_refused() {
     let sandbox = Sandbox::new();
-    let port = ctxhost_tests::fake_provider::closed_port().to_string();
+    let port = ctxhost_tests::upstream::closed_port().to_string();
     for host in ["127.0.0.1", "localhost", "0.0.0.0"] {
         let listen = format!("127.0.0.1:{port}");
         let upstream = format!("http://{host}:{port}/v1");

@@ -365,7 +365,7 @@ fn the_doctor_reports_the_gateways_database() {
     assert!(report["gateway_store"]["schema_version"].as_i64().unwrap() >= 2);
 
     // A database that does not answer: the doctor says so, with the cause, and fails.
-    let port = ctxhost_tests::fake_provider::closed_port();
+    let port = ctxhost_tests::upstream::closed_port();
     sandbox.write_config(&format!(
         "serve:\n  state: postgres://ctxhost:secret@127.0.0.1:{port}/gone\n  database:\n    \
          connect_timeout_seconds: 2\n"
