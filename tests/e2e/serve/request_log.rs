@@ -3,7 +3,6 @@
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use ctxhost_tests::upstream::{chunks, reply, Answer, FakeUpstream};
 use ctxhost_tests::Sandbox;
@@ -88,14 +87,7 @@ fn every_request_is_logged_once_with_how_it_ended() {
     )
     .unwrap();
     // It leaves once the request has reached the upstream.
-    let asked = Instant::now();
-    while upstream.received().len() < 5 {
-        assert!(
-            asked.elapsed() < Duration::from_secs(30),
-            "never reached the upstream"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert!(upstream.wait_received(5), "never reached the upstream");
     drop(socket);
     assert!(upstream.wait_abandoned());
     let line = gateway.wait_for_log("outcome=cancelled_before_headers");
