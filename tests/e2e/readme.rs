@@ -310,9 +310,18 @@ fn the_first_screen_says_what_ctxhost_is_and_holds_the_recipes_and_the_two_comma
         screen.matches(&gateway).count() >= 3,
         "each agent's base URL"
     );
-    // The two commands stay the ones `.ci/run` checks and the first one it names.
+    // The two commands stay the ones `.ci/run` checks: it runs `cargo test --workspace` in two
+    // stages, every test but the slow stage's filters, then the end-to-end tests they name (and
+    // checks that the filters name those tests only).
     let ci = std::fs::read_to_string(workspace_root().join(".ci/run")).unwrap();
-    assert!(ci.contains("\ncargo test --workspace\n"), "{ci}");
+    assert!(
+        ci.contains("\ncargo test --workspace -- \"${skip[@]}\"\n"),
+        "{ci}"
+    );
+    assert!(
+        ci.contains("\ncargo test -p ctxhost-tests --test e2e -- \"${slow[@]}\"\n"),
+        "{ci}"
+    );
 }
 
 #[test]
