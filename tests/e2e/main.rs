@@ -3,6 +3,7 @@
 
 mod abi;
 mod agent_logs;
+mod architecture;
 mod config_cmd;
 mod config_errors;
 mod dependencies;
