@@ -319,7 +319,7 @@ fn the_first_screen_says_what_ctxhost_is_and_holds_the_recipes_and_the_two_comma
         "{ci}"
     );
     assert!(
-        ci.contains("\ncargo test -p ctxhost-tests --test e2e -- \"${slow[@]}\"\n"),
+        ci.contains("\ncargo test --workspace --test e2e -- \"${slow[@]}\"\n"),
         "{ci}"
     );
 }
