@@ -221,7 +221,9 @@ mod tests {
     fn an_agent_told_by_its_headers_is_held_to_its_own_shapes() {
         let history = [
             Message::system("s"),
-            Message::user("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary"),
+            Message::user(
+                "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary",
+            ),
         ];
         assert_eq!(
             recognise(Agent::Unknown, &request(&history)).map(|r| r.kind),

@@ -101,7 +101,11 @@ fn a_user_quoting_claude_codes_summary_request_gets_the_models_answer() {
         "{headers:?}"
     );
     assert_eq!(answer, MODEL_ANSWER);
-    assert_eq!(wire.requests(&upstream).len(), 2, "the question reached the model");
+    assert_eq!(
+        wire.requests(&upstream).len(),
+        2,
+        "the question reached the model"
+    );
     let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
     let last = sent.last().unwrap().to_string();
     assert!(last.contains("What does it ask for"), "{last}");
@@ -177,8 +181,7 @@ fn codexs_compaction_is_told_by_its_turn_metadata_in_the_header_and_in_the_body(
     // A later Codex words its prompt anew: the metadata says what the request is.
     let reworded = "Write a checkpoint of this task for the model that takes it over.";
     for in_body in [false, true] {
-        let (headers, answer) =
-            codex_request(&gateway, &messages, reworded, "compaction", in_body);
+        let (headers, answer) = codex_request(&gateway, &messages, reworded, "compaction", in_body);
         assert_eq!(
             headers["x-ctxhost-client-compaction"], "codex_handoff",
             "in the body: {in_body}"

@@ -11,7 +11,7 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
-use super::AgentCompaction;
+use super::AnsweredBy;
 use super::Turn;
 use crate::conversation::{Continuity, Resumed};
 use crate::metrics::Metric;
@@ -44,13 +44,13 @@ impl Turn {
         model: &str,
         window: u64,
         resumed: Option<Resumed>,
-        agent: Option<AgentCompaction>,
+        agent: Option<AnsweredBy>,
     ) -> Prepared {
         let mut draft = self.take_in(history, resumed);
         match agent {
-            Some(AgentCompaction::Leave) => return self.prepared(draft),
+            Some(AnsweredBy::Upstream) => return self.prepared(draft),
             // The answer stands for the whole history: one being prepared is finished first.
-            Some(AgentCompaction::Answer) => {
+            Some(AnsweredBy::Engine) => {
                 self.guard.settle_pending(None).await;
             }
             None => {}
