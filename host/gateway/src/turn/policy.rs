@@ -1,4 +1,4 @@
-//! The compaction policy of a turn: what goes upstream (the view plus what is new), when the
+//! The compression policy of a turn: what goes upstream (the view plus what is new), when the
 //! engine compresses first (`should_compress` on the last call's prompt tokens, else
 //! `should_compress_preflight`), when a compression is not worth a cold prompt cache, when one
 //! is prepared in the background and when a request waits for one ([`TurnPlan`]), and what
