@@ -177,10 +177,7 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
         );
     }
     // The agents' profiles sit on the formats, under the gateway that uses them.
-    assert_eq!(
-        on_host("ctxhost-agents"),
-        vec!["ctxhost-wire".to_string()]
-    );
+    assert_eq!(on_host("ctxhost-agents"), vec!["ctxhost-wire".to_string()]);
     assert!(direct("ctxhost-gateway").contains(&"ctxhost-agents".to_string()));
     // The gateway never depends on the binary; the binary is the top.
     assert!(!on_host("ctxhost-gateway").contains(&"ctxhost".to_string()));
