@@ -1,4 +1,5 @@
-//! An agent's own compaction request, recognised only in the shape that agent sends it: its
+//! An agent's own compaction request, recognised ([`Agent::compaction`]) only in the shape that
+//! agent sends it: its
 //! request metadata first (Codex's turn metadata), then the role and position of its prompt
 //! (the last user message, or a text block of its own at the end of it), the Responses
 //! `compaction_trigger` item, or the compact route. A phrase inside a user's own words is never
@@ -9,7 +10,7 @@ use ctxhost_wire::responses::{carried_items, set_carried_items};
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
-use crate::{claude_code, codex, hermes, Agent};
+use crate::Agent;
 
 /// An agent's own compaction request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,26 +136,6 @@ pub struct Request<'a> {
     pub compact_route: bool,
 }
 
-/// The compaction `request` is, if it is one: `agent`'s own shapes when its headers told it,
-/// else each agent's shape in turn (a client that names itself nowhere may still compact as one
-/// of them does). On the compact route it always is one.
-pub fn recognise(agent: Agent, request: &Request<'_>) -> Option<Recognised> {
-    if request.compact_route {
-        return Some(Recognised {
-            kind: Compaction::CompactRoute,
-            prompt: Prompt::None,
-        });
-    }
-    match agent {
-        Agent::ClaudeCode => claude_code::compaction(request.history),
-        Agent::Codex => codex::compaction(request),
-        Agent::Hermes => hermes::compaction(request.history),
-        Agent::Unknown => codex::compaction(request)
-            .or_else(|| claude_code::compaction(request.history))
-            .or_else(|| hermes::compaction(request.history)),
-    }
-}
-
 /// Whether a carried item is a Responses `compaction_trigger`.
 pub(crate) fn is_trigger(item: &Value) -> bool {
     item["type"] == "compaction_trigger"
@@ -198,10 +179,10 @@ mod tests {
             {"type": "compaction_trigger"},
         ]);
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        let recognised = recognise(Agent::Unknown, &request(&history)).unwrap();
+        let recognised = Agent::Unknown.compaction(&request(&history)).unwrap();
         assert_eq!(recognised.kind, Compaction::CompactionTrigger);
         recognised.take_prompt(&mut history);
-        assert_eq!(recognise(Agent::Unknown, &request(&history)), None);
+        assert_eq!(Agent::Unknown.compaction(&request(&history)), None);
         let back = ctxhost_wire::responses::from_messages(&history).input;
         assert_eq!(back, json!([{"role": "user", "content": "hi"}]));
     }
@@ -212,7 +193,7 @@ mod tests {
         let mut on_route = request(&history);
         on_route.compact_route = true;
         assert_eq!(
-            recognise(Agent::ClaudeCode, &on_route).map(|r| r.kind),
+            Agent::ClaudeCode.compaction(&on_route).map(|r| r.kind),
             Some(Compaction::CompactRoute)
         );
     }
@@ -226,9 +207,11 @@ mod tests {
             ),
         ];
         assert_eq!(
-            recognise(Agent::Unknown, &request(&history)).map(|r| r.kind),
+            Agent::Unknown
+                .compaction(&request(&history))
+                .map(|r| r.kind),
             Some(Compaction::CodexHandoff)
         );
-        assert_eq!(recognise(Agent::ClaudeCode, &request(&history)), None);
+        assert_eq!(Agent::ClaudeCode.compaction(&request(&history)), None);
     }
 }

@@ -10,7 +10,7 @@
 //! Which agent sent a request is told once ([`Agent::of_headers`]) from what only that agent
 //! sends on its own wire (its session header, its user agent, its request metadata); a client
 //! its headers do not tell is [`Agent::Unknown`], and its compaction, if any, is recognised by
-//! each agent's shape in turn ([`compaction::recognise`]).
+//! each agent's shape in turn ([`Agent::compaction`]).
 
 pub mod claude_code;
 pub mod codex;
@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod handoff;
 pub mod hermes;
 
+use compaction::{Compaction, Prompt, Recognised, Request};
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
@@ -62,6 +63,26 @@ impl Agent {
             Agent::ClaudeCode => Some(claude_code::SESSION_HEADER),
             Agent::Codex => Some(codex::SESSION_HEADER),
             Agent::Hermes | Agent::Unknown => None,
+        }
+    }
+
+    /// The compaction `request` is, if it is one: this agent's own shapes when its headers told
+    /// it, else each agent's shape in turn (a client that names itself nowhere may still compact
+    /// as one of them does). On the compact route it always is one.
+    pub fn compaction(self, request: &Request<'_>) -> Option<Recognised> {
+        if request.compact_route {
+            return Some(Recognised {
+                kind: Compaction::CompactRoute,
+                prompt: Prompt::None,
+            });
+        }
+        match self {
+            Agent::ClaudeCode => claude_code::compaction(request.history),
+            Agent::Codex => codex::compaction(request),
+            Agent::Hermes => hermes::compaction(request.history),
+            Agent::Unknown => codex::compaction(request)
+                .or_else(|| claude_code::compaction(request.history))
+                .or_else(|| hermes::compaction(request.history)),
         }
     }
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use ctxhost_agents::compaction::{self, Request};
+use ctxhost_agents::compaction::Request;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::Message;
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -81,15 +81,12 @@ fn each_recorded_request_is_told_as_its_agent_sends_it() {
         let (mut history, fields) = take_apart(wire, &fixture["body"]);
         let agent = Agent::of_headers(speakers(wire), &headers, &fields);
         assert_eq!(agent.as_str(), expect["agent"], "{name}");
-        let recognised = compaction::recognise(
-            agent,
-            &Request {
-                headers: &headers,
-                fields: &fields,
-                history: &history,
-                compact_route: false,
-            },
-        );
+        let recognised = agent.compaction(&Request {
+            headers: &headers,
+            fields: &fields,
+            history: &history,
+            compact_route: false,
+        });
         assert_eq!(
             recognised.map(|r| r.kind.as_str()),
             expect["compaction"].as_str(),

@@ -58,15 +58,12 @@ pub(super) fn classify<W: Wire>(
     };
     let fields = W::fields(&parsed.request);
     let agent = Agent::of_headers(W::AGENTS, headers, fields);
-    let recognised = compaction::recognise(
-        agent,
-        &compaction::Request {
-            headers,
-            fields,
-            history: &parsed.history,
-            compact_route: route == Route::Compact,
-        },
-    );
+    let recognised = agent.compaction(&compaction::Request {
+        headers,
+        fields,
+        history: &parsed.history,
+        compact_route: route == Route::Compact,
+    });
     let kind = match recognised {
         None => Kind::Turn,
         Some(recognised) => match owner(recognised.kind, settings.client_compaction) {
