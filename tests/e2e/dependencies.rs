@@ -65,6 +65,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-config",
     "ctxhost-core",
     "ctxhost-wire",
+    "ctxhost-agents",
     "ctxhost-gateway",
     "ctxhost-gateway-state",
     "ctxhost",
@@ -175,6 +176,9 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
             "core uses {upper}"
         );
     }
+    // The agents' profiles sit on the formats, under the gateway that uses them.
+    assert_eq!(on_host("ctxhost-agents"), vec!["ctxhost-wire".to_string()]);
+    assert!(direct("ctxhost-gateway").contains(&"ctxhost-agents".to_string()));
     // The gateway never depends on the binary; the binary is the top.
     assert!(!on_host("ctxhost-gateway").contains(&"ctxhost".to_string()));
     assert!(direct("ctxhost").contains(&"ctxhost-gateway".to_string()));

@@ -8,7 +8,7 @@
 //! engine is busy, so nothing else asks it: usage is queued for it and tools wait.
 //!
 //! With several gateways on one database, the one preparing a compression holds the session's
-//! compaction lease and, once done, keeps the result in the database; whichever gateway serves
+//! compression lease (the store's `LeaseKind::Compaction`) and, once done, keeps the result in the database; whichever gateway serves
 //! the next request takes it in from there (or waits for it as above). One that finds the lease
 //! lapsed with no result knows its preparer died, and goes on as if none had been started.
 
@@ -105,7 +105,7 @@ impl Live {
 impl Turn {
     /// Starts compressing `upstream` (what this request sends, standing for the whole lineage
     /// so far) in the background, the session being at `standing`; with a shared database,
-    /// only if this gateway gets the session's compaction lease. False when none was started.
+    /// only if this gateway gets the session's compression lease. False when none was started.
     pub(super) async fn start_pending(
         &mut self,
         upstream: Arc<Vec<Message>>,

@@ -106,9 +106,9 @@ pub struct Gateway {
     pub saves: tokio_util::task::TaskTracker,
     /// Signs the references in the handoffs given to agents (the state's secret).
     pub signer: compaction::Signer,
-    /// The last session served on the chat wire per credential, for the side calls that name
-    /// none (Hermes' compression).
-    pub served: compaction::served::RecentSessions,
+    /// The last sessions served on the chat wire per credential, for Hermes' compression call
+    /// (it names none).
+    pub served: ctxhost_agents::hermes::served::RecentSessions,
     pub verbose: bool,
     /// With a SQLite state: this gateway's claim on it, held while it serves.
     pub state_lock: Option<store::StateLock>,

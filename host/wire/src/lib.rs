@@ -5,6 +5,5 @@
 //! items ([`responses`], on the same item model as Codex's rollouts).
 
 pub mod anthropic;
-pub mod client_compaction;
 pub mod responses;
 pub mod transcript;

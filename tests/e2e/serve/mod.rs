@@ -8,6 +8,7 @@ mod cache;
 mod client_compaction;
 mod client_compaction_hermes;
 mod clients;
+mod compaction_shapes;
 mod engine_tools;
 mod failures;
 mod lcm_grep;

@@ -1,34 +1,34 @@
 //! An agent's own compaction, with one owner per history. Agents compact on their own (Codex's
 //! handoff-summary request or its `compaction_trigger` and compact route, Claude Code's summary
-//! request, Hermes' compressor); the gateway recognises these ([`recognise`]) and, with
-//! `serve.client_compaction: engine`, answers them from the session's engine with no model
-//! call: the engine compresses (or its prepared compression is taken in), and the agent gets a
-//! handoff of that view ([`render`]) carrying a signed reference to it ([`reference`]). The
+//! request, Hermes' compressor); each agent's profile recognises its own
+//! ([`ctxhost_agents::compaction`]) and, with `serve.client_compaction: engine`, the gateway
+//! answers it from the session's engine with no model call: the engine compresses (or its
+//! prepared compression is taken in), and the agent gets a handoff of that view in the shape
+//! it keeps ([`ctxhost_agents::handoff`], on its wire by [`render`]) carrying a signed
+//! reference to it ([`reference`]). The
 //! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
 
 pub mod render;
-pub mod served;
 
-// Recognising a request is the wire crate's; the references are the session state's.
+// The references are the session state's.
 pub use ctxhost_gateway_state::reference;
-pub use ctxhost_wire::client_compaction as recognise;
 
 use axum::response::Response;
+use ctxhost_agents::compaction::Compaction;
+use ctxhost_agents::handoff::{handoff, FromEngine, Handoff};
 use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, set_carried_items};
 use serde_json::Value;
 
-pub use recognise::ClientCompaction;
 pub use reference::Signer;
 
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
-pub use crate::turn::AgentCompaction;
 use crate::turn::{set_header, with_session_headers, Turn};
 use reference::{find_in_text, marker_line, ForgedReference, Reference};
-use render::{Counts, Handoff, Shape};
+use render::{Counts, Shape};
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,12 +134,12 @@ fn taken(reference: Reference, at: usize) -> TakenUp {
 
 /// How the answer goes out, and for whom.
 pub struct Answering<'a> {
-    pub kind: ClientCompaction,
+    pub kind: Compaction,
     pub shape: Shape<'a>,
 }
 
 /// Answers the agent's compaction from the session's engine (the turn was prepared with
-/// [`AgentCompaction::Answer`]): the view is made to stand for the whole history, the handoff
+/// [`AnsweredBy::Engine`](crate::turn::AnsweredBy)): the view is made to stand for the whole history, the handoff
 /// names it, and the session is saved and released.
 pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>) -> Response {
     let signer = turn.gateway.signer.clone();
@@ -167,14 +167,18 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
     );
     let mut tools: Vec<&str> = live.tools.names().iter().map(String::as_str).collect();
     tools.sort_unstable();
-    let text = handoff_text(answering.kind, &summaries, &tools, &reference);
-    let handoff = if answering.kind.wants_text() {
-        Handoff::Text(&text)
-    } else {
-        Handoff::Item(&reference)
+    let marker_line = marker_line(&reference);
+    let engine = FromEngine {
+        summaries: &summaries,
+        tools: &tools,
+        reference: &reference,
+        marker_line: &marker_line,
     };
+    let handoff = handoff(answering.kind, &engine);
     let output = match &handoff {
-        Handoff::Text(text) => live.session.count_message(&Message::assistant(*text)),
+        Handoff::Text(text) => live
+            .session
+            .count_message(&Message::assistant(text.as_str())),
         Handoff::Item(_) => 0,
     };
     // The agent's meter restarts from the view; the engine is asked afresh from there.
@@ -202,33 +206,6 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
     );
     turn.release();
     with_session_headers(response, &headers)
-}
-
-/// The handoff summary: the engine's summaries of the view (Claude Code reads them from a
-/// `<summary>` block), what reaches the rest, and the reference the agent brings back with it.
-fn handoff_text(
-    kind: ClientCompaction,
-    summaries: &[String],
-    tools: &[&str],
-    reference: &str,
-) -> String {
-    let mut text = if summaries.is_empty() {
-        "The context engine (ctxhost) holds this session's whole history; nothing needed summarising yet.".to_string()
-    } else {
-        summaries.join("\n\n")
-    };
-    if !tools.is_empty() {
-        text.push_str(&format!(
-            "\n\nThe context engine's tools ({}) reach everything this summary leaves out.",
-            tools.join(", ")
-        ));
-    }
-    text.push_str("\n\n");
-    text.push_str(&marker_line(reference));
-    match kind {
-        ClientCompaction::ClaudeSummary => format!("<summary>\n{text}\n</summary>"),
-        _ => text,
-    }
 }
 
 #[cfg(test)]

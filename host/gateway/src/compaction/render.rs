@@ -9,19 +9,12 @@
 use axum::body::Body;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
+use ctxhost_agents::handoff::Handoff;
 use serde_json::{json, Value};
 
 use crate::record::unix_now;
 use crate::store::random_u64;
 use crate::wire::Api;
-
-/// What the answer carries.
-pub enum Handoff<'a> {
-    /// A summary for the agent to keep as its history.
-    Text(&'a str),
-    /// A `compaction` item whose `encrypted_content` is this reference.
-    Item(&'a str),
-}
 
 /// The answer's token counts: the view the engine holds, and the answer itself.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +32,7 @@ pub struct Shape<'a> {
     pub compact_route: bool,
 }
 
-pub fn render(shape: &Shape<'_>, handoff: &Handoff<'_>, counts: Counts) -> Response {
+pub fn render(shape: &Shape<'_>, handoff: &Handoff, counts: Counts) -> Response {
     let id = format!("{:016x}", random_u64());
     if let (true, Handoff::Item(reference)) = (shape.compact_route, handoff) {
         return whole(json!({
@@ -75,7 +68,7 @@ fn responses_usage(counts: Counts) -> Value {
     })
 }
 
-fn responses(shape: &Shape<'_>, handoff: &Handoff<'_>, counts: Counts, id: &str) -> Response {
+fn responses(shape: &Shape<'_>, handoff: &Handoff, counts: Counts, id: &str) -> Response {
     let item = match handoff {
         Handoff::Item(reference) => compaction_item(reference, id),
         Handoff::Text(text) => json!({

@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
@@ -90,7 +91,8 @@ async fn of_view<W: Counting>(
     };
     // The headers a turn would carry (Anthropic betas).
     W::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
-    let name = session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?;
+    let agent = Agent::of_headers(W::AGENTS, &headers, W::fields(&parsed.request));
+    let name = session_name(&headers, agent.session_header(), &parsed.history)?;
     let key = SessionKey {
         credential: credential_of(&headers),
         name,

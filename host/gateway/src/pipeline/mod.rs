@@ -1,9 +1,12 @@
 //! The one turn pipeline every provider API goes through, generic over its [`Wire`] adapter:
-//! the request read and taken apart, its session opened and its turn prepared
-//! ([`Turn::begin`]), then the model called with the view plus what is new, the engine's own
-//! tool calls answered in rounds the client never sees, and the answer given whole
+//! the request read, taken apart and classified once ([`classify`]: which agent sent it, and
+//! whether it is a turn, that agent's own compaction, Hermes' compression side call, or one to
+//! relay as sent), then handed to one handler. A turn's session is opened and its turn
+//! prepared ([`Turn::begin`]), then the model called with the view plus what is new, the
+//! engine's own tool calls answered in rounds the client never sees, and the answer given whole
 //! ([`complete`]) or streamed ([`stream`]), with every model call's usage summed ([`usage`]).
 
+mod classify;
 mod complete;
 pub mod count;
 mod side_call;
@@ -19,20 +22,25 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use bytes::Bytes;
+use ctxhost_agents::compaction::Recognised;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use super::auth::credential_of;
-use super::compaction::recognise::{recognise, without_trigger};
 use super::compaction::render::Shape;
-use super::compaction::{self, AgentCompaction, Answering, ClientCompaction};
+use super::compaction::{self, Answering, TakenUp};
 use super::error::{ErrorKind, GatewayError};
-use super::turn::{names_session, session_name, with_session_headers, Turn, TurnRequest};
+use super::session::live::Prepared;
+use super::turn::{
+    names_session, session_name, with_session_headers, AnsweredBy, Turn, TurnRequest,
+};
 use super::wire::responses::Responses;
-use super::wire::{Api, Incoming, Wire};
+use super::wire::{Parsed, Wire};
 use super::Gateway;
+use classify::{classify, Classified, Kind};
 use ctxhost_config::serve::ClientCompactionMode;
-use unmanaged::Unmanaged;
 
 /// `POST` of `W`'s route: the whole turn, its failures in the shape `W`'s clients parse.
 pub async fn handle<W: Wire>(
@@ -78,6 +86,7 @@ impl Route {
     }
 }
 
+/// Parse, classify, then the one handler for what the request is.
 async fn serve<W: Wire>(
     gateway: Arc<Gateway>,
     headers: HeaderMap,
@@ -86,73 +95,26 @@ async fn serve<W: Wire>(
     route: Route,
 ) -> Result<Response, GatewayError> {
     let bytes = gateway.read_request(&headers, body).await?;
-    // Kept for a request relayed as it came (a cheap handle on the same bytes).
-    let sent = bytes.clone();
-    let mut parsed = match W::parse(bytes, &gateway.settings)? {
-        Incoming::Turn(parsed) => parsed,
-        Incoming::Unmanaged(bytes) => {
-            return unmanaged::pass_through(
-                &gateway,
-                route.path::<W>(),
-                &headers,
-                uri.query(),
-                bytes,
-                Unmanaged::StoredState,
-            )
-            .await
-        }
-    };
-    let kind = recognise(&parsed.history, route == Route::Compact);
-    let agent = match kind.map(|kind| owner(kind, gateway.settings.client_compaction)) {
-        None => None,
-        Some(Owner::Relay) => {
-            let path = route.path::<W>();
-            return unmanaged::pass_through(
-                &gateway,
-                path,
-                &headers,
-                uri.query(),
+    let (mut parsed, sent, agent, kind) =
+        match classify::<W>(bytes, &headers, route, &gateway.settings)? {
+            Classified::Relay { why, body } => {
+                let path = route.path::<W>();
+                return unmanaged::pass_through(&gateway, path, &headers, uri.query(), body, why)
+                    .await;
+            }
+            Classified::Managed {
+                parsed,
                 sent,
-                Unmanaged::AgentCompaction,
-            )
-            .await;
-        }
-        Some(Owner::Turn(agent)) => Some(agent),
-    };
+                agent,
+                kind,
+            } => (parsed, sent, agent, kind),
+        };
     let mut headers = headers;
     let feature_window = W::upstream_headers(&mut headers, &parsed.model, &gateway.settings);
     let credential = credential_of(&headers);
-    let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
-        .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
-    if kind == Some(ClientCompaction::HermesCompression) {
-        // Answered by the engine (relayed under the other modes, above).
-        let side_call = side_call::SideCall {
-            headers: &headers,
-            query: uri.query(),
-            sent,
-            credential: &credential,
-            agent,
-            feature_window,
-        };
-        return side_call::hermes_compression::<W>(gateway, parsed, side_call).await;
-    }
-    // An agent that names no session of its own is known by the handoff it brings back.
-    let name = match &taken {
-        Some(taken) if !names_session(&headers, W::CLIENT_SESSION_HEADER) => {
-            taken.reference.session.clone()
-        }
-        _ => session_name(&headers, W::CLIENT_SESSION_HEADER, &parsed.history)?,
-    };
-    let resumed = taken
-        .filter(|taken| taken.reference.session == name)
-        .map(|taken| taken.resumed);
-    if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {
+    if let Kind::Compaction(recognised) = &kind {
         // The engine takes in the history, not the request to compact it.
-        if kind.prompt_is_last() {
-            parsed.history.pop();
-        } else {
-            without_trigger(&mut parsed.history);
-        }
+        recognised.take_prompt(&mut parsed.history);
         if parsed.history.is_empty() {
             return Err(GatewayError::new(
                 ErrorKind::BadRequest,
@@ -160,49 +122,133 @@ async fn serve<W: Wire>(
             ));
         }
     }
+    let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
+        .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
+    let request = Request {
+        headers,
+        query: uri.query(),
+        sent,
+        credential,
+        agent,
+        feature_window,
+        route,
+    };
+    match kind {
+        Kind::Turn => model_turn::<W>(gateway, parsed, request, taken, None).await,
+        Kind::CompactionUpstream => {
+            let left = Some(AnsweredBy::Upstream);
+            model_turn::<W>(gateway, parsed, request, taken, left).await
+        }
+        Kind::Compaction(recognised) => {
+            answer_compaction::<W>(gateway, parsed, request, taken, recognised).await
+        }
+        Kind::SideCall => side_call::hermes_compaction::<W>(gateway, parsed, request).await,
+    }
+}
+
+/// What a managed request came with, beside its parsed body.
+struct Request<'a> {
+    /// The client's headers as the upstream gets them.
+    headers: HeaderMap,
+    query: Option<&'a str>,
+    /// The body as it came, for a side call relayed when no session is found for it.
+    sent: Bytes,
+    credential: String,
+    /// The agent its headers tell.
+    agent: Agent,
+    /// The model's window as the request's features set it.
+    feature_window: Option<u64>,
+    route: Route,
+}
+
+/// Opens the session the request's history belongs to and prepares its turn.
+async fn open<W: Wire>(
+    gateway: Arc<Gateway>,
+    parsed: &mut Parsed<W::Request>,
+    request: &Request<'_>,
+    taken: Option<TakenUp>,
+    agent_compaction: Option<AnsweredBy>,
+) -> Result<(Turn, Prepared), GatewayError> {
+    let header = request.agent.session_header();
+    // An agent that names no session of its own is known by the handoff it brings back.
+    let name = match &taken {
+        Some(taken) if !names_session(&request.headers, header) => taken.reference.session.clone(),
+        _ => session_name(&request.headers, header, &parsed.history)?,
+    };
+    let resumed = taken
+        .filter(|taken| taken.reference.session == name)
+        .map(|taken| taken.resumed);
     let (mut turn, prepared) = Turn::begin(
         gateway,
-        &headers,
+        &request.headers,
         TurnRequest {
             name,
             history: &parsed.history,
             model: &parsed.model,
             output_budget: parsed.output_budget,
             resumed,
-            agent_compaction: agent,
-            feature_window,
+            agent_compaction,
+            feature_window: request.feature_window,
             provider_context: W::provider_context(&parsed.request),
         },
     )
     .await?;
-    if W::API == Api::Chat
+    if W::AGENTS.contains(&Agent::Hermes)
         && turn.gateway.settings.client_compaction == ClientCompactionMode::Engine
     {
-        // For a side call of the agent's that names no session and carries no history of its
-        // own (Hermes' compression), which only the engine answers: the history is kept, not
-        // copied.
+        // For Hermes' compression call, which names no session, carries no history of its own
+        // and only the engine answers: the history is kept, not copied.
         let name = turn.live().record.key.name.clone();
         let history = std::mem::take(&mut parsed.history);
-        turn.gateway.served.remember(&credential, &name, history);
+        turn.gateway
+            .served
+            .remember(&request.credential, &name, history);
     }
-    drop(parsed.history);
-    if let (Some(kind), Some(AgentCompaction::Answer)) = (kind, agent) {
-        let shape = Shape {
-            api: W::API,
-            model: &parsed.model,
-            stream: parsed.stream && route == Route::Own,
-            compact_route: route == Route::Compact,
-        };
-        return Ok(compaction::answer(turn, prepared, Answering { kind, shape }).await);
-    }
+    Ok((turn, prepared))
+}
+
+/// The agent's own compaction, answered by the session's engine with no model call.
+async fn answer_compaction<W: Wire>(
+    gateway: Arc<Gateway>,
+    mut parsed: Parsed<W::Request>,
+    request: Request<'_>,
+    taken: Option<TakenUp>,
+    recognised: Recognised,
+) -> Result<Response, GatewayError> {
+    let answer = Some(AnsweredBy::Engine);
+    let (turn, prepared) = open::<W>(gateway, &mut parsed, &request, taken, answer).await?;
+    let shape = Shape {
+        api: W::API,
+        model: &parsed.model,
+        stream: parsed.stream && request.route == Route::Own,
+        compact_route: request.route == Route::Compact,
+    };
+    let answering = Answering {
+        kind: recognised.kind,
+        shape,
+    };
+    Ok(compaction::answer(turn, prepared, answering).await)
+}
+
+/// A turn the model answers: the view plus what is new, the engine's tool rounds hidden.
+async fn model_turn<W: Wire>(
+    gateway: Arc<Gateway>,
+    mut parsed: Parsed<W::Request>,
+    request: Request<'_>,
+    taken: Option<TakenUp>,
+    agent_compaction: Option<AnsweredBy>,
+) -> Result<Response, GatewayError> {
+    let (mut turn, prepared) =
+        open::<W>(gateway, &mut parsed, &request, taken, agent_compaction).await?;
+    drop(std::mem::take(&mut parsed.history));
     let session_headers = turn.headers.clone();
     let (schemas, engine_names) = tools::engine_tools(turn.live(), &parsed.client_tools);
     let call = ModelCall::<W> {
         request: parsed.request,
         schemas,
         engine_names,
-        headers,
-        query: uri.query().map(str::to_string),
+        headers: request.headers,
+        query: request.query.map(str::to_string),
     };
     let answered = if parsed.stream {
         stream::stream(turn, call, prepared.upstream).await
@@ -212,31 +258,6 @@ async fn serve<W: Wire>(
     // The gateway's own errors name the session too.
     Ok(answered
         .unwrap_or_else(|error| with_session_headers(W::error_response(error), &session_headers)))
-}
-
-/// Who takes an agent's compaction request, under `serve.client_compaction`.
-enum Owner {
-    /// Relayed to the provider exactly as sent, the session untouched: the provider's own
-    /// compaction under `passthrough` (a trigger, the compact route), the compact route under
-    /// `upstream` too (it has no managed form), and Hermes' summary call under `upstream` and
-    /// `passthrough` (a side call that quotes the turns it summarises, not the conversation
-    /// itself; under `engine` it is answered from the session it is for).
-    Relay,
-    /// A turn of the session: answered by the engine, or sent on with the engine leaving it.
-    Turn(AgentCompaction),
-}
-
-fn owner(kind: ClientCompaction, mode: ClientCompactionMode) -> Owner {
-    match (kind, mode) {
-        (ClientCompaction::HermesCompression, ClientCompactionMode::Engine) => {
-            Owner::Turn(AgentCompaction::Answer)
-        }
-        (ClientCompaction::HermesCompression, _) => Owner::Relay,
-        (_, ClientCompactionMode::Engine) => Owner::Turn(AgentCompaction::Answer),
-        (ClientCompaction::CompactRoute, _) => Owner::Relay,
-        (kind, ClientCompactionMode::Passthrough) if kind.provider_owned() => Owner::Relay,
-        _ => Owner::Turn(AgentCompaction::Leave),
-    }
 }
 
 /// What every model call of one request shares: the request, the engine's tools offered with

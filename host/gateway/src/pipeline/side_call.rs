@@ -6,64 +6,47 @@
 
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
 use axum::response::Response;
-use bytes::Bytes;
+use ctxhost_agents::compaction::Compaction;
+use ctxhost_agents::hermes;
 
 use super::unmanaged::{self, Unmanaged};
+use super::Request;
 use crate::compaction::render::Shape;
-use crate::compaction::{self, AgentCompaction, Answering, ClientCompaction};
+use crate::compaction::{self, Answering};
 use crate::error::GatewayError;
-use crate::turn::{names_session, session_name, Turn, TurnRequest};
+use crate::turn::{names_session, session_name, AnsweredBy, Turn, TurnRequest};
 use crate::wire::{Parsed, Wire};
 use crate::Gateway;
 
-/// What the call came with, beside its parsed body.
-pub(super) struct SideCall<'a> {
-    pub headers: &'a HeaderMap,
-    pub query: Option<&'a str>,
-    /// The body as it came, for the upstream when no session is found.
-    pub sent: Bytes,
-    pub credential: &'a str,
-    pub agent: Option<AgentCompaction>,
-    pub feature_window: Option<u64>,
-}
-
-pub(super) async fn hermes_compression<W: Wire>(
+pub(super) async fn hermes_compaction<W: Wire>(
     gateway: Arc<Gateway>,
     parsed: Parsed<W::Request>,
-    call: SideCall<'_>,
+    request: Request<'_>,
 ) -> Result<Response, GatewayError> {
-    let quote = parsed
-        .history
-        .last()
-        .map(|m| m.content_text())
-        .unwrap_or_default();
-    let name = if names_session(call.headers, W::CLIENT_SESSION_HEADER) {
-        Ok(session_name(
-            call.headers,
-            W::CLIENT_SESSION_HEADER,
-            &parsed.history,
-        )?)
+    let quote = hermes::quote(&parsed.history);
+    let header = request.agent.session_header();
+    let name = if names_session(&request.headers, header) {
+        Ok(session_name(&request.headers, header, &parsed.history)?)
     } else {
         gateway
             .served
-            .find(call.credential, &quote)
+            .find(&request.credential, &quote)
             .map_err(|e| e.to_string())
     };
     let begun = match name {
         Ok(name) => {
-            let request = TurnRequest {
+            let turn = TurnRequest {
                 name: name.clone(),
                 history: &[],
                 model: &parsed.model,
                 output_budget: parsed.output_budget,
                 resumed: None,
-                agent_compaction: call.agent,
-                feature_window: call.feature_window,
+                agent_compaction: Some(AnsweredBy::Engine),
+                feature_window: request.feature_window,
                 provider_context: W::provider_context(&parsed.request),
             };
-            let begun = Turn::begin_served(gateway.clone(), call.headers, request).await?;
+            let begun = Turn::begin_served(gateway.clone(), &request.headers, turn).await?;
             if begun.is_none() {
                 tracing::info!(session = %name, "Hermes' compression call: its session holds no chat-wire history at its lineage to answer from (reopened, or served elsewhere since): relayed upstream");
             }
@@ -78,9 +61,9 @@ pub(super) async fn hermes_compression<W: Wire>(
         return unmanaged::pass_through(
             &gateway,
             W::PATH,
-            call.headers,
-            call.query,
-            call.sent,
+            &request.headers,
+            request.query,
+            request.sent,
             Unmanaged::AgentCompaction,
         )
         .await;
@@ -92,7 +75,7 @@ pub(super) async fn hermes_compression<W: Wire>(
         compact_route: false,
     };
     let answering = Answering {
-        kind: ClientCompaction::HermesCompression,
+        kind: Compaction::HermesCompressor,
         shape,
     };
     Ok(compaction::answer(turn, prepared, answering).await)

@@ -94,13 +94,13 @@ pub struct Turn {
     pub provider_context: ProviderContext,
 }
 
-/// What a turn does about the agent's own compaction.
+/// Who answers the agent's own compaction a turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentCompaction {
-    /// The engine answers it: it compresses the history now.
-    Answer,
-    /// It goes upstream: the engine does not compress it.
-    Leave,
+pub enum AnsweredBy {
+    /// The engine: it compresses the history now.
+    Engine,
+    /// The model upstream: the engine does not compress it.
+    Upstream,
 }
 
 /// What a request asks of a turn, whatever its protocol.
@@ -113,7 +113,7 @@ pub struct TurnRequest<'a> {
     /// Where the history takes up a handoff the gateway gave the agent, if it does.
     pub resumed: Option<Resumed>,
     /// The request is the agent's own compaction: answered by the engine, or left to upstream.
-    pub agent_compaction: Option<AgentCompaction>,
+    pub agent_compaction: Option<AnsweredBy>,
     /// The model's window as the request's features set it (an Anthropic beta), unless
     /// `serve.models` names the model.
     pub feature_window: Option<u64>,

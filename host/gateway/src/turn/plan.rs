@@ -1,4 +1,4 @@
-//! What a turn does about compaction before its request goes upstream, decided from where the
+//! What a turn does about compression before its request goes upstream, decided from where the
 //! session stands and whether what it would send fits the window: no turn waits for a
 //! summarizer unless what it would send does not fit.
 

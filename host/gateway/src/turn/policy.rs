@@ -1,4 +1,4 @@
-//! The compaction policy of a turn: what goes upstream (the view plus what is new), when the
+//! The compression policy of a turn: what goes upstream (the view plus what is new), when the
 //! engine compresses first (`should_compress` on the last call's prompt tokens, else
 //! `should_compress_preflight`), when a compression is not worth a cold prompt cache, when one
 //! is prepared in the background and when a request waits for one ([`TurnPlan`]), and what
@@ -11,7 +11,7 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
-use super::AgentCompaction;
+use super::AnsweredBy;
 use super::Turn;
 use crate::conversation::{Continuity, Resumed};
 use crate::metrics::Metric;
@@ -44,13 +44,13 @@ impl Turn {
         model: &str,
         window: u64,
         resumed: Option<Resumed>,
-        agent: Option<AgentCompaction>,
+        agent: Option<AnsweredBy>,
     ) -> Prepared {
         let mut draft = self.take_in(history, resumed);
         match agent {
-            Some(AgentCompaction::Leave) => return self.prepared(draft),
+            Some(AnsweredBy::Upstream) => return self.prepared(draft),
             // The answer stands for the whole history: one being prepared is finished first.
-            Some(AgentCompaction::Answer) => {
+            Some(AnsweredBy::Engine) => {
                 self.guard.settle_pending(None).await;
             }
             None => {}

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
@@ -34,7 +35,7 @@ impl Wire for Chat {
     type Request = ChatRequest;
     type Stream = ChatStream;
     const PATH: &'static str = "chat/completions";
-    const CLIENT_SESSION_HEADER: Option<&'static str> = None;
+    const AGENTS: &'static [Agent] = &[Agent::Hermes];
 
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ChatRequest>, GatewayError> {
         let mut body = object(&bytes)?;
@@ -70,6 +71,10 @@ impl Wire for Chat {
                 wants_usage,
             },
         }))
+    }
+
+    fn fields(request: &ChatRequest) -> &Map<String, Value> {
+        &request.body
     }
 
     fn error_response(error: GatewayError) -> Response {

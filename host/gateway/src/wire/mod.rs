@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use axum::response::Response;
 use bytes::Bytes;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::Value;
 
@@ -37,14 +38,18 @@ pub trait Wire: Send + Sync + 'static {
     type Stream: ClientStream;
     /// The provider route, after the base URL (`chat/completions`, `messages`, `responses`).
     const PATH: &'static str;
-    /// The header a client of this API names its session in, if it has one.
-    const CLIENT_SESSION_HEADER: Option<&'static str>;
+    /// The agents known to speak this API: their own headers (the one naming a session among
+    /// them) are read on its requests.
+    const AGENTS: &'static [Agent];
 
     /// Takes a request body apart.
     fn parse(
         bytes: Bytes,
         settings: &ServeSettings,
     ) -> Result<Incoming<Self::Request>, GatewayError>;
+
+    /// The request's own fields as sent, beside its conversation (an agent's request metadata).
+    fn fields(request: &Self::Request) -> &serde_json::Map<String, Value>;
 
     /// The gateway's own error in the shape this API's clients parse.
     fn error_response(error: GatewayError) -> Response;

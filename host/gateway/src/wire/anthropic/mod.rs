@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
@@ -44,8 +45,7 @@ impl Wire for Messages {
     type Request = MessagesRequest;
     type Stream = MessagesStream;
     const PATH: &'static str = "messages";
-    /// Claude Code's.
-    const CLIENT_SESSION_HEADER: Option<&'static str> = Some("x-claude-code-session-id");
+    const AGENTS: &'static [Agent] = &[Agent::ClaudeCode];
 
     fn parse(
         bytes: Bytes,
@@ -75,6 +75,10 @@ impl Wire for Messages {
                 add_breakpoints,
             },
         }))
+    }
+
+    fn fields(request: &MessagesRequest) -> &Map<String, Value> {
+        &request.body
     }
 
     fn error_response(error: GatewayError) -> Response {

@@ -12,6 +12,7 @@ use std::collections::HashSet;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
@@ -52,8 +53,7 @@ impl Wire for Responses {
     type Request = ResponsesRequest;
     type Stream = ResponsesStream;
     const PATH: &'static str = "responses";
-    /// Codex's.
-    const CLIENT_SESSION_HEADER: Option<&'static str> = Some("session-id");
+    const AGENTS: &'static [Agent] = &[Agent::Codex];
 
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ResponsesRequest>, GatewayError> {
         let mut body = object(&bytes)?;
@@ -83,6 +83,10 @@ impl Wire for Responses {
             client_tools: client_tool_names(&body, &["name"]),
             request: ResponsesRequest { body },
         }))
+    }
+
+    fn fields(request: &ResponsesRequest) -> &Map<String, Value> {
+        &request.body
     }
 
     fn error_response(error: GatewayError) -> Response {

@@ -1,4 +1,4 @@
-//! The session an agent's side call is for, when the call names none. Hermes Agent's
+//! The session Hermes' compression call is for, when the call names none. Hermes Agent's
 //! compression call carries no session header and no history of its own (one user message
 //! quoting the turns to summarise, no system prompt), so its auto-name would be a new session
 //! every time. The gateway remembers, per credential, the last sessions it served on the chat
