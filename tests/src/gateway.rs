@@ -33,7 +33,27 @@ impl Sandbox {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> GatewayProcess {
-        let mut child = Command::new(binary())
+        self.serve_under(&[], upstream, args, env)
+    }
+
+    /// As [`Self::serve_with_env`], the binary run by `wrapper` (a program and its arguments,
+    /// such as a profiler) when it is not empty.
+    pub fn serve_under(
+        &self,
+        wrapper: &[String],
+        upstream: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> GatewayProcess {
+        let mut command = match wrapper {
+            [] => Command::new(binary()),
+            [program, wrapper_args @ ..] => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(binary());
+                command
+            }
+        };
+        let mut child = command
             .current_dir(self.path())
             .env("CTXHOST_HOME", self.home())
             .env_remove("CARGO_TARGET_DIR")

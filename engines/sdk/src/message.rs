@@ -7,10 +7,11 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use abi_stable::std_types::{ROption, RString, RVec};
 use abi_stable::StableAbi;
-use serde::de::{Error as _, MapAccess, Visitor};
+use serde::de::{DeserializeOwned, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -160,6 +161,11 @@ impl ToolCall {
     /// Replaces the arguments string (for engines that shorten huge arguments).
     pub fn set_arguments(&mut self, arguments: impl Into<String>) {
         self.arguments = ROption::RSome(RString::from(arguments.into()));
+    }
+
+    /// This call as JSON, every field in its order, as its message's `tool_calls` writes it.
+    pub fn to_value(&self) -> Value {
+        self.to_json()
     }
 
     fn from_json(mut object: Map<String, Value>) -> Self {
@@ -343,6 +349,22 @@ impl Message {
     /// The fields this model does not know, in their original order.
     pub fn extra_fields(&self) -> Map<String, Value> {
         parse_object(&self.extra)
+    }
+
+    /// One of the fields this model does not know, read as a `T` without building the others
+    /// (a message can carry large ones); `None` when it is absent or is no `T`.
+    pub fn extra_field<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        if self.extra.is_empty() {
+            return None;
+        }
+        let mut reader = serde_json::Deserializer::from_str(&self.extra);
+        reader
+            .deserialize_map(OneField {
+                key,
+                read: PhantomData,
+            })
+            .ok()
+            .flatten()
     }
 
     /// A field kept among the unknown ones that would shadow a core one (`role`, `content`,
@@ -589,6 +611,33 @@ impl<'de> Visitor<'de> for MessageVisitor {
     }
 }
 
+/// Reads one field of an object as a `T` (the last of two equal keys, as a whole read would),
+/// skipping the others without building them.
+struct OneField<'k, T> {
+    key: &'k str,
+    read: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for OneField<'_, T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<T>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.key {
+                found = Some(map.next_value::<T>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
 /// A key of a message's object.
 enum FieldName {
     Role,
@@ -711,6 +760,31 @@ mod tests {
     fn round_trip(value: Value) {
         let message: Message = serde_json::from_value(value.clone()).unwrap();
         assert_eq!(serde_json::to_value(&message).unwrap(), value);
+    }
+
+    #[test]
+    fn one_extra_field_reads_as_the_whole_would() {
+        let message: Message = serde_json::from_value(json!({"role": "user", "content": "hi",
+            "meta": {"big": [1, 2, 3]}, "kind": "a", "kind": "b", "count": 7}))
+        .unwrap();
+        assert_eq!(message.extra_field::<String>("kind").as_deref(), Some("b"));
+        assert_eq!(
+            message.extra_field::<Value>("meta"),
+            message.extra_fields().get("meta").cloned()
+        );
+        assert_eq!(message.extra_field::<String>("count"), None);
+        assert_eq!(message.extra_field::<Value>("absent"), None);
+        assert_eq!(Message::user("hi").extra_field::<Value>("meta"), None);
+        let call = &serde_json::from_value::<Message>(json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}, "x": 1}]}))
+        .unwrap()
+        .tool_calls()[0]
+        .clone();
+        assert_eq!(
+            call.to_value(),
+            json!({"id": "c1", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}, "x": 1})
+        );
     }
 
     #[test]

@@ -47,34 +47,41 @@ fn error(location: impl Into<String>, message: impl Into<String>) -> ConvertErro
     }
 }
 
-/// The engine's messages for a request's `system` and `messages`.
-pub fn to_messages(system: Option<&Value>, turns: &[Value]) -> Result<Vec<Message>, ConvertError> {
+/// The engine's messages for a request's `system` and `messages` (taken, not copied: a
+/// history's texts move into its messages).
+pub fn to_messages(system: Option<Value>, turns: Vec<Value>) -> Result<Vec<Message>, ConvertError> {
     let mut messages = Vec::with_capacity(turns.len() + 1);
     if let Some(system) = system {
-        let mut message = message(json!({"role": "system", "content": system}), "system")?;
-        lift_cache_control(&mut message);
-        messages.push(message);
+        messages.push(message(
+            Value::from("system"),
+            system,
+            Map::new(),
+            &[],
+            "system",
+        )?);
     }
-    for (index, turn) in turns.iter().enumerate() {
+    for (index, turn) in turns.into_iter().enumerate() {
         let location = format!("messages[{index}]");
-        let Some(turn) = turn.as_object() else {
+        let Value::Object(mut turn) = turn else {
             return Err(error(location, "a message must be a JSON object"));
         };
-        let role = turn
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| error(&location, "the message has no string \"role\""))?;
-        let content = turn.get("content").cloned().unwrap_or(Value::Null);
-        match role {
+        let content = turn
+            .get_mut("content")
+            .map(Value::take)
+            .unwrap_or(Value::Null);
+        let Some(Value::String(role)) = turn.get_mut("role").map(Value::take) else {
+            return Err(error(&location, "the message has no string \"role\""));
+        };
+        match role.as_str() {
             "assistant" => messages.push(assistant(content, &location)?),
             "user" => user(content, &location, &mut messages)?,
-            "system" => {
-                let mut message =
-                    message(json!({"role": "system", "content": content}), &location)?;
-                lift_cache_control(&mut message);
-                message.set_extra_field(INLINE, Some(Value::Bool(true)));
-                messages.push(message);
-            }
+            "system" => messages.push(message(
+                Value::from(role),
+                content,
+                Map::new(),
+                &[INLINE],
+                &location,
+            )?),
             other => {
                 return Err(error(
                     location,
@@ -91,13 +98,34 @@ pub fn reply_message(content: &Value) -> Result<Message, ConvertError> {
     assistant(content.clone(), "the upstream's reply")
 }
 
-fn message(value: Value, location: &str) -> Result<Message, ConvertError> {
-    Message::from_value(value).map_err(|e| error(location, e.to_string()))
+/// A message of `role` and `content` with `fields` beside them, the breakpoints of its
+/// content's blocks lifted out ([`lift_cache_control`]) and then the `marks` set (true), in
+/// that order (the order its extra fields are kept in).
+fn message(
+    role: Value,
+    mut content: Value,
+    fields: Map<String, Value>,
+    marks: &[&str],
+    location: &str,
+) -> Result<Message, ConvertError> {
+    let mut object = Map::with_capacity(fields.len() + marks.len() + 3);
+    let lifted = lift_cache_control(&mut content);
+    object.insert("role".into(), role);
+    object.insert("content".into(), content);
+    object.extend(fields);
+    if let Some(lifted) = lifted {
+        object.insert(CACHE.into(), lifted);
+    }
+    for mark in marks {
+        object.insert((*mark).into(), Value::Bool(true));
+    }
+    Message::from_value(Value::Object(object)).map_err(|e| error(location, e.to_string()))
 }
 
 fn assistant(content: Value, location: &str) -> Result<Message, ConvertError> {
+    let role = Value::from("assistant");
     let Value::Array(blocks) = content else {
-        return message(json!({"role": "assistant", "content": content}), location);
+        return message(role, content, Map::new(), &[], location);
     };
     let mut kept = Vec::with_capacity(blocks.len());
     let mut calls = Vec::new();
@@ -125,12 +153,11 @@ fn assistant(content: Value, location: &str) -> Result<Message, ConvertError> {
             }
         }
     }
-    let mut value = json!({"role": "assistant", "content": kept});
+    let mut fields = Map::new();
     if !calls.is_empty() {
-        value["tool_calls"] = Value::Array(calls);
+        fields.insert("tool_calls".into(), Value::Array(calls));
     }
-    let mut message = message(value, location)?;
-    lift_cache_control(&mut message);
+    let mut message = message(role, Value::Array(kept), fields, &[], location)?;
     if thinks {
         message.set_extra_field(TURN, Some(Value::String(turn_digest(&message))));
     }
@@ -141,50 +168,65 @@ fn assistant(content: Value, location: &str) -> Result<Message, ConvertError> {
 /// messages, in order; every piece after the first is marked as joining the one before.
 fn user(content: Value, location: &str, messages: &mut Vec<Message>) -> Result<(), ConvertError> {
     let Value::Array(blocks) = content else {
-        messages.push(message(
-            json!({"role": "user", "content": content}),
-            location,
-        )?);
+        messages.push(message(user_role(), content, Map::new(), &[], location)?);
         return Ok(());
     };
-    let mut pieces: Vec<Message> = Vec::new();
+    // Every piece after the turn's first is marked as joining it.
+    let first = messages.len();
+    let join = [JOIN];
+    let marks = |messages: &Vec<Message>| &join[..usize::from(messages.len() > first)];
     let mut pending: Vec<Value> = Vec::new();
-    let flush = |pending: &mut Vec<Value>, pieces: &mut Vec<Message>| {
-        if pending.is_empty() {
-            return Ok(());
+    let flush = |pending: &mut Vec<Value>, messages: &mut Vec<Message>| {
+        if !pending.is_empty() {
+            let blocks = Value::Array(std::mem::take(pending));
+            let piece = message(user_role(), blocks, Map::new(), marks(messages), location)?;
+            messages.push(piece);
         }
-        let value = json!({"role": "user", "content": std::mem::take(pending)});
-        let mut piece = message(value, location)?;
-        lift_cache_control(&mut piece);
-        pieces.push(piece);
         Ok::<_, ConvertError>(())
     };
     let empty = blocks.is_empty();
     for block in blocks {
-        if block_type(&block) != "tool_result" {
+        let Value::Object(mut template) = block else {
             pending.push(block);
             continue;
+        };
+        if template.get("type").and_then(Value::as_str) != Some("tool_result") {
+            pending.push(Value::Object(template));
+            continue;
         }
-        flush(&mut pending, &mut pieces)?;
-        let mut template = block;
-        let mut value = json!({"role": "tool", "tool_call_id": template["tool_use_id"]});
-        if let Some(content) = template.get_mut("content") {
-            value["content"] = content.take();
+        flush(&mut pending, messages)?;
+        // Its content taken in place (left null), so the block keeps its key order when it
+        // is put back.
+        let content = template.get_mut("content").map(Value::take);
+        let mut object = Map::with_capacity(5);
+        object.insert("role".into(), Value::from("tool"));
+        if let Some(content) = content {
+            object.insert("content".into(), content);
         }
-        value[BLOCK] = template;
-        pieces.push(message(value, location)?);
-    }
-    flush(&mut pending, &mut pieces)?;
-    if empty {
-        pieces.push(message(json!({"role": "user", "content": []}), location)?);
-    }
-    for (index, mut piece) in pieces.into_iter().enumerate() {
-        if index > 0 {
-            piece.set_extra_field(JOIN, Some(Value::Bool(true)));
+        object.insert("tool_call_id".into(), template["tool_use_id"].clone());
+        object.insert(BLOCK.into(), Value::Object(template));
+        for mark in marks(messages) {
+            object.insert((*mark).into(), Value::Bool(true));
         }
+        let piece = Message::from_value(Value::Object(object))
+            .map_err(|e| error(location, e.to_string()))?;
         messages.push(piece);
     }
+    flush(&mut pending, messages)?;
+    if empty {
+        messages.push(message(
+            user_role(),
+            Value::Array(Vec::new()),
+            Map::new(),
+            &[],
+            location,
+        )?);
+    }
     Ok(())
+}
+
+fn user_role() -> Value {
+    Value::from("user")
 }
 
 fn block_type(block: &Value) -> &str {
@@ -194,27 +236,21 @@ fn block_type(block: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// Moves `cache_control` out of a content array's blocks into an extra field.
-fn lift_cache_control(message: &mut Message) {
-    let Content::Json(text) = message.content() else {
-        return;
+/// Takes `cache_control` out of a content array's blocks: what goes in the extra field that
+/// keeps it (`[index, control]` pairs), if any.
+fn lift_cache_control(content: &mut Value) -> Option<Value> {
+    let Value::Array(blocks) = content else {
+        return None;
     };
-    let Ok(Value::Array(mut blocks)) = serde_json::from_str::<Value>(text) else {
-        return;
-    };
-    let mut lifted = Vec::new();
-    for (index, block) in blocks.iter_mut().enumerate() {
-        if let Some(control) = block
-            .as_object_mut()
-            .and_then(|b| b.shift_remove("cache_control"))
-        {
-            lifted.push(json!([index, control]));
-        }
-    }
-    if !lifted.is_empty() {
-        message.set_content_json(&Value::Array(blocks));
-        message.set_extra_field(CACHE, Some(Value::Array(lifted)));
-    }
+    let lifted: Vec<Value> = blocks
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(index, block)| {
+            let control = block.as_object_mut()?.shift_remove("cache_control")?;
+            Some(json!([index, control]))
+        })
+        .collect();
+    (!lifted.is_empty()).then_some(Value::Array(lifted))
 }
 
 /// What an assistant turn said: its content and its calls' arguments.
@@ -395,13 +431,10 @@ fn image_block(part: &Value) -> Value {
 /// calls without a stub (an engine's rewrite) come last. Thinking survives only an unchanged
 /// turn.
 fn assistant_content(message: &Message, extra: &Map<String, Value>) -> Value {
-    let value = message.to_value();
-    let calls: Vec<Value> = value["tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(tool_use)
+    let calls: Vec<Value> = message
+        .tool_calls()
+        .iter()
+        .map(|call| tool_use(call.to_value()))
         .collect();
     let content = content_value(message, extra);
     if calls.is_empty() && !content.is_array() {
@@ -496,7 +529,7 @@ mod tests {
     #[test]
     fn every_block_survives_a_round_trip() {
         let (system, turns) = request();
-        let messages = to_messages(Some(&system), &turns).unwrap();
+        let messages = to_messages(Some(system.clone()), turns.clone()).unwrap();
         assert_eq!(messages[0].role(), "system");
         assert_eq!(messages[2].tool_calls()[0].name(), "get_weather");
         assert_eq!(messages[3].tool_call_id(), Some("toolu_1"));
@@ -510,11 +543,11 @@ mod tests {
     fn moving_a_cache_breakpoint_keeps_the_message() {
         let plain = to_messages(
             None,
-            &[json!({"role": "user", "content": [{"type": "text", "text": "a"}]})],
+            vec![json!({"role": "user", "content": [{"type": "text", "text": "a"}]})],
         );
         let marked = to_messages(
             None,
-            &[
+            vec![
                 json!({"role": "user", "content": [{"type": "text", "text": "a",
                        "cache_control": {"type": "ephemeral"}}]}),
             ],
@@ -525,7 +558,7 @@ mod tests {
     #[test]
     fn a_changed_turn_loses_its_thinking_and_results_stay_with_their_calls() {
         let (system, turns) = request();
-        let mut messages = to_messages(Some(&system), &turns).unwrap();
+        let mut messages = to_messages(Some(system), turns).unwrap();
         messages[2].tool_calls_mut()[0].set_arguments(r#"{"city":"[shortened]"}"#);
         // An engine's summary in place of the user's first turn, and a rewritten result.
         messages[1] = Message::user("summary of earlier turns");

@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
-use ctxhost_sdk::Message;
-use serde_json::Value;
+use ctxhost_sdk::{Content, Message};
+use serde_json::{Map, Value};
 
 use crate::transcript::codex::{self, Part, Rebuilt};
 
@@ -129,9 +129,26 @@ fn push_to_last(groups: &mut [Vec<Value>], item: &Value) {
 /// for, such as a `compaction` or `compaction_trigger` item, that rode along with it); empty for a
 /// message that did not come from items.
 pub fn carried_items(message: &Message) -> Vec<Value> {
-    match message.extra_fields().get(ITEMS) {
-        Some(Value::Array(items)) => items.clone(),
-        _ => Vec::new(),
+    message.extra_field(ITEMS).unwrap_or_default()
+}
+
+/// Whether a message carries an item of type `kind`, read without building its items (they
+/// hold the conversation's texts).
+pub fn carries_item_of_type(message: &Message, kind: &str) -> bool {
+    /// An item, as far as its type.
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        kind: Option<Value>,
+    }
+    match message.extra_field::<Vec<Typed>>(ITEMS) {
+        Some(items) => items
+            .iter()
+            .any(|item| item.kind.as_ref().and_then(Value::as_str) == Some(kind)),
+        // Items of another shape than this conversion writes: read whole.
+        None => carried_items(message)
+            .iter()
+            .any(|item| item["type"] == kind),
     }
 }
 
@@ -148,28 +165,55 @@ pub fn reply_message(output: &Value) -> Option<Message> {
     (messages.len() == 1 && messages[0].is_assistant()).then(|| messages.remove(0))
 }
 
-/// The message without the fields this conversion adds.
-fn bare(message: &Message) -> Value {
-    let mut message = message.clone();
-    for key in [ITEMS, INSTRUCTIONS, INPUT_TEXT] {
-        message.set_extra_field(key, None);
-    }
-    message.to_value()
-}
-
-/// The items a message keeps, if it still says what they say.
+/// The items a message keeps, if it still says what they say: what they convert to is the
+/// message less the fields this conversion adds.
 fn intact_items(message: &Message) -> Option<Vec<Value>> {
-    let Some(Value::Array(items)) = message.extra_fields().get(ITEMS).cloned() else {
+    let mut extra = message.extra_fields();
+    let Some(Value::Array(items)) = extra.shift_remove(ITEMS) else {
         return None;
     };
+    for key in [INSTRUCTIONS, INPUT_TEXT] {
+        extra.shift_remove(key);
+    }
     let refs: Vec<&Value> = items.iter().collect();
     let converted = codex::items(&refs);
     let same = match converted.as_slice() {
-        [only] => only.to_value() == bare(message),
+        [only] => says_the_same(only, message, &extra),
         [] => message.is_user() && message.content_text().is_empty(),
         _ => false,
     };
     same.then_some(items)
+}
+
+/// Whether `message`, whose extra fields less this conversion's are `extra`, is `converted`
+/// as JSON values are equal (texts compared first: they are usually the same).
+fn says_the_same(converted: &Message, message: &Message, extra: &Map<String, Value>) -> bool {
+    let same_content = match (converted.content(), message.content()) {
+        (Content::Json(a), Content::Json(b)) => a == b || same_json(a, b),
+        (a, b) => a == b,
+    };
+    let (calls, other_calls) = (converted.tool_calls(), message.tool_calls());
+    let same_calls = calls.len() == other_calls.len()
+        && calls
+            .iter()
+            .zip(other_calls)
+            .all(|(a, b)| a == b || a.to_value() == b.to_value());
+    converted.role() == message.role()
+        && same_content
+        && same_calls
+        && converted.tool_call_id() == message.tool_call_id()
+        && converted.name() == message.name()
+        && converted.extra_fields() == *extra
+}
+
+fn same_json(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// The request's `instructions` and `input` for the engine's messages.
@@ -302,6 +346,27 @@ mod tests {
         messages.splice(2..5, [Message::user("summary")]);
         let back = from_messages(&messages).input;
         assert!(!back.to_string().contains("rs_1"), "{back}");
+    }
+
+    #[test]
+    fn an_item_type_is_found_without_reading_the_items_whole() {
+        let mut input = input();
+        input.as_array_mut().unwrap().insert(
+            2,
+            json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}),
+        );
+        let messages = to_messages(None, &input).unwrap();
+        let carrying: Vec<bool> = messages
+            .iter()
+            .map(|m| carries_item_of_type(m, "compaction"))
+            .collect();
+        let read_whole: Vec<bool> = messages
+            .iter()
+            .map(|m| carried_items(m).iter().any(|i| i["type"] == "compaction"))
+            .collect();
+        assert_eq!(carrying, read_whole);
+        assert_eq!(carrying.iter().filter(|c| **c).count(), 1);
+        assert!(!carries_item_of_type(&Message::user("hi"), "compaction"));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use axum::response::Response;
 use ctxhost_agents::compaction::Compaction;
 use ctxhost_agents::handoff::{handoff, FromEngine, Handoff};
 use ctxhost_sdk::{Content, Message};
-use ctxhost_wire::responses::{carried_items, set_carried_items};
+use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
 
 pub use reference::Signer;
@@ -51,7 +51,12 @@ pub fn take_up(
     // in the same message (Claude Code merges the user's next words into the summary's turn).
     let mut split = None;
     for (index, message) in history.iter_mut().enumerate() {
-        let items = carried_items(message);
+        // Read whole only where there is one to take up: a history's items hold its texts.
+        let items = if carries_item_of_type(message, "compaction") {
+            carried_items(message)
+        } else {
+            Vec::new()
+        };
         let mut kept = Vec::with_capacity(items.len());
         let mut own = None;
         for (position, item) in items.iter().enumerate() {

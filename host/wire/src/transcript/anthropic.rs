@@ -71,7 +71,7 @@ pub(super) fn parse(text: &str, name: &str) -> Result<Vec<Message>, TranscriptEr
     let Some(Value::Array(turns)) = turns else {
         return Err(not_messages());
     };
-    let mut messages = convert::to_messages(system.as_ref(), &turns).map_err(|error| {
+    let mut messages = convert::to_messages(system, turns).map_err(|error| {
         TranscriptError::new(format!("{name}: {}", error.location), error.message)
     })?;
     // `{"system", "messages"}` is what the writer makes of messages anyway: kept only when the

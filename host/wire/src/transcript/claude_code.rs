@@ -227,8 +227,8 @@ fn convert(entries: &[&Value]) -> Result<Vec<Message>, String> {
             .cloned()
             .unwrap_or(Value::Null)
     };
-    let turn = [json!({ "role": role, "content": content })];
-    anthropic::to_messages(None, &turn).map_err(|error| error.message)
+    let turn = vec![json!({ "role": role, "content": content })];
+    anthropic::to_messages(None, turn).map_err(|error| error.message)
 }
 
 /// Writes messages as a Claude Code session log: the entries of unchanged messages as they were

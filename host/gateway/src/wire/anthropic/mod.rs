@@ -62,8 +62,8 @@ impl Wire for Messages {
         let add_breakpoints = !cache::client_sets_breakpoints(&body, &turns)
             && settings.cache.breakpoints == CacheBreakpoints::Auto;
         let system = body.get_mut("system").map(Value::take);
-        let history = convert::to_messages(system.as_ref(), &turns)
-            .map_err(|e| bad_request(e.to_string()))?;
+        let history =
+            convert::to_messages(system, turns).map_err(|e| bad_request(e.to_string()))?;
         Ok(Incoming::Turn(Parsed {
             history,
             model: model(&body)?,
