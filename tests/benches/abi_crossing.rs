@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use ctxhost_config::Config;
 use ctxhost_core::isolation::parent::{ChildProcess, ChildSpec};
 use ctxhost_core::isolation::protocol::{Init, Purpose};
 use ctxhost_core::services::{HostServicesImpl, LogSink};
@@ -85,14 +86,11 @@ fn abi_crossing(c: &mut Criterion) {
         ChildSpec {
             program: binary(),
             init: Init {
-                config_text: config.to_string(),
-                config_source: Some(sandbox.config_path()),
-                overrides: Vec::new(),
+                config: Config::load(&sandbox.config_path()).expect("the config reads"),
                 home: sandbox.home(),
                 name: "window".to_string(),
                 data_root: sandbox.path().join("data"),
                 verbose: false,
-                project_trusted: true,
                 purpose: Purpose::Engine,
             },
             timeout: std::time::Duration::from_secs(300),

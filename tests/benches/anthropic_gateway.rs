@@ -6,7 +6,7 @@
 //!     with the same requests;
 //! (b) the latency of the request that takes a session over its threshold when the summarizer
 //!     (an OpenAI-compatible fake on 127.0.0.1) takes `SUMMARIZER_PAUSE`, with
-//!     `serve.compaction.background` on (the agent's own time between turns, while a
+//!     `serve.compression.background` on (the agent's own time between turns, while a
 //!     compression is being prepared, stands for the tools it runs) and off;
 //! (c) the prompt cache's hit ratio over the example session (`examples/session.json`)
 //!     replayed turn by turn with the compressor and with lcm, the upstream reporting cache
@@ -223,7 +223,7 @@ fn crossing_the_threshold() {
             "auxiliary:\n  compression:\n    provider: custom\n    model: slow-summarizer\n    \
              base_url: {}\n    timeout: 60\n    max_retries: 0\n\
              compression:\n  protect_last_n: 4\n\
-             serve:\n  models:\n    {MODEL}: {THRESHOLD_WINDOW}\n  compaction:\n    background: {background}\n",
+             serve:\n  models:\n    {MODEL}: {THRESHOLD_WINDOW}\n  compression:\n    background: {background}\n",
             summarizer.base_url()
         ));
         let gateway = sandbox.serve(&upstream.base_url(), &[]);

@@ -175,15 +175,35 @@ fn urls_are_printed_with_their_passwords_masked() {
 }
 
 #[test]
-fn validate_refuses_a_mistyped_top_level_section() {
+fn every_command_refuses_a_mistyped_top_level_section_alike() {
     let sandbox = Sandbox::new();
     sandbox.write_config("serv:\n  upstream: http://127.0.0.1:9/v1\n");
     let run = sandbox.ctxhost(&["config", "validate"]);
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
     assert_eq!(
-        run.stdout.trim(),
-        "problem: config.yaml:1: unknown top-level section `serv:` (ctxhost would ignore it); did you mean 'serve'?"
+        run.stderr.trim(),
+        "error: config.yaml:1: unknown top-level section `serv:` (ctxhost would ignore it); did you mean 'serve'?"
     );
+    // Not only `config validate`: every command that reads the config says the same.
+    sandbox.write_config("model:\n  name: gpt-4o\ncompresion:\n  threshold: 0.6\n");
+    let transcript = sandbox.path().join("t.json");
+    std::fs::write(&transcript, r#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    let transcript = transcript.to_str().unwrap();
+    for args in [
+        &["config", "validate"][..],
+        &["config", "get", "model.name"],
+        &["compress", transcript],
+        &["tokens", transcript],
+        &["serve", "--listen", "127.0.0.1:0"],
+    ] {
+        let run = sandbox.ctxhost(args);
+        assert_eq!(run.code, Some(1), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.stderr.trim(),
+            "error: config.yaml:3: unknown top-level section `compresion:` (ctxhost would ignore it); did you mean 'compression'?",
+            "{args:?}"
+        );
+    }
     // Another program's section in the shared file is noted, not refused.
     sandbox.write_config("display:\n  skin: dark\nserve:\n  listen: 127.0.0.1:0\n");
     let run = sandbox.ctxhost(&["config", "validate"]);
@@ -194,4 +214,66 @@ fn validate_refuses_a_mistyped_top_level_section() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn an_older_key_name_is_read_and_noted() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("serve:\n  compaction:\n    margin: 0.3\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert!(run.success(), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(
+            "note: `serve.compaction` is the older name of `serve.compression`, still read; \
+             rename it"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.ctxhost(&["config", "get", "serve.compression.margin"]);
+    assert_eq!(run.stdout, "0.3\n");
+    assert_eq!(run.stderr, "");
+    // A value the new name's check refuses is refused under the old name too.
+    sandbox.write_config("serve:\n  compaction:\n    margin: 1.5\n");
+    let run = sandbox.ctxhost(&["config", "validate"]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr
+            .contains("serve.compression.margin: must be a share of the window"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn keys_lists_the_declarations_and_get_reads_their_defaults() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ctxhost(&["config", "keys", "serve.limits"]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|line| line.starts_with("serve.limits.tool_rounds = 8  # ")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .all(|line| line.starts_with("serve.limits.")),
+        "{}",
+        run.stdout
+    );
+    let run = sandbox.ctxhost(&["config", "keys", "nothing"]);
+    assert_eq!(run.code, Some(1));
+    // Keys the old hand-kept list lacked, and a plugin section's host keys, have defaults.
+    for (key, default) in [
+        ("serve.database.lease_wait_seconds", "120"),
+        ("serve.compression.wait_seconds", "2"),
+        ("plugins.lcm.check_timeout", "10"),
+        ("auxiliary.compression.cooldown_seconds", "60"),
+    ] {
+        let run = sandbox.ctxhost(&["config", "get", key]);
+        assert_eq!(run.stdout, format!("{default}\n"), "{key}: {}", run.stderr);
+    }
 }

@@ -447,3 +447,54 @@ fn commands_are_cut_and_split_as_a_shell_would() {
         ["a", "--x", "1", "--y", "{\"k\": \"v # not a comment\"}"]
     );
 }
+
+/// Every settings table of a README is `ctxhost config keys --markdown PREFIX...` for the
+/// prefixes its marker line names, so the tables are the declarations in ctxhost-config, and
+/// together they table every declared key once.
+#[test]
+fn every_settings_table_is_what_the_declarations_say() {
+    const MARKER: &str = "<!-- ctxhost config keys --markdown";
+    let root = workspace_root();
+    let sandbox = Sandbox::new();
+    let mut tabled: Vec<String> = Vec::new();
+    for path in readmes(&root) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            let Some(rest) = line.strip_prefix(MARKER) else {
+                continue;
+            };
+            let prefixes = rest.trim().trim_end_matches("-->").split_whitespace();
+            let args: Vec<&str> = ["config", "keys", "--markdown"]
+                .into_iter()
+                .chain(prefixes)
+                .collect();
+            let run = sandbox.ctxhost(&args);
+            assert!(run.success(), "{}", run.stderr);
+            let table: String = lines[at + 1..]
+                .iter()
+                .take_while(|line| line.starts_with('|'))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            assert!(
+                table == run.stdout,
+                "{}:{}: this settings table is not what the declarations say; replace it with \
+                 the output of `ctxhost {}`\n--- expected (the declarations)\n{}--- actual (the \
+                 README)\n{table}",
+                path.strip_prefix(&root).unwrap().display(),
+                at + 2,
+                args.join(" "),
+                run.stdout
+            );
+            tabled.extend(table.lines().skip(2).map(str::to_string));
+        }
+    }
+    let all = sandbox.ctxhost(&["config", "keys", "--markdown"]);
+    let mut every: Vec<String> = all.stdout.lines().skip(2).map(str::to_string).collect();
+    tabled.sort();
+    every.sort();
+    assert_eq!(
+        tabled, every,
+        "the READMEs' settings tables hold every declared key once"
+    );
+}

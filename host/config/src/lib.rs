@@ -13,6 +13,7 @@ pub mod project;
 /// URLs shown with their secrets masked (a leaf crate of its own, so engines may use it).
 pub use ctxhost_redacted_url as redacted_url;
 pub mod serve;
+pub mod settings;
 pub mod summarizer;
 pub mod tokens;
 pub mod untrusted;
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use summarizer::SummarizerSettings;
 use untrusted::{Ignored, Withheld};
@@ -34,8 +35,9 @@ pub use overrides::Override;
 /// The name of the built-in engine, always available.
 pub const BUILT_IN_ENGINE: &str = "compressor";
 
-/// The loaded configuration.
-#[derive(Debug, Clone)]
+/// The loaded configuration. Its serde form is the settled value itself (what an isolated
+/// engine's process receives), not the file's shape: a file is read by [`Config::parse`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
     /// The file it came from; `None` when running on defaults.
     pub source: Option<PathBuf>,
@@ -55,13 +57,11 @@ pub struct Config {
     /// Whether the config's project (its plugins and credentials) may be used; see
     /// [`project`]. A config read by a program embedding the host is trusted.
     project_untrusted: Option<project::Untrusted>,
-    /// The command line's overrides, settled in ([`Config::settle`]).
-    overrides: Vec<Override>,
 }
 
 /// `trust.*`: which plugins the user approved, written by `ctxhost plugins enable`. Loading a
 /// library runs its code, so an approval names the plugin's exact files by their hash.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrustSection {
     /// Engine name → `tree-sha256:<hex>`, the hash of the plugin directory approved for it
@@ -71,7 +71,7 @@ pub struct TrustSection {
     pub disabled: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextSection {
     pub engine: String,
@@ -85,7 +85,7 @@ impl Default for ContextSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelSection {
     pub name: String,
@@ -105,7 +105,7 @@ impl Default for ModelSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TokensSection {
     /// tiktoken encoding: o200k_base, cl100k_base, p50k_base or r50k_base.
@@ -224,7 +224,6 @@ impl Config {
             trust: file.trust.unwrap_or_default(),
             serve: serve::ServeSettings::default(),
             project_untrusted: None,
-            overrides: Vec::new(),
         };
         config.serve =
             serve::ServeSettings::from_value(file.serve.as_ref().unwrap_or(&Value::Null))
@@ -256,17 +255,16 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.context.engine.trim().is_empty() {
-            return Err(self.error_at("context.engine", "must name an engine (e.g. compressor)"));
-        }
-        if self.model.context_length < 1024 {
-            return Err(self.error_at(
-                "model.context_length",
-                &format!(
-                    "must be at least 1024 tokens, got {}",
-                    self.model.context_length
-                ),
-            ));
+        // The declared checks of the sections held here (the tree has no `serve` nor
+        // `auxiliary`: those check theirs when they are read).
+        let tree = serde_json::json!({
+            "context": self.context,
+            "model": self.model,
+            "tokens": self.tokens,
+            "trust": self.trust,
+        });
+        if let Some((key, problem)) = settings::first_problem(settings::HOST_SETTINGS, "", &tree) {
+            return Err(self.error_at(&key, &problem));
         }
         if !ENCODINGS.contains(&self.tokens.encoding.as_str()) {
             return Err(self.error_at(

@@ -1,6 +1,6 @@
 //! What the command line says instead of `config.yaml`. The binary settles every override into
-//! the [`Config`] before anything reads it ([`Config::settle`]), and the config carries them, so
-//! an isolated engine's process, which reads the config text again, settles the same ones.
+//! the [`Config`] once, before anything reads it ([`Config::settle`]); an isolated engine's
+//! process receives that settled value, so it runs on the same one.
 
 use serde::{Deserialize, Serialize};
 
@@ -66,13 +66,7 @@ impl Config {
                 other => other,
             })?;
         }
-        self.overrides.extend(overrides);
         Ok(self)
-    }
-
-    /// The overrides settled into this config, in order.
-    pub fn overrides(&self) -> &[Override] {
-        &self.overrides
     }
 }
 
@@ -81,19 +75,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_override_wins_and_is_remembered() {
+    fn an_override_wins_and_the_settled_value_is_what_a_child_receives() {
         let config = Config::parse("model:\n  context_length: 8000\n", None).unwrap();
         let settled = config
             .settle(vec![Override::ContextLength(32_000)])
             .unwrap();
         assert_eq!(settled.model.context_length, 32_000);
-        assert_eq!(settled.overrides(), [Override::ContextLength(32_000)]);
-        // What an isolated engine's process does with the text and the overrides.
-        let again = Config::parse(settled.text(), None)
-            .unwrap()
-            .settle(settled.overrides().to_vec())
-            .unwrap();
-        assert_eq!(again.model.context_length, 32_000);
+        // What an isolated engine's process receives: the settled value, not the text.
+        let sent = serde_json::to_string(&settled).unwrap();
+        let received: Config = serde_json::from_str(&sent).unwrap();
+        assert_eq!(received.model.context_length, 32_000);
+        assert_eq!(received.text(), settled.text());
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`: the keys of an
 //! engine's section that are the host's (where and how the engine runs), not the engine's.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::settings::PLUGIN_HOST_SETTINGS;
 use serde_json::Value;
 
 /// Where a plugin engine runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Isolation {
     /// In a child process: a crash or a hang cannot take the host down. The default for
@@ -16,21 +18,12 @@ pub enum Isolation {
     InProcess,
 }
 
-/// The keys of `plugins.<name>` that are the host's, not the engine's.
-pub const HOST_KEYS: &[&str] = &[
-    "isolation",
-    "timeout",
-    "check_timeout",
-    "memory_limit_mb",
-    "processes",
-];
-
 /// The most processes one isolated plugin may run (`plugins.<name>.processes`): each serves
 /// many sessions, so more than a machine's cores buys nothing but memory.
 pub const MAX_PROCESSES: usize = 64;
 
 /// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HostPluginSettings {
     /// Overrides the default (process for installed plugins, in-process for project ones).
@@ -65,30 +58,17 @@ impl HostPluginSettings {
     pub fn from_section(section: &Value) -> Result<Self, (String, String)> {
         let mut host = serde_json::Map::new();
         if let Value::Object(section) = section {
-            for key in HOST_KEYS {
-                if let Some(value) = section.get(*key) {
-                    host.insert(key.to_string(), value.clone());
+            for setting in PLUGIN_HOST_SETTINGS {
+                if let Some(value) = section.get(setting.key) {
+                    host.insert(setting.key.to_string(), value.clone());
                 }
             }
         }
         let settings: HostPluginSettings = serde_path_to_error::deserialize(Value::Object(host))
             .map_err(|error| (error.path().to_string(), error.into_inner().to_string()))?;
-        for (key, seconds) in [
-            ("timeout", settings.timeout),
-            ("check_timeout", settings.check_timeout),
-        ] {
-            if !(seconds.is_finite() && seconds > 0.0) {
-                return Err((
-                    key.to_string(),
-                    "must be a positive number of seconds".to_string(),
-                ));
-            }
-        }
-        if !(1..=MAX_PROCESSES).contains(&settings.processes) {
-            return Err((
-                "processes".to_string(),
-                format!("must be from 1 to {MAX_PROCESSES}"),
-            ));
+        let tree = serde_json::to_value(&settings).expect("the settings serialize");
+        if let Some(problem) = crate::settings::first_problem(PLUGIN_HOST_SETTINGS, "", &tree) {
+            return Err(problem);
         }
         Ok(settings)
     }
@@ -98,8 +78,8 @@ impl HostPluginSettings {
 pub fn engine_only(section: Value) -> Value {
     match section {
         Value::Object(mut map) => {
-            for key in HOST_KEYS {
-                map.remove(*key);
+            for setting in PLUGIN_HOST_SETTINGS {
+                map.remove(setting.key);
             }
             Value::Object(map)
         }

@@ -59,7 +59,7 @@ pub enum Trusted {
 }
 
 /// Why a project is not trusted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Untrusted {
     /// Never trusted.
     Never,

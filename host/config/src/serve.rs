@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The default listen address: loopback only, so nothing but this machine reaches it.
@@ -10,8 +10,42 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 /// The default upstream: OpenAI's API.
 pub const DEFAULT_UPSTREAM: &str = "https://api.openai.com/v1";
 
+/// What `ctxhost serve` runs on, taken once from the settled config: the `serve:` section and
+/// the config's model, whose window a session falls back to when nothing else names its model.
+/// It reads as the `serve:` section ([`std::ops::Deref`]) beside `model`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewaySettings {
+    pub serve: ServeSettings,
+    /// `model.name` and `model.context_length`.
+    pub model: crate::ModelSection,
+}
+
+impl std::ops::Deref for GatewaySettings {
+    type Target = ServeSettings;
+
+    fn deref(&self) -> &ServeSettings {
+        &self.serve
+    }
+}
+
+impl std::ops::DerefMut for GatewaySettings {
+    fn deref_mut(&mut self) -> &mut ServeSettings {
+        &mut self.serve
+    }
+}
+
+impl crate::Config {
+    /// The gateway's settings, from this (settled) config.
+    pub fn gateway_settings(&self) -> GatewaySettings {
+        GatewaySettings {
+            serve: self.serve.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
 /// The `serve:` section.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServeSettings {
     /// `HOST:PORT` to listen on (`--listen` wins); port 0 picks a free one.
@@ -34,8 +68,10 @@ pub struct ServeSettings {
     pub database: DatabaseSettings,
     /// Keeping the provider's prompt cache warm.
     pub cache: CacheSettings,
-    /// Compressions prepared in the background.
-    pub compaction: CompactionSettings,
+    /// The engine's compressions prepared in the background (`serve.compaction` is the older
+    /// name, still read).
+    #[serde(alias = "compaction")]
+    pub compression: CompressionSettings,
     /// Who answers an agent's own compaction request (Codex's handoff summary or
     /// `compaction_trigger`, `POST /v1/responses/compact`, Claude Code's summary request,
     /// Hermes' compression call).
@@ -50,7 +86,7 @@ pub struct ServeSettings {
 }
 
 /// `serve.engine_fallback`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineFallback {
     /// Start-up fails with the reason: the gateway never runs an engine it does not name.
@@ -62,7 +98,7 @@ pub enum EngineFallback {
 }
 
 /// `serve.limits.over_window`: a request the engine cannot bring under the model's window.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OverWindow {
     /// Answered with 400 in the wire's shape: the provider would refuse it anyway.
@@ -84,7 +120,7 @@ impl Default for ServeSettings {
             state: None,
             database: DatabaseSettings::default(),
             cache: CacheSettings::default(),
-            compaction: CompactionSettings::default(),
+            compression: CompressionSettings::default(),
             client_compaction: ClientCompactionMode::default(),
             count_tokens: CountTokens::default(),
             anthropic: AnthropicSettings::default(),
@@ -95,7 +131,7 @@ impl Default for ServeSettings {
 
 /// `serve.client_compaction`: one owner per history. When the agent compacts on its own, either
 /// the session's engine answers (it already holds the history), or the provider does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientCompactionMode {
     /// The gateway answers from the session's engine, with no upstream call: a summary for a
@@ -111,7 +147,7 @@ pub enum ClientCompactionMode {
 }
 
 /// `serve.count_tokens`: what a client's token count answers for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CountTokens {
     /// What the gateway would send upstream for that history (the session's view plus the new
@@ -123,7 +159,7 @@ pub enum CountTokens {
 }
 
 /// `serve.anthropic`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AnthropicSettings {
     /// Betas added to the `anthropic-beta` header of upstream requests (after the client's).
@@ -131,7 +167,7 @@ pub struct AnthropicSettings {
 }
 
 /// One beta the gateway adds, for every model or only for those its patterns match.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum AnthropicBeta {
     /// For every model: `- context-1m-2025-08-07`.
@@ -192,11 +228,11 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-/// `serve.compaction`: compressions prepared before they are needed, so no turn waits for a
-/// summarizer.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `serve.compression`: the engine's compressions prepared before they are needed, so no turn
+/// waits for a summarizer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct CompactionSettings {
+pub struct CompressionSettings {
     /// Prepare compressions in the background, also the one a request crosses the threshold
     /// with (else each runs on the request that needs it).
     pub background: bool,
@@ -209,9 +245,9 @@ pub struct CompactionSettings {
     pub wait_seconds: f64,
 }
 
-impl Default for CompactionSettings {
+impl Default for CompressionSettings {
     fn default() -> Self {
-        CompactionSettings {
+        CompressionSettings {
             background: true,
             margin: 0.1,
             wait_seconds: 2.0,
@@ -220,7 +256,7 @@ impl Default for CompactionSettings {
 }
 
 /// `serve.cache`: prompt caching.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheSettings {
     /// Cache breakpoints on Anthropic requests whose client set none.
@@ -232,7 +268,7 @@ pub struct CacheSettings {
 }
 
 /// `serve.cache.breakpoints`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheBreakpoints {
     /// The system prompt and the last three messages, as Hermes' `system_and_3`.
@@ -243,7 +279,7 @@ pub enum CacheBreakpoints {
 }
 
 /// `serve.database`: how the gateway uses a PostgreSQL `serve.state`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatabaseSettings {
     /// Connections the gateway keeps open at most.
@@ -278,7 +314,7 @@ impl Default for DatabaseSettings {
 
 /// `serve.auth`: the tokens a client presents in `x-ctxhost-token` (or as its bearer token when
 /// the gateway holds the upstream key).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthSettings {
     /// An environment variable holding the tokens, comma-separated (kept out of the file).
@@ -288,7 +324,7 @@ pub struct AuthSettings {
 }
 
 /// `serve.limits`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Largest request body accepted, in bytes; larger ones get 413.
@@ -373,71 +409,12 @@ impl ServeSettings {
             key: format!("serve.{key}"),
             problem: problem.to_string(),
         };
-        if !(self.upstream.starts_with("http://") || self.upstream.starts_with("https://")) {
-            return Err(fault(
-                "upstream",
-                "must be an http:// or https:// URL (e.g. https://api.openai.com/v1)",
-            ));
-        }
-        if self.limits.max_request_bytes == 0 || self.limits.max_response_bytes == 0 {
-            return Err(fault("limits", "byte limits must be above 0"));
-        }
-        for (key, seconds) in [
-            (
-                "limits.connect_timeout_seconds",
-                self.limits.connect_timeout_seconds,
-            ),
-            (
-                "limits.idle_timeout_seconds",
-                self.limits.idle_timeout_seconds,
-            ),
-            (
-                "limits.shutdown_grace_seconds",
-                self.limits.shutdown_grace_seconds,
-            ),
-            (
-                "limits.header_timeout_seconds",
-                self.limits.header_timeout_seconds,
-            ),
-            ("compaction.wait_seconds", self.compaction.wait_seconds),
-            (
-                "database.connect_timeout_seconds",
-                self.database.connect_timeout_seconds,
-            ),
-            (
-                "database.statement_timeout_seconds",
-                self.database.statement_timeout_seconds,
-            ),
-            ("database.lease_seconds", self.database.lease_seconds),
-            (
-                "database.lease_wait_seconds",
-                self.database.lease_wait_seconds,
-            ),
-            ("database.retry_seconds", self.database.retry_seconds),
-        ] {
-            if !(seconds.is_finite() && seconds > 0.0) {
-                return Err(fault(key, "must be a positive number of seconds"));
-            }
-        }
-        if !(self.compaction.margin.is_finite() && (0.0..1.0).contains(&self.compaction.margin)) {
-            return Err(fault(
-                "compaction.margin",
-                "must be a share of the window, from 0 to below 1",
-            ));
-        }
-        if self.limits.max_connections_per_ip == 0 || self.limits.max_connections == 0 {
-            return Err(fault("limits", "connection limits must be at least 1"));
-        }
-        if self.database.pool_size == 0 {
-            return Err(fault("database.pool_size", "must be at least 1"));
-        }
-        if let Some(state) = &self.state {
-            if state.trim().is_empty() {
-                return Err(fault(
-                    "state",
-                    "must be a file path or a postgres:// URL (or be left out for the default)",
-                ));
-            }
+        // The declared checks of `serve.*`; what follows relates keys or looks inside lists.
+        let tree = serde_json::to_value(self).expect("the settings serialize");
+        if let Some((key, problem)) =
+            crate::settings::first_problem(crate::settings::HOST_SETTINGS, "serve", &tree)
+        {
+            return Err(ServeSettingsError { key, problem });
         }
         for (i, beta) in self.anthropic.betas.iter().enumerate() {
             let name = beta.name();

@@ -19,10 +19,6 @@ pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 pub const DEFAULT_DEADLINE_SECS: f64 = 90.0;
 /// Retries after the first attempt when the config does not say.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
-/// More retries than this only hide an outage.
-pub const MAX_RETRIES_LIMIT: u32 = 10;
-/// A summary model needs at least this much window to be useful.
-pub const MIN_CONTEXT_LENGTH: u64 = 1024;
 /// Seconds the configured summarizer rests after a failure when the config does not say.
 pub const DEFAULT_COOLDOWN_SECS: u64 = 60;
 
@@ -180,18 +176,6 @@ impl SettingsError {
     }
 }
 
-const KEYS: [&str; 9] = [
-    "provider",
-    "model",
-    "base_url",
-    "api_key_env",
-    "timeout",
-    "max_retries",
-    "deadline",
-    "context_length",
-    "cooldown_seconds",
-];
-
 impl SummarizerSettings {
     /// The offline summarizer (the default).
     pub fn offline() -> Self {
@@ -233,7 +217,12 @@ impl SummarizerSettings {
                 _ => {
                     return Err(SettingsError::invalid(
                         key,
-                        format!("unknown key (expected one of: {})", KEYS.join(", ")),
+                        format!(
+                            "unknown key (expected one of: {})",
+                            crate::settings::keys_of(SECTION)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
                     ))
                 }
             }
@@ -245,48 +234,19 @@ impl SummarizerSettings {
     /// Checks that the settings can work; errors name the key, e.g.
     /// `auxiliary.compression.base_url: required when provider is custom`.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if !self.deadline.is_finite() || self.deadline <= 0.0 {
-            return Err(SettingsError::invalid(
-                "deadline",
-                format!(
-                    "must be a positive number of seconds, not {}",
-                    self.deadline
-                ),
-            ));
-        }
-        if !self.timeout.is_finite() || self.timeout <= 0.0 {
-            return Err(SettingsError::invalid(
-                "timeout",
-                format!("must be a positive number of seconds, not {}", self.timeout),
-            ));
-        }
-        if self.max_retries > MAX_RETRIES_LIMIT {
-            return Err(SettingsError::invalid(
-                "max_retries",
-                format!(
-                    "must be at most {MAX_RETRIES_LIMIT}, not {}",
-                    self.max_retries
-                ),
-            ));
-        }
-        if let Some(length) = self.context_length {
-            if length < MIN_CONTEXT_LENGTH {
-                return Err(SettingsError::invalid(
-                    "context_length",
-                    format!("must be at least {MIN_CONTEXT_LENGTH} tokens, not {length}"),
-                ));
-            }
+        // The declared checks of the section; what follows relates keys or parses values.
+        let tree = serde_json::to_value(self).expect("the settings serialize");
+        if let Some((key, problem)) =
+            crate::settings::first_problem(crate::settings::HOST_SETTINGS, SECTION, &tree)
+        {
+            let key = key
+                .strip_prefix(SECTION)
+                .unwrap_or(&key)
+                .trim_start_matches('.');
+            return Err(SettingsError::invalid(key, problem));
         }
         if let Some(name) = &self.api_key_env {
             validate_env_name(name)?;
-        }
-        if let Some(model) = &self.model {
-            if model.trim().is_empty() {
-                return Err(SettingsError::invalid(
-                    "model",
-                    "must not be empty (remove the key to leave it unset)",
-                ));
-            }
         }
         if let Some(url) = &self.base_url {
             validate_base_url(url)?;

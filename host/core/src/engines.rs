@@ -875,14 +875,11 @@ impl Engines {
         Ok(ChildSpec {
             program,
             init: Init {
-                config_text: self.config.text().to_string(),
-                config_source: self.config.source.clone(),
-                overrides: self.config.overrides().to_vec(),
+                config: self.config.clone(),
                 home: self.home.clone(),
                 name: name.to_string(),
                 data_root: data_root.to_path_buf(),
                 verbose: true,
-                project_trusted: self.config.project_trusted(),
                 purpose,
             },
             timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),

@@ -1,10 +1,10 @@
 //! Compressions prepared in the background, so no turn waits for a summarizer: a request that
 //! brings its session near the threshold (the engine would compress with
-//! `serve.compaction.margin` of the window more), or past it, starts a compression of what it
+//! `serve.compression.margin` of the window more), or past it, starts a compression of what it
 //! sends, and goes upstream without waiting for it. A later request takes the result in (the
 //! new view, then the messages that came since) once it is ready; only a request whose last
 //! view plus what is new would not fit the window waits for it (at most
-//! `serve.compaction.wait_seconds`, then until it is done). While one is being prepared the
+//! `serve.compression.wait_seconds`, then until it is done). While one is being prepared the
 //! engine is busy, so nothing else asks it: usage is queued for it and tools wait.
 //!
 //! With several gateways on one database, the one preparing a compression holds the session's
@@ -249,7 +249,7 @@ impl Turn {
         let coordination = self.gateway.coordination.clone()?;
         let id = self.guard.record.pending.as_ref()?.id;
         let key = self.guard.record.key.clone();
-        let wait_seconds = self.gateway.settings.compaction.wait_seconds;
+        let wait_seconds = self.gateway.settings.compression.wait_seconds;
         let mut bound = Some(Instant::now() + Duration::from_secs_f64(wait_seconds));
         let mut waited = false;
         let mut pause = Duration::from_millis(10);

@@ -38,6 +38,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ctxhost_config::serve::GatewaySettings;
 pub use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
@@ -75,7 +76,7 @@ pub enum StartError {
 
 /// How to start the gateway: the settings as the command line settled them.
 pub struct ServeOptions {
-    pub settings: ServeSettings,
+    pub settings: GatewaySettings,
     /// Where the session store lives.
     pub state: store::StateLocation,
     /// Log message bodies and keys (never by default).
@@ -90,7 +91,7 @@ pub struct Gateway {
     pub engine: String,
     /// How the engine check at start-up went.
     pub engine_status: engine_check::EngineStatus,
-    pub settings: ServeSettings,
+    pub settings: GatewaySettings,
     pub store: Arc<dyn SessionStore>,
     /// With a database several gateways share: their leases and prepared compressions.
     pub coordination: Option<Arc<store::Coordination>>,

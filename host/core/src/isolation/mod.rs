@@ -23,7 +23,7 @@ mod replies;
 pub mod spawn;
 pub mod wait;
 
-pub use ctxhost_config::plugin_host::{engine_only, HostPluginSettings, Isolation, HOST_KEYS};
+pub use ctxhost_config::plugin_host::{engine_only, HostPluginSettings, Isolation};
 
 use ctxhost_sdk::protocol::Op;
 

@@ -16,13 +16,9 @@ pub use super::lists::{CompressedList, MessageList};
 /// The first line the host sends: how to build the engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Init {
-    /// The config's text and where it came from (plugin directories resolve against it).
-    pub config_text: String,
-    pub config_source: Option<std::path::PathBuf>,
-    /// The command line's overrides the host settled into its config: the child settles them
-    /// too, so it runs on the very config the host does.
-    #[serde(default)]
-    pub overrides: Vec<ctxhost_config::Override>,
+    /// The config as the host settled it (the file, the project's trust, the command line's
+    /// overrides): the child runs on the very value the host does, without reading the file.
+    pub config: ctxhost_config::Config,
     /// `$CTXHOST_HOME`.
     pub home: std::path::PathBuf,
     /// The engine to start.
@@ -30,17 +26,9 @@ pub struct Init {
     /// Where engines keep their data.
     pub data_root: std::path::PathBuf,
     pub verbose: bool,
-    /// Whether the config's project (its plugins and credentials) is trusted: the child
-    /// holds the config to what the host decided.
-    #[serde(default = "trusted")]
-    pub project_trusted: bool,
     /// What the child is for.
     #[serde(default)]
     pub purpose: Purpose,
-}
-
-fn trusted() -> bool {
-    true
 }
 
 /// Why the host starts a child.

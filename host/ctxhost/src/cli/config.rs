@@ -1,6 +1,7 @@
-//! `ctxhost config path|get|set|unset|validate`: the config file from the command line. Writes
-//! keep the user's comments, key order and unknown keys, are atomic, and are refused when the
-//! result would not be a valid config (or the file already is not one).
+//! `ctxhost config path|get|set|unset|validate|keys`: the config file from the command line.
+//! Writes keep the user's comments, key order and unknown keys, are atomic, and are refused when
+//! the result would not be a valid config (or the file already is not one). Which keys exist,
+//! their defaults and docs come from the declarations (`ctxhost_config::settings`).
 
 use std::process::ExitCode;
 
@@ -8,6 +9,7 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use ctxhost_config::edit;
 use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_config::settings::{self, DefaultValue, HOST_SETTINGS, RENAMED};
 use ctxhost_config::write::{update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use serde_yaml::Value;
@@ -29,6 +31,17 @@ pub enum ConfigCommand {
     Unset(KeyArgs),
     /// Check the config: every section, the compressor's settings and the selected engine
     Validate,
+    /// List the host's keys with their defaults and docs (the READMEs' tables are this output)
+    Keys(KeysArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// Only the keys under these (serve, serve.limits, ...)
+    pub prefixes: Vec<String>,
+    /// Print the Markdown table the READMEs hold
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +78,7 @@ pub fn run(global: &GlobalArgs, command: &ConfigCommand) -> anyhow::Result<ExitC
         ConfigCommand::Set(args) => set(global, args),
         ConfigCommand::Unset(args) => unset(global, args),
         ConfigCommand::Validate => validate(global),
+        ConfigCommand::Keys(args) => keys(args),
     }
 }
 
@@ -80,7 +94,7 @@ fn path(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
 fn get(global: &GlobalArgs, args: &GetArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     let text = app.config().text();
-    let (value, default) = match edit::get(text, &args.key)? {
+    let (value, default) = match edit::get(text, &args.key)?.or(older_name_set(text, &args.key)?) {
         Some(value) => (value, false),
         None => match default_of(&app, &args.key) {
             Some(value) => (value, true),
@@ -116,7 +130,7 @@ fn set(global: &GlobalArgs, args: &SetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let section = args.key.split('.').next().unwrap_or_default();
-    if !SECTIONS.contains(&section) && !args.force {
+    if !settings::sections().contains(&section) && !args.force {
         bail!(
             "{} is not a key ctxhost knows{} (--force writes it anyway)",
             args.key,
@@ -174,38 +188,21 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         Some(path) => path.display().to_string(),
         None => "built-in defaults (no config file)".to_string(),
     };
-    // Loading leaves unknown top-level sections alone (other programs' sections share the
-    // file); one that is a near miss of a ctxhost section is a typo whose settings would be
-    // silently ignored.
-    let mut mistyped = false;
-    for section in top_level_sections(app.config().text()) {
-        if SECTIONS.contains(&section.as_str()) {
-            continue;
-        }
-        match suggest::closest(&section, SECTIONS.iter().copied()) {
-            Some(known) => {
-                let line = app
-                    .config()
-                    .text()
-                    .lines()
-                    .position(|l| {
-                        l.strip_prefix(section.as_str())
-                            .is_some_and(|rest| rest.trim_start().starts_with(':'))
-                    })
-                    .map(|at| format!(":{}", at + 1))
-                    .unwrap_or_default();
-                println!(
-                    "problem: {source}{line}: unknown top-level section `{section}:` (ctxhost \
-                     would ignore it){}",
-                    suggest::did_you_mean(Some(&known))
-                );
-                mistyped = true;
-            }
-            None => eprintln!("note: top-level section `{section}:` is not read by ctxhost"),
-        }
+    // Loading refused a mistyped section; another program's section in the shared file is
+    // only noted.
+    for section in super::sections::unknown(app.config()) {
+        eprintln!(
+            "note: top-level section `{}:` is not read by ctxhost",
+            section.name
+        );
     }
-    if mistyped {
-        return Ok(ExitCode::from(1));
+    for renamed in RENAMED {
+        if edit::get(app.config().text(), renamed.old)?.is_some() {
+            eprintln!(
+                "note: `{}` is the older name of `{}`, still read; rename it ({})",
+                renamed.old, renamed.new, renamed.why
+            );
+        }
     }
     let name = app.config().context.engine.clone();
     // A throwaway state: validating must not create the engine's store.
@@ -226,17 +223,6 @@ fn validate(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The keys of the file's top-level mapping, in file order.
-fn top_level_sections(text: &str) -> Vec<String> {
-    match serde_yaml::from_str::<Value>(text) {
-        Ok(Value::Mapping(map)) => map
-            .keys()
-            .filter_map(|key| key.as_str().map(str::to_string))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// `value` with every URL in it shown as [`RedactedUrl`] shows it: a database URL or an
 /// endpoint's password never reaches the terminal (or a script's log).
 fn masked_urls(value: Value) -> Value {
@@ -254,70 +240,59 @@ fn masked_urls(value: Value) -> Value {
     }
 }
 
-/// The top-level sections of config.yaml that ctxhost reads.
-const SECTIONS: &[&str] = &[
-    "context",
-    "model",
-    "compression",
-    "auxiliary",
-    "tokens",
-    "plugins",
-    "trust",
-    "serve",
-];
+/// `config keys`: the declared keys, as a list or as the READMEs' table.
+fn keys(args: &KeysArgs) -> anyhow::Result<ExitCode> {
+    let prefixes: Vec<&str> = args.prefixes.iter().map(String::as_str).collect();
+    let selected = settings::selected(&prefixes);
+    if selected.is_empty() {
+        bail!(
+            "no host key is under {}; `ctxhost config keys` lists them all",
+            prefixes.join(", ")
+        );
+    }
+    if args.markdown {
+        print!("{}", settings::markdown_table(&prefixes));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (key, setting) in selected {
+        match setting.default {
+            DefaultValue::Value(value) | DefaultValue::Implied(value) => {
+                println!("{key} = {value}  # {}", setting.doc)
+            }
+            DefaultValue::Described(text) => println!("{key} = ({text})  # {}", setting.doc),
+            DefaultValue::Unset => println!("{key}  # {}", setting.doc),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
-/// Every key ctxhost knows a default for, outside plugin sections.
+/// The value of `key` written under its older name, when the file uses that.
+fn older_name_set(text: &str, key: &str) -> anyhow::Result<Option<Value>> {
+    for renamed in RENAMED {
+        if let Some(rest) = key.strip_prefix(renamed.new) {
+            if rest.is_empty() || rest.starts_with('.') {
+                return Ok(edit::get(text, &format!("{}{rest}", renamed.old))?);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `key` under its current name, when it is written under an older one.
+fn current_name(key: &str) -> String {
+    for renamed in RENAMED {
+        if let Some(rest) = key.strip_prefix(renamed.old) {
+            if rest.is_empty() || rest.starts_with('.') {
+                return format!("{}{rest}", renamed.new);
+            }
+        }
+    }
+    key.to_string()
+}
+
+/// Every key ctxhost declares, outside plugin sections: the host's and the compressor's.
 fn known_keys() -> Vec<String> {
-    let mut keys: Vec<String> = [
-        "context.engine",
-        "model.name",
-        "model.context_length",
-        "tokens.encoding",
-        "tokens.backend",
-        "auxiliary.compression.provider",
-        "auxiliary.compression.model",
-        "auxiliary.compression.base_url",
-        "auxiliary.compression.api_key_env",
-        "auxiliary.compression.timeout",
-        "auxiliary.compression.max_retries",
-        "auxiliary.compression.deadline",
-        "auxiliary.compression.context_length",
-        "auxiliary.compression.cooldown_seconds",
-        "trust.enabled",
-        "trust.disabled",
-        "serve.listen",
-        "serve.upstream",
-        "serve.upstream_key_env",
-        "serve.auth.tokens_env",
-        "serve.auth.tokens",
-        "serve.models",
-        "serve.limits.max_request_bytes",
-        "serve.limits.max_response_bytes",
-        "serve.limits.connect_timeout_seconds",
-        "serve.limits.idle_timeout_seconds",
-        "serve.limits.tool_rounds",
-        "serve.limits.shutdown_grace_seconds",
-        "serve.limits.max_live_sessions",
-        "serve.limits.header_timeout_seconds",
-        "serve.limits.max_connections_per_ip",
-        "serve.limits.max_connections",
-        "serve.limits.over_window",
-        "serve.engine_fallback",
-        "serve.state",
-        "serve.database.pool_size",
-        "serve.database.connect_timeout_seconds",
-        "serve.database.statement_timeout_seconds",
-        "serve.cache.breakpoints",
-        "serve.cache.min_tokens_saved",
-        "serve.compaction.background",
-        "serve.compaction.margin",
-        "serve.compaction.wait_seconds",
-        "serve.client_compaction",
-        "serve.count_tokens",
-        "serve.anthropic.betas",
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let mut keys: Vec<String> = HOST_SETTINGS.iter().map(|s| s.key.to_string()).collect();
     keys.extend(
         ctxhost_compressor::Settings::config_keys()
             .into_iter()
@@ -334,26 +309,9 @@ fn closest_key(key: &str) -> Option<String> {
 
 /// What a key reads as when the file does not set it.
 fn default_of(app: &App, key: &str) -> Option<Value> {
-    // The defaults are whatever an empty config reads as.
-    let defaults = ctxhost_core::Config::defaults();
-    let fixed = [
-        ("context.engine", defaults.context.engine),
-        ("model.name", defaults.model.name),
-        (
-            "model.context_length",
-            defaults.model.context_length.to_string(),
-        ),
-        ("tokens.encoding", defaults.tokens.encoding),
-        ("tokens.backend", defaults.tokens.backend),
-        (
-            "auxiliary.compression.provider",
-            defaults.summarizer.provider.to_string(),
-        ),
-        ("serve.listen", defaults.serve.listen.clone()),
-        ("serve.upstream", defaults.serve.upstream.clone()),
-    ];
-    if let Some((_, value)) = fixed.iter().find(|(k, _)| *k == key) {
-        return Some(edit::parse_value(value));
+    let key = &current_name(key);
+    if let Some(setting) = settings::find(key) {
+        return setting.default.value().map(edit::parse_value);
     }
     let mut parts = key.splitn(3, '.');
     match (parts.next(), parts.next(), parts.next()) {

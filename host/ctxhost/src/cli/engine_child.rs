@@ -11,7 +11,7 @@ use ctxhost_core::isolation::child;
 use ctxhost_core::isolation::protocol::{
     Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL,
 };
-use ctxhost_core::{Config, Engines};
+use ctxhost_core::Engines;
 use ctxhost_plugin_host::load_library;
 
 #[derive(Debug, Args)]
@@ -53,27 +53,17 @@ pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let engines = Config::parse(&init.config_text, init.config_source.clone())
-        .and_then(|mut config| {
-            if !init.project_trusted {
-                config.distrust_project(ctxhost_config::project::Untrusted::Never);
-            }
-            config.settle(init.overrides.clone())
-        })
-        .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
-        .and_then(|config| {
-            Engines::for_config(
-                config,
-                init.home.clone(),
-                runtime.handle().clone(),
-                init.verbose,
-            )
-            .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
-        })
-        .map(|mut engines| {
-            engines.as_engine_child();
-            engines
-        });
+    let engines = Engines::for_config(
+        init.config.clone(),
+        init.home.clone(),
+        runtime.handle().clone(),
+        init.verbose,
+    )
+    .map_err(|e| ctxhost_sdk::EngineError::failed(e.to_string()))
+    .map(|mut engines| {
+        engines.as_engine_child();
+        engines
+    });
     if init.purpose == Purpose::ValidateSettings {
         let reply = match engines.and_then(|e| e.validate_for_child(&init.name)) {
             Ok(()) => Reply::Ok(serde_json::Value::Null),

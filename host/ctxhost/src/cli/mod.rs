@@ -13,6 +13,7 @@ pub mod quality;
 pub mod quality_plot;
 pub mod report;
 pub mod run;
+mod sections;
 pub mod serve;
 pub mod sessions;
 pub mod tokens;
@@ -135,6 +136,10 @@ impl App {
         } else {
             Config::defaults()
         };
+        // Writing commands may be what fixes it.
+        if !missing_ok {
+            sections::refuse_mistyped(&config)?;
+        }
         let origin = if config.source.is_none() {
             Origin::Defaults
         } else {

@@ -46,7 +46,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     .flatten()
     .collect();
     let app = App::with_overrides(global, overrides)?;
-    let mut settings = app.config().serve.clone();
+    let mut settings = app.config().gateway_settings();
     init_logging(args.log_format, app.verbose);
     // Said after the ready lines, which clients read first.
     let lowered = connection_room()

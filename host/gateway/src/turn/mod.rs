@@ -188,7 +188,7 @@ impl Turn {
             name: request.name.clone(),
         };
         let settings = &gateway.settings;
-        let configured = &gateway.engines.config().model;
+        let configured = &settings.model;
         let (model_window, guessed) = match request.feature_window {
             Some(window) if !settings.models.contains_key(request.model) => (window, false),
             _ => window_of(

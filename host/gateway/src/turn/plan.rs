@@ -9,7 +9,7 @@ pub(crate) enum Standing {
     Preparing,
     /// The engine compresses on this request: its threshold is crossed (and no deferral holds).
     Crossing,
-    /// Near the threshold: the engine would compress with `serve.compaction.margin` more.
+    /// Near the threshold: the engine would compress with `serve.compression.margin` more.
     Near,
     /// Neither.
     Below,
@@ -18,7 +18,7 @@ pub(crate) enum Standing {
 /// The settings the plan follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Policy {
-    /// `serve.compaction.background`.
+    /// `serve.compression.background`.
     pub background: bool,
     /// `serve.cache.min_tokens_saved` is set: a compression on a request is weighed against
     /// the warm cache before it is applied, which only one run on the request can be (the
@@ -35,7 +35,7 @@ pub(crate) enum TurnPlan {
     /// in the background for a later request to take in.
     SendViewAndPrepare,
     /// What it would send does not fit: the compression being prepared (started now if none
-    /// is) is waited for, at most `serve.compaction.wait_seconds`, then as a synchronous one
+    /// is) is waited for, at most `serve.compression.wait_seconds`, then as a synchronous one
     /// would be, and the request goes with its result.
     WaitThenSend,
     /// The engine compresses on the request, which waits for it (`background: false`).

@@ -125,7 +125,7 @@ impl Turn {
     fn policy(&self) -> Policy {
         let settings = &self.gateway.settings;
         Policy {
-            background: settings.compaction.background,
+            background: settings.compression.background,
             weighs_saving: settings.cache.min_tokens_saved > 0,
         }
     }
@@ -166,7 +166,7 @@ impl Turn {
 
     /// Takes in a compression prepared in the background, if one is ready. One still being
     /// prepared is waited for only when the last view plus what is new would not fit (at most
-    /// `serve.compaction.wait_seconds`, then until it is done); otherwise the request goes on
+    /// `serve.compression.wait_seconds`, then until it is done); otherwise the request goes on
     /// at once. False when one is still being prepared: the upstream goes as it is, and the
     /// busy engine (or the session, on another gateway) is asked nothing more.
     async fn take_prepared(&mut self, history: &[Message], window: u64, draft: &mut Draft) -> bool {
@@ -203,11 +203,11 @@ impl Turn {
     }
 
     /// Waits for the compression being prepared on this gateway (what the request would send
-    /// does not fit without it), then takes it in: at most `serve.compaction.wait_seconds`,
+    /// does not fit without it), then takes it in: at most `serve.compression.wait_seconds`,
     /// then on, as a synchronous compression would (the engine, busy with this one, can do
     /// nothing sooner).
     async fn wait_then_take(&mut self, history: &[Message], draft: &mut Draft) {
-        let wait_seconds = self.gateway.settings.compaction.wait_seconds;
+        let wait_seconds = self.gateway.settings.compression.wait_seconds;
         let live = &mut *self.guard;
         if !live
             .settle_pending(Some(Duration::from_secs_f64(wait_seconds)))
@@ -395,10 +395,10 @@ impl Turn {
     }
 
     /// Whether the session is near the threshold (the engine would compress with
-    /// `serve.compaction.margin` of the window more), so the next compression is prepared in
+    /// `serve.compression.margin` of the window more), so the next compression is prepared in
     /// the background while this request is answered.
     async fn near(&mut self, draft: &Draft, tokens: u64, window: u64) -> bool {
-        let settings = &self.gateway.settings.compaction;
+        let settings = &self.gateway.settings.compression;
         if draft.compressed
             || !settings.background
             || draft.continuity == Continuity::Diverged
