@@ -27,6 +27,7 @@ pub mod anthropic_upstream;
 pub mod bench;
 pub mod fake_provider;
 pub mod gateway;
+pub mod memory;
 pub mod module_graph;
 pub mod postgres;
 pub mod python;
