@@ -26,6 +26,7 @@ pub mod agents;
 pub mod anthropic_upstream;
 pub mod bench;
 pub mod gateway;
+pub mod memory;
 pub mod module_graph;
 pub mod postgres;
 pub mod python;

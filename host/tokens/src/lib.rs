@@ -8,10 +8,13 @@
 //! ([`o200k`]), and ASCII text is split without its regex ([`ascii_pieces`]); the regex compiles
 //! on first use, for other text. A text is split into pieces (words, runs of punctuation)
 //! before its byte pairs are merged, and a session repeats its pieces: each distinct piece of a
-//! batch is merged once.
+//! batch is merged once. An over-long text is counted segment by segment ([`segments`]), so a
+//! count is linear in time and bounded in memory whatever the text holds (a base64 blob, a run
+//! of one character).
 
 mod ascii_pieces;
 mod o200k;
+mod segments;
 mod table_hash;
 
 use std::collections::HashMap;
@@ -25,6 +28,10 @@ use o200k::RankTable;
 
 /// Texts shorter than this are counted directly: hashing them costs about as much.
 const CACHE_MIN_BYTES: usize = 64;
+
+/// Pieces up to this long are remembered for the rest of a count (a session repeats its words;
+/// a long piece rarely repeats, and remembering every one would hold a copy of the text).
+const PIECE_CACHE_MAX_BYTES: usize = 256;
 
 /// New text below which a batch is counted on the calling thread (about a millisecond of
 /// counting, many times what starting a thread costs).
@@ -201,27 +208,24 @@ impl TokenCounter {
         count
     }
 
-    /// The count of `text`, its pieces looked up in (and added to) `pieces` first.
+    /// The count of `text`, its pieces looked up in (and added to) `pieces` first; an
+    /// over-long text segment by segment ([`segments`]), so no piece merges longer than a
+    /// segment.
     fn count_uncached(&self, text: &str, pieces: &mut PieceCounts) -> u64 {
-        match self.loaded() {
-            Some(Loaded::Bpe(bpe)) => {
-                count_pieces(bpe.split(text), pieces, |_| false, |p| bpe.bpe.count(p))
-            }
-            Some(Loaded::O200k(table)) if text.is_ascii() => {
-                count_pieces(ascii_pieces::pieces(text), pieces, one_token(table), |p| {
-                    table.count(p)
-                })
-            }
-            Some(Loaded::O200k(table)) => count_pieces(
-                o200k_base_splitter().split(text),
-                pieces,
-                one_token(table),
-                |p| table.count(p),
-            ),
-            Some(Loaded::Tiktoken(bpe)) => bpe.encode_ordinary(text).len() as u64,
+        let Some(loaded) = self.loaded() else {
             // Unreachable with a validated config; a rough estimate beats failing the turn.
-            None => (text.len() as u64).div_ceil(4),
+            return (text.len() as u64).div_ceil(4);
+        };
+        if text.len() <= segments::SEGMENT_BYTES {
+            return count_segment(loaded, text, pieces);
         }
+        let hard = match loaded {
+            Loaded::Tiktoken(_) => segments::TIKTOKEN_HARD_CUT_BYTES,
+            Loaded::Bpe(_) | Loaded::O200k(_) => segments::HARD_CUT_BYTES,
+        };
+        segments::segments(text, segments::SEGMENT_BYTES, hard)
+            .map(|segment| count_segment(loaded, segment, pieces))
+            .sum()
     }
 
     /// Gets ready to count: loads the encoding, and compiles what counting text other than
@@ -260,8 +264,27 @@ impl TokenCounter {
     }
 }
 
+/// The count of one segment of a text (at most [`segments::SEGMENT_BYTES`]).
+fn count_segment(loaded: &Loaded, text: &str, pieces: &mut PieceCounts) -> u64 {
+    match loaded {
+        Loaded::Bpe(bpe) => count_pieces(bpe.split(text), pieces, |_| false, |p| bpe.bpe.count(p)),
+        Loaded::O200k(table) if text.is_ascii() => {
+            count_pieces(ascii_pieces::pieces(text), pieces, one_token(table), |p| {
+                table.count(p)
+            })
+        }
+        Loaded::O200k(table) => count_pieces(
+            o200k_base_splitter().split(text),
+            pieces,
+            one_token(table),
+            |p| table.count(p),
+        ),
+        Loaded::Tiktoken(bpe) => bpe.encode_ordinary(text).len() as u64,
+    }
+}
+
 /// The count of a text given its `pieces` (the sum of their counts, `count` merging one), with
-/// each distinct piece merged once. A piece `one_token` recognizes counts one without a look in
+/// each distinct short piece merged once. A piece `one_token` recognizes counts one without a look in
 /// `counted` (most words are a token, and the rank table finds one faster than the cache).
 /// Neither encoding normalizes its text.
 fn count_pieces<'a>(
@@ -279,7 +302,9 @@ fn count_pieces<'a>(
                 return u64::from(count);
             }
             let count = count(piece.as_bytes());
-            counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
+            if piece.len() <= PIECE_CACHE_MAX_BYTES {
+                counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
+            }
             count as u64
         })
         .sum()
@@ -357,6 +382,93 @@ mod tests {
             let tiktoken = TokenCounter::with_backend(encoding, Backend::Tiktoken);
             assert_eq!(bpe.count(&text), tiktoken.count(&text), "{encoding}");
         }
+    }
+
+    /// Text of every kind the split patterns treat apart: words, contractions, digits,
+    /// punctuation, paths, runs of spaces and line breaks, CJK, emoji.
+    fn mixed_text(bytes: usize) -> String {
+        let words = [
+            "lorem",
+            "Ipsum",
+            "don't",
+            "WE'LL",
+            "12345678",
+            "3.14159",
+            "foo.bar/baz",
+            "--flag",
+            "  ",
+            "\n",
+            "\n\n",
+            "\t",
+            "日本語のテキスト",
+            "中文",
+            "🚀",
+            "x=1;",
+            "(a, b)",
+            "über",
+            "naïve",
+            "    indented",
+            "\r\n",
+            "'quoted'",
+            "a",
+            "I",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut text = String::new();
+        while text.len() < bytes {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push_str(words[(state % words.len() as u64) as usize]);
+            if state % 3 != 0 {
+                text.push(' ');
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn a_long_text_counts_exactly_what_it_counts_whole_when_it_has_spaces() {
+        let text = mixed_text(3 * segments::SEGMENT_BYTES + 1234);
+        for encoding in ["o200k_base", "cl100k_base", "p50k_base", "r50k_base"] {
+            for backend in [Backend::Bpe, Backend::Tiktoken] {
+                let counter = TokenCounter::with_backend(encoding, backend);
+                let loaded = counter.loaded().expect("the encoding loads");
+                let whole = count_segment(loaded, &text, &mut PieceCounts::default());
+                assert_eq!(counter.count(&text), whole, "{encoding} {backend:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_long_piece_counts_within_a_fraction_of_a_percent_on_every_backend() {
+        // A run of one letter counts exactly: the cuts fall where its tokens end.
+        let run = "x".repeat(4 * segments::SEGMENT_BYTES);
+        for backend in [Backend::Bpe, Backend::Tiktoken] {
+            let counter = TokenCounter::with_backend("o200k_base", backend);
+            assert_eq!(counter.count(&run) as usize, run.len() / 8, "{backend:?}");
+        }
+        // Random base64: every cut may cost a token, against the piece merged whole.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let blob: String = (0..3 * segments::SEGMENT_BYTES)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                alphabet[(state % alphabet.len() as u64) as usize] as char
+            })
+            .collect();
+        let counter = TokenCounter::new("o200k_base");
+        let loaded = counter.loaded().expect("the encoding loads");
+        let whole = count_segment(loaded, &blob, &mut PieceCounts::default());
+        let cut = counter.count(&blob);
+        let cuts = (blob.len() / segments::HARD_CUT_BYTES) as u64;
+        assert!(cut.abs_diff(whole) <= 2 * cuts, "{cut} against {whole}");
+        let tiktoken = TokenCounter::with_backend("o200k_base", Backend::Tiktoken);
+        let cuts = (blob.len() / segments::TIKTOKEN_HARD_CUT_BYTES) as u64;
+        assert!(tiktoken.count(&blob).abs_diff(whole) <= 2 * cuts);
+        assert!(tiktoken.count(&blob).abs_diff(whole) * 100 < whole);
     }
 
     #[test]

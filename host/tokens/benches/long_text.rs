@@ -1,0 +1,119 @@
+//! Counting one long piece against counting as many bytes of words: time and peak memory.
+//!
+//! `cargo bench -p ctxhost-tokens --bench long_text` (`CTXHOST_BENCH_MB=20` for a quick run;
+//! 100 by default). Each case runs in a process of its own, so its peak resident memory
+//! (`VmHWM`, Linux) is its own; the text itself is part of that peak. Cases: `words` (prose),
+//! `base64` (one piece of random base64 letters, no spaces), `run` (one character repeated),
+//! `cjk` (CJK text with no spaces), each counted with the default counter (`o200k_base`) and
+//! with the tiktoken backend.
+
+use std::process::Command;
+use std::time::Instant;
+
+use ctxhost_tokens::{Backend, TokenCounter};
+
+const CASES: &[&str] = &["words", "base64", "run", "cjk"];
+const BACKENDS: &[&str] = &["auto", "tiktoken"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--case") {
+        let case = &args[at + 1];
+        let backend = &args[at + 2];
+        let megabytes: usize = args[at + 3].parse().expect("a size in MB");
+        measure(case, backend, megabytes);
+        return;
+    }
+    let megabytes: usize = std::env::var("CTXHOST_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    println!(
+        "{:<8} {:<9} {:>6} {:>12} {:>9} {:>10}",
+        "case", "backend", "MB", "tokens", "seconds", "peak MiB"
+    );
+    let me = std::env::current_exe().expect("the bench's own path");
+    for backend in BACKENDS {
+        for case in CASES {
+            let output = Command::new(&me)
+                .args(["--case", case, backend, &megabytes.to_string()])
+                .output()
+                .expect("the bench runs itself");
+            print!("{}", String::from_utf8_lossy(&output.stdout));
+            if !output.status.success() {
+                println!(
+                    "{case:<8} {backend:<9} failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                );
+            }
+        }
+    }
+}
+
+fn measure(case: &str, backend: &str, megabytes: usize) {
+    let text = text(case, megabytes << 20);
+    let backend = match backend {
+        "tiktoken" => Backend::Tiktoken,
+        _ => Backend::Auto,
+    };
+    let counter = TokenCounter::with_backend("o200k_base", backend);
+    counter.warm();
+    let started = Instant::now();
+    let tokens = counter.count(&text);
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = peak_mib().map_or("?".to_string(), |m| format!("{m:.0}"));
+    println!(
+        "{case:<8} {:<9} {megabytes:>6} {tokens:>12} {seconds:>9.2} {peak:>10}",
+        format!("{backend:?}").to_lowercase()
+    );
+}
+
+fn text(case: &str, bytes: usize) -> String {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    match case {
+        "words" => {
+            let words = [
+                "lorem",
+                "ipsum",
+                "dolor",
+                "sit",
+                "amet,",
+                "consectetur",
+                "elit.",
+                "42",
+            ];
+            let mut text = String::with_capacity(bytes + 16);
+            while text.len() < bytes {
+                text.push_str(words[(next() % words.len() as u64) as usize]);
+                text.push(' ');
+            }
+            text
+        }
+        "base64" => {
+            let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+            (0..bytes)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize] as char)
+                .collect()
+        }
+        "run" => "x".repeat(bytes),
+        "cjk" => "日本語のテキスト中文文本".repeat(bytes / 36),
+        other => panic!("no case {other}"),
+    }
+}
+
+/// This process's peak resident memory (`VmHWM`), in MiB.
+fn peak_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
