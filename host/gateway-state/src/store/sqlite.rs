@@ -292,4 +292,47 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
     }
+
+    #[tokio::test]
+    async fn the_signing_secret_is_made_once_and_the_health_names_the_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.sqlite");
+        let first = SqliteStore::open(&path)
+            .await
+            .unwrap()
+            .secret()
+            .await
+            .unwrap();
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(store.secret().await.unwrap(), first);
+        let health = store.health().await;
+        assert!(health.ok, "{health:?}");
+        assert_eq!(health.schema_version, Some(1));
+    }
+
+    /// A save that waits for SQLite's lock waits on the blocking pool: on a runtime with one
+    /// thread, the task that holds the lock still runs, lets go, and the save goes through
+    /// (a save that blocked the runtime would wait out the busy timeout and fail).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_save_waiting_for_the_database_leaves_the_runtime_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.sqlite");
+        let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let key = SessionKey {
+            credential: "a".repeat(32),
+            name: "chat".into(),
+        };
+        let record = SessionRecord::new(key.clone(), "compressor".into(), "m".into(), 4096);
+        let saving = tokio::spawn({
+            let (store, record) = (store.clone(), record.clone());
+            async move { store.save(&record).await }
+        });
+        // The save starts first, and finds the database locked.
+        tokio::task::yield_now().await;
+        holder.execute_batch("COMMIT").unwrap();
+        saving.await.unwrap().unwrap();
+        assert_eq!(store.load(&key).await.unwrap(), Some(record));
+    }
 }
