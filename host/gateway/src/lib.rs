@@ -171,10 +171,7 @@ impl Bound {
             store::StateLocation::Postgres(_) => None,
         };
         let opened = options.state.open(&settings.database, &replica).await?;
-        let store = opened.store.clone();
-        let secret = tokio::task::spawn_blocking(move || store.secret())
-            .await
-            .map_err(|e| store::StoreError::Query(e.to_string()))??;
+        let secret = opened.store.secret().await?;
         let listener =
             tokio::net::TcpListener::bind(addr)
                 .await

@@ -137,13 +137,8 @@ fn count(gateway: &Gateway, route: &str, response: &Response, started: Instant) 
 /// `GET /healthz`: 200 while the gateway and its store answer, 503 (same body) when the store
 /// does not.
 async fn healthz(State(gateway): State<Arc<Gateway>>) -> Response {
-    let store = {
-        let gateway = gateway.clone();
-        tokio::task::spawn_blocking(move || gateway.store.health())
-            .await
-            .ok()
-    };
-    let store_ok = store.as_ref().is_some_and(|s| s.ok);
+    let store = gateway.store.health().await;
+    let store_ok = store.ok;
     // Without its store the gateway cannot serve (503); on the fallback engine it serves, but
     // not as configured.
     let (status, health) = match (store_ok, gateway.engine_status.problem()) {
@@ -235,16 +230,9 @@ fn summary(record: &SessionRecord) -> Value {
     })
 }
 
-/// Reads the store on the blocking pool.
-async fn blocking<T: Send + 'static>(
-    gateway: &Arc<Gateway>,
-    work: impl FnOnce(&Gateway) -> Result<T, super::store::StoreError> + Send + 'static,
-) -> Result<T, GatewayError> {
-    let gateway = gateway.clone();
-    tokio::task::spawn_blocking(move || work(&gateway))
-        .await
-        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
-        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))
+/// A store that failed a read, as the sessions endpoints answer it.
+fn unreadable(error: super::store::StoreError) -> GatewayError {
+    GatewayError::new(ErrorKind::Internal, error.to_string())
 }
 
 /// `GET /ctxhost/sessions`: the caller's sessions (those of its credential) only.
@@ -255,7 +243,7 @@ async fn list_sessions(
     let credential = credential_of(&headers);
     // Sessions in memory are shown as of their last exchange (its save may still be running).
     let live = gateway.live.published_of(&credential);
-    let mut records = blocking(&gateway, move |g| g.store.list(&credential)).await?;
+    let mut records = gateway.store.list(&credential).await.map_err(unreadable)?;
     for record in live {
         match records.iter_mut().find(|r| r.key == record.key) {
             // With several gateways on one database, another may have saved it since.
@@ -291,7 +279,7 @@ async fn show_session(
         Some(record) if gateway.coordination.is_none() => Some((*record).clone()),
         // Else whichever of its own and the stored one is newer.
         published => {
-            let stored = blocking(&gateway, move |g| g.store.load(&key)).await?;
+            let stored = gateway.store.load(&key).await.map_err(unreadable)?;
             match (stored, published) {
                 (Some(stored), Some(own)) if own.revision > stored.revision => Some((*own).clone()),
                 (Some(stored), _) => Some(stored),

@@ -29,14 +29,12 @@ fn gateway_store_health(app: &App) -> StoreHealth {
         }
     }
     let database = &app.config().serve.database;
-    let opened = app
-        .runtime
-        .block_on(location.open(database, "ctxhost engine doctor"));
-    match opened {
-        // The PostgreSQL store blocks on the runtime: asked from outside it.
-        Ok(opened) => opened.store.health(),
-        Err(error) => StoreHealth::unreachable(backend, error.to_string()),
-    }
+    app.runtime.block_on(async {
+        match location.open(database, "ctxhost engine doctor").await {
+            Ok(opened) => opened.store.health().await,
+            Err(error) => StoreHealth::unreachable(backend, error.to_string()),
+        }
+    })
 }
 
 #[derive(Debug, Args)]

@@ -72,7 +72,7 @@ pub fn run(global: &GlobalArgs, args: &MigrateArgs) -> anyhow::Result<ExitCode> 
         &app.config().serve.database,
         default_replica_name(),
     ))?;
-    let gateway = migrate_gateway_part(&source, &target)?;
+    let gateway = migrate_gateway_part(&app, &source, &target)?;
     let engine = migrate_engine_part(&app, args)?;
     if args.json {
         println!(
@@ -130,18 +130,21 @@ pub fn run(global: &GlobalArgs, args: &MigrateArgs) -> anyhow::Result<ExitCode> 
 
 /// The gateway's sessions; `None` when there is no SQLite store to copy.
 fn migrate_gateway_part(
+    app: &App,
     source: &std::path::Path,
     target: &PostgresStore,
 ) -> anyhow::Result<Option<GatewayMigration>> {
     if !source.exists() {
         return Ok(None);
     }
-    let from = SqliteStore::open_existing(source)?;
+    let from = app.runtime.block_on(SqliteStore::open_existing(source))?;
     let bar = progress_bar(0, "gateway", "sessions");
-    let report = migrate_gateway(&from, target, |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-    });
+    let report = app
+        .runtime
+        .block_on(migrate_gateway(&from, target, |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        }));
     bar.finish_and_clear();
     Ok(Some(report?))
 }

@@ -36,12 +36,12 @@ pub enum MigrationError {
 }
 
 /// Copies every session of `source` into `target`; `progress(done, total)` after each batch.
-pub fn migrate_gateway(
+pub async fn migrate_gateway(
     source: &SqliteStore,
     target: &PostgresStore,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<GatewayMigration, MigrationError> {
-    let rows = source.raw_records()?;
+    let rows = source.raw_records().await?;
     let total = rows.len() as u64;
     let mut report = GatewayMigration {
         sessions: total,
@@ -51,7 +51,7 @@ pub fn migrate_gateway(
     let mut done = 0;
     progress(0, total);
     for batch in rows.chunks(BATCH) {
-        for (row, outcome) in batch.iter().zip(target.import(batch)?) {
+        for (row, outcome) in batch.iter().zip(target.import(batch).await?) {
             match outcome {
                 Imported::Added => report.added += 1,
                 Imported::Replaced => report.replaced += 1,
@@ -73,7 +73,7 @@ pub fn migrate_gateway(
             .iter()
             .map(|r| (r.credential.clone(), r.name.clone()))
             .collect();
-        for (row, stored) in batch.iter().zip(target.raw_texts(&keys)?) {
+        for (row, stored) in batch.iter().zip(target.raw_texts(&keys).await?) {
             let stored = stored.ok_or_else(|| MigrationError::Missing {
                 name: row.name.clone(),
             })?;

@@ -7,7 +7,9 @@ mod sqlite;
 mod state_lock;
 
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use ctxhost_pg::{PostgresUrl, RedactedUrl};
@@ -38,6 +40,10 @@ pub enum StoreError {
     /// after this one's lapsed): the newer record stands.
     #[error("session {name} was saved by another gateway since this one read it: the newer record stands")]
     Conflict { name: String },
+    /// A call run on the blocking pool did not come back (it panicked, or the runtime is
+    /// shutting down).
+    #[error("the gateway's session store did not finish a call: {0}")]
+    Interrupted(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -97,7 +103,7 @@ impl StateLocation {
     ) -> Result<OpenedStore, StoreError> {
         Ok(match self {
             StateLocation::Sqlite(path) => OpenedStore {
-                store: Arc::new(SqliteStore::open(path)?),
+                store: Arc::new(SqliteStore::open(path).await?),
                 coordination: None,
             },
             StateLocation::Postgres(url) => {
@@ -154,20 +160,31 @@ pub struct StoreHealth {
     pub problem: Option<String>,
 }
 
-/// Session records, by key. Calls block: the gateway makes them on the blocking pool.
+/// What a store's call gives, later. Boxed so that the gateway can hold either store as one
+/// `dyn SessionStore`.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Session records, by key. Every call is async and never blocks the runtime it is awaited on:
+/// SQLite runs on the blocking pool, PostgreSQL over its own async connections.
 pub trait SessionStore: Send + Sync {
-    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError>;
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionKey,
+    ) -> StoreFuture<'a, Result<Option<SessionRecord>, StoreError>>;
     /// Writes `record`; a shared store refuses it ([`StoreError::Conflict`]) when it holds a
     /// revision as new or newer.
-    fn save(&self, record: &SessionRecord) -> Result<(), StoreError>;
+    fn save<'a>(&'a self, record: &'a SessionRecord) -> StoreFuture<'a, Result<(), StoreError>>;
     /// Every session of one credential, most recently used first.
-    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError>;
+    fn list<'a>(
+        &'a self,
+        credential: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>>;
     /// Whether the store answers.
-    fn health(&self) -> StoreHealth;
+    fn health(&self) -> StoreFuture<'_, StoreHealth>;
     /// The state's signing secret (created on first use, then the same for every gateway on
     /// this state): the key of the references in the handoffs and compaction items the gateway
     /// gives agents.
-    fn secret(&self) -> Result<[u8; 32], StoreError>;
+    fn secret(&self) -> StoreFuture<'_, Result<[u8; 32], StoreError>>;
 }
 
 /// A new signing secret from the operating system's randomness.

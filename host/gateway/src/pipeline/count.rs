@@ -136,10 +136,10 @@ async fn latest(
         // Alone on its store, this gateway's own record is the latest.
         return Ok(published);
     }
-    let owned = gateway.clone();
-    let stored = tokio::task::spawn_blocking(move || owned.store.load(&key))
+    let stored = gateway
+        .store
+        .load(&key)
         .await
-        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
         .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
     Ok(match (stored, published) {
         (Some(stored), Some(own)) if own.revision > stored.revision => Some(own),

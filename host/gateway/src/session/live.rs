@@ -47,23 +47,23 @@ impl Gateway {
         model: &str,
         window: u64,
     ) -> Result<Live, GatewayError> {
+        let stored = self
+            .store
+            .load(key)
+            .await
+            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
+        // A stored session resumes with the model and window it had.
+        let (model, window) = stored
+            .as_ref()
+            .map(|r| (r.model.clone(), r.context_length))
+            .unwrap_or((model.to_string(), window));
+        let options = SessionOptions::new(key.engine_session()).model(model, window);
         let gateway = self.clone();
-        let owned_key = key.clone();
-        let (model, window) = (model.to_string(), window);
-        // Loading the record and starting the engine (which may load a plugin) both block.
-        let (stored, session) = tokio::task::spawn_blocking(move || {
-            let stored = gateway.store.load(&owned_key)?;
-            // A stored session resumes with the model and window it had.
-            let (model, window) = stored
-                .as_ref()
-                .map(|r| (r.model.clone(), r.context_length))
-                .unwrap_or((model, window));
-            let options = SessionOptions::new(owned_key.engine_session()).model(model, window);
-            let session = gateway.engines.open_session(&gateway.engine, options);
-            Ok::<_, crate::store::StoreError>((stored, session))
+        // Starting the engine blocks (it may load a plugin).
+        let session = tokio::task::spawn_blocking(move || {
+            gateway.engines.open_session(&gateway.engine, options)
         })
         .await
-        .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
         .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
         let mut session = session.map_err(|error| {
             GatewayError::new(

@@ -17,11 +17,10 @@ impl Gateway {
     /// Takes in the record another gateway saved since this one last read or wrote it; a
     /// compression this gateway was preparing is kept only if the record still names it.
     pub(super) async fn reload(&self, live: &mut Live) -> Result<(), GatewayError> {
-        let store = self.store.clone();
-        let key = live.record.key.clone();
-        let stored = tokio::task::spawn_blocking(move || store.load(&key))
+        let stored = self
+            .store
+            .load(&live.record.key)
             .await
-            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?
             .map_err(|e| store_unavailable(&e))?;
         let Some(stored) = stored else {
             return Ok(());
@@ -63,16 +62,16 @@ impl Gateway {
                 };
                 self.saves.spawn_on(save, &runtime);
             }
-            // Released outside the runtime (it is going away): saved here and now.
+            // Released outside the runtime (it has gone away): nothing can write it now. The
+            // sessions endpoints had it; the store keeps the one before.
             Err(_) => {
-                if let Err(error) = self.store.save(&record) {
-                    tracing::error!(session = %record.key.name, "cannot save the session: {error}");
-                }
+                tracing::error!(session = %record.key.name, "cannot save the session: released after the gateway's runtime stopped");
+                self.metrics.add(Metric::StoreErrors, &[], 1);
             }
         }
     }
 
-    /// Saves a session's record (on the blocking pool); the sessions endpoints see it at once.
+    /// Saves a session's record; the sessions endpoints see it at once.
     pub async fn persist(&self, record: &mut SessionRecord) -> Result<(), GatewayError> {
         let published = self.publish(record);
         let written = self.write(published).await;
@@ -121,11 +120,7 @@ impl Gateway {
     }
 
     async fn write(&self, record: Arc<SessionRecord>) -> Result<(), GatewayError> {
-        let store = self.store.clone();
-        let written = tokio::task::spawn_blocking(move || store.save(&record))
-            .await
-            .map_err(|e| GatewayError::new(ErrorKind::Internal, e.to_string()))?;
-        match written {
+        match self.store.save(&record).await {
             Ok(()) => Ok(()),
             Err(error @ StoreError::Conflict { .. }) => {
                 self.metrics.add(Metric::StoreConflicts, &[], 1);

@@ -2,9 +2,9 @@
 //! per session holding its record as JSON text (not `jsonb`, which reorders keys: the view
 //! must come back byte for byte so the provider's prompt cache keeps hitting).
 //!
-//! Calls come from the blocking pool (the [`SessionStore`] contract); each runs its query on
-//! the runtime the store was opened on, through a connection pool (deadpool) with a statement
-//! timeout, over TLS as `sslmode` in the URL asks (read as libpq reads it: `ctxhost-pg`).
+//! Every call is awaited where it is made, through a connection pool (deadpool) with a
+//! statement timeout, over TLS as `sslmode` in the URL asks (read as libpq reads it:
+//! `ctxhost-pg`).
 //!
 //! Several gateways may share the database (`coordination.rs`): a save never replaces a newer
 //! record (each carries a revision), and every turn is entered once in a ledger.
@@ -16,7 +16,6 @@ use std::time::Duration;
 use ctxhost_pg::migrate::{Migration, Schema};
 use ctxhost_pg::{describe, PostgresUrl, RedactedUrl};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio::runtime::Handle;
 
 pub use coordination::{
     default_replica_name, random_u64, Claim, Coordination, Lease, LeaseKind, PreparedState,
@@ -24,7 +23,7 @@ pub use coordination::{
 
 use super::{
     decode, encode, new_secret, secret_of, RawRecord, SessionStore, StateLocation, StoreError,
-    StoreHealth,
+    StoreFuture, StoreHealth,
 };
 use crate::record::{SessionKey, SessionRecord};
 use ctxhost_config::serve::DatabaseSettings;
@@ -118,7 +117,6 @@ pub enum Imported {
 
 pub struct PostgresStore {
     pool: Pool,
-    runtime: Handle,
     /// Where it is, shown without the password.
     location: RedactedUrl,
     /// This gateway's name in the turn ledger.
@@ -176,7 +174,6 @@ impl PostgresStore {
             .map_err(|e| fail(e.to_string()))?;
         let store = PostgresStore {
             pool,
-            runtime: Handle::current(),
             location: url.clone(),
             replica,
         };
@@ -190,72 +187,71 @@ impl PostgresStore {
     /// Copies `rows` in (one transaction): a session absent is added, one whose stored text is
     /// the same is left alone, one stored at an older revision is replaced, and one stored at
     /// the same or a newer revision with other content is kept (it went on here).
-    pub fn import(&self, rows: &[RawRecord]) -> Result<Vec<Imported>, StoreError> {
-        self.block_on(async {
-            let mut client = self.client().await?;
-            let transaction = client.transaction().await.map_err(query)?;
-            let mut outcomes = Vec::with_capacity(rows.len());
-            for row in rows {
-                let revision = row.revision() as i64;
-                let existing = transaction
-                    .query_opt(
-                        "SELECT record, revision FROM ctxhost_gateway_sessions
-                         WHERE credential = $1 AND name = $2 FOR UPDATE",
-                        &[&row.credential, &row.name],
+    pub async fn import(&self, rows: &[RawRecord]) -> Result<Vec<Imported>, StoreError> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await.map_err(query)?;
+        let mut outcomes = Vec::with_capacity(rows.len());
+        for row in rows {
+            let revision = row.revision() as i64;
+            let existing = transaction
+                .query_opt(
+                    "SELECT record, revision FROM ctxhost_gateway_sessions
+                     WHERE credential = $1 AND name = $2 FOR UPDATE",
+                    &[&row.credential, &row.name],
+                )
+                .await
+                .map_err(query)?
+                .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)));
+            let outcome = match existing {
+                Some((record, _)) if record == row.record => Imported::Unchanged,
+                Some((_, stored)) if stored >= revision => Imported::KeptNewer,
+                Some(_) => Imported::Replaced,
+                None => Imported::Added,
+            };
+            if matches!(outcome, Imported::Added | Imported::Replaced) {
+                transaction
+                    .execute(
+                        // Only over an older revision, as `outcome` found it.
+                        SAVE_NEWER,
+                        &[
+                            &row.credential,
+                            &row.name,
+                            &row.record,
+                            &row.updated_at,
+                            &revision,
+                        ],
                     )
                     .await
-                    .map_err(query)?
-                    .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)));
-                let outcome = match existing {
-                    Some((record, _)) if record == row.record => Imported::Unchanged,
-                    Some((_, stored)) if stored >= revision => Imported::KeptNewer,
-                    Some(_) => Imported::Replaced,
-                    None => Imported::Added,
-                };
-                if matches!(outcome, Imported::Added | Imported::Replaced) {
-                    transaction
-                        .execute(
-                            // Only over an older revision, as `outcome` found it.
-                            SAVE_NEWER,
-                            &[
-                                &row.credential,
-                                &row.name,
-                                &row.record,
-                                &row.updated_at,
-                                &revision,
-                            ],
-                        )
-                        .await
-                        .map_err(query)?;
-                }
-                outcomes.push(outcome);
+                    .map_err(query)?;
             }
-            transaction.commit().await.map_err(query)?;
-            Ok(outcomes)
-        })
+            outcomes.push(outcome);
+        }
+        transaction.commit().await.map_err(query)?;
+        Ok(outcomes)
     }
 
     /// The stored text of the record of each of `keys` (`None` where there is none).
-    pub fn raw_texts(&self, keys: &[(String, String)]) -> Result<Vec<Option<String>>, StoreError> {
-        self.block_on(async {
-            let client = self.client().await?;
-            let statement = client
-                .prepare(
-                    "SELECT record FROM ctxhost_gateway_sessions
-                     WHERE credential = $1 AND name = $2",
-                )
+    pub async fn raw_texts(
+        &self,
+        keys: &[(String, String)],
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare(
+                "SELECT record FROM ctxhost_gateway_sessions
+                 WHERE credential = $1 AND name = $2",
+            )
+            .await
+            .map_err(query)?;
+        let mut texts = Vec::with_capacity(keys.len());
+        for (credential, name) in keys {
+            let row = client
+                .query_opt(&statement, &[credential, name])
                 .await
                 .map_err(query)?;
-            let mut texts = Vec::with_capacity(keys.len());
-            for (credential, name) in keys {
-                let row = client
-                    .query_opt(&statement, &[credential, name])
-                    .await
-                    .map_err(query)?;
-                texts.push(row.map(|r| r.get(0)));
-            }
-            Ok(texts)
-        })
+            texts.push(row.map(|r| r.get(0)));
+        }
+        Ok(texts)
     }
 
     /// Leases and prepared compressions over the same pool.
@@ -271,6 +267,19 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// The version of the gateway's tables the database records.
+    async fn schema_version(&self) -> Result<i64, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT version FROM ctxhost_migrations WHERE component = $1",
+                &[&COMPONENT],
+            )
+            .await
+            .map_err(query)?;
+        Ok(row.get::<_, i32>(0) as i64)
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.pool.get().await.map_err(|e| {
             StoreError::Query(format!(
@@ -280,16 +289,14 @@ impl PostgresStore {
             ))
         })
     }
-
-    /// Runs `work` on the store's runtime from a blocking-pool thread.
-    fn block_on<T>(&self, work: impl std::future::Future<Output = T>) -> T {
-        self.runtime.block_on(work)
-    }
 }
 
 impl SessionStore for PostgresStore {
-    fn load(&self, key: &SessionKey) -> Result<Option<SessionRecord>, StoreError> {
-        let json: Option<String> = self.block_on(async {
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionKey,
+    ) -> StoreFuture<'a, Result<Option<SessionRecord>, StoreError>> {
+        Box::pin(async move {
             let client = self.client().await?;
             let row = client
                 .query_opt(
@@ -299,18 +306,18 @@ impl SessionStore for PostgresStore {
                 )
                 .await
                 .map_err(query)?;
-            Ok::<_, StoreError>(row.map(|row| row.get(0)))
-        })?;
-        json.map(|json| decode(&key.name, &json)).transpose()
+            let json: Option<String> = row.map(|row| row.get(0));
+            json.map(|json| decode(&key.name, &json)).transpose()
+        })
     }
 
-    fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
-        let json = encode(record)?;
-        let updated_at = record.updated_at as i64;
-        let revision = record.revision as i64;
-        let turn = record.conversation.turn_id();
-        let messages = record.conversation.lineage_len() as i32;
-        self.block_on(async {
+    fn save<'a>(&'a self, record: &'a SessionRecord) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let json = encode(record)?;
+            let updated_at = record.updated_at as i64;
+            let revision = record.revision as i64;
+            let turn = record.conversation.turn_id();
+            let messages = record.conversation.lineage_len() as i32;
             let mut client = self.client().await?;
             let transaction = client.transaction().await.map_err(query)?;
             // Written only over an older revision: a replica that lost the session's lease
@@ -358,8 +365,11 @@ impl SessionStore for PostgresStore {
         })
     }
 
-    fn list(&self, credential: &str) -> Result<Vec<SessionRecord>, StoreError> {
-        let rows: Vec<(String, String)> = self.block_on(async {
+    fn list<'a>(
+        &'a self,
+        credential: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>> {
+        Box::pin(async move {
             let client = self.client().await?;
             let rows = client
                 .query(
@@ -369,34 +379,27 @@ impl SessionStore for PostgresStore {
                 )
                 .await
                 .map_err(query)?;
-            Ok::<_, StoreError>(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-        })?;
-        rows.iter().map(|(name, json)| decode(name, json)).collect()
+            rows.iter()
+                .map(|row| decode(row.get(0), row.get(1)))
+                .collect()
+        })
     }
 
-    fn health(&self) -> StoreHealth {
-        let answered = self.block_on(async {
-            let client = self.client().await?;
-            let row = client
-                .query_one(
-                    "SELECT version FROM ctxhost_migrations WHERE component = $1",
-                    &[&COMPONENT],
-                )
-                .await
-                .map_err(query)?;
-            Ok::<_, StoreError>(row.get::<_, i32>(0) as i64)
-        });
-        StoreHealth {
-            backend: "postgres",
-            ok: answered.is_ok(),
-            schema_version: answered.as_ref().ok().copied(),
-            problem: answered.err().map(|e| e.to_string()),
-        }
+    fn health(&self) -> StoreFuture<'_, StoreHealth> {
+        Box::pin(async move {
+            let answered = self.schema_version().await;
+            StoreHealth {
+                backend: "postgres",
+                ok: answered.is_ok(),
+                schema_version: answered.as_ref().ok().copied(),
+                problem: answered.err().map(|e| e.to_string()),
+            }
+        })
     }
 
-    fn secret(&self) -> Result<[u8; 32], StoreError> {
-        let candidate = new_secret()?.to_vec();
-        let stored: Vec<u8> = self.block_on(async {
+    fn secret(&self) -> StoreFuture<'_, Result<[u8; 32], StoreError>> {
+        Box::pin(async move {
+            let candidate = new_secret()?.to_vec();
             let client = self.client().await?;
             // The first gateway's secret stands; every other one reads it.
             client
@@ -414,9 +417,9 @@ impl SessionStore for PostgresStore {
                 )
                 .await
                 .map_err(query)?;
-            Ok::<_, StoreError>(row.get(0))
-        })?;
-        secret_of(&stored)
+            let stored: Vec<u8> = row.get(0);
+            secret_of(&stored)
+        })
     }
 }
 
