@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ctxhost_core::isolation::parent::{ChildProcess, ChildSpec};
-use ctxhost_core::isolation::protocol::{Init, Purpose};
+use ctxhost_isolation::parent::{ChildProcess, ChildSpec};
+use ctxhost_isolation::protocol::{Init, Purpose};
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
+use ctxhost_tokens::TokenCounter;
 use ctxhost_engine_window::WindowEngine;
 use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost_compressor::Compressor;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
+use ctxhost_tokens::TokenCounter;
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineSetup, HostServices, Message, ModelInfo};
-use ctxhost_summarizer::OfflineSummarizer;
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_tests::long_session;
 
 fn session(min_messages: usize) -> Vec<Message> {
@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
             .enable_all()
             .build()
             .unwrap();
-        let settings = ctxhost_summarizer::SummarizerSettings::from_value(&serde_json::json!({
+        let settings = ctxhost_config::summarizer::SummarizerSettings::from_value(&serde_json::json!({
             "provider": "custom", "model": "bench", "base_url": url
         }))
         .unwrap();

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ctxhost_core::replay::replay;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_tokens::TokenCounter;
+use ctxhost_config::Config;
+use ctxhost_core::{Engines, SessionOptions};
 use ctxhost_sdk::Message;
-use ctxhost_summarizer::OfflineSummarizer;
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_tests::long_session;
 
 fn session(times: usize) -> Vec<Message> {

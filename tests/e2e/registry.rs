@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use ctxhost_core::engines::{EngineSource, ResolveError};
-use ctxhost_core::plugins::RootKind;
+use ctxhost_plugins::RootKind;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_tokens::TokenCounter;
+use ctxhost_config::Config;
+use ctxhost_core::{Engines, SessionOptions};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };

@@ -17,6 +17,7 @@ mod accept;
 mod auth;
 mod background;
 mod compaction;
+pub mod engine_check;
 mod error;
 mod metrics;
 mod models;
@@ -30,20 +31,18 @@ mod turn;
 mod upstream;
 mod wire;
 
-// The session state lives in its own crate; its modules keep their paths here.
-pub use ctxhost_gateway_state::store;
+use ctxhost_gateway_state::store;
 use ctxhost_gateway_state::{conversation, record};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use ctxhost_config::serve::ServeSettings;
+use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
 use ctxhost_config::upstream_url as upstream_check;
-use ctxhost_core::engine_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
 use session::cache::LiveSessions;
@@ -105,7 +104,7 @@ pub struct Gateway {
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
     /// Signs the references in the handoffs given to agents (the state's secret).
-    pub signer: compaction::Signer,
+    pub signer: ctxhost_gateway_state::reference::Signer,
     /// The last session served on the chat wire per credential, for the side calls that name
     /// none (Hermes' compression).
     pub served: compaction::served::RecentSessions,
@@ -201,7 +200,7 @@ impl Bound {
                 live: LiveSessions::default(),
                 guessed_windows: models::GuessedWindows::default(),
                 saves: tokio_util::task::TaskTracker::new(),
-                signer: compaction::Signer::new(secret),
+                signer: ctxhost_gateway_state::reference::Signer::new(secret),
                 served: Default::default(),
                 verbose: options.verbose,
                 state_lock,

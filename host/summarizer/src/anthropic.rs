@@ -5,7 +5,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
-use crate::settings::{SettingsError, SummarizerSettings};
+use ctxhost_config::summarizer::{SettingsError, SummarizerSettings};
 use crate::Summarizer;
 
 /// The API version this client speaks.

@@ -6,7 +6,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
-use crate::settings::{Provider, SettingsError, SummarizerSettings};
+use ctxhost_config::summarizer::{Provider, SettingsError, SummarizerSettings};
 use crate::Summarizer;
 
 /// A summarizer speaking OpenAI chat completions (`POST {base_url}/chat/completions`).

@@ -3,7 +3,8 @@
 mod support;
 
 use ctxhost_sdk::{ErrorKind, SummarizeRequest};
-use ctxhost_summarizer::{build, Provider, SummarizerSettings};
+use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_summarizer::build;
 use serde_json::json;
 use support::{messages_reply, runtime, Reply, TestServer};
 

@@ -3,7 +3,8 @@
 mod support;
 
 use ctxhost_sdk::{SummarizeRequest, SummaryShape};
-use ctxhost_summarizer::{build, Provider, SummarizerSettings};
+use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_summarizer::build;
 use support::{chat_reply, runtime, TestServer};
 
 fn settings(base_url: String) -> SummarizerSettings {

@@ -30,7 +30,7 @@ const CACHE_MIN_BYTES: usize = 64;
 /// counting, many times what starting a thread costs).
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 
-pub use ctxhost_config::tokens::{Backend, BPE_ENCODINGS};
+use ctxhost_config::tokens::{Backend, BPE_ENCODINGS};
 
 enum Loaded {
     Bpe(&'static bpe_openai::Tokenizer),

@@ -3,7 +3,7 @@
 //! view), and three gateways sharing one database store each message of a session once.
 
 use ctxhost_tests::gateway::GatewayProcess;
-use ctxhost_tests::postgres::Postgres;
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::upstream::{reply, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ctxhost_config::edit;
-use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_config::write::{update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use serde_yaml::Value;
@@ -335,7 +335,7 @@ fn closest_key(key: &str) -> Option<String> {
 /// What a key reads as when the file does not set it.
 fn default_of(app: &App, key: &str) -> Option<Value> {
     // The defaults are whatever an empty config reads as.
-    let defaults = ctxhost_core::Config::defaults();
+    let defaults = ctxhost_config::Config::defaults();
     let fixed = [
         ("context.engine", defaults.context.engine),
         ("model.name", defaults.model.name),

@@ -10,7 +10,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ctxhost_pg::{PostgresUrl, RedactedUrl};
+use ctxhost_pg::PostgresUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use serde::Serialize;
 
 use crate::record::{SessionKey, SessionRecord};

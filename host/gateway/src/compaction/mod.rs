@@ -1,9 +1,11 @@
 //! An agent's own compaction, with one owner per history. Agents compact on their own (Codex's
 //! handoff-summary request or its `compaction_trigger` and compact route, Claude Code's summary
-//! request, Hermes' compressor); the gateway recognises these ([`recognise`]) and, with
+//! request, Hermes' compressor); the gateway recognises these
+//! ([`client_compaction`](ctxhost_wire::client_compaction), the wire crate's) and, with
 //! `serve.client_compaction: engine`, answers them from the session's engine with no model
 //! call: the engine compresses (or its prepared compression is taken in), and the agent gets a
-//! handoff of that view ([`render`]) carrying a signed reference to it ([`reference`]). The
+//! handoff of that view ([`render`]) carrying a signed reference to it
+//! ([`reference`](ctxhost_gateway_state::reference), the session state's). The
 //! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
@@ -11,23 +13,20 @@
 pub mod render;
 pub mod served;
 
-// Recognising a request is the wire crate's; the references are the session state's.
-pub use ctxhost_gateway_state::reference;
-pub use ctxhost_wire::client_compaction as recognise;
-
 use axum::response::Response;
 use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, set_carried_items};
 use serde_json::Value;
 
-pub use recognise::ClientCompaction;
-pub use reference::Signer;
+use ctxhost_wire::client_compaction::ClientCompaction;
 
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 pub use crate::turn::AgentCompaction;
 use crate::turn::{set_header, with_session_headers, Turn};
-use reference::{find_in_text, marker_line, ForgedReference, Reference};
+use ctxhost_gateway_state::reference::{
+    find_in_text, marker_line, ForgedReference, Reference, Signer,
+};
 use render::{Counts, Handoff, Shape};
 
 /// A handoff of the gateway's found in a request's history.

@@ -23,9 +23,10 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use super::auth::credential_of;
-use super::compaction::recognise::{recognise, without_trigger};
+use ctxhost_wire::client_compaction::{recognise, without_trigger};
 use super::compaction::render::Shape;
-use super::compaction::{self, AgentCompaction, Answering, ClientCompaction};
+use super::compaction::{self, AgentCompaction, Answering};
+use ctxhost_wire::client_compaction::ClientCompaction;
 use super::error::{ErrorKind, GatewayError};
 use super::turn::{names_session, session_name, with_session_headers, Turn, TurnRequest};
 use super::wire::responses::Responses;

@@ -12,7 +12,8 @@ use bytes::Bytes;
 
 use super::unmanaged::{self, Unmanaged};
 use crate::compaction::render::Shape;
-use crate::compaction::{self, AgentCompaction, Answering, ClientCompaction};
+use crate::compaction::{self, AgentCompaction, Answering};
+use ctxhost_wire::client_compaction::ClientCompaction;
 use crate::error::GatewayError;
 use crate::turn::{names_session, session_name, Turn, TurnRequest};
 use crate::wire::{Parsed, Wire};

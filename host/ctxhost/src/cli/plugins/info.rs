@@ -6,7 +6,7 @@ use anyhow::bail;
 use clap::Args;
 use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_core::engines::State;
-use ctxhost_core::plugins::trust::{short, Approval};
+use ctxhost_plugins::trust::{short, Approval};
 use ctxhost_core::SessionOptions;
 use ctxhost_sdk::ConfigKey;
 use serde::Serialize;
