@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ctxhost_config::Config;
 use ctxhost_core::replay::replay;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_tokens::TokenCounter;
-use ctxhost_config::Config;
 use ctxhost_core::{Engines, SessionOptions};
-use ctxhost_sdk::Message;
 use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_sdk::Message;
 use ctxhost_tests::long_session;
+use ctxhost_tokens::TokenCounter;
 
 fn session(times: usize) -> Vec<Message> {
     let once: Vec<Message> =

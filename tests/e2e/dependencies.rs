@@ -176,14 +176,20 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
     for lower in ["ctxhost-plugins", "ctxhost-isolation"] {
         assert_eq!(
             on_host(lower),
-            vec!["ctxhost-config".to_string(), "ctxhost-plugin-host".to_string()],
+            vec![
+                "ctxhost-config".to_string(),
+                "ctxhost-plugin-host".to_string()
+            ],
             "{lower}"
         );
     }
     // core → plugins, isolation, config (and the summarizer and plugin host beside it); never
     // up to the gateway.
     for below in ["ctxhost-plugins", "ctxhost-isolation"] {
-        assert!(direct("ctxhost-core").contains(&below.to_string()), "{below}");
+        assert!(
+            direct("ctxhost-core").contains(&below.to_string()),
+            "{below}"
+        );
     }
     for upper in ["ctxhost-gateway", "ctxhost", "ctxhost-wire"] {
         assert!(
@@ -239,8 +245,7 @@ fn crate_sources() -> Vec<(String, String, CrateSource)> {
         .into_iter()
         .filter_map(|(name, dir, _)| {
             let src = workspace_root().join(&dir).join("src");
-            src.is_dir()
-                .then(|| (name, dir, CrateSource::read(&src)))
+            src.is_dir().then(|| (name, dir, CrateSource::read(&src)))
         })
         .collect()
 }
@@ -264,7 +269,9 @@ fn no_crate_holds_more_than_8000_lines_of_its_own() {
             source.public_items()
         ));
         if lines > 8000 {
-            over.push(format!("{name}: {lines} lines of non-test code in {dir}/src"));
+            over.push(format!(
+                "{name}: {lines} lines of non-test code in {dir}/src"
+            ));
         }
     }
     println!("{}", table.join("\n"));
@@ -301,5 +308,9 @@ fn no_crate_re_exports_another_workspace_crate() {
         let others: Vec<String> = names.iter().filter(|n| **n != own).cloned().collect();
         found.extend(source.re_exports_of(&others));
     }
-    assert!(found.is_empty(), "re-exports across crates:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "re-exports across crates:\n{}",
+        found.join("\n")
+    );
 }

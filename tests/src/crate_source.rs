@@ -45,7 +45,10 @@ impl CrateSource {
 
     /// Lines of non-test code (blank lines and comments included: they are read too).
     pub fn lines(&self) -> usize {
-        self.files.iter().map(|(_, code)| code.lines().count()).sum()
+        self.files
+            .iter()
+            .map(|(_, code)| code.lines().count())
+            .sum()
     }
 
     /// Public items: each `pub` (not `pub(crate)` or `pub(super)`) function, type, trait,

@@ -5,10 +5,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ctxhost_redact::redact;
-use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
 use ctxhost_config::summarizer::DEFAULT_COOLDOWN_SECS;
 use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_redact::redact;
+use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
 use ctxhost_summarizer::Summarizer;
 
 use ctxhost_tokens::TokenCounter;

@@ -3,9 +3,9 @@
 //! reason kept for `/healthz` and every response. Every session then opens the engine settled
 //! here, so the banner, `/healthz` and the sessions never disagree.
 
-use ctxhost_core::{Engines, SessionOptions};
 use ctxhost_config::serve::EngineFallback;
 use ctxhost_config::BUILT_IN_ENGINE;
+use ctxhost_core::{Engines, SessionOptions};
 
 /// The header every response carries while the gateway runs another engine than configured.
 pub const ENGINE_ERROR_HEADER: &str = "x-ctxhost-engine-error";

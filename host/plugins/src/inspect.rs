@@ -211,7 +211,8 @@ fn check(
     if needs_hash {
         let mut file = std::fs::File::open(&library).map_err(unreadable)?;
         let hash =
-            ctxhost_config::fingerprint::tree_sha256(&candidate.dir, Some((&library, &mut file))).map_err(|error| {
+            ctxhost_config::fingerprint::tree_sha256(&candidate.dir, Some((&library, &mut file)))
+                .map_err(|error| {
                 Problem::new(
                     ProblemKind::Unreadable,
                     format!("cannot read {}: {error}", candidate.dir.display()),

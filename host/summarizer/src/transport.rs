@@ -9,9 +9,9 @@ use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use ctxhost_offline_summary::budget::truncate_bytes;
 use crate::retry::Failure;
 use ctxhost_config::summarizer::SettingsError;
+use ctxhost_offline_summary::budget::truncate_bytes;
 
 /// Where a client's API key comes from: an environment variable, read at call time so that
 /// the host starts (and falls back) even when it is missing.

@@ -2,8 +2,8 @@
 
 mod support;
 
-use ctxhost_sdk::{ErrorKind, SummarizeRequest};
 use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_sdk::{ErrorKind, SummarizeRequest};
 use ctxhost_summarizer::build;
 use serde_json::json;
 use support::{messages_reply, runtime, Reply, TestServer};

@@ -4,9 +4,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::{ErrorKind, SummarizeRequest};
-use ctxhost_offline_summary::budget::estimate_tokens;
 use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_offline_summary::budget::estimate_tokens;
+use ctxhost_sdk::{ErrorKind, SummarizeRequest};
 use ctxhost_summarizer::build;
 use serde_json::json;
 use support::{chat_reply, closed_port, runtime, Reply, TestServer};

@@ -2,8 +2,8 @@
 
 mod support;
 
-use ctxhost_sdk::{SummarizeRequest, SummaryShape};
 use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_sdk::{SummarizeRequest, SummaryShape};
 use ctxhost_summarizer::build;
 use support::{chat_reply, runtime, TestServer};
 

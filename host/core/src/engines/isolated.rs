@@ -49,10 +49,7 @@ impl Engines {
     /// instance of its engine for each session (in process, its state under the data root
     /// given; its start-up error as the engine gave it, so a bad setting keeps its key) and
     /// the plugin's version.
-    pub fn open_for_child(
-        &self,
-        name: &str,
-    ) -> Result<(Arc<OpenEngine>, String), EngineError> {
+    pub fn open_for_child(&self, name: &str) -> Result<(Arc<OpenEngine>, String), EngineError> {
         let library = self.load_named(name)?;
         let version = library.manifest().version.clone();
         let services = self.services.clone();
@@ -138,7 +135,11 @@ impl Engines {
 
     /// [`read_manifest`](Self::read_manifest), once per library per process: what loaded in a
     /// child before is not asked again.
-    pub(super) fn probe_once(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
+    pub(super) fn probe_once(
+        &self,
+        candidate: &Candidate,
+        library: &Path,
+    ) -> Result<Manifest, Problem> {
         static PROBED: std::sync::Mutex<Vec<(PathBuf, Manifest)>> =
             std::sync::Mutex::new(Vec::new());
         let known = PROBED.lock().ok().and_then(|probed| {

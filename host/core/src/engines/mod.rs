@@ -531,7 +531,6 @@ impl Engines {
             }),
         }
     }
-
 }
 
 enum Failure {

@@ -7,12 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use ctxhost_isolation::child;
-use ctxhost_isolation::protocol::{
-    Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL,
-};
 use ctxhost_config::Config;
-use ctxhost_core::{Engines};
+use ctxhost_core::Engines;
+use ctxhost_isolation::child;
+use ctxhost_isolation::protocol::{Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL};
 use ctxhost_plugin_host::load_library;
 
 #[derive(Debug, Args)]

@@ -23,16 +23,16 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use super::auth::credential_of;
-use ctxhost_wire::client_compaction::{recognise, without_trigger};
 use super::compaction::render::Shape;
 use super::compaction::{self, AgentCompaction, Answering};
-use ctxhost_wire::client_compaction::ClientCompaction;
 use super::error::{ErrorKind, GatewayError};
 use super::turn::{names_session, session_name, with_session_headers, Turn, TurnRequest};
 use super::wire::responses::Responses;
 use super::wire::{Api, Incoming, Wire};
 use super::Gateway;
 use ctxhost_config::serve::ClientCompactionMode;
+use ctxhost_wire::client_compaction::ClientCompaction;
+use ctxhost_wire::client_compaction::{recognise, without_trigger};
 use unmanaged::Unmanaged;
 
 /// `POST` of `W`'s route: the whole turn, its failures in the shape `W`'s clients parse.

@@ -13,11 +13,11 @@ use bytes::Bytes;
 use super::unmanaged::{self, Unmanaged};
 use crate::compaction::render::Shape;
 use crate::compaction::{self, AgentCompaction, Answering};
-use ctxhost_wire::client_compaction::ClientCompaction;
 use crate::error::GatewayError;
 use crate::turn::{names_session, session_name, Turn, TurnRequest};
 use crate::wire::{Parsed, Wire};
 use crate::Gateway;
+use ctxhost_wire::client_compaction::ClientCompaction;
 
 /// What the call came with, beside its parsed body.
 pub(super) struct SideCall<'a> {

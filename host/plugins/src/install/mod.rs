@@ -13,12 +13,10 @@ use std::process::{Command, Stdio};
 mod checkout_build;
 pub mod shipped;
 
-use super::descriptor::{
-    Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
-};
+use super::descriptor::{Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE};
+use super::PluginRoot;
 use ctxhost_config::fingerprint::{sha256_file, tree_sha256};
 use ctxhost_config::home::executable_dir;
-use super::PluginRoot;
 use ctxhost_config::{edit, BUILT_IN_ENGINE};
 use shipped::Origin;
 

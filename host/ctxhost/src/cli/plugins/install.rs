@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
+use ctxhost_config::fingerprint::Recorded;
 use ctxhost_config::write::{update, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_plugins::install::shipped::Origin;
@@ -12,7 +13,6 @@ use ctxhost_plugins::install::{self, Request};
 use ctxhost_plugins::libraries::foreign_libraries;
 use ctxhost_plugins::scaffold;
 use ctxhost_plugins::trust::short;
-use ctxhost_config::fingerprint::Recorded;
 use ctxhost_plugins::RootKind;
 use serde_yaml::Value;
 

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
+use ctxhost_config::fingerprint::{tree_sha256, Recorded};
 use ctxhost_config::write::{update, update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_plugins::trust::short;
-use ctxhost_config::fingerprint::{tree_sha256, Recorded};
 use ctxhost_plugins::{Inspection, ProblemKind};
 use serde_yaml::Value;
 
