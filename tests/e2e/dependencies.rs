@@ -257,7 +257,7 @@ fn crate_sources() -> Vec<(String, String, CrateSource)> {
 fn no_crate_holds_more_than_8000_lines_of_its_own() {
     let mut over = Vec::new();
     let mut table = vec![format!(
-        "{:<24} {:>10} {:>12}",
+        "{:<30} {:>10} {:>12}",
         "crate", "lines", "public items"
     )];
     let sources = crate_sources();
@@ -265,7 +265,7 @@ fn no_crate_holds_more_than_8000_lines_of_its_own() {
     for (name, dir, source) in &sources {
         let lines = source.lines();
         table.push(format!(
-            "{name:<24} {lines:>10} {:>12}",
+            "{name:<30} {lines:>10} {:>12}",
             source.public_items()
         ));
         if lines > 8000 {
