@@ -18,17 +18,17 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost_config::Config;
-use ctxhost_core::isolation::parent::{ChildProcess, ChildSpec};
-use ctxhost_core::isolation::protocol::{Init, Purpose};
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
 use ctxhost_engine_window::WindowEngine;
+use ctxhost_isolation::parent::{ChildProcess, ChildSpec};
+use ctxhost_isolation::protocol::{Init, Purpose};
 use ctxhost_plugin_host::load_library;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EnginePlugin, EngineSetup, HostBackend, HostServices, Message,
     ModelInfo,
 };
 use ctxhost_tests::{binary, library, long_session, Sandbox};
+use ctxhost_tokens::TokenCounter;
 
 /// About 200K tokens: the corpus session, repeated.
 fn conversation(host: &HostServicesImpl) -> Vec<Message> {

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use ctxhost_compressor::Compressor;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineSetup, HostServices, Message, ModelInfo};
-use ctxhost_summarizer::OfflineSummarizer;
 use ctxhost_tests::long_session;
+use ctxhost_tokens::TokenCounter;
 
 fn session(min_messages: usize) -> Vec<Message> {
     let once: Vec<Message> =
@@ -67,10 +67,11 @@ fn bench(c: &mut Criterion) {
             .enable_all()
             .build()
             .unwrap();
-        let settings = ctxhost_summarizer::SummarizerSettings::from_value(&serde_json::json!({
-            "provider": "custom", "model": "bench", "base_url": url
-        }))
-        .unwrap();
+        let settings =
+            ctxhost_config::summarizer::SummarizerSettings::from_value(&serde_json::json!({
+                "provider": "custom", "model": "bench", "base_url": url
+            }))
+            .unwrap();
         let summarizer = ctxhost_summarizer::build(&settings, runtime.handle().clone()).unwrap();
         let http_host = Arc::new(HostServicesImpl::new(
             TokenCounter::new("o200k_base"),

@@ -7,13 +7,14 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ctxhost_config::Config;
 use ctxhost_core::replay::replay;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_core::{Engines, SessionOptions};
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::Message;
-use ctxhost_summarizer::OfflineSummarizer;
 use ctxhost_tests::long_session;
+use ctxhost_tokens::TokenCounter;
 
 fn session(times: usize) -> Vec<Message> {
     let once: Vec<Message> =

@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::bench::added_latency_cells;
 use ctxhost_tests::gateway::GatewayProcess;
-use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{reply, Answer, FakeUpstream};
 use ctxhost_tests::Sandbox;
 use serde_json::{json, Value};

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use ctxhost_config::Config;
 use ctxhost_core::engines::EngineSource;
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_core::{Engines, SessionOptions};
 use ctxhost_sdk::{CompressOptions, Message, Usage};
 use ctxhost_tests::Sandbox;
 use serde_json::{json, Value};

@@ -222,7 +222,7 @@ fn install_shipped_installs_and_approves_both_engines_for_a_config_outside_the_c
     for (name, lib_name) in [("lcm", LCM), ("window", WINDOW)] {
         let installed = sandbox.installed_dir(name).join(file_name(lib_name));
         let tree =
-            ctxhost_core::plugins::trust::tree_sha256(&sandbox.installed_dir(name), None).unwrap();
+            ctxhost_config::fingerprint::tree_sha256(&sandbox.installed_dir(name), None).unwrap();
         assert!(
             text.contains(&format!("{name}: tree-sha256:{tree}")),
             "{name} approved by the hash of its directory: {text}"

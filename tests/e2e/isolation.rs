@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_config::Config;
+use ctxhost_core::{Engines, SessionOptions};
 use ctxhost_tests::upstream::{reply, FakeUpstream};
 use ctxhost_tests::{binary, long_session, Run, Sandbox};
 use serde_json::{json, Value};

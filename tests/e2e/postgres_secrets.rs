@@ -5,7 +5,7 @@
 //!
 //! The throwaway server trusts every local connection, so a URL with any password connects.
 
-use ctxhost_tests::postgres::Postgres;
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::upstream::{reply, FakeUpstream};
 use ctxhost_tests::{Run, Sandbox};
 use serde_json::json;

@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
+use ctxhost_config::Config;
 use ctxhost_core::engines::{EngineSource, ResolveError};
-use ctxhost_core::plugins::RootKind;
 use ctxhost_core::services::{HostServicesImpl, LogSink};
-use ctxhost_core::tokens::TokenCounter;
-use ctxhost_core::{Config, Engines, SessionOptions};
+use ctxhost_core::{Engines, SessionOptions};
+use ctxhost_plugins::RootKind;
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EngineStatus, Message, TokenTracker,
 };
 use ctxhost_tests::{library, Sandbox};
+use ctxhost_tokens::TokenCounter;
 
 /// An engine that keeps only the last message after the system prompt.
 struct LastOnly(TokenTracker);

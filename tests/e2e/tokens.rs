@@ -1,9 +1,9 @@
 //! Token counts: the batch path a one-shot command takes (a whole session counted at once, on
 //! every core) gives exactly the reference counter's counts over the corpus.
 
-use ctxhost_core::tokens::TokenCounter;
 use ctxhost_sdk::{Message, MESSAGE_OVERHEAD_TOKENS};
 use ctxhost_tests::{long_session, Sandbox};
+use ctxhost_tokens::TokenCounter;
 use serde_json::Value;
 
 /// What tiktoken-rs counts for the messages, one by one.

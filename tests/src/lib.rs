@@ -25,10 +25,10 @@ const PACKAGES: &[&str] = &[
 pub mod agents;
 pub mod anthropic_upstream;
 pub mod bench;
+pub mod crate_source;
 pub mod gateway;
 pub mod memory;
 pub mod module_graph;
-pub mod postgres;
 pub mod python;
 pub mod responses_upstream;
 pub mod secrets;

@@ -11,7 +11,6 @@ mod overrides;
 pub mod plugin_host;
 pub mod project;
 /// URLs shown with their secrets masked (a leaf crate of its own, so engines may use it).
-pub use ctxhost_redacted_url as redacted_url;
 pub mod serve;
 pub mod settings;
 pub mod summarizer;

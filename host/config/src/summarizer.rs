@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 
 /// Where the settings live in `config.yaml`; every settings error starts with it.
 pub const SECTION: &str = "auxiliary.compression";

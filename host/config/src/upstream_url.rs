@@ -29,7 +29,7 @@ pub struct UpstreamUrlError {
 /// Checks `upstream` against the address the gateway listens on; the warnings worth logging
 /// when it is usable.
 pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, UpstreamUrlError> {
-    let shown = crate::redacted_url::RedactedUrl::new(upstream).to_string();
+    let shown = ctxhost_redacted_url::RedactedUrl::new(upstream).to_string();
     let refuse = |problem: String| UpstreamUrlError {
         url: shown.clone(),
         problem,
@@ -51,7 +51,7 @@ pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, Upstream
         let mut fixed = url.clone();
         fixed.set_path(&segments.join("/"));
         fixed.set_query(None);
-        crate::redacted_url::RedactedUrl::new(fixed.as_str().trim_end_matches('/').to_string())
+        ctxhost_redacted_url::RedactedUrl::new(fixed.as_str().trim_end_matches('/').to_string())
             .to_string()
     };
     let path = segments.join("/");

@@ -1,8 +1,9 @@
 //! # ctxhost-core
 //!
-//! The host for pluggable LLM context engines: it reads `config.yaml`, resolves
-//! `context.engine` to the built-in compressor or a cdylib plugin, serves engines the host
-//! services (tokens, summarizer, logs), and runs them safely off the async runtime.
+//! The host for pluggable LLM context engines: it resolves `context.engine` to the built-in
+//! compressor or a cdylib plugin (found, inspected and trusted by ctxhost-plugins, run in child
+//! processes by ctxhost-isolation when isolated), serves engines the host services (tokens,
+//! summarizer, logs), and runs them in sessions, safely off the async runtime.
 //!
 //! A program embedding the host needs three things: a [`Config`], an [`Engines`] built from it
 //! (engines registered in code with [`Engines::register`] join the plugins and the built-in
@@ -14,7 +15,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use ctxhost_core::{Config, Engines, SessionOptions};
+//! use ctxhost_config::Config;
+//! use ctxhost_core::{Engines, SessionOptions};
 //! use ctxhost_sdk::{CompressOptions, Message, Usage};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -69,20 +71,12 @@
 //! # }
 //! ```
 
-pub mod engine_check;
 pub mod engines;
-pub mod isolation;
-pub mod plugins;
 pub mod replay;
 pub mod services;
 pub mod session;
 pub mod source;
 pub mod suggest;
 pub mod tool_set;
-// The token counter is its own crate; it keeps its path here.
-pub use ctxhost_redact as redact;
-pub use ctxhost_tokens as tokens;
-
-pub use ctxhost_config::Config;
 pub use engines::Engines;
 pub use session::{Session, SessionOptions};

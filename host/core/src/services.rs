@@ -5,12 +5,13 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::redact::redact;
+use ctxhost_config::summarizer::DEFAULT_COOLDOWN_SECS;
+use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_redact::redact;
 use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
-use ctxhost_summarizer::settings::DEFAULT_COOLDOWN_SECS;
-use ctxhost_summarizer::{OfflineSummarizer, Summarizer};
+use ctxhost_summarizer::Summarizer;
 
-use crate::tokens::TokenCounter;
+use ctxhost_tokens::TokenCounter;
 
 /// Where engine log lines go: to `tracing` when the program logs through it (`ctxhost serve`),
 /// else to stderr. Nothing is kept: a long-running gateway would hold every line forever.

@@ -60,7 +60,7 @@ pub struct SessionOptions {
     /// (the gateway takes them from each request).
     pub model: Option<(String, u64)>,
     /// Where a plugin engine runs, over its configured or default isolation.
-    pub isolation: Option<crate::isolation::Isolation>,
+    pub isolation: Option<ctxhost_config::plugin_host::Isolation>,
 }
 
 impl SessionOptions {
@@ -86,7 +86,7 @@ impl SessionOptions {
 
     /// Runs a plugin engine in a child process whatever its config says (`plugins doctor`).
     pub fn isolated(mut self) -> Self {
-        self.isolation = Some(crate::isolation::Isolation::Process);
+        self.isolation = Some(ctxhost_config::plugin_host::Isolation::Process);
         self
     }
 
@@ -497,7 +497,7 @@ impl Session {
     {
         let result = self.call_labelled(op.name().to_string(), body).await;
         if let Err(error @ SessionError::Failed { error: cause, .. }) = &result {
-            if cause.kind() == ErrorKind::TimedOut && crate::isolation::is_check(op) {
+            if cause.kind() == ErrorKind::TimedOut && ctxhost_isolation::is_check(op) {
                 self.fall_back(error.clone());
             }
         }

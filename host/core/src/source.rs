@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::plugins::RootKind;
+use ctxhost_plugins::RootKind;
 
 /// Where an engine came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,7 @@ mod accept;
 mod auth;
 mod background;
 mod compaction;
+pub mod engine_check;
 mod error;
 mod metrics;
 mod models;
@@ -30,8 +31,7 @@ mod turn;
 mod upstream;
 mod wire;
 
-// The session state lives in its own crate; its modules keep their paths here.
-pub use ctxhost_gateway_state::store;
+use ctxhost_gateway_state::store;
 use ctxhost_gateway_state::{conversation, record};
 
 use std::net::SocketAddr;
@@ -39,12 +39,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctxhost_config::serve::GatewaySettings;
-pub use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
 use ctxhost_config::upstream_url as upstream_check;
-use ctxhost_core::engine_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
 use session::cache::LiveSessions;
@@ -106,7 +104,7 @@ pub struct Gateway {
     /// Session saves still being written after their answer went out; shutdown waits for them.
     pub saves: tokio_util::task::TaskTracker,
     /// Signs the references in the handoffs given to agents (the state's secret).
-    pub signer: compaction::Signer,
+    pub signer: ctxhost_gateway_state::reference::Signer,
     /// The last sessions served on the chat wire per credential, for Hermes' compression call
     /// (it names none).
     pub served: ctxhost_agents::hermes::served::RecentSessions,
@@ -199,7 +197,7 @@ impl Bound {
                 live: LiveSessions::default(),
                 guessed_windows: models::GuessedWindows::default(),
                 saves: tokio_util::task::TaskTracker::new(),
-                signer: compaction::Signer::new(secret),
+                signer: ctxhost_gateway_state::reference::Signer::new(secret),
                 served: Default::default(),
                 verbose: options.verbose,
                 state_lock,

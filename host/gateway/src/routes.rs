@@ -26,7 +26,7 @@ use super::wire::anthropic::Messages;
 use super::wire::chat::Chat;
 use super::wire::responses::Responses;
 use super::Gateway;
-use ctxhost_core::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
+use crate::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     Router::new()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use bytes::Bytes;
-use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};

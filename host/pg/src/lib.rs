@@ -1,7 +1,7 @@
 //! PostgreSQL plumbing shared by the gateway's store and the engines' stores, so that every one
 //! of them connects, reports and migrates alike:
 //!
-//! - [`RedactedUrl`] (from ctxhost-redacted-url) with [`PostgresUrl`]: a connection URL that shows itself (Display, Debug) with every password
+//! - [`PostgresUrl`] on ctxhost-redacted-url's `RedactedUrl`: a connection URL that shows itself (Display, Debug) with every password
 //!   masked; the URL as written is reached only to connect.
 //! - [`SslMode`] and [`connector`]: `sslmode` as libpq reads it, and the rustls connector for a
 //!   mode (Mozilla's roots); both drivers (async `tokio-postgres`, sync `postgres`) take it.
@@ -18,4 +18,4 @@ mod url;
 
 pub use describe::describe;
 pub use ssl::{connector, SslMode, TlsError};
-pub use url::{PostgresUrl, RedactedUrl, UrlError};
+pub use url::{PostgresUrl, UrlError};

@@ -4,7 +4,7 @@ use percent_encoding::percent_decode_str;
 
 use crate::ssl::{SslMode, UnknownSslMode};
 
-pub use ctxhost_redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 
 /// A URL the driver cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

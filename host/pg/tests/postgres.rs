@@ -6,7 +6,8 @@ use ctxhost_pg::migrate::{
     applied_version, applied_version_blocking, migrate, migrate_blocking, Migrated, Migration,
     MigrationError, Prerequisite, Schema,
 };
-use ctxhost_pg::{connector, describe, PostgresUrl, RedactedUrl, SslMode};
+use ctxhost_pg::{connector, describe, PostgresUrl, SslMode};
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_test_postgres::Postgres;
 
 const TWO: &[Migration] = &[

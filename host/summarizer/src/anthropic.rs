@@ -5,8 +5,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
-use crate::settings::{SettingsError, SummarizerSettings};
 use crate::Summarizer;
+use ctxhost_config::summarizer::{SettingsError, SummarizerSettings};
 
 /// The API version this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -4,17 +4,18 @@
 
 use std::time::Duration;
 
-use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_offline_summary::carry;
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_sdk::{EngineError, ErrorKind, SummarizeRequest, Summary};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::fit::{estimate_tokens, fit_request};
+use crate::fit::fit_request;
 use crate::prompt::{clean_answer, framing_tokens, system_prompt, user_prompt};
 use crate::retry::{with_retries, Failure, RetryPolicy};
-use crate::settings::{SettingsError, SummarizerSettings};
 use crate::transport::{garbage, http_client, KeySource, Post};
+use ctxhost_config::summarizer::{SettingsError, SummarizerSettings};
+use ctxhost_offline_summary::budget::estimate_tokens;
 
 /// One provider's wire format.
 pub(crate) trait Wire: Send + Sync {

@@ -1,12 +1,12 @@
 //! Trimming, so a summary request fits the summary model's window and a summary fits its
 //! `max_tokens`. The estimates and cuts themselves are the offline summary's
-//! ([`ctxhost_offline_summary::budget`]), re-exported here: every summarizer sizes text alike.
+//! ([`ctxhost_offline_summary::budget`]): every summarizer sizes text alike.
 
 use std::borrow::Cow;
 
 use ctxhost_sdk::EngineError;
 
-pub use ctxhost_offline_summary::budget::{
+use ctxhost_offline_summary::budget::{
     ceil_boundary, estimate_tokens, floor_boundary, token_bytes, truncate_bytes,
     DEFAULT_SUMMARY_TOKENS,
 };

@@ -24,6 +24,8 @@
 
 use std::sync::Arc;
 
+use ctxhost_config::summarizer::{Provider, SettingsError, SummarizerSettings};
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{EngineError, SummarizeRequest, Summary};
 
 mod anthropic;
@@ -32,16 +34,12 @@ pub mod fit;
 mod openai;
 mod prompt;
 mod retry;
-/// The summarizer's settings (`auxiliary.compression.*`) live with every other setting.
-pub use ctxhost_config::summarizer as settings;
 mod transport;
 
 pub use anthropic::{AnthropicSummarizer, ANTHROPIC_VERSION};
-pub use ctxhost_offline_summary::OfflineSummarizer;
 pub use openai::OpenAiSummarizer;
 pub use prompt::DEFAULT_INSTRUCTIONS;
 pub use retry::RetryPolicy;
-pub use settings::{Provider, SettingsError, SummarizerSettings};
 pub use transport::{read_capped, redirect_of, CappedReadError};
 
 /// Writes summaries for engines.

@@ -6,8 +6,8 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
-use crate::settings::{Provider, SettingsError, SummarizerSettings};
 use crate::Summarizer;
+use ctxhost_config::summarizer::{Provider, SettingsError, SummarizerSettings};
 
 /// A summarizer speaking OpenAI chat completions (`POST {base_url}/chat/completions`).
 pub struct OpenAiSummarizer {

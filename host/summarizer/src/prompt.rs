@@ -67,7 +67,7 @@ pub fn user_prompt(
 
 /// What the user message costs without the turns and the previous summary.
 pub fn framing_tokens(request: &SummarizeRequest, max_tokens: u64) -> u64 {
-    crate::fit::estimate_tokens(&user_prompt(
+    ctxhost_offline_summary::budget::estimate_tokens(&user_prompt(
         "",
         request.previous_summary.as_deref().map(|_| "-"),
         request.focus_topic.as_deref(),

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
-use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_sdk::{EngineError, ErrorKind};
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::fit::truncate_bytes;
 use crate::retry::Failure;
-use crate::settings::SettingsError;
+use ctxhost_config::summarizer::SettingsError;
+use ctxhost_offline_summary::budget::truncate_bytes;
 
 /// Where a client's API key comes from: an environment variable, read at call time so that
 /// the host starts (and falls back) even when it is missing.

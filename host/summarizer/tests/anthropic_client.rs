@@ -2,8 +2,9 @@
 
 mod support;
 
+use ctxhost_config::summarizer::{Provider, SummarizerSettings};
 use ctxhost_sdk::{ErrorKind, SummarizeRequest};
-use ctxhost_summarizer::{build, Provider, SummarizerSettings};
+use ctxhost_summarizer::build;
 use serde_json::json;
 use support::{messages_reply, runtime, Answer, FakeUpstream};
 

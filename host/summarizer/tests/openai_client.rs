@@ -4,9 +4,10 @@ mod support;
 
 use std::time::Duration;
 
+use ctxhost_config::summarizer::{Provider, SummarizerSettings};
+use ctxhost_offline_summary::budget::estimate_tokens;
 use ctxhost_sdk::{ErrorKind, SummarizeRequest};
-use ctxhost_summarizer::fit::estimate_tokens;
-use ctxhost_summarizer::{build, Provider, SummarizerSettings};
+use ctxhost_summarizer::build;
 use serde_json::json;
 use support::{chat_reply, closed_port, runtime, Answer, FakeUpstream};
 

@@ -2,7 +2,8 @@
 
 mod support;
 
-use ctxhost_summarizer::{build, Provider, SettingsError, SummarizerSettings};
+use ctxhost_config::summarizer::{Provider, SettingsError, SummarizerSettings};
+use ctxhost_summarizer::build;
 use serde_json::json;
 
 fn invalid(settings: SummarizerSettings) -> String {

@@ -2,8 +2,9 @@
 
 mod support;
 
+use ctxhost_config::summarizer::{Provider, SummarizerSettings};
 use ctxhost_sdk::{SummarizeRequest, SummaryShape};
-use ctxhost_summarizer::{build, Provider, SummarizerSettings};
+use ctxhost_summarizer::build;
 use support::{chat_reply, runtime, FakeUpstream};
 
 fn settings(base_url: String) -> SummarizerSettings {

@@ -10,7 +10,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use ctxhost_tokens::{Backend, TokenCounter};
+use ctxhost_config::tokens::Backend;
+use ctxhost_tokens::TokenCounter;
 
 const CASES: &[&str] = &["words", "base64", "run", "cjk"];
 const BACKENDS: &[&str] = &["auto", "tiktoken"];

@@ -37,7 +37,7 @@ const PIECE_CACHE_MAX_BYTES: usize = 256;
 /// counting, many times what starting a thread costs).
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
 
-pub use ctxhost_config::tokens::{Backend, BPE_ENCODINGS};
+use ctxhost_config::tokens::{Backend, BPE_ENCODINGS};
 
 enum Loaded {
     Bpe(&'static bpe_openai::Tokenizer),
@@ -420,7 +420,7 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             text.push_str(words[(state % words.len() as u64) as usize]);
-            if state % 3 != 0 {
+            if !state.is_multiple_of(3) {
                 text.push(' ');
             }
         }

@@ -8,9 +8,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::gateway::GatewayProcess;
 use ctxhost_tests::per_wire;
-use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{tool_call, Answer, FakeUpstream, Recorded};
 use ctxhost_tests::wire::Wire;
 use ctxhost_tests::{long_session, long_session_marked, Sandbox};

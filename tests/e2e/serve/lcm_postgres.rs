@@ -2,8 +2,8 @@
 //! copies lcm's SQLite store (counts and checksums match, the session goes on with the same
 //! view), and three gateways sharing one database store each message of a session once.
 
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::gateway::GatewayProcess;
-use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{reply, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};

@@ -5,8 +5,8 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::gateway::GatewayProcess;
-use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{completion, reply, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, Sandbox};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Session state: it survives a restart, and sessions never cross, whoever asks.
 
+use ctxhost_test_postgres::Postgres;
 use ctxhost_tests::per_wire;
-use ctxhost_tests::postgres::Postgres;
 use ctxhost_tests::upstream::{recorded_upstream, reply, FakeUpstream};
 use ctxhost_tests::wire::Wire;
 use ctxhost_tests::{long_session, Sandbox};

@@ -48,7 +48,7 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     let app = App::new(global)?;
     app.warm_tokenizer();
     // A summary's redaction patterns compile on another core while the transcript is read.
-    std::thread::spawn(ctxhost_core::redact::warm);
+    std::thread::spawn(ctxhost_redact::warm);
     let read = transcript::read_transcript(&args.transcript, args.format)?;
     let (messages, output_format) = (read.messages, args.output_format.resolve(read.format));
     let mut session = app.open_session(

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ctxhost_config::edit;
-use ctxhost_config::redacted_url::RedactedUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_config::settings::{self, DefaultValue, HOST_SETTINGS, RENAMED};
 use ctxhost_config::write::{update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;

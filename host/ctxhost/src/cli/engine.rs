@@ -10,7 +10,7 @@ use serde_json::Value;
 use ctxhost_core::session::SessionError;
 use ctxhost_core::SessionOptions;
 
-use ctxhost_gateway::store::{default_sqlite_path, StateLocation, StoreHealth};
+use ctxhost_gateway_state::store::{default_sqlite_path, StateLocation, StoreHealth};
 
 use super::{App, GlobalArgs};
 

@@ -1,17 +1,15 @@
 //! `ctxhost __engine-child`: the process an isolated engine runs in (hidden; the host starts
 //! it). It reads the engine to start from its first input line, then serves the sessions the
-//! host opens on it (see `ctxhost_core::isolation`).
+//! host opens on it (see `ctxhost_isolation`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use ctxhost_core::isolation::child;
-use ctxhost_core::isolation::protocol::{
-    Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL,
-};
 use ctxhost_core::Engines;
+use ctxhost_isolation::child;
+use ctxhost_isolation::protocol::{Init, Loaded, Purpose, Ready, Reply, WireError, INIT_CALL};
 use ctxhost_plugin_host::load_library;
 
 #[derive(Debug, Args)]

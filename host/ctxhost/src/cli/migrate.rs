@@ -12,11 +12,12 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 use ctxhost_core::session::SessionError;
 use ctxhost_core::SessionOptions;
-use ctxhost_gateway::store::migrate::{migrate_gateway, GatewayMigration};
-use ctxhost_gateway::store::{
+use ctxhost_gateway_state::store::migrate::{migrate_gateway, GatewayMigration};
+use ctxhost_gateway_state::store::{
     default_replica_name, default_sqlite_path, PostgresStore, SqliteStore, StateLocation,
 };
-use ctxhost_pg::{PostgresUrl, RedactedUrl};
+use ctxhost_pg::PostgresUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use serde_json::{json, Value};
 
 use super::run::progress_bar;

@@ -25,9 +25,10 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use ctxhost_config::project::{self, Origin, Standing};
+use ctxhost_config::Config;
 use ctxhost_config::{home, Override};
 use ctxhost_core::engines::Warning;
-use ctxhost_core::{Config, Engines, Session, SessionOptions};
+use ctxhost_core::{Engines, Session, SessionOptions};
 
 /// Host for pluggable LLM context engines: run the built-in compressor or a native plugin
 /// engine, chosen by `context.engine` in config.yaml.

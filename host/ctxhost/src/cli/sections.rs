@@ -5,7 +5,8 @@
 
 use anyhow::bail;
 use ctxhost_config::settings;
-use ctxhost_core::{suggest, Config};
+use ctxhost_config::Config;
+use ctxhost_core::suggest;
 use serde_yaml::Value;
 
 /// A top-level section ctxhost does not read.

@@ -4,12 +4,12 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use ctxhost_core::engine_check::EngineStatus;
-use ctxhost_gateway::store::{default_sqlite_path, StateLocation};
+use ctxhost_gateway::engine_check::EngineStatus;
 use ctxhost_gateway::{Bound, ServeOptions};
+use ctxhost_gateway_state::store::{default_sqlite_path, StateLocation};
 
-use ctxhost_config::redacted_url::RedactedUrl;
 use ctxhost_config::{Override, BUILT_IN_ENGINE};
+use ctxhost_redacted_url::RedactedUrl;
 
 use super::{App, GlobalArgs};
 

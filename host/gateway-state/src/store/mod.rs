@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ctxhost_pg::{PostgresUrl, RedactedUrl};
+use ctxhost_pg::PostgresUrl;
+use ctxhost_redacted_url::RedactedUrl;
 use serde::Serialize;
 
 use crate::record::{SessionKey, SessionRecord};

@@ -5,15 +5,12 @@
 //! answers it from the session's engine with no model call: the engine compresses (or its
 //! prepared compression is taken in), and the agent gets a handoff of that view in the shape
 //! it keeps ([`ctxhost_agents::handoff`], on its wire by [`render`]) carrying a signed
-//! reference to it ([`reference`]). The
+//! reference to it ([`reference`](ctxhost_gateway_state::reference), the session state's). The
 //! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
 
 pub mod render;
-
-// The references are the session state's.
-pub use ctxhost_gateway_state::reference;
 
 use axum::response::Response;
 use ctxhost_agents::compaction::Compaction;
@@ -22,12 +19,11 @@ use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
 
-pub use reference::Signer;
 
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
-use reference::{find_in_text, marker_line, ForgedReference, Reference};
+use ctxhost_gateway_state::reference::{find_in_text, marker_line, ForgedReference, Reference, Signer};
 use render::{Counts, Shape};
 
 /// A handoff of the gateway's found in a request's history.

@@ -9,10 +9,10 @@ use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_core::engines::ResolveError;
 use std::sync::Arc;
 
-use ctxhost_core::plugins::libraries::foreign_libraries;
-use ctxhost_core::plugins::ProblemKind;
 use ctxhost_core::session::SessionError;
 use ctxhost_core::SessionOptions;
+use ctxhost_plugins::libraries::foreign_libraries;
+use ctxhost_plugins::ProblemKind;
 use ctxhost_sdk::{contract, CompressOptions, Message};
 use serde::Serialize;
 

@@ -5,14 +5,15 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
+use ctxhost_config::fingerprint::Recorded;
 use ctxhost_config::write::{update, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
-use ctxhost_core::plugins::install::shipped::Origin;
-use ctxhost_core::plugins::install::{self, Request};
-use ctxhost_core::plugins::libraries::foreign_libraries;
-use ctxhost_core::plugins::scaffold;
-use ctxhost_core::plugins::trust::{short, Recorded};
-use ctxhost_core::plugins::RootKind;
+use ctxhost_plugins::install::shipped::Origin;
+use ctxhost_plugins::install::{self, Request};
+use ctxhost_plugins::libraries::foreign_libraries;
+use ctxhost_plugins::scaffold;
+use ctxhost_plugins::trust::short;
+use ctxhost_plugins::RootKind;
 use serde_yaml::Value;
 
 use super::select::without;

@@ -71,7 +71,7 @@ pub fn run(global: &GlobalArgs, args: &PluginsArgs) -> anyhow::Result<ExitCode> 
 
 /// Says, one line each, where an installed plugin's library loads shared libraries from outside
 /// its directory: its approval does not cover those files (a project's plugin is refused).
-fn warn_foreign(name: &str, foreign: &[ctxhost_core::plugins::libraries::Foreign]) {
+fn warn_foreign(name: &str, foreign: &[ctxhost_plugins::libraries::Foreign]) {
     for foreign in foreign {
         eprintln!("warning: {name}: {foreign}");
     }

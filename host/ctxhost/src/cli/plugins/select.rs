@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
+use ctxhost_config::fingerprint::{tree_sha256, Recorded};
 use ctxhost_config::write::{update, update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
-use ctxhost_core::plugins::trust::{short, tree_sha256, Recorded};
-use ctxhost_core::plugins::{Inspection, ProblemKind};
+use ctxhost_plugins::trust::short;
+use ctxhost_plugins::{Inspection, ProblemKind};
 use serde_yaml::Value;
 
 use crate::cli::{App, GlobalArgs};
@@ -82,7 +83,7 @@ pub fn select_engine(app: &App, name: &str, force: bool) -> anyhow::Result<Strin
             },
         }
     }
-    let check = |config: &ctxhost_core::Config| app.engines.check_settings(config, name);
+    let check = |config: &ctxhost_config::Config| app.engines.check_settings(config, name);
     update_checked(path, &changes, check)?;
     notes.push(format!("context.engine = {name} (in {})", path.display()));
     Ok(notes.join("\n"))

@@ -14,7 +14,8 @@ mod coordination;
 use std::time::Duration;
 
 use ctxhost_pg::migrate::{Migration, Schema};
-use ctxhost_pg::{describe, PostgresUrl, RedactedUrl};
+use ctxhost_pg::{describe, PostgresUrl};
+use ctxhost_redacted_url::RedactedUrl;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 pub use coordination::{

@@ -94,7 +94,7 @@ pub enum StoreError {
 
 impl From<::postgres::Error> for StoreError {
     fn from(error: ::postgres::Error) -> Self {
-        StoreError::Postgres(postgres::describe(&error))
+        StoreError::Postgres(ctxhost_pg::describe(&error))
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxhost_pg::{PostgresUrl as _, RedactedUrl};
+use ctxhost_pg::PostgresUrl as _;
+use ctxhost_redacted_url::RedactedUrl;
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

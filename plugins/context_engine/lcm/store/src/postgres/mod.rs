@@ -30,7 +30,7 @@ use postgres::{Client, Transaction};
 pub(crate) use pool::pool_stats;
 use pool::{PgPool, Statements};
 
-pub use ctxhost_pg::describe;
+use ctxhost_pg::describe;
 use ctxhost_pg::PostgresUrl as _;
 pub use session_lock::AdvisoryLock;
 pub use sql::ROWS_PER_STATEMENT;

@@ -26,7 +26,7 @@ impl ShippedEngine {
         source_tree()
             .join("plugins/context_engine")
             .join(self.name)
-            .join(super::DESCRIPTOR_FILE)
+            .join(crate::DESCRIPTOR_FILE)
     }
 }
 
@@ -36,14 +36,14 @@ pub const SHIPPED: &[ShippedEngine] = &[
         package: "ctxhost-engine-lcm",
         crate_dir: "plugins/context_engine/lcm/engine",
         library: "ctxhost_engine_lcm",
-        descriptor: include_str!("../../../../plugins/context_engine/lcm/plugin.yaml"),
+        descriptor: include_str!("../../../plugins/context_engine/lcm/plugin.yaml"),
     },
     ShippedEngine {
         name: "window",
         package: "ctxhost-engine-window",
         crate_dir: "plugins/context_engine/window",
         library: "ctxhost_engine_window",
-        descriptor: include_str!("../../../../plugins/context_engine/window/plugin.yaml"),
+        descriptor: include_str!("../../../plugins/context_engine/window/plugin.yaml"),
     },
 ];
 
@@ -54,9 +54,9 @@ pub fn by_library(library: &str) -> Option<&'static ShippedEngine> {
 
 /// The workspace this binary was built from (it may no longer exist).
 pub fn source_tree() -> PathBuf {
-    // This crate is `host/core` in the workspace.
-    let core = Path::new(env!("CARGO_MANIFEST_DIR"));
-    core.ancestors().nth(2).unwrap_or(core).to_path_buf()
+    // This crate is `host/plugins` in the workspace.
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR"));
+    plugins.ancestors().nth(2).unwrap_or(plugins).to_path_buf()
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@ use ctxhost_plugin_host::{load_library, LoadErrorKind, PluginLibrary};
 use ctxhost_sdk::Manifest;
 use serde::Serialize;
 
-use super::libraries::{foreign_libraries, Foreign};
-use super::trust::{self, Approval};
-use super::{Candidate, LibraryLocation, RootKind};
+use crate::libraries::{foreign_libraries, Foreign};
+use crate::trust::{self, Approval};
+use crate::{Candidate, LibraryLocation, RootKind};
 use ctxhost_config::project::Untrusted;
 use ctxhost_config::TrustSection;
 
@@ -211,7 +211,8 @@ fn check(
     if needs_hash {
         let mut file = std::fs::File::open(&library).map_err(unreadable)?;
         let hash =
-            trust::tree_sha256(&candidate.dir, Some((&library, &mut file))).map_err(|error| {
+            ctxhost_config::fingerprint::tree_sha256(&candidate.dir, Some((&library, &mut file)))
+                .map_err(|error| {
                 Problem::new(
                     ProblemKind::Unreadable,
                     format!("cannot read {}: {error}", candidate.dir.display()),

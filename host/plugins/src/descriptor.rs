@@ -4,8 +4,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::shipped;
-pub use ctxhost_config::home::executable_dir;
+use crate::shipped;
 
 pub const DESCRIPTOR_FILE: &str = "plugin.yaml";
 
@@ -232,7 +231,7 @@ fn cargo_profile(dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::shipped::{by_library, SHIPPED};
+    use crate::shipped::{by_library, SHIPPED};
 
     #[test]
     fn a_library_path_leaving_the_plugin_directory_is_told_apart() {

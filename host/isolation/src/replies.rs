@@ -26,7 +26,7 @@ mod unix {
     use std::os::fd::{AsRawFd, RawFd};
 
     use super::*;
-    use crate::isolation::wait;
+    use crate::wait;
 
     /// The child's stdout, read on the caller's thread.
     pub struct Replies {

@@ -1,5 +1,9 @@
-//! Engine plugins on disk: where the host looks, what it finds there, whether the user trusts
-//! it, and loading it.
+//! # ctxhost-plugins
+//!
+//! Engine plugins on disk: where the host looks ([`discover`]), what it finds there
+//! ([`Descriptor`], [`inspect`]), whether the user trusts it ([`trust`]), installing one
+//! ([`install`], [`shipped`]) and writing a new one ([`scaffold`]). Running a plugin is the
+//! host's (ctxhost-core resolves engines, ctxhost-isolation runs them in child processes).
 
 mod descriptor;
 mod discover;
@@ -11,8 +15,7 @@ pub mod shipped;
 pub mod trust;
 
 pub use descriptor::{
-    executable_dir, Descriptor, LibraryLocation, MissingLibrary, CONTEXT_ENGINE_KIND,
-    DESCRIPTOR_FILE,
+    Descriptor, LibraryLocation, MissingLibrary, CONTEXT_ENGINE_KIND, DESCRIPTOR_FILE,
 };
 pub use discover::{discover, Candidate, PluginRoot, RootKind};
 pub use inspect::{inspect, refused, Inspection, Loader, Problem, ProblemKind, ReadManifest};

@@ -7,10 +7,10 @@
 
 use std::path::Path;
 
-pub use ctxhost_config::fingerprint::{sha256_file, sha256_of, tree_sha256, Recorded, TREE_TAG};
+use ctxhost_config::fingerprint::{Recorded, TREE_TAG};
 use ctxhost_config::TrustSection;
 
-use super::RootKind;
+use crate::RootKind;
 
 /// What the user's approvals say about one plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]

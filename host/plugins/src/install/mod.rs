@@ -13,11 +13,10 @@ use std::process::{Command, Stdio};
 mod checkout_build;
 pub mod shipped;
 
-use super::descriptor::{
-    executable_dir, Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE,
-};
-use super::trust::{sha256_file, tree_sha256};
+use super::descriptor::{Descriptor, LibraryLocation, MissingLibrary, DESCRIPTOR_FILE};
 use super::PluginRoot;
+use ctxhost_config::fingerprint::{sha256_file, tree_sha256};
+use ctxhost_config::home::executable_dir;
 use ctxhost_config::{edit, BUILT_IN_ENGINE};
 use shipped::Origin;
 

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{build_cdylibs, checkout_build, InstallError};
-use crate::plugins::descriptor::Descriptor;
-use crate::plugins::shipped::{source_tree, ShippedEngine, SHIPPED};
+use crate::descriptor::Descriptor;
+use crate::shipped::{source_tree, ShippedEngine, SHIPPED};
 use ctxhost_config::home::executable_dir;
 
 /// Where a shipped engine's library came from.

@@ -13,11 +13,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::protocol::Op;
-use ctxhost_sdk::{EngineError, LogLevel};
+use ctxhost_sdk::{EngineError, HostBackend, LogLevel};
 
 use super::protocol::{Framed, Init, INIT_CALL};
 use super::{spawn, wait};
-use crate::services::HostServicesImpl;
 
 /// How to start the child.
 #[derive(Debug, Clone)]
@@ -144,7 +143,7 @@ impl Connection {
     /// first line (`Init`) is sent, and its answer is the call [`INIT_CALL`].
     pub fn launch(
         spec: &ChildSpec,
-        services: Arc<HostServicesImpl>,
+        services: Arc<dyn HostBackend>,
         on_lost: Box<dyn Fn(&Lost) + Send + Sync>,
     ) -> Result<(Arc<Connection>, InFlight), EngineError> {
         let (process, input, output) = start_process(spec, &services)?;
@@ -341,7 +340,7 @@ impl Drop for Connection {
 /// process, its input and its output.
 pub fn start_process(
     spec: &ChildSpec,
-    services: &Arc<HostServicesImpl>,
+    services: &Arc<dyn HostBackend>,
 ) -> Result<(Child, ChildStdin, std::process::ChildStdout), EngineError> {
     let name = &spec.init.name;
     let mut command = Command::new(&spec.program);
@@ -367,7 +366,7 @@ pub fn start_process(
     let relayed_name = name.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(errors).lines().map_while(Result::ok) {
-            relay(&relayed, &relayed_name, &line);
+            relay(relayed.as_ref(), &relayed_name, &line);
         }
     });
     Ok((process, input, output))
@@ -441,7 +440,7 @@ pub fn describe_exit(status: Option<ExitStatus>) -> String {
 
 /// One line of the child's stderr into the host's log: the child's own log lines keep their
 /// level (`[engine] warn: ...`); anything else the plugin printed is `info`.
-pub fn relay(services: &HostServicesImpl, name: &str, line: &str) {
+pub fn relay(services: &dyn HostBackend, name: &str, line: &str) {
     let prefix = format!("[{name}] ");
     let (level, message) = match line.strip_prefix(&prefix).and_then(|r| r.split_once(": ")) {
         Some(("debug", m)) => (LogLevel::Debug, m),
@@ -450,7 +449,7 @@ pub fn relay(services: &HostServicesImpl, name: &str, line: &str) {
         Some(("error", m)) => (LogLevel::Error, m),
         _ => (LogLevel::Info, line),
     };
-    services.log_sink().log(name, level, message);
+    services.log(name, level, message);
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

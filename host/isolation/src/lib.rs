@@ -1,3 +1,5 @@
+//! # ctxhost-isolation
+//!
 //! Engines that cannot hurt the host: a plugin engine runs in child processes (the `ctxhost`
 //! binary in a hidden mode, loading the cdylib once), a few per plugin ([`pool`]), each
 //! holding many sessions' engine instances. The host talks to one over pipes with the SDK's
@@ -22,8 +24,6 @@ pub mod protocol;
 mod replies;
 pub mod spawn;
 pub mod wait;
-
-pub use ctxhost_config::plugin_host::{engine_only, HostPluginSettings, Isolation};
 
 use ctxhost_sdk::protocol::Op;
 

@@ -2,11 +2,11 @@
 //! as it is. Its engine and tests are the example engine's (`plugins/context_engine/window`),
 //! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk`, with `ctxhost-sdk-test` for
 //! its tests and a workspace of its own, `plugin.yaml`, README) comes from
-//! `host/templates/engine/`.
+//! `templates/engine/` in this crate.
 
 use std::path::{Path, PathBuf};
 
-use super::install::{check_name, InstallError};
+use crate::install::{check_name, InstallError};
 
 /// Where a file of the new crate comes from.
 enum Source {
@@ -21,66 +21,66 @@ enum Source {
 const FILES: &[(&str, Source)] = &[
     (
         "Cargo.toml",
-        Source::Template(include_str!("../../templates/engine/Cargo.toml.tmpl")),
+        Source::Template(include_str!("../templates/engine/Cargo.toml.tmpl")),
     ),
     (
         "plugin.yaml",
-        Source::Template(include_str!("../../templates/engine/plugin.yaml.tmpl")),
+        Source::Template(include_str!("../templates/engine/plugin.yaml.tmpl")),
     ),
     (
         "README.md",
-        Source::Template(include_str!("../../templates/engine/README.md.tmpl")),
+        Source::Template(include_str!("../templates/engine/README.md.tmpl")),
     ),
     (
         ".gitignore",
-        Source::Template(include_str!("../../templates/engine/gitignore.tmpl")),
+        Source::Template(include_str!("../templates/engine/gitignore.tmpl")),
     ),
     (
         "src/lib.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/src/lib.rs"
+            "../../../plugins/context_engine/window/src/lib.rs"
         )),
     ),
     (
         "src/engine.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/src/engine.rs"
+            "../../../plugins/context_engine/window/src/engine.rs"
         )),
     ),
     (
         "src/settings.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/src/settings.rs"
+            "../../../plugins/context_engine/window/src/settings.rs"
         )),
     ),
     (
         "src/window.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/src/window.rs"
+            "../../../plugins/context_engine/window/src/window.rs"
         )),
     ),
     (
         "src/notes.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/src/notes.rs"
+            "../../../plugins/context_engine/window/src/notes.rs"
         )),
     ),
     (
         "tests/engine.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/tests/engine.rs"
+            "../../../plugins/context_engine/window/tests/engine.rs"
         )),
     ),
     (
         "tests/quality.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/tests/quality.rs"
+            "../../../plugins/context_engine/window/tests/quality.rs"
         )),
     ),
     (
         "tests/common/mod.rs",
         Source::Example(include_str!(
-            "../../../../plugins/context_engine/window/tests/common/mod.rs"
+            "../../../plugins/context_engine/window/tests/common/mod.rs"
         )),
     ),
 ];

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, Op, RemoteEngine};
-use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, Message};
+use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, HostBackend, Message};
 use serde::de::DeserializeOwned;
 
 pub use super::connection::ChildSpec;
@@ -20,7 +20,6 @@ use super::pool::{Pool, Seat};
 use super::protocol::{Call, Framed, Ready, Reply, Request, SessionCall};
 use super::replies::{NoReply, Replies};
 use super::{is_check, spawn, wait};
-use crate::services::HostServicesImpl;
 
 /// How long a call may take, and the setting that says so.
 #[derive(Debug, Clone, Copy)]
@@ -103,7 +102,7 @@ impl ChildProcess {
     /// engine's own start-up error (a bad setting, say) comes back as it is.
     pub fn start(
         spec: ChildSpec,
-        services: Arc<HostServicesImpl>,
+        services: Arc<dyn HostBackend>,
     ) -> Result<(ProcessEngine, Ready), EngineError> {
         let data_root = spec.init.data_root.clone();
         Self::open(&Pool::new(spec, services, 1), data_root)
@@ -139,7 +138,7 @@ impl ChildProcess {
     /// crash, hang) comes back as an error naming the plugin and the cause, during `op`.
     pub fn ask<T: DeserializeOwned>(
         spec: ChildSpec,
-        services: Arc<HostServicesImpl>,
+        services: Arc<dyn HostBackend>,
         op: &'static str,
     ) -> Result<T, EngineError> {
         let name = spec.init.name.clone();

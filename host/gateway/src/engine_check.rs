@@ -1,11 +1,11 @@
-//! The engine a long-running host (`ctxhost serve`) runs, settled once at start-up: the configured one when it starts, else
-//! (only when `serve.engine_fallback: compressor` says so) the built-in compressor, with the
+//! The engine the gateway runs, settled once at start-up: the configured one when it starts,
+//! else (only when `serve.engine_fallback: compressor` says so) the built-in compressor, with the
 //! reason kept for `/healthz` and every response. Every session then opens the engine settled
 //! here, so the banner, `/healthz` and the sessions never disagree.
 
-use crate::{Engines, SessionOptions};
 use ctxhost_config::serve::EngineFallback;
 use ctxhost_config::BUILT_IN_ENGINE;
+use ctxhost_core::{Engines, SessionOptions};
 
 /// The header every response carries while the gateway runs another engine than configured.
 pub const ENGINE_ERROR_HEADER: &str = "x-ctxhost-engine-error";

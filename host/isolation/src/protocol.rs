@@ -183,7 +183,7 @@ pub enum Reply<T = Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolation::lists::Part;
+    use crate::lists::Part;
     use ctxhost_sdk::protocol::EngineReply;
     use ctxhost_sdk::{CompressionReport, Message};
 

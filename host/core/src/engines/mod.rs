@@ -1,28 +1,30 @@
 //! Engine resolution: turns `context.engine` into a running engine, in the design's order
 //! (plugin directories beside the config and under the home, engines registered in code, then
-//! the built-in compressor with a warning), and lists what resolution can see.
+//! the built-in compressor with a warning). A plugin that runs in child processes is started
+//! by [`isolated`]; what resolution can see, as `ctxhost plugins list` shows it, is
+//! [`listing`].
+
+mod isolated;
+mod listing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxhost_compressor::Compressor;
+use ctxhost_config::plugin_host::Isolation;
 use ctxhost_plugin_host::PluginLibrary;
-use ctxhost_sdk::{
-    ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, Manifest, ModelInfo,
-};
-
-use crate::isolation::parent::{ChildProcess, ChildSpec};
-use crate::isolation::pool::Pool;
-use crate::isolation::protocol::{Init, Loaded, Purpose};
-use crate::isolation::{HostPluginSettings, Isolation};
-use crate::plugins::{
-    discover, inspect, refused, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
+use ctxhost_plugins::{
+    discover, inspect, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
     ReadManifest, RootKind,
 };
+use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServices, ModelInfo};
+
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
 pub use crate::source::{EngineSource, Warning};
 use ctxhost_config::{Config, ConfigError, BUILT_IN_ENGINE};
+use isolated::Isolated;
+pub use listing::{Listing, State};
 
 /// Builds an engine registered in code by a program that embeds the host.
 pub type EngineFactory =
@@ -32,77 +34,6 @@ struct Registered {
     name: String,
     description: String,
     factory: EngineFactory,
-}
-
-/// One row of `ctxhost plugins list`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Listing {
-    pub name: String,
-    pub source: String,
-    pub version: Option<String>,
-    pub api_level: Option<u32>,
-    pub description: String,
-    pub state: State,
-    /// Why it cannot be used, when it cannot.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    pub active: bool,
-    pub path: Option<PathBuf>,
-    /// The library's sha256, when the host computed it (approved or installed plugins).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    #[serde(skip)]
-    pub detail: Option<String>,
-    /// What the user should know about a plugin that loads anyway (its library loading shared
-    /// libraries from outside its directory).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-/// Where an engine stands, as `plugins list` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// Selected by `context.engine`, and it loads.
-    Active,
-    /// Usable: loads and is allowed to.
-    Enabled,
-    /// Installed under the user's home, not approved yet (or approved by an older version).
-    Installed,
-    /// A plugin of a project the user has not trusted (`ctxhost trust`).
-    Untrusted,
-    /// Turned off by `ctxhost plugins disable`.
-    Disabled,
-    /// Cannot be used; the listing says why.
-    Broken,
-    /// Another engine earlier in resolution order has the same name.
-    Shadowed,
-}
-
-impl State {
-    /// The state of an engine that is (or is not) selected and has (or has not) a problem.
-    pub fn of(selected: bool, problem: Option<ProblemKind>) -> Self {
-        match problem {
-            None if selected => State::Active,
-            None => State::Enabled,
-            Some(ProblemKind::NotEnabled | ProblemKind::StaleApproval) => State::Installed,
-            Some(ProblemKind::UntrustedProject) => State::Untrusted,
-            Some(ProblemKind::Disabled) => State::Disabled,
-            Some(_) => State::Broken,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            State::Active => "active",
-            State::Enabled => "enabled",
-            State::Installed => "installed",
-            State::Untrusted => "untrusted",
-            State::Disabled => "disabled",
-            State::Broken => "broken",
-            State::Shadowed => "shadowed",
-        }
-    }
 }
 
 /// The engine side of the host: configuration, services and every engine it can build.
@@ -117,21 +48,6 @@ pub struct Engines {
     in_child: bool,
     /// The processes of each isolated plugin a session was opened on.
     pools: std::sync::Mutex<Vec<Isolated>>,
-}
-
-/// An isolated plugin's processes, and the library its sessions report.
-#[derive(Clone)]
-struct Isolated {
-    library: PathBuf,
-    pool: Arc<Pool>,
-}
-
-impl Isolated {
-    /// Whether both are the same plugin run by the same program.
-    fn same_plugin(&self, other: &Isolated) -> bool {
-        let (mine, theirs) = (self.pool.spec(), other.pool.spec());
-        mine.init.name == theirs.init.name && mine.program == theirs.program
-    }
 }
 
 /// Why no session could be opened on the engine asked for.
@@ -177,67 +93,6 @@ impl Engines {
             in_child: false,
             pools: Default::default(),
         }
-    }
-
-    /// The `ctxhost` binary that runs isolated engines (`isolation: process`); by default the
-    /// running executable, which a program embedding the host must set to a `ctxhost` binary
-    /// to isolate engines.
-    pub fn set_child_program(&mut self, program: PathBuf) {
-        self.child_program = Some(program);
-    }
-
-    /// Marks these engines as an isolated engine's own process: its engine runs in process.
-    pub fn as_engine_child(&mut self) {
-        self.in_child = true;
-    }
-
-    /// In an isolated engine's process: loads plugin `name` once, and returns how to build an
-    /// instance of its engine for each session (in process, its state under the data root
-    /// given; its start-up error as the engine gave it, so a bad setting keeps its key) and
-    /// the plugin's version.
-    pub fn open_for_child(
-        &self,
-        name: &str,
-    ) -> Result<(Arc<crate::isolation::child::OpenEngine>, String), EngineError> {
-        let library = self.load_named(name)?;
-        let version = library.manifest().version.clone();
-        let services = self.services.clone();
-        let template = self.setup(name, self.config.engine_section(name), Path::new(""));
-        let name = name.to_string();
-        let open = move |data_root: &Path| -> Result<Box<dyn ContextEngine>, EngineError> {
-            let setup = EngineSetup {
-                data_dir: data_root.join(&name),
-                ..template.clone()
-            };
-            std::fs::create_dir_all(&setup.data_dir).map_err(|error| {
-                EngineError::failed(format!(
-                    "plugin '{name}': cannot create its data directory {}: {error}",
-                    setup.data_dir.display()
-                ))
-            })?;
-            let engine = library.instantiate(services.clone(), setup)?;
-            Ok(Box::new(engine))
-        };
-        Ok((Arc::new(open), version))
-    }
-
-    /// In an isolated engine's process: checks plugin `name`'s settings (its
-    /// `validate_settings`: nothing is opened or created).
-    pub fn validate_for_child(&self, name: &str) -> Result<(), EngineError> {
-        let library = self.load_named(name)?;
-        let setup = self.setup(name, self.config.engine_section(name), &self.data_root());
-        library.validate_settings(self.services.clone(), setup)
-    }
-
-    /// Loads plugin `name` into this process, under the user's approvals.
-    fn load_named(&self, name: &str) -> Result<PluginLibrary, EngineError> {
-        let candidates = discover(&self.plugin_roots());
-        let candidate = candidates
-            .iter()
-            .find(|c| c.name == name)
-            .ok_or_else(|| EngineError::failed(format!("plugin '{name}' not found")))?;
-        self.load(candidate)
-            .map_err(|warning| EngineError::failed(warning.summary))
     }
 
     pub fn config(&self) -> &Config {
@@ -322,7 +177,7 @@ impl Engines {
             .map_err(|error| config.error_at(&error.key(), &error.problem()))?;
         let services = Arc::new(
             HostServicesImpl::new(
-                crate::tokens::TokenCounter::for_config(&config.tokens),
+                ctxhost_tokens::TokenCounter::for_config(&config.tokens),
                 LogSink::stderr(verbose),
                 Some(summarizer),
             )
@@ -555,99 +410,6 @@ impl Engines {
         )
     }
 
-    /// Inspects `candidate`, reading its manifest in a child process (in this process only for
-    /// a program embedding the host that set no `ctxhost` binary to run children).
-    fn inspect_listed(&self, candidate: Candidate, always_hash: bool) -> Inspection {
-        let read =
-            |candidate: &Candidate, library: &Path| self.read_manifest(&candidate.name, library);
-        let loader = match self.child_program {
-            Some(_) if !self.in_child => Loader::Isolated(&read),
-            _ => Loader::InProcess { probe: None },
-        };
-        self.inspect_with(candidate, always_hash, loader)
-    }
-
-    /// Every plugin directory resolution can see, inspected under the user's approvals, in
-    /// resolution order (manifests read in child processes). `always_hash` computes every
-    /// plugin directory's hash.
-    pub fn inspect_plugins(&self, always_hash: bool) -> Vec<Inspection> {
-        discover(&self.plugin_roots())
-            .into_iter()
-            .map(|candidate| self.inspect_listed(candidate, always_hash))
-            .collect()
-    }
-
-    /// The plugin directory resolution would use for `name`, inspected.
-    pub fn inspect_plugin(&self, name: &str, always_hash: bool) -> Option<Inspection> {
-        discover(&self.plugin_roots())
-            .into_iter()
-            .find(|c| c.name == name)
-            .map(|candidate| self.inspect_listed(candidate, always_hash))
-    }
-
-    /// What the library at `library` declares, read by a child process that loads it: a
-    /// library that aborts, crashes or hangs while loading is one problem naming the plugin.
-    pub fn read_manifest(&self, name: &str, library: &Path) -> Result<Manifest, Problem> {
-        match self.ask_loaded(name, library)? {
-            Loaded::Manifest(manifest) => Ok(manifest),
-            Loaded::Refused {
-                kind,
-                summary,
-                detail,
-            } => Err(refused(library, kind, &summary, &detail)),
-        }
-    }
-
-    /// What the library at `library` (of plugin `name`) declares, or why it does not load, in
-    /// one line that does not repeat the path: read in a child process like
-    /// [`read_manifest`](Self::read_manifest), in this one only for a program embedding the
-    /// host that set no `ctxhost` binary to run children. For a library about to be installed.
-    pub fn library_manifest(&self, name: &str, library: &Path) -> Result<Manifest, String> {
-        if self.child_program.is_none() || self.in_child {
-            return ctxhost_plugin_host::load_library(library)
-                .map(|loaded| loaded.manifest().clone())
-                .map_err(|error| error.summary().to_string());
-        }
-        match self.ask_loaded(name, library) {
-            Ok(Loaded::Manifest(manifest)) => Ok(manifest),
-            Ok(Loaded::Refused { summary, .. }) => Err(summary),
-            Err(problem) => Err(problem.summary),
-        }
-    }
-
-    /// Loads `library` in a child process and asks what it declares.
-    fn ask_loaded(&self, name: &str, library: &Path) -> Result<Loaded, Problem> {
-        let purpose = Purpose::Manifest {
-            library: library.to_path_buf(),
-        };
-        let spec = self
-            .child_spec(name, &self.data_root(), purpose)
-            .map_err(|warning| Problem::new(ProblemKind::LoadFailed, warning.summary))?;
-        ChildProcess::ask::<Loaded>(spec, self.services.clone(), "load")
-            .map_err(|error| Problem::new(ProblemKind::LoadFailed, error.message().to_string()))
-    }
-
-    /// [`read_manifest`](Self::read_manifest), once per library per process: what loaded in a
-    /// child before is not asked again.
-    fn probe_once(&self, candidate: &Candidate, library: &Path) -> Result<Manifest, Problem> {
-        static PROBED: std::sync::Mutex<Vec<(PathBuf, Manifest)>> =
-            std::sync::Mutex::new(Vec::new());
-        let known = PROBED.lock().ok().and_then(|probed| {
-            probed
-                .iter()
-                .find(|(p, _)| p == library)
-                .map(|(_, m)| m.clone())
-        });
-        if let Some(manifest) = known {
-            return Ok(manifest);
-        }
-        let manifest = self.read_manifest(&candidate.name, library)?;
-        if let Ok(mut probed) = PROBED.lock() {
-            probed.push((library.to_path_buf(), manifest.clone()));
-        }
-        Ok(manifest)
-    }
-
     /// Checks that engine `name` accepts its settings in `config` (a config about to be
     /// written), without side effects: a plugin's settings are checked by its
     /// `validate_settings`, so no store is opened and no directory is made. Only settings errors
@@ -682,17 +444,7 @@ impl Engines {
             Some(program) if !self.in_child => {
                 let mut engines = engines;
                 engines.child_program = Some(program);
-                engines
-                    .child_spec(name, &engines.data_root(), Purpose::ValidateSettings)
-                    .map_err(|warning| EngineError::failed(warning.summary))
-                    .and_then(|spec| {
-                        ChildProcess::ask::<serde_json::Value>(
-                            spec,
-                            self.services.clone(),
-                            "validate_settings",
-                        )
-                        .map(drop)
-                    })
+                engines.validate_in_child(name)
             }
             _ => engines.validate_for_child(name),
         };
@@ -778,181 +530,6 @@ impl Engines {
                 detail: None,
             }),
         }
-    }
-
-    /// Starts plugin `candidate` in a child process (its approvals checked): a process of its
-    /// pool, which later sessions share without checking again.
-    fn start_isolated(
-        &self,
-        candidate: &Candidate,
-        library: Option<PathBuf>,
-        data_root: &Path,
-        host: &HostPluginSettings,
-    ) -> Result<Started, Failure> {
-        let name = candidate.name.as_str();
-        let mut spec = self
-            .child_spec(name, data_root, Purpose::Engine)
-            .map_err(Failure::Other)?;
-        spec.timeout = std::time::Duration::from_secs_f64(host.timeout);
-        spec.check_timeout = std::time::Duration::from_secs_f64(host.check_timeout);
-        let isolated = Isolated {
-            library: library.unwrap_or_else(|| candidate.dir.clone()),
-            pool: Pool::new(spec, self.services.clone(), host.processes),
-        };
-        let isolated = {
-            let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-            // Sessions opened at once share the first pool made.
-            match pools.iter().find(|known| known.same_plugin(&isolated)) {
-                Some(known) => known.clone(),
-                None => {
-                    pools.push(isolated.clone());
-                    isolated
-                }
-            }
-        };
-        self.open_isolated(candidate, &isolated, data_root)
-    }
-
-    /// Opens a session of plugin `candidate` on `isolated`'s processes.
-    fn open_isolated(
-        &self,
-        candidate: &Candidate,
-        isolated: &Isolated,
-        data_root: &Path,
-    ) -> Result<Started, Failure> {
-        let name = candidate.name.as_str();
-        match ChildProcess::open(&isolated.pool, data_root.to_path_buf()) {
-            Ok((engine, ready)) => Ok(Started {
-                name: name.to_string(),
-                source: EngineSource::Plugin {
-                    root: candidate.root,
-                    library: isolated.library.clone(),
-                },
-                version: ready.version,
-                engine: Box::new(engine),
-            }),
-            Err(error) => Err(self.start_failure(name, &error)),
-        }
-    }
-
-    /// The processes plugin `name` runs in, when a session was opened on them before (by the
-    /// program that runs children now).
-    fn isolated(&self, name: &str) -> Option<Isolated> {
-        let program = self.child_program().ok()?;
-        let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        pools
-            .iter()
-            .find(|known| {
-                let spec = known.pool.spec();
-                spec.init.name == name && spec.program == program
-            })
-            .cloned()
-    }
-
-    /// The `ctxhost` binary that runs isolated engines.
-    fn child_program(&self) -> Result<PathBuf, std::io::Error> {
-        match &self.child_program {
-            Some(program) => Ok(program.clone()),
-            None => std::env::current_exe(),
-        }
-    }
-
-    /// How to start a child process for plugin `name`: this config, `purpose`, the plugin's
-    /// memory limit, and (for one-off questions) a deadline of at most a minute.
-    fn child_spec(
-        &self,
-        name: &str,
-        data_root: &Path,
-        purpose: Purpose,
-    ) -> Result<ChildSpec, Warning> {
-        let program = self.child_program().map_err(|error| Warning {
-            summary: format!(
-                "plugin '{name}': cannot find the ctxhost binary to isolate it in: {error}"
-            ),
-            detail: None,
-        })?;
-        let host = self.config.plugin_host_settings(name);
-        Ok(ChildSpec {
-            program,
-            init: Init {
-                config: self.config.clone(),
-                home: self.home.clone(),
-                name: name.to_string(),
-                data_root: data_root.to_path_buf(),
-                verbose: true,
-                purpose,
-            },
-            timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),
-            check_timeout: std::time::Duration::from_secs_f64(host.check_timeout),
-            memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
-        })
-    }
-
-    /// Everything resolution can see: the built-in compressor first, then plugins (each loaded,
-    /// when the user's approvals allow, to check its ABI), then engines registered in code.
-    pub fn list(&self) -> Vec<Listing> {
-        let active = self.config.context.engine.as_str();
-        let mut rows = vec![Listing {
-            name: BUILT_IN_ENGINE.to_string(),
-            source: EngineSource::BuiltIn.label().to_string(),
-            version: Some(env!("CARGO_PKG_VERSION").to_string()),
-            api_level: Some(ctxhost_sdk::API_LEVEL),
-            description: "Built-in lossy compressor: prunes old tool output and summarizes the middle of the conversation.".to_string(),
-            state: State::of(active == BUILT_IN_ENGINE, None),
-            problem: None,
-            active: active == BUILT_IN_ENGINE,
-            path: None,
-            sha256: None,
-            detail: None,
-            warnings: Vec::new(),
-        }];
-        let mut seen = vec![BUILT_IN_ENGINE.to_string()];
-        for inspection in self.inspect_plugins(false) {
-            let name = inspection.candidate.name.clone();
-            let shadowed = seen.contains(&name);
-            let selected = !shadowed && active == name;
-            let problem = inspection.loaded.as_ref().err();
-            let mut row = Listing {
-                name: name.clone(),
-                source: inspection.candidate.root.label().to_string(),
-                version: inspection.version(),
-                api_level: inspection.loaded.as_ref().ok().map(|m| m.api_level),
-                description: inspection.description(),
-                state: State::of(selected, problem.map(|p| p.kind)),
-                problem: problem.map(|p| p.summary.clone()),
-                active: selected && problem.is_none(),
-                path: inspection.library.clone(),
-                sha256: inspection.checksum.clone(),
-                detail: problem.and_then(|p| p.detail.clone()),
-                warnings: inspection.foreign.iter().map(ToString::to_string).collect(),
-            };
-            if shadowed {
-                row.state = State::Shadowed;
-                row.problem = Some(format!(
-                    "an earlier engine is also named '{name}'; this one is never used"
-                ));
-            }
-            seen.push(name);
-            rows.push(row);
-        }
-        for registered in &self.registered {
-            let selected = active == registered.name && !seen.contains(&registered.name);
-            rows.push(Listing {
-                name: registered.name.clone(),
-                source: EngineSource::Registered.label().to_string(),
-                version: None,
-                api_level: None,
-                description: registered.description.clone(),
-                state: State::of(selected, None),
-                problem: None,
-                active: selected,
-                path: None,
-                sha256: None,
-                detail: None,
-                warnings: Vec::new(),
-            });
-        }
-        rows
     }
 }
 

@@ -10,17 +10,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use ctxhost_sdk::protocol::Op;
-use ctxhost_sdk::EngineError;
+use ctxhost_sdk::{EngineError, HostBackend};
 
 use super::breaker::{self, Breaker};
 use super::connection::{ChildSpec, Connection, InFlight, Lost, NoAnswer};
 use super::protocol::{Ready, Reply};
-use crate::services::HostServicesImpl;
 
 /// One plugin's processes (see the [module docs](self)).
 pub struct Pool {
     spec: ChildSpec,
-    services: Arc<HostServicesImpl>,
+    services: Arc<dyn HostBackend>,
     members: Vec<Member>,
     breaker: Arc<Mutex<Breaker>>,
     next_session: AtomicU64,
@@ -65,7 +64,7 @@ impl Seat {
 
 impl Pool {
     /// A pool of `processes` (at least one) for the plugin `spec` starts.
-    pub fn new(spec: ChildSpec, services: Arc<HostServicesImpl>, processes: usize) -> Arc<Pool> {
+    pub fn new(spec: ChildSpec, services: Arc<dyn HostBackend>, processes: usize) -> Arc<Pool> {
         Arc::new(Pool {
             spec,
             services,

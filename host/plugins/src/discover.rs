@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::descriptor::{executable_dir, Descriptor, LibraryLocation, DESCRIPTOR_FILE};
+use crate::descriptor::{Descriptor, LibraryLocation, DESCRIPTOR_FILE};
+use ctxhost_config::home::executable_dir;
 
 /// Where a plugin root comes from; earlier kinds win when two plugins share a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -97,7 +98,7 @@ pub fn discover(roots: &[PluginRoot]) -> Vec<Candidate> {
             // The name keys the engine's data directory: a name that is a path (`../x`) would
             // put it anywhere, so such a plugin is broken, under its directory's name.
             let name = match declared {
-                Some(name) if super::is_plain_name(&name) => name,
+                Some(name) if crate::is_plain_name(&name) => name,
                 Some(name) => {
                     descriptor = Err(format!(
                         "{}: name `{name}` is not a plain engine name (lowercase letters, digits, \
@@ -106,7 +107,7 @@ pub fn discover(roots: &[PluginRoot]) -> Vec<Candidate> {
                     ));
                     dir_name
                 }
-                None if !super::is_plain_name(&dir_name) => {
+                None if !crate::is_plain_name(&dir_name) => {
                     if descriptor.is_ok() {
                         descriptor = Err(format!(
                             "{}: the directory's name is not a plain engine name (lowercase \
