@@ -25,7 +25,7 @@ pub mod wait;
 
 pub use ctxhost_config::plugin_host::{engine_only, HostPluginSettings, Isolation};
 
-use ctxhost_sdk::protocol::Op;
+use ctxhost_protocol::Op;
 
 /// The calls made on every turn, which must be quick: an isolated engine gets
 /// `plugins.<name>.check_timeout` for them instead of `timeout`, and a session whose engine
