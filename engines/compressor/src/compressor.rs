@@ -4,9 +4,8 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus,
-    Escalation, HostServices, Message, SessionStart, SummarizeRequest, SummaryShape, TokenTracker,
-    Usage,
+    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineSettings,
+    Escalation, HostServices, Message, SummarizeRequest, SummaryShape, TokenTracker, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -81,7 +80,7 @@ impl Compressor {
 
     /// `services.config()` is the `compression` section of `config.yaml`.
     pub fn new(services: HostServices) -> Result<Self, EngineError> {
-        let settings = Settings::from_config(services.config())?;
+        let settings = Settings::from_section(services.config())?;
         let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
         Ok(Compressor {
             services,
@@ -373,6 +372,10 @@ impl ContextEngine for Compressor {
         Self::NAME
     }
 
+    fn tracker(&mut self) -> Option<&mut TokenTracker> {
+        Some(&mut self.tracker)
+    }
+
     fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
         self.tracker.record_usage(usage);
         if self.awaiting_first_usage {
@@ -428,13 +431,6 @@ impl ContextEngine for Compressor {
         Ok(self.tail_start(messages, head_end, None) > head_end)
     }
 
-    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        if let Some(length) = session.context_length {
-            self.tracker.set_context_length(length);
-        }
-        Ok(())
-    }
-
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         self.tracker.reset();
         self.tokens_after_last = None;
@@ -444,15 +440,8 @@ impl ContextEngine for Compressor {
         Ok(())
     }
 
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        let mut status = self.tracker.status();
-        status.details = json!({ "last_compression": self.last });
-        Ok(status)
-    }
-
-    fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
-        self.tracker.set_context_length(context_length);
-        Ok(())
+    fn status_details(&mut self) -> Result<Value, EngineError> {
+        Ok(json!({ "last_compression": self.last }))
     }
 
     fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {

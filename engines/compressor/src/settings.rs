@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use ctxhost_sdk::EngineError;
+use ctxhost_sdk::{EngineError, EngineSettings};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -87,23 +87,15 @@ impl Settings {
             ),
         ]
     }
+}
 
-    /// Reads and checks the section; an error names the key at fault as data (relative to
-    /// `compression`).
-    pub fn from_config(section: &Value) -> Result<Self, EngineError> {
-        let section = match section {
-            Value::Null => Value::Object(Default::default()),
-            other => other.clone(),
-        };
-        let settings: Settings = serde_path_to_error::deserialize(section).map_err(|error| {
-            let key = error.path().to_string();
-            let key = if key == "." { String::new() } else { key };
-            EngineError::invalid_setting(key, error.into_inner().to_string())
-        })?;
+impl EngineSettings for Settings {
+    /// The ranges serde cannot check; a wrong one names its key (relative to `compression`).
+    fn validate(&self) -> Result<(), EngineError> {
         for (key, value, low_inclusive) in [
-            ("threshold", settings.threshold, false),
-            ("target_ratio", settings.target_ratio, false),
-            ("hygiene_ratio", settings.hygiene_ratio, false),
+            ("threshold", self.threshold, false),
+            ("target_ratio", self.target_ratio, false),
+            ("hygiene_ratio", self.hygiene_ratio, false),
         ] {
             let in_range = value <= 1.0 && (value > 0.0 || (low_inclusive && value == 0.0));
             if !in_range {
@@ -113,13 +105,13 @@ impl Settings {
                 ));
             }
         }
-        if settings.protect_last_n == 0 {
+        if self.protect_last_n == 0 {
             return Err(EngineError::invalid_setting(
                 "protect_last_n",
                 "must be at least 1",
             ));
         }
-        Ok(settings)
+        Ok(())
     }
 }
 
@@ -130,7 +122,7 @@ mod tests {
 
     #[test]
     fn defaults_are_hermes() {
-        let s = Settings::from_config(&Value::Null).unwrap();
+        let s = Settings::from_section(&Value::Null).unwrap();
         assert_eq!(
             (s.threshold, s.target_ratio, s.protect_last_n),
             (0.50, 0.20, 20)
@@ -140,7 +132,7 @@ mod tests {
     #[test]
     fn errors_name_the_key_as_data() {
         let fault = |v| {
-            let error = Settings::from_config(&v).unwrap_err();
+            let error = Settings::from_section(&v).unwrap_err();
             let fault = error.setting().expect("a setting error").clone();
             (fault.key, fault.problem)
         };
@@ -159,7 +151,7 @@ mod tests {
         assert!(problem.starts_with("unknown field"), "{problem}");
         assert_eq!(fault(json!(5)).0, "");
         // A Hermes config loads.
-        Settings::from_config(&json!({"protect_first_n": 3, "abort_on_summary_failure": false}))
+        Settings::from_section(&json!({"protect_first_n": 3, "abort_on_summary_failure": false}))
             .unwrap();
     }
 }

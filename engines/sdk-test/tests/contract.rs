@@ -3,8 +3,7 @@
 use ctxhost_sdk::contract::OutputViolation;
 use ctxhost_sdk::sequence::SequenceError;
 use ctxhost_sdk::{
-    CompressOptions, ContextEngine, EngineError, EngineStatus, HostServices, Message, TokenTracker,
-    ToolCall,
+    CompressOptions, ContextEngine, EngineError, HostServices, Message, TokenTracker, ToolCall,
 };
 use ctxhost_sdk_test::contract::{
     check_idempotent, check_output, check_unchanged_under_threshold, Check, EngineCheck,
@@ -52,8 +51,8 @@ impl ContextEngine for Keeper {
         "keeper"
     }
 
-    fn should_compress(&mut self, tokens: u64) -> Result<bool, EngineError> {
-        Ok(self.tracker.over_threshold(tokens))
+    fn tracker(&mut self) -> Option<&mut TokenTracker> {
+        Some(&mut self.tracker)
     }
 
     fn compress(
@@ -106,10 +105,6 @@ impl ContextEngine for Keeper {
             }
         }
         Ok(out)
-    }
-
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(self.tracker.status())
     }
 }
 

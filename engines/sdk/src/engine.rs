@@ -67,7 +67,7 @@ pub struct SessionStart {
 }
 
 /// What an engine reports for display and logging ([`ContextEngine::status`]);
-/// [`TokenTracker::status`] fills it for engines that embed one.
+/// [`TokenTracker::status`] fills it for engines that keep one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineStatus {
     /// Prompt tokens of the last model call.
@@ -88,22 +88,45 @@ pub struct EngineStatus {
 /// A context engine: decides when the conversation has outgrown the window and what the model
 /// sees instead.
 ///
-/// Only [`name`](Self::name), [`should_compress`](Self::should_compress),
-/// [`compress`](Self::compress) and [`status`](Self::status) are required; every other operation
-/// has the default Hermes Agent gives it. Errors never take the host down: it reports them and
-/// keeps the conversation it had.
+/// Only [`name`](Self::name) and [`compress`](Self::compress) are required; every other
+/// operation has the default Hermes Agent gives it. An engine that keeps a [`TokenTracker`]
+/// hands it out through [`tracker`](Self::tracker), and the defaults do the host's bookkeeping
+/// with it: [`update_from_response`](Self::update_from_response) records the usage,
+/// [`should_compress`](Self::should_compress) compares with its threshold,
+/// [`on_session_start`](Self::on_session_start) and [`update_model`](Self::update_model) set its
+/// window, [`on_session_reset`](Self::on_session_reset) resets it and [`status`](Self::status)
+/// reports it (with [`status_details`](Self::status_details)). An engine that overrides one of
+/// these does the tracker's part itself. Without a tracker, `should_compress` and `status`
+/// answer [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported): write them.
+///
+/// Errors never take the host down: it reports them and keeps the conversation it had.
 pub trait ContextEngine: Send {
     /// Short identifier, as used in `context.engine`.
     fn name(&self) -> &str;
 
-    /// Called after every model call with the usage the provider reported.
+    /// The engine's token bookkeeping, if it keeps one; the defaults above keep it. Not an
+    /// operation: the host never asks for it, the engine's own defaults do.
+    fn tracker(&mut self) -> Option<&mut TokenTracker> {
+        None
+    }
+
+    /// Called after every model call with the usage the provider reported. By default the
+    /// tracker records it.
     fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
-        let _ = usage;
+        if let Some(tracker) = self.tracker() {
+            tracker.record_usage(usage);
+        }
         Ok(())
     }
 
-    /// Whether to compress now, given the prompt tokens of the last call.
-    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError>;
+    /// Whether to compress now, given the prompt tokens of the last call. By default, whether
+    /// they reach the tracker's threshold.
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
+        match self.tracker() {
+            Some(tracker) => Ok(tracker.over_threshold(prompt_tokens)),
+            None => Err(EngineError::unsupported("should_compress")),
+        }
+    }
 
     /// A cheap check before a call, from local estimates. Defaults to "no".
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
@@ -133,9 +156,12 @@ pub trait ContextEngine: Send {
         Ok(true)
     }
 
-    /// Called when a session begins, before its first turn: load or create its state.
+    /// Called when a session begins, before its first turn: load or create its state. By
+    /// default the tracker takes the session's window, when the host knows it.
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        let _ = session;
+        if let Some(tracker) = self.tracker() {
+            tracker.start_session(session);
+        }
         Ok(())
     }
 
@@ -149,8 +175,12 @@ pub trait ContextEngine: Send {
         Ok(())
     }
 
-    /// Called on `/new` or `/reset`: forget per-session state.
+    /// Called on `/new` or `/reset`: forget per-session state. By default the tracker forgets
+    /// its counts.
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
+        if let Some(tracker) = self.tracker() {
+            tracker.reset();
+        }
         Ok(())
     }
 
@@ -166,11 +196,31 @@ pub trait ContextEngine: Send {
     }
 
     /// Where the engine stands now (tokens, threshold, compressions), for display and logging.
-    fn status(&mut self) -> Result<EngineStatus, EngineError>;
+    /// By default the tracker's figures, with [`status_details`](Self::status_details).
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        let details = self.status_details()?;
+        match self.tracker() {
+            Some(tracker) => Ok(EngineStatus {
+                details,
+                ..tracker.status()
+            }),
+            None => Err(EngineError::unsupported("status")),
+        }
+    }
 
-    /// The user switched models: recompute budgets from the new window.
+    /// What the default [`status`](Self::status) reports beside the tracker's figures (store
+    /// sizes, settings, ...); nothing by default. Not an operation: `status` carries it.
+    fn status_details(&mut self) -> Result<Value, EngineError> {
+        Ok(Value::Null)
+    }
+
+    /// The user switched models: recompute budgets from the new window. By default the tracker
+    /// takes it.
     fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
-        let _ = (model, context_length);
+        let _ = model;
+        if let Some(tracker) = self.tracker() {
+            tracker.set_context_length(context_length);
+        }
         Ok(())
     }
 
@@ -210,8 +260,8 @@ pub trait ContextEngine: Send {
     }
 }
 
-/// The token bookkeeping every engine needs, with Hermes' default behaviour: embed one in an
-/// engine and forward `update_from_response`, `update_model`, `on_session_reset` and `status`.
+/// The token bookkeeping every engine needs, with Hermes' default behaviour: keep one in an
+/// engine and hand it out through [`ContextEngine::tracker`]; the trait's defaults keep it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenTracker {
     /// Prompt tokens of the last model call.
@@ -248,7 +298,7 @@ impl TokenTracker {
         (self.context_length as f64 * self.threshold_percent) as u64
     }
 
-    /// Keeps the last call's counts; forward [`ContextEngine::update_from_response`] here.
+    /// Keeps the last call's counts ([`ContextEngine::update_from_response`]'s default).
     pub fn record_usage(&mut self, usage: &Usage) {
         self.last_prompt_tokens = usage.prompt_tokens;
         self.last_completion_tokens = usage.completion_tokens;
@@ -260,13 +310,21 @@ impl TokenTracker {
         self.context_length > 0 && prompt_tokens >= self.threshold_tokens()
     }
 
-    /// The model changed: forward [`ContextEngine::update_model`] here.
+    /// The model changed ([`ContextEngine::update_model`]'s default).
     pub fn set_context_length(&mut self, context_length: u64) {
         self.context_length = context_length;
     }
 
-    /// Forgets the last call and the compression count, keeping the window and threshold;
-    /// forward [`ContextEngine::on_session_reset`] here.
+    /// A session began: its window, when the host knows it
+    /// ([`ContextEngine::on_session_start`]'s default).
+    pub fn start_session(&mut self, session: &SessionStart) {
+        if let Some(context_length) = session.context_length {
+            self.set_context_length(context_length);
+        }
+    }
+
+    /// Forgets the last call and the compression count, keeping the window and threshold
+    /// ([`ContextEngine::on_session_reset`]'s default).
     pub fn reset(&mut self) {
         self.last_prompt_tokens = 0;
         self.last_completion_tokens = 0;

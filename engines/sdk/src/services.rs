@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::error::EngineError;
 use crate::message::Message;
+use crate::settings::{read_section, EngineSettings};
 
 /// Tokens added per message for the role and framing, as OpenAI's counting guide does.
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
@@ -197,23 +198,16 @@ impl HostServices {
     }
 
     /// The engine's config section read into a settings type; a missing section reads as `{}`
-    /// so `#[serde(default)]` settings work.
-    ///
-    /// A section that does not read is an [`ErrorKind::InvalidSetting`] error naming the key at
-    /// fault as data (its dotted path inside the section, e.g. `deadline_ms`), which the host
-    /// turns into `config.yaml:<line>: plugins.<engine>.<key>: <problem>`.
-    ///
-    /// [`ErrorKind::InvalidSetting`]: crate::ErrorKind::InvalidSetting
+    /// so `#[serde(default)]` settings work. An error names the key at fault as data
+    /// ([`read_section`](crate::read_section)).
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
-        let value = match &self.setup.config {
-            Value::Null => Value::Object(Default::default()),
-            other => other.clone(),
-        };
-        serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
-            let key = setting_path(error.path());
-            let problem = error.into_inner().to_string();
-            EngineError::invalid_setting(key, problem)
-        })
+        read_section(&self.setup.config)
+    }
+
+    /// The engine's settings: its config section read ([`config_as`](Self::config_as)) and
+    /// checked ([`EngineSettings::validate`]).
+    pub fn settings<T: EngineSettings>(&self) -> Result<T, EngineError> {
+        T::from_section(&self.setup.config)
     }
 
     /// The model the engine serves, as configured when it was built; later changes arrive
@@ -265,21 +259,6 @@ impl HostServices {
     pub fn warn(&self, message: &str) {
         self.log(LogLevel::Warn, message);
     }
-}
-
-/// The dotted key of a serde path (`summary.max_tokens`, `rules.2`); empty for the root.
-fn setting_path(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let parts: Vec<String> = path
-        .iter()
-        .filter_map(|segment| match segment {
-            Segment::Map { key } => Some(key.clone()),
-            Segment::Seq { index } => Some(index.to_string()),
-            Segment::Enum { variant } => Some(variant.clone()),
-            Segment::Unknown => None,
-        })
-        .collect();
-    parts.join(".")
 }
 
 impl fmt::Debug for HostServices {

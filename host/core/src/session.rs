@@ -11,8 +11,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
+use ctxhost_protocol::Op;
 use ctxhost_sdk::contract::{self, OutputViolation};
-use ctxhost_sdk::protocol::Op;
 use ctxhost_sdk::{
     CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
     Message, SessionInfo, SessionStart, Usage,

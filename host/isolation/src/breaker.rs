@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::protocol::Op;
+use ctxhost_protocol::Op;
 
 /// Failures in a row after which the child is no longer started for a while.
 pub const FAILURES: u32 = 3;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use ctxhost_sdk::protocol::dispatch;
+use ctxhost_protocol::dispatch;
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, ErrorKind, Message};
 use serde::Serialize;
 

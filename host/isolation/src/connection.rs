@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::protocol::Op;
+use ctxhost_protocol::Op;
 use ctxhost_sdk::{EngineError, HostBackend, LogLevel};
 
 use super::protocol::{Framed, Init, INIT_CALL};

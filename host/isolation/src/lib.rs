@@ -25,7 +25,7 @@ mod replies;
 pub mod spawn;
 pub mod wait;
 
-use ctxhost_sdk::protocol::Op;
+use ctxhost_protocol::Op;
 
 /// The calls made on every turn, which must be quick: an isolated engine gets
 /// `plugins.<name>.check_timeout` for them instead of `timeout`, and a session whose engine

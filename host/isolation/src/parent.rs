@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, Op, RemoteEngine};
+use ctxhost_protocol::{EngineCall, EngineReply, EngineTransport, Op, RemoteEngine};
 use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, HostBackend, Message};
 use serde::de::DeserializeOwned;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use ctxhost_sdk::protocol::Op;
+use ctxhost_protocol::Op;
 use ctxhost_sdk::{EngineError, HostBackend};
 
 use super::breaker::{self, Breaker};

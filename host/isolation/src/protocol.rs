@@ -3,10 +3,10 @@
 //! host's number for it) and call (a number the reply carries back), and each reply is a line
 //! [`Framed`] by that call number, in whatever order the child answers them. Calls of one
 //! session are answered in order; of different sessions, concurrently. The operations are the
-//! SDK's protocol ([`ctxhost_sdk::protocol`]); message lists cross as changes
+//! engine-call protocol's ([`ctxhost_protocol`]); message lists cross as changes
 //! ([`super::lists`]), to the last list of the same session.
 
-use ctxhost_sdk::protocol::{EngineCall, Op};
+use ctxhost_protocol::{EngineCall, Op};
 use ctxhost_sdk::{CompressOptions, EngineError, ErrorKind, SettingFault};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -170,7 +170,7 @@ impl From<WireError> for EngineError {
 }
 
 /// The child's answer to one request (or to [`Init`]): the hot paths' own types (`bool`,
-/// [`CompressedList`]), an [`EngineReply`](ctxhost_sdk::protocol::EngineReply) for a
+/// [`CompressedList`]), an [`EngineReply`](ctxhost_protocol::EngineReply) for a
 /// [`Request::Call`]. The host reads the answer
 /// straight into the type it expects; no `Value` is built on either side.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -184,7 +184,7 @@ pub enum Reply<T = Value> {
 mod tests {
     use super::*;
     use crate::lists::Part;
-    use ctxhost_sdk::protocol::EngineReply;
+    use ctxhost_protocol::EngineReply;
     use ctxhost_sdk::{CompressionReport, Message};
 
     /// A reply as the child writes it, read as the host reads it.

@@ -3,8 +3,8 @@
 //! [`EngineCall`] in its `invoke` form.
 
 use abi_stable::std_types::{RSlice, RStr};
+use ctxhost_protocol::{EngineCall, EngineReply, EngineTransport, RemoteEngine};
 use ctxhost_sdk::abi::EngineBox;
-use ctxhost_sdk::protocol::{EngineCall, EngineReply, EngineTransport, RemoteEngine};
 use ctxhost_sdk::{CompressOptions, EngineError, Message};
 
 /// An engine living in a plugin library, built by

@@ -4,10 +4,10 @@
 //! its interface version, layout and manifest; [`PluginLibrary::instantiate`] builds an engine
 //! from it, serving the host's [`HostBackend`](ctxhost_sdk::HostBackend) to the plugin; the
 //! [`PluginEngine`] it returns is a [`ContextEngine`](ctxhost_sdk::ContextEngine) like any
-//! built-in engine (the SDK's remote engine, over the plugin's engine object). A library that does not load says why in one line ([`LoadError`]).
+//! built-in engine (the protocol's remote engine, over the plugin's engine object). A library that does not load says why in one line ([`LoadError`]).
 //!
-//! Engine authors never depend on this crate: they write against `ctxhost-sdk`, whose
-//! `export_engine!` builds the plugin side of the same interface.
+//! Engine authors never depend on this crate: they write against `ctxhost-sdk`, and
+//! `ctxhost-protocol`'s `export_engine!` builds the plugin side of the same interface.
 
 #![warn(missing_docs)]
 

@@ -4,18 +4,20 @@
 //! It is kept small and frozen, because abi_stable refuses a plugin built against an older
 //! layout: a root module with `manifest()` and `new_engine(setup, host)`, an engine object whose
 //! hot paths are typed (`should_compress`, `compress`) and whose every other operation is an
-//! [`EngineCall`](crate::protocol::EngineCall) travelling as JSON through
-//! `invoke(op, payload, messages)` (its [`invoke`](crate::protocol::invoke) form), and a host
+//! `EngineCall` of the engine-call protocol (`ctxhost-protocol`) travelling as JSON through
+//! `invoke(op, payload, messages)` (the protocol's `invoke` form), and a host
 //! object the same way. A new operation is a new call of the protocol, never a layout change; an
 //! op a plugin does not know answers "unsupported" and the host falls back to the default
 //! behaviour.
 //!
-//! Each side builds its half here or beside it: the plugin side is [`export_engine!`]
-//! (`export.rs`, and `remote_host.rs` for the host's services seen from the plugin); the host
-//! side (loading a library, checking it, wrapping its engine object back into a
-//! [`ContextEngine`](crate::ContextEngine)) is the `ctxhost-plugin-host` crate, which is why these
-//! items are public. Engine authors never touch them, so the module is hidden from the SDK's
-//! docs: they implement [`ContextEngine`](crate::ContextEngine) and call [`export_engine!`].
+//! Each side builds its half beside it, on top of the protocol that the `invoke` entry point
+//! carries: the plugin side is `ctxhost_protocol::export_engine!` (with the host's services seen
+//! from the plugin); the host side (loading a library, checking it, wrapping its engine object
+//! back into a [`ContextEngine`](crate::ContextEngine)) is the `ctxhost-plugin-host` crate, which
+//! is why these items are public. The layout stays in this crate whoever builds on it:
+//! abi_stable checks the crate each of its types comes from. Engine authors never touch it, so
+//! the module is hidden from the SDK's docs: they implement
+//! [`ContextEngine`](crate::ContextEngine) and write `ctxhost_protocol::export_engine!`.
 //!
 //! The host-side loader is not part of this crate at all, neither here nor at its root (one
 //! name per block, so each block fails only for its own name):
@@ -48,15 +50,11 @@
 //!
 //! assert_eq!(EngineModuleRef::NAME, "ctxhost_engine");
 //! ```
-//!
-//! [`export_engine!`]: crate::export_engine
 
 // `#[sabi_trait]` expands to impls of abi_stable's traits inside a const block.
 #![allow(non_local_definitions)]
 
-pub(crate) mod export;
 mod new_engine;
-mod remote_host;
 
 pub use new_engine::{NewEngine, Purpose};
 
@@ -124,8 +122,8 @@ pub trait EngineObject: Send {
         options: RStr<'_>,
     ) -> RResult<RVec<Message>, AbiError>;
 
-    /// Every other operation, an [`EngineCall`](crate::protocol::EngineCall) in its
-    /// [`invoke`](crate::protocol::invoke) form: `op` names it, `payload` is its JSON argument,
+    /// Every other operation, an `EngineCall` of the protocol (`ctxhost-protocol`) in its
+    /// `invoke` form: `op` names it, `payload` is its JSON argument,
     /// `messages` the message list for the operations that take one. Answers JSON, or
     /// [`ErrorKind::Unsupported`] for an op the plugin does not know.
     #[sabi(last_prefix_field)]
@@ -164,8 +162,13 @@ pub fn log_level_from_code(code: u8) -> LogLevel {
     LogLevel::from_code(code)
 }
 
-/// The root module every engine plugin exports; [`export_engine!`](crate::export_engine) builds
-/// it. The host reaches it through [`EngineModuleRef`], after abi_stable has checked its layout.
+/// The byte [`HostObject::log`] carries for `level`.
+pub fn log_level_code(level: LogLevel) -> u8 {
+    level.code()
+}
+
+/// The root module every engine plugin exports; `ctxhost_protocol::export_engine!` builds it.
+/// The host reaches it through [`EngineModuleRef`], after abi_stable has checked its layout.
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = EngineModuleRef)))]
@@ -185,26 +188,4 @@ impl RootModule for EngineModuleRef {
     const BASE_NAME: &'static str = "ctxhost_engine";
     const NAME: &'static str = "ctxhost_engine";
     const VERSION_STRINGS: VersionStrings = package_version_strings!();
-}
-
-/// What [`export_engine!`](crate::export_engine) expands to; not part of the public API.
-#[doc(hidden)]
-pub mod __private {
-    pub use super::export::root_module;
-    pub use abi_stable::library::{
-        __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
-        RootModuleResult,
-    };
-}
-
-#[cfg(test)]
-mod tests {
-    /// `export_engine!` hard-codes the exported symbol's name; it must be abi_stable's.
-    #[test]
-    fn exported_symbol_name_matches_abi_stable() {
-        assert_eq!(
-            abi_stable::library::ROOT_MODULE_LOADER_NAME,
-            "_1as_0lib_1header_0root_bmodule_bloader"
-        );
-    }
 }

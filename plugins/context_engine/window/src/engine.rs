@@ -4,9 +4,9 @@ use std::time::Instant;
 
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
-    EngineStatus, Escalation, HostServices, Manifest, Message, SessionStart, TokenTracker, Usage,
+    Escalation, HostServices, Manifest, Message, TokenTracker,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::settings::Settings;
 use crate::window::{self, Limits};
@@ -20,7 +20,8 @@ pub struct WindowEngine {
     /// Token counting and logging come from the host; keep the handle for later calls.
     services: HostServices,
     settings: Settings,
-    /// The bookkeeping every engine needs (last usage, window, threshold, compression count).
+    /// The bookkeeping every engine needs (last usage, window, threshold, compression count):
+    /// the SDK keeps it through `ContextEngine::tracker`.
     tracker: TokenTracker,
     /// What the last `compress` call did (`last_compression`).
     last: Option<CompressionReport>,
@@ -73,7 +74,7 @@ impl EnginePlugin for WindowEngine {
 
     fn create(services: HostServices) -> Result<Self, EngineError> {
         // Fail here, at load time, so a bad setting is reported before the session starts.
-        let settings = Settings::from_services(&services)?;
+        let settings: Settings = services.settings()?;
         let tracker = TokenTracker::new(services.model().context_length, settings.threshold);
         Ok(WindowEngine {
             services,
@@ -84,7 +85,7 @@ impl EnginePlugin for WindowEngine {
     }
 
     fn validate_settings(services: &HostServices) -> Result<(), EngineError> {
-        Settings::from_services(services).map(drop)
+        services.settings::<Settings>().map(drop)
     }
 }
 
@@ -93,13 +94,8 @@ impl ContextEngine for WindowEngine {
         NAME
     }
 
-    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
-        self.tracker.record_usage(usage);
-        Ok(())
-    }
-
-    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
-        Ok(self.tracker.over_threshold(prompt_tokens))
+    fn tracker(&mut self) -> Option<&mut TokenTracker> {
+        Some(&mut self.tracker)
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
@@ -174,31 +170,17 @@ impl ContextEngine for WindowEngine {
         Ok(window::compact(messages, &self.services, &limits).is_some())
     }
 
-    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        if let Some(context_length) = session.context_length {
-            self.tracker.set_context_length(context_length);
-        }
-        Ok(())
-    }
-
     fn on_session_reset(&mut self) -> Result<(), EngineError> {
         self.tracker.reset();
         self.last = None;
         Ok(())
     }
 
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        let mut status = self.tracker.status();
-        status.details = json!({
+    fn status_details(&mut self) -> Result<Value, EngineError> {
+        Ok(json!({
             "tail_budget_tokens": self.limits(None).tail_budget,
             "settings": self.settings,
-        });
-        Ok(status)
-    }
-
-    fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
-        self.tracker.set_context_length(context_length);
-        Ok(())
+        }))
     }
 
     fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {

@@ -1,6 +1,6 @@
 //! The engine's settings: the `plugins.window` section of `config.yaml`.
 
-use ctxhost_sdk::{EngineError, HostServices};
+use ctxhost_sdk::{EngineError, EngineSettings};
 use serde::{Deserialize, Serialize};
 
 /// What a user can tune under `plugins.window`. Every key is optional; unknown keys are an
@@ -30,19 +30,12 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// Reads and checks the engine's config section. A wrong setting is an
-    /// [`ErrorKind::InvalidSetting`](ctxhost_sdk::ErrorKind::InvalidSetting) error naming its key
-    /// inside the section (`threshold`), so the host can point at the line of `config.yaml`.
-    pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
-        // The SDK names the key at fault for wrong types and unknown keys.
-        let settings: Settings = services.config_as()?;
-        settings.validate()?;
-        Ok(settings)
-    }
-
+/// Read by `HostServices::settings`, which names the key at fault for wrong types and unknown
+/// keys; a wrong setting found here names its key inside the section (`threshold`) too, so the
+/// host can point at the line of `config.yaml`.
+impl EngineSettings for Settings {
     /// Checks the ranges serde cannot.
-    pub fn validate(&self) -> Result<(), EngineError> {
+    fn validate(&self) -> Result<(), EngineError> {
         let bad = |key: &str, problem: String| Err(EngineError::invalid_setting(key, problem));
         // Written as `!(in range)` so NaN is rejected too.
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {

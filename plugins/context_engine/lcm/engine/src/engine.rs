@@ -9,7 +9,7 @@ const MIN_TARGETED_SHARE: u64 = 256;
 
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
-    EngineStatus, HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker, Usage,
+    HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker,
 };
 use serde_json::{json, Value};
 
@@ -356,7 +356,7 @@ impl EnginePlugin for LcmEngine {
     fn create(services: HostServices) -> Result<Self, EngineError> {
         // Fail here, at load time, so a bad setting or an unusable database is reported before
         // the session starts (the host then keeps its built-in compressor).
-        let settings = Settings::from_services(&services)?;
+        let settings: Settings = services.settings()?;
         let location = settings.location(services.data_dir())?;
         // A database that does not open leaves the engine up, for `doctor` to say what is wrong
         // and how to restore it; every other call fails with the reason (the host then keeps
@@ -390,7 +390,7 @@ impl EnginePlugin for LcmEngine {
     /// The same checks as [`create`](Self::create), without opening the store (which would
     /// create its directory and file).
     fn validate_settings(services: &HostServices) -> Result<(), EngineError> {
-        Settings::from_services(services).map(drop)
+        services.settings::<Settings>().map(drop)
     }
 }
 
@@ -399,13 +399,8 @@ impl ContextEngine for LcmEngine {
         NAME
     }
 
-    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
-        self.tracker.record_usage(usage);
-        Ok(())
-    }
-
-    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
-        Ok(self.tracker.over_threshold(prompt_tokens))
+    fn tracker(&mut self) -> Option<&mut TokenTracker> {
+        Some(&mut self.tracker)
     }
 
     fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
@@ -434,9 +429,7 @@ impl ContextEngine for LcmEngine {
     }
 
     fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        if let Some(context_length) = session.context_length {
-            self.tracker.set_context_length(context_length);
-        }
+        self.tracker.start_session(session);
         let id = if session.session_id.is_empty() {
             DEFAULT_SESSION
         } else {
@@ -488,22 +481,15 @@ impl ContextEngine for LcmEngine {
             .unwrap_or_else(|| Err(EngineError::unknown_tool(name)))
     }
 
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        let mut status = self.tracker.status();
+    fn status_details(&mut self) -> Result<Value, EngineError> {
         let stats = self.store.stats(self.conv)?;
-        status.details = json!({
+        Ok(json!({
             "session_id": self.session_id,
             "messages": stats.messages,
             "summaries": stats.summaries_by_depth.iter().map(|(_, count, _)| count).sum::<u64>(),
             "context_items": stats.context_messages + stats.context_summaries,
             "database": self.store.location(),
-        });
-        Ok(status)
-    }
-
-    fn update_model(&mut self, _model: &str, context_length: u64) -> Result<(), EngineError> {
-        self.tracker.set_context_length(context_length);
-        Ok(())
+        }))
     }
 
     /// The last `compress` call of this engine; before any, the session's last compaction as

@@ -43,4 +43,4 @@ pub use settings::Settings;
 
 // The one line that makes this crate a loadable plugin: it exports the stable-ABI root module,
 // with every entry point guarded against panics.
-ctxhost_sdk::export_engine!(LcmEngine);
+ctxhost_protocol::export_engine!(LcmEngine);

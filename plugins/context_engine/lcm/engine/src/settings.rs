@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use ctxhost_sdk::{EngineError, HostServices};
+use ctxhost_sdk::{EngineError, EngineSettings};
 use serde::{Deserialize, Serialize};
 
 use ctxhost_lcm_store::Location;
@@ -73,19 +73,12 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// Reads and checks the engine's config section. A wrong setting is an
-    /// [`ErrorKind::InvalidSetting`](ctxhost_sdk::ErrorKind::InvalidSetting) error naming its key
-    /// inside the section (`threshold`), which the host places in `config.yaml`.
-    pub fn from_services(services: &HostServices) -> Result<Self, EngineError> {
-        // The SDK names the key at fault for wrong types and unknown keys.
-        let settings: Settings = services.config_as()?;
-        settings.validate()?;
-        Ok(settings)
-    }
-
+/// Read by `HostServices::settings`, which names the key at fault for wrong types and unknown
+/// keys; a wrong setting found here names its key inside the section (`threshold`) too, which the
+/// host places in `config.yaml`.
+impl EngineSettings for Settings {
     /// Checks the ranges serde cannot.
-    pub fn validate(&self) -> Result<(), EngineError> {
+    fn validate(&self) -> Result<(), EngineError> {
         let bad = |key: &str, problem: String| Err(EngineError::invalid_setting(key, problem));
         // Written as `!(in range)` so NaN is rejected too.
         if !(self.threshold > 0.0 && self.threshold <= 1.0) {
@@ -133,7 +126,9 @@ impl Settings {
         // Parsed only: nothing is opened or created while settings are checked.
         self.location(Path::new(".")).map(drop)
     }
+}
 
+impl Settings {
     /// The store these settings name, under `data_dir` unless a URL or an absolute path.
     pub fn location(&self, data_dir: &Path) -> Result<Location, EngineError> {
         Location::from_setting(self.store.as_deref(), data_dir, crate::DATABASE_FILE)
@@ -150,7 +145,11 @@ mod tests {
     use serde_json::{json, Value};
 
     fn read(config: Value) -> Result<Settings, EngineError> {
-        Settings::from_services(&FakeHost::builder("lcm").config(config).build().services())
+        FakeHost::builder("lcm")
+            .config(config)
+            .build()
+            .services()
+            .settings()
     }
 
     #[test]

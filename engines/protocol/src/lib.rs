@@ -1,3 +1,5 @@
+//! # ctxhost-protocol
+//!
 //! The engine-call protocol: every [`ContextEngine`] operation as data, defined once.
 //!
 //! An engine that runs somewhere else (in a plugin library behind the stable ABI, or in a child
@@ -5,22 +7,31 @@
 //! that turns each method into an [`EngineCall`] and sends it over an [`EngineTransport`]. The
 //! engine's side runs [`dispatch`], which turns the call back into the method and its answer
 //! into the [`EngineReply`] of the same operation. The two hot paths,
-//! [`should_compress`](crate::ContextEngine::should_compress) and
-//! [`compress`](crate::ContextEngine::compress), are typed transport methods of their own: they run on
+//! [`should_compress`](ctxhost_sdk::ContextEngine::should_compress) and
+//! [`compress`](ctxhost_sdk::ContextEngine::compress), are typed transport methods of their own: they run on
 //! every turn and carry the whole conversation.
 //!
 //! Adding an operation: a method on [`ContextEngine`] with its default, and a variant in
 //! [`Op`], [`EngineCall`] and [`EngineReply`]; the compiler then asks for the arms of this
-//! module that handle it. Transports never list operations.
+//! crate that handle it. Transports never list operations.
 //!
 //! [`Op::name`] is each operation's stable name, the one the ABI's `invoke` carries ([`invoke`]
 //! form): add names, never rename one, so plugins built earlier keep answering.
 //!
-//! [`ContextEngine`]: crate::ContextEngine
+//! The plugin's end of the stable ABI is here too, because it serves `invoke` through
+//! [`dispatch`]: [`export_engine!`] turns an engine into the root module a host loads. The
+//! layout both ends compile against stays in the SDK (`ctxhost_sdk::abi`): abi_stable checks
+//! the crate each of its types comes from, so it never moves. A plugin crate depends on
+//! `ctxhost-sdk` for the contract and on this crate for the one `export_engine!` line.
+//!
+//! [`ContextEngine`]: ctxhost_sdk::ContextEngine
 
 mod dispatch;
+#[doc(hidden)]
+pub mod export;
 pub mod invoke;
 mod remote;
+mod remote_host;
 
 use std::convert::Infallible;
 use std::fmt;
@@ -28,49 +39,48 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::{EngineStatus, SessionStart, Usage};
-use crate::telemetry::{CompressionReport, SessionInfo};
+use ctxhost_sdk::{CompressionReport, EngineStatus, SessionInfo, SessionStart, Usage};
 
 pub use dispatch::dispatch;
 pub use remote::{EngineTransport, RemoteEngine};
 
-/// Every operation of [`ContextEngine`](crate::ContextEngine), by name: the hot paths included,
+/// Every operation of [`ContextEngine`](ctxhost_sdk::ContextEngine), by name: the hot paths included,
 /// so a host can label any call it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
-    /// [`ContextEngine::update_from_response`](crate::ContextEngine::update_from_response).
+    /// [`ContextEngine::update_from_response`](ctxhost_sdk::ContextEngine::update_from_response).
     UpdateFromResponse,
-    /// [`ContextEngine::should_compress`](crate::ContextEngine::should_compress) (a hot path).
+    /// [`ContextEngine::should_compress`](ctxhost_sdk::ContextEngine::should_compress) (a hot path).
     ShouldCompress,
-    /// [`ContextEngine::should_compress_preflight`](crate::ContextEngine::should_compress_preflight).
+    /// [`ContextEngine::should_compress_preflight`](ctxhost_sdk::ContextEngine::should_compress_preflight).
     ShouldCompressPreflight,
-    /// [`ContextEngine::compress`](crate::ContextEngine::compress) (a hot path).
+    /// [`ContextEngine::compress`](ctxhost_sdk::ContextEngine::compress) (a hot path).
     Compress,
-    /// [`ContextEngine::has_content_to_compress`](crate::ContextEngine::has_content_to_compress).
+    /// [`ContextEngine::has_content_to_compress`](ctxhost_sdk::ContextEngine::has_content_to_compress).
     HasContentToCompress,
-    /// [`ContextEngine::on_session_start`](crate::ContextEngine::on_session_start).
+    /// [`ContextEngine::on_session_start`](ctxhost_sdk::ContextEngine::on_session_start).
     OnSessionStart,
-    /// [`ContextEngine::on_session_end`](crate::ContextEngine::on_session_end).
+    /// [`ContextEngine::on_session_end`](ctxhost_sdk::ContextEngine::on_session_end).
     OnSessionEnd,
-    /// [`ContextEngine::on_session_reset`](crate::ContextEngine::on_session_reset).
+    /// [`ContextEngine::on_session_reset`](ctxhost_sdk::ContextEngine::on_session_reset).
     OnSessionReset,
-    /// [`ContextEngine::tool_schemas`](crate::ContextEngine::tool_schemas).
+    /// [`ContextEngine::tool_schemas`](ctxhost_sdk::ContextEngine::tool_schemas).
     ToolSchemas,
-    /// [`ContextEngine::handle_tool_call`](crate::ContextEngine::handle_tool_call).
+    /// [`ContextEngine::handle_tool_call`](ctxhost_sdk::ContextEngine::handle_tool_call).
     HandleToolCall,
-    /// [`ContextEngine::status`](crate::ContextEngine::status).
+    /// [`ContextEngine::status`](ctxhost_sdk::ContextEngine::status).
     Status,
-    /// [`ContextEngine::update_model`](crate::ContextEngine::update_model).
+    /// [`ContextEngine::update_model`](ctxhost_sdk::ContextEngine::update_model).
     UpdateModel,
-    /// [`ContextEngine::last_compression`](crate::ContextEngine::last_compression).
+    /// [`ContextEngine::last_compression`](ctxhost_sdk::ContextEngine::last_compression).
     LastCompression,
-    /// [`ContextEngine::sessions`](crate::ContextEngine::sessions).
+    /// [`ContextEngine::sessions`](ctxhost_sdk::ContextEngine::sessions).
     Sessions,
-    /// [`ContextEngine::session`](crate::ContextEngine::session).
+    /// [`ContextEngine::session`](ctxhost_sdk::ContextEngine::session).
     Session,
-    /// [`ContextEngine::delete_session`](crate::ContextEngine::delete_session).
+    /// [`ContextEngine::delete_session`](ctxhost_sdk::ContextEngine::delete_session).
     DeleteSession,
-    /// [`ContextEngine::invoke`](crate::ContextEngine::invoke): an engine's own operations.
+    /// [`ContextEngine::invoke`](ctxhost_sdk::ContextEngine::invoke): an engine's own operations.
     Invoke,
 }
 
@@ -143,7 +153,7 @@ impl fmt::Display for Op {
 ///
 /// Serialized, the tag (`op`) is the operation's [`Op::name`].
 ///
-/// [`Message`]: crate::Message
+/// [`Message`]: ctxhost_sdk::Message
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", content = "args", rename_all = "snake_case")]
 pub enum EngineCall<L> {

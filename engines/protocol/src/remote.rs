@@ -3,11 +3,12 @@
 
 use serde_json::Value;
 
-use super::{dispatch, EngineCall, EngineReply, Op};
-use crate::engine::{CompressOptions, ContextEngine, EngineStatus, SessionStart, Usage};
-use crate::error::EngineError;
-use crate::message::Message;
-use crate::telemetry::{CompressionReport, SessionInfo};
+use ctxhost_sdk::{
+    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, Message,
+    SessionInfo, SessionStart, Usage,
+};
+
+use crate::{dispatch, EngineCall, EngineReply, Op};
 
 /// How a [`RemoteEngine`] reaches its engine: the two typed hot paths, and every other
 /// operation as an [`EngineCall`] answered by [`dispatch`] on the other side.
@@ -31,7 +32,7 @@ pub trait EngineTransport: Send {
 /// the operation existed) does what the trait does by default, when that default is not itself
 /// an error.
 ///
-/// [`ErrorKind::Unsupported`]: crate::ErrorKind::Unsupported
+/// [`ErrorKind::Unsupported`]: ctxhost_sdk::ErrorKind::Unsupported
 pub struct RemoteEngine<T> {
     name: String,
     transport: T,
@@ -190,17 +191,14 @@ impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
     }
 }
 
-/// The trait's defaults, for an operation the other side does not know. Its required methods
-/// have none: they answer "unsupported", like the other side did.
+/// The trait's defaults, for an operation the other side does not know. It keeps no tracker, so
+/// the defaults that need one answer "unsupported", like the other side did, and so does its
+/// one required method.
 struct TraitDefaults;
 
 impl ContextEngine for TraitDefaults {
     fn name(&self) -> &str {
         "defaults"
-    }
-
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Err(EngineError::unsupported("should_compress"))
     }
 
     fn compress(
@@ -209,9 +207,5 @@ impl ContextEngine for TraitDefaults {
         _: &CompressOptions,
     ) -> Result<Vec<Message>, EngineError> {
         Err(EngineError::unsupported("compress"))
-    }
-
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Err(EngineError::unsupported("status"))
     }
 }

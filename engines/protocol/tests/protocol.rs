@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ctxhost_sdk::protocol::{
+use ctxhost_protocol::{
     dispatch, invoke::ENGINE_PREFIX, EngineCall, EngineReply, EngineTransport, Op, RemoteEngine,
 };
 use ctxhost_sdk::{

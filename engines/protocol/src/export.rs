@@ -1,5 +1,6 @@
-//! Plugin side: turns an implementation of [`ContextEngine`] into the engine object and root
-//! module the host loads. Every entry point catches panics, because a panic that unwinds across
+//! The plugin's end of the stable ABI: turns an implementation of [`ContextEngine`] into the
+//! engine object and root module the host loads, serving every operation but the hot paths
+//! through [`dispatch`]. Every entry point catches panics, because a panic that unwinds across
 //! the boundary takes the host process down.
 
 use std::cell::{Cell, RefCell};
@@ -9,21 +10,79 @@ use std::sync::{Arc, Once};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
-use serde::de::DeserializeOwned;
-
-use super::remote_host::RemoteHost;
-use super::{
+use ctxhost_sdk::abi::{
     AbiError, EngineBox, EngineModule, EngineModuleRef, EngineObject, EngineObject_TO, HostBox,
     NewEngine, Purpose,
 };
-use crate::engine::{CompressOptions, ContextEngine};
-use crate::error::{EngineError, ErrorKind};
-use crate::message::Message;
-use crate::plugin::EnginePlugin;
-use crate::protocol::{dispatch, EngineCall};
-use crate::services::HostServices;
+use ctxhost_sdk::{
+    CompressOptions, ContextEngine, EngineError, EnginePlugin, ErrorKind, HostServices, Message,
+};
+use serde::de::DeserializeOwned;
 
-/// The root module for engine type `E`; `export_engine!` exports it.
+use crate::remote_host::RemoteHost;
+use crate::{dispatch, EngineCall};
+
+/// What [`export_engine!`](crate::export_engine) expands to; not part of the public API.
+pub mod __private {
+    pub use super::root_module;
+    pub use abi_stable::library::{
+        __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
+        RootModuleResult,
+    };
+    pub use ctxhost_sdk::abi::EngineModuleRef;
+}
+
+/// Exports an [`EnginePlugin`] as the root module of a cdylib, with every entry point guarded
+/// against panics. Use it once, at the root of the plugin crate:
+///
+/// ```
+/// # use ctxhost_sdk::*;
+/// # struct MyEngine;
+/// # impl ContextEngine for MyEngine {
+/// #     fn name(&self) -> &str { "mine" }
+/// #     fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> { Ok(false) }
+/// #     fn compress(&mut self, m: &[Message], _: &CompressOptions) -> Result<Vec<Message>, EngineError> {
+/// #         Ok(m.to_vec())
+/// #     }
+/// #     fn status(&mut self) -> Result<EngineStatus, EngineError> { Ok(EngineStatus::default()) }
+/// # }
+/// # impl EnginePlugin for MyEngine {
+/// #     fn manifest() -> Manifest { Manifest::new("mine", "0.1.0", "Mine.") }
+/// #     fn create(_: HostServices) -> Result<Self, EngineError> { Ok(MyEngine) }
+/// # }
+/// ctxhost_protocol::export_engine!(MyEngine);
+/// # fn main() {}
+/// ```
+///
+/// The crate must be built as a `cdylib` (`crate-type = ["cdylib", "rlib"]`, plus `"rlib"` to
+/// link the engine into tests too), and export one engine.
+#[macro_export]
+macro_rules! export_engine {
+    ($engine:ty) => {
+        /// The abi_stable library header the host looks up (`ROOT_MODULE_LOADER_NAME`).
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #[no_mangle]
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::export::__private::LibHeader = {
+            extern "C" fn __ctxhost_root_module() -> $crate::export::__private::RootModuleResult {
+                $crate::export::__private::__call_root_module_loader(
+                    $crate::export::__private::root_module::<$engine>,
+                )
+            }
+            // SAFETY: the constructor returns the module type it is declared with.
+            unsafe {
+                $crate::export::__private::LibHeader::from_constructor::<
+                    $crate::export::__private::EngineModuleRef,
+                >(
+                    __ctxhost_root_module,
+                    $crate::export::__private::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    };
+}
+
+/// The root module for engine type `E`; [`export_engine!`](crate::export_engine) exports it.
 pub fn root_module<E: EnginePlugin>() -> EngineModuleRef {
     EngineModule {
         manifest: manifest_json::<E>,
@@ -35,9 +94,9 @@ pub fn root_module<E: EnginePlugin>() -> EngineModuleRef {
 extern "C" fn manifest_json<E: EnginePlugin>() -> RString {
     let answer = guard(|| Ok(serde_json::to_string(&E::manifest())?));
     match answer {
-        RResult::ROk(json) => RString::from(json),
+        Ok(json) => RString::from(json),
         // An empty manifest makes the host report a bad manifest instead of crashing.
-        RResult::RErr(_) => RString::new(),
+        Err(_) => RString::new(),
     }
 }
 
@@ -46,7 +105,7 @@ extern "C" fn new_engine<E: EnginePlugin>(
     host: HostBox,
 ) -> RResult<EngineBox, AbiError> {
     install_panic_hook();
-    guard(|| {
+    across(guard(|| {
         let request: NewEngine = serde_json::from_str(setup.as_str())?;
         let services = HostServices::new(Arc::new(RemoteHost(host)), request.setup);
         if request.purpose == Purpose::ValidateSettings {
@@ -61,7 +120,7 @@ extern "C" fn new_engine<E: EnginePlugin>(
             },
             TD_Opaque,
         ))
-    })
+    }))
 }
 
 /// What a settings check returns: the constructor's signature wants an engine, and this one
@@ -114,12 +173,12 @@ impl<E: ContextEngine> Exported<E> {
         }
         let engine = &mut self.engine;
         let answer = guard(|| body(engine));
-        if let RResult::RErr(error) = &answer {
-            if error.kind == ErrorKind::Panicked.code() {
-                self.disabled_by = Some(format!("in {op}: {}", error.message));
+        if let Err(error) = &answer {
+            if error.kind() == ErrorKind::Panicked {
+                self.disabled_by = Some(format!("in {op}: {}", error.message()));
             }
         }
-        answer
+        across(answer)
     }
 }
 
@@ -167,21 +226,25 @@ thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// An answer as it crosses the boundary.
+fn across<T>(answer: Result<T, EngineError>) -> RResult<T, AbiError> {
+    answer.map_err(AbiError::from).into()
+}
+
 /// Runs `body`, turning a panic into an error that carries the panic message and location.
-fn guard<T>(body: impl FnOnce() -> Result<T, EngineError>) -> RResult<T, AbiError> {
+fn guard<T>(body: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
     let was_inside = INSIDE_ENTRY_POINT.with(|inside| inside.replace(true));
     let outcome = catch_unwind(AssertUnwindSafe(body));
     INSIDE_ENTRY_POINT.with(|inside| inside.set(was_inside));
     match outcome {
-        Ok(Ok(value)) => RResult::ROk(value),
-        Ok(Err(error)) => RResult::RErr(error.into()),
+        Ok(answer) => answer,
         Err(payload) => {
             let recorded = LAST_PANIC.with(|last| last.borrow_mut().take());
             let message = recorded.unwrap_or_else(|| panic_payload_text(payload.as_ref()));
             // Never dropped: its `Drop` is the plugin's code, and a panic there, outside any
             // `catch_unwind`, would abort the host. A payload is small; leaking it is the cost.
             std::mem::forget(payload);
-            RResult::RErr(EngineError::new(ErrorKind::Panicked, message).into())
+            Err(EngineError::new(ErrorKind::Panicked, message))
         }
     }
 }
@@ -213,5 +276,17 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "a panic with a non-text payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `export_engine!` hard-codes the exported symbol's name; it must be abi_stable's.
+    #[test]
+    fn exported_symbol_name_matches_abi_stable() {
+        assert_eq!(
+            abi_stable::library::ROOT_MODULE_LOADER_NAME,
+            "_1as_0lib_1header_0root_bmodule_bloader"
+        );
     }
 }

@@ -5,15 +5,15 @@
 //! [`ENGINE_PREFIX`] and their name, so they never collide with the trait's.
 //!
 //! Plugins built earlier read and write exactly this form: it is frozen like the ABI's layout.
-//! A name the other side does not know answers [`ErrorKind::Unsupported`](crate::ErrorKind).
+//! A name the other side does not know answers [`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{EngineCall, EngineReply, Op};
-use crate::error::EngineError;
-use crate::message::Message;
+use ctxhost_sdk::{EngineError, Message};
+
+use crate::{EngineCall, EngineReply, Op};
 
 /// The prefix of an engine's own operations ([`EngineCall::Invoke`]) in `invoke`'s `op`.
 pub const ENGINE_PREFIX: &str = "engine.";
@@ -91,7 +91,7 @@ impl<'a> EngineCall<&'a [Message]> {
         })
     }
 
-    /// The call `invoke` carried; [`ErrorKind::Unsupported`](crate::ErrorKind) for a name
+    /// The call `invoke` carried; [`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind) for a name
     /// that is not one.
     pub fn from_invoke(
         op: &str,

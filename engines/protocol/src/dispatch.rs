@@ -1,9 +1,8 @@
 //! The engine's side of the protocol: a call becomes the method it names.
 
-use super::{EngineCall, EngineReply};
-use crate::engine::ContextEngine;
-use crate::error::EngineError;
-use crate::message::Message;
+use ctxhost_sdk::{ContextEngine, EngineError, Message};
+
+use crate::{EngineCall, EngineReply};
 
 /// Runs `call` on `engine` and answers with the reply of the same operation. Every transport
 /// serves calls through this one function: the ABI's `invoke` in a plugin, and an isolated

@@ -1,11 +1,10 @@
 //! Plugin side: the host object a plugin receives at construction, seen as a [`HostBackend`] so
-//! the engine's [`HostServices`](crate::HostServices) work the same in a plugin as linked in.
+//! the engine's [`HostServices`](ctxhost_sdk::HostServices) work the same in a plugin as linked in.
 
 use abi_stable::std_types::{RStr, RString};
 
-use super::HostBox;
-use crate::error::EngineError;
-use crate::services::{HostBackend, LogLevel};
+use ctxhost_sdk::abi::{log_level_code, HostBox};
+use ctxhost_sdk::{EngineError, HostBackend, LogLevel};
 
 /// The host's services, reached across the boundary.
 pub(crate) struct RemoteHost(pub(crate) HostBox);
@@ -18,7 +17,7 @@ impl HostBackend for RemoteHost {
     fn log(&self, engine: &str, level: LogLevel, message: &str) {
         self.0.log(
             RStr::from_str(engine),
-            level.code(),
+            log_level_code(level),
             RStr::from_str(message),
         );
     }
