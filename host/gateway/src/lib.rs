@@ -28,6 +28,7 @@ mod routes;
 mod session;
 mod turn;
 mod upstream;
+mod upstream_url;
 mod wire;
 
 // The session state lives in its own crate; its modules keep their paths here.
@@ -43,7 +44,6 @@ pub use ctxhost_config::serve::ServeSettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
-use ctxhost_config::upstream_url as upstream_check;
 use ctxhost_core::engine_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
@@ -65,7 +65,7 @@ pub enum StartError {
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
-    UpstreamUrl(#[from] upstream_check::UpstreamUrlError),
+    UpstreamUrl(#[from] upstream_url::UpstreamUrlError),
     #[error(transparent)]
     Engine(#[from] engine_check::EngineStartError),
     #[error(transparent)]
@@ -143,7 +143,7 @@ impl Bound {
             .ok()
             .and_then(|mut addrs| addrs.next())
             .ok_or_else(|| StartError::Address(settings.listen.clone()))?;
-        let warnings = upstream_check::check(&settings.upstream, addr)?;
+        let warnings = upstream_url::check(&settings.upstream, addr)?;
         let mut tokens: Vec<String> = settings.auth.tokens.clone();
         if let Some(name) = &settings.auth.tokens_env {
             let value = std::env::var(name).map_err(|_| StartError::MissingEnv {

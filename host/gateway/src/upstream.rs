@@ -177,12 +177,10 @@ impl Upstream {
     }
 }
 
-/// Whether `path` is one of the endpoints the gateway manages.
+/// Whether `path` is a route every provider of its API has: its 404 means the base URL is not
+/// where the provider's routes live.
 fn is_endpoint(path: &str) -> bool {
-    matches!(
-        path.trim_start_matches('/'),
-        "chat/completions" | "messages" | "responses" | "models"
-    )
+    crate::wire::base_routes().contains(&path.trim_start_matches('/'))
 }
 
 /// One line for a failed upstream exchange.
