@@ -20,6 +20,8 @@ use crate::turn::{with_session_headers, Called, Turn};
 use crate::upstream::read_body;
 use crate::wire::{ClientStream, StreamEvent, Wire};
 
+#[cfg(test)]
+mod golden;
 
 pub(super) async fn stream<W: Wire>(
     mut turn: Turn,
