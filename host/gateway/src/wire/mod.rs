@@ -45,6 +45,8 @@ pub trait Wire: Send + Sync + 'static {
     /// routes for the API are made from it (the rest relayed in its shape), and so are the
     /// hints for a client whose base URL is off and the check of `serve.upstream`.
     const ENDPOINTS: &'static [&'static str];
+    /// How the provider takes the gateway's own key (`serve.upstream_key_env`).
+    const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
     /// Takes a request body apart.
     fn parse(
@@ -119,6 +121,36 @@ pub fn each_wire(visit: &mut impl EachWire) {
     visit.wire::<chat::Chat>();
     visit.counting::<anthropic::Messages>();
     visit.counting::<responses::Responses>();
+}
+
+/// How a provider API takes a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI's APIs).
+    Bearer,
+    /// The key alone in this header (Anthropic's `x-api-key`).
+    Named(&'static str),
+}
+
+/// How the provider takes the gateway's key on `path` (after the base URL): as the wire whose
+/// route it is (or is under) takes it, else as a bearer.
+pub fn key_header(path: &str) -> KeyHeader {
+    struct Find<'a>(&'a str, KeyHeader);
+    impl EachWire for Find<'_> {
+        fn wire<W: Wire>(&mut self) {
+            let under = |endpoint: &str| {
+                self.0
+                    .strip_prefix(endpoint)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            };
+            if W::ENDPOINTS.iter().any(|e| under(e)) {
+                self.1 = W::KEY_HEADER;
+            }
+        }
+    }
+    let mut find = Find(path.trim_start_matches('/'), KeyHeader::Bearer);
+    each_wire(&mut find);
+    find.1
 }
 
 /// Routes every provider API has beside its own (relayed as they are).
@@ -298,4 +330,26 @@ pub fn offer_tools(body: &mut serde_json::Map<String, Value>, tools: impl Iterat
 /// A body as bytes.
 pub fn to_bytes(body: &serde_json::Map<String, Value>) -> Bytes {
     Bytes::from(serde_json::to_vec(body).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gateways_key_goes_as_the_wire_of_its_route_takes_it() {
+        let anthropic = KeyHeader::Named("x-api-key");
+        assert_eq!(key_header("messages"), anthropic);
+        assert_eq!(key_header("/messages/batches/b1"), anthropic);
+        assert_eq!(key_header("messages/count_tokens"), anthropic);
+        for path in [
+            "chat/completions",
+            "responses/compact",
+            "embeddings",
+            "models",
+            "files",
+        ] {
+            assert_eq!(key_header(path), KeyHeader::Bearer, "{path}");
+        }
+    }
 }

@@ -22,7 +22,7 @@ use super::count::Counting;
 use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
-    to_bytes, Incoming, Parsed, Wire,
+    to_bytes, Incoming, KeyHeader, Parsed, Wire,
 };
 use crate::error::{ErrorKind, GatewayError};
 use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
@@ -47,6 +47,7 @@ impl Wire for Messages {
     const PATH: &'static str = "messages";
     const AGENTS: &'static [Agent] = &[Agent::ClaudeCode];
     const ENDPOINTS: &'static [&'static str] = &[Self::PATH, Self::COUNT_PATH];
+    const KEY_HEADER: KeyHeader = KeyHeader::Named("x-api-key");
 
     fn parse(
         bytes: Bytes,
