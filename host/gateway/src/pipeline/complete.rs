@@ -4,7 +4,7 @@
 
 use axum::response::Response;
 
-use super::rounds::{Next, Rounds};
+use super::rounds::Rounds;
 use super::{parse_answer, ModelCall};
 use crate::error::GatewayError;
 use crate::turn::{json_answer, Called, Turn};
@@ -26,7 +26,7 @@ pub(super) async fn complete<W: Wire>(
         let bytes = turn.read_answer(response).await?;
         let answer = parse_answer(&bytes)?;
         let reply = W::reply(&answer);
-        if let Next::Answer(end) = rounds.after(&mut turn, reply, &answer["usage"], true).await {
+        if let Some(end) = rounds.after(&mut turn, reply, &answer["usage"], true).await {
             break (answer, relayed, end);
         }
     };

@@ -29,14 +29,6 @@ pub(super) struct Rounds<W: Wire> {
     usage: UsageTotal,
 }
 
-/// What comes after a model call's reply.
-pub(super) enum Next {
-    /// The engine's calls were answered: call the model again ([`Rounds::send`]).
-    Again,
-    /// The reply ends the turn.
-    Answer(Answer),
-}
-
 /// The reply that ends the turn.
 pub(super) struct Answer {
     pub reply: Option<Message>,
@@ -81,21 +73,23 @@ impl<W: Wire> Rounds<W> {
 
     /// Takes in one model call's reply and its usage (in the API's form); `complete`: the
     /// reply ended normally, so its engine calls may be answered. Records the call, answers
-    /// the engine's calls and says what comes next.
+    /// the engine's calls and says what comes next: the answer that ends the turn, or `None`
+    /// when the engine's calls were answered and the model is to be called again
+    /// ([`Rounds::send`]).
     pub async fn after(
         &mut self,
         turn: &mut Turn,
         reply: Option<Message>,
         usage: &Value,
         complete: bool,
-    ) -> Next {
+    ) -> Option<Answer> {
         self.round += 1;
         self.usage.add(usage);
         turn.called(&self.messages, reply.as_ref(), W::usage(usage))
             .await;
         let reply = reply.filter(|_| complete);
         let Some(message) = &reply else {
-            return Next::Answer(Answer {
+            return Some(Answer {
                 reply,
                 engine_calls: false,
                 client_calls: false,
@@ -109,16 +103,16 @@ impl<W: Wire> Rounds<W> {
             reply,
         };
         if !answer.engine_calls {
-            return Next::Answer(answer);
+            return Some(answer);
         }
         let results = turn.answer_calls(&calls.engine).await;
         self.hidden.extend(results.iter().cloned());
         if answer.client_calls || self.round >= self.limit {
-            return Next::Answer(answer);
+            return Some(answer);
         }
         self.messages.extend(answer.reply);
         self.messages.extend(results);
-        Next::Again
+        None
     }
 
     /// The turn is answered and the client saw `visible` (asked only when needed): when

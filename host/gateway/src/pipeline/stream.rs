@@ -13,7 +13,7 @@ use ctxhost_sdk::Message;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
-use super::rounds::{Next, Rounds};
+use super::rounds::Rounds;
 use super::ModelCall;
 use crate::error::{ErrorKind, GatewayError};
 use crate::turn::{with_session_headers, Called, Turn};
@@ -80,8 +80,8 @@ pub(super) async fn stream<W: Wire>(
             }
             let round = out.end_round(rounds.engine_names());
             let end = match rounds.after(turn, round.reply, &round.usage, round.complete).await {
-                Next::Answer(end) => end,
-                Next::Again => {
+                Some(end) => end,
+                None => {
                     match rounds.send(turn).await {
                         Ok(next) if next.status().is_success() => {
                             upstream = next;
