@@ -16,7 +16,6 @@ pub mod settings;
 pub mod summarizer;
 pub mod tokens;
 pub mod untrusted;
-pub mod upstream_url;
 pub mod write;
 
 use std::collections::BTreeMap;

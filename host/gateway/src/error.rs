@@ -1,6 +1,6 @@
 //! Errors the gateway itself answers with, in the shape OpenAI clients parse:
-//! `{"error": {"message", "type", "code"}}`, or on the Anthropic routes in Anthropic's:
-//! `{"type": "error", "error": {"type", "message"}}`.
+//! `{"error": {"message", "type", "code"}}` (a wire whose clients parse another says so in its
+//! `Wire::error_response`).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -54,21 +54,6 @@ impl ErrorKind {
         }
     }
 
-    /// The `error.type` Anthropic's clients know for it.
-    fn anthropic_type(&self) -> &'static str {
-        match self {
-            ErrorKind::BadRequest => "invalid_request_error",
-            ErrorKind::Unauthorized => "authentication_error",
-            ErrorKind::NotFound => "not_found_error",
-            ErrorKind::MethodNotAllowed | ErrorKind::OverWindow => "invalid_request_error",
-            ErrorKind::TooLarge => "request_too_large",
-            ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
-            ErrorKind::UpstreamTimeout => "timeout_error",
-            ErrorKind::Unavailable | ErrorKind::SessionBusy => "overloaded_error",
-            ErrorKind::StoreUnavailable => "api_error",
-        }
-    }
-
     pub fn type_and_code(&self) -> (&'static str, &'static str) {
         match self {
             ErrorKind::BadRequest => ("invalid_request_error", "invalid_request"),
@@ -114,21 +99,11 @@ impl GatewayError {
     }
 }
 
-impl GatewayError {
-    /// The body in Anthropic's shape, also sent as an `error` event when a stream fails.
-    pub fn anthropic_body(&self) -> serde_json::Value {
-        json!({"type": "error", "error": {"type": self.kind.anthropic_type(), "message": self.message}})
-    }
-}
+/// How a route's clients read the gateway's own errors: its wire's `error_response`.
+pub type ErrorShape = fn(GatewayError) -> Response;
 
-/// A gateway error answered in Anthropic's shape.
-pub struct AnthropicError(pub GatewayError);
-
-impl IntoResponse for AnthropicError {
-    fn into_response(self) -> Response {
-        (self.0.status(), axum::Json(self.0.anthropic_body())).into_response()
-    }
-}
+/// The shape of the gateway's own routes and of those no wire has: OpenAI's.
+pub const OWN_SHAPE: ErrorShape = <GatewayError as IntoResponse>::into_response;
 
 impl IntoResponse for GatewayError {
     fn into_response(self) -> Response {

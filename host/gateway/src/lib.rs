@@ -29,6 +29,7 @@ mod routes;
 mod session;
 mod turn;
 mod upstream;
+mod upstream_url;
 mod wire;
 
 use ctxhost_gateway_state::store;
@@ -42,7 +43,6 @@ use ctxhost_config::serve::GatewaySettings;
 pub use error::{ErrorKind, GatewayError};
 
 use auth::GatewayTokens;
-use ctxhost_config::upstream_url as upstream_check;
 use ctxhost_core::Engines;
 use metrics::Metrics;
 use session::cache::LiveSessions;
@@ -63,7 +63,7 @@ pub enum StartError {
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
-    UpstreamUrl(#[from] upstream_check::UpstreamUrlError),
+    UpstreamUrl(#[from] upstream_url::UpstreamUrlError),
     #[error(transparent)]
     Engine(#[from] engine_check::EngineStartError),
     #[error(transparent)]
@@ -141,7 +141,7 @@ impl Bound {
             .ok()
             .and_then(|mut addrs| addrs.next())
             .ok_or_else(|| StartError::Address(settings.listen.clone()))?;
-        let warnings = upstream_check::check(&settings.upstream, addr)?;
+        let warnings = upstream_url::check(&settings.upstream, addr)?;
         let mut tokens: Vec<String> = settings.auth.tokens.clone();
         if let Some(name) = &settings.auth.tokens_env {
             let value = std::env::var(name).map_err(|_| StartError::MissingEnv {

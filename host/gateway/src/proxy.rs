@@ -2,28 +2,39 @@
 //! relayed untouched, bodies streamed both ways, with the credential handling of every relayed
 //! request. The gateway manages no context there; it only keeps agents that call them working.
 //! Also the answers for requests that cannot be relayed: a wrong method (JSON 405 with
-//! `Allow`) and paths that show a base-URL mistake (a 404 that says so).
+//! `Allow`) and paths that show a base-URL mistake (a 404 that says so). Each in the error
+//! shape of the wire whose route it came by.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures_util::StreamExt;
 
-use crate::error::{AnthropicError, ErrorKind, GatewayError};
+use crate::error::{ErrorKind, ErrorShape, GatewayError};
 use crate::upstream::relayed_headers;
 use crate::Gateway;
 
-/// `ANY /v1/{*rest}` not routed otherwise: relayed to `upstream/{rest}`.
-pub async fn relay(State(gateway): State<Arc<Gateway>>, request: Request) -> Response {
+/// `ANY /v1/{*rest}` not routed otherwise: relayed to `upstream/{rest}`; the gateway's own
+/// errors in `shape` (the wire's whose route it is under).
+pub async fn relay(
+    State(gateway): State<Arc<Gateway>>,
+    request: Request,
+    shape: ErrorShape,
+) -> Response {
     let (parts, body) = request.into_parts();
     let Some(rest) = parts.uri.path().strip_prefix("/v1/") else {
-        return not_found(&parts.method, parts.uri.path());
+        return not_found(&parts.method, parts.uri.path(), BaseUrl::Fine, shape);
     };
     if rest.starts_with("v1/") {
-        return not_found(&parts.method, parts.uri.path());
+        return not_found(
+            &parts.method,
+            parts.uri.path(),
+            BaseUrl::DoubledVersion,
+            shape,
+        );
     }
     let limit = gateway.settings.limits.max_request_bytes;
     let mut seen: u64 = 0;
@@ -52,7 +63,7 @@ pub async fn relay(State(gateway): State<Arc<Gateway>>, request: Request) -> Res
         Ok(upstream) => upstream,
         Err(error) => {
             tracing::warn!("{} /v1/{rest}: {error}", parts.method);
-            return error.into_response();
+            return shape(error);
         }
     };
     let status =
@@ -64,56 +75,51 @@ pub async fn relay(State(gateway): State<Arc<Gateway>>, request: Request) -> Res
     response
 }
 
-/// The answer to a route asked with a method it does not take: JSON, with `Allow`.
-pub fn method_not_allowed(method: &Method, path: &str, allow: &'static str) -> Response {
+/// The answer to a route asked with a method it does not take: JSON in `shape`, with `Allow`.
+pub fn method_not_allowed(
+    method: &Method,
+    path: &str,
+    allow: &'static str,
+    shape: ErrorShape,
+) -> Response {
     let error = GatewayError::new(
         ErrorKind::MethodNotAllowed,
         format!("{path} takes {allow}, not {method}"),
     );
-    let mut response = if path.starts_with("/v1/messages") {
-        AnthropicError(error).into_response()
-    } else {
-        error.into_response()
-    };
+    let mut response = shape(error);
     response
         .headers_mut()
         .insert(axum::http::header::ALLOW, HeaderValue::from_static(allow));
     response
 }
 
-/// No such route; when the path shows a client's base URL set wrong, the message says how.
-pub fn not_found(method: &Method, path: &str) -> Response {
-    let hint = base_url_hint(path);
-    let error = GatewayError::new(
-        ErrorKind::NotFound,
-        format!("ctxhost serve has no route {method} {path}{hint}"),
-    );
-    if path.contains("/messages") {
-        AnthropicError(error).into_response()
-    } else {
-        error.into_response()
-    }
+/// What a path the gateway has no route for shows about the client's base URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseUrl {
+    /// Nothing.
+    Fine,
+    /// An endpoint without `/v1`: the base URL lacks it.
+    LacksVersion,
+    /// `/v1/v1/...`: the base URL has it and the client adds its own.
+    DoubledVersion,
 }
 
-/// What a path says about the client's base URL: `/chat/completions` (no `/v1`: the base URL
-/// lacks it) or `/v1/v1/messages` (the base URL has it and the client adds its own).
-fn base_url_hint(path: &str) -> &'static str {
-    const ENDPOINTS: &[&str] = &[
-        "/chat/completions",
-        "/messages",
-        "/messages/count_tokens",
-        "/responses",
-        "/models",
-        "/embeddings",
-        "/completions",
-    ];
-    if path.starts_with("/v1/v1/") {
-        "; the client's base URL ends in /v1 and the client adds another: drop /v1 from its \
-         base URL (Anthropic clients such as Claude Code take ANTHROPIC_BASE_URL=http://HOST:PORT)"
-    } else if ENDPOINTS.contains(&path) {
-        "; the client's base URL lacks the /v1 segment: set it to http://HOST:PORT/v1 (OpenAI \
-         clients such as Codex and Hermes take OPENAI_BASE_URL=http://HOST:PORT/v1)"
-    } else {
-        ""
-    }
+/// No such route; when the path shows a client's base URL set wrong, the message says how.
+pub fn not_found(method: &Method, path: &str, base_url: BaseUrl, shape: ErrorShape) -> Response {
+    let hint = match base_url {
+        BaseUrl::Fine => "",
+        BaseUrl::LacksVersion => {
+            "; the client's base URL lacks the /v1 segment: set it to http://HOST:PORT/v1 \
+             (OpenAI clients such as Codex and Hermes take OPENAI_BASE_URL=http://HOST:PORT/v1)"
+        }
+        BaseUrl::DoubledVersion => {
+            "; the client's base URL ends in /v1 and the client adds another: drop /v1 from \
+             its base URL (Anthropic clients such as Claude Code take \
+             ANTHROPIC_BASE_URL=http://HOST:PORT)"
+        }
+    };
+    shape(GatewayError::new(
+        ErrorKind::NotFound,
+        format!("ctxhost serve has no route {method} {path}{hint}"),
+    ))
 }

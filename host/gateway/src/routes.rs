@@ -1,72 +1,146 @@
-//! The gateway's routes: the provider API it relays, and its own endpoints (health, metrics,
-//! sessions).
+//! The gateway's routes: each wire's (made from its endpoints, in its error shape), the rest
+//! of the provider's API relayed, and the gateway's own endpoints (health, metrics, sessions).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Path, Request, State};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, get, post, MethodRouter};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::auth::credential_of;
-use super::error::{AnthropicError, ErrorKind, GatewayError};
+use super::error::{ErrorKind, ErrorShape, GatewayError, OWN_SHAPE};
 use super::metrics::Metric;
 use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
-use super::proxy;
+use super::proxy::{self, BaseUrl};
 use super::record::{SessionKey, SessionRecord};
 use super::request_log::RequestLog;
 use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
-use super::wire::anthropic::Messages;
-use super::wire::chat::Chat;
+use super::wire::count::Counting;
 use super::wire::responses::Responses;
+use super::wire::{each_wire, EachWire, Wire, SHARED_ENDPOINTS};
 use super::Gateway;
 use crate::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
-    Router::new()
-        .route(
-            "/v1/chat/completions",
-            post(handle::<Chat>).fallback(post_only),
-        )
-        .route("/v1/messages", post(handle::<Messages>).fallback(post_only))
-        .route(
-            "/v1/messages/count_tokens",
-            post(count_tokens::<Messages>).fallback(post_only),
-        )
-        .route(
-            "/v1/responses",
-            post(handle::<Responses>).fallback(post_only),
-        )
-        .route(
-            "/v1/responses/compact",
-            post(handle_compact).fallback(post_only),
-        )
-        .route(
-            "/v1/responses/input_tokens",
-            post(count_tokens::<Responses>).fallback(post_only),
-        )
+    let mut wires = WireRoutes {
+        gateway: &gateway,
+        routes: Router::new(),
+    };
+    each_wire(&mut wires);
+    let wires = wires.routes;
+    let compact = Router::new().route(
+        "/v1/responses/compact",
+        post_only(handle_compact, Responses::error_response),
+    );
+    let mut own = Router::new()
         .route("/v1/models", get(models))
-        .route("/v1/{*rest}", any(proxy::relay))
+        .route("/v1/{*rest}", relayed(OWN_SHAPE));
+    for endpoint in SHARED_ENDPOINTS {
+        own = base_url_hints(own, endpoint, OWN_SHAPE);
+    }
+    let own = own
         .route("/ctxhost/sessions", get(list_sessions))
         .route("/ctxhost/sessions/{id}", get(show_session))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            gateway.clone(),
-            observe,
-        ))
+        .fallback(not_found);
+    observed(own, &gateway, OWN_SHAPE)
+        .merge(observed(compact, &gateway, Responses::error_response))
+        .merge(wires)
         .with_state(gateway)
 }
 
+/// Each wire's routes: its turn, its token count if it has one, the rest of its API relayed,
+/// and the base-URL mistakes of its clients named; the gateway's own errors in its shape.
+struct WireRoutes<'a> {
+    gateway: &'a Arc<Gateway>,
+    routes: Router<Arc<Gateway>>,
+}
+
+impl WireRoutes<'_> {
+    fn add<W: Wire>(&mut self, routes: Router<Arc<Gateway>>) {
+        let shape: ErrorShape = W::error_response;
+        let mut routes = routes
+            .route(&format!("/v1/{}", W::PATH), post_only(handle::<W>, shape))
+            .route(&format!("/v1/{}/{{*rest}}", W::PATH), relayed(shape));
+        for endpoint in W::ENDPOINTS {
+            routes = base_url_hints(routes, endpoint, shape);
+        }
+        let routes = observed(routes, self.gateway, shape);
+        self.routes = std::mem::take(&mut self.routes).merge(routes);
+    }
+}
+
+impl EachWire for WireRoutes<'_> {
+    fn wire<W: Wire>(&mut self) {
+        self.add::<W>(Router::new());
+    }
+
+    fn counting<W: Counting>(&mut self) {
+        let count = post_only(count_tokens::<W>, W::error_response);
+        self.add::<W>(Router::new().route(&format!("/v1/{}", W::COUNT_PATH), count));
+    }
+}
+
+/// `routes` checked, timed, counted and logged, the gateway's own refusals in `shape`.
+fn observed(
+    routes: Router<Arc<Gateway>>,
+    gateway: &Arc<Gateway>,
+    shape: ErrorShape,
+) -> Router<Arc<Gateway>> {
+    routes.layer(axum::middleware::from_fn_with_state(
+        (gateway.clone(), shape),
+        observe,
+    ))
+}
+
+/// `handler` for POST; other methods refused in `shape`.
+fn post_only<H, T>(handler: H, shape: ErrorShape) -> MethodRouter<Arc<Gateway>>
+where
+    H: Handler<T, Arc<Gateway>>,
+    T: 'static,
+{
+    post(handler).fallback(move |method: Method, uri: Uri| async move {
+        proxy::method_not_allowed(&method, uri.path(), "POST", shape)
+    })
+}
+
+/// Any method relayed upstream as it came.
+fn relayed(shape: ErrorShape) -> MethodRouter<Arc<Gateway>> {
+    any(move |state: State<Arc<Gateway>>, request: Request| proxy::relay(state, request, shape))
+}
+
+/// The paths a client whose base URL is off sends `endpoint` to: without `/v1`, or with it
+/// twice; answered with a 404 that says so.
+fn base_url_hints(
+    routes: Router<Arc<Gateway>>,
+    endpoint: &str,
+    shape: ErrorShape,
+) -> Router<Arc<Gateway>> {
+    let hint = |base_url| {
+        any(move |method: Method, uri: Uri| async move {
+            proxy::not_found(&method, uri.path(), base_url, shape)
+        })
+    };
+    routes
+        .route(&format!("/{endpoint}"), hint(BaseUrl::LacksVersion))
+        .route(&format!("/v1/v1/{endpoint}"), hint(BaseUrl::DoubledVersion))
+}
+
 /// Checks the gateway token, then times, counts and logs every request (never its body).
-async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Next) -> Response {
+async fn observe(
+    State((gateway, shape)): State<(Arc<Gateway>, ErrorShape)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let route = request
@@ -84,12 +158,7 @@ async fn observe(State(gateway): State<Arc<Gateway>>, request: Request, next: Ne
             ErrorKind::Unauthorized,
             "this gateway needs a token: send it in the x-ctxhost-token header",
         );
-        let response = if request.uri().path().starts_with("/v1/messages") {
-            AnthropicError(error).into_response()
-        } else {
-            error.into_response()
-        };
-        let mut response = response;
+        let mut response = shape(error);
         mark_engine_problem(&gateway, &mut response);
         count(&gateway, &route, &response, started);
         return response;
@@ -181,12 +250,7 @@ async fn metrics(State(gateway): State<Arc<Gateway>>) -> Response {
 }
 
 async fn not_found(method: Method, uri: Uri) -> Response {
-    proxy::not_found(&method, uri.path())
-}
-
-/// A POST route asked with another method.
-async fn post_only(method: Method, uri: Uri) -> Response {
-    proxy::method_not_allowed(&method, uri.path(), "POST")
+    proxy::not_found(&method, uri.path(), BaseUrl::Fine, OWN_SHAPE)
 }
 
 /// `GET /v1/models`, relayed as it is.

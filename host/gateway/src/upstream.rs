@@ -9,6 +9,7 @@ use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};
+use super::wire::KeyHeader;
 use ctxhost_config::serve::ServeSettings;
 
 /// Request headers never forwarded: hop-by-hop ones, those the client library recomputes, and
@@ -128,11 +129,9 @@ impl Upstream {
             forwarded.append(name.clone(), value.clone());
         }
         if let Some(key) = &self.key {
-            // Anthropic's Messages API takes its key in x-api-key, OpenAI's APIs as a bearer.
-            let (name, value) = if path.starts_with("messages") {
-                (HeaderName::from_static("x-api-key"), key.clone())
-            } else {
-                (axum::http::header::AUTHORIZATION, format!("Bearer {key}"))
+            let (name, value) = match crate::wire::key_header(path) {
+                KeyHeader::Named(name) => (HeaderName::from_static(name), key.clone()),
+                KeyHeader::Bearer => (axum::http::header::AUTHORIZATION, format!("Bearer {key}")),
             };
             if let Ok(value) = HeaderValue::from_str(&value) {
                 forwarded.insert(name, value);
@@ -177,12 +176,10 @@ impl Upstream {
     }
 }
 
-/// Whether `path` is one of the endpoints the gateway manages.
+/// Whether `path` is a route every provider of its API has: its 404 means the base URL is not
+/// where the provider's routes live.
 fn is_endpoint(path: &str) -> bool {
-    matches!(
-        path.trim_start_matches('/'),
-        "chat/completions" | "messages" | "responses" | "models"
-    )
+    crate::wire::base_routes().contains(&path.trim_start_matches('/'))
 }
 
 /// One line for a failed upstream exchange.

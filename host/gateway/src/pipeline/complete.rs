@@ -1,11 +1,10 @@
-//! A whole (non-streamed) answer: the model called until it answers without the engine's
-//! tools (or the rounds run out), the engine's calls hidden from the client, the usage of
-//! every call summed.
+//! A whole (non-streamed) answer: each model call's answer read whole and handed to the
+//! [`Rounds`]; the answer that ends the turn goes to the client with the engine's calls taken
+//! out and the usage of every call summed.
 
 use axum::response::Response;
 
-use super::tools::{Step, ToolRounds};
-use super::usage::UsageTotal;
+use super::rounds::Rounds;
 use super::{parse_answer, ModelCall};
 use crate::error::GatewayError;
 use crate::turn::{json_answer, Called, Turn};
@@ -15,40 +14,30 @@ use ctxhost_sdk::Message;
 pub(super) async fn complete<W: Wire>(
     mut turn: Turn,
     call: ModelCall<W>,
-    mut messages: Vec<Message>,
+    messages: Vec<Message>,
 ) -> Result<Response, GatewayError> {
-    let engine_names = &call.engine_names;
-    let mut tools = ToolRounds::new(&turn);
-    let mut usage = UsageTotal::default();
-    let (mut answer, relayed) = loop {
-        let sent = call.send(&mut turn, &messages).await;
+    let mut rounds = Rounds::new(&turn, call, messages);
+    let (mut answer, relayed, end) = loop {
+        let sent = rounds.send(&mut turn).await;
         let (response, relayed) = match turn.take_call(sent).await? {
             Called::Success(response, relayed) => (response, relayed),
             Called::Relayed(response) => return Ok(response),
         };
         let bytes = turn.read_answer(response).await?;
-        let mut answer = parse_answer(&bytes)?;
-        usage.add(&answer["usage"]);
+        let answer = parse_answer(&bytes)?;
         let reply = W::reply(&answer);
-        turn.called(&messages, reply.as_ref(), W::usage(&answer["usage"]))
-            .await;
-        let Some(reply) = reply else {
-            break (answer, relayed);
-        };
-        match tools
-            .after(&mut turn, reply, engine_names, &mut messages)
-            .await
-        {
-            Step::Answer => break (answer, relayed),
-            Step::Again => continue,
-            Step::Hide { client_calls } => {
-                let visible = W::hide_engine_calls(&mut answer, engine_names, client_calls);
-                tools.hide(&mut turn, visible);
-                break (answer, relayed);
-            }
+        if let Some(end) = rounds.after(&mut turn, reply, &answer["usage"], true).await {
+            break (answer, relayed, end);
         }
     };
-    if let Some(total) = usage.summed() {
+    // The client sees the last answer alone: the engine's calls out of it.
+    let visible = if end.engine_calls {
+        W::hide_engine_calls(&mut answer, rounds.engine_names(), end.client_calls)
+    } else {
+        end.reply
+    };
+    rounds.splice(&mut turn, end.engine_calls, || visible);
+    if let Some(total) = rounds.summed_usage() {
         answer["usage"] = total;
     }
     turn.finished().await;

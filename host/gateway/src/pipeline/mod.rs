@@ -9,6 +9,7 @@
 mod classify;
 mod complete;
 pub mod count;
+mod rounds;
 mod side_call;
 mod stream;
 mod tools;

@@ -1,7 +1,7 @@
 //! A streamed answer: the first model call made before answering (so its failure reaches the
 //! client with the provider's own status and body), then every round's upstream events
-//! rewritten into the client's frames by the wire's [`ClientStream`], the engine's calls
-//! answered between rounds, and the closing frames (the usage of every round) at the very end.
+//! rewritten into the client's frames by the wire's [`ClientStream`] and the round handed to
+//! the [`Rounds`], and the closing frames (the usage of every round) at the very end.
 
 use std::convert::Infallible;
 
@@ -13,20 +13,23 @@ use ctxhost_sdk::Message;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
-use super::tools::split_calls;
-use super::usage::UsageTotal;
+use super::rounds::Rounds;
 use super::ModelCall;
 use crate::error::{ErrorKind, GatewayError};
 use crate::turn::{with_session_headers, Called, Turn};
 use crate::upstream::read_body;
 use crate::wire::{ClientStream, StreamEvent, Wire};
 
+#[cfg(test)]
+mod golden;
+
 pub(super) async fn stream<W: Wire>(
     mut turn: Turn,
     call: ModelCall<W>,
     messages: Vec<Message>,
 ) -> Result<Response, GatewayError> {
-    let sent = call.send(&mut turn, &messages).await;
+    let mut rounds = Rounds::new(&turn, call, messages);
+    let sent = rounds.send(&mut turn).await;
     let (first, relayed) = match turn.take_call(sent).await? {
         Called::Success(response, relayed) => (response, relayed),
         Called::Relayed(response) => return Ok(response),
@@ -37,18 +40,11 @@ pub(super) async fn stream<W: Wire>(
         // session as it stands is saved and released.
         let mut turn = ReleaseOnDrop(Some(turn));
         let turn = turn.turn();
-        let engine_names = &call.engine_names;
-        let mut out = W::stream(&call.request);
-        let mut messages = messages;
-        let mut hidden: Vec<Message> = Vec::new();
-        let mut usage = UsageTotal::default();
+        let mut out = W::stream(rounds.request());
         let mut budget = StreamBudget::new(turn);
-        let rounds = turn.gateway.settings.limits.tool_rounds.max(1);
-        let mut response = Some(first);
-        let mut round_number = 0u32;
+        let mut upstream = first;
+        let mut first_round = true;
         'rounds: loop {
-            round_number += 1;
-            let Some(upstream) = response.take() else { break };
             let mut events = upstream.bytes_stream().eventsource();
             let mut done = false;
             while let Some(event) = events.next().await {
@@ -59,7 +55,7 @@ pub(super) async fn stream<W: Wire>(
                         break 'rounds;
                     }
                 };
-                match out.event(&event, engine_names, round_number == 1) {
+                match out.event(&event, rounds.engine_names(), first_round) {
                     StreamEvent::Frame(frame) => yield Ok(frame),
                     StreamEvent::Held => {}
                     StreamEvent::Failed(frame) => {
@@ -82,47 +78,30 @@ pub(super) async fn stream<W: Wire>(
                 yield Ok(out.error(&error));
                 break;
             }
-            let round = out.end_round(engine_names);
-            usage.add(&round.usage);
-            turn.called(&messages, round.reply.as_ref(), W::usage(&round.usage)).await;
-            let mut engine_only = false;
-            if let Some(reply) = round.reply.filter(|_| round.complete) {
-                let calls = split_calls(&reply, engine_names);
-                hidden.push(reply.clone());
-                if !calls.engine.is_empty() {
-                    let results = turn.answer_calls(&calls.engine).await;
-                    hidden.extend(results.iter().cloned());
-                    if !calls.has_client_calls && round_number < rounds {
-                        messages.push(reply);
-                        messages.extend(results);
-                        match call.send(turn, &messages).await {
-                            Ok(next) if next.status().is_success() => {
-                                response = Some(next);
-                                continue;
-                            }
-                            Ok(next) => {
-                                let status = next.status();
-                                turn.upstream_error(&status.as_u16().to_string());
-                                let body = read_body(next, budget.limit).await.unwrap_or_default();
-                                yield Ok(out.refused(status, &body));
-                                break;
-                            }
-                            Err(error) => {
-                                yield Ok(out.error(&error));
-                                break;
-                            }
+            let round = out.end_round(rounds.engine_names());
+            let end = match rounds.after(turn, round.reply, &round.usage, round.complete).await {
+                Some(end) => end,
+                None => {
+                    match rounds.send(turn).await {
+                        Ok(next) if next.status().is_success() => {
+                            upstream = next;
+                            first_round = false;
+                            continue;
                         }
+                        Ok(next) => {
+                            let status = next.status();
+                            turn.upstream_error(&status.as_u16().to_string());
+                            let body = read_body(next, budget.limit).await.unwrap_or_default();
+                            yield Ok(out.refused(status, &body));
+                        }
+                        Err(error) => yield Ok(out.error(&error)),
                     }
-                    engine_only = !calls.has_client_calls;
+                    break;
                 }
-            }
+            };
             // What the client saw, and what the upstream history holds in its place.
-            if hidden.len() > 1 || round.hid {
-                if let Some(visible) = out.visible() {
-                    turn.live().record.conversation.splice(&visible, std::mem::take(&mut hidden));
-                }
-            }
-            for frame in out.finish(engine_only, usage.value()) {
+            rounds.splice(turn, round.hid, || out.visible());
+            for frame in out.finish(end.engine_only(), rounds.usage()) {
                 yield Ok(frame);
             }
             break;

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
@@ -36,6 +35,8 @@ impl Wire for Chat {
     type Stream = ChatStream;
     const PATH: &'static str = "chat/completions";
     const AGENTS: &'static [Agent] = &[Agent::Hermes];
+    /// The legacy completions and the embeddings are relayed.
+    const ENDPOINTS: &'static [&'static str] = &[Self::PATH, "completions", "embeddings"];
 
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ChatRequest>, GatewayError> {
         let mut body = object(&bytes)?;
@@ -75,10 +76,6 @@ impl Wire for Chat {
 
     fn fields(request: &ChatRequest) -> &Map<String, Value> {
         &request.body
-    }
-
-    fn error_response(error: GatewayError) -> Response {
-        error.into_response()
     }
 
     /// The client's fields, `messages`, the engine's tools beside the client's, and usage

@@ -41,6 +41,12 @@ pub trait Wire: Send + Sync + 'static {
     /// The agents known to speak this API: their own headers (the one naming a session among
     /// them) are read on its requests.
     const AGENTS: &'static [Agent];
+    /// Every route of this API under the provider's base URL, `PATH` first: the gateway's
+    /// routes for the API are made from it (the rest relayed in its shape), and so are the
+    /// hints for a client whose base URL is off and the check of `serve.upstream`.
+    const ENDPOINTS: &'static [&'static str];
+    /// How the provider takes the gateway's own key (`serve.upstream_key_env`).
+    const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
     /// Takes a request body apart.
     fn parse(
@@ -51,8 +57,11 @@ pub trait Wire: Send + Sync + 'static {
     /// The request's own fields as sent, beside its conversation (an agent's request metadata).
     fn fields(request: &Self::Request) -> &serde_json::Map<String, Value>;
 
-    /// The gateway's own error in the shape this API's clients parse.
-    fn error_response(error: GatewayError) -> Response;
+    /// The gateway's own error in the shape this API's clients parse (OpenAI's, unless the
+    /// API has its own).
+    fn error_response(error: GatewayError) -> Response {
+        axum::response::IntoResponse::into_response(error)
+    }
 
     /// The body of one model call: the request's fields with `messages` as the history and
     /// the engine's tools (OpenAI function schemas) offered after the client's.
@@ -95,6 +104,83 @@ pub trait Wire: Send + Sync + 'static {
     fn provider_context(_request: &Self::Request) -> provider_context::ProviderContext {
         provider_context::ProviderContext::None
     }
+}
+
+/// Something done for each wire the gateway speaks (routing it, checking URLs against it).
+pub trait EachWire {
+    fn wire<W: Wire>(&mut self);
+
+    /// A wire with a token counting route.
+    fn counting<W: count::Counting>(&mut self) {
+        self.wire::<W>();
+    }
+}
+
+/// Every wire the gateway speaks: adding one is its adapter and its line here.
+pub fn each_wire(visit: &mut impl EachWire) {
+    visit.wire::<chat::Chat>();
+    visit.counting::<anthropic::Messages>();
+    visit.counting::<responses::Responses>();
+}
+
+/// How a provider API takes a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI's APIs).
+    Bearer,
+    /// The key alone in this header (Anthropic's `x-api-key`).
+    Named(&'static str),
+}
+
+/// How the provider takes the gateway's key on `path` (after the base URL): as the wire whose
+/// route it is (or is under) takes it, else as a bearer.
+pub fn key_header(path: &str) -> KeyHeader {
+    struct Find<'a>(&'a str, KeyHeader);
+    impl EachWire for Find<'_> {
+        fn wire<W: Wire>(&mut self) {
+            let under = |endpoint: &str| {
+                self.0
+                    .strip_prefix(endpoint)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            };
+            if W::ENDPOINTS.iter().any(|e| under(e)) {
+                self.1 = W::KEY_HEADER;
+            }
+        }
+    }
+    let mut find = Find(path.trim_start_matches('/'), KeyHeader::Bearer);
+    each_wire(&mut find);
+    find.1
+}
+
+/// Routes every provider API has beside its own (relayed as they are).
+pub const SHARED_ENDPOINTS: &[&str] = &["models"];
+
+/// Every wire's endpoints.
+pub fn endpoints() -> Vec<&'static str> {
+    struct Endpoints(Vec<&'static str>);
+    impl EachWire for Endpoints {
+        fn wire<W: Wire>(&mut self) {
+            self.0.extend(W::ENDPOINTS);
+        }
+    }
+    let mut all = Endpoints(Vec::new());
+    each_wire(&mut all);
+    all.0
+}
+
+/// The routes whose 404 from the provider means its base URL is wrong: every wire's turn route
+/// and the shared ones (others may be missing on a provider that has these).
+pub fn base_routes() -> Vec<&'static str> {
+    struct Turns(Vec<&'static str>);
+    impl EachWire for Turns {
+        fn wire<W: Wire>(&mut self) {
+            self.0.push(W::PATH);
+        }
+    }
+    let mut all = Turns(SHARED_ENDPOINTS.to_vec());
+    each_wire(&mut all);
+    all.0
 }
 
 /// A request body taken apart.
@@ -244,4 +330,26 @@ pub fn offer_tools(body: &mut serde_json::Map<String, Value>, tools: impl Iterat
 /// A body as bytes.
 pub fn to_bytes(body: &serde_json::Map<String, Value>) -> Bytes {
     Bytes::from(serde_json::to_vec(body).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gateways_key_goes_as_the_wire_of_its_route_takes_it() {
+        let anthropic = KeyHeader::Named("x-api-key");
+        assert_eq!(key_header("messages"), anthropic);
+        assert_eq!(key_header("/messages/batches/b1"), anthropic);
+        assert_eq!(key_header("messages/count_tokens"), anthropic);
+        for path in [
+            "chat/completions",
+            "responses/compact",
+            "embeddings",
+            "models",
+            "files",
+        ] {
+            assert_eq!(key_header(path), KeyHeader::Bearer, "{path}");
+        }
+    }
 }

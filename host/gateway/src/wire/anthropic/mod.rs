@@ -22,9 +22,9 @@ use super::count::Counting;
 use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
-    to_bytes, Incoming, Parsed, Wire,
+    to_bytes, Incoming, KeyHeader, Parsed, Wire,
 };
-use crate::error::{AnthropicError, GatewayError};
+use crate::error::{ErrorKind, GatewayError};
 use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
 use ctxhost_wire::anthropic as convert;
 pub use stream::MessagesStream;
@@ -46,6 +46,8 @@ impl Wire for Messages {
     type Stream = MessagesStream;
     const PATH: &'static str = "messages";
     const AGENTS: &'static [Agent] = &[Agent::ClaudeCode];
+    const ENDPOINTS: &'static [&'static str] = &[Self::PATH, Self::COUNT_PATH];
+    const KEY_HEADER: KeyHeader = KeyHeader::Named("x-api-key");
 
     fn parse(
         bytes: Bytes,
@@ -82,7 +84,7 @@ impl Wire for Messages {
     }
 
     fn error_response(error: GatewayError) -> Response {
-        AnthropicError(error).into_response()
+        (error.status(), axum::Json(error_body(&error))).into_response()
     }
 
     /// The client's fields, `system` and `messages` from `messages`, and the engine's tools as
@@ -177,6 +179,23 @@ impl Counting for Messages {
     fn tools(request: &MessagesRequest) -> Option<&Value> {
         request.body.get("tools")
     }
+}
+
+/// The gateway's own error in Anthropic's shape (also a stream's `error` event):
+/// `{"type": "error", "error": {"type", "message"}}`.
+fn error_body(error: &GatewayError) -> Value {
+    let kind = match error.kind {
+        ErrorKind::BadRequest | ErrorKind::MethodNotAllowed | ErrorKind::OverWindow => {
+            "invalid_request_error"
+        }
+        ErrorKind::Unauthorized => "authentication_error",
+        ErrorKind::NotFound => "not_found_error",
+        ErrorKind::TooLarge => "request_too_large",
+        ErrorKind::BadGateway | ErrorKind::Internal | ErrorKind::StoreUnavailable => "api_error",
+        ErrorKind::UpstreamTimeout => "timeout_error",
+        ErrorKind::Unavailable | ErrorKind::SessionBusy => "overloaded_error",
+    };
+    json!({"type": "error", "error": {"type": kind, "message": error.message}})
 }
 
 /// An engine tool's OpenAI function schema as an Anthropic tool.

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use ctxhost_sdk::Message;
 use serde_json::{json, Value};
 
-use super::is_engine_call;
+use super::{error_body, is_engine_call};
 use crate::error::{ErrorKind, GatewayError};
 use crate::wire::{ClientStream, StreamEvent, StreamedReply};
 use ctxhost_wire::anthropic as convert;
@@ -231,7 +231,7 @@ impl ClientStream for MessagesStream {
     }
 
     fn error(&mut self, error: &GatewayError) -> Bytes {
-        frame("error", &error.anthropic_body())
+        frame("error", &error_body(error))
     }
 
     fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes {
@@ -239,11 +239,10 @@ impl ClientStream for MessagesStream {
             .ok()
             .filter(|v| v["type"] == "error")
             .unwrap_or_else(|| {
-                GatewayError::new(
+                error_body(&GatewayError::new(
                     ErrorKind::BadGateway,
                     format!("the upstream answered {status}"),
-                )
-                .anthropic_body()
+                ))
             });
         frame("error", &error)
     }

@@ -10,7 +10,6 @@ mod stream;
 
 use std::collections::HashSet;
 
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
@@ -54,6 +53,8 @@ impl Wire for Responses {
     type Stream = ResponsesStream;
     const PATH: &'static str = "responses";
     const AGENTS: &'static [Agent] = &[Agent::Codex];
+    /// The compact route is the agent's compaction (`pipeline::handle_compact`).
+    const ENDPOINTS: &'static [&'static str] = &[Self::PATH, Self::COUNT_PATH, "responses/compact"];
 
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ResponsesRequest>, GatewayError> {
         let mut body = object(&bytes)?;
@@ -87,10 +88,6 @@ impl Wire for Responses {
 
     fn fields(request: &ResponsesRequest) -> &Map<String, Value> {
         &request.body
-    }
-
-    fn error_response(error: GatewayError) -> Response {
-        error.into_response()
     }
 
     fn provider_context(request: &ResponsesRequest) -> ProviderContext {

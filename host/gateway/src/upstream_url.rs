@@ -1,21 +1,14 @@
-//! `serve.upstream` checked against `serve.listen` when the gateway starts: a URL that cannot work is refused with the fix, one
-//! that probably will not is warned about. Today's mistakes: the base URL without its version
+//! `serve.upstream` checked against `serve.listen` when the gateway starts: a URL that cannot
+//! work is refused with the fix, one that probably will not is warned about. Today's mistakes: the base URL without its version
 //! segment (every request a 404), an endpoint instead of the base URL, the gateway's own
 //! address (every request would loop back into it).
 
 use std::net::{IpAddr, SocketAddr};
 
+use ctxhost_redacted_url::RedactedUrl;
+
 /// Providers whose API lives under a version segment the base URL must include.
 const VERSIONED_HOSTS: &[&str] = &["api.openai.com", "api.anthropic.com"];
-
-/// Endpoints the gateway appends to the base URL; a base URL ending in one is an endpoint.
-const ENDPOINTS: &[&str] = &[
-    "chat/completions",
-    "messages",
-    "responses",
-    "completions",
-    "embeddings",
-];
 
 /// An upstream URL that cannot work.
 #[derive(Debug, thiserror::Error)]
@@ -29,7 +22,7 @@ pub struct UpstreamUrlError {
 /// Checks `upstream` against the address the gateway listens on; the warnings worth logging
 /// when it is usable.
 pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, UpstreamUrlError> {
-    let shown = ctxhost_redacted_url::RedactedUrl::new(upstream).to_string();
+    let shown = RedactedUrl::new(upstream).to_string();
     let refuse = |problem: String| UpstreamUrlError {
         url: shown.clone(),
         problem,
@@ -51,13 +44,14 @@ pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, Upstream
         let mut fixed = url.clone();
         fixed.set_path(&segments.join("/"));
         fixed.set_query(None);
-        ctxhost_redacted_url::RedactedUrl::new(fixed.as_str().trim_end_matches('/').to_string())
-            .to_string()
+        RedactedUrl::new(fixed.as_str().trim_end_matches('/').to_string()).to_string()
     };
     let path = segments.join("/");
-    if let Some(endpoint) = ENDPOINTS
-        .iter()
-        .find(|e| path == **e || path.ends_with(&format!("/{e}")))
+    // Every wire's endpoints; the longest that fits (`chat/completions` before `completions`).
+    if let Some(endpoint) = crate::wire::endpoints()
+        .into_iter()
+        .filter(|e| path == *e || path.ends_with(&format!("/{e}")))
+        .max_by_key(|e| e.len())
     {
         let kept = &segments[..segments.len() - endpoint.split('/').count()];
         return Err(refuse(format!(
@@ -167,6 +161,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.ends_with("Use https://api.openai.com/v1"), "{error}");
+        // Every wire's endpoints, the longest that fits taken off.
+        let error = check("http://127.0.0.1:9000/v1/messages/count_tokens", listen())
+            .unwrap_err()
+            .to_string();
+        assert!(error.ends_with("Use http://127.0.0.1:9000/v1"), "{error}");
         let error = check("https://api.openai.com/v1/v1", listen())
             .unwrap_err()
             .to_string();
