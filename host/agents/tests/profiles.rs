@@ -30,8 +30,7 @@ fn take_apart(wire: &str, body: &Value) -> (Vec<Message>, Map<String, Value>) {
         "messages" => {
             let system = fields.remove("system");
             let turns = fields.remove("messages").unwrap();
-            ctxhost_wire::anthropic::to_messages(system, turns.as_array().unwrap().clone())
-                .unwrap()
+            ctxhost_wire::anthropic::to_messages(system, turns.as_array().unwrap().clone()).unwrap()
         }
         "responses" => {
             let instructions = fields.remove("instructions");

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ctxhost_config::edit;
-use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_config::settings::{self, DefaultValue, HOST_SETTINGS, RENAMED};
 use ctxhost_config::write::{update_checked, Change};
 use ctxhost_config::BUILT_IN_ENGINE;
+use ctxhost_redacted_url::RedactedUrl;
 use serde_yaml::Value;
 
 use ctxhost_core::suggest;

@@ -19,11 +19,12 @@ use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
 
-
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
-use ctxhost_gateway_state::reference::{find_in_text, marker_line, ForgedReference, Reference, Signer};
+use ctxhost_gateway_state::reference::{
+    find_in_text, marker_line, ForgedReference, Reference, Signer,
+};
 use render::{Counts, Shape};
 
 /// A handoff of the gateway's found in a request's history.
