@@ -355,6 +355,17 @@ pub fn first_problem(settings: &[Setting], at: &str, tree: &Value) -> Option<(St
             at => setting.key.strip_prefix(at)?.strip_prefix('.')?,
         };
         let value = value_at(tree, relative)?;
+        // A number with a value of its own serializes as null only when it is not finite
+        // (NaN, infinity): the check would take that for an unset key.
+        if value.is_null()
+            && setting.kind == Kind::Number
+            && matches!(setting.default, DefaultValue::Value(_))
+        {
+            return Some((
+                setting.key.to_string(),
+                "must be a finite number".to_string(),
+            ));
+        }
         let problem = setting.check.problem(value)?;
         Some((setting.key.to_string(), problem))
     })
