@@ -56,40 +56,9 @@ fn read_crate_map(text: &str) -> CrateMap {
 
 /// The workspace's member crates: folder (relative to the root) to package name.
 fn workspace_members() -> BTreeMap<String, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let output = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "metadata",
-            "--offline",
-            "--no-deps",
-            "--format-version",
-            "1",
-        ])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    let root = workspace_root()
-        .canonicalize()
-        .expect("the workspace exists");
-    metadata["packages"]
-        .as_array()
-        .expect("packages")
-        .iter()
-        .map(|package| {
-            let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
-            let dir = manifest.parent().expect("a manifest's folder");
-            let dir = dir.strip_prefix(&root).unwrap_or(dir);
-            (
-                dir.to_string_lossy().into_owned(),
-                package["name"].as_str().unwrap().to_string(),
-            )
-        })
+    ctxhost_tests::workspace_packages()
+        .into_iter()
+        .map(|(name, dir, _)| (dir, name))
         .collect()
 }
 

@@ -86,57 +86,9 @@ const SHARED_LEAVES: &[&str] = &[
     "ctxhost-redacted-url",
 ];
 
-/// Every workspace package: name, manifest directory relative to the workspace, and the
-/// names of its normal dependencies.
-fn workspace_packages() -> Vec<(String, String, Vec<String>)> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let output = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args([
-            "metadata",
-            "--offline",
-            "--no-deps",
-            "--format-version",
-            "1",
-        ])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    let root = workspace_root()
-        .canonicalize()
-        .expect("the workspace exists");
-    metadata["packages"]
-        .as_array()
-        .expect("packages")
-        .iter()
-        .map(|package| {
-            let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
-            let dir = manifest.parent().unwrap();
-            let dir = dir.strip_prefix(&root).unwrap_or(dir);
-            let dependencies = package["dependencies"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|d| d["kind"].is_null())
-                .map(|d| d["name"].as_str().unwrap().to_string())
-                .collect();
-            (
-                package["name"].as_str().unwrap().to_string(),
-                dir.to_string_lossy().into_owned(),
-                dependencies,
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
-    let packages = workspace_packages();
+    let packages = ctxhost_tests::workspace_packages();
     let direct = |name: &str| -> Vec<String> {
         packages
             .iter()
@@ -225,7 +177,7 @@ fn no_two_modules_of_a_crate_import_each_other_in_a_loop() {
     use ctxhost_tests::module_graph::ModuleGraph;
     let mut loops = Vec::new();
     let mut crates = 0;
-    for (name, dir, _) in workspace_packages() {
+    for (name, dir, _) in ctxhost_tests::workspace_packages() {
         let src = workspace_root().join(&dir).join("src");
         if !src.is_dir() {
             continue;
@@ -245,7 +197,7 @@ fn no_two_modules_of_a_crate_import_each_other_in_a_loop() {
 
 /// Every workspace crate with a `src/`, its sources read without test code.
 fn crate_sources() -> Vec<(String, String, CrateSource)> {
-    workspace_packages()
+    ctxhost_tests::workspace_packages()
         .into_iter()
         .filter_map(|(name, dir, _)| {
             let src = workspace_root().join(&dir).join("src");
@@ -301,7 +253,7 @@ fn the_size_check_leaves_test_code_out() {
 /// from the crate that owns the item.
 #[test]
 fn no_crate_re_exports_another_workspace_crate() {
-    let names: Vec<String> = workspace_packages()
+    let names: Vec<String> = ctxhost_tests::workspace_packages()
         .into_iter()
         .map(|(name, _, _)| name.replace('-', "_"))
         .collect();

@@ -42,6 +42,54 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Every workspace package: name, manifest directory relative to the workspace, and the
+/// names of its normal dependencies.
+pub fn workspace_packages() -> Vec<(String, String, Vec<String>)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = std::process::Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "metadata",
+            "--offline",
+            "--no-deps",
+            "--format-version",
+            "1",
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let root = workspace_root()
+        .canonicalize()
+        .expect("the workspace exists");
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|package| {
+            let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
+            let dir = manifest.parent().unwrap();
+            let dir = dir.strip_prefix(&root).unwrap_or(dir);
+            let dependencies = package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_string())
+                .collect();
+            (
+                package["name"].as_str().unwrap().to_string(),
+                dir.to_string_lossy().into_owned(),
+                dependencies,
+            )
+        })
+        .collect()
+}
+
 /// The cargo output directory of this test run (`target/debug` or `target/release`).
 fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");

@@ -24,12 +24,12 @@ use crate::{dispatch, EngineCall};
 
 /// What [`export_engine!`](crate::export_engine) expands to; not part of the public API.
 pub mod __private {
+    pub use super::library_header;
     pub use super::root_module;
     pub use abi_stable::library::{
         __call_root_module_loader, CheckTypeLayout, IntoRootModuleResult, LibHeader,
         RootModuleResult,
     };
-    pub use ctxhost_sdk::abi::EngineModuleRef;
 }
 
 /// Exports an [`EnginePlugin`] as the root module of a cdylib, with every entry point guarded
@@ -69,17 +69,25 @@ macro_rules! export_engine {
                     $crate::export::__private::root_module::<$engine>,
                 )
             }
-            // SAFETY: the constructor returns the module type it is declared with.
-            unsafe {
-                $crate::export::__private::LibHeader::from_constructor::<
-                    $crate::export::__private::EngineModuleRef,
-                >(
-                    __ctxhost_root_module,
-                    $crate::export::__private::CheckTypeLayout::Yes,
-                )
-            }
+            $crate::export::__private::library_header(__ctxhost_root_module)
         };
     };
+}
+
+#[doc(hidden)]
+/// The library header of a root module `constructor` builds (what
+/// [`export_engine!`](crate::export_engine) exports), with its layout checked on load.
+pub const fn library_header(
+    constructor: extern "C" fn() -> abi_stable::library::RootModuleResult,
+) -> abi_stable::library::LibHeader {
+    // SAFETY: the constructor returns the module type the header is declared with: the macro
+    // passes the loader of `root_module`, which returns an `EngineModuleRef`.
+    unsafe {
+        abi_stable::library::LibHeader::from_constructor::<EngineModuleRef>(
+            constructor,
+            abi_stable::library::CheckTypeLayout::Yes,
+        )
+    }
 }
 
 /// The root module for engine type `E`; [`export_engine!`](crate::export_engine) exports it.

@@ -18,10 +18,6 @@ pub enum Isolation {
     InProcess,
 }
 
-/// The most processes one isolated plugin may run (`plugins.<name>.processes`): each serves
-/// many sessions, so more than a machine's cores buys nothing but memory.
-pub const MAX_PROCESSES: usize = 64;
-
 /// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -36,7 +32,7 @@ pub struct HostPluginSettings {
     pub check_timeout: f64,
     /// The isolated engine's address-space limit, in MiB (0: none), for each of its processes.
     pub memory_limit_mb: u64,
-    /// How many processes an isolated engine runs in (1..=[`MAX_PROCESSES`]); each serves many
+    /// How many processes an isolated engine runs in (1..=[`MAX_PROCESSES`](crate::settings::MAX_PROCESSES)); each serves many
     /// sessions, and a session stays on the one it was given (the least loaded).
     pub processes: usize,
 }
@@ -90,6 +86,7 @@ pub fn engine_only(section: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::MAX_PROCESSES;
     use serde_json::json;
 
     #[test]

@@ -290,6 +290,10 @@ pub const HOST_SETTINGS: &[Setting] = &[
         "a configured engine that cannot start stops `serve`; `compressor` serves on the compressor, `/healthz` says `degraded` and every response carries `x-ctxhost-engine-error`"),
 ];
 
+/// The most processes one isolated plugin may run (`plugins.<name>.processes`): each serves
+/// many sessions, so more than a machine's cores buys nothing but memory.
+pub const MAX_PROCESSES: usize = 64;
+
 /// The host's keys inside an engine's section (`plugins.<name>.<key>`): where and how the
 /// engine runs. Keys are relative to the section.
 #[rustfmt::skip]
@@ -303,7 +307,7 @@ pub const PLUGIN_HOST_SETTINGS: &[Setting] = &[
         "seconds a per-turn check (`should_compress`, ...) may take, in place of `timeout`"),
     setting("memory_limit_mb", Whole, Is("8192"), Check::Any, "1024",
         "an isolated engine's address-space limit per process, in MiB (0: none)"),
-    setting("processes", Whole, Is("1"), Between(1, crate::plugin_host::MAX_PROCESSES as u64), "2",
+    setting("processes", Whole, Is("1"), Between(1, MAX_PROCESSES as u64), "2",
         "how many processes an isolated engine runs in; each serves many sessions"),
 ];
 

@@ -33,6 +33,15 @@ const CACHE_MIN_BYTES: usize = 64;
 /// a long piece rarely repeats, and remembering every one would hold a copy of the text).
 const PIECE_CACHE_MAX_BYTES: usize = 256;
 
+/// At most this many pieces are remembered in one count: random text (a base64 blob) has as
+/// many distinct pieces as it has pieces, and remembering them all would take several times the
+/// text's size.
+const PIECE_CACHE_MAX_ENTRIES: usize = 1 << 17;
+
+/// At most this many segments of one text are remembered: a run of one character repeats
+/// its segments, other text does not.
+const SEGMENT_CACHE_MAX_ENTRIES: usize = 1 << 12;
+
 /// New text below which a batch is counted on the calling thread (about a millisecond of
 /// counting, many times what starting a thread costs).
 const PARALLEL_MIN_BYTES: usize = 32 * 1024;
@@ -223,8 +232,19 @@ impl TokenCounter {
             Loaded::Tiktoken(_) => segments::TIKTOKEN_HARD_CUT_BYTES,
             Loaded::Bpe(_) | Loaded::O200k(_) => segments::HARD_CUT_BYTES,
         };
+        let mut seen: Counted = HashMap::default();
         segments::segments(text, segments::SEGMENT_BYTES, hard)
-            .map(|segment| count_segment(loaded, segment, pieces))
+            .map(|segment| {
+                let key = (fx_hash(segment.as_bytes()), segment.len());
+                if let Some(&count) = seen.get(&key) {
+                    return count;
+                }
+                let count = count_segment(loaded, segment, pieces);
+                if seen.len() < SEGMENT_CACHE_MAX_ENTRIES {
+                    seen.insert(key, count);
+                }
+                count
+            })
             .sum()
     }
 
@@ -302,7 +322,7 @@ fn count_pieces<'a>(
                 return u64::from(count);
             }
             let count = count(piece.as_bytes());
-            if piece.len() <= PIECE_CACHE_MAX_BYTES {
+            if piece.len() <= PIECE_CACHE_MAX_BYTES && counted.len() < PIECE_CACHE_MAX_ENTRIES {
                 counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
             }
             count as u64
