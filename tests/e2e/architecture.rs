@@ -3,7 +3,6 @@
 //! folder it says, and every row's layer is one the map defines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 
 use ctxhost_tests::workspace_root;
 
