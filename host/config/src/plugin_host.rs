@@ -86,8 +86,9 @@ pub fn engine_only(section: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::tests::{same, yaml};
     use crate::settings::MAX_PROCESSES;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn the_checks_deadline_is_its_own_key_and_must_be_positive() {
@@ -120,5 +121,22 @@ mod tests {
             engine_only(json!({"processes": 2, "mode": "x"})),
             json!({"mode": "x"})
         );
+    }
+
+    #[test]
+    fn the_plugin_host_keys_are_declared_with_their_defaults() {
+        let defaults = serde_json::to_value(HostPluginSettings::default()).unwrap();
+        let mut section = serde_json::Map::new();
+        for setting in PLUGIN_HOST_SETTINGS {
+            let read = &defaults[setting.key];
+            match setting.default.value() {
+                Some(value) => assert!(same(read, &yaml(value)), "{}", setting.key),
+                None => assert!(read.is_null(), "{}", setting.key),
+            }
+            section.insert(setting.key.to_string(), yaml(setting.example));
+        }
+        let settings = HostPluginSettings::from_section(&Value::Object(section.clone())).unwrap();
+        let read = serde_json::to_value(settings).unwrap();
+        assert!(same(&read, &Value::Object(section)), "{read}");
     }
 }
