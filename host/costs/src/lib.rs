@@ -1,0 +1,11 @@
+//! What a session costs: each provider's prices per model ([`price`]), a simulation of its
+//! prompt cache ([`cache`]), and tokens into dollars ([`bill`]).
+//!
+//! Providers bill a prompt's input three ways: read from no cache, written to the cache, read
+//! from it. A compression rewrites the prompt's prefix, so the call after it writes the new
+//! view again; what an engine saves is only known with the cache counted. The rules each
+//! provider publishes are cited where they are encoded; see this crate's README.
+
+pub mod bill;
+pub mod cache;
+pub mod price;
