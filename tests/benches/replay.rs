@@ -51,7 +51,7 @@ fn bench_replay(c: &mut Criterion) {
                     let mut session = engines
                         .open_session("compressor", SessionOptions::new("bench").temporary())
                         .unwrap();
-                    let report = runtime.block_on(replay(&mut session, &messages, |_, _| {}));
+                    let report = runtime.block_on(replay(&mut session, &messages, None, |_, _| {}));
                     assert!(report.errors.is_empty());
                     report
                 })

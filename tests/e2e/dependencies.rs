@@ -75,12 +75,12 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
     "ctxhost-tokens",
-    "ctxhost-costs",
     "ctxhost-redact",
 ];
 
 /// Crates under `host/` that both sides may use.
 const SHARED_LEAVES: &[&str] = &[
+    "ctxhost-costs",
     "ctxhost-offline-summary",
     "ctxhost-pg",
     "ctxhost-private-files",

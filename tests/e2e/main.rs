@@ -6,6 +6,7 @@ mod agent_logs;
 mod architecture;
 mod config_cmd;
 mod config_errors;
+mod costs;
 mod dependencies;
 mod embedding;
 mod install;

@@ -135,7 +135,8 @@ fn compare_draws_two_engines_side_by_side() {
     assert!(run.success(), "{}", run.stderr);
     assert!(run.stdout.contains("engine       compressor"));
     assert!(run.stdout.contains("engine       window"));
-    assert!(run.stdout.contains("compare      compressor sends"));
+    assert!(run.stdout.contains("compare      compressor costs $"));
+    assert!(run.stdout.contains("compressor sends"));
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(svg.contains("compressor") && svg.contains("window"));
 }

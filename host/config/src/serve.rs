@@ -57,8 +57,9 @@ pub struct ServeSettings {
     pub upstream_key_env: Option<String>,
     /// Gateway tokens: required when listening on anything but loopback.
     pub auth: AuthSettings,
-    /// Context windows of models the built-in table lacks or gets wrong, by model name.
-    pub models: BTreeMap<String, u64>,
+    /// Models the built-in tables lack or get wrong, by model name: each one's window, or its
+    /// window, price and provider.
+    pub models: BTreeMap<String, ModelSetting>,
     /// Size, time and round limits.
     pub limits: Limits,
     /// Where session state lives: a SQLite file path, or a `postgres://` URL for a database
@@ -83,6 +84,89 @@ pub struct ServeSettings {
     /// What `serve` does when the configured engine cannot start (missing, unapproved,
     /// broken).
     pub engine_fallback: EngineFallback,
+}
+
+/// `serve.models.<name>`: the model's window alone (`my-model: 32000`, the older form), or
+/// what the config says of it (`{window: 32000, price: {...}, provider: openai}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ModelSetting {
+    Window(u64),
+    Described(ModelDescription),
+}
+
+/// `serve.models.<name>` written as a map.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelDescription {
+    /// Its context window, in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// Dollars per million tokens (what `ctxhost run` and the gateway price calls with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price: Option<ctxhost_costs::price::PriceSetting>,
+    /// Whose prompt cache it follows (`anthropic` or `openai`), when its name does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ctxhost_costs::price::Provider>,
+}
+
+impl ModelSetting {
+    pub fn window(&self) -> Option<u64> {
+        match self {
+            ModelSetting::Window(window) => Some(*window),
+            ModelSetting::Described(described) => described.window,
+        }
+    }
+
+    pub fn price(&self) -> Option<ctxhost_costs::price::ConfiguredPrice> {
+        match self {
+            ModelSetting::Window(_) => None,
+            ModelSetting::Described(described) => {
+                described
+                    .price
+                    .map(|price| ctxhost_costs::price::ConfiguredPrice {
+                        price,
+                        provider: described.provider,
+                    })
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ModelSetting;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a context window in tokens, or a map of window, price and provider")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, window: u64) -> Result<ModelSetting, E> {
+                Ok(ModelSetting::Window(window))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, window: i64) -> Result<ModelSetting, E> {
+                u64::try_from(window)
+                    .map(ModelSetting::Window)
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "{window} is not a context window (tokens, at least 1024)"
+                        ))
+                    })
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<ModelSetting, M::Error> {
+                ModelDescription::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ModelSetting::Described)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `serve.engine_fallback`.
@@ -436,11 +520,31 @@ impl ServeSettings {
                 ));
             }
         }
-        if let Some((name, _)) = self.models.iter().find(|(_, window)| **window < 1024) {
-            return Err(fault(
-                &format!("models.{name}"),
-                "a context window must be at least 1024 tokens",
-            ));
+        for (name, model) in &self.models {
+            if model.window().is_some_and(|window| window < 1024) {
+                let at = match model {
+                    ModelSetting::Window(_) => format!("models.{name}"),
+                    ModelSetting::Described(_) => format!("models.{name}.window"),
+                };
+                return Err(fault(&at, "a context window must be at least 1024 tokens"));
+            }
+            if let ModelSetting::Described(described) = model {
+                if let Some(field) = described.price.and_then(|price| price.invalid_field()) {
+                    return Err(fault(
+                        &format!("models.{name}.price.{field}"),
+                        "must be a price in dollars per million tokens, 0 or more",
+                    ));
+                }
+                if described.price.is_some()
+                    && described.provider.is_none()
+                    && ctxhost_costs::price::Provider::of_model(name).is_none()
+                {
+                    return Err(fault(
+                        &format!("models.{name}.provider"),
+                        "say whose prompt cache this model follows: anthropic or openai",
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -233,7 +233,7 @@ pub const HOST_SETTINGS: &[Setting] = &[
     setting("serve.auth.tokens", List, Unset, Check::Any, "[a-token]",
         "gateway tokens written in the config itself"),
     setting("serve.models", Map, Unset, Check::Any, "{my-model: 32000}",
-        "a model's context window, by model name, over the built-in table"),
+        "by model name, over the built-in tables: its context window (`my-model: 32000`), or `{window, price: {input, cache_read, cache_write_5m, cache_write_1h, output}, provider}` (dollars per million tokens; cache writes default to the provider's rule)"),
     setting("serve.limits.max_request_bytes", Whole, Is("33554432"), AtLeast(1, ""), "1048576",
         "the largest request body accepted (32 MiB); larger ones get 413"),
     setting("serve.limits.max_response_bytes", Whole, Is("67108864"), AtLeast(1, ""), "2097152",

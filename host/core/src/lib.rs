@@ -71,6 +71,7 @@
 //! # }
 //! ```
 
+pub mod costing;
 pub mod engines;
 pub mod replay;
 pub mod services;

@@ -10,6 +10,7 @@ use ctxhost_sdk::{CompressOptions, CompressionReport, Message, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::costing::{Costing, Meter, SessionCost};
 use crate::session::{Session, SessionError};
 
 /// One model call: the tokens sent with the engine and with no engine.
@@ -81,17 +82,22 @@ pub struct Replay {
     /// Why the engine that ran is not the one asked for, or why it was replaced mid-session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// What the calls cost with the engine and with no engine, when the replay was priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<SessionCost>,
     #[serde(skip)]
     pub final_context: Arc<Vec<Message>>,
 }
 
-/// Replays `transcript` through `session`. `progress(done, total)` is called after each
-/// message.
+/// Replays `transcript` through `session`, pricing its calls when `costing` says how.
+/// `progress(done, total)` is called after each message.
 pub async fn replay(
     session: &mut Session,
     transcript: &[Message],
+    costing: Option<&Costing>,
     mut progress: impl FnMut(usize, usize),
 ) -> Replay {
+    let mut meter = costing.map(Meter::new);
     let started = Instant::now();
     let engine = session.engine().to_string();
     let mut errors = Vec::new();
@@ -140,6 +146,9 @@ pub async fn replay(
             if let Some(trigger) = trigger {
                 let event = compress(session, &mut context, call, trigger).await;
                 context_tokens = event.tokens_after;
+                if let Some(meter) = meter.as_mut() {
+                    meter.view_replaced(&context, |m| session.count_message(m));
+                }
                 compressed_once |= event.error.is_none();
                 compressions.push(event);
             }
@@ -160,8 +169,17 @@ pub async fn replay(
                 ..Usage::default()
             });
             let prompt_tokens = usage.prompt_tokens;
+            if let Some(meter) = meter.as_mut() {
+                meter.call(call, index, usage.completion_tokens);
+            }
             note(session.record_usage(usage).await, &mut errors);
-            append(&mut context, message, &mut context_tokens, session);
+            append(
+                &mut context,
+                message,
+                &mut context_tokens,
+                session,
+                &mut meter,
+            );
             baseline_tokens += completion;
             compress_before_next_call = match session.should_compress(prompt_tokens).await {
                 Ok(yes) => yes,
@@ -171,8 +189,13 @@ pub async fn replay(
                 }
             };
         } else {
-            let cost = session.count_message(message);
-            append(&mut context, message, &mut context_tokens, session);
+            let cost = append(
+                &mut context,
+                message,
+                &mut context_tokens,
+                session,
+                &mut meter,
+            );
             baseline_tokens += cost;
         }
         progress(index + 1, transcript.len());
@@ -204,13 +227,26 @@ pub async fn replay(
         errors,
         fell_back_to: session.fallback().map(|_| session.engine().to_string()),
         why,
+        cost: meter.map(Meter::finish),
         final_context: context,
     }
 }
 
-fn append(context: &mut Arc<Vec<Message>>, message: &Message, total: &mut u64, session: &Session) {
-    *total += session.count_message(message);
+/// Appends `message` to the context (and to what the meter follows); returns its tokens.
+fn append(
+    context: &mut Arc<Vec<Message>>,
+    message: &Message,
+    total: &mut u64,
+    session: &Session,
+    meter: &mut Option<Meter<'_>>,
+) -> u64 {
+    let tokens = session.count_message(message);
+    *total += tokens;
+    if let Some(meter) = meter.as_mut() {
+        meter.appended(message, tokens);
+    }
     Arc::make_mut(context).push(message.clone());
+    tokens
 }
 
 async fn compress(

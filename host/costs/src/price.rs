@@ -234,7 +234,7 @@ pub fn price_of(model: &str, configured: Option<ConfiguredPrice>) -> Option<Mode
         };
         return Some(ModelPrice {
             provider,
-            price: configured.price,
+            price: configured.price.resolve(provider),
             min_cacheable_tokens,
             source: PriceSource::Config,
         });
@@ -250,10 +250,55 @@ pub fn price_of(model: &str, configured: Option<ConfiguredPrice>) -> Option<Mode
     })
 }
 
+/// `serve.models.<name>.price` as the config writes it: input, cache reads and output are
+/// required; cache writes default to the provider's rule (Anthropic 1.25x and 2x input,
+/// OpenAI the input price).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceSetting {
+    pub input: f64,
+    pub cache_read: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_5m: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<f64>,
+    pub output: f64,
+}
+
+impl PriceSetting {
+    /// The full price, cache writes filled in by `provider`'s rule where not given.
+    pub fn resolve(&self, provider: Provider) -> Price {
+        let (five, hour) = match provider {
+            Provider::Anthropic => (self.input * 1.25, self.input * 2.0),
+            Provider::OpenAi => (self.input, self.input),
+        };
+        Price {
+            input: self.input,
+            cache_read: self.cache_read,
+            cache_write_5m: self.cache_write_5m.unwrap_or(five),
+            cache_write_1h: self.cache_write_1h.unwrap_or(hour),
+            output: self.output,
+        }
+    }
+
+    /// The first field that is negative or not a number, by name.
+    pub fn invalid_field(&self) -> Option<&'static str> {
+        self.resolve(Provider::OpenAi).invalid_field().or_else(|| {
+            [
+                ("cache_write_5m", self.cache_write_5m),
+                ("cache_write_1h", self.cache_write_1h),
+            ]
+            .into_iter()
+            .find(|(_, value)| value.is_some_and(|v| !v.is_finite() || v < 0.0))
+            .map(|(name, _)| name)
+        })
+    }
+}
+
 /// A price the config gives for one model (`serve.models.<name>.price`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConfiguredPrice {
-    pub price: Price,
+    pub price: PriceSetting,
     /// Whose cache the model follows; from its name when the config does not say.
     pub provider: Option<Provider>,
 }
@@ -261,6 +306,16 @@ pub struct ConfiguredPrice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn setting(input: f64, cache_read: f64, output: f64) -> PriceSetting {
+        PriceSetting {
+            input,
+            cache_read,
+            cache_write_5m: None,
+            cache_write_1h: None,
+            output,
+        }
+    }
 
     fn table(model: &str) -> ModelPrice {
         price_of(model, None).unwrap_or_else(|| panic!("{model} has a price"))
@@ -284,7 +339,11 @@ mod tests {
     fn anthropics_cache_multipliers_hold_for_every_claude_entry() {
         for known in KNOWN.iter().filter(|k| k.provider == Provider::Anthropic) {
             let p = known.price;
-            assert!((p.cache_read - p.input * 0.1).abs() < 1e-12, "{}", known.prefix);
+            assert!(
+                (p.cache_read - p.input * 0.1).abs() < 1e-12,
+                "{}",
+                known.prefix
+            );
             assert!((p.cache_write_5m - p.input * 1.25).abs() < 1e-12);
             assert!((p.cache_write_1h - p.input * 2.0).abs() < 1e-12);
             assert!(known.min_cacheable_tokens >= 1024);
@@ -299,7 +358,11 @@ mod tests {
     fn every_entry_is_a_valid_price_and_says_when_it_was_taken() {
         for known in KNOWN {
             assert_eq!(known.price.invalid_field(), None, "{}", known.prefix);
-            assert!(known.price.cache_read <= known.price.input, "{}", known.prefix);
+            assert!(
+                known.price.cache_read <= known.price.input,
+                "{}",
+                known.prefix
+            );
             assert_eq!(known.taken.len(), 7, "{}", known.prefix);
             assert_eq!(Provider::of_model(known.prefix), Some(known.provider));
         }
@@ -308,16 +371,19 @@ mod tests {
     #[test]
     fn a_configured_price_wins_and_keeps_the_models_cache_rules() {
         let configured = ConfiguredPrice {
-            price: Price::anthropic(2.0, 10.0),
+            price: setting(2.0, 0.2, 10.0),
             provider: None,
         };
         let found = price_of("claude-haiku-4-5", Some(configured)).unwrap();
         assert_eq!(found.price.input, 2.0);
+        // Anthropic's write multipliers fill what the config leaves out.
+        assert_eq!(found.price.cache_write_5m, 2.5);
+        assert_eq!(found.price.cache_write_1h, 4.0);
         assert_eq!(found.source, PriceSource::Config);
         assert_eq!(found.min_cacheable_tokens, 4096);
         // A model no table knows needs its provider said, or a name that says it.
         let own = ConfiguredPrice {
-            price: Price::openai(1.0, 0.5, 2.0),
+            price: setting(1.0, 0.5, 2.0),
             provider: None,
         };
         assert_eq!(price_of("my-finetune", Some(own)), None);
@@ -327,6 +393,7 @@ mod tests {
         };
         let found = price_of("my-finetune", Some(said)).unwrap();
         assert_eq!(found.min_cacheable_tokens, OPENAI_MIN_CACHEABLE);
+        assert_eq!(found.price.cache_write_5m, 1.0);
     }
 
     #[test]
@@ -336,5 +403,9 @@ mod tests {
         assert_eq!(price.invalid_field(), Some("output"));
         price.output = f64::NAN;
         assert_eq!(price.invalid_field(), Some("output"));
+        let mut setting = setting(1.0, 0.1, 2.0);
+        assert_eq!(setting.invalid_field(), None);
+        setting.cache_write_1h = Some(-2.0);
+        assert_eq!(setting.invalid_field(), Some("cache_write_1h"));
     }
 }

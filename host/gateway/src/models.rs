@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use ctxhost_config::serve::ModelSetting;
+
 /// Known windows, by model-name prefix (the longest matching prefix wins). Provider prefixes
 /// such as `openai/` (OpenRouter's naming) are ignored.
 const KNOWN: &[(&str, u64)] = &[
@@ -41,11 +43,11 @@ pub struct ConfiguredModel<'a> {
 /// only a fallback, said by the `true` beside it: nothing names this model).
 pub fn window_of(
     model: &str,
-    overrides: &BTreeMap<String, u64>,
+    overrides: &BTreeMap<String, ModelSetting>,
     configured: &ConfiguredModel<'_>,
 ) -> (u64, bool) {
-    if let Some(window) = overrides.get(model) {
-        return (*window, false);
+    if let Some(window) = overrides.get(model).and_then(ModelSetting::window) {
+        return (window, false);
     }
     if model == configured.name {
         return (configured.context_length, false);
@@ -117,7 +119,7 @@ mod tests {
         assert_eq!(window_of("gpt-4o-mini", &none, &config), (128_000, false));
         // The config's own model keeps the window the config gives it.
         assert_eq!(window_of("gpt-4o", &none, &config).0, 32_000);
-        let overrides = BTreeMap::from([("gpt-4o".to_string(), 64_000)]);
+        let overrides = BTreeMap::from([("gpt-4o".to_string(), ModelSetting::Window(64_000))]);
         assert_eq!(window_of("gpt-4o", &overrides, &config).0, 64_000);
     }
 

@@ -1,6 +1,7 @@
 //! The `ctxhost run --plot` picture: context tokens per model call, one panel per engine, side
 //! by side on one y scale, with the threshold, the window, the no-engine baseline and a mark at
-//! each compression. Plain SVG 1.1, written by hand: no fonts or rendering crates needed, and
+//! each compression; under each panel, when the replay was priced, the dollars spent so far
+//! with the engine and with no engine. Plain SVG 1.1, written by hand: no fonts or rendering crates needed, and
 //! the same input always gives the same bytes.
 
 use std::fmt::Write;
@@ -20,6 +21,15 @@ pub struct Series {
     pub threshold: u64,
     /// The model's window (0: unknown).
     pub context_length: u64,
+    /// Dollars spent up to each call, when the replay was priced.
+    pub cost: Option<CostLines>,
+}
+
+/// Cumulative cost per call in millionths of a dollar, with the engine and with no engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CostLines {
+    pub engine: Vec<u64>,
+    pub no_engine: Vec<u64>,
 }
 
 /// One compression: at which call, and the context's size before and after.
@@ -37,6 +47,9 @@ const HEADER_HEIGHT: f64 = 50.0;
 const PLOT_HEIGHT: f64 = 350.0;
 const AXIS_HEIGHT: f64 = 50.0;
 const LEGEND_HEIGHT: f64 = 34.0;
+/// The dollars strip under each panel, when the replay was priced.
+const COST_GAP: f64 = 16.0;
+const COST_PLOT_HEIGHT: f64 = 170.0;
 const MARGIN_LEFT: f64 = 84.0;
 const MARGIN_RIGHT: f64 = 112.0;
 pub(super) const FONT: &str = "DejaVu Sans, Arial, sans-serif";
@@ -54,7 +67,14 @@ pub(super) const MUTED_COLOR: &str = "#666666";
 pub fn svg(title: &str, series: &[Series]) -> String {
     let panels = series.len().max(1);
     let width = PANEL_WIDTH * panels as f64;
-    let height = TITLE_HEIGHT + HEADER_HEIGHT + PLOT_HEIGHT + AXIS_HEIGHT + LEGEND_HEIGHT;
+    let priced = series.iter().any(|s| s.cost.is_some());
+    let cost_height = if priced {
+        COST_GAP + COST_PLOT_HEIGHT + AXIS_HEIGHT
+    } else {
+        0.0
+    };
+    let height =
+        TITLE_HEIGHT + HEADER_HEIGHT + PLOT_HEIGHT + AXIS_HEIGHT + cost_height + LEGEND_HEIGHT;
     let y_max = y_max(series);
     let mut out = String::with_capacity(8_192 + calls_in(series) * 40);
     let _ = write!(
@@ -81,6 +101,23 @@ pub fn svg(title: &str, series: &[Series]) -> String {
     }
     for (index, one) in series.iter().enumerate() {
         panel(&mut out, one, index, y_max);
+    }
+    let dollars_max = series
+        .iter()
+        .filter_map(|s| s.cost.as_ref())
+        .flat_map(|c| c.engine.iter().chain(&c.no_engine))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    for (index, one) in series.iter().enumerate() {
+        if let Some(cost) = &one.cost {
+            cost_panel(
+                &mut out,
+                cost,
+                index,
+                nice_ceiling((dollars_max as f64 * 1.08).max(100.0)),
+            );
+        }
     }
     legend(&mut out, series, width, height - LEGEND_HEIGHT / 2.0);
     out.push_str("</svg>\n");
@@ -329,7 +366,18 @@ fn plural(count: usize) -> &'static str {
 
 /// Grid lines, tick labels and axis titles.
 fn axes(out: &mut String, frame: &Frame) {
-    for tick in ticks(frame.y_max as u64, 6) {
+    axes_labelled(out, frame, short, "context tokens", 6);
+}
+
+/// The grid, the call ticks and the axis titles, y ticks written by `label`.
+fn axes_labelled(
+    out: &mut String,
+    frame: &Frame,
+    label: fn(u64) -> String,
+    y_title: &str,
+    y_ticks: u64,
+) {
+    for tick in ticks(frame.y_max as u64, y_ticks) {
         let y = frame.y(tick);
         let _ = write!(
             out,
@@ -339,7 +387,7 @@ fn axes(out: &mut String, frame: &Frame) {
             y = fmt(y),
             tx = fmt(frame.left - 8.0),
             ty = fmt(y + 4.0),
-            label = short(tick),
+            label = label(tick),
         );
     }
     if frame.calls > 0 {
@@ -358,12 +406,91 @@ fn axes(out: &mut String, frame: &Frame) {
     }
     let _ = write!(
         out,
-        r#"<text x="{}" y="{}" font-size="13" text-anchor="middle" fill="{TEXT_COLOR}">model call</text><text transform="translate({},{}) rotate(-90)" font-size="13" text-anchor="middle" fill="{TEXT_COLOR}">context tokens</text>"#,
+        r#"<text x="{}" y="{}" font-size="13" text-anchor="middle" fill="{TEXT_COLOR}">model call</text><text transform="translate({},{}) rotate(-90)" font-size="13" text-anchor="middle" fill="{TEXT_COLOR}">{}</text>"#,
         fmt((frame.left + frame.right) / 2.0),
         fmt(frame.bottom + 40.0),
         fmt(frame.left - 62.0),
-        fmt((frame.top + frame.bottom) / 2.0)
+        fmt((frame.top + frame.bottom) / 2.0),
+        escape(y_title)
     );
+}
+
+/// Millionths of a dollar as a tick label: `$12`, `$1.5`, `$0.25`, `$0.004`.
+fn dollar_label(micro: u64) -> String {
+    let dollars = micro as f64 / 1_000_000.0;
+    let text = if dollars >= 10.0 || dollars == 0.0 {
+        format!("{dollars:.0}")
+    } else if dollars >= 1.0 {
+        format!("{dollars:.1}")
+    } else if dollars >= 0.01 {
+        format!("{dollars:.2}")
+    } else {
+        format!("{dollars:.4}")
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("${text}")
+}
+
+/// The dollars spent up to each call, under the panel of the same engine.
+fn cost_panel(out: &mut String, cost: &CostLines, index: usize, y_max: u64) {
+    let x0 = PANEL_WIDTH * index as f64;
+    let top = TITLE_HEIGHT + HEADER_HEIGHT + PLOT_HEIGHT + AXIS_HEIGHT + COST_GAP;
+    let frame = Frame {
+        left: x0 + MARGIN_LEFT,
+        right: x0 + PANEL_WIDTH - MARGIN_RIGHT,
+        top,
+        bottom: top + COST_PLOT_HEIGHT,
+        calls: cost.engine.len(),
+        y_max: y_max as f64,
+    };
+    let clip = format!("cost-area-{index}");
+    let _ = write!(
+        out,
+        r#"<g class="cost"><defs><clipPath id="{clip}"><rect x="{x}" y="{y}" width="{w}" height="{h}"/></clipPath></defs>"#,
+        x = fmt(frame.left),
+        y = fmt(frame.top),
+        w = fmt(frame.right - frame.left),
+        h = fmt(frame.bottom - frame.top),
+    );
+    axes_labelled(out, &frame, dollar_label, "dollars spent", 4);
+    polyline(
+        out,
+        &frame,
+        &cost.no_engine,
+        BASELINE_COLOR,
+        1.4,
+        Some("6,4"),
+        "cost-baseline",
+        &clip,
+    );
+    polyline(
+        out,
+        &frame,
+        &cost.engine,
+        engine_color(index),
+        2.2,
+        None,
+        "cost-engine",
+        &clip,
+    );
+    let last = |line: &[u64]| line.last().copied().unwrap_or(0);
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" font-size="12" fill="{}">{}</text><text x="{}" y="{}" font-size="12" fill="{BASELINE_COLOR}">{}</text>"#,
+        fmt(frame.right + 6.0),
+        fmt(frame.y_in(last(&cost.engine)) + 4.0),
+        engine_color(index),
+        dollar_label(last(&cost.engine)),
+        fmt(frame.right + 6.0),
+        fmt(frame.y_in(last(&cost.no_engine)) + 4.0),
+        dollar_label(last(&cost.no_engine)),
+    );
+    frame_border(out, &frame);
+    out.push_str("</g>");
 }
 
 fn frame_border(out: &mut String, frame: &Frame) {
@@ -665,6 +792,7 @@ mod tests {
             compressions,
             threshold: 64_000,
             context_length: 128_000,
+            cost: None,
         }
     }
 
@@ -760,6 +888,7 @@ mod tests {
             compressions: vec![],
             threshold: 0,
             context_length: 0,
+            cost: None,
         };
         let svg_empty = svg("t", std::slice::from_ref(&empty));
         assert_balanced(&svg_empty);
@@ -796,6 +925,7 @@ mod tests {
                 .collect(),
             threshold: 800_000,
             context_length: 1_000_000,
+            cost: None,
             ..empty.clone()
         };
         let huge = svg("t", &[huge]);
@@ -815,6 +945,7 @@ mod tests {
             }],
             threshold: u64::MAX,
             context_length: u64::MAX,
+            cost: None,
         };
         assert_balanced(&svg("t", &[odd.clone(), empty, odd]));
     }

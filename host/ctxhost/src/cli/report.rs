@@ -2,7 +2,10 @@
 
 use std::fmt::Write;
 
+use ctxhost_core::costing::SessionCost;
 use ctxhost_core::replay::{Replay, Trigger};
+use ctxhost_costs::bill::format_dollars;
+use ctxhost_costs::price::Provider;
 
 /// `12345` → `12,345`.
 pub fn thousands(value: u64) -> String {
@@ -36,6 +39,9 @@ pub fn text(replay: &Replay) -> String {
         "session      {} ({} messages)",
         r.session_id, r.messages
     );
+    if let Some(cost) = &r.cost {
+        out.push_str(&cost_lines(&r.engine, cost));
+    }
     let _ = writeln!(
         out,
         "engine       {}    window {} tokens, compresses at {}",
@@ -102,6 +108,102 @@ pub fn text(replay: &Replay) -> String {
             let _ = writeln!(out, "  {error}");
         }
     }
+    out
+}
+
+/// The session's dollars with the engine against no engine, and how they were reckoned.
+fn cost_lines(engine: &str, cost: &SessionCost) -> String {
+    let mut out = String::new();
+    let verdict = if cost.saving_dollars >= 0.0 {
+        format!(
+            "saves {} ({:.1}%)",
+            format_dollars(cost.saving_dollars),
+            cost.saving_percent
+        )
+    } else {
+        format!(
+            "COSTS {} MORE ({:+.1}%)",
+            format_dollars(-cost.saving_dollars),
+            -cost.saving_percent
+        )
+    };
+    let _ = writeln!(
+        out,
+        "cost         {} with {engine}, {} with no engine: {verdict}",
+        format_dollars(cost.engine.total_dollars),
+        format_dollars(cost.no_engine.total_dollars),
+    );
+    let clock = match (cost.timed_calls, cost.calls.len()) {
+        (0, _) => format!("calls {} s apart", cost.pace_seconds),
+        (timed, calls) if timed == calls => "calls timed by the transcript".to_string(),
+        (timed, calls) => format!(
+            "{timed} of {calls} calls timed by the transcript, the others {} s apart",
+            cost.pace_seconds
+        ),
+    };
+    let pauses = match cost.pauses.len() {
+        0 => String::new(),
+        n => format!(", {n} pause{}", if n == 1 { "" } else { "s" }),
+    };
+    let ttl = match cost.provider {
+        Provider::Anthropic => format!(" {}", cost.cache_ttl.name()),
+        Provider::OpenAi => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "             {} ({}), {} prompt cache{ttl}; {clock}{pauses}",
+        cost.model, cost.prices, cost.provider
+    );
+    let tokens = &cost.engine.tokens;
+    let input = match cost.provider {
+        // OpenAI caches every prompt for free: nothing is billed as a write.
+        Provider::OpenAi => format!(
+            "{} uncached, {} read from the cache",
+            thousands(tokens.uncached),
+            thousands(tokens.cache_read)
+        ),
+        Provider::Anthropic => format!(
+            "{} uncached, {} written to the cache, {} read from it",
+            thousands(tokens.uncached),
+            thousands(tokens.cache_write),
+            thousands(tokens.cache_read)
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "             with {engine}: {input}; {} output",
+        thousands(tokens.output)
+    );
+    out
+}
+
+/// Two replays of one session side by side: dollars first, then input tokens.
+pub fn compare(a: &Replay, b: &Replay) -> String {
+    let mut out = String::new();
+    if let (Some(ca), Some(cb)) = (&a.cost, &b.cost) {
+        let _ = writeln!(
+            out,
+            "compare      {} costs {}, {} costs {}, no engine {}",
+            a.engine,
+            format_dollars(ca.engine.total_dollars),
+            b.engine,
+            format_dollars(cb.engine.total_dollars),
+            format_dollars(ca.no_engine.total_dollars)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}{} sends {} input tokens, {} sends {}",
+        if out.is_empty() {
+            "compare      "
+        } else {
+            "             "
+        },
+        a.engine,
+        thousands(a.total_input_tokens),
+        b.engine,
+        thousands(b.total_input_tokens)
+    );
     out
 }
 

@@ -7,8 +7,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use ctxhost_config::Override;
+use ctxhost_core::costing::{Costing, Pause};
 use ctxhost_core::replay::{replay, Replay};
 use ctxhost_core::SessionOptions;
+use ctxhost_costs::cache::Ttl;
+use ctxhost_costs::price::price_of;
 use ctxhost_sdk::Message;
 use ctxhost_wire::transcript::{self, Format, OutputFormat};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -55,6 +58,46 @@ pub struct RunArgs {
     /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
+    /// Price the calls as this model (its provider's prices and prompt cache) [default:
+    /// model.name]
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Seconds between two model calls the transcript gives no time for (Claude Code and Codex
+    /// logs do; the provider's cache expires after 5 minutes unused)
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_PACE_SECONDS, value_parser = seconds)]
+    pub pace: f64,
+    /// A break of SECONDS before model call AT (from 1), to see what a cold cache costs;
+    /// repeatable
+    #[arg(long, value_name = "AT:SECONDS", value_parser = pause)]
+    pub pause: Vec<Pause>,
+    /// The TTL of the cache breakpoints on Anthropic models: 5m or 1h
+    #[arg(long, value_name = "TTL", default_value = "5m", value_parser = |s: &str| s.parse::<Ttl>())]
+    pub cache_ttl: Ttl,
+}
+
+/// An agent's calls inside one turn come seconds apart, its turns minutes apart.
+const DEFAULT_PACE_SECONDS: f64 = 30.0;
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= 0.0 => Ok(value),
+        _ => Err(format!("`{text}` is not a number of seconds (0 or more)")),
+    }
+}
+
+fn pause(text: &str) -> Result<Pause, String> {
+    let (at, length) = text.split_once(':').ok_or_else(|| {
+        format!("`{text}` is not AT:SECONDS (e.g. 12:900, a 15-minute break before call 12)")
+    })?;
+    let before_call = at
+        .parse::<usize>()
+        .ok()
+        .filter(|&call| call >= 1)
+        .ok_or_else(|| format!("`{at}` in `{text}` is not a model call number (1 or more)"))?;
+    Ok(Pause {
+        before_call,
+        seconds: seconds(length)?,
+    })
 }
 
 pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -82,13 +125,20 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         engines.push(Some(compare.clone()));
     }
 
+    let costing = costing(&app, args, &messages);
     let mut replays = Vec::new();
     for name in &engines {
         let mut options = SessionOptions::new(&session_id);
         if !persistent {
             options = options.temporary();
         }
-        replays.push(replay_one(&app, name.as_deref(), &messages, options)?);
+        replays.push(replay_one(
+            &app,
+            name.as_deref(),
+            &messages,
+            costing.as_ref(),
+            options,
+        )?);
     }
 
     if let Some(path) = &args.out {
@@ -118,16 +168,17 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
         text = serde_json::to_string_pretty(&value)? + "\n";
     } else {
         text.push_str(&format!("format       {format}\n"));
+        if costing.is_none() {
+            text.push_str(&format!(
+                "cost         unknown: no price for {model} (set serve.models.{model}.price, or --model a known one)\n",
+                model = cost_model(&app, args)
+            ));
+        }
         let texts: Vec<String> = replays.iter().map(report::text).collect();
         text.push_str(&texts.join("\n"));
         if let [a, b] = replays.as_slice() {
-            text.push_str(&format!(
-                "\ncompare      {} sends {} input tokens, {} sends {}\n",
-                a.engine,
-                report::thousands(a.total_input_tokens),
-                b.engine,
-                report::thousands(b.total_input_tokens)
-            ));
+            text.push('\n');
+            text.push_str(&report::compare(a, b));
         }
     }
     // Standard output carries one thing: the final context when `--out -` asks for it there,
@@ -148,17 +199,46 @@ pub fn run(global: &GlobalArgs, args: &RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The model the calls are priced as.
+fn cost_model(app: &App, args: &RunArgs) -> String {
+    args.model
+        .clone()
+        .unwrap_or_else(|| app.engines.config().model.name.clone())
+}
+
+/// How to price the replay: `None` when the model has no price.
+fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
+    let model = cost_model(app, args);
+    let configured = app
+        .engines
+        .config()
+        .serve
+        .models
+        .get(&model)
+        .and_then(|setting| setting.price());
+    let price = price_of(&model, configured)?;
+    Some(Costing {
+        model,
+        price,
+        ttl: args.cache_ttl,
+        pace_seconds: args.pace,
+        pauses: args.pause.clone(),
+        times: transcript::message_times(messages),
+    })
+}
+
 fn replay_one(
     app: &App,
     engine: Option<&str>,
     messages: &[Message],
+    costing: Option<&Costing>,
     options: SessionOptions,
 ) -> anyhow::Result<Replay> {
     let mut session = app.open_session(engine, options)?;
     let bar = progress_bar(messages.len() as u64, session.engine(), "messages");
     let replay = app
         .runtime
-        .block_on(replay(&mut session, messages, |done, _| {
+        .block_on(replay(&mut session, messages, costing, |done, _| {
             bar.set_position(done as u64)
         }));
     bar.finish_and_clear();
@@ -200,6 +280,24 @@ fn series(replay: &Replay) -> plot::Series {
             .collect(),
         threshold: replay.threshold_tokens,
         context_length: replay.context_length,
+        cost: replay.cost.as_ref().map(|cost| {
+            let micro = |dollars: f64| (dollars * 1_000_000.0).round() as u64;
+            let mut engine = 0.0;
+            let mut no_engine = 0.0;
+            let (engine_line, no_engine_line) = cost
+                .calls
+                .iter()
+                .map(|call| {
+                    engine += call.engine_dollars;
+                    no_engine += call.no_engine_dollars;
+                    (micro(engine), micro(no_engine))
+                })
+                .unzip();
+            plot::CostLines {
+                engine: engine_line,
+                no_engine: no_engine_line,
+            }
+        }),
     }
 }
 

@@ -190,7 +190,14 @@ impl Turn {
         let settings = &gateway.settings;
         let configured = &settings.model;
         let (model_window, guessed) = match request.feature_window {
-            Some(window) if !settings.models.contains_key(request.model) => (window, false),
+            Some(window)
+                if !settings
+                    .models
+                    .get(request.model)
+                    .is_some_and(|m| m.window().is_some()) =>
+            {
+                (window, false)
+            }
             _ => window_of(
                 request.model,
                 &settings.models,

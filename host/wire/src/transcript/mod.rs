@@ -10,8 +10,10 @@ mod hermes;
 mod jsonl;
 mod openai;
 mod origin;
+mod times;
 mod write;
 
+pub use times::message_times;
 pub use write::{write, OutputFormat};
 
 use std::path::Path;

@@ -1,0 +1,356 @@
+//! A replay's model calls priced: what each call's prompt costs with the engine's view and with
+//! no engine (the whole history), each against its own simulated prompt cache, on a clock the
+//! transcript's timestamps (or a pace) give.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use ctxhost_costs::bill::Dollars;
+use ctxhost_costs::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
+use ctxhost_costs::price::{ModelPrice, Provider};
+use ctxhost_sdk::{Content, Message};
+use serde::Serialize;
+
+/// How to price a replay.
+#[derive(Debug, Clone)]
+pub struct Costing {
+    /// The model whose prices apply.
+    pub model: String,
+    pub price: ModelPrice,
+    /// The TTL of the cache breakpoints (Anthropic).
+    pub ttl: Ttl,
+    /// Seconds between two calls when the transcript does not say when they happened.
+    pub pace_seconds: f64,
+    /// Breaks added before given calls.
+    pub pauses: Vec<Pause>,
+    /// When each transcript message happened (seconds on any one clock), where the transcript
+    /// says so: one entry per message, or empty.
+    pub times: Vec<Option<f64>>,
+}
+
+/// A break of `seconds` before model call `before_call` (counted from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pause {
+    pub before_call: usize,
+    pub seconds: f64,
+}
+
+/// One model call's input and output, priced.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CallCost {
+    /// Seconds since the first call.
+    pub at_seconds: f64,
+    pub engine: CallTokens,
+    pub no_engine: CallTokens,
+    pub engine_dollars: f64,
+    pub no_engine_dollars: f64,
+}
+
+/// A session's calls added up.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Priced {
+    pub tokens: CallTokens,
+    pub dollars: Dollars,
+    pub total_dollars: f64,
+}
+
+impl Priced {
+    fn add(&mut self, tokens: CallTokens, dollars: Dollars) {
+        self.tokens += tokens;
+        self.dollars += dollars;
+        self.total_dollars = self.dollars.total();
+    }
+}
+
+/// What a replayed session cost with its engine, and with no engine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionCost {
+    pub model: String,
+    pub provider: Provider,
+    /// Where the prices come from (`claude-sonnet- prices of 2026-03`, `prices from the config`).
+    pub prices: String,
+    pub cache_ttl: Ttl,
+    /// Calls whose time came from the transcript (the others are `pace_seconds` apart).
+    pub timed_calls: usize,
+    pub pace_seconds: f64,
+    pub pauses: Vec<Pause>,
+    /// Seconds from the first call to the last.
+    pub duration_seconds: f64,
+    pub engine: Priced,
+    pub no_engine: Priced,
+    /// What the engine saved against no engine (negative: it cost more).
+    pub saving_dollars: f64,
+    /// The saving as a share of no engine's cost, in per cent.
+    pub saving_percent: f64,
+    pub calls: Vec<CallCost>,
+}
+
+/// Follows a replay: the engine's view and the whole history as the provider's caches see them.
+pub(crate) struct Meter<'a> {
+    costing: &'a Costing,
+    rules: CacheRules,
+    engine_cache: PromptCache,
+    no_engine_cache: PromptCache,
+    engine_blocks: Vec<Block>,
+    no_engine_blocks: Vec<Block>,
+    /// Content hashes by message stamp: a message is hashed once however often it is sent.
+    keys: HashMap<ctxhost_sdk::Stamp, u64>,
+    clock: Clock,
+    calls: Vec<CallCost>,
+    engine: Priced,
+    no_engine: Priced,
+}
+
+/// The time of each call.
+struct Clock {
+    /// Seconds since the first call, as of the last one.
+    now: Option<f64>,
+    /// The transcript's time of the first timed call, and the clock's then.
+    origin: Option<(f64, f64)>,
+    /// Pauses added so far.
+    paused: f64,
+    timed: usize,
+}
+
+impl Clock {
+    /// The time of call `call` (from 1), whose message happened at `time` if known.
+    fn tick(&mut self, call: usize, time: Option<f64>, costing: &Costing) -> f64 {
+        self.paused += costing
+            .pauses
+            .iter()
+            .filter(|pause| pause.before_call == call)
+            .map(|pause| pause.seconds)
+            .sum::<f64>();
+        let paced = self.now.map_or(0.0, |now| now + costing.pace_seconds);
+        let at = match (time, self.origin) {
+            (Some(time), Some((first, clock_then))) => {
+                self.timed += 1;
+                // Never backwards: a clock set back on the recording machine is not a pause.
+                (clock_then + (time - first)).max(self.now.unwrap_or(0.0))
+            }
+            (Some(time), None) => {
+                self.timed += 1;
+                let at = self.now.map_or(0.0, |_| paced);
+                self.origin = Some((time, at));
+                at
+            }
+            (None, _) => paced,
+        };
+        // Pauses shift this call and every later one.
+        let at_paused = at + self.paused;
+        self.now = Some(at);
+        at_paused
+    }
+}
+
+/// A hash of what the provider reads of `message`: its role, content, tool calls and the
+/// ids that tie results to calls (not the extra fields a transcript carries along).
+fn content_key(message: &Message) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    message.role().hash(&mut hasher);
+    match message.content() {
+        Content::Absent => 0u8.hash(&mut hasher),
+        Content::Null => 1u8.hash(&mut hasher),
+        Content::Text(text) => (2u8, text.as_str()).hash(&mut hasher),
+        Content::Json(json) => (3u8, json.as_str()).hash(&mut hasher),
+    }
+    for call in message.tool_calls() {
+        (call.id(), call.name(), call.arguments()).hash(&mut hasher);
+    }
+    message.tool_call_id().hash(&mut hasher);
+    message.name().hash(&mut hasher);
+    hasher.finish()
+}
+
+impl<'a> Meter<'a> {
+    pub(crate) fn new(costing: &'a Costing) -> Meter<'a> {
+        let rules = CacheRules::for_model(&costing.price, costing.ttl);
+        Meter {
+            costing,
+            rules,
+            engine_cache: PromptCache::new(rules),
+            no_engine_cache: PromptCache::new(rules),
+            engine_blocks: Vec::new(),
+            no_engine_blocks: Vec::new(),
+            keys: HashMap::new(),
+            clock: Clock {
+                now: None,
+                origin: None,
+                paused: 0.0,
+                timed: 0,
+            },
+            calls: Vec::new(),
+            engine: Priced::default(),
+            no_engine: Priced::default(),
+        }
+    }
+
+    fn block(&mut self, message: &Message, tokens: u64) -> Block {
+        let key = *self
+            .keys
+            .entry(message.stamp())
+            .or_insert_with(|| content_key(message));
+        Block { key, tokens }
+    }
+
+    /// `message` joined the conversation: the view and the history both end with it.
+    pub(crate) fn appended(&mut self, message: &Message, tokens: u64) {
+        let block = self.block(message, tokens);
+        self.engine_blocks.push(block);
+        self.no_engine_blocks.push(block);
+    }
+
+    /// The engine replaced its view.
+    pub(crate) fn view_replaced(&mut self, view: &[Message], count: impl Fn(&Message) -> u64) {
+        self.engine_blocks = view
+            .iter()
+            .map(|message| self.block(message, count(message)))
+            .collect();
+    }
+
+    /// Model call `call` (from 1), made for the transcript's message `index`, answered with
+    /// `output` tokens.
+    pub(crate) fn call(&mut self, call: usize, index: usize, output: u64) {
+        let time = self.costing.times.get(index).copied().flatten();
+        let at = self.clock.tick(call, time, self.costing);
+        let price = &self.costing.price.price;
+        let ttl = self.rules.ttl();
+        let engine = self.engine_cache.send(
+            at,
+            &self.engine_blocks,
+            &agent_breakpoints(self.engine_blocks.len()),
+            output,
+        );
+        let no_engine = self.no_engine_cache.send(
+            at,
+            &self.no_engine_blocks,
+            &agent_breakpoints(self.no_engine_blocks.len()),
+            output,
+        );
+        let engine_dollars = Dollars::of(&engine, price, ttl);
+        let no_engine_dollars = Dollars::of(&no_engine, price, ttl);
+        self.engine.add(engine, engine_dollars);
+        self.no_engine.add(no_engine, no_engine_dollars);
+        self.calls.push(CallCost {
+            at_seconds: at,
+            engine,
+            no_engine,
+            engine_dollars: engine_dollars.total(),
+            no_engine_dollars: no_engine_dollars.total(),
+        });
+    }
+
+    pub(crate) fn finish(self) -> SessionCost {
+        let saving_dollars = self.no_engine.total_dollars - self.engine.total_dollars;
+        let saving_percent = if self.no_engine.total_dollars > 0.0 {
+            saving_dollars / self.no_engine.total_dollars * 100.0
+        } else {
+            0.0
+        };
+        SessionCost {
+            model: self.costing.model.clone(),
+            provider: self.costing.price.provider,
+            prices: self.costing.price.source.to_string(),
+            cache_ttl: self.rules.ttl(),
+            timed_calls: self.clock.timed,
+            pace_seconds: self.costing.pace_seconds,
+            pauses: self.costing.pauses.clone(),
+            duration_seconds: self.calls.last().map_or(0.0, |c| c.at_seconds),
+            engine: self.engine,
+            no_engine: self.no_engine,
+            saving_dollars,
+            saving_percent,
+            calls: self.calls,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxhost_costs::price::price_of;
+
+    fn costing(model: &str, times: Vec<Option<f64>>, pauses: Vec<Pause>) -> Costing {
+        Costing {
+            model: model.to_string(),
+            price: price_of(model, None).unwrap(),
+            ttl: Ttl::FiveMinutes,
+            pace_seconds: 10.0,
+            pauses,
+            times,
+        }
+    }
+
+    #[test]
+    fn calls_follow_the_transcripts_clock_then_the_pace_and_pauses_shift_later_calls() {
+        let costing = costing(
+            "claude-sonnet-4-5",
+            vec![None, Some(1000.0), None, Some(1400.0), None],
+            vec![Pause {
+                before_call: 3,
+                seconds: 600.0,
+            }],
+        );
+        let mut clock = Clock {
+            now: None,
+            origin: None,
+            paused: 0.0,
+            timed: 0,
+        };
+        assert_eq!(clock.tick(1, costing.times[0], &costing), 0.0);
+        // The first timed call sets the origin: paced from the call before.
+        assert_eq!(clock.tick(2, costing.times[1], &costing), 10.0);
+        // Untimed: paced, plus the 600 s pause before call 3.
+        assert_eq!(clock.tick(3, costing.times[2], &costing), 620.0);
+        // Timed again: 400 s after the first timed call, and the pause still counts.
+        assert_eq!(clock.tick(4, costing.times[3], &costing), 1010.0);
+        assert_eq!(clock.tick(5, costing.times[4], &costing), 1020.0);
+        assert_eq!(clock.timed, 2);
+    }
+
+    #[test]
+    fn the_same_content_has_the_same_key_and_extra_fields_do_not_count() {
+        let a = Message::user("hello");
+        let mut b = Message::user("hello");
+        b.set_extra_field("timestamp", Some(serde_json::json!("2026-01-01T00:00:00Z")));
+        assert_eq!(content_key(&a), content_key(&b));
+        assert_ne!(content_key(&a), content_key(&Message::user("hello!")));
+        assert_ne!(content_key(&a), content_key(&Message::assistant("hello")));
+    }
+
+    #[test]
+    fn a_compression_rewrites_the_cached_view_and_no_engine_keeps_reading() {
+        let costing = costing("claude-sonnet-4-5", Vec::new(), Vec::new());
+        let mut meter = Meter::new(&costing);
+        let system = Message::system("s");
+        meter.appended(&system, 2000);
+        for call in 1..=3 {
+            let user = Message::user(format!("question {call}"));
+            meter.appended(&user, 600);
+            meter.call(call, 0, 50);
+            meter.appended(&Message::assistant(format!("answer {call}")), 50);
+        }
+        // The engine keeps the system prompt and a summary of 500 tokens.
+        let summary = Message::user("summary");
+        meter.view_replaced(&[system.clone(), summary.clone()], |m| {
+            if m.is_system() {
+                2000
+            } else {
+                500
+            }
+        });
+        meter.appended(&Message::user("question 4"), 600);
+        meter.call(4, 0, 50);
+        let cost = meter.finish();
+        let last = cost.calls[3];
+        // The engine reads the system prompt, writes the summary and the question.
+        assert_eq!(last.engine.cache_read, 2000);
+        assert_eq!(last.engine.cache_write, 1100);
+        // No engine reads what it sent at call 3 and writes the answer to it and the question.
+        assert_eq!(last.no_engine.cache_read, 2000 + 3 * 600 + 2 * 50);
+        assert_eq!(last.no_engine.cache_write, 650);
+        assert_eq!(cost.engine.tokens.output, 200);
+        let expected = cost.no_engine.total_dollars - cost.engine.total_dollars;
+        assert!((cost.saving_dollars - expected).abs() < 1e-12);
+    }
+}

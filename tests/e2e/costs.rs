@@ -1,0 +1,204 @@
+//! `ctxhost run` in dollars: each call's prompt priced against the provider's simulated prompt
+//! cache, with the engine and with no engine.
+
+use ctxhost_tests::{long_session, workspace_root, Sandbox};
+use serde_json::Value;
+
+fn priced(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let run = sandbox.ctxhost(args);
+    assert!(run.success(), "{args:?}: {}", run.stderr);
+    run.json()["runs"][0].clone()
+}
+
+fn long_transcript(sandbox: &Sandbox) -> String {
+    let mut session = long_session();
+    session.truncate(160);
+    let path = sandbox.write_json("long.json", &Value::Array(session));
+    path.to_str().unwrap().to_string()
+}
+
+fn dollars(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("{value} is a number"))
+}
+
+#[test]
+fn every_call_is_priced_with_and_without_the_engine_and_the_totals_add_up() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("model:\n  name: claude-sonnet-4-5\n  context_length: 16000\n");
+    let transcript = long_transcript(&sandbox);
+    let report = priced(&sandbox, &["run", &transcript, "--json"]);
+    let cost = &report["cost"];
+    assert_eq!(cost["provider"], "anthropic", "{cost}");
+    assert_eq!(cost["model"], "claude-sonnet-4-5");
+    let calls = cost["calls"].as_array().unwrap();
+    let points = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), points.len());
+    assert!(
+        report["compressions"].as_array().unwrap().len() >= 2,
+        "the session compresses"
+    );
+    let (mut engine, mut no_engine) = (0.0, 0.0);
+    for (call, point) in calls.iter().zip(points) {
+        // Every input token is billed exactly once: uncached, written or read.
+        let input = |side: &Value| {
+            ["uncached", "cache_write", "cache_read"]
+                .iter()
+                .map(|k| side[k].as_u64().unwrap())
+                .sum::<u64>()
+        };
+        assert_eq!(input(&call["engine"]), point["tokens"].as_u64().unwrap());
+        assert_eq!(
+            input(&call["no_engine"]),
+            point["baseline_tokens"].as_u64().unwrap()
+        );
+        engine += dollars(&call["engine_dollars"]);
+        no_engine += dollars(&call["no_engine_dollars"]);
+    }
+    assert!((dollars(&cost["engine"]["total_dollars"]) - engine).abs() < 1e-9);
+    assert!((dollars(&cost["no_engine"]["total_dollars"]) - no_engine).abs() < 1e-9);
+    assert!(
+        (dollars(&cost["saving_dollars"]) - (no_engine - engine)).abs() < 1e-9,
+        "{cost}"
+    );
+    // Sonnet's price by hand: the engine's tokens of each kind times their price.
+    let tokens = &cost["engine"]["tokens"];
+    let count = |k: &str| tokens[k].as_u64().unwrap() as f64;
+    let by_hand = (count("uncached") * 3.0
+        + count("cache_write") * 3.75
+        + count("cache_read") * 0.3
+        + count("output") * 15.0)
+        / 1e6;
+    assert!((by_hand - engine).abs() < 1e-9, "{by_hand} vs {engine}");
+}
+
+#[test]
+fn a_pause_past_the_caches_life_makes_the_next_call_write_everything_again() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("model:\n  name: claude-haiku-4-5\n  context_length: 64000\n");
+    let transcript = long_transcript(&sandbox);
+    let steady = priced(&sandbox, &["run", &transcript, "--json"]);
+    let paused = priced(
+        &sandbox,
+        &["run", &transcript, "--json", "--pause", "20:301"],
+    );
+    let call = |report: &Value, n: usize| report["cost"]["calls"][n - 1].clone();
+    // Calls 30 s apart keep the cache warm: call 20 reads what call 19 sent.
+    assert!(
+        call(&steady, 20)["no_engine"]["cache_read"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // After 5 minutes and a second the cache is cold: nothing read, the prompt written again.
+    let cold = call(&paused, 20)["no_engine"].clone();
+    assert_eq!(cold["cache_read"], 0, "{cold}");
+    assert!(cold["cache_write"].as_u64().unwrap() > 0);
+    assert_eq!(call(&paused, 20)["at_seconds"], 19.0 * 30.0 + 301.0);
+    let total = |report: &Value| dollars(&report["cost"]["no_engine"]["total_dollars"]);
+    assert!(total(&paused) > total(&steady));
+    assert_eq!(paused["cost"]["pauses"][0]["before_call"], 20);
+    // A bad pause is one line naming the form.
+    let bad = sandbox.ctxhost(&["run", &transcript, "--pause", "0:30"]);
+    assert!(!bad.success());
+    assert!(
+        bad.stderr.contains("not a model call number"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn a_claude_code_log_times_its_calls_by_its_own_timestamps() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config("model:\n  name: claude-opus-4-5\n  context_length: 200000\n");
+    let log = workspace_root().join("tests/fixtures/transcripts/claude-code.jsonl");
+    let log = log.to_str().unwrap();
+    let report = priced(&sandbox, &["run", log, "--json"]);
+    let cost = &report["cost"];
+    let calls = cost["calls"].as_array().unwrap();
+    assert!(!calls.is_empty());
+    assert_eq!(cost["timed_calls"].as_u64().unwrap(), calls.len() as u64);
+    let text = sandbox.ctxhost(&["run", log]);
+    assert!(text.success(), "{}", text.stderr);
+    assert!(
+        text.stdout.contains("calls timed by the transcript"),
+        "{}",
+        text.stdout
+    );
+    // The dollar line leads, the tokens follow.
+    let cost_line = text.stdout.find("cost         $").expect("a dollar line");
+    let tokens_line = text.stdout.find("input tokens").expect("a token line");
+    assert!(cost_line < tokens_line, "{}", text.stdout);
+}
+
+#[test]
+fn a_configured_price_prices_the_replay_and_a_bad_one_is_refused_in_one_line() {
+    let sandbox = Sandbox::new();
+    sandbox.write_config(
+        "model:\n  name: my-finetune\n  context_length: 16000\nserve:\n  models:\n    my-finetune:\n      provider: openai\n      price: {input: 1, cache_read: 0.25, output: 2}\n",
+    );
+    let transcript = long_transcript(&sandbox);
+    let report = priced(&sandbox, &["run", &transcript, "--json"]);
+    let cost = &report["cost"];
+    assert_eq!(cost["prices"], "prices from the config", "{cost}");
+    assert_eq!(cost["provider"], "openai");
+    let tokens = &cost["engine"]["tokens"];
+    let count = |k: &str| tokens[k].as_u64().unwrap() as f64;
+    // OpenAI writes the cache for free: nothing is billed as a write.
+    assert_eq!(count("cache_write"), 0.0);
+    let by_hand = (count("uncached") + count("cache_read") * 0.25 + count("output") * 2.0) / 1e6;
+    assert!((by_hand - dollars(&cost["engine"]["total_dollars"])).abs() < 1e-9);
+
+    sandbox.write_config(
+        "model:\n  name: my-finetune\nserve:\n  models:\n    my-finetune:\n      provider: openai\n      price: {input: -1, cache_read: 0.25, output: 2}\n",
+    );
+    let bad = sandbox.ctxhost(&["run", &transcript]);
+    assert!(!bad.success());
+    assert!(
+        bad.stderr.contains("serve.models.my-finetune.price.input"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+
+    // A model nobody priced: the report says so and how to fix it, and still runs.
+    sandbox.write_config("model:\n  name: my-finetune\n  context_length: 16000\n");
+    let unpriced = sandbox.ctxhost(&["run", &transcript]);
+    assert!(unpriced.success(), "{}", unpriced.stderr);
+    assert!(
+        unpriced
+            .stdout
+            .contains("no price for my-finetune (set serve.models.my-finetune.price"),
+        "{}",
+        unpriced.stdout
+    );
+}
+
+#[test]
+fn the_plot_draws_the_dollars_spent_under_the_tokens() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config("model:\n  name: gpt-5\n  context_length: 16000\n");
+    let transcript = long_transcript(&sandbox);
+    let plot = sandbox.path().join("cost.svg");
+    let run = sandbox.ctxhost(&[
+        "run",
+        &transcript,
+        "--compare",
+        "window",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("compare      compressor costs $"),
+        "{}",
+        run.stdout
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert_eq!(svg.matches(r#"<g class="cost">"#).count(), 2);
+    assert!(svg.contains("dollars spent"));
+    assert!(svg.contains(r#"class="cost-engine""#) && svg.contains(r#"class="cost-baseline""#));
+}
