@@ -80,12 +80,16 @@ fn run_with_out_and(
 ) -> (Run, std::path::PathBuf) {
     let path = sandbox.write_json("t.json", transcript);
     let out = sandbox.path().join("out.json");
+    // These tests are about what an engine does when it compresses: every compression it asks
+    // for runs (the token-only policy), whatever the cache would say.
     let mut args = vec![
         "run",
         path.to_str().unwrap(),
         "--json",
         "--out",
         out.to_str().unwrap(),
+        "--policy",
+        "tokens",
     ];
     args.extend_from_slice(extra);
     let run = sandbox.ctxhost(&args);

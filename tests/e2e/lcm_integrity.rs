@@ -303,7 +303,15 @@ fn two_processes_starting_one_session_of_a_fresh_store_at_once_make_one_conversa
 fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated() {
     let sandbox = sandbox("");
     let path = transcript();
-    let run = sandbox.ctxhost(&["run", path.to_str().unwrap(), "--session", "readable"]);
+    // Every compression lcm asks for runs, so that its summaries condense.
+    let run = sandbox.ctxhost(&[
+        "run",
+        path.to_str().unwrap(),
+        "--session",
+        "readable",
+        "--policy",
+        "tokens",
+    ]);
     assert!(run.success(), "{}", run.stderr);
     let store = rusqlite::Connection::open(sandbox.home().join("data/lcm/lcm.sqlite")).unwrap();
     let mut stmt = store

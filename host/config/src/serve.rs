@@ -327,6 +327,10 @@ pub struct CompressionSettings {
     /// the compression being prepared before it waits on as a synchronous compression would
     /// (said in the log). A request that fits never waits for one.
     pub wait_seconds: f64,
+    /// Compress when it pays against the provider's prompt cache: early on a cold cache, on a
+    /// warm one only when the window requires it or the rewrite pays back (`false`: whenever
+    /// the engine asks). `ctxhost run` follows it (`--policy` overrides).
+    pub cache_aware: bool,
 }
 
 impl Default for CompressionSettings {
@@ -335,6 +339,7 @@ impl Default for CompressionSettings {
             background: true,
             margin: 0.1,
             wait_seconds: 2.0,
+            cache_aware: true,
         }
     }
 }

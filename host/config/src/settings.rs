@@ -280,6 +280,8 @@ pub const HOST_SETTINGS: &[Setting] = &[
         "how near the threshold starts one, as a share of the window"),
     setting("serve.compression.wait_seconds", Number, Is("2"), PositiveSeconds, "1",
         "how long a request that would not fit waits for the compression being prepared before waiting on (logged)"),
+    setting("serve.compression.cache_aware", Bool, Is("true"), Check::Any, "false",
+        "compress when it pays against the prompt cache: early on a cold cache, on a warm one when the window requires it or the rewrite pays back (`ctxhost run` follows it; `false`: whenever the engine asks)"),
     setting("serve.client_compaction", Choice(&["engine", "upstream", "passthrough"]), Is("engine"), Check::Any, "upstream",
         "who answers the agent's own compaction: `engine`, `upstream` or `passthrough` (above)"),
     setting("serve.count_tokens", Choice(&["view", "passthrough"]), Is("view"), Check::Any, "passthrough",

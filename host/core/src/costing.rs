@@ -2,11 +2,12 @@
 //! no engine (the whole history), each against its own simulated prompt cache, on a clock the
 //! transcript's timestamps (or a pace) give.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 
 use ctxhost_costs::bill::Dollars;
 use ctxhost_costs::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
+use ctxhost_costs::policy::{CachePolicy, Moment, Why};
 use ctxhost_costs::price::{ModelPrice, Provider};
 use ctxhost_sdk::{Content, Message};
 use serde::Serialize;
@@ -26,6 +27,8 @@ pub struct Costing {
     /// When each transcript message happened (seconds on any one clock), where the transcript
     /// says so: one entry per message, or empty.
     pub times: Vec<Option<f64>>,
+    /// Compress when it pays against the cache (`None`: whenever the engine asks).
+    pub policy: Option<CachePolicy>,
 }
 
 /// A break of `seconds` before model call `before_call` (counted from 1).
@@ -82,6 +85,11 @@ pub struct SessionCost {
     pub saving_dollars: f64,
     /// The saving as a share of no engine's cost, in per cent.
     pub saving_percent: f64,
+    /// Whether compressions waited for the cache (`false`: whenever the engine asked).
+    pub cache_aware: bool,
+    /// The cache-aware policy's decisions by reason (`pays_back`, `would_not_pay_back`, ...),
+    /// counted at each call where the engine asked or the cache was cold.
+    pub decisions: BTreeMap<&'static str, u64>,
     pub calls: Vec<CallCost>,
 }
 
@@ -96,6 +104,9 @@ pub(crate) struct Meter<'a> {
     /// Content hashes by message stamp: a message is hashed once however often it is sent.
     keys: HashMap<ctxhost_sdk::Stamp, u64>,
     clock: Clock,
+    /// The time of the call being made.
+    at: f64,
+    decisions: BTreeMap<&'static str, u64>,
     calls: Vec<CallCost>,
     engine: Priced,
     no_engine: Priced,
@@ -179,6 +190,8 @@ impl<'a> Meter<'a> {
                 paused: 0.0,
                 timed: 0,
             },
+            at: 0.0,
+            decisions: BTreeMap::new(),
             calls: Vec::new(),
             engine: Priced::default(),
             no_engine: Priced::default(),
@@ -208,11 +221,31 @@ impl<'a> Meter<'a> {
             .collect();
     }
 
-    /// Model call `call` (from 1), made for the transcript's message `index`, answered with
-    /// `output` tokens.
-    pub(crate) fn call(&mut self, call: usize, index: usize, output: u64) {
+    /// Model call `call` (from 1) is about to be made for the transcript's message `index`.
+    pub(crate) fn begin_call(&mut self, call: usize, index: usize) {
         let time = self.costing.times.get(index).copied().flatten();
-        let at = self.clock.tick(call, time, self.costing);
+        self.at = self.clock.tick(call, time, self.costing);
+    }
+
+    /// Whether to compress before the call begun, by the cache-aware policy (`None`: there is
+    /// none, the engine's answer stands). Counted unless the engine did not ask and the cache
+    /// was warm.
+    pub(crate) fn decide(&mut self, moment: Moment) -> Option<Why> {
+        let policy = self.costing.policy?;
+        let moment = Moment {
+            cache_warm: self.engine_cache.is_warm(self.at, &self.engine_blocks),
+            ..moment
+        };
+        let why = policy.decide(&moment, &self.costing.price.price, self.rules.ttl());
+        if why != Why::EngineDidNotAsk {
+            *self.decisions.entry(why.name()).or_default() += 1;
+        }
+        Some(why)
+    }
+
+    /// The call begun goes out, answered with `output` tokens.
+    pub(crate) fn call(&mut self, output: u64) {
+        let at = self.at;
         let price = &self.costing.price.price;
         let ttl = self.rules.ttl();
         let engine = self.engine_cache.send(
@@ -260,6 +293,8 @@ impl<'a> Meter<'a> {
             no_engine: self.no_engine,
             saving_dollars,
             saving_percent,
+            cache_aware: self.costing.policy.is_some(),
+            decisions: self.decisions,
             calls: self.calls,
         }
     }
@@ -278,6 +313,7 @@ mod tests {
             pace_seconds: 10.0,
             pauses,
             times,
+            policy: None,
         }
     }
 
@@ -327,7 +363,8 @@ mod tests {
         for call in 1..=3 {
             let user = Message::user(format!("question {call}"));
             meter.appended(&user, 600);
-            meter.call(call, 0, 50);
+            meter.begin_call(call, 0);
+            meter.call(50);
             meter.appended(&Message::assistant(format!("answer {call}")), 50);
         }
         // The engine keeps the system prompt and a summary of 500 tokens.
@@ -340,7 +377,8 @@ mod tests {
             }
         });
         meter.appended(&Message::user("question 4"), 600);
-        meter.call(4, 0, 50);
+        meter.begin_call(4, 0);
+        meter.call(50);
         let cost = meter.finish();
         let last = cost.calls[3];
         // The engine reads the system prompt, writes the summary and the question.

@@ -11,6 +11,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::costing::{Costing, Meter, SessionCost};
+use ctxhost_costs::policy::Moment;
+
+/// Before any compression in the session, the policy guesses one leaves half the context.
+const DEFAULT_EXPECTED_RATIO: f64 = 0.5;
 use crate::session::{Session, SessionError};
 
 /// One model call: the tokens sent with the engine and with no engine.
@@ -27,6 +31,9 @@ pub struct CallPoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
+    /// The cache was cold and the context past the policy's lower threshold: a compression
+    /// the engine had not asked for yet, while rewriting the prefix costs nothing extra.
+    ColdCache,
     /// `should_compress_preflight` before a call.
     Preflight,
     /// `should_compress` on the prompt tokens of the call before.
@@ -127,11 +134,19 @@ pub async fn replay(
     // call, once the tool results and user turns in between have arrived, as in an agent loop
     // (an engine is never handed a tool call whose results are still on their way).
     let mut compress_before_next_call = false;
+    // What the last compression left of its context: the policy's guess for the next one.
+    let mut last_ratio: Option<f64> = None;
+    // The call and context size the policy measures the context's growth from: the first
+    // call, then each compression.
+    let mut growth_since: Option<(usize, u64)> = None;
 
     for (index, message) in transcript.iter().enumerate() {
         if message.is_assistant() {
             let call = calls.len() + 1;
-            let trigger = if compress_before_next_call {
+            if let Some(meter) = meter.as_mut() {
+                meter.begin_call(call, index);
+            }
+            let asked = if compress_before_next_call {
                 Some(Trigger::Threshold)
             } else {
                 match session.should_compress_preflight(context.clone()).await {
@@ -143,15 +158,40 @@ pub async fn replay(
                     }
                 }
             };
+            // The cache-aware policy holds a compression the cache would pay more for than it
+            // saves, and compresses early on a cold cache.
+            let moment = Moment {
+                context_tokens,
+                window: session.context_length(),
+                threshold: threshold_tokens,
+                engine_asks: asked.is_some(),
+                cache_warm: true,
+                expected_ratio: last_ratio.unwrap_or(DEFAULT_EXPECTED_RATIO),
+                calls_so_far: calls.len() as u64,
+                growth_per_call: growth_since.map_or(0.0, |(call, tokens)| {
+                    let calls_since = (calls.len() + 1).saturating_sub(call).max(1);
+                    context_tokens.saturating_sub(tokens) as f64 / calls_since as f64
+                }),
+            };
+            let trigger = match meter.as_mut().and_then(|meter| meter.decide(moment)) {
+                None => asked,
+                Some(why) if why.compresses() => asked.or(Some(Trigger::ColdCache)),
+                Some(_) => None,
+            };
             if let Some(trigger) = trigger {
                 let event = compress(session, &mut context, call, trigger).await;
+                if event.error.is_none() && event.tokens_before > 0 {
+                    last_ratio = Some(event.tokens_after as f64 / event.tokens_before as f64);
+                }
                 context_tokens = event.tokens_after;
+                growth_since = Some((call, context_tokens));
                 if let Some(meter) = meter.as_mut() {
                     meter.view_replaced(&context, |m| session.count_message(m));
                 }
                 compressed_once |= event.error.is_none();
                 compressions.push(event);
             }
+            growth_since.get_or_insert((call, context_tokens));
             calls.push(CallPoint {
                 call,
                 tokens: context_tokens,
@@ -170,7 +210,7 @@ pub async fn replay(
             });
             let prompt_tokens = usage.prompt_tokens;
             if let Some(meter) = meter.as_mut() {
-                meter.call(call, index, usage.completion_tokens);
+                meter.call(usage.completion_tokens);
             }
             note(session.record_usage(usage).await, &mut errors);
             append(

@@ -1,5 +1,6 @@
 //! What a session costs: each provider's prices per model ([`price`]), a simulation of its
-//! prompt cache ([`cache`]), and tokens into dollars ([`bill`]).
+//! prompt cache ([`cache`]), tokens into dollars ([`bill`]), and when a compression is worth
+//! its rewrite of the cache ([`policy`]).
 //!
 //! Providers bill a prompt's input three ways: read from no cache, written to the cache, read
 //! from it. A compression rewrites the prompt's prefix, so the call after it writes the new
@@ -8,4 +9,5 @@
 
 pub mod bill;
 pub mod cache;
+pub mod policy;
 pub mod price;

@@ -63,6 +63,7 @@ pub fn text(replay: &Replay) -> String {
         let trigger = match c.trigger {
             Trigger::Preflight => "preflight",
             Trigger::Threshold => "threshold",
+            Trigger::ColdCache => "cold cache",
         };
         let how = match (&c.error, &c.summarizer) {
             (Some(_), _) => "FAILED, context kept".to_string(),
@@ -174,6 +175,19 @@ fn cost_lines(engine: &str, cost: &SessionCost) -> String {
         "             with {engine}: {input}; {} output",
         thousands(tokens.output)
     );
+    let policy = if !cost.cache_aware {
+        "tokens: compressed whenever the engine asked".to_string()
+    } else if cost.decisions.is_empty() {
+        "cache-aware: the engine never asked".to_string()
+    } else {
+        let decisions: Vec<String> = cost
+            .decisions
+            .iter()
+            .map(|(why, count)| format!("{} {count}", why.replace('_', " ")))
+            .collect();
+        format!("cache-aware: {}", decisions.join(", "))
+    };
+    let _ = writeln!(out, "policy       {policy}");
     out
 }
 

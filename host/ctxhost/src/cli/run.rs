@@ -11,6 +11,7 @@ use ctxhost_core::costing::{Costing, Pause};
 use ctxhost_core::replay::{replay, Replay};
 use ctxhost_core::SessionOptions;
 use ctxhost_costs::cache::Ttl;
+use ctxhost_costs::policy::CachePolicy;
 use ctxhost_costs::price::price_of;
 use ctxhost_sdk::Message;
 use ctxhost_wire::transcript::{self, Format, OutputFormat};
@@ -70,9 +71,20 @@ pub struct RunArgs {
     /// repeatable
     #[arg(long, value_name = "AT:SECONDS", value_parser = pause)]
     pub pause: Vec<Pause>,
+    /// When compressions run: `cache-aware` (when they pay against the prompt cache) or
+    /// `tokens` (whenever the engine asks) [default: serve.compression.cache_aware]
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<Policy>,
     /// The TTL of the cache breakpoints on Anthropic models: 5m or 1h
     #[arg(long, value_name = "TTL", default_value = "5m", value_parser = |s: &str| s.parse::<Ttl>())]
     pub cache_ttl: Ttl,
+}
+
+/// `--policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Policy {
+    CacheAware,
+    Tokens,
 }
 
 /// An agent's calls inside one turn come seconds apart, its turns minutes apart.
@@ -217,6 +229,10 @@ fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
         .get(&model)
         .and_then(|setting| setting.price());
     let price = price_of(&model, configured)?;
+    let cache_aware = match args.policy {
+        Some(policy) => policy == Policy::CacheAware,
+        None => app.engines.config().serve.compression.cache_aware,
+    };
     Some(Costing {
         model,
         price,
@@ -224,6 +240,7 @@ fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
         pace_seconds: args.pace,
         pauses: args.pause.clone(),
         times: transcript::message_times(messages),
+        policy: cache_aware.then(CachePolicy::default),
     })
 }
 

@@ -1,0 +1,328 @@
+//! When a compression is worth what it costs the prompt cache.
+//!
+//! A compression rewrites the prompt's prefix: the next call writes the new view to the cache
+//! (Anthropic bills that at 1.25x or 2x input; OpenAI at the uncached price) where it would
+//! have read the old one at a tenth or half of input. It pays when the cheaper reads of the
+//! smaller view over the calls that follow outweigh that rewrite. On a cold cache (the
+//! conversation idle longer than the cache lives) the rewrite costs nothing extra: every token
+//! is written again anyway, so that is the time to compress, even a little early.
+
+use serde::Serialize;
+
+use crate::cache::Ttl;
+use crate::price::Price;
+
+/// The settings of the cache-aware policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CachePolicy {
+    /// On a cold cache, compress once the context reaches this share of the engine's
+    /// threshold.
+    pub opportunistic_ratio: f64,
+    /// On a warm cache, compress without counting once the context reaches this share of the
+    /// model's window: the next turns must fit.
+    pub window_ratio: f64,
+    /// The most calls a compression is expected to pay back over.
+    pub max_payback_calls: u64,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        CachePolicy {
+            opportunistic_ratio: 0.5,
+            window_ratio: 0.85,
+            max_payback_calls: 20,
+        }
+    }
+}
+
+/// What is known when the next call is about to go out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moment {
+    /// The prompt as it would go out now.
+    pub context_tokens: u64,
+    pub window: u64,
+    /// Where the engine compresses (its own, token-only rule).
+    pub threshold: u64,
+    /// The engine's token-only answer: compress now.
+    pub engine_asks: bool,
+    /// Whether the provider still caches a prefix of the prompt.
+    pub cache_warm: bool,
+    /// What a compression is expected to leave, as a share of the context (the last one's
+    /// ratio in this session, else a guess).
+    pub expected_ratio: f64,
+    /// Calls the session has made so far: it is expected to make as many again (at most
+    /// `max_payback_calls`).
+    pub calls_so_far: u64,
+    /// How many tokens the context grows by per call, lately.
+    pub growth_per_call: f64,
+}
+
+/// Why the policy compresses now or holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The engine asked, and the cache was cold: the rewrite is free.
+    ColdCache,
+    /// The engine did not ask yet, but the cache was cold and the context past the lower,
+    /// opportunistic threshold.
+    ColdCacheEarly,
+    /// The cache was warm, but the context is too near the window to wait.
+    WindowRequires,
+    /// The cache was warm, and the smaller view's cheaper reads pay the rewrite back.
+    PaysBack,
+    /// The cache was warm, and the rewrite would cost more than it saves: held.
+    WouldNotPayBack,
+    /// The engine did not ask.
+    EngineDidNotAsk,
+}
+
+impl Why {
+    pub fn name(self) -> &'static str {
+        match self {
+            Why::ColdCache => "cold_cache",
+            Why::ColdCacheEarly => "cold_cache_early",
+            Why::WindowRequires => "window_requires",
+            Why::PaysBack => "pays_back",
+            Why::WouldNotPayBack => "would_not_pay_back",
+            Why::EngineDidNotAsk => "engine_did_not_ask",
+        }
+    }
+
+    /// Whether the policy compresses for this reason.
+    pub fn compresses(self) -> bool {
+        matches!(
+            self,
+            Why::ColdCache | Why::ColdCacheEarly | Why::WindowRequires | Why::PaysBack
+        )
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl CachePolicy {
+    /// Compress now, or hold, and why.
+    pub fn decide(&self, moment: &Moment, price: &Price, ttl: Ttl) -> Why {
+        let context = moment.context_tokens as f64;
+        if !moment.cache_warm {
+            if moment.engine_asks {
+                return Why::ColdCache;
+            }
+            // A first call finds the cache cold too, but nothing was cached yet to lose.
+            let early = self.opportunistic_ratio * moment.threshold as f64;
+            if moment.calls_so_far > 0 && moment.threshold > 0 && context >= early {
+                return Why::ColdCacheEarly;
+            }
+            return Why::EngineDidNotAsk;
+        }
+        if !moment.engine_asks {
+            return Why::EngineDidNotAsk;
+        }
+        if moment.window > 0 && context >= self.window_ratio * moment.window as f64 {
+            return Why::WindowRequires;
+        }
+        if self.pays_back(moment, price, ttl) {
+            Why::PaysBack
+        } else {
+            Why::WouldNotPayBack
+        }
+    }
+
+    /// Whether compressing now costs less, over the calls expected to follow, than holding:
+    /// the smaller view written once and read after, against the context read as it grows
+    /// (and compressed anyway, later and larger, if at its pace it reaches the window's limit
+    /// within those calls). Without growth: `A·w + N·A·r < (N + 1)·C·r`.
+    fn pays_back(&self, moment: &Moment, price: &Price, ttl: Ttl) -> bool {
+        let write = match ttl {
+            Ttl::FiveMinutes => price.cache_write_5m,
+            Ttl::OneHour => price.cache_write_1h,
+        };
+        let read = price.cache_read;
+        let ratio = moment.expected_ratio.clamp(0.0, 1.0);
+        let context = moment.context_tokens as f64;
+        let growth = moment.growth_per_call.max(0.0);
+        let calls = self.expected_calls(moment);
+        // Tokens read over `n` calls from a context of `start` growing by `growth` a call.
+        let reads = |n: f64, start: f64| read * (n * start + growth * n * (n - 1.0) / 2.0);
+        let after = context * ratio;
+        let now = after * write + reads(calls, after + growth);
+        let limit = self.window_ratio * moment.window as f64;
+        let to_limit = if growth > 0.0 && moment.window > 0 {
+            ((limit - context) / growth).ceil().max(1.0)
+        } else {
+            f64::INFINITY
+        };
+        let hold = if to_limit > calls {
+            reads(calls + 1.0, context)
+        } else {
+            let later = (context + to_limit * growth) * ratio;
+            reads(to_limit, context) + later * write + reads(calls - to_limit, later + growth)
+        };
+        now < hold
+    }
+
+    /// The calls a session is expected to make after this one: as many as it made so far.
+    fn expected_calls(&self, moment: &Moment) -> f64 {
+        moment.calls_so_far.clamp(1, self.max_payback_calls.max(1)) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moment() -> Moment {
+        Moment {
+            context_tokens: 100_000,
+            window: 200_000,
+            threshold: 100_000,
+            engine_asks: true,
+            cache_warm: true,
+            expected_ratio: 0.3,
+            calls_so_far: 10,
+            growth_per_call: 0.0,
+        }
+    }
+
+    const SONNET: Price = Price::anthropic(3.0, 15.0);
+
+    #[test]
+    fn a_cold_cache_compresses_when_asked_and_early_past_the_lower_threshold() {
+        let policy = CachePolicy::default();
+        let cold = Moment {
+            cache_warm: false,
+            ..moment()
+        };
+        assert_eq!(
+            policy.decide(&cold, &SONNET, Ttl::FiveMinutes),
+            Why::ColdCache
+        );
+        let early = Moment {
+            engine_asks: false,
+            context_tokens: 50_000,
+            ..cold
+        };
+        assert_eq!(
+            policy.decide(&early, &SONNET, Ttl::FiveMinutes),
+            Why::ColdCacheEarly
+        );
+        let first_call = Moment {
+            calls_so_far: 0,
+            ..early
+        };
+        assert_eq!(
+            policy.decide(&first_call, &SONNET, Ttl::FiveMinutes),
+            Why::EngineDidNotAsk
+        );
+        let too_small = Moment {
+            context_tokens: 49_999,
+            ..early
+        };
+        assert_eq!(
+            policy.decide(&too_small, &SONNET, Ttl::FiveMinutes),
+            Why::EngineDidNotAsk
+        );
+    }
+
+    /// By hand, Sonnet (r = 0.3, w = 3.75 per million), C = 100,000, A = 30,000, N = 10:
+    /// compressing costs 30,000 × 3.75 + 10 × 30,000 × 0.3 = 202,500; holding 11 × 100,000 ×
+    /// 0.3 = 330,000 (millionths of a dollar): it pays. With A = 90,000: 337,500 + 270,000 =
+    /// 607,500 against 330,000: it does not.
+    #[test]
+    fn a_warm_cache_compresses_only_when_the_rewrite_pays_back() {
+        let policy = CachePolicy::default();
+        assert_eq!(
+            policy.decide(&moment(), &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
+        );
+        let little = Moment {
+            expected_ratio: 0.9,
+            ..moment()
+        };
+        assert_eq!(
+            policy.decide(&little, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        // Near the window it compresses whatever it costs.
+        let full = Moment {
+            context_tokens: 170_000,
+            ..little
+        };
+        assert_eq!(
+            policy.decide(&full, &SONNET, Ttl::FiveMinutes),
+            Why::WindowRequires
+        );
+        // 70,000 tokens short of 85% of the window: at 7,000 a call it gets there within the
+        // 10 calls expected, and compressing then (a larger view) costs more than now.
+        let growing = Moment {
+            growth_per_call: 7_000.0,
+            ..little
+        };
+        assert_eq!(
+            policy.decide(&growing, &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
+        );
+        // At 100 a call it would not get there: holding is cheaper.
+        let slow = Moment {
+            growth_per_call: 100.0,
+            ..little
+        };
+        assert_eq!(
+            policy.decide(&slow, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        // The engine's own rule still decides on a warm cache when it does not ask.
+        let unasked = Moment {
+            engine_asks: false,
+            ..moment()
+        };
+        assert_eq!(
+            policy.decide(&unasked, &SONNET, Ttl::FiveMinutes),
+            Why::EngineDidNotAsk
+        );
+    }
+
+    #[test]
+    fn a_dearer_write_needs_a_longer_payback() {
+        let policy = CachePolicy::default();
+        let half = Moment {
+            expected_ratio: 0.5,
+            calls_so_far: 2,
+            ..moment()
+        };
+        // A = 50,000, N = 2: 50,000 × 3.75 + 2 × 50,000 × 0.3 = 217,500 against holding's
+        // 3 × 100,000 × 0.3 = 90,000: it does not pay.
+        assert_eq!(
+            policy.decide(&half, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        let long = Moment {
+            calls_so_far: 20,
+            ..half
+        };
+        // 187,500 + 300,000 = 487,500 < 21 × 30,000 = 630,000: pays at 5m.
+        assert_eq!(
+            policy.decide(&long, &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
+        );
+        // 1h: 300,000 + 300,000 = 600,000 < 630,000: still pays, by less.
+        assert_eq!(policy.decide(&long, &SONNET, Ttl::OneHour), Why::PaysBack);
+        let fewer = Moment {
+            calls_so_far: 15,
+            ..half
+        };
+        // 1h: 300,000 + 225,000 = 525,000 against 16 × 30,000 = 480,000: does not pay.
+        assert_eq!(
+            policy.decide(&fewer, &SONNET, Ttl::OneHour),
+            Why::WouldNotPayBack
+        );
+        // 5m: 187,500 + 225,000 = 412,500 < 480,000: pays.
+        assert_eq!(
+            policy.decide(&fewer, &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
+        );
+    }
+}
