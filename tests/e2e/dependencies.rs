@@ -82,6 +82,7 @@ const HOST_CRATES: &[&str] = &[
 const SHARED_LEAVES: &[&str] = &[
     "ctxhost-costs",
     "ctxhost-offline-summary",
+    "ctxhost-quality",
     "ctxhost-pg",
     "ctxhost-private-files",
     "ctxhost-redacted-url",
@@ -154,6 +155,15 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
     // The agents' profiles sit on the formats, under the gateway that uses them.
     assert_eq!(on_host("ctxhost-agents"), vec!["ctxhost-wire".to_string()]);
     assert!(direct("ctxhost-gateway").contains(&"ctxhost-agents".to_string()));
+    // The quality harness and the corpus: the binary's and engine authors' tests', on no host
+    // crate; the binary runs it without linking the SDK's test support.
+    assert_eq!(on_host("ctxhost-quality"), Vec::<String>::new());
+    assert!(direct("ctxhost").contains(&"ctxhost-quality".to_string()));
+    assert!(direct("ctxhost-sdk-test").contains(&"ctxhost-quality".to_string()));
+    assert!(
+        !normal_dependencies("ctxhost").contains(&"ctxhost-sdk-test".to_string()),
+        "the binary links the SDK's test support"
+    );
     // The gateway never depends on the binary; the binary is the top.
     assert!(!on_host("ctxhost-gateway").contains(&"ctxhost".to_string()));
     assert!(direct("ctxhost").contains(&"ctxhost-gateway".to_string()));

@@ -1,7 +1,7 @@
 //! `ctxhost quality`: planted facts through real engines (the built-in compressor and the
 //! repository's lcm and window plugins), round after round at a fixed budget.
 
-use ctxhost_tests::Sandbox;
+use ctxhost_tests::{corpus_files, workspace_root, Run, Sandbox};
 use serde_json::Value;
 
 const ENGINES: [&str; 3] = ["compressor", "lcm", "window"];
@@ -260,6 +260,169 @@ fn the_compressor_and_lcm_keep_the_standing_facts_through_five_rounds() {
         if engine == "lcm" {
             let tools = &outcome["retrieval"]["overall"];
             assert_eq!(tools["kept"], tools["planted"], "{outcome}");
+        }
+    }
+}
+
+/// `ctxhost quality` with the corpus environment variable removed and, when given, set to
+/// `corpus`.
+fn quality_with_corpus_env(sandbox: &Sandbox, args: &[&str], corpus: Option<&str>) -> Run {
+    let mut command = sandbox.command(args);
+    command.env_remove("CTXHOST_CORPUS");
+    if let Some(dir) = corpus {
+        command.env("CTXHOST_CORPUS", dir);
+    }
+    Run::from(command.output().expect("ctxhost runs"))
+}
+
+/// The corpus' long session made of `files`, as a transcript in the sandbox: the first
+/// transcript's system prompt, then every other message, one transcript after another.
+fn long_session_file(sandbox: &Sandbox, files: &[std::path::PathBuf]) -> String {
+    let mut session = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let Value::Array(messages) = ctxhost_tests::read_json(file) else {
+            panic!("{} is not an array", file.display())
+        };
+        session.extend(
+            messages
+                .into_iter()
+                .filter(|m| index == 0 || m["role"] != "system"),
+        );
+    }
+    let path = sandbox.write_json("long-session.json", &Value::Array(session));
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn the_corpus_is_found_at_run_time_from_outside_the_repository() {
+    let sandbox = sandbox();
+    // A corpus of its own, three transcripts of the shipped one, in the sandbox.
+    let files: Vec<_> = corpus_files().into_iter().take(3).collect();
+    std::fs::create_dir(sandbox.path().join("corpus")).unwrap();
+    for file in &files {
+        std::fs::copy(
+            file,
+            sandbox
+                .path()
+                .join("corpus")
+                .join(file.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let args = |corpus: &'static [&'static str]| -> Vec<&'static str> {
+        let mut args = vec![
+            "quality",
+            "--engine",
+            "compressor",
+            "--rounds",
+            "3",
+            "--json",
+        ];
+        args.extend_from_slice(corpus);
+        args
+    };
+    // Named on the command line (relative to the current directory, outside the repository).
+    let named = quality_with_corpus_env(&sandbox, &args(&["--corpus", "corpus"]), None);
+    assert!(named.success(), "{}", named.stderr);
+    let report = named.json();
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 3);
+    // The report on the same session given as a transcript.
+    let session = long_session_file(&sandbox, &files);
+    let mut given: Vec<&str> = args(&[]);
+    given.insert(1, &session);
+    assert_eq!(quality_json(&sandbox, &given), report);
+    // Named by the environment: the same report.
+    let dir = sandbox.path().join("corpus");
+    let from_env = quality_with_corpus_env(&sandbox, &args(&["--corpus"]), dir.to_str());
+    assert!(from_env.success(), "{}", from_env.stderr);
+    assert_eq!(from_env.json(), report);
+    // The command line wins over the environment.
+    let both = quality_with_corpus_env(&sandbox, &args(&["--corpus", "corpus"]), Some("nowhere"));
+    assert_eq!(both.json(), report);
+}
+
+#[test]
+fn inside_the_repository_the_corpus_it_ships_is_found_from_the_current_directory() {
+    let sandbox = sandbox();
+    let config = sandbox.config_path();
+    let config = config.to_str().unwrap();
+    let mut command = sandbox.command(&[
+        "--config",
+        config,
+        "quality",
+        "--corpus",
+        "--engine",
+        "compressor",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    command
+        .current_dir(workspace_root().join("host"))
+        .env_remove("CTXHOST_CORPUS");
+    let run = Run::from(command.output().unwrap());
+    assert!(run.success(), "{}", run.stderr);
+    // The report on the same session given as a transcript.
+    let session = long_session_file(&sandbox, &corpus_files());
+    let given = quality_json(
+        &sandbox,
+        &[
+            "quality",
+            &session,
+            "--engine",
+            "compressor",
+            "--rounds",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(run.json(), given);
+}
+
+#[test]
+fn no_corpus_found_is_one_line_naming_what_to_pass() {
+    let sandbox = sandbox();
+    let run = quality_with_corpus_env(&sandbox, &["quality", "--corpus"], None);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    for part in [
+        "no corpus found",
+        "CTXHOST_CORPUS is not set",
+        "host/quality/corpus/swe-agent",
+        "pass --corpus DIR",
+    ] {
+        assert!(lines[0].contains(part), "{part}: {}", lines[0]);
+    }
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    // A corpus that is named but missing says which directory.
+    let run = quality_with_corpus_env(&sandbox, &["quality", "--corpus", "gone"], None);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the corpus at gone cannot be read"),
+        "{}",
+        run.stderr
+    );
+    // The corpus is one choice of session among the others.
+    let run = quality_with_corpus_env(&sandbox, &["quality", "--corpus", "--generated", "9"], None);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+}
+
+/// The binary finds the corpus at run time: no path of the machine that built it points at a
+/// corpus, and it does not link the SDK's test support.
+#[test]
+fn the_binary_holds_no_build_path_to_the_corpus_or_the_test_support() {
+    let bytes = std::fs::read(ctxhost_tests::binary()).unwrap();
+    // Searched as text: the standard library's substring search, not a byte loop built
+    // unoptimized with the tests (a build path is UTF-8).
+    let text = String::from_utf8_lossy(&bytes);
+    let holds = |path: &str| text.contains(path);
+    // The check finds what is there: the relative place of a checkout's corpus.
+    assert!(holds("host/quality/corpus/swe-agent"));
+    for root in [workspace_root(), workspace_root().canonicalize().unwrap()] {
+        for source in ["host/quality", "engines/sdk-test"] {
+            let path = root.join(source).display().to_string();
+            assert!(!holds(&path), "the binary holds {path}");
         }
     }
 }

@@ -158,7 +158,7 @@ pub fn library(lib_name: &str) -> PathBuf {
     ))
 }
 
-/// The corpus, where `ctxhost-sdk-test` finds it (the one it ships, or `$CTXHOST_CORPUS`).
+/// The corpus, where `ctxhost-sdk-test` finds it (the checkout's, or `$CTXHOST_CORPUS`).
 pub fn corpus_dir() -> PathBuf {
     ctxhost_sdk_test::corpus::dir()
 }
@@ -166,7 +166,7 @@ pub fn corpus_dir() -> PathBuf {
 /// Every corpus transcript, by file name, sorted.
 pub fn corpus_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
-        .expect("the corpus is in the repository (engines/sdk-test/corpus/swe-agent)")
+        .expect("the corpus is in the repository (host/quality/corpus/swe-agent)")
         .map(|e| e.expect("readable corpus entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();

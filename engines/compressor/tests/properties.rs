@@ -122,7 +122,7 @@ fn big_generated_sessions_shrink_and_keep_one_summary() {
 fn every_corpus_transcript_shrinks_and_stays_valid() {
     let corpus = ctxhost_sdk_test::corpus::dir();
     let mut files: Vec<_> = std::fs::read_dir(&corpus)
-        .expect("the corpus ctxhost-sdk-test ships")
+        .expect("the corpus the checkout ships")
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();

@@ -1,15 +1,16 @@
-//! The compressor under the quality harness of ctxhost-sdk-test: five compactions in a row at a
-//! fixed budget, which it meets with its own sizing (`CompressOptions::target_tokens`), not the
-//! window's.
+//! The compressor under the quality harness of ctxhost-quality, on ctxhost-sdk-test's fake
+//! host: five compactions in a row at a fixed budget, which it meets with its own sizing
+//! (`CompressOptions::target_tokens`), not the window's.
 
 mod common;
 
 use common::compressor;
-use ctxhost_sdk_test::quality::{self, Budget, EngineSubject, Settings};
+use ctxhost_quality::{Budget, Settings};
+use ctxhost_sdk_test::EngineSubject;
 use ctxhost_sdk_test::FakeHost;
 use serde_json::Value;
 
-fn run(budget: Budget) -> quality::QualityReport {
+fn run(budget: Budget) -> ctxhost_quality::QualityReport {
     // The fake host's summarizer digests what it is given within the tokens asked for.
     let host = FakeHost::builder("compressor").build();
     let mut subject = EngineSubject::new(compressor(&host, 128_000, Value::Null));
@@ -18,7 +19,12 @@ fn run(budget: Budget) -> quality::QualityReport {
         rounds: 5,
         seed: 3,
     };
-    quality::run(&mut subject, &quality::generated_session(3, 120), &settings).unwrap()
+    ctxhost_quality::run(
+        &mut subject,
+        &ctxhost_quality::generated_session(3, 120),
+        &settings,
+    )
+    .unwrap()
 }
 
 #[test]

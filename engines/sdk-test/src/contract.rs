@@ -27,13 +27,14 @@
 
 use std::fmt;
 
+use ctxhost_quality::corpus::Transcript;
 use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
     CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
 };
 use serde_json::Value;
 
-use crate::corpus::{self, Transcript};
+use crate::corpus;
 use crate::fake_host::FakeHost;
 use crate::tokens;
 

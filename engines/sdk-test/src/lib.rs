@@ -6,14 +6,16 @@
 //!   window, a temporary data directory, a deterministic token counter (one rule, in
 //!   [`tokens`]: a character count divided by four, rounded up), a scripted summarizer that
 //!   records every request, and captured logs;
-//! - [`corpus`]: the corpus of real agent transcripts, with one policy: a missing corpus
-//!   is a panic that says where it looked and how to point at it, never a skipped test;
+//! - [`corpus`]: the corpus of real agent transcripts (read by `ctxhost_quality::corpus`),
+//!   with one policy: a missing corpus is a panic that says where it looked and how to point
+//!   at it, never a skipped test;
 //! - [`contract`]: the checks every engine must pass (a valid chat sequence out, nothing lost
 //!   that the contract protects, unchanged under the threshold, idempotent on its own output),
 //!   each failing with a typed [`Violation`], and [`check_engine`] / [`check_plugin`] to run
 //!   them all over the corpus;
-//! - [`quality`]: what the model still knows after compaction: typed facts planted in a
-//!   session, compacted round after round at a fixed budget, probed in every output.
+//! - [`EngineSubject`]: an engine on the fake host as the quality harness (`ctxhost-quality`:
+//!   typed facts planted in a session, compacted round after round at a fixed budget, probed
+//!   in every output) measures it.
 //!
 //! An engine under test, with a summarizer that fails once and then answers:
 //!
@@ -104,7 +106,7 @@ mod cdylib;
 pub mod contract;
 pub mod corpus;
 mod fake_host;
-pub mod quality;
+mod quality_subject;
 pub mod tokens;
 
 pub use cdylib::built_library;
@@ -112,3 +114,4 @@ pub use contract::{check_engine, check_plugin, ContractFailure, Violation};
 pub use fake_host::{
     digest, Answer, AnswerFn, FakeHost, FakeHostBuilder, LogLine, FAKE_SUMMARIZER,
 };
+pub use quality_subject::EngineSubject;

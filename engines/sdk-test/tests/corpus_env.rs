@@ -1,10 +1,12 @@
-//! `CTXHOST_CORPUS` points at another corpus, and a missing one is a panic that says what to
-//! do. One test in its own binary: it changes the process environment.
+//! The corpus in tests: `CTXHOST_CORPUS` points at another corpus, unset it is the checkout's,
+//! and a missing or unknown one is a panic that says what to do. One test in its own binary: it
+//! changes the process environment.
 
 use std::path::Path;
 
+use ctxhost_quality::corpus::CORPUS_ENV;
 use ctxhost_sdk::Message;
-use ctxhost_sdk_test::corpus::{self, CORPUS_ENV};
+use ctxhost_sdk_test::corpus;
 
 fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
     let panic = std::panic::catch_unwind(f).expect_err("it panics");
@@ -29,7 +31,6 @@ fn the_environment_names_the_corpus_and_a_missing_one_panics_with_the_way_out() 
     ];
     write(dir.path(), "b.json", &b);
     write(dir.path(), "a.json", &a);
-    std::fs::write(dir.path().join("notes.txt"), "not a transcript").unwrap();
     std::env::set_var(CORPUS_ENV, dir.path());
     assert_eq!(corpus::dir(), dir.path());
     let names: Vec<String> = corpus::transcripts().into_iter().map(|t| t.name).collect();
@@ -40,27 +41,17 @@ fn the_environment_names_the_corpus_and_a_missing_one_panics_with_the_way_out() 
         [a[0].clone(), a[1].clone(), a[2].clone(), b[1].clone()]
     );
 
-    // Not a transcript: the file and the problem.
-    std::fs::write(dir.path().join("c.json"), "{}").unwrap();
+    // An unknown name: the ones there are.
     let message = panic_message(|| {
-        corpus::transcripts();
+        corpus::transcript("no-such-transcript");
     });
     assert!(
-        message.contains("c.json: not a JSON array of chat messages"),
+        message.contains("no transcript named no-such-transcript in the corpus at ")
+            && message.contains("a.json, b.json"),
         "{message}"
     );
 
-    // Empty, then missing: where it looked, and how to point at the corpus.
-    let empty = tempfile::tempdir().unwrap();
-    std::env::set_var(CORPUS_ENV, empty.path());
-    let message = panic_message(|| {
-        corpus::transcripts();
-    });
-    assert!(
-        message.contains(&empty.path().display().to_string()),
-        "{message}"
-    );
-    assert!(message.contains("holds no *.json transcript"), "{message}");
+    // Missing: where it looked, and how to point at the corpus.
     let gone = dir.path().join("nowhere");
     std::env::set_var(CORPUS_ENV, &gone);
     let message = panic_message(|| {
@@ -68,7 +59,7 @@ fn the_environment_names_the_corpus_and_a_missing_one_panics_with_the_way_out() 
     });
     assert!(
         message.starts_with(&format!(
-            "the ctxhost test corpus is not at {} (",
+            "the ctxhost test corpus: the corpus at {} cannot be read: ",
             gone.display()
         )),
         "{message}"
@@ -78,12 +69,12 @@ fn the_environment_names_the_corpus_and_a_missing_one_panics_with_the_way_out() 
         "{message}"
     );
 
-    // Unset: the corpus this crate ships.
+    // Unset: the corpus the checkout holding this crate ships.
     std::env::remove_var(CORPUS_ENV);
     assert!(
-        corpus::dir().ends_with("sdk-test/corpus/swe-agent"),
+        corpus::dir().ends_with("host/quality/corpus/swe-agent"),
         "{}",
         corpus::dir().display()
     );
-    assert!(!corpus::dir().to_string_lossy().contains(".."));
+    assert!(corpus::transcripts().len() >= 10);
 }

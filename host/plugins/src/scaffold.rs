@@ -1,7 +1,7 @@
 //! `ctxhost plugins new`: writes a new engine crate that builds, passes its tests and installs
 //! as it is. Its engine and tests are the example engine's (`plugins/context_engine/window`),
-//! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk`, with `ctxhost-sdk-test` for
-//! its tests and a workspace of its own, `plugin.yaml`, README) comes from
+//! renamed; the crate around them (`Cargo.toml` on `ctxhost-sdk`, with `ctxhost-sdk-test` and
+//! `ctxhost-quality` for its tests and a workspace of its own, `plugin.yaml`, README) comes from
 //! `templates/engine/` in this crate.
 
 use std::path::{Path, PathBuf};
@@ -10,8 +10,8 @@ use crate::install::{check_name, InstallError};
 
 /// Where a file of the new crate comes from.
 enum Source {
-    /// A template with `{{name}}`, `{{lib_name}}`, `{{sdk_path}}` and `{{sdk_test_path}}`
-    /// placeholders.
+    /// A template with `{{name}}`, `{{lib_name}}`, `{{sdk_path}}`, `{{sdk_test_path}}` and
+    /// `{{quality_path}}` placeholders.
     Template(&'static str),
     /// A file of the example engine, renamed by [`rename_example`].
     Example(&'static str),
@@ -95,6 +95,8 @@ pub enum ScaffoldError {
     NoSdk(PathBuf),
     #[error("cannot find the ctxhost-sdk-test sources (the new crate's tests use them) at {0}; pass --sdk-test with the path of engines/sdk-test in a ctxhost checkout")]
     NoSdkTest(PathBuf),
+    #[error("cannot find the ctxhost-quality sources (the new crate's quality test uses them) at {0}; pass --sdk-test with the path of engines/sdk-test in a ctxhost checkout, whose host/quality it is")]
+    NoQuality(PathBuf),
     #[error("cannot write {path}: {error}")]
     Write {
         path: PathBuf,
@@ -115,9 +117,14 @@ pub fn default_sdk_test_path(sdk: &Path) -> PathBuf {
     sdk.join("..").join("sdk-test")
 }
 
+/// The quality harness of the checkout holding a test-support crate: `<sdk-test>/../../host/quality`.
+fn quality_path(sdk_test: &Path) -> PathBuf {
+    sdk_test.join("..").join("..").join("host").join("quality")
+}
+
 /// Writes crate `name` into `dir` and returns the files written. `dir` must not exist or be
 /// empty. The crate depends on the SDK at `sdk` and, for its tests, on the test-support crate
-/// at `sdk_test`.
+/// at `sdk_test` and the quality harness of the same checkout ([`quality_path`]).
 pub fn scaffold(
     name: &str,
     dir: &Path,
@@ -131,6 +138,11 @@ pub fn scaffold(
     if !sdk_test.join("Cargo.toml").is_file() {
         return Err(ScaffoldError::NoSdkTest(sdk_test.to_path_buf()));
     }
+    let quality = quality_path(sdk_test);
+    if !quality.join("Cargo.toml").is_file() {
+        return Err(ScaffoldError::NoQuality(quality));
+    }
+    let quality = quality.canonicalize().unwrap_or(quality);
     let sdk = sdk.canonicalize().unwrap_or_else(|_| sdk.to_path_buf());
     let sdk_test = sdk_test
         .canonicalize()
@@ -149,6 +161,7 @@ pub fn scaffold(
     // TOML basic strings take forward slashes on every platform.
     let sdk_path = sdk.display().to_string().replace('\\', "/");
     let sdk_test_path = sdk_test.display().to_string().replace('\\', "/");
+    let quality_path = quality.display().to_string().replace('\\', "/");
     let mut written = Vec::new();
     for (relative, source) in FILES {
         let text = match source {
@@ -156,7 +169,8 @@ pub fn scaffold(
                 .replace("{{name}}", name)
                 .replace("{{lib_name}}", &lib_name)
                 .replace("{{sdk_path}}", &sdk_path)
-                .replace("{{sdk_test_path}}", &sdk_test_path),
+                .replace("{{sdk_test_path}}", &sdk_test_path)
+                .replace("{{quality_path}}", &quality_path),
             Source::Example(text) => rename_example(text, name, &lib_name, &type_name),
         };
         let path = dir.join(relative);
@@ -228,6 +242,7 @@ mod tests {
                 "{{lib_name}}",
                 "{{sdk_path}}",
                 "{{sdk_test_path}}",
+                "{{quality_path}}",
             ] {
                 assert!(
                     !text.contains(placeholder),
@@ -246,6 +261,11 @@ mod tests {
         let manifest = std::fs::read_to_string(target.join("Cargo.toml")).unwrap();
         let sdk_test = sdk_test().canonicalize().unwrap();
         let line = format!("ctxhost-sdk-test = {{ path = \"{}\" }}", sdk_test.display());
+        assert!(manifest.contains(&line), "{manifest}");
+        // And on the quality harness of the same checkout.
+        let quality = quality_path(&sdk_test).canonicalize().unwrap();
+        assert!(quality.ends_with("host/quality"), "{}", quality.display());
+        let line = format!("ctxhost-quality = {{ path = \"{}\" }}", quality.display());
         assert!(manifest.contains(&line), "{manifest}");
         let common = std::fs::read_to_string(target.join("tests/common/mod.rs")).unwrap();
         assert!(

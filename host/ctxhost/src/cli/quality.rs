@@ -1,7 +1,6 @@
 //! `ctxhost quality`: what the model still knows after compaction. Plants typed facts in a
 //! session, compacts it round after round through an engine at a fixed budget and probes every
-//! output (the harness is `ctxhost_sdk_test::quality`, which engine authors run in their own
-//! tests).
+//! output (the harness is `ctxhost-quality`, which engine authors run in their own tests).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -11,8 +10,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use ctxhost_core::{Session, SessionOptions};
+use ctxhost_quality::corpus::Corpus;
+use ctxhost_quality::{Budget, Settings, Subject, SubjectError};
 use ctxhost_sdk::{CompressOptions, Message};
-use ctxhost_sdk_test::quality::{self, Budget, Settings, Subject, SubjectError};
 use ctxhost_wire::transcript::{self, Format};
 use serde_json::Value;
 
@@ -44,6 +44,11 @@ pub struct QualityArgs {
     /// Plant the facts in a generated session of this many exchanges instead
     #[arg(long, value_name = "TURNS", conflicts_with = "transcript")]
     pub generated: Option<usize>,
+    /// Plant the facts in the corpus' long session (its transcripts one after another) instead:
+    /// the corpus in DIR, else in $CTXHOST_CORPUS, else host/quality/corpus/swe-agent in the
+    /// current directory or above it (a ctxhost checkout's)
+    #[arg(long, value_name = "DIR", num_args = 0..=1, conflicts_with_all = ["transcript", "generated"])]
+    pub corpus: Option<Option<PathBuf>>,
     /// Use this engine instead of `context.engine` (an engine that does not resolve is an
     /// error)
     #[arg(long, value_name = "NAME")]
@@ -93,7 +98,7 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
         rounds: usize::from(args.rounds),
         seed: args.seed,
     };
-    let report = quality::run(&mut subject, &messages, &settings)?;
+    let report = ctxhost_quality::run(&mut subject, &messages, &settings)?;
     if let Some(path) = &args.plot {
         output::write(path, quality_plot::svg(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -126,7 +131,16 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
 
 fn session(args: &QualityArgs) -> anyhow::Result<Vec<Message>> {
     if let Some(turns) = args.generated {
-        return Ok(quality::generated_session(args.seed, turns));
+        return Ok(ctxhost_quality::generated_session(args.seed, turns));
+    }
+    if let Some(named) = &args.corpus {
+        let here = std::env::current_dir().context("cannot read the current directory")?;
+        let corpus = Corpus::locate(named.as_deref(), &here).map_err(|error| {
+            anyhow::anyhow!(
+                "{error}; pass --corpus DIR, a directory of OpenAI chat-format *.json transcripts"
+            )
+        })?;
+        return Ok(corpus.long_session()?);
     }
     match &args.transcript {
         Some(path) => Ok(transcript::read_transcript(path, args.format)?.messages),
@@ -199,7 +213,7 @@ impl Subject for SessionSubject<'_> {
             .block_on(self.session.tool_schemas())
             .unwrap_or_default()
             .iter()
-            .filter_map(quality::tool_name)
+            .filter_map(ctxhost_quality::tool_name)
             .collect()
     }
 

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use ctxhost_sdk_test::quality::{FactKind, QualityReport};
+use ctxhost_quality::{FactKind, QualityReport};
 
 use super::plot::{escape, fmt, FONT, MUTED_COLOR, TEXT_COLOR};
 

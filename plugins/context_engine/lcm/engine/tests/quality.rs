@@ -1,15 +1,17 @@
-//! lcm under the quality harness of ctxhost-sdk-test: five compactions in a row at a fixed
-//! budget, which its view meets (`CompressOptions::target_tokens` sizes its fresh tail and its
-//! summaries), and what a scripted agent recovers of the planted facts with its tools.
+//! lcm under the quality harness of ctxhost-quality, on ctxhost-sdk-test's fake host: five
+//! compactions in a row at a fixed budget, which its view meets (`CompressOptions::target_tokens`
+//! sizes its fresh tail and its summaries), and what a scripted agent recovers of the planted
+//! facts with its tools.
 
 mod common;
 
 use common::{engine, host, Script};
+use ctxhost_quality::{Budget, Settings};
 use ctxhost_sdk::{ContextEngine, SessionStart};
-use ctxhost_sdk_test::quality::{self, Budget, EngineSubject, Settings};
+use ctxhost_sdk_test::EngineSubject;
 use serde_json::Value;
 
-fn run(budget: Budget) -> quality::QualityReport {
+fn run(budget: Budget) -> ctxhost_quality::QualityReport {
     let host = host(Script::Good, Value::Null, 128_000);
     let mut lcm = engine(&host);
     lcm.on_session_start(&SessionStart {
@@ -23,7 +25,12 @@ fn run(budget: Budget) -> quality::QualityReport {
         seed: 4,
     };
     let mut subject = EngineSubject::new(lcm);
-    quality::run(&mut subject, &quality::generated_session(4, 120), &settings).unwrap()
+    ctxhost_quality::run(
+        &mut subject,
+        &ctxhost_quality::generated_session(4, 120),
+        &settings,
+    )
+    .unwrap()
 }
 
 #[test]

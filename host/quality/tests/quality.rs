@@ -1,10 +1,9 @@
 //! The quality harness through its public API: planting, rounds, probing, the gate and the
 //! report's JSON shape, on small engines whose effect on the facts is known.
 
+use ctxhost_quality::{Budget, FactKind, QualityError, Settings, Subject, SubjectError};
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
-use ctxhost_sdk_test::quality::{
-    self, Budget, EngineSubject, FactKind, QualityError, Settings, Subject, SubjectError,
-};
+use ctxhost_sdk_test::EngineSubject;
 use serde_json::{json, Value};
 
 /// Returns its input: loses nothing, shrinks nothing.
@@ -87,7 +86,7 @@ impl ContextEngine for DropsUpdates {
 }
 
 fn session() -> Vec<Message> {
-    quality::generated_session(3, 80)
+    ctxhost_quality::generated_session(3, 80)
 }
 
 fn settings() -> Settings {
@@ -100,7 +99,7 @@ fn settings() -> Settings {
 
 #[test]
 fn every_fact_is_planted_once_with_its_update_after_it() {
-    let planted = quality::plant(&session(), 11).unwrap();
+    let planted = ctxhost_quality::plant(&session(), 11).unwrap();
     assert_eq!(planted.facts.len(), 15);
     for kind in FactKind::ALL {
         let of_kind: Vec<_> = planted.facts.iter().filter(|f| f.kind == kind).collect();
@@ -129,8 +128,11 @@ fn every_fact_is_planted_once_with_its_update_after_it() {
         }
     }
     // Same seed, same plan; another seed, other values.
-    assert_eq!(quality::plant(&session(), 11).unwrap().facts, planted.facts);
-    let other = quality::plant(&session(), 12).unwrap();
+    assert_eq!(
+        ctxhost_quality::plant(&session(), 11).unwrap().facts,
+        planted.facts
+    );
+    let other = ctxhost_quality::plant(&session(), 12).unwrap();
     assert!(other
         .facts
         .iter()
@@ -140,7 +142,8 @@ fn every_fact_is_planted_once_with_its_update_after_it() {
 
 #[test]
 fn an_engine_that_keeps_everything_keeps_every_fact_and_misses_the_budget() {
-    let report = quality::run(&mut EngineSubject::new(Keep), &session(), &settings()).unwrap();
+    let report =
+        ctxhost_quality::run(&mut EngineSubject::new(Keep), &session(), &settings()).unwrap();
     assert_eq!(report.rounds.len(), 5);
     assert_eq!(report.outcome.overall.planted, 15);
     assert_eq!(report.outcome.overall.kept, 15);
@@ -163,7 +166,8 @@ fn an_engine_that_keeps_everything_keeps_every_fact_and_misses_the_budget() {
 
 #[test]
 fn an_engine_that_keeps_only_the_tail_loses_facts_and_fails_the_gate() {
-    let report = quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let report =
+        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
     assert!(report.outcome.overall.kept < 5, "{}", report.table());
     assert!(!report.passes(0.9));
     assert!(report.outcome.weakest < 0.5);
@@ -177,7 +181,7 @@ fn an_engine_that_keeps_only_the_tail_loses_facts_and_fails_the_gate() {
 
 #[test]
 fn a_superseded_value_shown_without_its_update_is_stale() {
-    let report = quality::run(
+    let report = ctxhost_quality::run(
         &mut EngineSubject::new(DropsUpdates),
         &session(),
         &settings(),
@@ -251,7 +255,7 @@ impl Subject for Searchable {
 #[test]
 fn the_retrieval_agent_recovers_with_the_tools_what_the_view_lost() {
     let mut subject = Searchable { seen: Vec::new() };
-    let report = quality::run(&mut subject, &session(), &settings()).unwrap();
+    let report = ctxhost_quality::run(&mut subject, &session(), &settings()).unwrap();
     let retrieval = report
         .outcome
         .retrieval
@@ -261,13 +265,15 @@ fn the_retrieval_agent_recovers_with_the_tools_what_the_view_lost() {
     assert_eq!(retrieval.overall.kept, 15, "{}", report.table());
     assert!(report.table().contains("tools recover 100%"));
     // An engine without the tools has no retrieval score.
-    let plain = quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let plain =
+        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
     assert!(plain.outcome.retrieval.is_none());
 }
 
 #[test]
 fn the_json_report_has_a_stable_shape() {
-    let report = quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let report =
+        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
     let value = serde_json::to_value(&report).unwrap();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(
@@ -321,7 +327,7 @@ fn the_json_report_has_a_stable_shape() {
         ["id", "kind", "subject", "value", "superseded_by"]
     );
     // It reads back as the same report.
-    let back: quality::QualityReport = serde_json::from_value(value).unwrap();
+    let back: ctxhost_quality::QualityReport = serde_json::from_value(value).unwrap();
     assert_eq!(back, report);
 }
 
@@ -340,14 +346,15 @@ fn budgets_read_as_shares_or_tokens() {
 fn a_session_too_short_for_the_rounds_is_an_error() {
     // Three turns and the fifteen planted user messages: fewer turn boundaries than 40 rounds
     // need.
-    let short = quality::generated_session(1, 3);
+    let short = ctxhost_quality::generated_session(1, 3);
     let many = Settings {
         rounds: 40,
         ..settings()
     };
-    let error = quality::run(&mut EngineSubject::new(Keep), &short, &many).unwrap_err();
+    let error = ctxhost_quality::run(&mut EngineSubject::new(Keep), &short, &many).unwrap_err();
     assert_eq!(error, QualityError::TooShort { parts: 41 });
     let none = vec![Message::system("s"), Message::user("only ask")];
-    let error = quality::run(&mut EngineSubject::new(Keep), &none, &settings()).unwrap_err();
+    let error =
+        ctxhost_quality::run(&mut EngineSubject::new(Keep), &none, &settings()).unwrap_err();
     assert_eq!(error, QualityError::NowhereToPlant);
 }

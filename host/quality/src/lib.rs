@@ -1,5 +1,10 @@
+//! # ctxhost-quality
+//!
 //! What the model still knows after compaction: plant typed facts in a session, compact it
-//! round after round through an engine at a fixed budget, and probe every output for them.
+//! round after round through an engine at a fixed budget, and probe every output for them. It
+//! is the harness behind `ctxhost quality`, and engine authors run it in their tests on a fake
+//! host (`ctxhost_sdk_test::EngineSubject`). It also reads the [`corpus`] of agent transcripts,
+//! found at run time.
 //!
 //! - [`plant`]: five kinds of standing facts ([`FactKind`]: rules, constraints, facts, goals,
 //!   preferences), three of each with unguessable values from a seed, written as natural
@@ -15,7 +20,8 @@
 //!   [`passes`](QualityReport::passes).
 //!
 //! ```
-//! use ctxhost_sdk_test::quality::{self, Budget, EngineSubject, Settings};
+//! use ctxhost_quality::{self as quality, Budget, Settings};
+//! use ctxhost_sdk_test::EngineSubject;
 //! # use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
 //! # /// Keeps the system prompt and the last two messages.
 //! # struct Tail;
@@ -40,7 +46,10 @@
 //! println!("{}", report.table());
 //! ```
 
+#![warn(missing_docs)]
+
 mod budget;
+pub mod corpus;
 mod facts;
 mod plant;
 mod report;
@@ -55,7 +64,7 @@ pub use report::{
     FactRound, FirstUnderHalf, KindScore, Outcome, QualityReport, Retrieval, Round, Score,
 };
 pub use rng::Rng;
-pub use subject::{tool_name, EngineSubject, Subject, SubjectError};
+pub use subject::{tool_name, Subject, SubjectError};
 
 use ctxhost_sdk::{CompressOptions, Message};
 

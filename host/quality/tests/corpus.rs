@@ -1,11 +1,18 @@
-//! The corpus, from its default place: the one this crate ships.
+//! The corpus this repository ships, found from inside the checkout (or where
+//! `$CTXHOST_CORPUS` says), read through the typed API.
 
+use std::path::Path;
+
+use ctxhost_quality::corpus::{Corpus, CorpusError};
 use ctxhost_sdk::sequence;
-use ctxhost_sdk_test::corpus;
+
+fn corpus() -> Corpus {
+    Corpus::locate(None, Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
 
 #[test]
 fn every_transcript_loads_as_a_valid_conversation() {
-    let transcripts = corpus::transcripts();
+    let transcripts = corpus().transcripts().unwrap();
     assert!(transcripts.len() >= 10, "{} transcripts", transcripts.len());
     let names: Vec<&str> = transcripts.iter().map(|t| t.name.as_str()).collect();
     assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted by name");
@@ -16,15 +23,15 @@ fn every_transcript_loads_as_a_valid_conversation() {
             .unwrap_or_else(|e| panic!("{}: {e}", transcript.name));
     }
     let first = &transcripts[0];
-    assert_eq!(corpus::transcript(&first.name), first.messages);
+    assert_eq!(corpus().transcript(&first.name).unwrap(), first.messages);
     let bare = first.name.strip_suffix(".json").unwrap();
-    assert_eq!(corpus::transcript(bare), first.messages);
+    assert_eq!(corpus().transcript(bare).unwrap(), first.messages);
 }
 
 #[test]
 fn the_long_session_is_every_transcript_behind_one_system_prompt() {
-    let transcripts = corpus::transcripts();
-    let session = corpus::long_session();
+    let transcripts = corpus().transcripts().unwrap();
+    let session = corpus().long_session().unwrap();
     let expected: usize = transcripts
         .iter()
         .map(|t| t.messages.len() - 1)
@@ -39,15 +46,16 @@ fn the_long_session_is_every_transcript_behind_one_system_prompt() {
 
 #[test]
 fn an_unknown_transcript_name_lists_the_ones_there_are() {
-    let panic = std::panic::catch_unwind(|| corpus::transcript("no-such-transcript"))
-        .expect_err("an unknown name panics");
-    let message = panic.downcast_ref::<String>().unwrap();
+    let error = corpus().transcript("no-such-transcript").unwrap_err();
+    let CorpusError::NoSuchTranscript { name, names, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(name, "no-such-transcript");
+    assert_eq!(names.len(), corpus().transcripts().unwrap().len());
+    let message = error.to_string();
     assert!(
         message.starts_with("no transcript named no-such-transcript in the corpus at "),
         "{message}"
     );
-    assert!(
-        message.contains(&corpus::transcripts()[0].name),
-        "{message}"
-    );
+    assert!(message.contains(&names[0]), "{message}");
 }
