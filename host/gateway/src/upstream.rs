@@ -9,6 +9,7 @@ use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};
+use super::relay_path::RelayPath;
 use super::wire::KeyHeader;
 use ctxhost_config::serve::ServeSettings;
 
@@ -91,15 +92,17 @@ impl Upstream {
     }
 
     /// Sends `method base/path?query` with the client's headers (its content type included)
-    /// and its body streamed as it arrives; waits for the response headers.
+    /// and its body streamed as it arrives; waits for the response headers. `path` is checked
+    /// to stay under the base path (the key goes with it).
     pub async fn relay(
         &self,
         method: Method,
-        path: &str,
+        path: &RelayPath,
         query: Option<&str>,
         headers: &HeaderMap,
         body: reqwest::Body,
     ) -> Result<reqwest::Response, GatewayError> {
+        let path = path.as_str();
         let request = self.request(method, path, query, headers).body(body);
         self.exchange(request, path).await
     }

@@ -16,6 +16,7 @@ mod lcm_postgres;
 mod limits;
 mod meter;
 mod passthrough;
+mod relay_paths;
 mod replay;
 mod replicas;
 mod request_log;
