@@ -228,6 +228,8 @@ pub const HOST_SETTINGS: &[Setting] = &[
         "the provider's base URL with its version segment (`--upstream`)"),
     setting("serve.upstream_key_env", Text, Unset, Check::Any, "UPSTREAM_KEY",
         "opt-in: send this environment variable's key upstream instead of the client's (`x-api-key` on `/v1/messages`, a bearer token otherwise)"),
+    setting("serve.forward_cookies", Bool, Is("false"), Check::Any, "true",
+        "forward a client's `Cookie` header upstream (hop-by-hop headers never are)"),
     setting("serve.auth.tokens_env", Text, Unset, Check::Any, "GATEWAY_TOKENS",
         "an environment variable holding gateway tokens, comma-separated (required off loopback, with `tokens`)"),
     setting("serve.auth.tokens", List, Unset, Check::Any, "[a-token]",
