@@ -306,7 +306,7 @@ pub const PLUGIN_HOST_SETTINGS: &[Setting] = &[
     setting("timeout", Number, Is("300"), PositiveSeconds, "60",
         "seconds one call may take before an isolated engine's process is killed"),
     setting("check_timeout", Number, Is("10"), PositiveSeconds, "1",
-        "seconds a per-turn check (`should_compress`, ...) may take, in place of `timeout`"),
+        "seconds a per-turn check (`should_compress`, ...) may take, in place of `timeout` (a smaller `timeout` caps it)"),
     setting("memory_limit_mb", Whole, Is("8192"), Check::Any, "1024",
         "an isolated engine's address-space limit per process, in MiB (0: none)"),
     setting("processes", Whole, Is("1"), Between(1, MAX_PROCESSES as u64), "2",
