@@ -191,10 +191,10 @@ impl Turn {
         let configured = &settings.model;
         let (model_window, guessed) = match request.feature_window {
             Some(window)
-                if !settings
+                if settings
                     .models
                     .get(request.model)
-                    .is_some_and(|m| m.window().is_some()) =>
+                    .is_none_or(|m| m.window().is_none()) =>
             {
                 (window, false)
             }
