@@ -751,6 +751,62 @@ fn the_gateway_says_the_engine_failed_when_its_check_hangs_and_goes_on_with_the_
     assert_eq!(upstream.chat_requests().len(), 2);
 }
 
+/// The engine error a response carries, or a panic naming what it carried instead.
+fn engine_error(response: &reqwest::blocking::Response) -> String {
+    match response.headers().get("x-ctxhost-engine-error") {
+        Some(error) => error.to_str().unwrap().to_string(),
+        None => panic!(
+            "no x-ctxhost-engine-error; the headers: {:?}",
+            response.headers()
+        ),
+    }
+}
+
+#[test]
+fn the_turn_whose_should_compress_timed_out_says_so() {
+    for (background, when) in [
+        (
+            "true",
+            "asked before the request, for a compression to prepare",
+        ),
+        ("false", "asked after the answer, for the next request"),
+    ] {
+        let (upstream, _sandbox, gateway) = hostile_gateway(&format!(
+            "{}serve:\n  compression:\n    background: {background}\n",
+            hostile_config(
+                "hang_should_compress_only",
+                "    timeout: 600\n    check_timeout: 0.5\n",
+            )
+        ));
+        let first = send_chat(&gateway, "a", &json!([{"role": "user", "content": "one"}]));
+        assert_eq!(first.status(), 200, "{when}");
+        let error = engine_error(&first);
+        assert!(
+            error.contains("hostile")
+                && error.contains("should_compress")
+                && error.contains("check_timeout"),
+            "{when}: {error}"
+        );
+        assert_eq!(upstream.chat_requests().len(), 1, "{when}");
+    }
+}
+
+#[test]
+fn a_smaller_timeout_caps_the_checks_deadline() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    // `check_timeout` is left at its default (10 s): the smaller `timeout` is the checks' too.
+    sandbox.write_config(&hostile_config("hang_should_compress", "    timeout: 2\n"));
+    let (run, _) = run_with_out(&sandbox, &Value::Array(long_session()[..30].to_vec()));
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    assert!(
+        run.stderr_lines().iter().any(|l| l.contains("hostile")
+            && l.contains("did not answer within 2s (plugins.hostile.timeout")),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Whether process `pid` has ended: it no longer exists, or only its exit status is left for
 /// its parent to collect (a zombie).
 #[cfg(target_os = "linux")]

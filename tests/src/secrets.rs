@@ -27,6 +27,15 @@ pub const PLANTED: &[(&str, &str)] = &[
         "git remote add origin https://ada:PLANTED@tail/part@git.example.com/r.git",
         "tail/part",
     ),
+    (
+        "machine api.x.com login bob password PLANTEDnetrc",
+        "PLANTEDnetrc",
+    ),
+    (
+        "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&se=2030-01-01T00:00:00Z&sig=PLANTEDsasSig%2Bx%3D",
+        "PLANTEDsasSig",
+    ),
+    ("twilio SK0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
 ];
 
 /// Where the planted turns go: past the first messages every engine keeps verbatim, long before

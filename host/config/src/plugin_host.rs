@@ -27,8 +27,8 @@ pub struct HostPluginSettings {
     /// Seconds one call may take before an isolated engine's process is killed.
     pub timeout: f64,
     /// Seconds a per-turn check (`should_compress`, `should_compress_preflight`,
-    /// `update_from_response`) may take, in place of `timeout`: they run on every turn, so
-    /// one that hangs must not hold each turn for minutes.
+    /// `update_from_response`) may take, in place of `timeout` (a smaller `timeout` caps it):
+    /// they run on every turn, so one that hangs must not hold each turn for minutes.
     pub check_timeout: f64,
     /// The isolated engine's address-space limit, in MiB (0: none), for each of its processes.
     pub memory_limit_mb: u64,

@@ -55,6 +55,9 @@ pub struct ServeSettings {
     /// Opt-in: send the key in this environment variable upstream instead of the client's
     /// `Authorization`. Without it the gateway holds no provider key and forwards the client's.
     pub upstream_key_env: Option<String>,
+    /// Whether a client's `Cookie` header goes upstream: a cookie is the client's session with
+    /// something, rarely the provider, so by default it stays here.
+    pub forward_cookies: bool,
     /// Gateway tokens: required when listening on anything but loopback.
     pub auth: AuthSettings,
     /// Models the built-in tables lack or get wrong, by model name: each one's window, or its
@@ -198,6 +201,7 @@ impl Default for ServeSettings {
             listen: DEFAULT_LISTEN.to_string(),
             upstream: DEFAULT_UPSTREAM.to_string(),
             upstream_key_env: None,
+            forward_cookies: false,
             auth: AuthSettings::default(),
             models: BTreeMap::new(),
             limits: Limits::default(),

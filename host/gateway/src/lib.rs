@@ -23,6 +23,7 @@ mod metrics;
 mod models;
 mod pipeline;
 mod proxy;
+mod relay_path;
 mod request_body;
 mod request_log;
 mod routes;

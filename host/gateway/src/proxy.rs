@@ -14,6 +14,7 @@ use axum::response::Response;
 use futures_util::StreamExt;
 
 use crate::error::{ErrorKind, ErrorShape, GatewayError};
+use crate::relay_path::RelayPath;
 use crate::upstream::relayed_headers;
 use crate::Gateway;
 
@@ -36,6 +37,25 @@ pub async fn relay(
             shape,
         );
     }
+    // Checked before anything is sent (the gateway's key would go with it).
+    let rest = match RelayPath::parse(rest) {
+        Ok(rest) => rest,
+        Err(problem) => {
+            tracing::warn!(
+                "{} {}: refused, it would leave the upstream's base path: {problem}",
+                parts.method,
+                parts.uri.path()
+            );
+            return shape(GatewayError::new(
+                ErrorKind::BadRequest,
+                format!(
+                    "{} {} is not relayed: {problem}, and could leave the upstream's base path",
+                    parts.method,
+                    parts.uri.path()
+                ),
+            ));
+        }
+    };
     let limit = gateway.settings.limits.max_request_bytes;
     let mut seen: u64 = 0;
     // Streamed, never held: a file upload costs the gateway no memory, and is still bounded.
@@ -53,7 +73,7 @@ pub async fn relay(
         .upstream
         .relay(
             parts.method.clone(),
-            rest,
+            &rest,
             parts.uri.query(),
             &parts.headers,
             reqwest::Body::wrap_stream(stream),
@@ -62,7 +82,7 @@ pub async fn relay(
     let upstream = match sent {
         Ok(upstream) => upstream,
         Err(error) => {
-            tracing::warn!("{} /v1/{rest}: {error}", parts.method);
+            tracing::warn!("{} /v1/{}: {error}", parts.method, rest.as_str());
             return shape(error);
         }
     };

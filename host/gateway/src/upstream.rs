@@ -9,15 +9,17 @@ use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
 use super::error::{ErrorKind, GatewayError};
+use super::relay_path::RelayPath;
 use super::wire::KeyHeader;
 use ctxhost_config::serve::ServeSettings;
 
-/// Request headers never forwarded: hop-by-hop ones, those the client library recomputes, and
-/// the gateway's own.
+/// Request headers never forwarded: hop-by-hop ones (RFC 9110 §7.6.1; besides those the
+/// request's `Connection` names), those the client library recomputes, and the gateway's own.
 const DROPPED_REQUEST: &[&str] = &[
     "host",
     "connection",
     "keep-alive",
+    "proxy-authenticate",
     "proxy-authorization",
     "proxy-connection",
     "te",
@@ -29,16 +31,32 @@ const DROPPED_REQUEST: &[&str] = &[
     "accept-encoding",
 ];
 
-/// Response headers never relayed (the gateway re-frames every body).
+/// Response headers never relayed: hop-by-hop ones (besides those the response's `Connection`
+/// names), and the body's framing (the gateway re-frames every body).
 const DROPPED_RESPONSE: &[&str] = &[
     "connection",
     "keep-alive",
+    "proxy-authenticate",
+    "proxy-connection",
     "transfer-encoding",
     "content-length",
     "content-encoding",
     "trailer",
     "upgrade",
 ];
+
+/// The header names `headers`' `Connection` lists (lowercased): hop-by-hop ones of that
+/// message, for its connection alone.
+fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(axum::http::header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect()
+}
 
 /// The provider, as the gateway reaches it.
 pub struct Upstream {
@@ -47,6 +65,8 @@ pub struct Upstream {
     base: RedactedUrl,
     /// `serve.upstream_key_env`'s key: sent instead of the client's credential.
     key: Option<String>,
+    /// `serve.forward_cookies`.
+    forward_cookies: bool,
 }
 
 impl Upstream {
@@ -62,6 +82,7 @@ impl Upstream {
             client,
             base: RedactedUrl::new(settings.upstream.trim_end_matches('/')),
             key,
+            forward_cookies: settings.forward_cookies,
         })
     }
 
@@ -91,15 +112,17 @@ impl Upstream {
     }
 
     /// Sends `method base/path?query` with the client's headers (its content type included)
-    /// and its body streamed as it arrives; waits for the response headers.
+    /// and its body streamed as it arrives; waits for the response headers. `path` is checked
+    /// to stay under the base path (the key goes with it).
     pub async fn relay(
         &self,
         method: Method,
-        path: &str,
+        path: &RelayPath,
         query: Option<&str>,
         headers: &HeaderMap,
         body: reqwest::Body,
     ) -> Result<reqwest::Response, GatewayError> {
+        let path = path.as_str();
         let request = self.request(method, path, query, headers).body(body);
         self.exchange(request, path).await
     }
@@ -118,9 +141,14 @@ impl Upstream {
             url.push_str(query);
         }
         let mut forwarded = HeaderMap::new();
+        let hop_by_hop = named_by_connection(headers);
         for (name, value) in headers {
             let lower = name.as_str();
-            if DROPPED_REQUEST.contains(&lower) || lower.starts_with("x-ctxhost-") {
+            if DROPPED_REQUEST.contains(&lower)
+                || hop_by_hop.iter().any(|named| named == lower)
+                || lower.starts_with("x-ctxhost-")
+                || (lower == "cookie" && !self.forward_cookies)
+            {
                 continue;
             }
             if self.key.is_some() && (lower == "authorization" || lower == "x-api-key") {
@@ -211,8 +239,10 @@ pub fn describe(error: &reqwest::Error, base: &RedactedUrl) -> GatewayError {
 /// The response headers worth relaying to the client.
 pub fn relayed_headers(upstream: &reqwest::header::HeaderMap) -> HeaderMap {
     let mut headers = HeaderMap::new();
+    let hop_by_hop = named_by_connection(upstream);
     for (name, value) in upstream {
-        if DROPPED_RESPONSE.contains(&name.as_str()) {
+        let lower = name.as_str();
+        if DROPPED_RESPONSE.contains(&lower) || hop_by_hop.iter().any(|named| named == lower) {
             continue;
         }
         if let (Ok(name), Ok(value)) = (
@@ -247,4 +277,21 @@ pub async fn read_body(response: reqwest::Response, limit: u64) -> Result<Bytes,
                 GatewayError::new(kind, format!("the upstream's answer broke off: {error}"))
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_header_its_connection_names_is_not_relayed() {
+        let mut upstream = reqwest::header::HeaderMap::new();
+        upstream.insert("connection", HeaderValue::from_static("close, X-Hop"));
+        upstream.insert("x-hop", HeaderValue::from_static("1"));
+        upstream.insert("proxy-authenticate", HeaderValue::from_static("Basic"));
+        upstream.insert("x-request-id", HeaderValue::from_static("req-1"));
+        let relayed = relayed_headers(&upstream);
+        let names: Vec<&str> = relayed.keys().map(|name| name.as_str()).collect();
+        assert_eq!(names, ["x-request-id"]);
+    }
 }

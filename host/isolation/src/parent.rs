@@ -174,10 +174,11 @@ impl ChildProcess {
         })
     }
 
-    /// The deadline of operation `op`.
+    /// The deadline of operation `op`: a check's is `check_timeout`, unless `timeout` (every
+    /// call's) is shorter.
     fn deadline(&self, op: Op) -> Deadline {
         let spec = self.seat.pool().spec();
-        if is_check(op) {
+        if is_check(op) && spec.check_timeout <= spec.timeout {
             Deadline::new(spec.check_timeout, "check_timeout")
         } else {
             Deadline::new(spec.timeout, "timeout")

@@ -128,6 +128,22 @@ fn rules() -> &'static [Rule] {
                 REDACTED,
                 &["eyJ"],
             ),
+            // Twilio API keys: `SK` and 32 hex digits, exactly (a word like `SKIP` is not one).
+            rule(r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)", REDACTED, &["SK"]),
+            // Azure shared access signature URLs: the `sig=` query parameter is the secret.
+            rule(
+                r#"(?P<pre>[?&]sig=)[^&\s"'<>#]+"#,
+                "${pre}[REDACTED]",
+                &["sig="],
+            ),
+            // `.netrc` entries: `machine HOST [login NAME] [account NAME] password SECRET`, on one
+            // line or several (a `default` entry must name its login: "by default password
+            // auth" is prose). Its words in ASCII case only, for the literal search.
+            rule(
+                r"(?i)(?P<pre>(?-u:\b)(?:(?-u:machine)\s+\S+(?:\s+(?-u:login|account|port)\s+\S+)*|(?-u:default)(?:\s+(?-u:login|account|port)\s+\S+)+)\s+(?-u:password)\s+)\S+",
+                "${pre}[REDACTED]",
+                &["machine", "default"],
+            ),
             // Assignments: api_key = "...", password: ..., AWS_SECRET_ACCESS_KEY=...
             // Always searched: Unicode case folding lets `ſ` and `K` (the Kelvin sign) spell its
             // words, which an ASCII literal search would miss.
@@ -410,6 +426,34 @@ mod tests {
                 "ter/22",
             ),
             ("redis://:PLANTED@redis@cache:6379/0", "PLANTED"),
+            (
+                "machine api.x.com login bob password PLANTEDnetrc",
+                "PLANTEDnetrc",
+            ),
+            (
+                "$ cat ~/.netrc\nmachine github.com\n  login ada\n  password PLANTEDlines\n",
+                "PLANTEDlines",
+            ),
+            (
+                "MACHINE api.x.com PASSWORD PLANTEDcase LOGIN bob",
+                "PLANTEDcase",
+            ),
+            (
+                "default login anonymous password PLANTEDdefault",
+                "PLANTEDdefault",
+            ),
+            (
+                "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2030-01-01T00:00:00Z&sig=PLANTEDsas%2Bsig%3D",
+                "PLANTEDsas",
+            ),
+            (
+                "curl 'https://acct.queue.core.windows.net/q?sig=PLANTEDfirst&sv=2022-11-02'",
+                "PLANTEDfirst",
+            ),
+            (
+                "TWILIO_KEY SK0123456789abcdef0123456789ABCDEF",
+                "0123456789abcdef0123456789ABCDEF",
+            ),
         ];
         for (text, secret) in cases {
             let redacted = redact(text);
@@ -432,6 +476,18 @@ mod tests {
             redact("my password is hunter22"),
             "my password is [REDACTED]"
         );
+        assert_eq!(
+            redact("machine api.x.com login bob password s3cr3t"),
+            "machine api.x.com login bob password [REDACTED]"
+        );
+        assert_eq!(
+            redact("https://a.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig=abc%2Bdef%3D&x=1"),
+            "https://a.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig=[REDACTED]&x=1"
+        );
+        assert_eq!(
+            redact("key SK0123456789abcdef0123456789abcdef."),
+            "key [REDACTED]."
+        );
     }
 
     #[test]
@@ -444,6 +500,19 @@ mod tests {
             "basic usage: see the authorization section",
             "SG.1 is the first section",
             "the password field is empty",
+            // Twilio's shape exactly: `SK` then 32 hex digits, a word of its own.
+            "SKIP the first step",
+            "SKU SK0123456789abcdef0123456789abcde (31 digits)",
+            "SK0123456789abcdef0123456789abcdef0 (33 digits)",
+            "SK0123456789abcdefg123456789abcdef",
+            "XSK0123456789abcdef0123456789abcdef",
+            // `sig=` only as a URL's query parameter.
+            "fn sig=signature(x)",
+            "the design=sig=3 notes",
+            // `.netrc`'s words in prose.
+            "by default password auth is off",
+            "the machine password policy",
+            "machine learning is not a password",
         ] {
             assert_eq!(redact(text), text);
         }

@@ -11,9 +11,11 @@ use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
+use super::set_header;
 use super::AnsweredBy;
 use super::Turn;
 use crate::conversation::{Continuity, Resumed};
+use crate::engine_check::ENGINE_ERROR_HEADER;
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use crate::session::live::Prepared;
@@ -82,7 +84,7 @@ impl Turn {
         let crossing = trigger.filter(|_| !self.deferred(tokens, window));
         let standing = match crossing {
             Some(_) => Standing::Crossing,
-            None if self.near(&draft, tokens, window).await => Standing::Near,
+            None if self.near(&mut draft, tokens, window).await => Standing::Near,
             None => Standing::Below,
         };
         let plan = TurnPlan::decide(standing, tokens <= window, self.policy());
@@ -397,7 +399,7 @@ impl Turn {
     /// Whether the session is near the threshold (the engine would compress with
     /// `serve.compression.margin` of the window more), so the next compression is prepared in
     /// the background while this request is answered.
-    async fn near(&mut self, draft: &Draft, tokens: u64, window: u64) -> bool {
+    async fn near(&mut self, draft: &mut Draft, tokens: u64, window: u64) -> bool {
         let settings = &self.gateway.settings.compression;
         if draft.compressed
             || !settings.background
@@ -419,12 +421,16 @@ impl Turn {
             .rev()
             .find(|c| c.error.is_none() && !c.deferred)
             .is_none_or(|last| tokens >= last.tokens_after + margin / 2);
-        margin > 0
-            && regrown
-            && matches!(
-                self.guard.session.should_compress(tokens + margin).await,
-                Ok(true)
-            )
+        if margin == 0 || !regrown {
+            return false;
+        }
+        match self.guard.session.should_compress(tokens + margin).await {
+            Ok(near) => near,
+            Err(error) => {
+                draft.engine_error = Some(self.failed(&error));
+                false
+            }
+        }
     }
 
     fn prepared(&mut self, draft: Draft) -> Prepared {
@@ -488,7 +494,8 @@ impl Turn {
     }
 
     /// After the last call of a request: asks the engine whether the next one must compress
-    /// (unless one is being prepared, or ready: the next request takes it in).
+    /// (unless one is being prepared, or ready: the next request takes it in). A failure is
+    /// said in the response's headers when they are still to be sent (a whole answer's).
     pub async fn finished(&mut self) {
         if self.guard.pending.is_none() {
             let live = &mut *self.guard;
@@ -499,7 +506,13 @@ impl Turn {
             {
                 Ok(yes) => live.record.compress_next = yes,
                 Err(error) => {
-                    self.failed(&error);
+                    let error = self.failed(&error);
+                    if !self.headers.contains_key(ENGINE_ERROR_HEADER) {
+                        set_header(&mut self.headers, ENGINE_ERROR_HEADER, &error);
+                    }
+                    // The session goes on with another engine from now on.
+                    let engine = self.guard.session.engine().to_string();
+                    set_header(&mut self.headers, "x-ctxhost-engine", &engine);
                 }
             }
         }
