@@ -852,6 +852,78 @@ fn an_isolated_engine_dies_with_its_host() {
     );
 }
 
+/// The hostile plugin starting a process of its own in `compress` (its id written to
+/// `pid_file`), then hanging with all the time in the world.
+#[cfg(target_os = "linux")]
+fn grandchild_config(pid_file: &std::path::Path) -> String {
+    hostile_config(
+        "spawn_grandchild",
+        &format!(
+            "    timeout: 600\n    grandchild_pid_file: {}\n",
+            pid_file.display()
+        ),
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_the_plugin_started_dies_when_run_is_killed() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    let pid_file = sandbox.path().join("grandchild.pid");
+    sandbox.write_config(&grandchild_config(&pid_file));
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..30].to_vec()));
+    let mut host = sandbox
+        .command(&["run", transcript.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild = written_pid(&pid_file);
+    // SIGKILL: nothing of the host runs after it.
+    host.kill().unwrap();
+    host.wait().unwrap();
+    assert!(
+        ends(grandchild),
+        "the plugin's own process {grandchild} outlived its SIGKILLed host"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_the_plugin_started_dies_when_serve_is_killed() {
+    let pid_file = tempfile::tempdir().unwrap();
+    let pid_file = pid_file.path().join("grandchild.pid");
+    let config = format!(
+        "{}serve:\n  compaction:\n    background: false\n",
+        grandchild_config(&pid_file)
+    );
+    let (_upstream, _sandbox, mut gateway) = hostile_gateway(&config);
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "s",
+        &history(0, "m1")
+    )));
+    let base_url = gateway.base_url();
+    // The turn whose compression starts the process never gets its answer: the host dies.
+    let turn = std::thread::spawn(move || {
+        let _ = reqwest::blocking::Client::new()
+            .post(format!("{base_url}/chat/completions"))
+            .header("x-ctxhost-session", "s")
+            .json(&json!({"model": "gpt-4o", "messages": history(1, "m2")}))
+            .send();
+    });
+    let grandchild = written_pid(&pid_file);
+    // SIGKILL: nothing of the host runs after it.
+    gateway.kill();
+    turn.join().unwrap();
+    assert!(
+        ends(grandchild),
+        "the plugin's own process {grandchild} outlived its SIGKILLed host"
+    );
+}
+
 /// The engine processes `ctxhost serve` (process `pid`) runs now: its children started as
 /// `ctxhost __engine-child`.
 #[cfg(target_os = "linux")]
