@@ -852,6 +852,42 @@ fn an_isolated_engine_dies_with_its_host() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn an_answer_over_the_reply_limit_fails_its_call_unread_in_bounded_host_memory() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    // 200 MiB of one piece, past the default limit of 64 MiB: read whole, parsed and counted,
+    // it took the host to gigabytes.
+    sandbox.write_config(&hostile_config(
+        "huge",
+        "    timeout: 600\n    huge_mb: 200\n",
+    ));
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..30].to_vec()));
+    let stderr_path = sandbox.path().join("err");
+    let mut command = sandbox.command(&["run", transcript.to_str().unwrap()]);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap());
+    let (success, peak) = ctxhost_tests::memory::wait_measured(command.spawn().unwrap());
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let peak = peak.expect("the host's peak memory (Linux reports it)");
+    assert!(
+        peak < 128 << 20,
+        "the host peaked at {} MiB reading a 200 MiB answer",
+        peak >> 20
+    );
+    // The run finishes on the compressor, and says why.
+    assert!(!success, "{stderr}");
+    assert!(
+        stderr.contains("hostile")
+            && stderr.contains("over its limit of 64 MiB")
+            && stderr.contains("plugins.hostile.max_reply_mb"),
+        "{stderr}"
+    );
+}
+
 /// The hostile plugin starting a process of its own in `compress` (its id written to
 /// `pid_file`), then hanging with all the time in the world.
 #[cfg(target_os = "linux")]
