@@ -1213,20 +1213,69 @@ fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_wit
     let idle = send_chat(&gateway, "idle", &history(2, "m3"));
     assert!(answered_by_the_engine(&idle), "{:?}", idle.headers());
     assert_eq!(recorded(records.path(), "idle"), ["1 m2", "2 m3"]);
-    // The session whose call failed stays on the standby compressor, as after any failure.
-    let mut stalled_on = history(2, "stall");
-    let messages = stalled_on.as_array_mut().unwrap();
-    messages.push(json!({"role": "assistant", "content": "ok"}));
-    messages.push(json!({"role": "user", "content": "m4"}));
-    let stalled = send_chat(&gateway, "stalled", &stalled_on);
-    assert_eq!(stalled.status(), 200);
-    assert_eq!(stalled.headers()["x-ctxhost-engine"], "compressor");
-    assert_eq!(recorded(records.path(), "stalled"), ["1 m2", "2 stall"]);
+    // The session whose call was only in flight beside the hung one failed that call once; it
+    // reopens with its state at its next call, like the idle one.
+    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
+    assert_eq!(
+        recorded(records.path(), "stalled"),
+        ["1 m2", "2 stall", "3 m4"]
+    );
     let after = engine_children(gateway.pid());
     assert_eq!(after.len(), 1, "{after:?}");
     assert_ne!(
         after, before,
         "a new process took the killed one's sessions"
+    );
+}
+
+/// The history after the turn `stall` (answered "ok"), then `m4`.
+fn after_stall() -> Value {
+    let mut messages = history(2, "stall");
+    let list = messages.as_array_mut().unwrap();
+    list.push(json!({"role": "assistant", "content": "ok"}));
+    list.push(json!({"role": "user", "content": "m4"}));
+    messages
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_session_whose_call_was_in_flight_when_another_crashed_the_process_keeps_its_engine() {
+    let records = tempfile::tempdir().unwrap();
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
+    let before = two_turns_each(&gateway, &["stalled", "x"]);
+    let base_url = gateway.base_url();
+    let (stalled, crashed) = std::thread::scope(|scope| {
+        // A compression that does not answer (within its 120 s)...
+        let stalled = scope.spawn(|| send_chat_to(&base_url, "stalled", &history(2, "stall")));
+        await_record(records.path(), "stalled", "2 stall");
+        // ...in flight when another session's compression aborts the process they share.
+        let crashed = send_chat_to(&base_url, "x", &history(2, "crash"));
+        (stalled.join().unwrap(), crashed)
+    });
+    for response in [&stalled, &crashed] {
+        assert_eq!(response.status(), 200, "the turn goes on unchanged");
+        let error = response.headers()["x-ctxhost-engine-error"]
+            .to_str()
+            .unwrap();
+        assert!(
+            error.contains("hostile") && error.contains("aborted"),
+            "{error}"
+        );
+    }
+    // The next turn of the session that was only in flight is the plugin's again, on a new
+    // process, with its state.
+    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
+    assert_eq!(
+        recorded(records.path(), "stalled"),
+        ["1 m2", "2 stall", "3 m4"]
+    );
+    let after = engine_children(gateway.pid());
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "a new process took the crashed one's sessions"
     );
 }
 

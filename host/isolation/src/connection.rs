@@ -75,6 +75,20 @@ impl Lost {
         }
     }
 
+    /// [`Self::error`] for a call that was only in flight with the one at fault
+    /// ([`NoAnswer::Interrupted`]).
+    pub fn interrupted(&self, plugin: &str, op: &str) -> EngineError {
+        let error = self.error(plugin, op);
+        EngineError::new(
+            ctxhost_sdk::ErrorKind::Interrupted,
+            format!(
+                "{} (another call in flight on the same process; this session reopens at its \
+                 next call)",
+                error.message()
+            ),
+        )
+    }
+
     /// The per-turn check that hung, if that is why.
     pub fn hung_check(&self) -> Option<Op> {
         match self {
@@ -89,8 +103,13 @@ impl Lost {
 pub enum NoAnswer {
     /// Its deadline passed (the process is not killed yet: the caller does it, with why).
     TimedOut,
-    /// The process was lost while it waited.
+    /// The process was lost while it waited, and this call may be why (it was the only one
+    /// in flight, or its own reply broke the protocol).
     Lost(Lost),
+    /// The process was lost while it waited, to another call in flight with it (or with
+    /// others, none of them known to be why): this one failed once, through no fault of its
+    /// session's, which reopens on a new process at its next call.
+    Interrupted(Lost),
     /// The reply was longer than `limit` bytes: it was skipped, unread (the process lives on).
     TooLarge { limit: u64 },
 }
@@ -104,6 +123,17 @@ impl NoAnswer {
             limit >> 20
         ))
     }
+}
+
+/// Who a lost process's calls in flight may blame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blame {
+    /// A call no longer waited for (it hung, or its reply broke the protocol): every call
+    /// still in flight was only beside it.
+    Caller,
+    /// Nobody known (the process ended, or wrote what answers no call): a call alone in
+    /// flight is why; of several, none is known to be.
+    Unknown,
 }
 
 /// Where one call's reply arrives.
@@ -183,7 +213,7 @@ impl Connection {
             .map_err(|e| EngineError::failed(format!("cannot encode start: {e}")))?;
         line.push(b'\n');
         if connection.write(&line).is_err() {
-            connection.lose(Lost::Ended(None));
+            connection.lose(Lost::Ended(None), Blame::Unknown);
         }
         Ok((connection, init))
     }
@@ -269,10 +299,15 @@ impl Connection {
         }
     }
 
-    /// Kills the process (and what it started) for `why`, failing every call in flight with
-    /// it, and reaps it; nothing when it is already lost.
+    /// Kills the process (and what it started) for `why`, a call of the caller's (one no
+    /// longer waited for: it hung, or its reply broke the protocol), failing every call in
+    /// flight with it as interrupted, and reaps it; nothing when it is already lost.
     pub fn kill(&self, why: Lost) {
-        if !self.lose(why) {
+        self.kill_blaming(why, Blame::Caller);
+    }
+
+    fn kill_blaming(&self, why: Lost, blame: Blame) {
+        if !self.lose(why, blame) {
             return;
         }
         let process = lock(&self.process).take();
@@ -282,9 +317,9 @@ impl Connection {
         }
     }
 
-    /// Marks the process lost for `why` (the first reason wins) and fails the calls in flight;
-    /// `true` the first time.
-    fn lose(&self, why: Lost) -> bool {
+    /// Marks the process lost for `why` (the first reason wins) and fails the calls in flight,
+    /// as `blame` says; `true` the first time.
+    fn lose(&self, why: Lost, blame: Blame) -> bool {
         let waiting = {
             let mut calls = lock(&self.calls);
             if calls.lost.is_some() {
@@ -295,8 +330,14 @@ impl Connection {
         };
         // Its input goes too: nothing more is sent to it.
         drop(lock(&self.input).take());
+        // One call alone in flight when the process ended is why, as far as anyone can tell.
+        let interrupted = blame == Blame::Caller || waiting.len() > 1;
         for slot in waiting.into_values() {
-            slot.fill(Err(NoAnswer::Lost(why.clone())));
+            slot.fill(Err(if interrupted {
+                NoAnswer::Interrupted(why.clone())
+            } else {
+                NoAnswer::Lost(why.clone())
+            }));
         }
         (self.on_lost)(&why);
         true
@@ -312,14 +353,14 @@ impl Connection {
         // What it started goes with it.
         let _ = spawn::kill(&mut process);
         let status = process.wait().ok();
-        self.lose(Lost::Ended(status));
+        self.lose(Lost::Ended(status), Blame::Unknown);
     }
 
     /// Hands `line` to the call it answers; a line that answers no call breaks the protocol.
     fn deliver(&self, line: String) {
         let Some((call, _)) = Framed::split(&line) else {
             let what = format!("it wrote a line that is not a reply: {}", preview(&line));
-            self.kill(Lost::Broken(what));
+            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
             return;
         };
         let slot = lock(&self.calls).waiting.remove(&call);
@@ -341,7 +382,7 @@ impl Connection {
             .and_then(|call| call.parse::<u64>().ok());
         let Some(call) = call else {
             let what = format!("it wrote a line of more than {limit} bytes that is not a reply");
-            self.kill(Lost::Broken(what));
+            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
             return;
         };
         let slot = lock(&self.calls).waiting.remove(&call);
@@ -433,7 +474,10 @@ fn read_replies(connection: Weak<Connection>, output: std::process::ChildStdout,
             }
             Line::Read => match String::from_utf8(std::mem::take(&mut line)) {
                 Ok(text) => connection.deliver(text),
-                Err(_) => connection.kill(Lost::Broken("it wrote bytes that are not UTF-8".into())),
+                Err(_) => connection.kill_blaming(
+                    Lost::Broken("it wrote bytes that are not UTF-8".into()),
+                    Blame::Unknown,
+                ),
             },
         }
     }

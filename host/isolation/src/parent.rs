@@ -300,6 +300,10 @@ impl ChildProcess {
                 self.open_on = None;
                 return Err(lost.error(&self.name, op));
             }
+            Err(NoAnswer::Interrupted(lost)) => {
+                self.open_on = None;
+                return Err(lost.interrupted(&self.name, op));
+            }
             // Its process lives on, past the line it skipped.
             Err(NoAnswer::TooLarge { limit }) => {
                 return Err(NoAnswer::too_large(&self.name, op, limit));
