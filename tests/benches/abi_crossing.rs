@@ -96,6 +96,7 @@ fn abi_crossing(c: &mut Criterion) {
             timeout: std::time::Duration::from_secs(300),
             check_timeout: std::time::Duration::from_secs(300),
             memory_limit: None,
+            max_reply_bytes: u64::MAX,
         },
         host.clone(),
     )

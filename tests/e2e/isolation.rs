@@ -912,6 +912,114 @@ fn an_isolated_engine_dies_with_its_host() {
     );
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn an_answer_over_the_reply_limit_fails_its_call_unread_in_bounded_host_memory() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    // 200 MiB of one piece, past the default limit of 64 MiB: read whole, parsed and counted,
+    // it took the host to gigabytes.
+    sandbox.write_config(&hostile_config(
+        "huge",
+        "    timeout: 600\n    huge_mb: 200\n",
+    ));
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..30].to_vec()));
+    let stderr_path = sandbox.path().join("err");
+    let mut command = sandbox.command(&["run", transcript.to_str().unwrap()]);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap());
+    let (success, peak) = ctxhost_tests::memory::wait_measured(command.spawn().unwrap());
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    let peak = peak.expect("the host's peak memory (Linux reports it)");
+    assert!(
+        peak < 128 << 20,
+        "the host peaked at {} MiB reading a 200 MiB answer",
+        peak >> 20
+    );
+    // The run finishes on the compressor, and says why.
+    assert!(!success, "{stderr}");
+    assert!(
+        stderr.contains("hostile")
+            && stderr.contains("over its limit of 64 MiB")
+            && stderr.contains("plugins.hostile.max_reply_mb"),
+        "{stderr}"
+    );
+}
+
+/// The hostile plugin starting a process of its own in `compress` (its id written to
+/// `pid_file`), then hanging with all the time in the world.
+#[cfg(target_os = "linux")]
+fn grandchild_config(pid_file: &std::path::Path) -> String {
+    hostile_config(
+        "spawn_grandchild",
+        &format!(
+            "    timeout: 600\n    grandchild_pid_file: {}\n",
+            pid_file.display()
+        ),
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_the_plugin_started_dies_when_run_is_killed() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("hostile", "ctxhost_fixture_hostile");
+    let pid_file = sandbox.path().join("grandchild.pid");
+    sandbox.write_config(&grandchild_config(&pid_file));
+    let transcript = sandbox.write_json("t.json", &Value::Array(long_session()[..30].to_vec()));
+    let mut host = sandbox
+        .command(&["run", transcript.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let grandchild = written_pid(&pid_file);
+    // SIGKILL: nothing of the host runs after it.
+    host.kill().unwrap();
+    host.wait().unwrap();
+    assert!(
+        ends(grandchild),
+        "the plugin's own process {grandchild} outlived its SIGKILLed host"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn what_the_plugin_started_dies_when_serve_is_killed() {
+    let pid_file = tempfile::tempdir().unwrap();
+    let pid_file = pid_file.path().join("grandchild.pid");
+    let config = format!(
+        "{}serve:\n  compaction:\n    background: false\n",
+        grandchild_config(&pid_file)
+    );
+    let (_upstream, _sandbox, mut gateway) = hostile_gateway(&config);
+    assert!(answered_by_the_engine(&send_chat(
+        &gateway,
+        "s",
+        &history(0, "m1")
+    )));
+    let base_url = gateway.base_url();
+    // The turn whose compression starts the process never gets its answer: the host dies.
+    let turn = std::thread::spawn(move || {
+        let _ = reqwest::blocking::Client::new()
+            .post(format!("{base_url}/chat/completions"))
+            .header("x-ctxhost-session", "s")
+            .json(&json!({"model": "gpt-4o", "messages": history(1, "m2")}))
+            .send();
+    });
+    let grandchild = written_pid(&pid_file);
+    // SIGKILL: nothing of the host runs after it.
+    gateway.kill();
+    turn.join().unwrap();
+    assert!(
+        ends(grandchild),
+        "the plugin's own process {grandchild} outlived its SIGKILLed host"
+    );
+}
+
 /// The engine processes `ctxhost serve` (process `pid`) runs now: its children started as
 /// `ctxhost __engine-child`.
 #[cfg(target_os = "linux")]
@@ -1165,20 +1273,69 @@ fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_wit
     let idle = send_chat(&gateway, "idle", &history(2, "m3"));
     assert!(answered_by_the_engine(&idle), "{:?}", idle.headers());
     assert_eq!(recorded(records.path(), "idle"), ["1 m2", "2 m3"]);
-    // The session whose call failed stays on the standby compressor, as after any failure.
-    let mut stalled_on = history(2, "stall");
-    let messages = stalled_on.as_array_mut().unwrap();
-    messages.push(json!({"role": "assistant", "content": "ok"}));
-    messages.push(json!({"role": "user", "content": "m4"}));
-    let stalled = send_chat(&gateway, "stalled", &stalled_on);
-    assert_eq!(stalled.status(), 200);
-    assert_eq!(stalled.headers()["x-ctxhost-engine"], "compressor");
-    assert_eq!(recorded(records.path(), "stalled"), ["1 m2", "2 stall"]);
+    // The session whose call was only in flight beside the hung one failed that call once; it
+    // reopens with its state at its next call, like the idle one.
+    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
+    assert_eq!(
+        recorded(records.path(), "stalled"),
+        ["1 m2", "2 stall", "3 m4"]
+    );
     let after = engine_children(gateway.pid());
     assert_eq!(after.len(), 1, "{after:?}");
     assert_ne!(
         after, before,
         "a new process took the killed one's sessions"
+    );
+}
+
+/// The history after the turn `stall` (answered "ok"), then `m4`.
+fn after_stall() -> Value {
+    let mut messages = history(2, "stall");
+    let list = messages.as_array_mut().unwrap();
+    list.push(json!({"role": "assistant", "content": "ok"}));
+    list.push(json!({"role": "user", "content": "m4"}));
+    messages
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_session_whose_call_was_in_flight_when_another_crashed_the_process_keeps_its_engine() {
+    let records = tempfile::tempdir().unwrap();
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
+    let before = two_turns_each(&gateway, &["stalled", "x"]);
+    let base_url = gateway.base_url();
+    let (stalled, crashed) = std::thread::scope(|scope| {
+        // A compression that does not answer (within its 120 s)...
+        let stalled = scope.spawn(|| send_chat_to(&base_url, "stalled", &history(2, "stall")));
+        await_record(records.path(), "stalled", "2 stall");
+        // ...in flight when another session's compression aborts the process they share.
+        let crashed = send_chat_to(&base_url, "x", &history(2, "crash"));
+        (stalled.join().unwrap(), crashed)
+    });
+    for response in [&stalled, &crashed] {
+        assert_eq!(response.status(), 200, "the turn goes on unchanged");
+        let error = response.headers()["x-ctxhost-engine-error"]
+            .to_str()
+            .unwrap();
+        assert!(
+            error.contains("hostile") && error.contains("aborted"),
+            "{error}"
+        );
+    }
+    // The next turn of the session that was only in flight is the plugin's again, on a new
+    // process, with its state.
+    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
+    assert_eq!(
+        recorded(records.path(), "stalled"),
+        ["1 m2", "2 stall", "3 m4"]
+    );
+    let after = engine_children(gateway.pid());
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "a new process took the crashed one's sessions"
     );
 }
 

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     /// The engine did not answer within the host's deadline (an isolated engine's process is
     /// then killed).
     TimedOut,
+    /// The call was cut short through no fault of its own: an isolated engine's process,
+    /// shared with other sessions, was lost to another call in flight with it. The session's
+    /// state is in its store; its next call reopens it on a new process.
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -41,6 +45,7 @@ impl ErrorKind {
             ErrorKind::InvalidSetting => 6,
             ErrorKind::Busy => 7,
             ErrorKind::TimedOut => 8,
+            ErrorKind::Interrupted => 9,
         }
     }
 
@@ -55,6 +60,7 @@ impl ErrorKind {
             6 => ErrorKind::InvalidSetting,
             7 => ErrorKind::Busy,
             8 => ErrorKind::TimedOut,
+            9 => ErrorKind::Interrupted,
             _ => ErrorKind::Failed,
         }
     }
@@ -72,6 +78,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::InvalidSetting => "invalid setting",
             ErrorKind::Busy => "busy",
             ErrorKind::TimedOut => "timed out",
+            ErrorKind::Interrupted => "interrupted",
         })
     }
 }

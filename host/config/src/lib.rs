@@ -392,13 +392,13 @@ impl Config {
 
     /// The section handed to engine `name`: `plugins.<name>` (null when absent).
     /// Engine `name`'s own settings: `plugins.<name>` without the host's keys
-    /// (`isolation`, `timeout`, `check_timeout`, `memory_limit_mb`, `processes`).
+    /// (`isolation`, `timeout`, `check_timeout`, `memory_limit_mb`, `processes`, `max_reply_mb`).
     pub fn engine_section(&self, name: &str) -> Value {
         plugin_host::engine_only(self.plugins.get(name).cloned().unwrap_or(Value::Null))
     }
 
     /// The host's settings for plugin `name` (`plugins.<name>.{isolation, timeout,
-    /// check_timeout, memory_limit_mb, processes}`), checked when the config is read.
+    /// check_timeout, memory_limit_mb, processes, max_reply_mb}`), checked when the config is read.
     pub fn plugin_host_settings(&self, name: &str) -> plugin_host::HostPluginSettings {
         self.plugins
             .get(name)

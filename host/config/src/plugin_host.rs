@@ -1,4 +1,4 @@
-//! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`: the keys of an
+//! `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes, max_reply_mb}`: the keys of an
 //! engine's section that are the host's (where and how the engine runs), not the engine's.
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ pub enum Isolation {
     InProcess,
 }
 
-/// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes}`.
+/// `plugins.<name>.{isolation, timeout, check_timeout, memory_limit_mb, processes, max_reply_mb}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HostPluginSettings {
@@ -35,6 +35,10 @@ pub struct HostPluginSettings {
     /// How many processes an isolated engine runs in (1..=[`MAX_PROCESSES`](crate::settings::MAX_PROCESSES)); each serves many
     /// sessions, and a session stays on the one it was given (the least loaded).
     pub processes: usize,
+    /// The largest answer an isolated engine's process may send for one call, in MiB: the
+    /// host reads no more of it (a bigger one fails its call), whatever the process's own
+    /// memory limit lets it write.
+    pub max_reply_mb: u64,
 }
 
 impl Default for HostPluginSettings {
@@ -45,6 +49,7 @@ impl Default for HostPluginSettings {
             check_timeout: 10.0,
             memory_limit_mb: 8192,
             processes: 1,
+            max_reply_mb: 64,
         }
     }
 }

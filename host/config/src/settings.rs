@@ -313,6 +313,8 @@ pub const PLUGIN_HOST_SETTINGS: &[Setting] = &[
         "an isolated engine's address-space limit per process, in MiB (0: none)"),
     setting("processes", Whole, Is("1"), Between(1, MAX_PROCESSES as u64), "2",
         "how many processes an isolated engine runs in; each serves many sessions"),
+    setting("max_reply_mb", Whole, Is("64"), AtLeast(1, "MiB"), "256",
+        "the largest answer an isolated engine's process may send for one call, in MiB; a bigger one fails that call, unread"),
 ];
 
 /// The declaration of `key`, host keys and the host's keys of a plugin section

@@ -387,7 +387,7 @@ impl Session {
             Err(error) => error,
         };
         // A failed compression retires the engine: the next one would likely fail the same way,
-        // and the conversation must keep fitting.
+        // and the conversation must keep fitting. Not one cut short by another session's call.
         self.fall_back(error.clone());
         Compression {
             messages,
@@ -617,7 +617,14 @@ impl Session {
         }
     }
 
+    /// Hands the session to the standby compressor for `reason`; not for a call that was
+    /// only interrupted ([`ErrorKind::Interrupted`]: the engine reopens at the next call).
     fn fall_back(&mut self, reason: SessionError) {
+        if let SessionError::Failed { error, .. } = &reason {
+            if error.kind() == ErrorKind::Interrupted {
+                return;
+            }
+        }
         if let Some(standby) = self.standby.take() {
             let from = std::mem::replace(&mut self.active, standby);
             self.fallback = Some(Fallback {

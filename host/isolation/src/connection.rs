@@ -30,6 +30,8 @@ pub struct ChildSpec {
     pub check_timeout: Duration,
     /// The child's address-space limit, in bytes (`None`: unlimited).
     pub memory_limit: Option<u64>,
+    /// The longest reply line the host reads, in bytes: a longer one fails its call unread.
+    pub max_reply_bytes: u64,
 }
 
 /// Why the process is gone, as every call that was in flight on it hears it.
@@ -73,6 +75,20 @@ impl Lost {
         }
     }
 
+    /// [`Self::error`] for a call that was only in flight with the one at fault
+    /// ([`NoAnswer::Interrupted`]).
+    pub fn interrupted(&self, plugin: &str, op: &str) -> EngineError {
+        let error = self.error(plugin, op);
+        EngineError::new(
+            ctxhost_sdk::ErrorKind::Interrupted,
+            format!(
+                "{} (another call in flight on the same process; this session reopens at its \
+                 next call)",
+                error.message()
+            ),
+        )
+    }
+
     /// The per-turn check that hung, if that is why.
     pub fn hung_check(&self) -> Option<Op> {
         match self {
@@ -87,20 +103,49 @@ impl Lost {
 pub enum NoAnswer {
     /// Its deadline passed (the process is not killed yet: the caller does it, with why).
     TimedOut,
-    /// The process was lost while it waited.
+    /// The process was lost while it waited, and this call may be why (it was the only one
+    /// in flight, or its own reply broke the protocol).
     Lost(Lost),
+    /// The process was lost while it waited, to another call in flight with it (or with
+    /// others, none of them known to be why): this one failed once, through no fault of its
+    /// session's, which reopens on a new process at its next call.
+    Interrupted(Lost),
+    /// The reply was longer than `limit` bytes: it was skipped, unread (the process lives on).
+    TooLarge { limit: u64 },
+}
+
+impl NoAnswer {
+    /// The error of a call of operation `op` whose reply was over `limit` bytes.
+    pub fn too_large(plugin: &str, op: &str, limit: u64) -> EngineError {
+        EngineError::failed(format!(
+            "plugin '{plugin}' answered {op} with more than the host reads: its answer is over \
+             its limit of {} MiB (plugins.{plugin}.max_reply_mb) and was refused unread",
+            limit >> 20
+        ))
+    }
+}
+
+/// Who a lost process's calls in flight may blame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blame {
+    /// A call no longer waited for (it hung, or its reply broke the protocol): every call
+    /// still in flight was only beside it.
+    Caller,
+    /// Nobody known (the process ended, or wrote what answers no call): a call alone in
+    /// flight is why; of several, none is known to be.
+    Unknown,
 }
 
 /// Where one call's reply arrives.
 #[derive(Default)]
 struct Slot {
     arrived: AtomicBool,
-    reply: Mutex<Option<Result<String, Lost>>>,
+    reply: Mutex<Option<Result<String, NoAnswer>>>,
     signal: Condvar,
 }
 
 impl Slot {
-    fn fill(&self, reply: Result<String, Lost>) {
+    fn fill(&self, reply: Result<String, NoAnswer>) {
         *lock(&self.reply) = Some(reply);
         self.arrived.store(true, Ordering::Release);
         self.signal.notify_one();
@@ -157,9 +202,10 @@ impl Connection {
         });
         let init = connection.expect(INIT_CALL);
         let reader = Arc::downgrade(&connection);
+        let limit = spec.max_reply_bytes;
         std::thread::Builder::new()
             .name("ctxhost-engine-replies".to_string())
-            .spawn(move || read_replies(reader, output))
+            .spawn(move || read_replies(reader, output, limit))
             .map_err(|error| {
                 EngineError::failed(format!("cannot start a thread for an engine: {error}"))
             })?;
@@ -167,7 +213,7 @@ impl Connection {
             .map_err(|e| EngineError::failed(format!("cannot encode start: {e}")))?;
         line.push(b'\n');
         if connection.write(&line).is_err() {
-            connection.lose(Lost::Ended(None));
+            connection.lose(Lost::Ended(None), Blame::Unknown);
         }
         Ok((connection, init))
     }
@@ -192,7 +238,7 @@ impl Connection {
         let slot = Arc::new(Slot::default());
         let mut calls = lock(&self.calls);
         match &calls.lost {
-            Some(lost) => slot.fill(Err(lost.clone())),
+            Some(lost) => slot.fill(Err(NoAnswer::Lost(lost.clone()))),
             None => {
                 calls.waiting.insert(call, slot.clone());
             }
@@ -233,7 +279,7 @@ impl Connection {
         let mut reply = lock(&slot.reply);
         loop {
             if let Some(reply) = reply.take() {
-                return reply.map_err(NoAnswer::Lost);
+                return reply;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -241,7 +287,7 @@ impl Connection {
                 lock(&self.calls).waiting.remove(&in_flight.call);
                 // It may have come just now.
                 return match lock(&slot.reply).take() {
-                    Some(reply) => reply.map_err(NoAnswer::Lost),
+                    Some(reply) => reply,
                     None => Err(NoAnswer::TimedOut),
                 };
             }
@@ -253,10 +299,15 @@ impl Connection {
         }
     }
 
-    /// Kills the process (and what it started) for `why`, failing every call in flight with
-    /// it, and reaps it; nothing when it is already lost.
+    /// Kills the process (and what it started) for `why`, a call of the caller's (one no
+    /// longer waited for: it hung, or its reply broke the protocol), failing every call in
+    /// flight with it as interrupted, and reaps it; nothing when it is already lost.
     pub fn kill(&self, why: Lost) {
-        if !self.lose(why) {
+        self.kill_blaming(why, Blame::Caller);
+    }
+
+    fn kill_blaming(&self, why: Lost, blame: Blame) {
+        if !self.lose(why, blame) {
             return;
         }
         let process = lock(&self.process).take();
@@ -266,9 +317,9 @@ impl Connection {
         }
     }
 
-    /// Marks the process lost for `why` (the first reason wins) and fails the calls in flight;
-    /// `true` the first time.
-    fn lose(&self, why: Lost) -> bool {
+    /// Marks the process lost for `why` (the first reason wins) and fails the calls in flight,
+    /// as `blame` says; `true` the first time.
+    fn lose(&self, why: Lost, blame: Blame) -> bool {
         let waiting = {
             let mut calls = lock(&self.calls);
             if calls.lost.is_some() {
@@ -279,8 +330,14 @@ impl Connection {
         };
         // Its input goes too: nothing more is sent to it.
         drop(lock(&self.input).take());
+        // One call alone in flight when the process ended is why, as far as anyone can tell.
+        let interrupted = blame == Blame::Caller || waiting.len() > 1;
         for slot in waiting.into_values() {
-            slot.fill(Err(why.clone()));
+            slot.fill(Err(if interrupted {
+                NoAnswer::Interrupted(why.clone())
+            } else {
+                NoAnswer::Lost(why.clone())
+            }));
         }
         (self.on_lost)(&why);
         true
@@ -296,20 +353,41 @@ impl Connection {
         // What it started goes with it.
         let _ = spawn::kill(&mut process);
         let status = process.wait().ok();
-        self.lose(Lost::Ended(status));
+        self.lose(Lost::Ended(status), Blame::Unknown);
     }
 
     /// Hands `line` to the call it answers; a line that answers no call breaks the protocol.
     fn deliver(&self, line: String) {
         let Some((call, _)) = Framed::split(&line) else {
             let what = format!("it wrote a line that is not a reply: {}", preview(&line));
-            self.kill(Lost::Broken(what));
+            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
             return;
         };
         let slot = lock(&self.calls).waiting.remove(&call);
         // A call whose deadline passed is no longer waited for: its reply is dropped.
         if let Some(slot) = slot {
             slot.fill(Ok(line));
+        }
+    }
+}
+
+impl Connection {
+    /// Fails the call a reply over `limit` bytes answers (its start is `start`), unread; a
+    /// line that does not even name its call breaks the protocol.
+    fn refuse_oversized(&self, start: &[u8], limit: u64) {
+        let call = start
+            .iter()
+            .position(|b| *b == b' ')
+            .and_then(|end| std::str::from_utf8(&start[..end]).ok())
+            .and_then(|call| call.parse::<u64>().ok());
+        let Some(call) = call else {
+            let what = format!("it wrote a line of more than {limit} bytes that is not a reply");
+            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
+            return;
+        };
+        let slot = lock(&self.calls).waiting.remove(&call);
+        if let Some(slot) = slot {
+            slot.fill(Err(NoAnswer::TooLarge { limit }));
         }
     }
 }
@@ -372,32 +450,76 @@ pub fn start_process(
     Ok((process, input, output))
 }
 
-/// The reader thread: each reply line to its call, until the output closes.
-fn read_replies(connection: Weak<Connection>, output: std::process::ChildStdout) {
+/// The reader thread: each reply line to its call, until the output closes. A line longer
+/// than `limit` bytes is not kept: its start names the call it fails ([`Line::TooLong`]).
+fn read_replies(connection: Weak<Connection>, output: std::process::ChildStdout, limit: u64) {
     let mut output = BufReader::with_capacity(64 * 1024, output);
+    let limit_bytes = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = output.read_until(b'\n', &mut line);
+        let read = read_line(&mut output, &mut line, limit_bytes);
         let Some(connection) = connection.upgrade() else {
             return;
         };
         match read {
-            Ok(0) | Err(_) => {
+            Line::Closed => {
                 connection.reap_on_close();
                 return;
             }
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
-                match String::from_utf8(std::mem::take(&mut line)) {
-                    Ok(text) => connection.deliver(text),
-                    Err(_) => {
-                        connection.kill(Lost::Broken("it wrote bytes that are not UTF-8".into()))
-                    }
-                }
+            Line::TooLong => {
+                connection.refuse_oversized(&line, limit);
+                // What was kept of it goes now, not at the next reply.
+                line = Vec::new();
             }
+            Line::Read => match String::from_utf8(std::mem::take(&mut line)) {
+                Ok(text) => connection.deliver(text),
+                Err(_) => connection.kill_blaming(
+                    Lost::Broken("it wrote bytes that are not UTF-8".into()),
+                    Blame::Unknown,
+                ),
+            },
+        }
+    }
+}
+
+/// How reading one line ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// `line` holds it, without its newline.
+    Read,
+    /// It was longer than the limit: `line` holds its start, the rest was read past.
+    TooLong,
+    /// The output closed (or failed) before a line ended.
+    Closed,
+}
+
+/// Reads one line from `input` into `line`, keeping at most `limit` bytes of it.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, limit: usize) -> Line {
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok([]) | Err(_) => return Line::Closed,
+            Ok(available) => available,
+        };
+        let (end, used) = match available.iter().position(|b| *b == b'\n') {
+            Some(end) => (Some(end), end + 1),
+            None => (None, available.len()),
+        };
+        let piece = &available[..end.unwrap_or(used)];
+        if !too_long {
+            if line.len() + piece.len() > limit {
+                too_long = true;
+                // The start is enough to name the call.
+                line.extend_from_slice(&piece[..piece.len().min(64)]);
+                line.truncate(64);
+            } else {
+                line.extend_from_slice(piece);
+            }
+        }
+        input.consume(used);
+        if end.is_some() {
+            return if too_long { Line::TooLong } else { Line::Read };
         }
     }
 }
@@ -456,4 +578,35 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_over_the_limit_is_read_past_keeping_only_its_start() {
+        let text = format!("7 {}\n3 ok\n", "x".repeat(1000));
+        let mut input = BufReader::with_capacity(16, text.as_bytes());
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut input, &mut line, 100), Line::TooLong);
+        assert!(
+            line.starts_with(b"7 x") && line.len() <= 64,
+            "{}",
+            line.len()
+        );
+        line.clear();
+        assert_eq!(read_line(&mut input, &mut line, 100), Line::Read);
+        assert_eq!(line, b"3 ok");
+        line.clear();
+        assert_eq!(read_line(&mut input, &mut line, 100), Line::Closed);
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_is_read() {
+        let mut input = BufReader::with_capacity(4, &b"5 abcdef\n"[..]);
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut input, &mut line, 8), Line::Read);
+        assert_eq!(line, b"5 abcdef");
+    }
 }

@@ -143,30 +143,27 @@ impl ChildProcess {
     ) -> Result<T, EngineError> {
         let name = spec.init.name.clone();
         let (mut process, mut input, output) = start_process(&spec, &services)?;
-        let mut replies = Replies::new(output);
+        let mut replies = Replies::new(output, spec.max_reply_bytes);
         let deadline = Deadline::new(spec.timeout, "timeout");
         let mut line = serde_json::to_vec(&spec.init)
             .map_err(|e| EngineError::failed(format!("cannot encode {op}: {e}")))?;
         line.push(b'\n');
         let written = input.write_all(&line).and_then(|()| input.flush());
-        let outcome =
-            match written {
-                Err(_) => Err(None),
-                Ok(()) => replies
-                    .next(deadline.total(), Duration::ZERO)
-                    .map_err(|missing| match missing {
-                        NoReply::Closed => None,
-                        NoReply::TimedOut => Some(deadline),
-                    }),
-            };
+        let outcome = match written {
+            Err(_) => Err(NoReply::Closed),
+            Ok(()) => replies.next(deadline.total(), Duration::ZERO),
+        };
         drop(input);
         // Whatever it answered, it is done; what it started goes with it.
         let _ = spawn::kill(&mut process);
         let status = process.wait().ok();
         let line = match outcome {
             Ok(line) => line,
-            Err(Some(deadline)) => return Err(timed_out(&name, op, &deadline)),
-            Err(None) => return Err(Lost::Ended(status).error(&name, op)),
+            Err(NoReply::TimedOut) => return Err(timed_out(&name, op, &deadline)),
+            Err(NoReply::TooLarge) => {
+                return Err(NoAnswer::too_large(&name, op, spec.max_reply_bytes))
+            }
+            Err(NoReply::Closed) => return Err(Lost::Ended(status).error(&name, op)),
         };
         read_reply(&name, op, &line).map_err(|unreadable| match unreadable {
             Unreadable::Engine(error) | Unreadable::Answer(error) => error,
@@ -303,6 +300,14 @@ impl ChildProcess {
             Err(NoAnswer::Lost(lost)) => {
                 self.open_on = None;
                 return Err(lost.error(&self.name, op));
+            }
+            Err(NoAnswer::Interrupted(lost)) => {
+                self.open_on = None;
+                return Err(lost.interrupted(&self.name, op));
+            }
+            // Its process lives on, past the line it skipped.
+            Err(NoAnswer::TooLarge { limit }) => {
+                return Err(NoAnswer::too_large(&self.name, op, limit));
             }
             Err(NoAnswer::TimedOut) => {
                 self.open_on = None;

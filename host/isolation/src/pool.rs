@@ -153,7 +153,16 @@ impl Pool {
         let timeout = self.spec.timeout;
         let line = match connection.wait(init, timeout, std::time::Duration::ZERO) {
             Ok(line) => line,
-            Err(NoAnswer::Lost(lost)) => return Err(lost.error(name, "start")),
+            Err(NoAnswer::Lost(lost) | NoAnswer::Interrupted(lost)) => {
+                return Err(lost.error(name, "start"))
+            }
+            Err(NoAnswer::TooLarge { limit }) => {
+                let error = NoAnswer::too_large(name, "start", limit);
+                connection.kill(Lost::Broken(
+                    "its start answer is over the limit".to_string(),
+                ));
+                return Err(error);
+            }
             Err(NoAnswer::TimedOut) => {
                 let error = EngineError::new(
                     ctxhost_sdk::ErrorKind::TimedOut,

@@ -13,6 +13,8 @@ pub enum NoReply {
     Closed,
     /// Nothing complete within the deadline.
     TimedOut,
+    /// The line is longer than the limit: the rest of it is not read.
+    TooLarge,
 }
 
 #[cfg(not(unix))]
@@ -31,12 +33,15 @@ mod unix {
     /// The child's stdout, read on the caller's thread.
     pub struct Replies {
         output: BufReader<ChildStdout>,
+        /// The longest line read, in bytes.
+        limit: u64,
     }
 
     impl Replies {
-        pub fn new(output: ChildStdout) -> Self {
+        pub fn new(output: ChildStdout, limit: u64) -> Self {
             Replies {
                 output: BufReader::with_capacity(64 * 1024, output),
+                limit,
             }
         }
 
@@ -57,7 +62,12 @@ mod unix {
                 if available.is_empty() {
                     return Err(NoReply::Closed);
                 }
-                match available.iter().position(|b| *b == b'\n') {
+                let end = available.iter().position(|b| *b == b'\n');
+                let length = line.len() + end.unwrap_or(available.len());
+                if length as u64 > self.limit {
+                    return Err(NoReply::TooLarge);
+                }
+                match end {
                     Some(end) => {
                         line.extend_from_slice(&available[..end]);
                         self.output.consume(end + 1);
@@ -108,13 +118,14 @@ mod threaded {
 
     use super::*;
 
-    /// The child's stdout, read by a thread of its own.
+    /// The child's stdout, read by a thread of its own (lines of any length: the bound is
+    /// Unix's).
     pub struct Replies {
         lines: Receiver<std::io::Result<String>>,
     }
 
     impl Replies {
-        pub fn new(output: ChildStdout) -> Self {
+        pub fn new(output: ChildStdout, _limit: u64) -> Self {
             let (sender, lines) = mpsc::channel();
             std::thread::spawn(move || {
                 for line in BufReader::new(output).lines() {

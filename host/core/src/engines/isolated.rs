@@ -263,6 +263,7 @@ impl Engines {
             timeout: std::time::Duration::from_secs_f64(host.timeout.min(60.0)),
             check_timeout: std::time::Duration::from_secs_f64(host.check_timeout),
             memory_limit: (host.memory_limit_mb > 0).then(|| host.memory_limit_mb * 1024 * 1024),
+            max_reply_bytes: host.max_reply_mb.saturating_mul(1024 * 1024),
         })
     }
 

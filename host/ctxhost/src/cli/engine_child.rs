@@ -20,6 +20,8 @@ pub struct EngineChildArgs {
 }
 
 pub fn run(args: &EngineChildArgs) -> anyhow::Result<ExitCode> {
+    // Before any plugin code runs: what the plugin starts dies with the host, SIGKILLed or not.
+    ctxhost_isolation::spawn::die_with_host();
     if let Some(limit) = args.memory_limit {
         limit_memory(limit);
     }
