@@ -23,7 +23,7 @@ use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
 use ctxhost_gateway_state::reference::{
-    find_in_text, marker_line, ForgedReference, Reference, Signer,
+    find_in_text, marker_line, Reference, Signer, Unverified,
 };
 use render::{Counts, Shape};
 
@@ -34,16 +34,23 @@ pub struct TakenUp {
     pub resumed: Resumed,
 }
 
+/// What a history holds of the gateway's handoffs.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The latest handoff that verifies, taken up.
+    pub taken: Option<TakenUp>,
+    /// References in the gateway's form that do not verify here, and why: they resume nothing
+    /// (a text stays text; an item, which no provider can read, is taken out).
+    pub unverified: Vec<Unverified>,
+}
+
 /// Finds the latest handoff the gateway gave in `history` (a `compaction` item whose
 /// `encrypted_content` is its reference, or a summary text ending with one), and takes every
-/// reference of the gateway's out of the items the upstream would see. A text or item that
-/// claims to be the gateway's and does not verify is refused.
-pub fn take_up(
-    history: &mut Vec<Message>,
-    signer: &Signer,
-    credential: &str,
-) -> Result<Option<TakenUp>, ForgedReference> {
+/// item in the gateway's form out of the items the upstream would see. One that does not
+/// verify is not refused: it resumes nothing, and the caller says so.
+pub fn take_up(history: &mut Vec<Message>, signer: &Signer, credential: &str) -> Found {
     let mut latest = None;
+    let mut unverified = Vec::new();
     // The content part holding the latest text handoff, when parts of the agent's own follow it
     // in the same message (Claude Code merges the user's next words into the summary's turn).
     let mut split = None;
@@ -58,14 +65,20 @@ pub fn take_up(
         let mut own = None;
         for (position, item) in items.iter().enumerate() {
             let content = item["encrypted_content"].as_str().unwrap_or_default();
-            let reference = match item["type"].as_str() {
-                Some("compaction") => signer.verify(credential, content)?,
-                _ => None,
+            let verified = match item["type"].as_str() {
+                Some("compaction") => signer.verify(credential, content),
+                _ => Ok(None),
             };
-            match reference {
-                Some(reference) => own = Some((reference, position)),
-                None => kept.push(item.clone()),
+            match verified {
+                Ok(Some(reference)) => own = Some((reference, position)),
+                Ok(None) => kept.push(item.clone()),
+                // The gateway's form, not the provider's: no provider can read it.
+                Err(why) => unverified.push(why),
             }
+        }
+        if own.is_none() && kept.len() < items.len() {
+            set_carried_items(message, kept);
+            continue;
         }
         if let Some((reference, position)) = own {
             // An item leading the message's own items stands before it; otherwise after.
@@ -84,9 +97,13 @@ pub fn take_up(
         }
         let text = message.content_text();
         if let Some(found) = find_in_text(&text) {
-            if let Some(reference) = signer.verify(credential, found)? {
-                split = trailing_parts(message, found).map(|part| (index, part));
-                latest = Some(taken(reference, index + 1));
+            match signer.verify(credential, found) {
+                Ok(Some(reference)) => {
+                    split = trailing_parts(message, found).map(|part| (index, part));
+                    latest = Some(taken(reference, index + 1));
+                }
+                Ok(None) => {}
+                Err(why) => unverified.push(why),
             }
         }
     }
@@ -95,7 +112,10 @@ pub fn take_up(
         history[index] = handoff;
         history.insert(index + 1, rest);
     }
-    Ok(latest)
+    Found {
+        taken: latest,
+        unverified,
+    }
 }
 
 /// The index of the content part holding `reference`, when parts follow it.
@@ -213,6 +233,7 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxhost_gateway_state::reference::PREFIX;
     use serde_json::json;
 
     fn signed(signer: &Signer, version: u64) -> String {
@@ -233,7 +254,7 @@ mod tests {
         merged.set_content_json(&json!([{"type": "text", "text": handoff},
                                          {"type": "text", "text": "next words"}]));
         let mut history = vec![Message::system("sys"), merged];
-        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        let taken = take_up(&mut history, &signer, "alice").taken.unwrap();
         assert_eq!(
             taken.resumed,
             Resumed {
@@ -256,13 +277,18 @@ mod tests {
             {"role": "user", "content": "new"},
         ]);
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        let taken = take_up(&mut history, &signer, "alice").taken.unwrap();
         assert_eq!(taken.reference.view_version, 2);
         let back = ctxhost_wire::responses::from_messages(&history).input;
         assert!(back.to_string().contains("gAAAA-provider"));
         assert!(!back.to_string().contains("ctxhost.v1."), "{back}");
-        // A reference of another credential claims to be ours and is not.
+        // A reference of another credential resumes nothing, and no provider gets it.
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        assert!(take_up(&mut history, &signer, "bob").is_err());
+        let found = take_up(&mut history, &signer, "bob");
+        assert!(found.taken.is_none());
+        assert_eq!(found.unverified, [Unverified::Signature]);
+        let back = ctxhost_wire::responses::from_messages(&history).input;
+        assert!(back.to_string().contains("gAAAA-provider"));
+        assert!(!back.to_string().contains(PREFIX), "{back}");
     }
 }
