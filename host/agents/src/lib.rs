@@ -19,6 +19,8 @@ pub mod handoff;
 pub mod hermes;
 
 use compaction::{Compaction, Prompt, Recognised, Request};
+use ctxhost_sdk::Message;
+use handoff::Kept;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
@@ -84,6 +86,27 @@ impl Agent {
                 .or_else(|| claude_code::compaction(request.history))
                 .or_else(|| hermes::compaction(request.history)),
         }
+    }
+
+    /// The text handoffs of the gateway's that `history` keeps where this agent keeps them, in
+    /// order (a client its headers do not tell: where any agent would, or as the gateway
+    /// rendered it). A marker line quoted inside someone's words is none.
+    pub fn kept_handoffs(self, history: &[Message]) -> Vec<Kept> {
+        let mut kept = match self {
+            Agent::ClaudeCode => claude_code::kept(history),
+            Agent::Codex => codex::kept(history),
+            Agent::Hermes => hermes::kept(history),
+            Agent::Unknown => [
+                claude_code::kept(history),
+                codex::kept(history),
+                hermes::kept(history),
+                handoff::generic::kept(history),
+            ]
+            .concat(),
+        };
+        kept.sort_by_key(|k| (k.message, k.block));
+        kept.dedup_by_key(|k| (k.message, k.block));
+        kept
     }
 
     /// The agent's name (logs).

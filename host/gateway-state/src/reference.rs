@@ -1,5 +1,6 @@
 //! The gateway's own reference to a session's view, as it hands it to an agent: the
-//! `encrypted_content` of a `compaction` item, or a line at the end of a handoff summary. It
+//! `encrypted_content` of a `compaction` item, or the marker line ending a handoff summary
+//! (its form and where an agent keeps it are the agent profiles', `ctxhost-agents`). It
 //! names the session and the view's version and is signed (HMAC-SHA256 under the state's
 //! secret, bound to the client's credential), so the gateway knows its own; one that does not
 //! verify resumes nothing. It carries no conversation text: it only points at what the store holds.
@@ -90,24 +91,6 @@ impl Signer {
     }
 }
 
-/// How a handoff summary carries its reference: a line of its own, so a text that merely
-/// mentions a reference (someone pasting one) is not taken for a handoff.
-const MARKER: &str = "[ctxhost handoff: ";
-
-/// The line a handoff summary ends with.
-pub fn marker_line(reference: &str) -> String {
-    format!("{MARKER}{reference}]")
-}
-
-/// The reference in a handoff's marker line within `text` (a summary the agent sent back), if
-/// one is there.
-pub fn find_in_text(text: &str) -> Option<&str> {
-    let start = text.find(MARKER)? + MARKER.len();
-    let rest = &text[start..];
-    let end = rest.find(']').unwrap_or(rest.len());
-    Some(rest[..end].trim())
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -165,14 +148,5 @@ mod tests {
             Err(Unverified::Malformed)
         );
         assert_eq!(signer.verify("alice", "gAAAAABo-opaque"), Ok(None));
-    }
-
-    #[test]
-    fn a_reference_is_found_at_the_end_of_a_handoff() {
-        let signer = Signer::new([3; 32]);
-        let text = signer.sign("alice", &reference());
-        let handoff = format!("Summary:\nthe work so far\n{}\nmore", marker_line(&text));
-        assert_eq!(find_in_text(&handoff), Some(text.as_str()));
-        assert_eq!(find_in_text(&format!("a pasted {text}")), None);
     }
 }

@@ -106,3 +106,49 @@ fn a_reference_that_does_not_verify_is_text_and_the_conversation_goes_on() {
     );
 }
 
+/// The reference in a handoff text's marker line.
+fn marker_line(handoff: &str) -> &str {
+    handoff
+        .lines()
+        .find(|line| line.starts_with("[ctxhost handoff: "))
+        .expect("the handoff holds its marker line")
+}
+
+#[test]
+fn a_handoff_line_pasted_into_another_conversation_swaps_nothing() {
+    let sandbox = Sandbox::new();
+    let upstream = upstream();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let wire = Wire::Chat;
+    let opening = [
+        json!({"role": "system", "content": "You are Alice's build agent."}),
+        json!({"role": "user", "content": "Fix the build of the billing service, please."}),
+    ];
+    let handoff = compacted_by_the_engine(&gateway, ALICE, "alice-session", &opening);
+    let line = marker_line(&handoff);
+
+    // Another conversation of the same credential, naming no session, quotes the line amid its
+    // own words; then ends its own words with it.
+    let pasted = [
+        format!("I found this line in a log:\n{line}\nWhat does it mean?"),
+        format!("What does the last line of this mean?\n\n{line}"),
+    ];
+    for (n, question) in pasted.iter().enumerate() {
+        let system = format!("You are Bob's helper, conversation {n}.");
+        let messages = [
+            json!({"role": "system", "content": system}),
+            json!({"role": "user", "content": question}),
+        ];
+        let response = wire.send(&gateway, Some(ALICE), None, &wire.body(&messages, &[], false));
+        assert_eq!(response.status(), 200);
+        assert_ne!(response.headers()["x-ctxhost-session"], "alice-session");
+        assert_eq!(response.headers()["x-ctxhost-lineage"], "first");
+        let text = response.text().unwrap();
+        assert_eq!(wire.read(&text, false).message["content"], MODEL_ANSWER);
+        let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
+        assert_eq!(sent[0]["content"], system.as_str(), "{sent:?}");
+        assert_eq!(sent.last().unwrap()["content"], question.as_str(), "{sent:?}");
+        let all = serde_json::to_string(&sent).unwrap();
+        assert!(!all.contains("billing service"), "the other session's view: {all}");
+    }
+}

@@ -15,6 +15,7 @@ pub mod render;
 use axum::response::Response;
 use ctxhost_agents::compaction::Compaction;
 use ctxhost_agents::handoff::{handoff, FromEngine, Handoff};
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
@@ -22,9 +23,7 @@ use serde_json::Value;
 use crate::conversation::Resumed;
 use crate::session::live::Prepared;
 use crate::turn::{set_header, with_session_headers, Turn};
-use ctxhost_gateway_state::reference::{
-    find_in_text, marker_line, Reference, Signer, Unverified,
-};
+use ctxhost_gateway_state::reference::{Reference, Signer, Unverified};
 use render::{Counts, Shape};
 
 /// A handoff of the gateway's found in a request's history.
@@ -45,12 +44,20 @@ pub struct Found {
 }
 
 /// Finds the latest handoff the gateway gave in `history` (a `compaction` item whose
-/// `encrypted_content` is its reference, or a summary text ending with one), and takes every
-/// item in the gateway's form out of the items the upstream would see. One that does not
-/// verify is not refused: it resumes nothing, and the caller says so.
-pub fn take_up(history: &mut Vec<Message>, signer: &Signer, credential: &str) -> Found {
+/// `encrypted_content` is its reference, or a summary text where `agent` keeps one: its profile
+/// says where, [`Agent::kept_handoffs`]), and takes every item in the gateway's form out of the
+/// items the upstream would see. One that does not verify is not refused: it resumes nothing,
+/// and the caller says so.
+pub fn take_up(
+    history: &mut Vec<Message>,
+    agent: Agent,
+    signer: &Signer,
+    credential: &str,
+) -> Found {
     let mut latest = None;
     let mut unverified = Vec::new();
+    // The text handoffs, where the agent keeps them (read before the items are taken out).
+    let mut texts = agent.kept_handoffs(history).into_iter().peekable();
     // The content part holding the latest text handoff, when parts of the agent's own follow it
     // in the same message (Claude Code merges the user's next words into the summary's turn).
     let mut split = None;
@@ -92,14 +99,13 @@ pub fn take_up(history: &mut Vec<Message>, signer: &Signer, credential: &str) ->
             split = None;
             continue;
         }
-        if message.is_tool_result() {
-            continue;
-        }
-        let text = message.content_text();
-        if let Some(found) = find_in_text(&text) {
-            match signer.verify(credential, found) {
+        while let Some(text) = texts.next_if(|kept| kept.message == index) {
+            match signer.verify(credential, &text.reference) {
                 Ok(Some(reference)) => {
-                    split = trailing_parts(message, found).map(|part| (index, part));
+                    split = text
+                        .block
+                        .filter(|block| block + 1 < parts_of(message).len())
+                        .map(|block| (index, block));
                     latest = Some(taken(reference, index + 1));
                 }
                 Ok(None) => {}
@@ -118,24 +124,17 @@ pub fn take_up(history: &mut Vec<Message>, signer: &Signer, credential: &str) ->
     }
 }
 
-/// The index of the content part holding `reference`, when parts follow it.
-fn trailing_parts(message: &Message, reference: &str) -> Option<usize> {
-    let Content::Json(json) = message.content() else {
-        return None;
-    };
-    let parts: Vec<Value> = serde_json::from_str(json).ok()?;
-    let at = parts
-        .iter()
-        .position(|part| part["text"].as_str().is_some_and(|t| t.contains(reference)))?;
-    (at + 1 < parts.len()).then_some(at)
+/// A message's content parts (none when its content is a plain text).
+fn parts_of(message: &Message) -> Vec<Value> {
+    match message.content() {
+        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 /// `message` as two of the same role: its parts up to `part`, and the rest.
 fn split_parts(message: &Message, part: usize) -> (Message, Message) {
-    let parts: Vec<Value> = match message.content() {
-        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let parts = parts_of(message);
     let (head, tail) = parts.split_at((part + 1).min(parts.len()));
     let mut handoff = message.clone();
     handoff.set_content_json(&Value::Array(head.to_vec()));
@@ -189,12 +188,10 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
     );
     let mut tools: Vec<&str> = live.tools.names().iter().map(String::as_str).collect();
     tools.sort_unstable();
-    let marker_line = marker_line(&reference);
     let engine = FromEngine {
         summaries: &summaries,
         tools: &tools,
         reference: &reference,
-        marker_line: &marker_line,
     };
     let handoff = handoff(answering.kind, &engine);
     let output = match &handoff {
@@ -233,6 +230,7 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxhost_agents::handoff::marker_line;
     use ctxhost_gateway_state::reference::PREFIX;
     use serde_json::json;
 
@@ -249,12 +247,17 @@ mod tests {
     #[test]
     fn a_summary_turn_holding_the_users_next_words_is_split_at_the_handoff() {
         let signer = Signer::new([9; 32]);
-        let handoff = format!("Summary:\nwork\n{}", marker_line(&signed(&signer, 4)));
+        let handoff = format!(
+            "This session is being continued from a previous conversation that ran out of context.\n\nSummary:\nwork\n\n{}\n\nContinue the conversation.",
+            marker_line(&signed(&signer, 4))
+        );
         let mut merged = Message::user("");
         merged.set_content_json(&json!([{"type": "text", "text": handoff},
                                          {"type": "text", "text": "next words"}]));
         let mut history = vec![Message::system("sys"), merged];
-        let taken = take_up(&mut history, &signer, "alice").taken.unwrap();
+        let taken = take_up(&mut history, Agent::ClaudeCode, &signer, "alice")
+            .taken
+            .unwrap();
         assert_eq!(
             taken.resumed,
             Resumed {
@@ -277,14 +280,16 @@ mod tests {
             {"role": "user", "content": "new"},
         ]);
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        let taken = take_up(&mut history, &signer, "alice").taken.unwrap();
+        let taken = take_up(&mut history, Agent::Codex, &signer, "alice")
+            .taken
+            .unwrap();
         assert_eq!(taken.reference.view_version, 2);
         let back = ctxhost_wire::responses::from_messages(&history).input;
         assert!(back.to_string().contains("gAAAA-provider"));
         assert!(!back.to_string().contains("ctxhost.v1."), "{back}");
         // A reference of another credential resumes nothing, and no provider gets it.
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        let found = take_up(&mut history, &signer, "bob");
+        let found = take_up(&mut history, Agent::Codex, &signer, "bob");
         assert!(found.taken.is_none());
         assert_eq!(found.unverified, [Unverified::Signature]);
         let back = ctxhost_wire::responses::from_messages(&history).input;

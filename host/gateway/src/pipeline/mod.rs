@@ -124,7 +124,7 @@ async fn serve<W: Wire>(
             ));
         }
     }
-    let found = compaction::take_up(&mut parsed.history, &gateway.signer, &credential);
+    let found = compaction::take_up(&mut parsed.history, agent, &gateway.signer, &credential);
     for why in &found.unverified {
         // Not the request's fault (a rotated key, a refreshed token, a replaced store, an
         // echoed log): it resumes nothing, and the turn goes on as a new lineage.
