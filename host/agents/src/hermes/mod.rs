@@ -7,6 +7,7 @@
 //! last), its end marker; or, when no role fits there, merged after the first kept message's
 //! own words.
 
+pub mod quoted;
 pub mod served;
 
 use ctxhost_sdk::Message;
