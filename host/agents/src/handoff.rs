@@ -43,7 +43,8 @@ pub fn marker_line(reference: &str) -> String {
 /// The reference a line holds when the line is a marker line, whole.
 fn marker_in(line: &str) -> Option<&str> {
     let reference = line.trim().strip_prefix(MARKER)?.strip_suffix(']')?;
-    let token = !reference.is_empty() && !reference.contains(|c: char| c.is_whitespace() || c == ']');
+    let token =
+        !reference.is_empty() && !reference.contains(|c: char| c.is_whitespace() || c == ']');
     token.then_some(reference)
 }
 
@@ -252,13 +253,25 @@ mod tests {
         let line = marker_line("ctxhost.v1.ab.1.cd");
         let system = Message::system("s");
         // Codex: its summary prefix, after the user messages it retains.
-        let codex = format!("Another language model started to solve this problem and produced a summary.\n{text}");
-        let history = [system.clone(), Message::user("fix it"), Message::user(codex.clone()), Message::user("go on")];
+        let codex = format!(
+            "Another language model started to solve this problem and produced a summary.\n{text}"
+        );
+        let history = [
+            system.clone(),
+            Message::user("fix it"),
+            Message::user(codex.clone()),
+            Message::user("go on"),
+        ];
         assert_eq!(kept(Agent::Codex, &history), [(2, None)]);
         assert_eq!(kept(Agent::Unknown, &history), [(2, None)]);
         assert_eq!(kept(Agent::ClaudeCode, &history), []);
         // Not after an answer of the model's.
-        let late = [system.clone(), Message::user("a"), Message::assistant("b"), Message::user(codex)];
+        let late = [
+            system.clone(),
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user(codex),
+        ];
         assert_eq!(kept(Agent::Codex, &late), []);
         // Claude Code: its continuation preamble, its own lines after the summary.
         let claude = format!("This session is being continued from a previous conversation that ran out of context. The summary below covers it.\n\nSummary:\n{text}\n\nContinue the conversation from where it left off.");
@@ -268,23 +281,49 @@ mod tests {
             {"type": "text", "text": claude},
             {"type": "text", "text": "next words"},
         ]));
-        assert_eq!(kept(Agent::ClaudeCode, &[system.clone(), merged]), [(1, Some(1))]);
+        assert_eq!(
+            kept(Agent::ClaudeCode, &[system.clone(), merged]),
+            [(1, Some(1))]
+        );
         // Hermes: its prefix, its end marker, wherever its protected head ends.
         let hermes = format!("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\n{text}\n\n--- END OF CONTEXT SUMMARY — respond to the message below ---");
-        let history = [system.clone(), Message::user("a"), Message::assistant("b"), Message::user(hermes), Message::user("c")];
+        let history = [
+            system.clone(),
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user(hermes),
+            Message::user("c"),
+        ];
         assert_eq!(kept(Agent::Unknown, &history), [(3, None)]);
         // Any client: the handoff as rendered, whole, with its next words after it.
-        let history = [system.clone(), Message::user(text.clone()), Message::user("go on")];
+        let history = [
+            system.clone(),
+            Message::user(text.clone()),
+            Message::user("go on"),
+        ];
         assert_eq!(kept(Agent::Unknown, &history), [(1, None)]);
-        assert_eq!(kept(Agent::Unknown, &history[..2]), [], "nothing follows it");
+        assert_eq!(
+            kept(Agent::Unknown, &history[..2]),
+            [],
+            "nothing follows it"
+        );
         // A marker line quoted amid someone's words is no handoff, for any agent.
         for pasted in [
             format!("I found this in a log:\n{line}\nWhat is it?"),
             format!("What does this mean?\n{line}"),
             format!("{line} is what it said"),
         ] {
-            let history = [system.clone(), Message::user(pasted.clone()), Message::user("well?")];
-            for agent in [Agent::Unknown, Agent::ClaudeCode, Agent::Codex, Agent::Hermes] {
+            let history = [
+                system.clone(),
+                Message::user(pasted.clone()),
+                Message::user("well?"),
+            ];
+            for agent in [
+                Agent::Unknown,
+                Agent::ClaudeCode,
+                Agent::Codex,
+                Agent::Hermes,
+            ] {
                 assert_eq!(kept(agent, &history), [], "{agent:?}: {pasted}");
             }
         }

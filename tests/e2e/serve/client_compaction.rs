@@ -369,7 +369,11 @@ fn a_compaction_trigger_gets_one_compaction_item_that_continues_the_session() {
     assert_eq!(upstream.responses_requests().len(), calls + 1);
     let sent = upstream.responses_requests().last().unwrap().clone();
     assert!(!sent.body.contains("ctxhost.v1."), "{}", sent.body);
-    assert!(!sent.body.contains(MARKER), "no view of the session: {}", sent.body);
+    assert!(
+        !sent.body.contains(MARKER),
+        "no view of the session: {}",
+        sent.body
+    );
     gateway.wait_for_log("a ctxhost handoff reference in the request does not verify");
 }
 

@@ -55,7 +55,10 @@ fn compression_call(turns: &[Value]) -> Value {
                     if calls.is_empty() {
                         format!("[ASSISTANT]: {content}")
                     } else {
-                        format!("[ASSISTANT]: {content}\n[Tool calls:\n{}\n]", calls.join("\n"))
+                        format!(
+                            "[ASSISTANT]: {content}\n[Tool calls:\n{}\n]",
+                            calls.join("\n")
+                        )
                     }
                 }
                 role => format!("[{}]: {content}", role.to_uppercase()),
@@ -227,14 +230,20 @@ fn a_compression_call_is_answered_only_from_the_session_whose_turns_it_quotes() 
     ]);
     let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &stranger);
     assert_eq!(response.status(), 200);
-    assert!(response.headers().get("x-ctxhost-client-compaction").is_none());
+    assert!(response
+        .headers()
+        .get("x-ctxhost-client-compaction")
+        .is_none());
     let text = response.text().unwrap();
     assert_eq!(
         Wire::Chat.read(&text, false).message["content"],
         UPSTREAM_SUMMARY
     );
     let last = Wire::Chat.requests(&upstream).last().unwrap().clone();
-    assert!(last.body.contains("Deploy the billing service"), "relayed as sent");
+    assert!(
+        last.body.contains("Deploy the billing service"),
+        "relayed as sent"
+    );
     assert_eq!(Wire::Chat.requests(&upstream).len(), 2);
     gateway.wait_for_log("Hermes' compression call names no session and none was found for it");
 

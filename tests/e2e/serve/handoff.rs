@@ -46,7 +46,10 @@ fn compacted_by_the_engine(
     let body = wire.body(&messages, &[], false);
     let response = wire.send(gateway, Some(credential), Some(session), &body);
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["x-ctxhost-client-compaction"], "codex_handoff");
+    assert_eq!(
+        response.headers()["x-ctxhost-client-compaction"],
+        "codex_handoff"
+    );
     let answer = wire.read(&response.text().unwrap(), false).message["content"]
         .as_str()
         .unwrap()
@@ -81,20 +84,34 @@ fn a_reference_that_does_not_verify_is_text_and_the_conversation_goes_on() {
     let mut compacted = opening.to_vec();
     compacted.push(json!({"role": "user", "content": format!("{CODEX_RESUME}{handoff}")}));
     compacted.push(json!({"role": "user", "content": "Now the tests."}));
-    let response = wire.send(&gateway, Some(BOB), None, &wire.body(&compacted, &[], false));
+    let response = wire.send(
+        &gateway,
+        Some(BOB),
+        None,
+        &wire.body(&compacted, &[], false),
+    );
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-ctxhost-lineage"], "first");
     let text = response.text().unwrap();
     assert_eq!(wire.read(&text, false).message["content"], MODEL_ANSWER);
     let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
-    assert_eq!(sent.len(), compacted.len(), "the history goes as it came: {sent:?}");
+    assert_eq!(
+        sent.len(),
+        compacted.len(),
+        "the history goes as it came: {sent:?}"
+    );
     assert_eq!(sent.last().unwrap()["content"], "Now the tests.");
     gateway.wait_for_log("a ctxhost handoff reference in the request does not verify");
 
     // And the turn after it.
     compacted.push(json!({"role": "assistant", "content": MODEL_ANSWER}));
     compacted.push(json!({"role": "user", "content": "And the docs."}));
-    let response = wire.send(&gateway, Some(BOB), None, &wire.body(&compacted, &[], false));
+    let response = wire.send(
+        &gateway,
+        Some(BOB),
+        None,
+        &wire.body(&compacted, &[], false),
+    );
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-ctxhost-lineage"], "continued");
     let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
@@ -139,7 +156,12 @@ fn a_handoff_line_pasted_into_another_conversation_swaps_nothing() {
             json!({"role": "system", "content": system}),
             json!({"role": "user", "content": question}),
         ];
-        let response = wire.send(&gateway, Some(ALICE), None, &wire.body(&messages, &[], false));
+        let response = wire.send(
+            &gateway,
+            Some(ALICE),
+            None,
+            &wire.body(&messages, &[], false),
+        );
         assert_eq!(response.status(), 200);
         assert_ne!(response.headers()["x-ctxhost-session"], "alice-session");
         assert_eq!(response.headers()["x-ctxhost-lineage"], "first");
@@ -147,8 +169,15 @@ fn a_handoff_line_pasted_into_another_conversation_swaps_nothing() {
         assert_eq!(wire.read(&text, false).message["content"], MODEL_ANSWER);
         let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
         assert_eq!(sent[0]["content"], system.as_str(), "{sent:?}");
-        assert_eq!(sent.last().unwrap()["content"], question.as_str(), "{sent:?}");
+        assert_eq!(
+            sent.last().unwrap()["content"],
+            question.as_str(),
+            "{sent:?}"
+        );
         let all = serde_json::to_string(&sent).unwrap();
-        assert!(!all.contains("billing service"), "the other session's view: {all}");
+        assert!(
+            !all.contains("billing service"),
+            "the other session's view: {all}"
+        );
     }
 }

@@ -161,9 +161,13 @@ mod tests {
         // Out of order, or cut where Hermes does not cut: no run.
         let reordered = call("[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox\n\n[USER]: run the rounds of alpha, please");
         assert!(recent.find("alice", &reordered).is_err());
-        let cut = call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1");
+        let cut =
+            call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1");
         assert!(recent.find("alice", &cut).is_err());
-        assert_eq!(recent.find("alice", "no turns at all"), Err(Unfound::NoTurns));
+        assert_eq!(
+            recent.find("alice", "no turns at all"),
+            Err(Unfound::NoTurns)
+        );
         // A side call of the agent's own served since (a title) is a session of its own.
         recent.remember("alice", "title", history("beta"));
         assert_eq!(recent.find("alice", &quote), Ok("s1".to_string()));
@@ -183,8 +187,13 @@ mod tests {
         let recent = RecentSessions::default();
         let short = vec![Message::system("Be brief."), Message::user("hi")];
         recent.remember("alice", "short", short);
-        assert_eq!(recent.find("alice", &call("[USER]: hi")), Ok("short".into()));
-        assert!(recent.find("alice", &call("[USER]: hi there, deploy it")).is_err());
+        assert_eq!(
+            recent.find("alice", &call("[USER]: hi")),
+            Ok("short".into())
+        );
+        assert!(recent
+            .find("alice", &call("[USER]: hi there, deploy it"))
+            .is_err());
     }
 
     #[test]
@@ -195,6 +204,9 @@ mod tests {
         }
         let hi = call("[USER]: hi");
         assert_eq!(recent.find("key-0", &hi), Err(Unfound::NoSession));
-        assert_eq!(recent.find(&format!("key-{CREDENTIALS}"), &hi), Ok("s".into()));
+        assert_eq!(
+            recent.find(&format!("key-{CREDENTIALS}"), &hi),
+            Ok("s".into())
+        );
     }
 }
