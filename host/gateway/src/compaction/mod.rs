@@ -4,13 +4,11 @@
 //! ([`ctxhost_agents::compaction`]) and, with `serve.client_compaction: engine`, the gateway
 //! answers it from the session's engine with no model call: the engine compresses (or its
 //! prepared compression is taken in), and the agent gets a handoff of that view in the shape
-//! it keeps ([`ctxhost_agents::handoff`], on its wire by [`render`]) carrying a signed
+//! it keeps ([`ctxhost_agents::handoff`], rendered by its wire: [`Wire::handoff_answer`]) carrying a signed
 //! reference to it ([`reference`](ctxhost_gateway_state::reference), the session state's). The
 //! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
-
-pub mod render;
 
 use axum::response::Response;
 use ctxhost_agents::compaction::Compaction;
@@ -21,10 +19,13 @@ use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_i
 use serde_json::Value;
 
 use crate::conversation::Resumed;
+use crate::record::unix_now;
 use crate::session::live::Prepared;
+use crate::store::random_u64;
 use crate::turn::{set_header, with_session_headers, Turn};
+use crate::wire::own_answer::{Counts, OwnAnswer};
+use crate::wire::Wire;
 use ctxhost_gateway_state::reference::{Reference, Signer, Unverified};
-use render::{Counts, Shape};
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +154,14 @@ fn taken(reference: Reference, at: usize) -> TakenUp {
     }
 }
 
+/// How the answer goes out.
+pub struct Shape<'a> {
+    pub model: &'a str,
+    pub stream: bool,
+    /// `POST /v1/responses/compact`: always whole.
+    pub compact_route: bool,
+}
+
 /// How the answer goes out, and for whom.
 pub struct Answering<'a> {
     pub kind: Compaction,
@@ -162,7 +171,11 @@ pub struct Answering<'a> {
 /// Answers the agent's compaction from the session's engine (the turn was prepared with
 /// [`AnsweredBy::Engine`](crate::turn::AnsweredBy)): the view is made to stand for the whole history, the handoff
 /// names it, and the session is saved and released.
-pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>) -> Response {
+pub async fn answer<W: Wire>(
+    mut turn: Turn,
+    prepared: Prepared,
+    answering: Answering<'_>,
+) -> Response {
     let signer = turn.gateway.signer.clone();
     let live = turn.live();
     let conversation = &mut live.record.conversation;
@@ -215,14 +228,19 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
         "x-ctxhost-client-compaction",
         answering.kind.as_str(),
     );
-    let response = render::render(
-        &answering.shape,
-        &handoff,
-        Counts {
+    let shape = &answering.shape;
+    let own = OwnAnswer {
+        id: format!("{:016x}", random_u64()),
+        created: unix_now(),
+        model: shape.model,
+        stream: shape.stream,
+        compact_route: shape.compact_route,
+        counts: Counts {
             input: view_tokens,
             output,
         },
-    );
+    };
+    let response = W::handoff_answer(&handoff, &own);
     turn.release();
     with_session_headers(response, &headers)
 }

@@ -30,8 +30,7 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use super::auth::credential_of;
-use super::compaction::render::Shape;
-use super::compaction::{self, Answering, TakenUp};
+use super::compaction::{self, Answering, Shape, TakenUp};
 use super::error::{ErrorKind, GatewayError};
 use super::metrics::Metric;
 use super::session::live::Prepared;
@@ -226,7 +225,6 @@ async fn answer_compaction<W: Wire>(
     let answer = Some(AnsweredBy::Engine);
     let (turn, prepared) = open::<W>(gateway, &mut parsed, &request, taken, answer).await?;
     let shape = Shape {
-        api: W::API,
         model: &parsed.model,
         stream: parsed.stream && request.route == Route::Own,
         compact_route: request.route == Route::Compact,
@@ -235,7 +233,7 @@ async fn answer_compaction<W: Wire>(
         kind: recognised.kind,
         shape,
     };
-    Ok(compaction::answer(turn, prepared, answering).await)
+    Ok(compaction::answer::<W>(turn, prepared, answering).await)
 }
 
 /// A turn the model answers: the view plus what is new, the engine's tool rounds hidden.
