@@ -11,8 +11,8 @@ use ctxhost_sdk::{Content, Message};
 use http::HeaderMap;
 
 use crate::compaction::{block_text, parts, Compaction, Prompt, Recognised};
-use crate::handoff::{at_the_head, ends_with_marker, kept_in, Kept};
 use crate::header_starts;
+use crate::kept::{at_the_head, ends_with_marker, kept_in, Kept};
 
 /// The header Claude Code names its session in (the same id is in `metadata.user_id`).
 pub const SESSION_HEADER: &str = "x-claude-code-session-id";

@@ -16,8 +16,8 @@ use http::HeaderMap;
 use serde_json::{Map, Value};
 
 use crate::compaction::{is_trigger, Compaction, Prompt, Recognised, Request};
-use crate::handoff::{at_the_head, ends_with_marker, kept_in, Kept};
 use crate::header_starts;
+use crate::kept::{at_the_head, ends_with_marker, kept_in, Kept};
 
 /// The header Codex names its session in.
 pub const SESSION_HEADER: &str = "session-id";

@@ -1,8 +1,8 @@
 //! The agents the gateway serves, one profile each ([`claude_code`], [`codex`], [`hermes`], and
 //! any other client): which header names an agent's session, its own compaction in the shape
 //! that agent sends it ([`compaction`]), the handoff it gets back when the engine answers that
-//! compaction ([`handoff`]), and Hermes' compression side call with the history it is answered
-//! from ([`hermes::served`]).
+//! compaction ([`handoff`]) and where it keeps that handoff ([`kept`]), and Hermes' compression
+//! side call with the history it is answered from ([`hermes::served`]).
 //!
 //! Vocabulary: *compaction* is the agent's own (Codex's handoff summary, trigger and compact
 //! route; Claude Code's summary request; Hermes' compressor); *compression* is the engine's.
@@ -17,11 +17,12 @@ pub mod codex;
 pub mod compaction;
 pub mod handoff;
 pub mod hermes;
+pub mod kept;
 
 use compaction::{Compaction, Prompt, Recognised, Request};
 use ctxhost_sdk::Message;
-use handoff::Kept;
 use http::HeaderMap;
+use kept::Kept;
 use serde_json::{Map, Value};
 
 /// The agent a request comes from.
@@ -100,7 +101,7 @@ impl Agent {
                 claude_code::kept(history),
                 codex::kept(history),
                 hermes::kept(history),
-                handoff::generic::kept(history),
+                kept::generic::kept(history),
             ]
             .concat(),
         };

@@ -13,7 +13,7 @@ pub mod served;
 use ctxhost_sdk::Message;
 
 use crate::compaction::{Compaction, Prompt, Recognised};
-use crate::handoff::{ends_with_marker, kept_in, Kept};
+use crate::kept::{ends_with_marker, kept_in, Kept};
 
 /// Hermes Agent 0.19.0 (`agent/context_compressor.py`, its summarizer preamble): the call's
 /// message begins so.

@@ -248,7 +248,7 @@ pub async fn answer<W: Wire>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxhost_agents::handoff::marker_line;
+    use ctxhost_agents::kept::marker_line;
     use ctxhost_gateway_state::reference::PREFIX;
     use serde_json::json;
 
