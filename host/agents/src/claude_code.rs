@@ -3,13 +3,16 @@
 //! for a summary of the conversation so far. The request is its own turn at the end of the
 //! history, or (after a resume, Claude Code merging consecutive user turns) a text block of its
 //! own after the user's last words; a mid-conversation system entry may follow it. It reads the
-//! summary back from a `<summary>` block.
+//! summary back from a `<summary>` block, and keeps it in its compacted history as the text of
+//! its continuation message (its first user turn, merged with the context it prepends and the
+//! user's next words): its preamble, `Summary:` and the summary, then lines of its own.
 
 use ctxhost_sdk::{Content, Message};
 use http::HeaderMap;
 
 use crate::compaction::{block_text, parts, Compaction, Prompt, Recognised};
 use crate::header_starts;
+use crate::kept::{at_the_head, ends_with_marker, kept_in, Kept};
 
 /// The header Claude Code names its session in (the same id is in `metadata.user_id`).
 pub const SESSION_HEADER: &str = "x-claude-code-session-id";
@@ -25,6 +28,10 @@ const SUMMARY_REQUESTS: [&str; 2] = [
     "Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests and your previous actions.",
     "Your task is to create a detailed summary of this conversation. This summary will be placed at the start of a continuing session",
 ];
+
+/// Claude Code 2.1.197: how its continuation message (the compacted history's summary) opens.
+const CONTINUATION: &str =
+    "This session is being continued from a previous conversation that ran out of context.";
 
 /// Whether Claude Code sent a request with `headers`.
 pub(crate) fn sent(headers: &HeaderMap) -> bool {
@@ -67,6 +74,19 @@ fn is_summary_request(text: &str) -> bool {
     let text = text.trim_start();
     let opens = text.starts_with(PREAMBLE) || SUMMARY_REQUESTS.iter().any(|s| text.starts_with(s));
     opens && SUMMARY_REQUESTS.iter().any(|s| text.contains(s))
+}
+
+/// The handoffs Claude Code's compacted history keeps: a text opening with its continuation
+/// preamble, in a user turn with no answer of the model's before it, the marker line the last
+/// of the summary (Claude Code's own lines after it).
+pub(crate) fn kept(history: &[Message]) -> Vec<Kept> {
+    let place = |index: usize| history[index].is_user() && at_the_head(history, index);
+    kept_in(history, place, |text| {
+        if !text.trim_start().starts_with(CONTINUATION) {
+            return None;
+        }
+        ends_with_marker(text, |_| true)
+    })
 }
 
 /// The handoff text as Claude Code reads it back: its `<summary>` block.

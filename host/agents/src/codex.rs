@@ -5,6 +5,10 @@
 //! label says what a request is; only a Codex that sends none is read by its prompt, in the
 //! place it puts it (its last user message, opening with it). Against OpenAI it compacts
 //! remotely instead: a `compaction_trigger` item ending the input, or the compact route.
+//!
+//! Its compacted history keeps a summary text as one user message after the user messages it
+//! retains: its summary prefix, then the summary (the marker line last); a `compaction` item
+//! is found by the gateway as an item.
 
 use ctxhost_sdk::Message;
 use ctxhost_wire::responses::carried_items;
@@ -13,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::compaction::{is_trigger, Compaction, Prompt, Recognised, Request};
 use crate::header_starts;
+use crate::kept::{at_the_head, ends_with_marker, kept_in, Kept};
 
 /// The header Codex names its session in.
 pub const SESSION_HEADER: &str = "session-id";
@@ -26,6 +31,10 @@ const COMPACTION_KIND: &str = "compaction";
 /// Codex CLI 0.169 (`codex-rs/core/templates/compact/prompt.md`): its local compaction prompt
 /// begins so.
 const PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION.";
+
+/// Codex CLI 0.169 (`codex-rs/core/templates/compact/summary_prefix.md`): how the message
+/// carrying a summary into its compacted history opens.
+const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";
 
 /// Whether Codex sent a request with `headers` and a body with these `fields`.
 pub(crate) fn sent(headers: &HeaderMap, fields: &Map<String, Value>) -> bool {
@@ -77,6 +86,18 @@ pub(crate) fn compaction(request: &Request<'_>) -> Option<Recognised> {
         Some(kind) => (kind == COMPACTION_KIND && last.is_user()).then_some(handoff),
         None => opens_with_prompt(last).then_some(handoff),
     }
+}
+
+/// The handoffs Codex's compacted history keeps: a user message opening with its summary
+/// prefix, only user messages before it, ending with the marker line.
+pub(crate) fn kept(history: &[Message]) -> Vec<Kept> {
+    let place = |index: usize| history[index].is_user() && at_the_head(history, index);
+    kept_in(history, place, |text| {
+        if !text.trim_start().starts_with(SUMMARY_PREFIX) {
+            return None;
+        }
+        ends_with_marker(text, str::is_empty)
+    })
 }
 
 fn opens_with_prompt(message: &Message) -> bool {

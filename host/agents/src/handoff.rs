@@ -3,9 +3,11 @@
 //! view, what reaches the rest, and the line holding the gateway's reference; Claude Code reads
 //! it from a `<summary>` block), or, for the provider-owned forms (a trigger, the compact
 //! route), one `compaction` item whose `encrypted_content` is the reference.
+//! Where an agent keeps it in its compacted history is [`crate::kept`]'s.
 
 use crate::claude_code;
 use crate::compaction::Compaction;
+use crate::kept::marker_line;
 
 /// What the answer carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +26,6 @@ pub struct FromEngine<'a> {
     pub tools: &'a [&'a str],
     /// The gateway's signed reference to the view.
     pub reference: &'a str,
-    /// The line carrying the reference in a text handoff.
-    pub marker_line: &'a str,
 }
 
 /// The handoff answering the agent's `kind` of compaction.
@@ -45,7 +45,7 @@ pub fn handoff(kind: Compaction, engine: &FromEngine<'_>) -> Handoff {
         ));
     }
     text.push_str("\n\n");
-    text.push_str(engine.marker_line);
+    text.push_str(&marker_line(engine.reference));
     Handoff::Text(match kind {
         Compaction::ClaudeSummary => claude_code::handoff(&text),
         _ => text,
@@ -55,13 +55,13 @@ pub fn handoff(kind: Compaction, engine: &FromEngine<'_>) -> Handoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxhost_sdk::Message;
 
     fn engine<'a>(summaries: &'a [String], tools: &'a [&'a str]) -> FromEngine<'a> {
         FromEngine {
             summaries,
             tools,
             reference: "ctxhost.v1.ab.1.cd",
-            marker_line: "[ctxhost handoff: ctxhost.v1.ab.1.cd]",
         }
     }
 
@@ -95,5 +95,102 @@ mod tests {
             handoff(Compaction::CompactionTrigger, &engine(&summaries, &[])),
             Handoff::Item("ctxhost.v1.ab.1.cd".into())
         );
+    }
+
+    fn kept(agent: crate::Agent, history: &[Message]) -> Vec<(usize, Option<usize>)> {
+        agent
+            .kept_handoffs(history)
+            .into_iter()
+            .map(|kept| {
+                assert_eq!(kept.reference, "ctxhost.v1.ab.1.cd");
+                (kept.message, kept.block)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_handoff_is_found_where_the_agent_keeps_it_and_nowhere_else() {
+        use crate::Agent;
+        let Handoff::Text(text) = handoff(Compaction::CodexHandoff, &engine(&[], &["lcm_grep"]))
+        else {
+            panic!("a text");
+        };
+        let line = marker_line("ctxhost.v1.ab.1.cd");
+        let system = Message::system("s");
+        // Codex: its summary prefix, after the user messages it retains.
+        let codex = format!(
+            "Another language model started to solve this problem and produced a summary.\n{text}"
+        );
+        let history = [
+            system.clone(),
+            Message::user("fix it"),
+            Message::user(codex.clone()),
+            Message::user("go on"),
+        ];
+        assert_eq!(kept(Agent::Codex, &history), [(2, None)]);
+        assert_eq!(kept(Agent::Unknown, &history), [(2, None)]);
+        assert_eq!(kept(Agent::ClaudeCode, &history), []);
+        // Not after an answer of the model's.
+        let late = [
+            system.clone(),
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user(codex),
+        ];
+        assert_eq!(kept(Agent::Codex, &late), []);
+        // Claude Code: its continuation preamble, its own lines after the summary.
+        let claude = format!("This session is being continued from a previous conversation that ran out of context. The summary below covers it.\n\nSummary:\n{text}\n\nContinue the conversation from where it left off.");
+        let mut merged = Message::user("");
+        merged.set_content_json(&serde_json::json!([
+            {"type": "text", "text": "<system-reminder>context</system-reminder>"},
+            {"type": "text", "text": claude},
+            {"type": "text", "text": "next words"},
+        ]));
+        assert_eq!(
+            kept(Agent::ClaudeCode, &[system.clone(), merged]),
+            [(1, Some(1))]
+        );
+        // Hermes: its prefix, its end marker, wherever its protected head ends.
+        let hermes = format!("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\n{text}\n\n--- END OF CONTEXT SUMMARY — respond to the message below ---");
+        let history = [
+            system.clone(),
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user(hermes),
+            Message::user("c"),
+        ];
+        assert_eq!(kept(Agent::Unknown, &history), [(3, None)]);
+        // Any client: the handoff as rendered, whole, with its next words after it.
+        let history = [
+            system.clone(),
+            Message::user(text.clone()),
+            Message::user("go on"),
+        ];
+        assert_eq!(kept(Agent::Unknown, &history), [(1, None)]);
+        assert_eq!(
+            kept(Agent::Unknown, &history[..2]),
+            [],
+            "nothing follows it"
+        );
+        // A marker line quoted amid someone's words is no handoff, for any agent.
+        for pasted in [
+            format!("I found this in a log:\n{line}\nWhat is it?"),
+            format!("What does this mean?\n{line}"),
+            format!("{line} is what it said"),
+        ] {
+            let history = [
+                system.clone(),
+                Message::user(pasted.clone()),
+                Message::user("well?"),
+            ];
+            for agent in [
+                Agent::Unknown,
+                Agent::ClaudeCode,
+                Agent::Codex,
+                Agent::Hermes,
+            ] {
+                assert_eq!(kept(agent, &history), [], "{agent:?}: {pasted}");
+            }
+        }
     }
 }

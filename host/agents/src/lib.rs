@@ -1,8 +1,8 @@
 //! The agents the gateway serves, one profile each ([`claude_code`], [`codex`], [`hermes`], and
 //! any other client): which header names an agent's session, its own compaction in the shape
 //! that agent sends it ([`compaction`]), the handoff it gets back when the engine answers that
-//! compaction ([`handoff`]), and Hermes' compression side call with the history it is answered
-//! from ([`hermes::served`]).
+//! compaction ([`handoff`]) and where it keeps that handoff ([`kept`]), and Hermes' compression
+//! side call with the history it is answered from ([`hermes::served`]).
 //!
 //! Vocabulary: *compaction* is the agent's own (Codex's handoff summary, trigger and compact
 //! route; Claude Code's summary request; Hermes' compressor); *compression* is the engine's.
@@ -17,9 +17,12 @@ pub mod codex;
 pub mod compaction;
 pub mod handoff;
 pub mod hermes;
+pub mod kept;
 
 use compaction::{Compaction, Prompt, Recognised, Request};
+use ctxhost_sdk::Message;
 use http::HeaderMap;
+use kept::Kept;
 use serde_json::{Map, Value};
 
 /// The agent a request comes from.
@@ -84,6 +87,27 @@ impl Agent {
                 .or_else(|| claude_code::compaction(request.history))
                 .or_else(|| hermes::compaction(request.history)),
         }
+    }
+
+    /// The text handoffs of the gateway's that `history` keeps where this agent keeps them, in
+    /// order (a client its headers do not tell: where any agent would, or as the gateway
+    /// rendered it). A marker line quoted inside someone's words is none.
+    pub fn kept_handoffs(self, history: &[Message]) -> Vec<Kept> {
+        let mut kept = match self {
+            Agent::ClaudeCode => claude_code::kept(history),
+            Agent::Codex => codex::kept(history),
+            Agent::Hermes => hermes::kept(history),
+            Agent::Unknown => [
+                claude_code::kept(history),
+                codex::kept(history),
+                hermes::kept(history),
+                kept::generic::kept(history),
+            ]
+            .concat(),
+        };
+        kept.sort_by_key(|k| (k.message, k.block));
+        kept.dedup_by_key(|k| (k.message, k.block));
+        kept
     }
 
     /// The agent's name (logs).

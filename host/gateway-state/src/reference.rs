@@ -1,8 +1,9 @@
 //! The gateway's own reference to a session's view, as it hands it to an agent: the
-//! `encrypted_content` of a `compaction` item, or a line at the end of a handoff summary. It
+//! `encrypted_content` of a `compaction` item, or the marker line ending a handoff summary
+//! (its form and where an agent keeps it are the agent profiles', `ctxhost-agents`). It
 //! names the session and the view's version and is signed (HMAC-SHA256 under the state's
-//! secret, bound to the client's credential), so the gateway knows its own and refuses one that
-//! was altered. It carries no conversation text: it only points at what the store holds.
+//! secret, bound to the client's credential), so the gateway knows its own; one that does not
+//! verify resumes nothing. It carries no conversation text: it only points at what the store holds.
 //!
 //! Form: `ctxhost.v1.<session name, hex>.<view version>.<tag, hex>`.
 
@@ -11,7 +12,7 @@ use hmac_sha2::Sha256;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
-/// What every reference starts with: a text holding it is the gateway's, or forged.
+/// What every reference starts with: a text holding it is the gateway's, or unverifiable.
 pub const PREFIX: &str = "ctxhost.v1.";
 
 /// A session's view, as a reference names it.
@@ -21,11 +22,17 @@ pub struct Reference {
     pub view_version: u64,
 }
 
-/// A text that claims to be the gateway's reference and is not (altered, from another state,
-/// or from another credential).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the ctxhost reference in the request is not valid here ({0}): it was altered, or made by another ctxhost state or for another credential")]
-pub struct ForgedReference(&'static str);
+/// Why a text in the form of the gateway's reference is not one of this state's for this
+/// credential. Not a fault of the request: the key or token it was bound to may have been
+/// rotated or refreshed, the store lost or replaced, or a model may have echoed a log; the
+/// text is then only text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unverified {
+    #[error("it is malformed")]
+    Malformed,
+    #[error("its signature does not match: it was altered, or made by another ctxhost state or for another credential (a rotated key, a refreshed token, a replaced store)")]
+    Signature,
+}
 
 /// Signs and checks references with the state's secret.
 #[derive(Clone)]
@@ -46,14 +53,10 @@ impl Signer {
         format!("{body}.{}", hex(&tag))
     }
 
-    /// The reference `text` holds, if it is one: `Ok(None)` for a text that is not the
-    /// gateway's at all (a provider's own compaction item), an error for one that claims to be
-    /// and does not verify.
-    pub fn verify(
-        &self,
-        credential: &str,
-        text: &str,
-    ) -> Result<Option<Reference>, ForgedReference> {
+    /// The reference `text` holds, if it is one: `Ok(None)` for a text that is not in the
+    /// gateway's form at all (a provider's own compaction item), an error for one in its form
+    /// that does not verify here.
+    pub fn verify(&self, credential: &str, text: &str) -> Result<Option<Reference>, Unverified> {
         let Some(rest) = text.strip_prefix(PREFIX) else {
             return Ok(None);
         };
@@ -61,17 +64,17 @@ impl Signer {
         let (Some(session), Some(version), Some(tag), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(ForgedReference("malformed"));
+            return Err(Unverified::Malformed);
         };
         let body = &text[..PREFIX.len() + session.len() + 1 + version.len()];
-        let tag = unhex(tag).ok_or(ForgedReference("malformed"))?;
+        let tag = unhex(tag).ok_or(Unverified::Malformed)?;
         self.tag(credential, body)
             .verify_slice(&tag)
-            .map_err(|_| ForgedReference("its signature does not match"))?;
+            .map_err(|_| Unverified::Signature)?;
         let session = unhex(session)
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or(ForgedReference("malformed"))?;
-        let view_version = version.parse().map_err(|_| ForgedReference("malformed"))?;
+            .ok_or(Unverified::Malformed)?;
+        let view_version = version.parse().map_err(|_| Unverified::Malformed)?;
         Ok(Some(Reference {
             session,
             view_version,
@@ -86,24 +89,6 @@ impl Signer {
         mac.update(body.as_bytes());
         mac
     }
-}
-
-/// How a handoff summary carries its reference: a line of its own, so a text that merely
-/// mentions a reference (someone pasting one) is not taken for a handoff.
-const MARKER: &str = "[ctxhost handoff: ";
-
-/// The line a handoff summary ends with.
-pub fn marker_line(reference: &str) -> String {
-    format!("{MARKER}{reference}]")
-}
-
-/// The reference in a handoff's marker line within `text` (a summary the agent sent back), if
-/// one is there.
-pub fn find_in_text(text: &str) -> Option<&str> {
-    let start = text.find(MARKER)? + MARKER.len();
-    let rest = &text[start..];
-    let end = rest.find(']').unwrap_or(rest.len());
-    Some(rest[..end].trim())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -141,7 +126,7 @@ mod tests {
     }
 
     #[test]
-    fn an_altered_reference_is_refused_and_a_foreign_one_is_not_ours() {
+    fn an_altered_reference_does_not_verify_and_a_foreign_one_is_not_ours() {
         let signer = Signer::new([3; 32]);
         let text = signer.sign("alice", &reference());
         let other = signer.sign(
@@ -154,17 +139,14 @@ mod tests {
         // Another version with this one's tag.
         let (body, _) = other.rsplit_once('.').unwrap();
         let (_, tag) = text.rsplit_once('.').unwrap();
-        assert!(signer.verify("alice", &format!("{body}.{tag}")).is_err());
-        assert!(signer.verify("alice", "ctxhost.v1.zz").is_err());
+        assert_eq!(
+            signer.verify("alice", &format!("{body}.{tag}")),
+            Err(Unverified::Signature)
+        );
+        assert_eq!(
+            signer.verify("alice", "ctxhost.v1.zz"),
+            Err(Unverified::Malformed)
+        );
         assert_eq!(signer.verify("alice", "gAAAAABo-opaque"), Ok(None));
-    }
-
-    #[test]
-    fn a_reference_is_found_at_the_end_of_a_handoff() {
-        let signer = Signer::new([3; 32]);
-        let text = signer.sign("alice", &reference());
-        let handoff = format!("Summary:\nthe work so far\n{}\nmore", marker_line(&text));
-        assert_eq!(find_in_text(&handoff), Some(text.as_str()));
-        assert_eq!(find_in_text(&format!("a pasted {text}")), None);
     }
 }

@@ -64,6 +64,7 @@ pub enum Metric {
     CompressionsDeferred,
     BackgroundCompressionsStarted,
     NewLineages,
+    UnverifiedReferences,
     SessionReloads,
     StoreErrors,
     StoreConflicts,
@@ -72,7 +73,7 @@ pub enum Metric {
 
 impl Metric {
     /// In the order they are rendered.
-    const ALL: [Metric; 18] = [
+    const ALL: [Metric; 19] = [
         Metric::Requests,
         Metric::RequestDuration,
         Metric::UpstreamDuration,
@@ -87,6 +88,7 @@ impl Metric {
         Metric::CompressionsDeferred,
         Metric::BackgroundCompressionsStarted,
         Metric::NewLineages,
+        Metric::UnverifiedReferences,
         Metric::SessionReloads,
         Metric::StoreErrors,
         Metric::StoreConflicts,
@@ -111,6 +113,7 @@ impl Metric {
                 "ctxhost_background_compressions_started_total"
             }
             Metric::NewLineages => "ctxhost_new_lineages_total",
+            Metric::UnverifiedReferences => "ctxhost_unverified_references_total",
             Metric::SessionReloads => "ctxhost_session_reloads_total",
             Metric::StoreErrors => "ctxhost_store_errors_total",
             Metric::StoreConflicts => "ctxhost_store_conflicts_total",
@@ -153,6 +156,9 @@ impl Metric {
                 "Compressions started in the background as a session neared or crossed its threshold."
             }
             Metric::NewLineages => "Requests whose history did not extend the session's lineage.",
+            Metric::UnverifiedReferences => {
+                "Handoff references in requests that did not verify (read as text, resuming nothing)."
+            }
             Metric::SessionReloads => {
                 "Sessions read again from the store because another gateway saved them since."
             }

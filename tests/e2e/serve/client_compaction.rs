@@ -2,8 +2,8 @@
 //! Responses `compaction_trigger` and `POST /v1/responses/compact` answered by the session's
 //! engine without the upstream, the agent's compacted history continuing the session (with lcm,
 //! its tools still reach what came before), `upstream` leaving the request to the provider
-//! uncompressed, `passthrough` relaying provider-owned compaction untouched, and a forged
-//! reference refused.
+//! uncompressed, `passthrough` relaying provider-owned compaction untouched, and an altered
+//! reference resuming nothing.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -351,7 +351,8 @@ fn a_compaction_trigger_gets_one_compaction_item_that_continues_the_session() {
     let state = gateway.session(session, Some(CREDENTIAL));
     assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
 
-    // An altered reference is refused in the wire's shape, and nothing goes upstream.
+    // An altered reference resumes nothing: the item, which no provider can read, is taken
+    // out, and the request goes on as a conversation of its own.
     let mut forged = item;
     let content = forged["encrypted_content"].as_str().unwrap().to_string();
     let flipped = if content.ends_with('0') { "1" } else { "0" };
@@ -363,17 +364,17 @@ fn a_compaction_trigger_gets_one_compaction_item_that_continues_the_session() {
         None,
         &responses_body(&[messages[0].clone()], &[forged], false),
     );
-    assert_eq!(response.status(), 400);
-    let error: Value = response.json().unwrap();
-    assert_eq!(error["error"]["code"], "invalid_request", "{error}");
+    assert_eq!(response.status(), 200);
+    assert_ne!(response.headers()["x-ctxhost-session"], session);
+    assert_eq!(upstream.responses_requests().len(), calls + 1);
+    let sent = upstream.responses_requests().last().unwrap().clone();
+    assert!(!sent.body.contains("ctxhost.v1."), "{}", sent.body);
     assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("ctxhost reference"),
-        "{error}"
+        !sent.body.contains(MARKER),
+        "no view of the session: {}",
+        sent.body
     );
-    assert_eq!(upstream.responses_requests().len(), calls);
+    gateway.wait_for_log("a ctxhost handoff reference in the request does not verify");
 }
 
 #[test]

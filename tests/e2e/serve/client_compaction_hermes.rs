@@ -4,7 +4,8 @@
 //! gateway answers it from the engine of the session last served for the credential, without
 //! the upstream; Hermes' compacted history (its first messages, a compaction message holding
 //! the summary, its recent tail) continues that session, and lcm's tools still reach what came
-//! before. A call quoting turns the gateway did not serve goes upstream as before.
+//! before. A call whose quoted turns are not a run of a served session's history (turns the
+//! gateway never saw, or another conversation's) goes upstream as before.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -26,15 +27,40 @@ const HERMES_RESUME: &str =
 const TAIL: usize = 4;
 
 /// Hermes' compression call: its prompt, then the turns it summarises, labelled as it labels
-/// them.
+/// them (`_serialize_for_summary`: an assistant's tool calls listed after its text).
 fn compression_call(turns: &[Value]) -> Value {
     let quoted: Vec<String> = turns
         .iter()
         .map(|m| {
             let content = m["content"].as_str().unwrap_or_default();
             match m["role"].as_str().unwrap_or_default() {
-                "tool" => format!("[TOOL RESULT {}]: {content}", m["tool_call_id"]),
-                "assistant" => format!("[ASSISTANT]: {content}"),
+                "tool" => format!(
+                    "[TOOL RESULT {}]: {content}",
+                    m["tool_call_id"].as_str().unwrap_or_default()
+                ),
+                "assistant" => {
+                    let calls: Vec<String> = m["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|call| {
+                            let function = &call["function"];
+                            format!(
+                                "  {}({})",
+                                function["name"].as_str().unwrap_or("?"),
+                                function["arguments"].as_str().unwrap_or_default()
+                            )
+                        })
+                        .collect();
+                    if calls.is_empty() {
+                        format!("[ASSISTANT]: {content}")
+                    } else {
+                        format!(
+                            "[ASSISTANT]: {content}\n[Tool calls:\n{}\n]",
+                            calls.join("\n")
+                        )
+                    }
+                }
                 role => format!("[{}]: {content}", role.to_uppercase()),
             }
         })
@@ -176,4 +202,64 @@ fn a_compression_call_for_a_credential_never_served_goes_upstream() {
     );
     assert_eq!(Wire::Chat.requests(&upstream).len(), 1);
     gateway.wait_for_log("none was found for it (no session was served");
+}
+
+#[test]
+fn a_compression_call_is_answered_only_from_the_session_whose_turns_it_quotes() {
+    let sandbox = Sandbox::new();
+    let upstream = FakeUpstream::start(model(Wire::Chat, Arc::default()));
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    // A short session of the credential: no message of it is long.
+    let short = [
+        json!({"role": "system", "content": "Be brief."}),
+        json!({"role": "user", "content": "hi"}),
+    ];
+    let response = Wire::Chat.send(
+        &gateway,
+        Some(CREDENTIAL),
+        None,
+        &Wire::Chat.body(&short, &[], false),
+    );
+    assert_eq!(response.status(), 200);
+    response.text().unwrap();
+
+    // A call quoting turns this gateway never saw is no session's: the model answers it.
+    let stranger = compression_call(&[
+        json!({"role": "user", "content": "Deploy the billing service to production tonight."}),
+        json!({"role": "assistant", "content": "Deployed."}),
+    ]);
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &stranger);
+    assert_eq!(response.status(), 200);
+    assert!(response
+        .headers()
+        .get("x-ctxhost-client-compaction")
+        .is_none());
+    let text = response.text().unwrap();
+    assert_eq!(
+        Wire::Chat.read(&text, false).message["content"],
+        UPSTREAM_SUMMARY
+    );
+    let last = Wire::Chat.requests(&upstream).last().unwrap().clone();
+    assert!(
+        last.body.contains("Deploy the billing service"),
+        "relayed as sent"
+    );
+    assert_eq!(Wire::Chat.requests(&upstream).len(), 2);
+    gateway.wait_for_log("Hermes' compression call names no session and none was found for it");
+
+    // A call quoting the short session's own turns is that session's: the engine answers.
+    let own = compression_call(&[json!({"role": "user", "content": "hi"})]);
+    let response = Wire::Chat.send(&gateway, Some(CREDENTIAL), None, &own);
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-ctxhost-client-compaction"],
+        "hermes_compression"
+    );
+    let text = response.text().unwrap();
+    let answer = Wire::Chat.read(&text, false).message["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(answer.contains("[ctxhost handoff: ctxhost.v1."), "{answer}");
+    assert_eq!(Wire::Chat.requests(&upstream).len(), 2, "no model call");
 }

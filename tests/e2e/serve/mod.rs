@@ -11,6 +11,7 @@ mod clients;
 mod compaction_shapes;
 mod engine_tools;
 mod failures;
+mod handoff;
 mod headers;
 mod lcm_grep;
 mod lcm_postgres;

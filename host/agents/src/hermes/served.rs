@@ -2,33 +2,32 @@
 //! compression call carries no session header and no history of its own (one user message
 //! quoting the turns to summarise, no system prompt), so its auto-name would be a new session
 //! every time. The gateway remembers, per credential, the last sessions it served on the chat
-//! wire (the agent's own side calls, such as a title, are sessions too), with a few marks of
-//! each one's latest messages; a call whose quote holds one of them is that session's. Each
-//! one's last history is kept here too, to answer the call from: only the few sessions a call
-//! can find hold one (kept per live session, 10,000 long sessions held gigabytes).
+//! wire (the agent's own side calls, such as a title, are sessions too) with the history each
+//! was last served, to answer the call from: only the few sessions a call can find hold one
+//! (kept per live session, 10,000 long sessions held gigabytes).
+//!
+//! A call is a session's when the turns it quotes are a run of that session's history: every
+//! quoted turn, in order, is the next message of the history as Hermes quotes a message (its
+//! role, a tool result's call id, its text, an assistant's tool calls: what the provider saw,
+//! cut as Hermes cuts long texts). A call that quotes turns no remembered session holds so
+//! (another conversation's, or turns the gateway never saw) is no session's.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use ctxhost_sdk::Message;
 
+use super::quoted::{self, Quoted};
+
 /// How many credentials are remembered (the oldest is forgotten first).
 const CREDENTIALS: usize = 1024;
 /// How many sessions are remembered per credential (the least recently served is forgotten).
 const SESSIONS: usize = 4;
-/// How many of a history's latest messages leave a mark: more than an agent keeps out of its
-/// summary as its recent tail (Hermes' `protect_last_n` defaults to 20).
-const MARKED_MESSAGES: usize = 48;
-/// A mark is the start of a message's text, when the text is long enough to tell it apart
-/// (a quoted message may be cut after its head).
-const MARK_CHARS: usize = 48;
-const MIN_MARK_CHARS: usize = 16;
 
 /// A session served for a credential.
 #[derive(Debug, Clone)]
 struct Last {
     session: String,
-    marks: Vec<String>,
     history: Vec<Message>,
 }
 
@@ -39,7 +38,9 @@ pub enum Unfound {
         "no session was served on the chat wire for this credential since the gateway started"
     )]
     NoSession,
-    #[error("the turns it quotes are not those of session {0} nor of the other sessions last served for this credential")]
+    #[error("it quotes no turns in the form Hermes quotes them")]
+    NoTurns,
+    #[error("the turns it quotes are not a run of the history of session {0} nor of the other sessions last served for this credential")]
     OtherTurns(String),
 }
 
@@ -60,15 +61,8 @@ struct Recent {
 impl RecentSessions {
     /// `session` was just served `history` for `credential`.
     pub fn remember(&self, credential: &str, session: &str, history: Vec<Message>) {
-        let marks = history
-            .iter()
-            .rev()
-            .take(MARKED_MESSAGES)
-            .filter_map(mark)
-            .collect();
         let last = Last {
             session: session.to_string(),
-            marks,
             history,
         };
         let mut recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -96,15 +90,17 @@ impl RecentSessions {
     }
 
     /// The session a call quoting `quote` is for: the last one served for `credential` whose
-    /// latest messages the quote holds the start of, else the last one none of whose messages
-    /// is long enough to tell.
+    /// history holds the quoted turns as a run.
     pub fn find(&self, credential: &str, quote: &str) -> Result<String, Unfound> {
         let recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let served = recent.last.get(credential).ok_or(Unfound::NoSession)?;
+        let turns = quoted::turns(quote);
+        if turns.is_empty() {
+            return Err(Unfound::NoTurns);
+        }
         served
             .iter()
-            .find(|s| s.marks.iter().any(|m| quote.contains(m.as_str())))
-            .or_else(|| served.iter().find(|s| s.marks.is_empty()))
+            .find(|s| holds_run(&s.history, &turns))
             .map(|s| s.session.clone())
             .ok_or_else(|| {
                 Unfound::OtherTurns(
@@ -117,11 +113,19 @@ impl RecentSessions {
     }
 }
 
-/// The start of a message's text, if it is long enough to tell the message apart.
-fn mark(message: &Message) -> Option<String> {
-    let text = message.content_text();
-    let text = text.trim();
-    (text.chars().count() >= MIN_MARK_CHARS).then(|| text.chars().take(MARK_CHARS).collect())
+/// Whether `turns` are, in order, consecutive messages of `history`.
+fn holds_run(history: &[Message], turns: &[Quoted<'_>]) -> bool {
+    let Some(first) = turns.first() else {
+        return false;
+    };
+    let starts = history.len().saturating_sub(turns.len() - 1);
+    (0..starts).any(|start| {
+        first.is(&history[start])
+            && turns[1..]
+                .iter()
+                .zip(&history[start + 1..])
+                .all(|(turn, message)| turn.is(message))
+    })
 }
 
 #[cfg(test)]
@@ -136,25 +140,41 @@ mod tests {
         ]
     }
 
+    fn call(turns: &str) -> String {
+        format!("You are a summarization agent creating a context checkpoint.\n\nTURNS TO SUMMARIZE:\n{turns}\n\nUse this exact structure:\n\n## Active Task")
+    }
+
     #[test]
-    fn a_quote_of_the_last_sessions_turns_finds_it() {
+    fn a_quote_of_a_run_of_the_last_sessions_turns_finds_it() {
         let recent = RecentSessions::default();
         recent.remember("alice", "s1", history("alpha"));
         assert_eq!(recent.history("alice", "s1"), Some(history("alpha")));
-        let quote = "[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox";
-        assert_eq!(recent.find("alice", quote), Ok("s1".to_string()));
-        assert_eq!(recent.find("bob", quote), Err(Unfound::NoSession));
+        let quote = call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox");
+        assert_eq!(recent.find("alice", &quote), Ok("s1".to_string()));
+        let tail = call("[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox");
+        assert_eq!(recent.find("alice", &tail), Ok("s1".to_string()));
+        assert_eq!(recent.find("bob", &quote), Err(Unfound::NoSession));
         assert_eq!(
-            recent.find("alice", "[USER]: something else entirely"),
+            recent.find("alice", &call("[USER]: something else entirely")),
             Err(Unfound::OtherTurns("s1".to_string()))
+        );
+        // Out of order, or cut where Hermes does not cut: no run.
+        let reordered = call("[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox\n\n[USER]: run the rounds of alpha, please");
+        assert!(recent.find("alice", &reordered).is_err());
+        let cut =
+            call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1");
+        assert!(recent.find("alice", &cut).is_err());
+        assert_eq!(
+            recent.find("alice", "no turns at all"),
+            Err(Unfound::NoTurns)
         );
         // A side call of the agent's own served since (a title) is a session of its own.
         recent.remember("alice", "title", history("beta"));
-        assert_eq!(recent.find("alice", quote), Ok("s1".to_string()));
+        assert_eq!(recent.find("alice", &quote), Ok("s1".to_string()));
         for n in 0..SESSIONS {
             recent.remember("alice", &format!("t{n}"), history("gamma"));
         }
-        assert!(recent.find("alice", quote).is_err());
+        assert!(recent.find("alice", &quote).is_err());
         assert_eq!(
             recent.history("alice", "s1"),
             None,
@@ -163,14 +183,29 @@ mod tests {
     }
 
     #[test]
+    fn a_short_session_is_found_only_by_its_own_turns() {
+        let recent = RecentSessions::default();
+        let short = vec![Message::system("Be brief."), Message::user("hi")];
+        recent.remember("alice", "short", short);
+        assert_eq!(
+            recent.find("alice", &call("[USER]: hi")),
+            Ok("short".into())
+        );
+        assert!(recent
+            .find("alice", &call("[USER]: hi there, deploy it"))
+            .is_err());
+    }
+
+    #[test]
     fn the_oldest_credential_is_forgotten() {
         let recent = RecentSessions::default();
         for n in 0..=CREDENTIALS {
-            recent.remember(&format!("key-{n}"), "s", Vec::new());
+            recent.remember(&format!("key-{n}"), "s", vec![Message::user("hi")]);
         }
-        assert_eq!(recent.find("key-0", ""), Err(Unfound::NoSession));
+        let hi = call("[USER]: hi");
+        assert_eq!(recent.find("key-0", &hi), Err(Unfound::NoSession));
         assert_eq!(
-            recent.find(&format!("key-{CREDENTIALS}"), ""),
+            recent.find(&format!("key-{CREDENTIALS}"), &hi),
             Ok("s".into())
         );
     }

@@ -4,28 +4,28 @@
 //! ([`ctxhost_agents::compaction`]) and, with `serve.client_compaction: engine`, the gateway
 //! answers it from the session's engine with no model call: the engine compresses (or its
 //! prepared compression is taken in), and the agent gets a handoff of that view in the shape
-//! it keeps ([`ctxhost_agents::handoff`], on its wire by [`render`]) carrying a signed
+//! it keeps ([`ctxhost_agents::handoff`], rendered by its wire: [`Wire::handoff_answer`]) carrying a signed
 //! reference to it ([`reference`](ctxhost_gateway_state::reference), the session state's). The
 //! agent's next, compacted history takes the handoff up where it sits: the lineage goes on
 //! from it, the view standing for what the handoff replaced, so the engine keeps its state
 //! (and the upstream never sees the reference).
 
-pub mod render;
-
 use axum::response::Response;
 use ctxhost_agents::compaction::Compaction;
 use ctxhost_agents::handoff::{handoff, FromEngine, Handoff};
+use ctxhost_agents::Agent;
 use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
 
 use crate::conversation::Resumed;
+use crate::record::unix_now;
 use crate::session::live::Prepared;
+use crate::store::random_u64;
 use crate::turn::{set_header, with_session_headers, Turn};
-use ctxhost_gateway_state::reference::{
-    find_in_text, marker_line, ForgedReference, Reference, Signer,
-};
-use render::{Counts, Shape};
+use crate::wire::own_answer::{Counts, OwnAnswer};
+use crate::wire::Wire;
+use ctxhost_gateway_state::reference::{Reference, Signer, Unverified};
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,16 +34,31 @@ pub struct TakenUp {
     pub resumed: Resumed,
 }
 
+/// What a history holds of the gateway's handoffs.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The latest handoff that verifies, taken up.
+    pub taken: Option<TakenUp>,
+    /// References in the gateway's form that do not verify here, and why: they resume nothing
+    /// (a text stays text; an item, which no provider can read, is taken out).
+    pub unverified: Vec<Unverified>,
+}
+
 /// Finds the latest handoff the gateway gave in `history` (a `compaction` item whose
-/// `encrypted_content` is its reference, or a summary text ending with one), and takes every
-/// reference of the gateway's out of the items the upstream would see. A text or item that
-/// claims to be the gateway's and does not verify is refused.
+/// `encrypted_content` is its reference, or a summary text where `agent` keeps one: its profile
+/// says where, [`Agent::kept_handoffs`]), and takes every item in the gateway's form out of the
+/// items the upstream would see. One that does not verify is not refused: it resumes nothing,
+/// and the caller says so.
 pub fn take_up(
     history: &mut Vec<Message>,
+    agent: Agent,
     signer: &Signer,
     credential: &str,
-) -> Result<Option<TakenUp>, ForgedReference> {
+) -> Found {
     let mut latest = None;
+    let mut unverified = Vec::new();
+    // The text handoffs, where the agent keeps them (read before the items are taken out).
+    let mut texts = agent.kept_handoffs(history).into_iter().peekable();
     // The content part holding the latest text handoff, when parts of the agent's own follow it
     // in the same message (Claude Code merges the user's next words into the summary's turn).
     let mut split = None;
@@ -58,14 +73,20 @@ pub fn take_up(
         let mut own = None;
         for (position, item) in items.iter().enumerate() {
             let content = item["encrypted_content"].as_str().unwrap_or_default();
-            let reference = match item["type"].as_str() {
-                Some("compaction") => signer.verify(credential, content)?,
-                _ => None,
+            let verified = match item["type"].as_str() {
+                Some("compaction") => signer.verify(credential, content),
+                _ => Ok(None),
             };
-            match reference {
-                Some(reference) => own = Some((reference, position)),
-                None => kept.push(item.clone()),
+            match verified {
+                Ok(Some(reference)) => own = Some((reference, position)),
+                Ok(None) => kept.push(item.clone()),
+                // The gateway's form, not the provider's: no provider can read it.
+                Err(why) => unverified.push(why),
             }
+        }
+        if own.is_none() && kept.len() < items.len() {
+            set_carried_items(message, kept);
+            continue;
         }
         if let Some((reference, position)) = own {
             // An item leading the message's own items stands before it; otherwise after.
@@ -79,14 +100,17 @@ pub fn take_up(
             split = None;
             continue;
         }
-        if message.is_tool_result() {
-            continue;
-        }
-        let text = message.content_text();
-        if let Some(found) = find_in_text(&text) {
-            if let Some(reference) = signer.verify(credential, found)? {
-                split = trailing_parts(message, found).map(|part| (index, part));
-                latest = Some(taken(reference, index + 1));
+        while let Some(text) = texts.next_if(|kept| kept.message == index) {
+            match signer.verify(credential, &text.reference) {
+                Ok(Some(reference)) => {
+                    split = text
+                        .block
+                        .filter(|block| block + 1 < parts_of(message).len())
+                        .map(|block| (index, block));
+                    latest = Some(taken(reference, index + 1));
+                }
+                Ok(None) => {}
+                Err(why) => unverified.push(why),
             }
         }
     }
@@ -95,27 +119,23 @@ pub fn take_up(
         history[index] = handoff;
         history.insert(index + 1, rest);
     }
-    Ok(latest)
+    Found {
+        taken: latest,
+        unverified,
+    }
 }
 
-/// The index of the content part holding `reference`, when parts follow it.
-fn trailing_parts(message: &Message, reference: &str) -> Option<usize> {
-    let Content::Json(json) = message.content() else {
-        return None;
-    };
-    let parts: Vec<Value> = serde_json::from_str(json).ok()?;
-    let at = parts
-        .iter()
-        .position(|part| part["text"].as_str().is_some_and(|t| t.contains(reference)))?;
-    (at + 1 < parts.len()).then_some(at)
+/// A message's content parts (none when its content is a plain text).
+fn parts_of(message: &Message) -> Vec<Value> {
+    match message.content() {
+        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 /// `message` as two of the same role: its parts up to `part`, and the rest.
 fn split_parts(message: &Message, part: usize) -> (Message, Message) {
-    let parts: Vec<Value> = match message.content() {
-        Content::Json(json) => serde_json::from_str(json).unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let parts = parts_of(message);
     let (head, tail) = parts.split_at((part + 1).min(parts.len()));
     let mut handoff = message.clone();
     handoff.set_content_json(&Value::Array(head.to_vec()));
@@ -134,6 +154,14 @@ fn taken(reference: Reference, at: usize) -> TakenUp {
     }
 }
 
+/// How the answer goes out.
+pub struct Shape<'a> {
+    pub model: &'a str,
+    pub stream: bool,
+    /// `POST /v1/responses/compact`: always whole.
+    pub compact_route: bool,
+}
+
 /// How the answer goes out, and for whom.
 pub struct Answering<'a> {
     pub kind: Compaction,
@@ -143,7 +171,11 @@ pub struct Answering<'a> {
 /// Answers the agent's compaction from the session's engine (the turn was prepared with
 /// [`AnsweredBy::Engine`](crate::turn::AnsweredBy)): the view is made to stand for the whole history, the handoff
 /// names it, and the session is saved and released.
-pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>) -> Response {
+pub async fn answer<W: Wire>(
+    mut turn: Turn,
+    prepared: Prepared,
+    answering: Answering<'_>,
+) -> Response {
     let signer = turn.gateway.signer.clone();
     let live = turn.live();
     let conversation = &mut live.record.conversation;
@@ -169,12 +201,10 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
     );
     let mut tools: Vec<&str> = live.tools.names().iter().map(String::as_str).collect();
     tools.sort_unstable();
-    let marker_line = marker_line(&reference);
     let engine = FromEngine {
         summaries: &summaries,
         tools: &tools,
         reference: &reference,
-        marker_line: &marker_line,
     };
     let handoff = handoff(answering.kind, &engine);
     let output = match &handoff {
@@ -198,14 +228,19 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
         "x-ctxhost-client-compaction",
         answering.kind.as_str(),
     );
-    let response = render::render(
-        &answering.shape,
-        &handoff,
-        Counts {
+    let shape = &answering.shape;
+    let own = OwnAnswer {
+        id: format!("{:016x}", random_u64()),
+        created: unix_now(),
+        model: shape.model,
+        stream: shape.stream,
+        compact_route: shape.compact_route,
+        counts: Counts {
             input: view_tokens,
             output,
         },
-    );
+    };
+    let response = W::handoff_answer(&handoff, &own);
     turn.release();
     with_session_headers(response, &headers)
 }
@@ -213,6 +248,8 @@ pub async fn answer(mut turn: Turn, prepared: Prepared, answering: Answering<'_>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxhost_agents::kept::marker_line;
+    use ctxhost_gateway_state::reference::PREFIX;
     use serde_json::json;
 
     fn signed(signer: &Signer, version: u64) -> String {
@@ -228,12 +265,17 @@ mod tests {
     #[test]
     fn a_summary_turn_holding_the_users_next_words_is_split_at_the_handoff() {
         let signer = Signer::new([9; 32]);
-        let handoff = format!("Summary:\nwork\n{}", marker_line(&signed(&signer, 4)));
+        let handoff = format!(
+            "This session is being continued from a previous conversation that ran out of context.\n\nSummary:\nwork\n\n{}\n\nContinue the conversation.",
+            marker_line(&signed(&signer, 4))
+        );
         let mut merged = Message::user("");
         merged.set_content_json(&json!([{"type": "text", "text": handoff},
                                          {"type": "text", "text": "next words"}]));
         let mut history = vec![Message::system("sys"), merged];
-        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        let taken = take_up(&mut history, Agent::ClaudeCode, &signer, "alice")
+            .taken
+            .unwrap();
         assert_eq!(
             taken.resumed,
             Resumed {
@@ -256,13 +298,20 @@ mod tests {
             {"role": "user", "content": "new"},
         ]);
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        let taken = take_up(&mut history, &signer, "alice").unwrap().unwrap();
+        let taken = take_up(&mut history, Agent::Codex, &signer, "alice")
+            .taken
+            .unwrap();
         assert_eq!(taken.reference.view_version, 2);
         let back = ctxhost_wire::responses::from_messages(&history).input;
         assert!(back.to_string().contains("gAAAA-provider"));
         assert!(!back.to_string().contains("ctxhost.v1."), "{back}");
-        // A reference of another credential claims to be ours and is not.
+        // A reference of another credential resumes nothing, and no provider gets it.
         let mut history = ctxhost_wire::responses::to_messages(None, &input).unwrap();
-        assert!(take_up(&mut history, &signer, "bob").is_err());
+        let found = take_up(&mut history, Agent::Codex, &signer, "bob");
+        assert!(found.taken.is_none());
+        assert_eq!(found.unverified, [Unverified::Signature]);
+        let back = ctxhost_wire::responses::from_messages(&history).input;
+        assert!(back.to_string().contains("gAAAA-provider"));
+        assert!(!back.to_string().contains(PREFIX), "{back}");
     }
 }

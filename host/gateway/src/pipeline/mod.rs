@@ -30,9 +30,9 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use super::auth::credential_of;
-use super::compaction::render::Shape;
-use super::compaction::{self, Answering, TakenUp};
+use super::compaction::{self, Answering, Shape, TakenUp};
 use super::error::{ErrorKind, GatewayError};
+use super::metrics::Metric;
 use super::session::live::Prepared;
 use super::turn::{
     names_session, session_name, with_session_headers, AnsweredBy, Turn, TurnRequest,
@@ -123,8 +123,14 @@ async fn serve<W: Wire>(
             ));
         }
     }
-    let taken = compaction::take_up(&mut parsed.history, &gateway.signer, &credential)
-        .map_err(|error| GatewayError::new(ErrorKind::BadRequest, error.to_string()))?;
+    let found = compaction::take_up(&mut parsed.history, agent, &gateway.signer, &credential);
+    for why in &found.unverified {
+        // Not the request's fault (a rotated key, a refreshed token, a replaced store, an
+        // echoed log): it resumes nothing, and the turn goes on as a new lineage.
+        tracing::warn!("a ctxhost handoff reference in the request does not verify ({why}): it resumes nothing, the history is read as it is");
+        gateway.metrics.add(Metric::UnverifiedReferences, &[], 1);
+    }
+    let taken = found.taken;
     let request = Request {
         headers,
         query: uri.query(),
@@ -219,7 +225,6 @@ async fn answer_compaction<W: Wire>(
     let answer = Some(AnsweredBy::Engine);
     let (turn, prepared) = open::<W>(gateway, &mut parsed, &request, taken, answer).await?;
     let shape = Shape {
-        api: W::API,
         model: &parsed.model,
         stream: parsed.stream && request.route == Route::Own,
         compact_route: request.route == Route::Compact,
@@ -228,7 +233,7 @@ async fn answer_compaction<W: Wire>(
         kind: recognised.kind,
         shape,
     };
-    Ok(compaction::answer(turn, prepared, answering).await)
+    Ok(compaction::answer::<W>(turn, prepared, answering).await)
 }
 
 /// A turn the model answers: the view plus what is new, the engine's tool rounds hidden.

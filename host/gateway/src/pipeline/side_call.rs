@@ -12,8 +12,7 @@ use ctxhost_agents::hermes;
 
 use super::unmanaged::{self, Unmanaged};
 use super::Request;
-use crate::compaction::render::Shape;
-use crate::compaction::{self, Answering};
+use crate::compaction::{self, Answering, Shape};
 use crate::error::GatewayError;
 use crate::turn::{names_session, session_name, AnsweredBy, Turn, TurnRequest};
 use crate::wire::{Parsed, Wire};
@@ -69,7 +68,6 @@ pub(super) async fn hermes_compaction<W: Wire>(
         .await;
     };
     let shape = Shape {
-        api: W::API,
         model: &parsed.model,
         stream: parsed.stream,
         compact_route: false,
@@ -78,5 +76,5 @@ pub(super) async fn hermes_compaction<W: Wire>(
         kind: Compaction::HermesCompressor,
         shape,
     };
-    Ok(compaction::answer(turn, prepared, answering).await)
+    Ok(compaction::answer::<W>(turn, prepared, answering).await)
 }

@@ -5,11 +5,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use axum::response::Response;
 use bytes::Bytes;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
+use super::own_answer::{streamed_answer, whole_answer, OwnAnswer};
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
     to_bytes, ClientStream, Incoming, Parsed, StreamEvent, StreamedReply, Wire,
@@ -30,13 +32,16 @@ pub struct ChatRequest {
 }
 
 impl Wire for Chat {
-    const API: super::Api = super::Api::Chat;
     type Request = ChatRequest;
     type Stream = ChatStream;
     const PATH: &'static str = "chat/completions";
     const AGENTS: &'static [Agent] = &[Agent::Hermes];
     /// The legacy completions and the embeddings are relayed.
     const ENDPOINTS: &'static [&'static str] = &[Self::PATH, "completions", "embeddings"];
+
+    fn text_answer(text: &str, answer: &OwnAnswer<'_>) -> Response {
+        own_answer(text, answer)
+    }
 
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ChatRequest>, GatewayError> {
         let mut body = object(&bytes)?;
@@ -443,4 +448,42 @@ impl ClientStream for ChatStream {
         frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
         frames
     }
+}
+
+/// The gateway's own text answer as a chat completion (whole, or as chunks ending with the
+/// usage chunk and `[DONE]`).
+fn own_answer(text: &str, answer: &OwnAnswer<'_>) -> Response {
+    let counts = answer.counts;
+    let usage = json!({"prompt_tokens": counts.input, "completion_tokens": counts.output,
+                       "total_tokens": counts.input + counts.output});
+    let id = format!("chatcmpl-ctxhost-{}", answer.id);
+    let created = answer.created;
+    if !answer.stream {
+        return whole_answer(json!({
+            "id": id, "object": "chat.completion", "created": created, "model": answer.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": usage,
+        }));
+    }
+    let chunk = |choices: Value, usage: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": created,
+               "model": answer.model, "choices": choices, "usage": usage})
+    };
+    let frames = [
+        chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "content": text},
+                     "finish_reason": null}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+            Value::Null,
+        ),
+        chunk(json!([]), usage),
+    ]
+    .into_iter()
+    .map(|chunk| format!("data: {chunk}\n\n"))
+    .chain(std::iter::once("data: [DONE]\n\n".to_string()));
+    streamed_answer(frames.collect())
 }

@@ -2,11 +2,14 @@
 //! ([`super::pipeline`]): how a request is taken apart into the engine's messages and the rest
 //! of its fields, how one model call's body is built from the view, how a reply and its usage
 //! are read, how the engine's tool calls are hidden from the client, and how a streamed answer's
-//! upstream events become the client's frames. Adding an API is one adapter here.
+//! upstream events become the client's frames, and how the gateway's own answer (the handoff
+//! to an agent's compaction) is shaped. Adding an API is one adapter here and its line in
+//! [`each_wire`].
 
 pub mod anthropic;
 pub mod chat;
 pub mod count;
+pub mod own_answer;
 pub mod provider_context;
 pub mod responses;
 
@@ -14,24 +17,17 @@ use std::collections::HashSet;
 
 use axum::response::Response;
 use bytes::Bytes;
+use ctxhost_agents::handoff::Handoff;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::Value;
 
 use super::error::GatewayError;
 use ctxhost_config::serve::ServeSettings;
-
-/// Which provider API a wire is (what the gateway's own answers are shaped as).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    Chat,
-    Messages,
-    Responses,
-}
+use own_answer::OwnAnswer;
 
 /// One provider API, as the turn pipeline drives it.
 pub trait Wire: Send + Sync + 'static {
-    const API: Api;
     /// The request's own fields, kept for building each model call's body.
     type Request: Send + Sync + 'static;
     /// A streamed answer's state across its rounds.
@@ -98,6 +94,19 @@ pub trait Wire: Send + Sync + 'static {
         _settings: &ServeSettings,
     ) -> Option<u64> {
         None
+    }
+
+    /// The gateway's own text answer in this API's shape, whole or streamed as asked (no
+    /// model was called).
+    fn text_answer(text: &str, answer: &OwnAnswer<'_>) -> Response;
+
+    /// The handoff answering an agent's compaction in this API's shape: its text as
+    /// [`Wire::text_answer`] renders it; an API with compaction items of its own (Responses)
+    /// renders its item, and its compact route's answer.
+    fn handoff_answer(handoff: &Handoff, answer: &OwnAnswer<'_>) -> Response {
+        match handoff {
+            Handoff::Text(text) | Handoff::Item(text) => Self::text_answer(text, answer),
+        }
     }
 
     /// The provider's own context management the request asks for (none on most APIs).

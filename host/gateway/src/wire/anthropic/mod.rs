@@ -19,6 +19,7 @@ use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
 use super::count::Counting;
+use super::own_answer::{streamed_answer, whole_answer, OwnAnswer};
 use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
@@ -41,7 +42,6 @@ pub struct MessagesRequest {
 }
 
 impl Wire for Messages {
-    const API: super::Api = super::Api::Messages;
     type Request = MessagesRequest;
     type Stream = MessagesStream;
     const PATH: &'static str = "messages";
@@ -81,6 +81,10 @@ impl Wire for Messages {
 
     fn fields(request: &MessagesRequest) -> &Map<String, Value> {
         &request.body
+    }
+
+    fn text_answer(text: &str, answer: &OwnAnswer<'_>) -> Response {
+        own_answer(text, answer)
     }
 
     fn error_response(error: GatewayError) -> Response {
@@ -224,4 +228,40 @@ fn visible_blocks(content: &Value, engine_names: &HashSet<String>) -> Value {
 
 fn is_engine_call(block: &Value, engine_names: &HashSet<String>) -> bool {
     block["type"] == "tool_use" && is_engine_tool(&block["name"], engine_names)
+}
+
+/// The gateway's own text answer as an Anthropic message (whole, or as its event sequence).
+fn own_answer(text: &str, answer: &OwnAnswer<'_>) -> Response {
+    let counts = answer.counts;
+    let id = format!("msg_ctxhost_{}", answer.id);
+    let message = |content: Value, stop: Value, output: u64| {
+        json!({"id": id, "type": "message", "role": "assistant", "model": answer.model,
+               "content": content, "stop_reason": stop, "stop_sequence": null,
+               "usage": {"input_tokens": counts.input, "output_tokens": output}})
+    };
+    if !answer.stream {
+        return whole_answer(message(
+            json!([{"type": "text", "text": text}]),
+            json!("end_turn"),
+            counts.output,
+        ));
+    }
+    let events = [
+        json!({"type": "message_start", "message": message(json!([]), Value::Null, 0)}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": text}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+               // Cumulative, as the API reports it now (clients read the input here too).
+               "usage": {"input_tokens": counts.input, "output_tokens": counts.output}}),
+        json!({"type": "message_stop"}),
+    ];
+    let frames = events.into_iter().map(|event| {
+        let name = event["type"].as_str().unwrap_or("message").to_string();
+        format!("event: {name}\ndata: {event}\n\n")
+    });
+    streamed_answer(frames.collect())
 }

@@ -6,16 +6,20 @@
 //! provider's stored state (`previous_response_id`) is not the gateway's to manage: it goes on
 //! as it came.
 
+mod own_answer;
 mod stream;
 
 use std::collections::HashSet;
 
+use axum::response::Response;
 use bytes::Bytes;
+use ctxhost_agents::handoff::Handoff;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::{json, Map, Value};
 
 use super::count::Counting;
+use super::own_answer::OwnAnswer;
 use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
@@ -48,7 +52,6 @@ pub struct ResponsesRequest {
 }
 
 impl Wire for Responses {
-    const API: super::Api = super::Api::Responses;
     type Request = ResponsesRequest;
     type Stream = ResponsesStream;
     const PATH: &'static str = "responses";
@@ -84,6 +87,15 @@ impl Wire for Responses {
             client_tools: client_tool_names(&body, &["name"]),
             request: ResponsesRequest { body },
         }))
+    }
+
+    fn text_answer(text: &str, answer: &OwnAnswer<'_>) -> Response {
+        own_answer::render(&Handoff::Text(text.to_string()), answer)
+    }
+
+    /// Its compaction item (a trigger, the compact route) as Responses has them.
+    fn handoff_answer(handoff: &Handoff, answer: &OwnAnswer<'_>) -> Response {
+        own_answer::render(handoff, answer)
     }
 
     fn fields(request: &ResponsesRequest) -> &Map<String, Value> {
