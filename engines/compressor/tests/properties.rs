@@ -148,3 +148,18 @@ fn every_corpus_transcript_shrinks_and_stays_valid() {
         }
     }
 }
+
+/// The contract checks every engine is held to (ctxhost-sdk-test), on the corpus: a forced
+/// compression keeps the output contract, compressing its own output again changes nothing,
+/// a conversation under the threshold comes back as it was, and a conversation's opening,
+/// where a summary costs about what it would replace, never comes back larger.
+#[test]
+fn the_compressor_keeps_the_contract_on_the_corpus() {
+    let report = ctxhost_sdk_test::check_engine("compressor", ctxhost_compressor::Compressor::new)
+        .unwrap_or_else(|failure| panic!("{failure}"));
+    assert_eq!(
+        report.conversations,
+        ctxhost_sdk_test::corpus::transcripts().len()
+    );
+    assert!(report.shrunk > 0, "{report:?}");
+}
