@@ -97,7 +97,7 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
 
     sandbox.write_config("context:\n  engine: lmc\nserve:\n  engine_fallback: compressor\n");
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let banner = gateway.wait_for_log("point OpenAI-compatible clients");
+    let banner = gateway.wait_for_log("  engine: ");
     assert!(
         banner.contains("engine: compressor instead of lmc, which cannot run"),
         "{banner}"
@@ -126,4 +126,31 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
         .to_str()
         .unwrap();
     assert!(why.contains("context engine 'lmc' not found"), "{why}");
+}
+
+/// The banner: the address, the engine, then one line per wire saying how its clients are
+/// pointed here (OpenAI clients with /v1, Anthropic clients without, Codex's provider).
+#[test]
+fn the_banner_says_how_the_clients_of_each_wire_point_here() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let url = &gateway.url;
+    let openai = gateway.wait_for_log("OPENAI_BASE_URL=");
+    assert!(openai.ends_with(&format!(": OPENAI_BASE_URL={url}/v1")), "{openai}");
+    let anthropic = gateway.wait_for_log("ANTHROPIC_BASE_URL=");
+    assert!(
+        anthropic.contains("Claude Code")
+            && anthropic.ends_with(&format!(": ANTHROPIC_BASE_URL={url}, without /v1")),
+        "{anthropic}"
+    );
+    let codex = gateway.wait_for_log("Codex");
+    assert!(
+        codex.contains("~/.codex/config.toml: model_provider = \"ctxhost\" and ")
+            && codex.ends_with(&format!(
+                "model_providers.ctxhost = {{ name = \"ctxhost\", base_url = \"{url}/v1\", \
+                 env_key = \"OPENAI_API_KEY\", wire_api = \"responses\" }}"
+            )),
+        "{codex}"
+    );
 }

@@ -80,10 +80,11 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             ),
         };
         eprintln!("ctxhost serve: listening on http://{addr}");
-        eprintln!(
-            "  point OpenAI-compatible clients at it: OPENAI_BASE_URL=http://{addr}/v1 \
-             (engine: {engine}; upstream: {upstream})"
-        );
+        eprintln!("  engine: {engine}; upstream: {upstream}");
+        // One line per wire: how its clients are pointed here.
+        for setup in ctxhost_gateway::client_setups(&format!("http://{addr}")) {
+            eprintln!("  {setup}");
+        }
         for warning in bound.warnings() {
             tracing::warn!("{warning}");
         }
