@@ -128,6 +128,39 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
     assert!(why.contains("context engine 'lmc' not found"), "{why}");
 }
 
+/// `serve --engine` overrides `context.engine`, as `run`, `quality` and `tools` do.
+#[test]
+fn serve_engine_overrides_the_configured_engine() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: lmc\n");
+    let gateway = sandbox.serve(&upstream.base_url(), &["--engine", "compressor"]);
+    let banner = gateway.wait_for_log("  engine: ");
+    assert!(banner.starts_with("  engine: compressor; upstream: "), "{banner}");
+    let (status, health) = gateway.get_json("/healthz", None);
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["engine"], "compressor", "{health}");
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .bearer_auth("sk-client")
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-ctxhost-engine"], "compressor");
+    let (stopped, _) = gateway.stop();
+    assert!(stopped.success());
+    // And an engine named there that does not exist stops the start as the configured one
+    // would.
+    sandbox.write_config("");
+    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url(), "--engine", "lmc"]);
+    assert!(
+        error.starts_with("error: context engine 'lmc' cannot run: context engine 'lmc' not found"),
+        "{error}"
+    );
+}
+
 /// The banner: the address, the engine, then one line per wire saying how its clients are
 /// pointed here (OpenAI clients with /v1, Anthropic clients without, Codex's provider).
 #[test]
