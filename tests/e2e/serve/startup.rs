@@ -128,6 +128,65 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
     assert!(why.contains("context engine 'lmc' not found"), "{why}");
 }
 
+/// The commands a message puts in backquotes, run as a user would copy them (`ctxhost` is the
+/// binary under test); each must succeed.
+fn run_quoted_commands(sandbox: &Sandbox, message: &str) -> Vec<String> {
+    let commands: Vec<String> = message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.starts_with("ctxhost "))
+        .map(str::to_string)
+        .collect();
+    for command in &commands {
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let run = sandbox.ctxhost(&args);
+        assert!(run.success(), "`{command}` fails: {}{}", run.stdout, run.stderr);
+    }
+    commands
+}
+
+/// A misspelt engine at start-up gets the near miss among the engines there are, installed or
+/// shipped, and for a shipped engine not installed the command that installs it; every command
+/// the message names works, and after it the engine meant serves.
+#[test]
+fn an_unknown_engine_names_the_near_miss_and_commands_that_work() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url(), "--engine", "lcn"]);
+    assert!(
+        error.starts_with("error: context engine 'lcn' cannot run: context engine 'lcn' not found"),
+        "{error}"
+    );
+    assert!(
+        error.contains(
+            "did you mean 'lcm'? (it ships with ctxhost but is not installed: `ctxhost plugins \
+             install --shipped` installs it)"
+        ),
+        "{error}"
+    );
+    assert!(!error.contains("plugins doctor lcn"), "{error}");
+    // `ctxhost run` says the same.
+    let transcript = ctxhost_tests::corpus_dir().join("ctf__crypto__BabyEncryption.json");
+    let run = sandbox.ctxhost(&["run", "--engine", "lcn", transcript.to_str().unwrap()]);
+    assert!(!run.success());
+    assert!(
+        run.stderr.contains("did you mean 'lcm'?")
+            && run.stderr.contains("`ctxhost plugins install --shipped`"),
+        "{}",
+        run.stderr
+    );
+
+    let commands = run_quoted_commands(&sandbox, &error);
+    assert_eq!(
+        commands,
+        ["ctxhost plugins install --shipped", "ctxhost plugins list"]
+    );
+    let gateway = sandbox.serve(&upstream.base_url(), &["--engine", "lcm"]);
+    let banner = gateway.wait_for_log("  engine: ");
+    assert!(banner.starts_with("  engine: lcm; upstream: "), "{banner}");
+}
+
 /// `serve --engine` overrides `context.engine`, as `run`, `quality` and `tools` do.
 #[test]
 fn serve_engine_overrides_the_configured_engine() {
