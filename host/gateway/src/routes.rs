@@ -327,11 +327,21 @@ async fn list_sessions(
             .cmp(&a.updated_at)
             .then_with(|| a.key.name.cmp(&b.key.name))
     });
-    Ok(Json(json!({
+    let mut listing = json!({
         "engine": gateway.engine,
         "sessions": records.iter().map(summary).collect::<Vec<_>>(),
-    })))
+    });
+    if records.is_empty() {
+        listing["note"] = json!(SCOPED_BY_CREDENTIAL);
+    }
+    Ok(Json(listing))
 }
+
+/// Said with an empty listing: a caller that does not send the agent's credential sees none of
+/// its sessions.
+const SCOPED_BY_CREDENTIAL: &str = "sessions are listed per credential: send the key the agent \
+     sends (Authorization: Bearer KEY, or x-api-key: KEY; and its x-ctxhost-token when the \
+     gateway asks for one) to list its sessions";
 
 /// `GET /ctxhost/sessions/{id}`: one of the caller's sessions, with its compressions.
 async fn show_session(
