@@ -263,3 +263,23 @@ fn the_compressor_and_lcm_keep_the_standing_facts_through_five_rounds() {
         }
     }
 }
+
+/// The `n/m` cells and the other columns are explained under the table (not in `--json`).
+#[test]
+fn the_table_has_a_legend_for_its_columns() {
+    let sandbox = sandbox();
+    let run = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "2"]);
+    assert!(run.success(), "{}", run.stderr);
+    let legend = run.stdout.lines().last().unwrap();
+    for meaning in [
+        "n/m: of the m facts of that kind planted so far, the n whose current value",
+        "stale: ",
+        "budget: ",
+        "tools: ",
+    ] {
+        assert!(legend.contains(meaning), "{legend}");
+    }
+    let json = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "2", "--json"]);
+    assert!(json.success(), "{}", json.stderr);
+    assert!(!json.stdout.contains("n/m:"), "{}", json.stdout);
+}
