@@ -279,7 +279,14 @@ fn the_table_has_a_legend_for_its_columns() {
     ] {
         assert!(legend.contains(meaning), "{legend}");
     }
-    let json = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "2", "--json"]);
+    let json = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "compressor",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
     assert!(json.success(), "{}", json.stderr);
     assert!(!json.stdout.contains("n/m:"), "{}", json.stdout);
 }

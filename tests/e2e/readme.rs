@@ -516,13 +516,17 @@ fn the_prerequisites_are_in_one_place_and_name_the_rust_version_cargo_toml_requi
         .find_map(|l| l.strip_prefix("rust-version = "))
         .unwrap()
         .trim_matches('"');
-    let start = text.find("\n## Prerequisites\n").expect("a prerequisites section");
+    let start = text
+        .find("\n## Prerequisites\n")
+        .expect("a prerequisites section");
     assert!(
         text[..start].lines().count() < 60,
         "the prerequisites are near the top"
     );
     let section = &text[start..];
-    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |end| end + 1)];
+    let section = &section[..section[1..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 1)];
     for wanted in [
         format!("**Rust {version}** or later"),
         "**Python 3** with `venv`".to_string(),
@@ -532,7 +536,10 @@ fn the_prerequisites_are_in_one_place_and_name_the_rust_version_cargo_toml_requi
         "`~/.ctxhost/data/gateway/sessions.sqlite`".to_string(),
         "`~/.ctxhost/plugins/context_engine/<name>/`".to_string(),
     ] {
-        assert!(section.contains(&wanted), "not in the prerequisites: {wanted}");
+        assert!(
+            section.contains(&wanted),
+            "not in the prerequisites: {wanted}"
+        );
     }
     // Said once: no other place of the README lists them.
     assert_eq!(text.matches("PostgreSQL's server programs").count(), 1);

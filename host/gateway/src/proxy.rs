@@ -116,7 +116,10 @@ pub fn not_found(method: &Method, path: &str, base_url: BaseUrl, shape: ErrorSha
         ),
         BaseUrl::DoubledVersion(setup) => format!(
             "; the client's base URL ends in /v1 and the client adds another: {}",
-            setup.map_or_else(|| "drop /v1 from its base URL".to_string(), |setup| setup(ORIGIN))
+            setup.map_or_else(
+                || "drop /v1 from its base URL".to_string(),
+                |setup| setup(ORIGIN)
+            )
         ),
     };
     shape(GatewayError::new(

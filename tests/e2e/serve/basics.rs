@@ -279,6 +279,10 @@ fn the_sessions_listing_without_the_agents_credential_says_sessions_are_scoped_b
 
     let (status, listing) = gateway.get_json("/ctxhost/sessions", Some("sk-agent"));
     assert_eq!(status, 200, "{listing}");
-    assert_eq!(listing["sessions"].as_array().unwrap().len(), 1, "{listing}");
+    assert_eq!(
+        listing["sessions"].as_array().unwrap().len(),
+        1,
+        "{listing}"
+    );
     assert!(listing.get("note").is_none(), "{listing}");
 }

@@ -141,7 +141,12 @@ fn run_quoted_commands(sandbox: &Sandbox, message: &str) -> Vec<String> {
     for command in &commands {
         let args: Vec<&str> = command.split_whitespace().skip(1).collect();
         let run = sandbox.ctxhost(&args);
-        assert!(run.success(), "`{command}` fails: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.success(),
+            "`{command}` fails: {}{}",
+            run.stdout,
+            run.stderr
+        );
     }
     commands
 }
@@ -153,7 +158,10 @@ fn run_quoted_commands(sandbox: &Sandbox, message: &str) -> Vec<String> {
 fn an_unknown_engine_names_the_near_miss_and_commands_that_work() {
     let upstream = echo();
     let sandbox = Sandbox::new();
-    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url(), "--engine", "lcn"]);
+    let error = serve_refused(
+        &sandbox,
+        &["--upstream", &upstream.base_url(), "--engine", "lcn"],
+    );
     assert!(
         error.starts_with("error: context engine 'lcn' cannot run: context engine 'lcn' not found"),
         "{error}"
@@ -195,7 +203,10 @@ fn serve_engine_overrides_the_configured_engine() {
     sandbox.write_config("context:\n  engine: lmc\n");
     let gateway = sandbox.serve(&upstream.base_url(), &["--engine", "compressor"]);
     let banner = gateway.wait_for_log("  engine: ");
-    assert!(banner.starts_with("  engine: compressor; upstream: "), "{banner}");
+    assert!(
+        banner.starts_with("  engine: compressor; upstream: "),
+        "{banner}"
+    );
     let (status, health) = gateway.get_json("/healthz", None);
     assert_eq!(status, 200, "{health}");
     assert_eq!(health["status"], "ok", "{health}");
@@ -213,7 +224,10 @@ fn serve_engine_overrides_the_configured_engine() {
     // And an engine named there that does not exist stops the start as the configured one
     // would.
     sandbox.write_config("");
-    let error = serve_refused(&sandbox, &["--upstream", &upstream.base_url(), "--engine", "lmc"]);
+    let error = serve_refused(
+        &sandbox,
+        &["--upstream", &upstream.base_url(), "--engine", "lmc"],
+    );
     assert!(
         error.starts_with("error: context engine 'lmc' cannot run: context engine 'lmc' not found"),
         "{error}"
@@ -229,7 +243,10 @@ fn the_banner_says_how_the_clients_of_each_wire_point_here() {
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     let url = &gateway.url;
     let openai = gateway.wait_for_log("OPENAI_BASE_URL=");
-    assert!(openai.ends_with(&format!(": OPENAI_BASE_URL={url}/v1")), "{openai}");
+    assert!(
+        openai.ends_with(&format!(": OPENAI_BASE_URL={url}/v1")),
+        "{openai}"
+    );
     let anthropic = gateway.wait_for_log("ANTHROPIC_BASE_URL=");
     assert!(
         anthropic.contains("Claude Code")

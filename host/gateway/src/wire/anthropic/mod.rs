@@ -51,7 +51,9 @@ impl Wire for Messages {
 
     fn client_setup(origin: &str) -> String {
         // Anthropic's SDKs add `/v1` themselves.
-        format!("Anthropic clients (Messages: Claude Code): ANTHROPIC_BASE_URL={origin}, without /v1")
+        format!(
+            "Anthropic clients (Messages: Claude Code): ANTHROPIC_BASE_URL={origin}, without /v1"
+        )
     }
 
     fn parse(
