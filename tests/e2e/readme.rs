@@ -215,6 +215,12 @@ fn run_in_checkout(checkout: &Sandbox, args: &[&str], command: &str) {
         let wrote = format!("wrote the plot to {}", plot.display());
         assert!(run.stderr.contains(&wrote), "{command}: {}", run.stderr);
     }
+    if args.contains(&"--keep") && args.contains(&"lcm") {
+        // Where the README says the lcm example writes (`~/.ctxhost` is CTXHOST_HOME here).
+        let store = checkout.home().join("data/lcm/lcm.sqlite");
+        assert!(store.is_file(), "{command}: no {}", store.display());
+        assert!(readme().contains("it writes `~/.ctxhost/data/lcm/lcm.sqlite`"));
+    }
     if args.first() == Some(&"tools") && args.contains(&"lcm_grep") {
         // The search finds what the replay before it kept.
         assert!(
@@ -497,4 +503,44 @@ fn every_settings_table_is_what_the_declarations_say() {
         tabled, every,
         "the READMEs' settings tables hold every declared key once"
     );
+}
+
+/// One prerequisites section, near the top, naming the Rust version `Cargo.toml` requires, what
+/// the suite needs besides, and the build times; and where each command keeps its state.
+#[test]
+fn the_prerequisites_are_in_one_place_and_name_the_rust_version_cargo_toml_requires() {
+    let text = readme();
+    let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .unwrap()
+        .trim_matches('"');
+    let start = text
+        .find("\n## Prerequisites\n")
+        .expect("a prerequisites section");
+    assert!(
+        text[..start].lines().count() < 60,
+        "the prerequisites are near the top"
+    );
+    let section = &text[start..];
+    let section = &section[..section[1..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 1)];
+    for wanted in [
+        format!("**Rust {version}** or later"),
+        "**Python 3** with `venv`".to_string(),
+        "**PostgreSQL's server programs**".to_string(),
+        "**Node.js 18+ with\n  npm**".to_string(),
+        "release build about 6.5 minutes".to_string(),
+        "`~/.ctxhost/data/gateway/sessions.sqlite`".to_string(),
+        "`~/.ctxhost/plugins/context_engine/<name>/`".to_string(),
+    ] {
+        assert!(
+            section.contains(&wanted),
+            "not in the prerequisites: {wanted}"
+        );
+    }
+    // Said once: no other place of the README lists them.
+    assert_eq!(text.matches("PostgreSQL's server programs").count(), 1);
 }

@@ -399,3 +399,35 @@ fn a_message_larger_than_the_window_is_named_in_one_warning_by_compress_and_run(
         );
     }
 }
+
+/// The engine's name and the model's window are two things, said apart even when the engine is
+/// `window`; the peak context is what a model call was sent, after compression, so it may read
+/// lower than a compression's "before" (what the engine was handed), and the report says so.
+#[test]
+fn the_report_tells_the_engine_from_the_context_length_and_says_what_the_peak_is() {
+    let sandbox = Sandbox::new();
+    sandbox.add_plugin("window", "ctxhost_engine_window");
+    sandbox.write_config("model:\n  context_length: 8000\n");
+    let transcript = ctxhost_tests::corpus_dir().join("ctf__crypto__BabyEncryption.json");
+    let run = sandbox.ctxhost(&["run", "--engine", "window", transcript.to_str().unwrap()]);
+    assert!(run.success(), "{}", run.stderr);
+    let engine = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("engine "))
+        .unwrap();
+    assert_eq!(engine.matches("window").count(), 1, "{engine}");
+    assert!(
+        engine.contains("context length 8,000 tokens, compresses at"),
+        "{engine}"
+    );
+    let peak = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("peak context "))
+        .unwrap();
+    assert!(
+        peak.contains("sent in one model call (after compression; each \"before\" above is what the engine was handed)"),
+        "{peak}"
+    );
+}

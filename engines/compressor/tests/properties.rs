@@ -148,3 +148,29 @@ fn every_corpus_transcript_shrinks_and_stays_valid() {
         }
     }
 }
+
+/// The output contract of ctxhost-sdk-test on the corpus, forced: on each whole transcript and
+/// on its opening, where a summary costs about what it would replace, the output is valid,
+/// keeps what the contract protects, and is never larger than its input.
+#[test]
+fn forced_compressions_keep_the_output_contract_and_never_grow_on_the_corpus() {
+    use ctxhost_sdk_test::contract::{check_output, opening};
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    let transcripts = ctxhost_sdk_test::corpus::transcripts();
+    let mut unchanged = 0;
+    for transcript in &transcripts {
+        for input in [&transcript.messages[..], opening(&transcript.messages)] {
+            let host = host(Answer::Summary("## Goal\nthe task".into()));
+            let mut engine = compressor(&host, 8_000, json!(null));
+            let output = engine.compress(input, &force).unwrap();
+            check_output(input, &output)
+                .unwrap_or_else(|violation| panic!("{}: {violation}", transcript.name));
+            unchanged += usize::from(output == input);
+        }
+    }
+    // Not vacuous: some compressions changed something, some had nothing to gain.
+    assert!(unchanged > 0 && unchanged < transcripts.len() * 2);
+}

@@ -19,7 +19,11 @@
 //!   returns `input` itself, byte for byte;
 //! - **idempotent on its own output** ([`check_idempotent`]): the same engine instance,
 //!   given its own `output` again without `force` (and `current_tokens` set to the output's
-//!   count), returns `output` unchanged.
+//!   count), returns `output` unchanged;
+//! - **never larger, even with little to compress** ([`opening`]): a forced compression of
+//!   the conversation's opening (its first few messages, on whole turns), where a summary or a
+//!   marker costs about as much as what it would replace, keeps the output contract too: an
+//!   engine that cannot shrink a context returns it as it was, never a larger one.
 //!
 //! [`check_engine`] and [`check_plugin`] run all of them over the corpus for any engine
 //! built from [`HostServices`]; [`EngineCheck`] does the same with a chosen config, window or
@@ -30,7 +34,7 @@ use std::fmt;
 use ctxhost_quality::corpus::Transcript;
 use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
-    CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
+    sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
 };
 use serde_json::Value;
 
@@ -113,6 +117,9 @@ pub enum Check {
     /// In a window four times the conversation's size, an unforced compression returns it
     /// unchanged ([`check_unchanged_under_threshold`]).
     UnchangedUnderThreshold,
+    /// A forced compression of the conversation's [`opening`], where there is little to
+    /// compress, keeps the output contract (in particular, it is no larger than its input).
+    ForcedOpening,
 }
 
 impl fmt::Display for Check {
@@ -121,6 +128,7 @@ impl fmt::Display for Check {
             Check::ForcedOutput => "forced compression",
             Check::Idempotent => "idempotence",
             Check::UnchangedUnderThreshold => "unchanged under the threshold",
+            Check::ForcedOpening => "forced compression of the opening",
         })
     }
 }
@@ -146,6 +154,16 @@ pub fn check_output(input: &[Message], output: &[Message]) -> Result<(), Violati
         output,
         tokens::count_messages,
     )?)
+}
+
+/// Messages in a conversation's opening, before [`opening`] moves the cut to a turn's end.
+pub const OPENING_MESSAGES: usize = 8;
+
+/// The opening of a conversation: its first [`OPENING_MESSAGES`] messages, moved forward to
+/// the end of a tool turn so no call is cut from its results (the whole conversation when it
+/// is that short).
+pub fn opening(messages: &[Message]) -> &[Message] {
+    &messages[..sequence::end_of_turn(messages, OPENING_MESSAGES)]
 }
 
 /// Unchanged under the threshold: `messages` must be a conversation `engine` does not want
@@ -314,6 +332,14 @@ where
             .and_then(|output| check_output(input, &output).map(|()| output))
             .map_err(failure(Check::ForcedOutput))?;
         check_idempotent(&mut engine, &output).map_err(failure(Check::Idempotent))?;
+
+        let opening = opening(input);
+        let mut engine = self
+            .engine(self.context_length)
+            .map_err(failure(Check::ForcedOpening))?;
+        compress(&mut engine, opening, forced())
+            .and_then(|output| check_output(opening, &output))
+            .map_err(failure(Check::ForcedOpening))?;
 
         let before = tokens::count_messages(input);
         let roomy = before.saturating_mul(4).max(1_000);

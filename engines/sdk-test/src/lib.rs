@@ -10,7 +10,8 @@
 //!   with one policy: a missing corpus is a panic that says where it looked and how to point
 //!   at it, never a skipped test;
 //! - [`contract`]: the checks every engine must pass (a valid chat sequence out, nothing lost
-//!   that the contract protects, unchanged under the threshold, idempotent on its own output),
+//!   that the contract protects, unchanged under the threshold, idempotent on its own output,
+//!   never larger even with little to compress),
 //!   each failing with a typed [`Violation`], and [`check_engine`] / [`check_plugin`] to run
 //!   them all over the corpus;
 //! - [`EngineSubject`]: an engine on the fake host as the quality harness (`ctxhost-quality`:

@@ -22,6 +22,8 @@ enum Fault {
     Grows,
     AlwaysCompresses,
     AddsAMarkerEachTime,
+    /// Its marker costs more than a few short turns: it grows a conversation with little to drop.
+    LongMarker,
     FailsToStart,
 }
 
@@ -91,12 +93,19 @@ impl ContextEngine for Keeper {
             Fault::None
             | Fault::FailsToStart
             | Fault::AlwaysCompresses
-            | Fault::AddsAMarkerEachTime => {
+            | Fault::AddsAMarkerEachTime
+            | Fault::LongMarker => {
                 // The real thing: head, marker, tail, on whole turns.
                 let head = 2.min(out.len());
                 let tail = ctxhost_sdk::sequence::start_of_turn(&out, out.len().saturating_sub(2));
                 if tail > head + 1 {
-                    let marker = Message::user(format!("[{} messages dropped]", tail - head));
+                    let padding = if self.fault == Fault::LongMarker {
+                        "~".repeat(1_200)
+                    } else {
+                        String::new()
+                    };
+                    let marker =
+                        Message::user(format!("[{} messages dropped]{padding}", tail - head));
                     out.splice(head..tail, [marker]);
                 }
                 if self.fault == Fault::AddsAMarkerEachTime {
@@ -312,6 +321,23 @@ fn the_engine_check_reports_which_conversation_and_check_failed() {
         .unwrap_err();
     assert_eq!(failure.check, Check::Idempotent);
 
+    // Shrinks the whole conversation, grows its opening (where there is little to drop).
+    let failure = EngineCheck::new("keeper", keeper(Fault::LongMarker))
+        .conversation("six turns", chat(6))
+        .run()
+        .unwrap_err();
+    assert_eq!(failure.check, Check::ForcedOpening);
+    assert!(matches!(
+        failure.violation,
+        Violation::Output(OutputViolation::Larger { .. })
+    ));
+    assert!(
+        failure.to_string().starts_with(
+            "six turns: forced compression of the opening: the output is larger than the input: "
+        ),
+        "{failure}"
+    );
+
     let failure = EngineCheck::new("keeper", keeper(Fault::AlwaysCompresses))
         .conversation("three turns", chat(3))
         .run()
@@ -352,6 +378,7 @@ fn the_engine_check_passes_its_config_and_window_to_the_engine() {
     assert_eq!(
         seen,
         [
+            (serde_json::json!({"k": 1}), 500),
             (serde_json::json!({"k": 1}), 500),
             (serde_json::json!({"k": 1}), roomy)
         ]

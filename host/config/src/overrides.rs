@@ -16,6 +16,8 @@ pub enum Override {
     Listen(String),
     /// `serve --upstream`: `serve.upstream`.
     Upstream(String),
+    /// `serve --engine`: `context.engine`.
+    Engine(String),
 }
 
 impl Override {
@@ -25,6 +27,7 @@ impl Override {
             Override::ContextLength(_) => "--context-length",
             Override::Listen(_) => "--listen",
             Override::Upstream(_) => "--upstream",
+            Override::Engine(_) => "--engine",
         }
     }
 
@@ -34,6 +37,7 @@ impl Override {
             Override::ContextLength(_) => "model.context_length",
             Override::Listen(_) => "serve.listen",
             Override::Upstream(_) => "serve.upstream",
+            Override::Engine(_) => "context.engine",
         }
     }
 
@@ -42,6 +46,7 @@ impl Override {
             Override::ContextLength(length) => config.model.context_length = *length,
             Override::Listen(listen) => config.serve.listen = listen.clone(),
             Override::Upstream(upstream) => config.serve.upstream = upstream.clone(),
+            Override::Engine(engine) => config.context.engine = engine.clone(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use ctxhost_config::serve::EngineFallback;
 use ctxhost_config::BUILT_IN_ENGINE;
+use ctxhost_core::engines::ResolveError;
 use ctxhost_core::{Engines, SessionOptions};
 
 /// The header every response carries while the gateway runs another engine than configured.
@@ -40,13 +41,20 @@ impl EngineStatus {
 /// The configured engine did not start and the config does not allow a fallback.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "context engine '{engine}' cannot run: {reason}. Fix it (`ctxhost plugins doctor {engine}`), \
-     or set serve.engine_fallback: compressor to serve with the built-in compressor meanwhile"
+    "context engine '{engine}' cannot run: {reason}. {fix}, or set serve.engine_fallback: \
+     compressor to serve with the built-in compressor meanwhile"
 )]
 pub struct EngineStartError {
     pub engine: String,
     pub reason: String,
+    /// A command that shows what to do: which engines there are, or what is wrong with one.
+    pub fix: &'static str,
 }
+
+/// What to run when no engine has the name asked for.
+const LIST_ENGINES: &str = "Name one of the engines `ctxhost plugins list` shows";
+/// What to run when the engine exists and does not start.
+const DOCTOR: &str = "`ctxhost plugins doctor` says what is wrong with each plugin";
 
 /// Starts the configured engine once on a throwaway state (a plugin in a child process is
 /// spawned and greeted), and settles what runs. Blocks.
@@ -56,12 +64,17 @@ pub fn check(
 ) -> Result<EngineStatus, EngineStartError> {
     let engine = engines.config().context.engine.clone();
     let options = SessionOptions::new("").temporary().strict();
-    let reason = match engines.open_session(&engine, options) {
+    let (reason, fix) = match engines.open_session(&engine, options) {
         Ok(_) => return Ok(EngineStatus::Configured { engine }),
-        Err(error) => error.to_string(),
+        Err(error @ ResolveError::NotFound { .. }) => (error.to_string(), LIST_ENGINES),
+        Err(error) => (error.to_string(), DOCTOR),
     };
     match fallback {
-        EngineFallback::Fail => Err(EngineStartError { engine, reason }),
+        EngineFallback::Fail => Err(EngineStartError {
+            engine,
+            reason,
+            fix,
+        }),
         EngineFallback::Compressor => Ok(EngineStatus::FellBack {
             configured: engine,
             reason,

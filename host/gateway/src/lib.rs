@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use ctxhost_config::serve::GatewaySettings;
 pub use error::{ErrorKind, GatewayError};
+pub use wire::client_setups;
 
 use auth::GatewayTokens;
 use ctxhost_core::Engines;

@@ -30,12 +30,8 @@ pub async fn relay(
         return not_found(&parts.method, parts.uri.path(), BaseUrl::Fine, shape);
     };
     if rest.starts_with("v1/") {
-        return not_found(
-            &parts.method,
-            parts.uri.path(),
-            BaseUrl::DoubledVersion,
-            shape,
-        );
+        let doubled = BaseUrl::DoubledVersion(None);
+        return not_found(&parts.method, parts.uri.path(), doubled, shape);
     }
     // Checked before anything is sent (the gateway's key would go with it).
     let rest = match RelayPath::parse(rest) {
@@ -113,30 +109,38 @@ pub fn method_not_allowed(
     response
 }
 
-/// What a path the gateway has no route for shows about the client's base URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the clients of a wire are pointed at the gateway ([`crate::wire::Wire::client_setup`]).
+pub type ClientSetup = fn(&str) -> String;
+
+/// What a path the gateway has no route for shows about the client's base URL, with how the
+/// clients of the wire whose route it is are set up.
+#[derive(Debug, Clone, Copy)]
 pub enum BaseUrl {
     /// Nothing.
     Fine,
     /// An endpoint without `/v1`: the base URL lacks it.
-    LacksVersion,
-    /// `/v1/v1/...`: the base URL has it and the client adds its own.
-    DoubledVersion,
+    LacksVersion(ClientSetup),
+    /// `/v1/v1/...`: the base URL has it and the client adds its own (on a route of no wire
+    /// in particular: `None`).
+    DoubledVersion(Option<ClientSetup>),
 }
 
 /// No such route; when the path shows a client's base URL set wrong, the message says how.
 pub fn not_found(method: &Method, path: &str, base_url: BaseUrl, shape: ErrorShape) -> Response {
+    const ORIGIN: &str = "http://HOST:PORT";
     let hint = match base_url {
-        BaseUrl::Fine => "",
-        BaseUrl::LacksVersion => {
-            "; the client's base URL lacks the /v1 segment: set it to http://HOST:PORT/v1 \
-             (OpenAI clients such as Codex and Hermes take OPENAI_BASE_URL=http://HOST:PORT/v1)"
-        }
-        BaseUrl::DoubledVersion => {
-            "; the client's base URL ends in /v1 and the client adds another: drop /v1 from \
-             its base URL (Anthropic clients such as Claude Code take \
-             ANTHROPIC_BASE_URL=http://HOST:PORT)"
-        }
+        BaseUrl::Fine => String::new(),
+        BaseUrl::LacksVersion(setup) => format!(
+            "; the client's base URL lacks the /v1 segment: {}",
+            setup(ORIGIN)
+        ),
+        BaseUrl::DoubledVersion(setup) => format!(
+            "; the client's base URL ends in /v1 and the client adds another: {}",
+            setup.map_or_else(
+                || "drop /v1 from its base URL".to_string(),
+                |setup| setup(ORIGIN)
+            )
+        ),
     };
     shape(GatewayError::new(
         ErrorKind::NotFound,

@@ -18,11 +18,12 @@ use super::error::{ErrorKind, ErrorShape, GatewayError, OWN_SHAPE};
 use super::metrics::Metric;
 use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
-use super::proxy::{self, BaseUrl};
+use super::proxy::{self, BaseUrl, ClientSetup};
 use super::record::{SessionKey, SessionRecord};
 use super::request_log::RequestLog;
 use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
+use super::wire::chat::Chat;
 use super::wire::count::Counting;
 use super::wire::responses::Responses;
 use super::wire::{each_wire, EachWire, Wire, SHARED_ENDPOINTS};
@@ -43,8 +44,9 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
     let mut own = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/{*rest}", relayed(OWN_SHAPE));
+    // Routes every API has (a model list): OpenAI clients are the ones that ask without /v1.
     for endpoint in SHARED_ENDPOINTS {
-        own = base_url_hints(own, endpoint, OWN_SHAPE);
+        own = base_url_hints(own, endpoint, OWN_SHAPE, Chat::client_setup);
     }
     let own = own
         .route("/ctxhost/sessions", get(list_sessions))
@@ -72,7 +74,7 @@ impl WireRoutes<'_> {
             .route(&format!("/v1/{}", W::PATH), post_only(handle::<W>, shape))
             .route(&format!("/v1/{}/{{*rest}}", W::PATH), relayed(shape));
         for endpoint in W::ENDPOINTS {
-            routes = base_url_hints(routes, endpoint, shape);
+            routes = base_url_hints(routes, endpoint, shape, W::client_setup);
         }
         let routes = observed(routes, self.gateway, shape);
         self.routes = std::mem::take(&mut self.routes).merge(routes);
@@ -124,6 +126,7 @@ fn base_url_hints(
     routes: Router<Arc<Gateway>>,
     endpoint: &str,
     shape: ErrorShape,
+    setup: ClientSetup,
 ) -> Router<Arc<Gateway>> {
     let hint = |base_url| {
         any(move |method: Method, uri: Uri| async move {
@@ -131,8 +134,11 @@ fn base_url_hints(
         })
     };
     routes
-        .route(&format!("/{endpoint}"), hint(BaseUrl::LacksVersion))
-        .route(&format!("/v1/v1/{endpoint}"), hint(BaseUrl::DoubledVersion))
+        .route(&format!("/{endpoint}"), hint(BaseUrl::LacksVersion(setup)))
+        .route(
+            &format!("/v1/v1/{endpoint}"),
+            hint(BaseUrl::DoubledVersion(Some(setup))),
+        )
 }
 
 /// Checks the gateway token, then times, counts and logs every request (never its body).
@@ -321,11 +327,21 @@ async fn list_sessions(
             .cmp(&a.updated_at)
             .then_with(|| a.key.name.cmp(&b.key.name))
     });
-    Ok(Json(json!({
+    let mut listing = json!({
         "engine": gateway.engine,
         "sessions": records.iter().map(summary).collect::<Vec<_>>(),
-    })))
+    });
+    if records.is_empty() {
+        listing["note"] = json!(SCOPED_BY_CREDENTIAL);
+    }
+    Ok(Json(listing))
 }
+
+/// Said with an empty listing: a caller that does not send the agent's credential sees none of
+/// its sessions.
+const SCOPED_BY_CREDENTIAL: &str = "sessions are listed per credential: send the key the agent \
+     sends (Authorization: Bearer KEY, or x-api-key: KEY; and its x-ctxhost-token when the \
+     gateway asks for one) to list its sessions";
 
 /// `GET /ctxhost/sessions/{id}`: one of the caller's sessions, with its compressions.
 async fn show_session(

@@ -250,3 +250,39 @@ fn sigterm_lets_a_request_in_flight_finish_then_exits_zero() {
     let (status, log) = gateway.stop();
     assert!(status.success(), "{status:?} {log:?}");
 }
+
+/// Sessions are scoped by the agent's credential: listed without it, the answer is empty and
+/// says why; with it, the session is there and no note.
+#[test]
+fn the_sessions_listing_without_the_agents_credential_says_sessions_are_scoped_by_it() {
+    let upstream = FakeUpstream::start(|request| {
+        reply(request, json!({"role": "assistant", "content": "ok"}), None)
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let response = client()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .bearer_auth("sk-agent")
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let (status, listing) = gateway.get_json("/ctxhost/sessions", None);
+    assert_eq!(status, 200, "{listing}");
+    assert_eq!(listing["sessions"], json!([]), "{listing}");
+    let note = listing["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("sessions are listed per credential: send the key the agent sends"),
+        "{listing}"
+    );
+
+    let (status, listing) = gateway.get_json("/ctxhost/sessions", Some("sk-agent"));
+    assert_eq!(status, 200, "{listing}");
+    assert_eq!(
+        listing["sessions"].as_array().unwrap().len(),
+        1,
+        "{listing}"
+    );
+    assert!(listing.get("note").is_none(), "{listing}");
+}

@@ -91,7 +91,23 @@ fn a_wrong_method_gets_json_405_and_a_base_url_mistake_is_named() {
     assert_eq!(response.status(), 404);
     let message = response.json::<Value>().unwrap()["error"]["message"].to_string();
     assert!(
-        message.contains("base URL lacks the /v1 segment"),
+        message.contains("base URL lacks the /v1 segment")
+            && message.contains("OPENAI_BASE_URL=http://HOST:PORT/v1"),
+        "{message}"
+    );
+    // Codex is told its own setup, not an environment variable it does not read.
+    let response = client()
+        .post(format!("{}/responses", gateway.url))
+        .json(&json!({}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let message = response.json::<Value>().unwrap()["error"]["message"].to_string();
+    assert!(
+        message.contains("base URL lacks the /v1 segment")
+            && message.contains("Codex")
+            && message.contains("base_url = \\\"http://HOST:PORT/v1\\\"")
+            && !message.contains("OPENAI_BASE_URL"),
         "{message}"
     );
     let response = client()
@@ -104,7 +120,8 @@ fn a_wrong_method_gets_json_405_and_a_base_url_mistake_is_named() {
     assert_eq!(error["type"], "error");
     let message = error["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("ends in /v1 and the client adds another"),
+        message.contains("ends in /v1 and the client adds another")
+            && message.contains("ANTHROPIC_BASE_URL=http://HOST:PORT, without /v1"),
         "{message}"
     );
     assert!(upstream.received().is_empty());

@@ -97,7 +97,7 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
 
     sandbox.write_config("context:\n  engine: lmc\nserve:\n  engine_fallback: compressor\n");
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
-    let banner = gateway.wait_for_log("point OpenAI-compatible clients");
+    let banner = gateway.wait_for_log("  engine: ");
     assert!(
         banner.contains("engine: compressor instead of lmc, which cannot run"),
         "{banner}"
@@ -126,4 +126,140 @@ fn a_configured_engine_that_cannot_run_fails_start_up_unless_the_fallback_is_all
         .to_str()
         .unwrap();
     assert!(why.contains("context engine 'lmc' not found"), "{why}");
+}
+
+/// The commands a message puts in backquotes, run as a user would copy them (`ctxhost` is the
+/// binary under test); each must succeed.
+fn run_quoted_commands(sandbox: &Sandbox, message: &str) -> Vec<String> {
+    let commands: Vec<String> = message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.starts_with("ctxhost "))
+        .map(str::to_string)
+        .collect();
+    for command in &commands {
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let run = sandbox.ctxhost(&args);
+        assert!(
+            run.success(),
+            "`{command}` fails: {}{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    commands
+}
+
+/// A misspelt engine at start-up gets the near miss among the engines there are, installed or
+/// shipped, and for a shipped engine not installed the command that installs it; every command
+/// the message names works, and after it the engine meant serves.
+#[test]
+fn an_unknown_engine_names_the_near_miss_and_commands_that_work() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    let error = serve_refused(
+        &sandbox,
+        &["--upstream", &upstream.base_url(), "--engine", "lcn"],
+    );
+    assert!(
+        error.starts_with("error: context engine 'lcn' cannot run: context engine 'lcn' not found"),
+        "{error}"
+    );
+    assert!(
+        error.contains(
+            "did you mean 'lcm'? (it ships with ctxhost but is not installed: `ctxhost plugins \
+             install --shipped` installs it)"
+        ),
+        "{error}"
+    );
+    assert!(!error.contains("plugins doctor lcn"), "{error}");
+    // `ctxhost run` says the same.
+    let transcript = ctxhost_tests::corpus_dir().join("ctf__crypto__BabyEncryption.json");
+    let run = sandbox.ctxhost(&["run", "--engine", "lcn", transcript.to_str().unwrap()]);
+    assert!(!run.success());
+    assert!(
+        run.stderr.contains("did you mean 'lcm'?")
+            && run.stderr.contains("`ctxhost plugins install --shipped`"),
+        "{}",
+        run.stderr
+    );
+
+    let commands = run_quoted_commands(&sandbox, &error);
+    assert_eq!(
+        commands,
+        ["ctxhost plugins install --shipped", "ctxhost plugins list"]
+    );
+    let gateway = sandbox.serve(&upstream.base_url(), &["--engine", "lcm"]);
+    let banner = gateway.wait_for_log("  engine: ");
+    assert!(banner.starts_with("  engine: lcm; upstream: "), "{banner}");
+}
+
+/// `serve --engine` overrides `context.engine`, as `run`, `quality` and `tools` do.
+#[test]
+fn serve_engine_overrides_the_configured_engine() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    sandbox.write_config("context:\n  engine: lmc\n");
+    let gateway = sandbox.serve(&upstream.base_url(), &["--engine", "compressor"]);
+    let banner = gateway.wait_for_log("  engine: ");
+    assert!(
+        banner.starts_with("  engine: compressor; upstream: "),
+        "{banner}"
+    );
+    let (status, health) = gateway.get_json("/healthz", None);
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["engine"], "compressor", "{health}");
+    let response = reqwest::blocking::Client::new()
+        .post(format!("{}/chat/completions", gateway.base_url()))
+        .bearer_auth("sk-client")
+        .json(&json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-ctxhost-engine"], "compressor");
+    let (stopped, _) = gateway.stop();
+    assert!(stopped.success());
+    // And an engine named there that does not exist stops the start as the configured one
+    // would.
+    sandbox.write_config("");
+    let error = serve_refused(
+        &sandbox,
+        &["--upstream", &upstream.base_url(), "--engine", "lmc"],
+    );
+    assert!(
+        error.starts_with("error: context engine 'lmc' cannot run: context engine 'lmc' not found"),
+        "{error}"
+    );
+}
+
+/// The banner: the address, the engine, then one line per wire saying how its clients are
+/// pointed here (OpenAI clients with /v1, Anthropic clients without, Codex's provider).
+#[test]
+fn the_banner_says_how_the_clients_of_each_wire_point_here() {
+    let upstream = echo();
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let url = &gateway.url;
+    let openai = gateway.wait_for_log("OPENAI_BASE_URL=");
+    assert!(
+        openai.ends_with(&format!(": OPENAI_BASE_URL={url}/v1")),
+        "{openai}"
+    );
+    let anthropic = gateway.wait_for_log("ANTHROPIC_BASE_URL=");
+    assert!(
+        anthropic.contains("Claude Code")
+            && anthropic.ends_with(&format!(": ANTHROPIC_BASE_URL={url}, without /v1")),
+        "{anthropic}"
+    );
+    let codex = gateway.wait_for_log("Codex");
+    assert!(
+        codex.contains("~/.codex/config.toml: model_provider = \"ctxhost\" and ")
+            && codex.ends_with(&format!(
+                "model_providers.ctxhost = {{ name = \"ctxhost\", base_url = \"{url}/v1\", \
+                 env_key = \"OPENAI_API_KEY\", wire_api = \"responses\" }}"
+            )),
+        "{codex}"
+    );
 }

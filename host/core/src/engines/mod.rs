@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ctxhost_compressor::Compressor;
 use ctxhost_config::plugin_host::Isolation;
 use ctxhost_plugin_host::PluginLibrary;
+use ctxhost_plugins::shipped::SHIPPED;
 use ctxhost_plugins::{
     discover, inspect, Candidate, Inspection, Loader, PluginRoot, Problem, ProblemKind,
     ReadManifest, RootKind,
@@ -60,11 +61,15 @@ pub enum ResolveError {
     #[error("the built-in compressor failed to start: {0}")]
     Compressor(EngineError),
     /// No engine has that name (only with [`Resolution::Strict`]).
-    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}", crate::suggest::did_you_mean(.suggestion.as_deref()))]
+    #[error("context engine '{name}' not found (looked in {looked_in}; no engine registered in code under that name){}{}", crate::suggest::did_you_mean(.suggestion.as_deref()), shipped_hint(.suggestion.as_deref(), .shipped.as_deref()))]
     NotFound {
         name: String,
         looked_in: String,
+        /// The nearest engine name: installed, built in, registered in code, or shipped.
         suggestion: Option<String>,
+        /// The engine meant (the name itself or the suggestion) when it ships with ctxhost and
+        /// is not installed.
+        shipped: Option<String>,
     },
     /// The engine exists but cannot run (only with [`Resolution::Strict`]).
     #[error("{}", .0.summary)]
@@ -72,6 +77,19 @@ pub enum ResolveError {
     /// A temporary state directory could not be made.
     #[error("cannot create a temporary state directory: {0}")]
     State(String),
+}
+
+/// How to get a shipped engine that is not installed, after the "did you mean" of
+/// `suggestion`: in brackets when it is the engine suggested, else (the name itself was a
+/// shipped engine) a clause of its own; nothing when no shipped engine is missing.
+fn shipped_hint(suggestion: Option<&str>, shipped: Option<&str>) -> String {
+    const INSTALL: &str = "it ships with ctxhost but is not installed: `ctxhost plugins install \
+         --shipped` installs it";
+    match shipped {
+        Some(name) if suggestion == Some(name) => format!(" ({INSTALL})"),
+        Some(_) => format!("; {INSTALL}"),
+        None => String::new(),
+    }
 }
 
 /// An engine that started, before it joins a session.
@@ -245,25 +263,33 @@ impl Engines {
             Err(Failure::Settings(error)) => return Err(error.into()),
             Err(failure) if options.resolution == Resolution::Strict => {
                 return Err(match failure {
-                    Failure::NotFound => ResolveError::NotFound {
-                        name: name.to_string(),
-                        looked_in: self.looked_in(name),
-                        suggestion: self.closest_engine(name),
-                    },
+                    Failure::NotFound => {
+                        let (suggestion, shipped) = self.meant(name);
+                        ResolveError::NotFound {
+                            name: name.to_string(),
+                            looked_in: self.looked_in(name),
+                            suggestion,
+                            shipped,
+                        }
+                    }
                     Failure::Other(warning) => ResolveError::Unusable(warning),
                     Failure::Settings(error) => ResolveError::Config(error),
                 })
             }
             Err(failure) => {
                 warnings.push(match failure {
-                    Failure::NotFound => Warning {
-                        summary: format!(
-                            "context engine '{name}' not found (looked in {}; no engine registered in code under that name){}; using the built-in compressor",
-                            self.looked_in(name),
-                            crate::suggest::did_you_mean(self.closest_engine(name).as_deref()),
-                        ),
-                        detail: None,
-                    },
+                    Failure::NotFound => {
+                        let (suggestion, shipped) = self.meant(name);
+                        Warning {
+                            summary: format!(
+                                "context engine '{name}' not found (looked in {}; no engine registered in code under that name){}{}; using the built-in compressor",
+                                self.looked_in(name),
+                                crate::suggest::did_you_mean(suggestion.as_deref()),
+                                shipped_hint(suggestion.as_deref(), shipped.as_deref()),
+                            ),
+                            detail: None,
+                        }
+                    }
                     Failure::Other(warning) => Warning {
                         summary: format!("{}; using the built-in compressor", warning.summary),
                         detail: warning.detail,
@@ -364,6 +390,26 @@ impl Engines {
     pub fn closest_engine(&self, name: &str) -> Option<String> {
         let names = self.engine_names();
         crate::suggest::closest(name, names.iter().map(String::as_str))
+    }
+
+    /// What a name that resolved to nothing may have meant: the nearest engine name among
+    /// those resolution knows and those ctxhost ships, and the shipped engine meant (the name
+    /// itself or that near miss) when it is not installed.
+    pub fn meant(&self, name: &str) -> (Option<String>, Option<String>) {
+        let known = self.engine_names();
+        let mut candidates = known.clone();
+        candidates.extend(
+            SHIPPED
+                .iter()
+                .map(|engine| engine.name.to_string())
+                .filter(|shipped| !known.contains(shipped)),
+        );
+        let suggestion = crate::suggest::closest(name, candidates.iter().map(String::as_str));
+        let meant = suggestion.as_deref().unwrap_or(name);
+        let shipped = (SHIPPED.iter().any(|engine| engine.name == meant)
+            && !known.iter().any(|name| name == meant))
+        .then(|| meant.to_string());
+        (suggestion, shipped)
     }
 
     /// The directories a plugin named `name` would be in, for "not found" messages.

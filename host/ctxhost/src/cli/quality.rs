@@ -84,6 +84,12 @@ fn share(text: &str) -> Result<f64, String> {
     }
 }
 
+/// What the table's columns mean, under it.
+const LEGEND: &str = "n/m: of the m facts of that kind planted so far, the n whose current \
+    value the round's output still states; overall: all kinds; stale: facts stated only with a \
+    replaced value; tokens: the output's size, budget: what it had to fit (! when over); tools: \
+    the share the engine's tools recover (- when it has none)\n";
+
 pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     app.warm_tokenizer();
@@ -107,7 +113,7 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        report.table()
+        report.table() + LEGEND
     };
     // Standard output carries one thing: the picture when `--plot -` asks for it there.
     if args.plot.as_deref().is_some_and(|p| p.as_os_str() == "-") {

@@ -44,7 +44,7 @@ pub fn text(replay: &Replay) -> String {
     }
     let _ = writeln!(
         out,
-        "engine       {}    window {} tokens, compresses at {}",
+        "engine       {}    context length {} tokens, compresses at {}",
         r.engine,
         thousands(r.context_length),
         thousands(r.threshold_tokens)
@@ -83,7 +83,13 @@ pub fn text(replay: &Replay) -> String {
             c.elapsed_ms
         );
     }
-    let _ = writeln!(out, "peak context  {} tokens", thousands(r.peak_tokens));
+    // A compression's "before" is what the engine was handed; the calls were sent its output.
+    let _ = writeln!(
+        out,
+        "peak context  {} tokens sent in one model call (after compression; each \"before\" \
+         above is what the engine was handed)",
+        thousands(r.peak_tokens)
+    );
     let _ = writeln!(
         out,
         "final context {} tokens, {} messages",

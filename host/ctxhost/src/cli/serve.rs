@@ -23,6 +23,10 @@ pub struct ServeArgs {
     /// https://api.openai.com/v1]
     #[arg(long, value_name = "URL")]
     pub upstream: Option<String>,
+    /// Use this engine instead of `context.engine` (an engine that does not start is an error,
+    /// unless serve.engine_fallback says otherwise)
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
     /// Log format on stderr
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -41,6 +45,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let overrides = [
         args.listen.clone().map(Override::Listen),
         args.upstream.clone().map(Override::Upstream),
+        args.engine.clone().map(Override::Engine),
     ]
     .into_iter()
     .flatten()
@@ -80,10 +85,11 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             ),
         };
         eprintln!("ctxhost serve: listening on http://{addr}");
-        eprintln!(
-            "  point OpenAI-compatible clients at it: OPENAI_BASE_URL=http://{addr}/v1 \
-             (engine: {engine}; upstream: {upstream})"
-        );
+        eprintln!("  engine: {engine}; upstream: {upstream}");
+        // One line per wire: how its clients are pointed here.
+        for setup in ctxhost_gateway::client_setups(&format!("http://{addr}")) {
+            eprintln!("  {setup}");
+        }
         for warning in bound.warnings() {
             tracing::warn!("{warning}");
         }

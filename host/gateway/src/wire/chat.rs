@@ -43,6 +43,13 @@ impl Wire for Chat {
         own_answer(text, answer)
     }
 
+    fn client_setup(origin: &str) -> String {
+        format!(
+            "OpenAI clients (Chat Completions: Hermes Agent, any OpenAI-compatible agent): \
+             OPENAI_BASE_URL={origin}/v1"
+        )
+    }
+
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ChatRequest>, GatewayError> {
         let mut body = object(&bytes)?;
         let Some(Value::Array(messages)) = body.get_mut("messages").map(Value::take) else {

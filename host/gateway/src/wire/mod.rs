@@ -44,6 +44,11 @@ pub trait Wire: Send + Sync + 'static {
     /// How the provider takes the gateway's own key (`serve.upstream_key_env`).
     const KEY_HEADER: KeyHeader = KeyHeader::Bearer;
 
+    /// How this API's clients are pointed at a gateway at `origin` (`http://HOST:PORT`), in
+    /// one line: the `serve` banner says it for each wire, and a 404 on a base-URL mistake
+    /// says it for the wire whose route was asked.
+    fn client_setup(origin: &str) -> String;
+
     /// Takes a request body apart.
     fn parse(
         bytes: Bytes,
@@ -160,6 +165,20 @@ pub fn key_header(path: &str) -> KeyHeader {
     let mut find = Find(path.trim_start_matches('/'), KeyHeader::Bearer);
     each_wire(&mut find);
     find.1
+}
+
+/// How each wire's clients are pointed at a gateway at `origin` ([`Wire::client_setup`]), in
+/// the order of [`each_wire`].
+pub fn client_setups(origin: &str) -> Vec<String> {
+    struct Setups<'a>(&'a str, Vec<String>);
+    impl EachWire for Setups<'_> {
+        fn wire<W: Wire>(&mut self) {
+            self.1.push(W::client_setup(self.0));
+        }
+    }
+    let mut all = Setups(origin, Vec::new());
+    each_wire(&mut all);
+    all.1
 }
 
 /// Routes every provider API has beside its own (relayed as they are).

@@ -49,6 +49,13 @@ impl Wire for Messages {
     const ENDPOINTS: &'static [&'static str] = &[Self::PATH, Self::COUNT_PATH];
     const KEY_HEADER: KeyHeader = KeyHeader::Named("x-api-key");
 
+    fn client_setup(origin: &str) -> String {
+        // Anthropic's SDKs add `/v1` themselves.
+        format!(
+            "Anthropic clients (Messages: Claude Code): ANTHROPIC_BASE_URL={origin}, without /v1"
+        )
+    }
+
     fn parse(
         bytes: Bytes,
         settings: &ServeSettings,

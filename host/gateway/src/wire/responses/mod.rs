@@ -59,6 +59,16 @@ impl Wire for Responses {
     /// The compact route is the agent's compaction (`pipeline::handle_compact`).
     const ENDPOINTS: &'static [&'static str] = &[Self::PATH, Self::COUNT_PATH, "responses/compact"];
 
+    fn client_setup(origin: &str) -> String {
+        // Codex takes no base-URL variable: a model provider of its own, at the top of its
+        // config.toml (a dotted key, so it holds above any [table] there).
+        format!(
+            "Codex (Responses), at the top of ~/.codex/config.toml: model_provider = \"ctxhost\" \
+             and model_providers.ctxhost = {{ name = \"ctxhost\", base_url = \"{origin}/v1\", \
+             env_key = \"OPENAI_API_KEY\", wire_api = \"responses\" }}"
+        )
+    }
+
     fn parse(bytes: Bytes, _: &ServeSettings) -> Result<Incoming<ResponsesRequest>, GatewayError> {
         let mut body = object(&bytes)?;
         if relies_on_stored_state(&body) {

@@ -24,7 +24,7 @@
 //! lowest depths instead works like a carry in a counter: the DAG stays logarithmically deep.
 //!
 //! It is **incremental** (it stops as soon as the context is at or under target, with no more
-//! than `max_summary_blocks` blocks) and **bounded** (at most `max_passes` passes, and no new
+//! than `max_summary_blocks` blocks, and no larger than it was) and **bounded** (at most `max_passes` passes, and no new
 //! pass after the deadline; summarizer calls are themselves cut off at the deadline). Every
 //! pass makes progress whatever the summarizer does, because summarizing escalates down to
 //! truncation, and every merge takes at least two blocks.
@@ -109,6 +109,9 @@ pub enum StopReason {
     MaxPasses,
     /// The compaction's deadline passed.
     Deadline,
+    /// The compacted view would have cost more tokens than the context it replaced (summary
+    /// blocks over little to summarise): the context was returned unchanged.
+    WouldGrow,
 }
 
 impl std::fmt::Display for StopReason {
@@ -119,6 +122,7 @@ impl std::fmt::Display for StopReason {
             StopReason::NothingToCompact => "nothing_to_compact",
             StopReason::MaxPasses => "max_passes",
             StopReason::Deadline => "deadline",
+            StopReason::WouldGrow => "would_grow",
         })
     }
 }
@@ -161,10 +165,16 @@ impl Compactor<'_> {
         report.stopped = StopReason::NothingToCompact;
         let max_blocks = self.settings.max_summary_blocks;
         let fanout = self.settings.condensed_min_fanout;
+        let tokens_before = budget.head_tokens + context::tokens(entries);
         loop {
             let tokens = budget.head_tokens + context::tokens(entries);
             let blocks = entries.iter().filter(|e| e.summary().is_some()).count();
+            // A summary over a few short messages costs more than they did: while the context
+            // is larger than it was, the next pass goes on (the engine returns the context
+            // unchanged if it ends larger).
+            let grown = tokens > tokens_before;
             if tokens <= budget.target_tokens
+                && !grown
                 && blocks <= max_blocks
                 && !(force && report.passes == 0)
             {
@@ -186,7 +196,8 @@ impl Compactor<'_> {
                 None => fresh_tail_start(entries, self.settings, budget.context_length),
             };
             // Under target, only the block limit has work left (or a forced first pass).
-            let over_target = tokens > budget.target_tokens || (force && report.passes == 0);
+            let over_target =
+                tokens > budget.target_tokens || grown || (force && report.passes == 0);
             let excess = blocks.saturating_sub(max_blocks);
             let pass = if let Some(range) = (excess > 0)
                 // Same-depth blocks first (a carry keeps the DAG balanced), else the adjacent

@@ -208,9 +208,6 @@ impl LcmEngine {
                 options.focus_topic.as_deref(),
                 &mut report,
             )?;
-            if report.passes > 0 {
-                self.tracker.compression_count += 1;
-            }
             self.services.debug(&format!(
                 "lcm: {} → {} tokens in {} passes ({} leaf, {} condensed), escalation {}, stopped: {}",
                 report.tokens_before,
@@ -222,7 +219,24 @@ impl LcmEngine {
                 report.stopped
             ));
         }
-        let view = assemble(head, &entries, &self.services);
+        let mut view = assemble(head, &entries, &self.services);
+        if compact && self.grew(messages, &view) {
+            // A summary block has a frame (id, depth, what it covers, how to expand it): over
+            // little to summarise it costs more than what it replaced. The context goes back
+            // unchanged (the no-op answer), the store's context list with it; the summaries
+            // written stay stored, for a later compression over the same messages to reuse.
+            self.services.debug(&format!(
+                "lcm: the compacted view ({} tokens) would be larger than the context ({}); \
+                 returned unchanged",
+                report.tokens_after, report.tokens_before
+            ));
+            self.store.set_context(self.conv, &ingested.context)?;
+            view = messages.to_vec();
+            report.tokens_after = report.tokens_before;
+            report.stopped = crate::compaction::StopReason::WouldGrow;
+        } else if compact && report.passes > 0 {
+            self.tracker.compression_count += 1;
+        }
         report.messages_after = view.len();
         if compact {
             self.store
@@ -230,6 +244,13 @@ impl LcmEngine {
         }
         self.last_report = Some(report);
         Ok(view)
+    }
+
+    /// Whether `view` costs more tokens than `messages`, counted as the host counts them.
+    fn grew(&self, messages: &[Message], view: &[Message]) -> bool {
+        view != messages
+            && self.services.count_messages_tokens(view)
+                > self.services.count_messages_tokens(messages)
     }
 
     fn has_content_to_compress_locked(

@@ -32,6 +32,10 @@ fn ingest_is_idempotent_however_often_the_history_is_resent() {
     // A message really said twice is stored twice.
     history.insert(2, Message::user("ok"));
     history.insert(3, Message::user("ok"));
+    // A newest ask at the end: the turns before it are there to be summarised (were the
+    // second "ok" the newest, everything after it would be the protected turn in progress,
+    // and a summary of the two short messages before it would grow the context).
+    history.push(Message::user("and the tests?"));
     let none = CompressOptions::default();
     let first = engine.compress(&history, &none).unwrap();
     assert_eq!(
@@ -635,4 +639,52 @@ fn the_same_messages_compacted_again_reuse_the_summaries_written_before() {
         "{report}"
     );
     assert_eq!(values(&again), values(&first));
+}
+
+/// A compression that cannot shrink the context returns it unchanged. A summary block has a
+/// frame (its id, depth, what it covers, how to expand it): over a few short messages it costs
+/// more than they did, and a view holding it would be larger than the context it replaces (the
+/// host refuses that as an invalid context). Nothing is lost: the messages stay stored, and a
+/// later compression with more to summarise still shrinks.
+#[test]
+fn a_compression_that_cannot_shrink_the_context_returns_it_unchanged() {
+    let host = host(Script::Good, json!({"fresh_tail_count": 1}), SMALL_WINDOW);
+    let mut engine = engine(&host);
+    let history = vec![
+        Message::system("You are a careful agent."),
+        Message::user("hi"),
+        Message::assistant("hello"),
+        Message::user("thanks"),
+        Message::assistant("sure"),
+        Message::user("bye"),
+    ];
+    let out = engine.compress(&history, &forced()).unwrap();
+    let services = host.services();
+    assert!(
+        services.count_messages_tokens(&out) <= services.count_messages_tokens(&history),
+        "the view grew: {} → {} tokens",
+        services.count_messages_tokens(&history),
+        services.count_messages_tokens(&out)
+    );
+    assert_eq!(out, history, "the no-op answer is the context itself");
+    let report = engine.invoke("last_compaction", &Value::Null).unwrap();
+    assert_eq!(report["stopped"], json!("would_grow"), "{report}");
+    assert_eq!(report["tokens_after"], report["tokens_before"], "{report}");
+    let status = status(&mut engine);
+    assert_eq!(status["messages"], json!(history.len()), "{status}");
+    assert_eq!(
+        status["context_items"],
+        json!({"messages": history.len() - 1, "summaries": 0}),
+        "the stored context is what was returned: {status}"
+    );
+
+    // With more to summarise, the same session compresses.
+    let mut longer = history.clone();
+    longer.extend(tool_chat(20, 400).into_iter().skip(1));
+    let compacted = engine.compress(&longer, &forced()).unwrap();
+    assert!(
+        services.count_messages_tokens(&compacted) < services.count_messages_tokens(&longer),
+        "a compression with something to summarise shrinks"
+    );
+    assert!(compacted.iter().any(|m| block_id(m).is_some()));
 }
