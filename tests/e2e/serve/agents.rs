@@ -244,9 +244,9 @@ fn hermes_compresses_through_the_gateway_with_lcm() {
 /// Prompts of a resumed session: the first starts it, each later one resumes it (a new run of
 /// the agent's CLI: `claude -p --continue`, `codex exec resume --last`, `hermes chat
 /// --continue`).
-const PROMPTS: usize = 4;
+const PROMPTS: usize = 5;
 /// Echo rounds per prompt: enough, over the session, for the agent to compact at least twice.
-const ROUNDS_PER_PROMPT: usize = 7;
+const ROUNDS_PER_PROMPT: usize = 4;
 
 /// The `n`th prompt (from 0) of a resumed session.
 fn resumed_prompt(n: usize) -> String {
@@ -264,7 +264,7 @@ fn resumed_answer(engine: &str, n: usize) -> String {
 }
 
 /// A sandbox for a resumed session: as [`sandbox`], with compressions prepared in the
-/// background once the session comes within 70% of the window of the engine's threshold, so
+/// background once the session comes within 80% of the window of the engine's threshold, so
 /// the engine prepares one before the agent first compacts.
 fn resumed_sandbox(engine: &str) -> Sandbox {
     let sandbox = Sandbox::new();
@@ -274,7 +274,7 @@ fn resumed_sandbox(engine: &str) -> Sandbox {
          compression:\n  threshold: 0.9\n  target_ratio: 0.05\n  protect_last_n: 4\n\
          plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.1\n    fresh_tail_count: 4\n    \
          fresh_tail_max_ratio: 0.1\n\
-         serve:\n  compression:\n    background: true\n    margin: 0.7\n  \
+         serve:\n  compression:\n    background: true\n    margin: 0.8\n  \
          models:\n    {}: 100000\n    {}: 200000\n    {}: 200000\n",
         codex::MODEL,
         claude_code::MODEL,
