@@ -145,6 +145,7 @@ impl Turn {
             live.record.compress_next = false;
             metrics.add(Metric::NewLineages, &[], 1);
             let (at, role, lineage) = departure
+                .clone()
                 .map(|d| (d.at, d.role.unwrap_or_else(|| "none".into()), d.lineage))
                 .unwrap_or_default();
             tracing::warn!(
@@ -162,7 +163,7 @@ impl Turn {
             tracing::info!(
                 session = %live.record.key.name,
                 messages = history.len(),
-                from = departure.map(|d| d.at).unwrap_or_default(),
+                from = departure.as_ref().map(|d| d.at).unwrap_or_default(),
                 "the client's history takes up an older point of the session's lineage (a \
                  session resumed from an earlier prompt): the lineage continues from there"
             );
