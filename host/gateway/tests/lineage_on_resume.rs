@@ -51,7 +51,10 @@ fn recorded(agent: &str, name: &str) -> Vec<Message> {
 fn resumed_history_extends_the_lineage(agent: &str) {
     let before = recorded(agent, "before");
     let after = recorded(agent, "after");
-    assert!(after.len() > before.len(), "{agent}: the resumed run adds a prompt");
+    assert!(
+        after.len() > before.len(),
+        "{agent}: the resumed run adds a prompt"
+    );
     let mut conversation = Conversation::default();
     assert_eq!(conversation.advance(&before, None).0, Continuity::First);
     assert_eq!(conversation.departure(&after), None, "{agent}");
@@ -72,7 +75,10 @@ fn resumed_history_extends_the_lineage(agent: &str) {
 #[test]
 fn claude_code_resumed_extends_its_lineage() {
     // What it changed on resume: the cache breakpoint on the earlier tool result is gone.
-    let (before, after) = (fixture("claude_code", "before"), fixture("claude_code", "after"));
+    let (before, after) = (
+        fixture("claude_code", "before"),
+        fixture("claude_code", "after"),
+    );
     assert_eq!(
         before["messages"][2]["content"][0]["cache_control"]["type"],
         "ephemeral"
@@ -85,7 +91,10 @@ fn claude_code_resumed_extends_its_lineage() {
 
 #[test]
 fn claude_code_sends_its_last_prompt_as_a_block_then_as_text() {
-    let (after, next) = (fixture("claude_code", "after"), fixture("claude_code", "next"));
+    let (after, next) = (
+        fixture("claude_code", "after"),
+        fixture("claude_code", "next"),
+    );
     let prompt = &after["messages"][4]["content"];
     assert!(prompt[0]["cache_control"].is_object(), "{prompt}");
     assert_eq!(next["messages"][4]["content"], prompt[0]["text"]);

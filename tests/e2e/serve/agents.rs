@@ -250,7 +250,10 @@ const ROUNDS_PER_PROMPT: usize = 4;
 
 /// The `n`th prompt (from 0) of a resumed session.
 fn resumed_prompt(n: usize) -> String {
-    format!("Prompt {}: run the echo rounds you are given, then report.", n + 1)
+    format!(
+        "Prompt {}: run the echo rounds you are given, then report.",
+        n + 1
+    )
 }
 
 /// What a resumed session's prompt `n` (from 0) is answered.
@@ -283,14 +286,27 @@ fn resumed_sandbox(engine: &str) -> Sandbox {
     sandbox
 }
 
+/// Whether the gateway prepares compressions in the background for an agent's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Background {
+    /// It does, and the session takes one in.
+    TakenIn,
+    /// Not for this agent: Claude Code's every request asks the provider to manage its context
+    /// (`context_management` with a `clear_thinking` edit), and the gateway prepares nothing in
+    /// the background for a context the provider edits.
+    NotForThisAgent,
+}
+
 /// What a resumed session must show: every compaction the agent made (at least two) answered
 /// by the engine, none reaching the model, one lineage, a compression prepared in the
-/// background taken in, and with lcm the first prompt's word found after the last compaction.
+/// background taken in (where the gateway prepares them), and with lcm the first prompt's word
+/// found after the last compaction.
 fn check_resumed_session(
     gateway: &GatewayProcess,
     upstream: &FakeUpstream,
     script: &Script,
     expect: &Expect,
+    background: Background,
 ) {
     let log = gateway.log();
     let count = |text: &str| log.iter().filter(|l| l.contains(text)).count();
@@ -342,12 +358,17 @@ fn check_resumed_session(
     let state = wire.session(gateway, id, Some(key));
     assert_eq!(state["engine"], expect.engine, "{state}");
     assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
-    let compressions = state["compressions"].as_array().cloned().unwrap_or_default();
-    assert!(
-        compressions
-            .iter()
-            .any(|c| c["trigger"] == "background" && c["error"].is_null()),
-        "no compression prepared in the background was taken in: {compressions:#?}"
+    let compressions = state["compressions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let taken_in = compressions
+        .iter()
+        .any(|c| c["trigger"] == "background" && c["error"].is_null());
+    assert_eq!(
+        taken_in,
+        background == Background::TakenIn,
+        "a compression prepared in the background taken in: {compressions:#?}"
     );
     if expect.engine == "lcm" {
         let found = script
@@ -402,6 +423,7 @@ fn codex_resumed_session(engine: &str) {
             compaction_prompt: codex::COMPACTION_PROMPT,
             credential: (Wire::Responses, codex::API_KEY),
         },
+        Background::TakenIn,
     );
 }
 
@@ -435,6 +457,7 @@ fn claude_code_resumed_session(engine: &str) {
             compaction_prompt: claude_code::COMPACTION_PROMPT,
             credential: (Wire::Messages, claude_code::API_KEY),
         },
+        Background::NotForThisAgent,
     );
 }
 
@@ -466,6 +489,7 @@ fn hermes_resumed_session(engine: &str) {
             compaction_prompt: hermes::COMPACTION_PROMPT,
             credential: (Wire::Chat, hermes::API_KEY),
         },
+        Background::TakenIn,
     );
 }
 

@@ -53,7 +53,12 @@ impl Codex {
             .env("CODEX_HOME", self.dirs.home.path())
             .env("CTXHOST_AGENT_KEY", API_KEY)
             .arg("exec")
-            .args(resumed.then_some(["resume", "--last"]).into_iter().flatten())
+            .args(
+                resumed
+                    .then_some(["resume", "--last"])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(["--json", "--skip-git-repo-check"])
             .args(["--dangerously-bypass-approvals-and-sandbox"])
             .args(["-c", "model_provider=ctxhost"])
@@ -67,7 +72,14 @@ impl Codex {
             ])
             .args(["-c", "model_context_window=200000"])
             .args(["-m", MODEL, prompt]);
-        run_guarded(command, if resumed { "codex exec resume" } else { "codex exec" })
+        run_guarded(
+            command,
+            if resumed {
+                "codex exec resume"
+            } else {
+                "codex exec"
+            },
+        )
     }
 }
 
