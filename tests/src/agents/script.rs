@@ -111,7 +111,8 @@ impl Script {
                 return Move::Say(format!("lcm_grep found {FIRST_WORD}: {found}"));
             }
         }
-        let prompt_done = seen.tool_result.is_some() && state.echoed.is_multiple_of(self.per_prompt);
+        let prompt_done =
+            seen.tool_result.is_some() && state.echoed.is_multiple_of(self.per_prompt);
         if prompt_done && state.echoed > 0 && state.echoed < self.rounds {
             return Move::Say(format!("done after {} rounds", state.echoed));
         }
