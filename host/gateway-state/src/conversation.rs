@@ -13,15 +13,25 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use sha2::{Digest as _, Sha256};
 
-/// A message's identity in a lineage: what a client may re-serialize differently (a `null`
-/// beside an empty content, fields the gateway does not read) does not change it.
+/// A message's identity in a lineage: what the provider's model sees of it, so what agents
+/// re-serialize or drop when they resume a session (recorded from each real agent before and
+/// after a resume: `host/agents/tests/fixtures/`) does not change it:
+/// - a `null` beside an empty content, fields the gateway does not read (Anthropic's
+///   `cache_control`, lifted out of the blocks by the wire; Claude Code moves it every turn);
+/// - text given as a string or as an array of plain text parts (Claude Code sends its latest
+///   prompt as a text block with a cache breakpoint, then as a string the turn after; one text
+///   block is what a string is to every provider);
+/// - a tool result's `name`: no wire shows it to the model (Anthropic and Responses have no
+///   such field, OpenAI ignores it on `tool` messages), and Hermes Agent drops it when it
+///   resumes a session (`hermes chat --continue`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Digest([u8; 32]);
 
 impl Digest {
     pub fn of(message: &Message) -> Self {
         // Fed straight from the fields (each with its length, so no two splits collide):
-        // every request hashes its whole history, so no JSON is built here.
+        // every request hashes its whole history, so no JSON is built here but for content
+        // parts that may be plain text.
         let mut hasher = Sha256::new();
         let mut field = |bytes: &[u8]| {
             hasher.update((bytes.len() as u64).to_le_bytes());
@@ -33,10 +43,16 @@ impl Digest {
                 field(b"t");
                 field(text.as_bytes());
             }
-            Content::Json(json) => {
-                field(b"j");
-                field(json.as_bytes());
-            }
+            Content::Json(json) => match plain_texts(json) {
+                Some(texts) if texts.len() == 1 && !texts[0].is_empty() => {
+                    field(b"t");
+                    field(texts[0].as_bytes());
+                }
+                _ => {
+                    field(b"j");
+                    field(json.as_bytes());
+                }
+            },
             // Absent, null and "" are the same message to a client library.
             _ => field(b"-"),
         }
@@ -46,7 +62,11 @@ impl Digest {
             field(call.arguments().as_bytes());
         }
         field(message.tool_call_id().unwrap_or("\0").as_bytes());
-        field(message.name().unwrap_or("\0").as_bytes());
+        let name = match message.is_tool_result() {
+            true => None,
+            false => message.name(),
+        };
+        field(name.unwrap_or("\0").as_bytes());
         Digest(hasher.finalize().into())
     }
 
@@ -64,6 +84,27 @@ impl Digest {
         }
         Some(Digest(bytes))
     }
+}
+
+/// The texts of content parts that are plain text parts only (`{"type": "text", "text"}`,
+/// nothing else beside), in order; `None` for any other content.
+fn plain_texts(json: &str) -> Option<Vec<String>> {
+    // Most parts are not plain text (tool results, images): told without parsing.
+    if !json.trim_start().starts_with('[') || !json.contains("\"text\"") {
+        return None;
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Part {
+        #[serde(rename = "type")]
+        kind: String,
+        text: String,
+    }
+    let parts: Vec<Part> = serde_json::from_str(json).ok()?;
+    parts
+        .into_iter()
+        .map(|part| (part.kind == "text").then_some(part.text))
+        .collect()
 }
 
 impl fmt::Debug for Digest {
@@ -117,8 +158,23 @@ pub enum Continuity {
     /// The agent compacted its history around the gateway's handoff of the current view: the
     /// lineage goes on from it, the view standing for what the handoff replaced.
     Compacted,
+    /// It takes up an older point of the lineage (the user resumed an earlier session, or
+    /// went back to an earlier prompt): the lineage goes on from there, the view still
+    /// standing for the messages it covers (all of them in the history's start).
+    Rewound,
     /// It does not (the client edited, branched or compacted it on its own): a new lineage.
     Diverged,
+}
+
+/// Where a request's history leaves the lineage, as said when it starts a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Departure {
+    /// The first message of the history that is not the lineage's (its index).
+    pub at: usize,
+    /// Its role, if the history has a message there (else the history stopped short).
+    pub role: Option<String>,
+    /// How many messages the lineage had.
+    pub lineage: usize,
 }
 
 /// Where an agent's compacted history takes up the handoff the gateway gave it.
@@ -144,14 +200,15 @@ impl Conversation {
         // A handoff of an older view stands for less than the view now covers: not taken up.
         let resumed =
             resumed.filter(|r| r.view_version == self.view_version && r.at <= history.len());
+        let common = self.common_prefix(&digests);
         let continuity = if self.lineage.is_empty() && self.view.is_empty() {
             Continuity::First
-        } else if digests.len() >= self.lineage.len()
-            && digests[..self.lineage.len()] == self.lineage[..]
-        {
+        } else if common == self.lineage.len() {
             Continuity::Extends
         } else if resumed.is_some() {
             Continuity::Compacted
+        } else if self.takes_up_older_point(history, common) {
+            Continuity::Rewound
         } else {
             Continuity::Diverged
         };
@@ -162,6 +219,13 @@ impl Conversation {
                 self.splices.clear();
                 self.view_version += 1;
             }
+            (Continuity::Rewound, _) => {
+                // What was prepared for the messages after the point taken up is not this
+                // history's: a new version of the view, so nothing prepared is taken in.
+                self.view_version += 1;
+                let live = &digests[self.covered..];
+                self.splices.retain(|s| live.contains(&s.visible));
+            }
             (Continuity::Compacted, Some(resumed)) => {
                 self.covered = resumed.at + self.kept_tail(&digests[resumed.at..]);
                 self.splices.clear();
@@ -170,6 +234,37 @@ impl Conversation {
         }
         self.lineage = digests;
         (continuity, self.upstream(history))
+    }
+
+    /// How many of `digests`' first messages are the lineage's.
+    fn common_prefix(&self, digests: &[Digest]) -> usize {
+        self.lineage
+            .iter()
+            .zip(digests)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// Whether `history`, whose first `common` messages are the lineage's, takes up an older
+    /// point of it: the shared start holds the view's messages and a user's message (a
+    /// conversation of its own, not just the same system prompt), and the history goes on
+    /// from there with the user's words (a new prompt) or not at all.
+    fn takes_up_older_point(&self, history: &[Message], common: usize) -> bool {
+        let shared = &history[..common];
+        common >= self.covered
+            && shared.iter().any(Message::is_user)
+            && history.get(common).is_none_or(Message::is_user)
+    }
+
+    /// Where `history` leaves the lineage, if it does not extend it.
+    pub fn departure(&self, history: &[Message]) -> Option<Departure> {
+        let digests: Vec<Digest> = history.iter().map(Digest::of).collect();
+        let at = self.common_prefix(&digests);
+        (at < self.lineage.len()).then(|| Departure {
+            at,
+            role: history.get(at).map(|m| m.role().to_string()),
+            lineage: self.lineage.len(),
+        })
     }
 
     /// How many of the messages after an agent's handoff (`after`) are the last messages of

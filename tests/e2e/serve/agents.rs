@@ -240,3 +240,285 @@ fn hermes_compresses_through_the_gateway_with_the_compressor() {
 fn hermes_compresses_through_the_gateway_with_lcm() {
     hermes_session("lcm");
 }
+
+/// Prompts of a resumed session: the first starts it, each later one resumes it (a new run of
+/// the agent's CLI: `claude -p --continue`, `codex exec resume --last`, `hermes chat
+/// --continue`).
+const PROMPTS: usize = 5;
+/// Echo rounds per prompt: enough, over the session, for the agent to compact at least twice.
+const ROUNDS_PER_PROMPT: usize = 4;
+
+/// The `n`th prompt (from 0) of a resumed session.
+fn resumed_prompt(n: usize) -> String {
+    format!(
+        "Prompt {}: run the echo rounds you are given, then report.",
+        n + 1
+    )
+}
+
+/// What a resumed session's prompt `n` (from 0) is answered.
+fn resumed_answer(engine: &str, n: usize) -> String {
+    let rounds = (n + 1) * ROUNDS_PER_PROMPT;
+    if n + 1 == PROMPTS {
+        expected_answer(engine, rounds)
+    } else {
+        format!("done after {rounds} rounds")
+    }
+}
+
+/// A sandbox for a resumed session: as [`sandbox`], with compressions prepared in the
+/// background once the session comes within 80% of the window of the engine's threshold, so
+/// the engine prepares one before the agent first compacts.
+fn resumed_sandbox(engine: &str) -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    sandbox.write_config(&format!(
+        "context:\n  engine: {engine}\n\
+         compression:\n  threshold: 0.9\n  target_ratio: 0.05\n  protect_last_n: 4\n\
+         plugins:\n  lcm:\n    threshold: 0.9\n    target_ratio: 0.1\n    fresh_tail_count: 4\n    \
+         fresh_tail_max_ratio: 0.1\n\
+         serve:\n  compression:\n    background: true\n    margin: 0.8\n  \
+         models:\n    {}: 100000\n    {}: 200000\n    {}: 200000\n",
+        codex::MODEL,
+        claude_code::MODEL,
+        hermes::MODEL,
+    ));
+    sandbox
+}
+
+/// Whether the gateway prepares compressions in the background for an agent's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Background {
+    /// It does, and the session takes one in.
+    TakenIn,
+    /// Not for this agent: Claude Code's every request asks the provider to manage its context
+    /// (`context_management` with a `clear_thinking` edit), and the gateway prepares nothing in
+    /// the background for a context the provider edits.
+    NotForThisAgent,
+}
+
+/// What a resumed session must show: every compaction the agent made (at least two) answered
+/// by the engine, none reaching the model, one lineage, a compression prepared in the
+/// background taken in (where the gateway prepares them), and with lcm the first prompt's word
+/// found after the last compaction.
+fn check_resumed_session(
+    gateway: &GatewayProcess,
+    upstream: &FakeUpstream,
+    script: &Script,
+    expect: &Expect,
+    background: Background,
+) {
+    let log = gateway.log();
+    let count = |text: &str| log.iter().filter(|l| l.contains(text)).count();
+    eprintln!(
+        "{} with {}: {} compactions answered by the engine, {} new lineages, {} compaction \
+         prompts reached the model",
+        expect.kind,
+        expect.engine,
+        count("answered the agent's own compaction from the engine"),
+        count("starting a new lineage"),
+        script.compaction_prompts()
+    );
+    assert_eq!(script.echoed(), PROMPTS * ROUNDS_PER_PROMPT);
+    assert_eq!(
+        script.compaction_prompts(),
+        0,
+        "the upstream model was asked for the agent's compaction summary; the gateway: {log:#?}"
+    );
+    let leaked = upstream
+        .received()
+        .into_iter()
+        .filter(|r| r.body.contains(expect.compaction_prompt))
+        .count();
+    assert_eq!(leaked, 0, "the upstream received the agent's compaction");
+    let answered: Vec<_> = log
+        .iter()
+        .filter(|l| l.contains("answered the agent's own compaction from the engine"))
+        .collect();
+    assert!(
+        answered.len() >= 2,
+        "the agent compacted fewer than twice (answered: {}): {log:#?}",
+        answered.len()
+    );
+    assert!(
+        answered
+            .iter()
+            .all(|l| l.contains(&format!("kind=\"{}\"", expect.kind))),
+        "{answered:#?}"
+    );
+    let lineages = log
+        .iter()
+        .filter(|l| l.contains("starting a new lineage"))
+        .count();
+    assert_eq!(lineages, 0, "{log:#?}");
+    let (wire, key) = expect.credential;
+    let listed = wire.sessions(gateway, Some(key));
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let id = listed[0]["id"].as_str().unwrap();
+    let state = wire.session(gateway, id, Some(key));
+    assert_eq!(state["engine"], expect.engine, "{state}");
+    assert_eq!(state["stats"]["new_lineages"], 0, "{state}");
+    let compressions = state["compressions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let taken_in = compressions
+        .iter()
+        .any(|c| c["trigger"] == "background" && c["error"].is_null());
+    assert_eq!(
+        taken_in,
+        background == Background::TakenIn,
+        "a compression prepared in the background taken in: {compressions:#?}"
+    );
+    if expect.engine == "lcm" {
+        let found = script
+            .grep_result()
+            .expect("the model searched with lcm_grep");
+        assert!(
+            found.contains(FIRST_WORD),
+            "lcm_grep did not find {FIRST_WORD}: {found}"
+        );
+    }
+}
+
+fn resumed_script(compaction_prompt: &'static str) -> Arc<Script> {
+    Arc::new(Script::per_prompt(
+        PROMPTS * ROUNDS_PER_PROMPT,
+        ROUNDS_PER_PROMPT,
+        compaction_prompt,
+    ))
+}
+
+fn codex_resumed_session(engine: &str) {
+    let script = resumed_script(codex::COMPACTION_PROMPT);
+    let upstream = FakeUpstream::start(codex::model(script.clone()));
+    let sandbox = resumed_sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let agent = Codex::default();
+    for n in 0..PROMPTS {
+        let prompt = resumed_prompt(n);
+        let run = match n {
+            0 => agent.exec(&gateway.base_url(), &prompt),
+            _ => agent.exec_resumed(&gateway.base_url(), &prompt),
+        };
+        if !run.success() {
+            let (_, log) = gateway.stop();
+            panic!("codex failed on prompt {n}: {run:?}\ngateway: {log:#?}");
+        }
+        let events = codex::events(&run);
+        assert_eq!(
+            codex::final_message(&events),
+            Some(resumed_answer(engine, n)),
+            "{}",
+            run.stdout
+        );
+    }
+    check_resumed_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "codex_handoff",
+            compaction_prompt: codex::COMPACTION_PROMPT,
+            credential: (Wire::Responses, codex::API_KEY),
+        },
+        Background::TakenIn,
+    );
+}
+
+fn claude_code_resumed_session(engine: &str) {
+    let script = resumed_script(claude_code::COMPACTION_PROMPT);
+    let upstream = FakeUpstream::start(claude_code::model(script.clone()));
+    let sandbox = resumed_sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let agent = ClaudeCode::default();
+    for n in 0..PROMPTS {
+        let prompt = resumed_prompt(n);
+        let run = match n {
+            0 => agent.print(&gateway.url, &prompt),
+            _ => agent.print_continued(&gateway.url, &prompt),
+        };
+        if !run.success() {
+            let (_, log) = gateway.stop();
+            panic!("claude failed on prompt {n}: {run:?}\ngateway: {log:#?}");
+        }
+        let result = run.json();
+        assert_eq!(result["is_error"], false, "{result}");
+        assert_eq!(result["result"], resumed_answer(engine, n), "{result}");
+    }
+    check_resumed_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "claude_summary",
+            compaction_prompt: claude_code::COMPACTION_PROMPT,
+            credential: (Wire::Messages, claude_code::API_KEY),
+        },
+        Background::NotForThisAgent,
+    );
+}
+
+fn hermes_resumed_session(engine: &str) {
+    let script = resumed_script(hermes::COMPACTION_PROMPT);
+    let upstream = FakeUpstream::start(hermes::model(script.clone()));
+    let sandbox = resumed_sandbox(engine);
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let agent = Hermes::default();
+    for n in 0..PROMPTS {
+        let run = agent.chat(&gateway.base_url(), &resumed_prompt(n), n > 0);
+        if !run.success() {
+            let (_, log) = gateway.stop();
+            panic!("hermes failed on prompt {n}: {run:?}\ngateway: {log:#?}");
+        }
+        let answer = resumed_answer(engine, n);
+        assert!(
+            run.stdout.lines().any(|l| l.trim() == answer),
+            "{answer}: {run:?}"
+        );
+    }
+    check_resumed_session(
+        &gateway,
+        &upstream,
+        &script,
+        &Expect {
+            engine,
+            kind: "hermes_compression",
+            compaction_prompt: hermes::COMPACTION_PROMPT,
+            credential: (Wire::Chat, hermes::API_KEY),
+        },
+        Background::TakenIn,
+    );
+}
+
+#[test]
+fn codex_resumed_compacts_through_the_gateway_with_the_compressor() {
+    codex_resumed_session("compressor");
+}
+
+#[test]
+fn codex_resumed_compacts_through_the_gateway_with_lcm() {
+    codex_resumed_session("lcm");
+}
+
+#[test]
+fn claude_code_resumed_compacts_through_the_gateway_with_the_compressor() {
+    claude_code_resumed_session("compressor");
+}
+
+#[test]
+fn claude_code_resumed_compacts_through_the_gateway_with_lcm() {
+    claude_code_resumed_session("lcm");
+}
+
+#[test]
+fn hermes_resumed_compresses_through_the_gateway_with_the_compressor() {
+    hermes_resumed_session("compressor");
+}
+
+#[test]
+fn hermes_resumed_compresses_through_the_gateway_with_lcm() {
+    hermes_resumed_session("lcm");
+}

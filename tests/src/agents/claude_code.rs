@@ -41,6 +41,15 @@ impl ClaudeCode {
     /// `claude -p PROMPT --output-format json` against the Messages API at `base_url` (no
     /// `/v1`: Claude Code adds it).
     pub fn print(&self, base_url: &str, prompt: &str) -> Run {
+        self.run(base_url, prompt, false)
+    }
+
+    /// `claude -p --continue PROMPT`: the last session in this working directory, resumed.
+    pub fn print_continued(&self, base_url: &str, prompt: &str) -> Run {
+        self.run(base_url, prompt, true)
+    }
+
+    fn run(&self, base_url: &str, prompt: &str, resumed: bool) -> Run {
         let mut command = Command::new(install::claude());
         command
             .current_dir(self.dirs.work.path())
@@ -56,6 +65,7 @@ impl ClaudeCode {
             .env("DISABLE_TELEMETRY", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .args(["-p", prompt, "--output-format", "json"])
+            .args(resumed.then_some("--continue"))
             .args(["--allowedTools", "Bash", "--model", MODEL]);
         run_guarded(command, "claude -p")
     }

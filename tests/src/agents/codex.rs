@@ -37,13 +37,29 @@ pub struct Codex {
 impl Codex {
     /// `codex exec --json PROMPT` against the Responses API at `base_url` (`.../v1`).
     pub fn exec(&self, base_url: &str, prompt: &str) -> Run {
+        self.run(base_url, prompt, false)
+    }
+
+    /// `codex exec resume --last PROMPT`: its last session in this home, resumed.
+    pub fn exec_resumed(&self, base_url: &str, prompt: &str) -> Run {
+        self.run(base_url, prompt, true)
+    }
+
+    fn run(&self, base_url: &str, prompt: &str, resumed: bool) -> Run {
         let provider = |key: &str, value: &str| format!("model_providers.ctxhost.{key}={value}");
         let mut command = Command::new(install::codex());
         command
             .current_dir(self.dirs.work.path())
             .env("CODEX_HOME", self.dirs.home.path())
             .env("CTXHOST_AGENT_KEY", API_KEY)
-            .args(["exec", "--json", "--skip-git-repo-check"])
+            .arg("exec")
+            .args(
+                resumed
+                    .then_some(["resume", "--last"])
+                    .into_iter()
+                    .flatten(),
+            )
+            .args(["--json", "--skip-git-repo-check"])
             .args(["--dangerously-bypass-approvals-and-sandbox"])
             .args(["-c", "model_provider=ctxhost"])
             .args(["-c", &provider("name", "ctxhost")])
@@ -56,7 +72,14 @@ impl Codex {
             ])
             .args(["-c", "model_context_window=200000"])
             .args(["-m", MODEL, prompt]);
-        run_guarded(command, "codex exec")
+        run_guarded(
+            command,
+            if resumed {
+                "codex exec resume"
+            } else {
+                "codex exec"
+            },
+        )
     }
 }
 

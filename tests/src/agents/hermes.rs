@@ -43,13 +43,7 @@ impl Hermes {
 
     /// `hermes -z PROMPT` against the OpenAI-compatible API at `base_url` (`.../v1`).
     pub fn oneshot(&self, base_url: &str, prompt: &str) -> Run {
-        let config = format!(
-            "model:\n  provider: custom\n  base_url: {base_url}\n  default: {MODEL}\n  \
-             api_key: {API_KEY}\n  context_length: {CONTEXT_LENGTH}\n\
-             compression:\n  enabled: true\n  threshold: 0.75\n  protect_last_n: 4\n"
-        );
-        std::fs::write(self.dirs.home.path().join("config.yaml"), config)
-            .expect("write config.yaml");
+        self.write_config(base_url);
         let mut command = Command::new(install::hermes());
         command
             .current_dir(self.dirs.work.path())
@@ -58,6 +52,30 @@ impl Hermes {
             .args(["-z", prompt, "--usage-file"])
             .arg(self.usage_file());
         run_guarded(command, "hermes -z")
+    }
+
+    /// `hermes chat -q PROMPT` (quiet, approving its own commands), `--continue`d: its most
+    /// recent session resumed.
+    pub fn chat(&self, base_url: &str, prompt: &str, continued: bool) -> Run {
+        self.write_config(base_url);
+        let mut command = Command::new(install::hermes());
+        command
+            .current_dir(self.dirs.work.path())
+            .env("HOME", self.dirs.home.path())
+            .env("HERMES_HOME", self.dirs.home.path())
+            .args(["chat", "-Q", "--yolo", "-q", prompt])
+            .args(continued.then_some("--continue"));
+        run_guarded(command, "hermes chat")
+    }
+
+    fn write_config(&self, base_url: &str) {
+        let config = format!(
+            "model:\n  provider: custom\n  base_url: {base_url}\n  default: {MODEL}\n  \
+             api_key: {API_KEY}\n  context_length: {CONTEXT_LENGTH}\n\
+             compression:\n  enabled: true\n  threshold: 0.75\n  protect_last_n: 4\n"
+        );
+        std::fs::write(self.dirs.home.path().join("config.yaml"), config)
+            .expect("write config.yaml");
     }
 
     /// The JSON report of its last one-shot run.

@@ -63,6 +63,8 @@ struct State {
 #[derive(Debug)]
 pub struct Script {
     rounds: usize,
+    /// Echo rounds per prompt of the session (the last prompt ends the rounds).
+    per_prompt: usize,
     /// How the agent's own compaction prompt begins (it must never reach the model).
     compaction_prompt: &'static str,
     state: Mutex<State>,
@@ -70,15 +72,23 @@ pub struct Script {
 
 impl Script {
     pub fn new(rounds: usize, compaction_prompt: &'static str) -> Self {
+        Script::per_prompt(rounds, rounds, compaction_prompt)
+    }
+
+    /// A session of several prompts, `per_prompt` echo rounds each, `rounds` in all: each
+    /// prompt's rounds end with a text answer, and the next prompt takes them up again.
+    pub fn per_prompt(rounds: usize, per_prompt: usize, compaction_prompt: &'static str) -> Self {
         Script {
             rounds,
+            per_prompt: per_prompt.max(1),
             compaction_prompt,
             state: Mutex::default(),
         }
     }
 
-    /// The model's next move. Echo rounds first; then, if the engine offers `lcm_grep`, one
-    /// search; given its result, the final answer says whether the first word was found.
+    /// The model's next move. Echo rounds first (a prompt's last round answered by a text);
+    /// then, if the engine offers `lcm_grep`, one search; given its result, the final answer
+    /// says whether the first word was found.
     pub fn next(&self, seen: &Seen) -> Move {
         let mut state = self.state.lock().unwrap();
         if seen.user_text.contains(self.compaction_prompt) {
@@ -100,6 +110,11 @@ impl Script {
                 state.grep_result = Some(text.clone());
                 return Move::Say(format!("lcm_grep found {FIRST_WORD}: {found}"));
             }
+        }
+        let prompt_done =
+            seen.tool_result.is_some() && state.echoed.is_multiple_of(self.per_prompt);
+        if prompt_done && state.echoed > 0 && state.echoed < self.rounds {
+            return Move::Say(format!("done after {} rounds", state.echoed));
         }
         if state.echoed < self.rounds {
             state.echoed += 1;

@@ -252,7 +252,7 @@ impl Turn {
             "x-ctxhost-lineage",
             match prepared.continuity {
                 Continuity::First => "first",
-                Continuity::Extends | Continuity::Compacted => "continued",
+                Continuity::Extends | Continuity::Compacted | Continuity::Rewound => "continued",
                 Continuity::Diverged => "new",
             },
         );

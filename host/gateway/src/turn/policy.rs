@@ -135,6 +135,7 @@ impl Turn {
     /// The client's history against the session's lineage: the view plus what is new.
     fn take_in(&mut self, history: &[Message], resumed: Option<Resumed>) -> Draft {
         let live = &mut *self.guard;
+        let departure = live.record.conversation.departure(history);
         let (continuity, upstream) = live.record.conversation.advance(history, resumed);
         live.record.stats.requests += 1;
         let received = live.session.count(history);
@@ -145,10 +146,28 @@ impl Turn {
             live.record.stats.new_lineages += 1;
             live.record.compress_next = false;
             metrics.add(Metric::NewLineages, &[], 1);
+            let (at, role, lineage) = departure
+                .clone()
+                .map(|d| (d.at, d.role.unwrap_or_else(|| "none".into()), d.lineage))
+                .unwrap_or_default();
+            tracing::warn!(
+                session = %live.record.key.name,
+                messages = history.len(),
+                differs_at = at,
+                role = %role,
+                lineage,
+                "the client's history does not extend the session's lineage (its message \
+                 `differs_at` is not the lineage's, and does not take up an older point of it \
+                 with a new prompt): starting a new lineage"
+            );
+        }
+        if continuity == Continuity::Rewound {
             tracing::info!(
                 session = %live.record.key.name,
                 messages = history.len(),
-                "the client's history does not extend the session's lineage: starting a new lineage"
+                from = departure.as_ref().map(|d| d.at).unwrap_or_default(),
+                "the client's history takes up an older point of the session's lineage (a \
+                 session resumed from an earlier prompt): the lineage continues from there"
             );
         }
         if continuity == Continuity::Compacted {
