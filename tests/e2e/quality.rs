@@ -351,24 +351,6 @@ fn inside_the_repository_the_corpus_it_ships_is_found_from_the_current_directory
         config,
         "quality",
         "--corpus",
-
-/// The `n/m` cells and the other columns are explained under the table (not in `--json`).
-#[test]
-fn the_table_has_a_legend_for_its_columns() {
-    let sandbox = sandbox();
-    let run = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "2"]);
-    assert!(run.success(), "{}", run.stderr);
-    let legend = run.stdout.lines().last().unwrap();
-    for meaning in [
-        "n/m: of the m facts of that kind planted so far, the n whose current value",
-        "stale: ",
-        "budget: ",
-        "tools: ",
-    ] {
-        assert!(legend.contains(meaning), "{legend}");
-    }
-    let json = sandbox.ctxhost(&[
-        "quality",
         "--engine",
         "compressor",
         "--rounds",
@@ -443,7 +425,31 @@ fn the_binary_holds_no_build_path_to_the_corpus_or_the_test_support() {
             assert!(!holds(&path), "the binary holds {path}");
         }
     }
+}
 
+/// The `n/m` cells and the other columns are explained under the table (not in `--json`).
+#[test]
+fn the_table_has_a_legend_for_its_columns() {
+    let sandbox = sandbox();
+    let run = sandbox.ctxhost(&["quality", "--engine", "compressor", "--rounds", "2"]);
+    assert!(run.success(), "{}", run.stderr);
+    let legend = run.stdout.lines().last().unwrap();
+    for meaning in [
+        "n/m: of the m facts of that kind planted so far, the n whose current value",
+        "stale: ",
+        "budget: ",
+        "tools: ",
+    ] {
+        assert!(legend.contains(meaning), "{legend}");
+    }
+    let json = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "compressor",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
     assert!(json.success(), "{}", json.stderr);
     assert!(!json.stdout.contains("n/m:"), "{}", json.stdout);
 }
