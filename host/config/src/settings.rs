@@ -622,7 +622,7 @@ pub(crate) mod tests {
             HOST_SETTINGS.len() + PLUGIN_HOST_SETTINGS.len()
         );
         let table = markdown_table(&["serve.compression"]);
-        assert_eq!(table.lines().count(), 2 + 3, "{table}");
+        assert_eq!(table.lines().count(), 2 + 4, "{table}");
         assert!(
             table.contains("| `serve.compression.margin` | `0.1` |"),
             "{table}"
