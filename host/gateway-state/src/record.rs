@@ -145,12 +145,18 @@ pub struct Stats {
     /// did not fit the window, or compressions run on their requests (`background: false`).
     #[serde(default)]
     pub turns_waited: u64,
+    /// Model calls priced (the model had a price).
+    #[serde(default)]
+    pub priced_calls: u64,
+    /// What the priced calls cost, in millionths of a dollar: their reported usage (cache
+    /// reads and writes) at the model's prices.
+    #[serde(default)]
+    pub cost_microdollars: u64,
+    /// What the same calls would have cost with no engine, estimated (the client's whole
+    /// history each time, against the same prompt cache), in millionths of a dollar.
+    #[serde(default)]
+    pub no_engine_cost_microdollars: u64,
 }
-
-/// What a cache read costs against an uncached input token (Anthropic: 0.1x).
-const CACHE_READ_PRICE: f64 = 0.1;
-/// What a cache write costs against an uncached input token (Anthropic, 5 minutes: 1.25x).
-const CACHE_WRITE_PRICE: f64 = 1.25;
 
 impl Stats {
     /// The share of reported prompt tokens served from the cache.
@@ -161,13 +167,9 @@ impl Stats {
         self.cache_read_tokens as f64 / self.reported_prompt_tokens as f64
     }
 
-    /// Input cost the cache avoided, in uncached-input-token equivalents: reads cost a tenth,
-    /// writes a quarter more (Anthropic's prices; OpenAI's cached reads are cheaper still, and
-    /// its writes cost nothing extra, so this is a floor there).
-    pub fn input_tokens_avoided(&self) -> i64 {
-        let saved = self.cache_read_tokens as f64 * (1.0 - CACHE_READ_PRICE)
-            - self.cache_write_tokens as f64 * (CACHE_WRITE_PRICE - 1.0);
-        saved.round() as i64
+    /// What the engine saved against no engine, in dollars (negative: it cost more).
+    pub fn saving_dollars(&self) -> f64 {
+        (self.no_engine_cost_microdollars as f64 - self.cost_microdollars as f64) / 1_000_000.0
     }
 }
 

@@ -61,6 +61,8 @@ pub enum Metric {
     TokensSent,
     CacheReadTokens,
     CacheWriteTokens,
+    CostMicrodollars,
+    NoEngineCostMicrodollars,
     CompressionsDeferred,
     BackgroundCompressionsStarted,
     NewLineages,
@@ -73,7 +75,7 @@ pub enum Metric {
 
 impl Metric {
     /// In the order they are rendered.
-    const ALL: [Metric; 19] = [
+    const ALL: [Metric; 21] = [
         Metric::Requests,
         Metric::RequestDuration,
         Metric::UpstreamDuration,
@@ -85,6 +87,8 @@ impl Metric {
         Metric::TokensSent,
         Metric::CacheReadTokens,
         Metric::CacheWriteTokens,
+        Metric::CostMicrodollars,
+        Metric::NoEngineCostMicrodollars,
         Metric::CompressionsDeferred,
         Metric::BackgroundCompressionsStarted,
         Metric::NewLineages,
@@ -108,6 +112,8 @@ impl Metric {
             Metric::TokensSent => "ctxhost_tokens_sent_total",
             Metric::CacheReadTokens => "ctxhost_cache_read_tokens_total",
             Metric::CacheWriteTokens => "ctxhost_cache_write_tokens_total",
+            Metric::CostMicrodollars => "ctxhost_cost_microdollars_total",
+            Metric::NoEngineCostMicrodollars => "ctxhost_no_engine_cost_microdollars_total",
             Metric::CompressionsDeferred => "ctxhost_compressions_deferred_total",
             Metric::BackgroundCompressionsStarted => {
                 "ctxhost_background_compressions_started_total"
@@ -148,6 +154,12 @@ impl Metric {
             }
             Metric::CacheWriteTokens => {
                 "Prompt tokens the provider reported writing to its prompt cache."
+            }
+            Metric::CostMicrodollars => {
+                "What model calls cost, in millionths of a dollar: their reported usage at the model's prices (serve.models.<name>.price, else the built-in table)."
+            }
+            Metric::NoEngineCostMicrodollars => {
+                "What the same calls would have cost with no engine, estimated (the client's whole history against the same prompt cache), in millionths of a dollar."
             }
             Metric::CompressionsDeferred => {
                 "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved."

@@ -294,7 +294,12 @@ fn summary(record: &SessionRecord) -> Value {
             "read_tokens": record.stats.cache_read_tokens,
             "write_tokens": record.stats.cache_write_tokens,
             "hit_ratio": record.stats.cache_hit_ratio(),
-            "input_tokens_avoided": record.stats.input_tokens_avoided(),
+        },
+        "cost": {
+            "priced_calls": record.stats.priced_calls,
+            "dollars": record.stats.cost_microdollars as f64 / 1e6,
+            "no_engine_dollars": record.stats.no_engine_cost_microdollars as f64 / 1e6,
+            "saving_dollars": record.stats.saving_dollars(),
         },
         "updated_at": record.updated_at,
     })

@@ -28,7 +28,7 @@ fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
             .header("x-api-key", "sk-cache")
             .header("anthropic-version", "2023-06-01")
             .header("x-ctxhost-session", "cached")
-            .json(&json!({"model": "claude-fake", "max_tokens": 1024,
+            .json(&json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
                           "system": "You keep numbers.", "messages": messages}))
             .send()
             .unwrap();
@@ -56,8 +56,14 @@ fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
     let session: Value = response.json().unwrap();
     assert_eq!(session["cache"]["read_tokens"], 1800, "{session}");
     assert_eq!(session["cache"]["hit_ratio"], 0.9);
-    // A cache read costs a tenth of an input token: 1,800 read saved 1,620.
-    assert_eq!(session["cache"]["input_tokens_avoided"], 1620);
+    // Priced by hand at Sonnet's prices ($3 input, $0.30 cache reads, $15 output per
+    // million): each call 100 uncached, 900 read, 5 out = 300 + 270 + 75 millionths.
+    assert_eq!(session["cost"]["priced_calls"], 2, "{session}");
+    assert_eq!(session["cost"]["dollars"], 0.00129, "{session}");
+    let no_engine = session["cost"]["no_engine_dollars"].as_f64().unwrap();
+    assert!(no_engine > 0.0, "{session}");
+    let saving = session["cost"]["saving_dollars"].as_f64().unwrap();
+    assert!((saving - (no_engine - 0.00129)).abs() < 1e-12, "{session}");
     let metrics = client
         .get(format!("{}/metrics", gateway.url))
         .send()
@@ -66,6 +72,17 @@ fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
         .unwrap();
     assert!(
         metrics.contains("ctxhost_cache_read_tokens_total 1800"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ctxhost_cost_microdollars_total 1290"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "ctxhost_no_engine_cost_microdollars_total {}",
+            (no_engine * 1e6).round()
+        )),
         "{metrics}"
     );
 }

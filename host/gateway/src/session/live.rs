@@ -27,6 +27,8 @@ pub struct Live {
     pub(crate) pending: Option<Pending>,
     /// Usage reported while the engine was busy preparing a compression, for it afterwards.
     pub(crate) queued_usage: Vec<Usage>,
+    /// What its calls cost, and would have with no engine.
+    pub(crate) costs: super::costs::SessionCosts,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
@@ -105,6 +107,7 @@ impl Gateway {
             tools,
             pending: None,
             queued_usage: Vec::new(),
+            costs: Default::default(),
         })
     }
 

@@ -18,6 +18,7 @@ use crate::conversation::{Continuity, Resumed};
 use crate::engine_check::ENGINE_ERROR_HEADER;
 use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
+use crate::session::costs::micro;
 use crate::session::live::Prepared;
 use ctxhost_core::session::SessionError;
 
@@ -140,6 +141,8 @@ impl Turn {
         live.record.stats.requests += 1;
         let received = live.session.count(history);
         live.record.stats.tokens_received += received;
+        live.costs
+            .history(received, continuity != Continuity::Diverged);
         let metrics = &self.gateway.metrics;
         metrics.add(Metric::TokensReceived, &[], received);
         if continuity == Continuity::Diverged {
@@ -495,6 +498,7 @@ impl Turn {
             metrics.add(Metric::CacheReadTokens, &[], read);
             metrics.add(Metric::CacheWriteTokens, &[], write);
         }
+        let was_reported = reported.is_some();
         let usage = reported.unwrap_or_else(|| {
             let completion_tokens = reply.map(|m| live.session.count_message(m)).unwrap_or(0);
             Usage {
@@ -505,10 +509,60 @@ impl Turn {
             }
         });
         live.record.last_prompt_tokens = usage.prompt_tokens;
+        let priced = usage.clone();
         if live.preparing() {
             live.queued_usage.push(usage);
         } else if let Err(error) = live.session.record_usage(usage).await {
             self.failed(&error);
+        }
+        self.price_call(was_reported, &priced);
+    }
+
+    /// Prices the call just made (its usage, `reported` by the provider or counted) and what
+    /// no engine would have paid, when the session's model has a price; says it once when the
+    /// engine costs more than no engine.
+    fn price_call(&mut self, reported: bool, usage: &Usage) {
+        let gateway = &self.gateway;
+        let live = &mut *self.guard;
+        let model = &live.record.model;
+        let configured = gateway
+            .settings
+            .models
+            .get(model)
+            .and_then(|setting| setting.price());
+        let Some(price) = ctxhost_costs::price::price_of(model, configured) else {
+            return;
+        };
+        let priced = live.costs.call(
+            &price,
+            ctxhost_costs::cache::Ttl::default(),
+            reported.then_some(usage),
+            usage.prompt_tokens,
+            usage.completion_tokens,
+        );
+        let cost = micro(priced.dollars.total());
+        let no_engine = micro(priced.no_engine.total());
+        let stats = &mut live.record.stats;
+        stats.priced_calls += 1;
+        stats.cost_microdollars += cost;
+        stats.no_engine_cost_microdollars += no_engine;
+        gateway.metrics.add(Metric::CostMicrodollars, &[], cost);
+        gateway
+            .metrics
+            .add(Metric::NoEngineCostMicrodollars, &[], no_engine);
+        if stats.cost_microdollars > stats.no_engine_cost_microdollars
+            && !live.record.compressions.is_empty()
+            && !live.costs.warned
+        {
+            live.costs.warned = true;
+            tracing::warn!(
+                session = %live.record.key.name,
+                engine = %live.record.engine,
+                dollars = stats.cost_microdollars as f64 / 1e6,
+                no_engine_dollars = stats.no_engine_cost_microdollars as f64 / 1e6,
+                "this session costs more with its engine than it would with none (each \
+                 compression rewrites the provider's prompt cache): said once per session"
+            );
         }
     }
 
