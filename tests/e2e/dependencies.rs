@@ -75,6 +75,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
     "ctxhost-tokens",
+    "ctxhost-metrics",
     "ctxhost-redact",
 ];
 

@@ -1,6 +1,7 @@
 //! What a session costs: each provider's prices per model ([`price`]), a simulation of its
 //! prompt cache ([`cache`]), tokens into dollars ([`bill`]), and when a compression is worth
-//! its rewrite of the cache ([`policy`]).
+//! its rewrite of the cache ([`policy`]); a live session's running cost against no engine
+//! ([`session`]).
 //!
 //! Providers bill a prompt's input three ways: read from no cache, written to the cache, read
 //! from it. A compression rewrites the prompt's prefix, so the call after it writes the new
@@ -11,3 +12,4 @@ pub mod bill;
 pub mod cache;
 pub mod policy;
 pub mod price;
+pub mod session;

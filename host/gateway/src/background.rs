@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 
 use ctxhost_sdk::CompressionReport;
 
-use super::metrics::Metric;
 use super::record::PendingInfo;
 use super::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use super::session::live::{Live, Pending, Task};
@@ -28,6 +27,7 @@ use super::store::{random_u64, Claim, LeaseKind, PreparedState};
 use super::turn::plan::Standing;
 use super::turn::Turn;
 use ctxhost_core::session::DetachedCompression;
+use ctxhost_metrics::Metric;
 
 /// A compression prepared in the background as the gateway that takes it in sees it (kept in
 /// the database, as JSON, for the other gateways).

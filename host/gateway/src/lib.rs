@@ -19,7 +19,6 @@ mod background;
 mod compaction;
 pub mod engine_check;
 mod error;
-mod metrics;
 mod models;
 mod pipeline;
 mod proxy;
@@ -46,7 +45,7 @@ pub use wire::client_setups;
 
 use auth::GatewayTokens;
 use ctxhost_core::Engines;
-use metrics::Metrics;
+use ctxhost_metrics::Metrics;
 use session::cache::LiveSessions;
 use store::SessionStore;
 use upstream::Upstream;

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 
 use super::auth::credential_of;
 use super::error::{ErrorKind, ErrorShape, GatewayError, OWN_SHAPE};
-use super::metrics::Metric;
 use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
 use super::proxy::{self, BaseUrl, ClientSetup};
@@ -29,6 +28,7 @@ use super::wire::responses::Responses;
 use super::wire::{each_wire, EachWire, Wire, SHARED_ENDPOINTS};
 use super::Gateway;
 use crate::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
+use ctxhost_metrics::Metric;
 
 pub fn router(gateway: Arc<Gateway>) -> Router {
     let mut wires = WireRoutes {

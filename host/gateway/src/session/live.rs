@@ -10,12 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::conversation::Continuity;
 use crate::error::{ErrorKind, GatewayError};
-use crate::metrics::Metric;
 use crate::record::{SessionKey, SessionRecord};
 use crate::Gateway;
 use ctxhost_core::session::DetachedCompression;
 use ctxhost_core::session::{Session, SessionError, SessionOptions};
 use ctxhost_core::tool_set::ToolSet;
+use ctxhost_metrics::Metric;
 
 /// A session in memory.
 pub struct Live {
@@ -28,7 +28,7 @@ pub struct Live {
     /// Usage reported while the engine was busy preparing a compression, for it afterwards.
     pub(crate) queued_usage: Vec<Usage>,
     /// What its calls cost, and would have with no engine.
-    pub(crate) costs: super::costs::SessionCosts,
+    pub(crate) costs: ctxhost_costs::session::SessionCosts,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.

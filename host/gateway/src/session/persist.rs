@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use super::cache::SessionGuard;
 use super::live::Live;
 use crate::error::{store_unavailable, ErrorKind, GatewayError};
-use crate::metrics::Metric;
 use crate::record::SessionRecord;
 use crate::store::StoreError;
 use crate::Gateway;
+use ctxhost_metrics::Metric;
 
 impl Gateway {
     /// Takes in the record another gateway saved since this one last read or wrote it; a

@@ -20,7 +20,6 @@ use sha2::{Digest as _, Sha256};
 use crate::auth::credential_of;
 use crate::conversation::{Continuity, Resumed};
 use crate::error::{ErrorKind, GatewayError};
-use crate::metrics::Metric;
 use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
@@ -29,6 +28,7 @@ use crate::upstream::{read_body, relayed_headers};
 use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
 use ctxhost_config::serve::OverWindow;
+use ctxhost_metrics::Metric;
 
 /// The header naming a client's session.
 pub const SESSION_HEADER: &str = "x-ctxhost-session";

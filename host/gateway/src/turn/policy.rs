@@ -16,11 +16,11 @@ use super::AnsweredBy;
 use super::Turn;
 use crate::conversation::{Continuity, Resumed};
 use crate::engine_check::ENGINE_ERROR_HEADER;
-use crate::metrics::Metric;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
-use crate::session::costs::micro;
 use crate::session::live::Prepared;
 use ctxhost_core::session::SessionError;
+use ctxhost_costs::session::{micro, Billed};
+use ctxhost_metrics::Metric;
 
 /// A turn's upstream while it is being prepared.
 struct Draft {
@@ -533,13 +533,16 @@ impl Turn {
         let Some(price) = ctxhost_costs::price::price_of(model, configured) else {
             return;
         };
-        let priced = live.costs.call(
-            &price,
-            ctxhost_costs::cache::Ttl::default(),
-            reported.then_some(usage),
-            usage.prompt_tokens,
-            usage.completion_tokens,
-        );
+        let cache = |tokens: Option<u64>| tokens.filter(|_| reported).unwrap_or(0);
+        let billed = Billed {
+            prompt_tokens: usage.prompt_tokens,
+            cache_read_tokens: cache(usage.cache_read_tokens),
+            cache_write_tokens: cache(usage.cache_write_tokens),
+            output_tokens: usage.completion_tokens,
+        };
+        let priced = live
+            .costs
+            .call(&price, ctxhost_costs::cache::Ttl::default(), billed);
         let cost = micro(priced.dollars.total());
         let no_engine = micro(priced.no_engine.total());
         let stats = &mut live.record.stats;

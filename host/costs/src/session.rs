@@ -1,5 +1,6 @@
-//! What a session's model calls cost in dollars, and what the same calls would have cost with
-//! no engine: the client's whole history each time, against the same model's prompt cache.
+//! What a live session's model calls cost in dollars (the gateway's), and what the same calls
+//! would have cost with no engine: the client's whole history each time, against the same
+//! model's prompt cache.
 //!
 //! The real cost comes from each response's usage (cache reads and writes as the provider
 //! reported them) and the model's price. The no-engine estimate simulates the provider's cache
@@ -9,10 +10,20 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ctxhost_costs::bill::Dollars;
-use ctxhost_costs::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
-use ctxhost_costs::price::ModelPrice;
-use ctxhost_sdk::Usage;
+use crate::bill::Dollars;
+use crate::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
+use crate::price::ModelPrice;
+
+/// One model call's tokens as the provider reported them (or as counted, without cache
+/// figures, when it reported none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Billed {
+    /// Every input token, cached or not.
+    pub prompt_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+}
 
 /// One session's meter.
 #[derive(Debug, Default)]
@@ -60,39 +71,16 @@ impl SessionCosts {
         }
     }
 
-    /// Prices one model call whose prompt had `prompt_tokens` (reported usage, else counted):
-    /// what the provider billed, and what no engine would have.
-    pub fn call(
-        &mut self,
-        price: &ModelPrice,
-        ttl: Ttl,
-        reported: Option<&Usage>,
-        prompt_tokens: u64,
-        output_tokens: u64,
-    ) -> PricedCall {
-        self.call_at(
-            now_seconds(),
-            price,
-            ttl,
-            reported,
-            prompt_tokens,
-            output_tokens,
-        )
+    /// Prices one model call, now: what the provider billed, and what no engine would have.
+    pub fn call(&mut self, price: &ModelPrice, ttl: Ttl, billed: Billed) -> PricedCall {
+        self.call_at(now_seconds(), price, ttl, billed)
     }
 
-    fn call_at(
-        &mut self,
-        at: f64,
-        price: &ModelPrice,
-        ttl: Ttl,
-        reported: Option<&Usage>,
-        prompt_tokens: u64,
-        output_tokens: u64,
-    ) -> PricedCall {
-        let read = reported.and_then(|u| u.cache_read_tokens).unwrap_or(0);
-        let write = reported.and_then(|u| u.cache_write_tokens).unwrap_or(0);
+    fn call_at(&mut self, at: f64, price: &ModelPrice, ttl: Ttl, billed: Billed) -> PricedCall {
+        let (read, write) = (billed.cache_read_tokens, billed.cache_write_tokens);
+        let output_tokens = billed.output_tokens;
         let tokens = CallTokens {
-            uncached: prompt_tokens.saturating_sub(read + write),
+            uncached: billed.prompt_tokens.saturating_sub(read + write),
             cache_write: write,
             cache_read: read,
             output: output_tokens,
@@ -120,14 +108,14 @@ pub fn micro(dollars: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxhost_costs::price::price_of;
+    use crate::price::price_of;
 
-    fn usage(prompt: u64, read: u64, write: u64) -> Usage {
-        Usage {
+    fn usage(prompt: u64, read: u64, write: u64, output: u64) -> Billed {
+        Billed {
             prompt_tokens: prompt,
-            cache_read_tokens: Some(read),
-            cache_write_tokens: Some(write),
-            ..Usage::default()
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+            output_tokens: output,
         }
     }
 
@@ -137,14 +125,7 @@ mod tests {
         let sonnet = price_of("claude-sonnet-4-5", None).unwrap();
         let mut costs = SessionCosts::default();
         costs.history(2_000, true);
-        let first = costs.call_at(
-            0.0,
-            &sonnet,
-            Ttl::FiveMinutes,
-            Some(&usage(2_000, 0, 2_000)),
-            2_000,
-            100,
-        );
+        let first = costs.call_at(0.0, &sonnet, Ttl::FiveMinutes, usage(2_000, 0, 2_000, 100));
         // 2,000 written at 3.75 and 100 out at 15: $0.0075 + $0.0015.
         assert!((first.dollars.total() - 0.009).abs() < 1e-12);
         // No engine sends the same and writes it all too.
@@ -155,9 +136,7 @@ mod tests {
             60.0,
             &sonnet,
             Ttl::FiveMinutes,
-            Some(&usage(1_500, 1_000, 500)),
-            1_500,
-            100,
+            usage(1_500, 1_000, 500, 100),
         );
         let by_hand = (1_000.0 * 0.3 + 500.0 * 3.75 + 100.0 * 15.0) / 1e6;
         assert!((second.dollars.total() - by_hand).abs() < 1e-12);
@@ -166,9 +145,9 @@ mod tests {
         assert!((second.no_engine.total() - none).abs() < 1e-12);
         // A new lineage shares nothing with the last.
         costs.history(4_000, false);
-        let third = costs.call_at(61.0, &sonnet, Ttl::FiveMinutes, None, 4_000, 0);
+        let third = costs.call_at(61.0, &sonnet, Ttl::FiveMinutes, usage(4_000, 0, 0, 0));
         assert!((third.no_engine.total() - 4_000.0 * 3.75 / 1e6).abs() < 1e-12);
-        // Without usage the prompt counts as uncached input.
+        // Without cache figures the prompt counts as uncached input.
         assert!((third.dollars.total() - 4_000.0 * 3.0 / 1e6).abs() < 1e-12);
     }
 }

@@ -1,5 +1,7 @@
-//! The gateway's Prometheus metrics: a few counters and histograms, rendered in the text
-//! exposition format (version 0.0.4) at `GET /metrics`.
+//! What ctxhost's gateway counts: every metric declared once here (its name, kind and
+//! meaning), the counters and histograms, rendered in Prometheus' text exposition format
+//! (version 0.0.4) at `GET /metrics`. A crate of its own: counting and exposition are one job,
+//! apart from serving turns.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
