@@ -64,12 +64,13 @@ pub(crate) fn texts(message: &Message) -> Vec<(Option<usize>, String)> {
     }
 }
 
-/// Whether only the system prompt and the agent's own (user) messages stand before
-/// `index`: where a compacted history starts over, with no answer of the model's before it.
+/// Whether only instructions (the system prompt, Codex's `developer` messages) and the
+/// agent's own (user) messages stand before `index`: where a compacted history starts over,
+/// with no answer of the model's before it.
 pub(crate) fn at_the_head(history: &[Message], index: usize) -> bool {
-    history[..index]
-        .iter()
-        .all(|m| m.is_system() || (m.is_user() && m.tool_calls().is_empty()))
+    history[..index].iter().all(|m| {
+        m.is_system() || m.role() == "developer" || (m.is_user() && m.tool_calls().is_empty())
+    })
 }
 
 /// The handoffs `history` keeps in `shape`: each message's texts with the handoff, where

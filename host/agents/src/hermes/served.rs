@@ -98,9 +98,13 @@ impl RecentSessions {
         if turns.is_empty() {
             return Err(Unfound::NoTurns);
         }
+        // The quoted turns as a run of a session's history; else (Hermes reshapes some turns
+        // as it quotes them) a quote holding the start of one of a session's latest texts.
+        // Never a session the quote shows nothing of.
         served
             .iter()
             .find(|s| holds_run(&s.history, &turns))
+            .or_else(|| served.iter().find(|s| holds_a_mark(&s.history, quote)))
             .map(|s| s.session.clone())
             .ok_or_else(|| {
                 Unfound::OtherTurns(
@@ -111,6 +115,26 @@ impl RecentSessions {
                 )
             })
     }
+}
+
+/// How many of a history's latest messages may leave a mark: more than Hermes keeps out of
+/// its summary as its recent tail (`protect_last_n` defaults to 20).
+const MARKED_MESSAGES: usize = 48;
+/// A mark is the start of a message's text, long enough to tell the message apart (a quoted
+/// message may be cut after its head).
+const MARK_CHARS: usize = 48;
+const MIN_MARK_CHARS: usize = 16;
+
+/// Whether `quote` holds the start of the text of one of `history`'s latest messages.
+fn holds_a_mark(history: &[Message], quote: &str) -> bool {
+    history.iter().rev().take(MARKED_MESSAGES).any(|message| {
+        let text = message.content_text();
+        let text = text.trim();
+        text.chars().count() >= MIN_MARK_CHARS && {
+            let mark: String = text.chars().take(MARK_CHARS).collect();
+            quote.contains(mark.as_str())
+        }
+    })
 }
 
 /// Whether `turns` are, in order, consecutive messages of `history`.
@@ -158,12 +182,16 @@ mod tests {
             recent.find("alice", &call("[USER]: something else entirely")),
             Err(Unfound::OtherTurns("s1".to_string()))
         );
-        // Out of order, or cut where Hermes does not cut: no run.
+        // Out of order, or cut where Hermes does not cut: no run, but the quote holds the
+        // start of one of the session's texts (the real Hermes reshapes some turns it quotes).
         let reordered = call("[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox\n\n[USER]: run the rounds of alpha, please");
-        assert!(recent.find("alice", &reordered).is_err());
+        assert_eq!(recent.find("alice", &reordered), Ok("s1".to_string()));
         let cut =
             call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1");
-        assert!(recent.find("alice", &cut).is_err());
+        assert_eq!(recent.find("alice", &cut), Ok("s1".to_string()));
+        // A quote showing nothing of any session's texts finds none.
+        let unseen = call("[USER]: a conversation this gateway never served at all");
+        assert!(recent.find("alice", &unseen).is_err());
         assert_eq!(
             recent.find("alice", "no turns at all"),
             Err(Unfound::NoTurns)
