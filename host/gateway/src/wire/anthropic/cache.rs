@@ -1,7 +1,8 @@
 //! Prompt-cache breakpoints for clients that set none: the system prompt and a rolling window
-//! over the last messages (Hermes' `system_and_3`), at most four as Anthropic allows. A client
-//! that sets its own keeps them, untouched.
+//! over the last messages (Hermes' `system_and_3`), at most four as Anthropic allows, living
+//! `serve.anthropic.cache_ttl`. A client that sets its own keeps them, untouched.
 
+use ctxhost_costs::cache::Ttl;
 use serde_json::{json, Map, Value};
 
 /// Anthropic accepts at most this many breakpoints in one request.
@@ -28,47 +29,100 @@ fn holds_cache_control(value: &Value) -> bool {
     }
 }
 
-/// Marks the system prompt and the last [`ROLLING`] messages of an upstream body. Text
-/// contents become text blocks everywhere (not only where marked), so a message reads the same
-/// bytes, less its marker, as the window rolls past it: the cached prefix stays byte-stable.
-pub fn add_breakpoints(body: &mut Map<String, Value>) {
-    if let Some(Value::Array(messages)) = body.get_mut("messages") {
-        for content in messages.iter_mut().filter_map(|m| m.get_mut("content")) {
-            as_blocks(content);
-        }
-    }
-    let mut placed = 0;
+/// Marks the system prompt and the last [`ROLLING`] messages of an upstream body, with `ttl`.
+/// Text contents become text blocks everywhere (not only where marked), so a message reads the
+/// same bytes, less its marker, as the window rolls past it: the cached prefix stays
+/// byte-stable. A block that already carries a breakpoint (a client's, kept in the session's
+/// view) keeps it as it is; Anthropic refuses a 1-hour breakpoint after a 5-minute one (in
+/// the order tools, system, messages), so past such a breakpoint the gateway's are 5-minute.
+pub fn add_breakpoints(body: &mut Map<String, Value>, ttl: Ttl) {
+    let mut marker = Marker {
+        ttl,
+        after_five_minutes: body.get("tools").is_some_and(holds_five_minute_breakpoint),
+    };
     if let Some(system) = body.get_mut("system") {
-        if mark_last_block(system) {
-            placed += 1;
-        }
+        marker.mark_last_block(system);
     }
     if let Some(Value::Array(messages)) = body.get_mut("messages") {
-        for message in messages.iter_mut().rev().take(ROLLING) {
-            if placed == MAX_BREAKPOINTS {
-                break;
-            }
-            if let Some(content) = message.get_mut("content") {
-                if mark_last_block(content) {
-                    placed += 1;
-                }
+        let rolling_from = messages.len().saturating_sub(ROLLING);
+        for (index, content) in messages.iter_mut().enumerate() {
+            let Some(content) = content.get_mut("content") else {
+                continue;
+            };
+            as_blocks(content);
+            if index >= rolling_from {
+                marker.mark_last_block(content);
+            } else {
+                marker.pass(content);
             }
         }
     }
 }
 
-/// Puts a breakpoint on the last block that may carry one (text made a block first); false
-/// when there is none (thinking blocks and empty text may not be marked).
-fn mark_last_block(content: &mut Value) -> bool {
-    as_blocks(content);
-    let Value::Array(blocks) = content else {
-        return false;
-    };
-    let Some(block) = blocks.iter_mut().rev().find(|b| markable(b)) else {
-        return false;
-    };
-    block["cache_control"] = json!({"type": "ephemeral"});
-    true
+/// The gateway's breakpoints placed in request order, each with the TTL Anthropic allows there.
+struct Marker {
+    ttl: Ttl,
+    /// A 5-minute breakpoint came before (only 5-minute ones may follow).
+    after_five_minutes: bool,
+}
+
+impl Marker {
+    /// Puts a breakpoint on the last block that may carry one (text made a block first), unless
+    /// it carries one already; none when no block may (thinking blocks and empty text may not).
+    fn mark_last_block(&mut self, content: &mut Value) {
+        as_blocks(content);
+        let Value::Array(blocks) = content else {
+            return;
+        };
+        let Some(last) = blocks.iter().rposition(markable) else {
+            return;
+        };
+        self.pass_blocks(&blocks[..last]);
+        if blocks[last].get("cache_control").is_none() {
+            let ttl = if self.after_five_minutes {
+                Ttl::FiveMinutes
+            } else {
+                self.ttl
+            };
+            blocks[last]["cache_control"] = cache_control(ttl);
+        }
+        self.pass_blocks(&blocks[last..]);
+    }
+
+    /// Notes the breakpoints of content the gateway does not mark.
+    fn pass(&mut self, content: &Value) {
+        if let Value::Array(blocks) = content {
+            self.pass_blocks(blocks);
+        }
+    }
+
+    fn pass_blocks(&mut self, blocks: &[Value]) {
+        if blocks.iter().any(holds_five_minute_breakpoint) {
+            self.after_five_minutes = true;
+        }
+    }
+}
+
+/// A breakpoint: the bare `{"type": "ephemeral"}` for 5 minutes (as agents write it), with
+/// `"ttl": "1h"` for an hour.
+fn cache_control(ttl: Ttl) -> Value {
+    match ttl {
+        Ttl::FiveMinutes => json!({"type": "ephemeral"}),
+        Ttl::OneHour => json!({"type": "ephemeral", "ttl": ttl.name()}),
+    }
+}
+
+/// Whether `value` holds a breakpoint that lives 5 minutes (no `ttl` says 5 minutes).
+fn holds_five_minute_breakpoint(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => {
+            fields.get("cache_control").is_some_and(|control| {
+                control.get("ttl").and_then(Value::as_str).unwrap_or("5m") == "5m"
+            }) || fields.values().any(holds_five_minute_breakpoint)
+        }
+        Value::Array(items) => items.iter().any(holds_five_minute_breakpoint),
+        _ => false,
+    }
 }
 
 /// Non-empty text as one text block (empty text stays: an empty block is refused).
@@ -108,7 +162,7 @@ mod tests {
             unreachable!()
         };
         assert!(!client_sets_breakpoints(&body, &[]));
-        add_breakpoints(&mut body);
+        add_breakpoints(&mut body, Ttl::FiveMinutes);
         let eph = json!({"type": "ephemeral"});
         assert_eq!(body["system"][0]["cache_control"], eph);
         let messages = body["messages"].as_array().unwrap();
