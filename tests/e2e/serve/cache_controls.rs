@@ -188,18 +188,21 @@ fn prompt_cache_keys_on(wire: Wire) {
     let own = json!({"prompt_cache_key": "client-key", "prompt_cache_retention": "24h"});
     send_openai(wire, &gateway, "c", &messages[..turns[3]], &own);
     let sent: Vec<Value> = wire.requests(&upstream).iter().map(|r| r.json()).collect();
-    let key = |n: usize| sent[n]["prompt_cache_key"].as_str().unwrap().to_string();
-    assert_eq!(key(0), key(1), "one key for every request of a session");
-    assert_ne!(key(0), key(2), "another for another session");
-    for n in 0..3 {
+    let key = |body: &Value| body["prompt_cache_key"].as_str().unwrap().to_string();
+    assert_eq!(
+        key(&sent[0]),
+        key(&sent[1]),
+        "one key for every request of a session"
+    );
+    assert_ne!(key(&sent[0]), key(&sent[2]), "another for another session");
+    for body in &sent[..3] {
         assert!(
-            !key(n).contains("sk-openai"),
-            "never the credential: {}",
-            key(n)
+            !key(body).contains("sk-openai"),
+            "never the credential: {body}"
         );
-        assert!(sent[n].get("prompt_cache_retention").is_none());
+        assert!(body.get("prompt_cache_retention").is_none());
     }
-    assert_eq!(key(3), "client-key");
+    assert_eq!(key(&sent[3]), "client-key");
     assert_eq!(sent[3]["prompt_cache_retention"], "24h");
 }
 
