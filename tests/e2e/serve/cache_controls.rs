@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use ctxhost_tests::anthropic_upstream::reply;
 use ctxhost_tests::per_wire;
 use ctxhost_tests::upstream::FakeUpstream;
 use ctxhost_tests::wire::Wire;
@@ -154,6 +155,32 @@ fn no_one_hour_breakpoint_follows_a_five_minute_one() {
     );
     assert!(marks.len() >= 2, "the gateway placed its own: {sent}");
     assert!(marks.iter().all(|m| *m == five_minutes), "{marks:?}");
+}
+
+#[test]
+fn cache_writes_are_priced_at_the_configured_ttl() {
+    let upstream = FakeUpstream::start(|request| {
+        let usage = json!({"input_tokens": 100, "cache_read_input_tokens": 0,
+                           "cache_creation_input_tokens": 1000, "output_tokens": 0});
+        reply(
+            request,
+            json!([{"type": "text", "text": "Noted."}]),
+            Some(usage),
+        )
+    });
+    for (ttl, dollars) in [("5m", 0.00405), ("1h", 0.0063)] {
+        let sandbox = Sandbox::new();
+        sandbox.write_config(&format!("serve:\n  anthropic:\n    cache_ttl: {ttl}\n"));
+        let gateway = sandbox.serve(&upstream.base_url(), &[]);
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+                          "messages": [{"role": "user", "content": "Remember 7."}]});
+        let response = Wire::Messages.send(&gateway, Some("sk-price"), Some("priced"), &body);
+        assert_eq!(response.status(), 200);
+        // By hand at Sonnet's prices per million: 100 input at $3, 1,000 written at $3.75
+        // (5 minutes) or $6 (an hour).
+        let session = gateway.anthropic_session("priced", "sk-price");
+        assert_eq!(session["cost"]["dollars"], dollars, "{ttl}: {session}");
+    }
 }
 
 /// An OpenAI wire's request as a client sends it, in session `session`, with `extra` fields.
