@@ -32,83 +32,50 @@ fn holds_cache_control(value: &Value) -> bool {
 /// Marks the system prompt and the last [`ROLLING`] messages of an upstream body, with `ttl`.
 /// Text contents become text blocks everywhere (not only where marked), so a message reads the
 /// same bytes, less its marker, as the window rolls past it: the cached prefix stays
-/// byte-stable. A block that already carries a breakpoint (a client's, kept in the session's
-/// view) keeps it as it is; Anthropic refuses a 1-hour breakpoint after a 5-minute one (in
-/// the order tools, system, messages), so past such a breakpoint the gateway's are 5-minute.
+/// byte-stable. Anthropic refuses a 1-hour breakpoint after a 5-minute one (tools, system,
+/// messages in order): past one (a client's, kept in the session's view) the gateway's are
+/// 5-minute too.
 pub fn add_breakpoints(body: &mut Map<String, Value>, ttl: Ttl) {
-    let mut marker = Marker {
-        ttl,
-        after_five_minutes: body.get("tools").is_some_and(holds_five_minute_breakpoint),
-    };
+    let mut after_five_minutes = body.get("tools").is_some_and(holds_five_minute_breakpoint);
     if let Some(system) = body.get_mut("system") {
-        marker.mark_last_block(system);
+        mark_last_block(system, ttl, after_five_minutes);
+        after_five_minutes |= holds_five_minute_breakpoint(system);
     }
     if let Some(Value::Array(messages)) = body.get_mut("messages") {
         let rolling_from = messages.len().saturating_sub(ROLLING);
-        for (index, content) in messages.iter_mut().enumerate() {
-            let Some(content) = content.get_mut("content") else {
+        for (index, message) in messages.iter_mut().enumerate() {
+            let Some(content) = message.get_mut("content") else {
                 continue;
             };
             as_blocks(content);
             if index >= rolling_from {
-                marker.mark_last_block(content);
-            } else {
-                marker.pass(content);
+                mark_last_block(content, ttl, after_five_minutes);
             }
+            after_five_minutes |= holds_five_minute_breakpoint(content);
         }
     }
 }
 
-/// The gateway's breakpoints placed in request order, each with the TTL Anthropic allows there.
-struct Marker {
-    ttl: Ttl,
-    /// A 5-minute breakpoint came before (only 5-minute ones may follow).
-    after_five_minutes: bool,
-}
-
-impl Marker {
-    /// Puts a breakpoint on the last block that may carry one (text made a block first), unless
-    /// it carries one already; none when no block may (thinking blocks and empty text may not).
-    fn mark_last_block(&mut self, content: &mut Value) {
-        as_blocks(content);
-        let Value::Array(blocks) = content else {
-            return;
+/// Puts a breakpoint on the last block that may carry one (text made a block first), unless it
+/// has one (a client's, kept as it is); none when no block may (thinking blocks, empty text).
+fn mark_last_block(content: &mut Value, ttl: Ttl, after_five_minutes: bool) {
+    as_blocks(content);
+    let Value::Array(blocks) = content else {
+        return;
+    };
+    let Some(last) = blocks.iter().rposition(markable) else {
+        return;
+    };
+    let ttl = match after_five_minutes || blocks[..last].iter().any(holds_five_minute_breakpoint) {
+        true => Ttl::FiveMinutes,
+        false => ttl,
+    };
+    if blocks[last].get("cache_control").is_none() {
+        // The bare form for 5 minutes, byte for byte as agents write it.
+        blocks[last]["cache_control"] = match ttl {
+            Ttl::FiveMinutes => json!({"type": "ephemeral"}),
+            Ttl::OneHour => json!({"type": "ephemeral", "ttl": ttl.name()}),
         };
-        let Some(last) = blocks.iter().rposition(markable) else {
-            return;
-        };
-        self.pass_blocks(&blocks[..last]);
-        if blocks[last].get("cache_control").is_none() {
-            let ttl = if self.after_five_minutes {
-                Ttl::FiveMinutes
-            } else {
-                self.ttl
-            };
-            blocks[last]["cache_control"] = cache_control(ttl);
-        }
-        self.pass_blocks(&blocks[last..]);
-    }
-
-    /// Notes the breakpoints of content the gateway does not mark.
-    fn pass(&mut self, content: &Value) {
-        if let Value::Array(blocks) = content {
-            self.pass_blocks(blocks);
-        }
-    }
-
-    fn pass_blocks(&mut self, blocks: &[Value]) {
-        if blocks.iter().any(holds_five_minute_breakpoint) {
-            self.after_five_minutes = true;
-        }
-    }
-}
-
-/// A breakpoint: the bare `{"type": "ephemeral"}` for 5 minutes (as agents write it), with
-/// `"ttl": "1h"` for an hour.
-fn cache_control(ttl: Ttl) -> Value {
-    match ttl {
-        Ttl::FiveMinutes => json!({"type": "ephemeral"}),
-        Ttl::OneHour => json!({"type": "ephemeral", "ttl": ttl.name()}),
     }
 }
 
