@@ -202,3 +202,28 @@ fn the_plot_draws_the_dollars_spent_under_the_tokens() {
     assert!(svg.contains("dollars spent"));
     assert!(svg.contains(r#"class="cost-engine""#) && svg.contains(r#"class="cost-baseline""#));
 }
+
+#[test]
+fn the_cache_ttl_comes_from_the_gateways_setting_unless_the_flag_says() {
+    let sandbox = Sandbox::new();
+    let transcript = long_transcript(&sandbox);
+    let config =
+        |ttl: &str| format!("model:\n  name: claude-sonnet-4-5\n  context_length: 16000\n{ttl}");
+    let ttl = |report: &Value| report["cost"]["cache_ttl"].clone();
+    let write_dollars =
+        |report: &Value| dollars(&report["cost"]["no_engine"]["dollars"]["cache_write"]);
+    sandbox.write_config(&config(""));
+    let five_minutes = priced(&sandbox, &["run", &transcript, "--json"]);
+    assert_eq!(ttl(&five_minutes), "5m", "the default");
+    sandbox.write_config(&config("serve:\n  anthropic:\n    cache_ttl: 1h\n"));
+    let one_hour = priced(&sandbox, &["run", &transcript, "--json"]);
+    assert_eq!(ttl(&one_hour), "1h", "{}", one_hour["cost"]);
+    // The same writes at 2x input instead of 1.25x.
+    let ratio = write_dollars(&one_hour) / write_dollars(&five_minutes);
+    assert!((ratio - 2.0 / 1.25).abs() < 1e-9, "{ratio}");
+    let flagged = priced(
+        &sandbox,
+        &["run", &transcript, "--json", "--cache-ttl", "5m"],
+    );
+    assert_eq!(ttl(&flagged), "5m", "the flag wins over the setting");
+}

@@ -82,7 +82,7 @@ pub struct ServeSettings {
     pub client_compaction: ClientCompactionMode,
     /// What `POST /v1/messages/count_tokens` counts.
     pub count_tokens: CountTokens,
-    /// Anthropic Messages only: betas the gateway adds upstream.
+    /// Anthropic Messages only: betas the gateway adds upstream, the TTL of its breakpoints.
     pub anthropic: AnthropicSettings,
     /// What `serve` does when the configured engine cannot start (missing, unapproved,
     /// broken).
@@ -252,6 +252,8 @@ pub enum CountTokens {
 pub struct AnthropicSettings {
     /// Betas added to the `anthropic-beta` header of upstream requests (after the client's).
     pub betas: Vec<AnthropicBeta>,
+    /// How long the cache entries of the gateway's own breakpoints live.
+    pub cache_ttl: ctxhost_costs::cache::Ttl,
 }
 
 /// One beta the gateway adds, for every model or only for those its patterns match.
@@ -590,5 +592,20 @@ mod tests {
         }));
         assert_eq!(bad.unwrap_err().key, "serve.anthropic.betas[0]");
         assert_eq!(ServeSettings::default().count_tokens, CountTokens::View);
+    }
+
+    #[test]
+    fn the_breakpoints_ttl_is_5m_unless_set() {
+        use ctxhost_costs::cache::Ttl;
+        assert_eq!(
+            ServeSettings::default().anthropic.cache_ttl,
+            Ttl::FiveMinutes
+        );
+        let settings =
+            ServeSettings::from_value(&serde_json::json!({"anthropic": {"cache_ttl": "1h"}}))
+                .unwrap();
+        assert_eq!(settings.anthropic.cache_ttl, Ttl::OneHour);
+        let bad = ServeSettings::from_value(&serde_json::json!({"anthropic": {"cache_ttl": "2h"}}));
+        assert_eq!(bad.unwrap_err().key, "serve.anthropic.cache_ttl");
     }
 }

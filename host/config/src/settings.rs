@@ -290,6 +290,8 @@ pub const HOST_SETTINGS: &[Setting] = &[
         "what `count_tokens` / `input_tokens` count: `view` (what goes upstream) or `passthrough`"),
     setting("serve.anthropic.betas", List, Unset, Check::Any, "[context-1m-2025-08-07]",
         "betas added to `anthropic-beta` upstream: a name, or `{beta, models: [glob], window}`"),
+    setting("serve.anthropic.cache_ttl", Choice(&["5m", "1h"]), Is("5m"), Check::Any, "1h",
+        "how long the cache entries of the gateway's breakpoints live (`1h` writes cost more: 2x input, against 1.25x); `ctxhost run --cache-ttl` defaults to it"),
     setting("serve.engine_fallback", Choice(&["fail", "compressor"]), Is("fail"), Check::Any, "compressor",
         "a configured engine that cannot start stops `serve`; `compressor` serves on the compressor, `/healthz` says `degraded` and every response carries `x-ctxhost-engine-error`"),
 ];

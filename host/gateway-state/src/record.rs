@@ -2,6 +2,7 @@
 
 use ctxhost_sdk::CompressionReport;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 use super::conversation::Conversation;
 
@@ -23,6 +24,23 @@ impl SessionKey {
             self.name,
             &self.credential[..12.min(self.credential.len())]
         )
+    }
+
+    /// The key the provider's prompt cache groups the session's requests by (OpenAI's
+    /// `prompt_cache_key`): the same on every request and replica of the session, another for
+    /// every other session, and a hash of the key, so nothing of the credential leaves.
+    pub fn prompt_cache_key(&self) -> String {
+        let mut hasher = Sha256::new();
+        // Each part with its length, so no two splits of the same bytes collide.
+        for part in [&self.credential, &self.name] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+        let digest: String = hasher.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("ctxhost-{digest}")
     }
 }
 

@@ -5,6 +5,7 @@ mod anthropic;
 mod background;
 mod basics;
 mod cache;
+mod cache_controls;
 mod client_compaction;
 mod client_compaction_hermes;
 mod clients;

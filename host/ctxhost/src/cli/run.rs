@@ -75,9 +75,10 @@ pub struct RunArgs {
     /// `tokens` (whenever the engine asks) [default: serve.compression.cache_aware]
     #[arg(long, value_name = "POLICY")]
     pub policy: Option<Policy>,
-    /// The TTL of the cache breakpoints on Anthropic models: 5m or 1h
-    #[arg(long, value_name = "TTL", default_value = "5m", value_parser = |s: &str| s.parse::<Ttl>())]
-    pub cache_ttl: Ttl,
+    /// The TTL of the cache breakpoints on Anthropic models: 5m or 1h [default:
+    /// serve.anthropic.cache_ttl]
+    #[arg(long, value_name = "TTL", value_parser = |s: &str| s.parse::<Ttl>())]
+    pub cache_ttl: Option<Ttl>,
 }
 
 /// `--policy`.
@@ -236,7 +237,9 @@ fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
     Some(Costing {
         model,
         price,
-        ttl: args.cache_ttl,
+        ttl: args
+            .cache_ttl
+            .unwrap_or(app.engines.config().serve.anthropic.cache_ttl),
         pace_seconds: args.pace,
         pauses: args.pause.clone(),
         times: transcript::message_times(messages),

@@ -247,6 +247,8 @@ async fn model_turn<W: Wire>(
     let (mut turn, prepared) =
         open::<W>(gateway, &mut parsed, &request, taken, agent_compaction).await?;
     drop(std::mem::take(&mut parsed.history));
+    let cache_key = turn.live().record.key.prompt_cache_key();
+    W::route_prompt_cache(&mut parsed.request, cache_key);
     let session_headers = turn.headers.clone();
     let (schemas, engine_names) = tools::engine_tools(turn.live(), &parsed.client_tools);
     let call = ModelCall::<W> {

@@ -542,7 +542,7 @@ impl Turn {
         };
         let priced = live
             .costs
-            .call(&price, ctxhost_costs::cache::Ttl::default(), billed);
+            .call(&price, gateway.settings.anthropic.cache_ttl, billed);
         let cost = micro(priced.dollars.total());
         let no_engine = micro(priced.no_engine.total());
         let stats = &mut live.record.stats;

@@ -13,8 +13,9 @@ use serde_json::{json, Map, Value};
 
 use super::own_answer::{streamed_answer, whole_answer, OwnAnswer};
 use super::{
-    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
-    to_bytes, ClientStream, Incoming, Parsed, StreamEvent, StreamedReply, Wire,
+    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools,
+    prompt_cache_key, streamed, to_bytes, ClientStream, Incoming, Parsed, StreamEvent,
+    StreamedReply, Wire,
 };
 use crate::error::{ErrorKind, GatewayError};
 use ctxhost_config::serve::ServeSettings;
@@ -92,6 +93,11 @@ impl Wire for Chat {
 
     /// The client's fields, `messages`, the engine's tools beside the client's, and usage
     /// asked for when streaming (stripped again if the client did not ask for it).
+    /// `prompt_cache_key`, unless the client set its own (its cache options go as they came).
+    fn route_prompt_cache(request: &mut ChatRequest, key: String) {
+        prompt_cache_key(&mut request.body, key);
+    }
+
     fn upstream_body(request: &ChatRequest, messages: &[Message], engine_tools: &[Value]) -> Bytes {
         let mut body = request.body.clone();
         body.insert(

@@ -114,6 +114,12 @@ pub trait Wire: Send + Sync + 'static {
         }
     }
 
+    /// Asks the provider to keep the session's requests on one prompt cache, where the API
+    /// takes a key for it and the client sent none (OpenAI's `prompt_cache_key`); `key` is the
+    /// session's ([`ctxhost_gateway_state::record::SessionKey::prompt_cache_key`]). Most APIs
+    /// take none.
+    fn route_prompt_cache(_request: &mut Self::Request, _key: String) {}
+
     /// The provider's own context management the request asks for (none on most APIs).
     fn provider_context(_request: &Self::Request) -> provider_context::ProviderContext {
         provider_context::ProviderContext::None
@@ -339,6 +345,14 @@ pub fn object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, GatewayErr
 
 pub fn bad_request(message: impl Into<String>) -> GatewayError {
     GatewayError::new(super::error::ErrorKind::BadRequest, message)
+}
+
+/// OpenAI's `prompt_cache_key` (Chat Completions and Responses) set to `key` when the client
+/// sent none: requests with one key go to the same cache machines, so the session's prefix is
+/// found where it was written
+/// (<https://platform.openai.com/docs/guides/prompt-caching>).
+pub fn prompt_cache_key(body: &mut serde_json::Map<String, Value>, key: String) {
+    body.entry("prompt_cache_key").or_insert(Value::String(key));
 }
 
 /// Adds `tools` after the client's own in `body["tools"]`.

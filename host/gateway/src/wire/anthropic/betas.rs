@@ -82,6 +82,7 @@ mod tests {
                 },
                 AnthropicBeta::Always("extra-1".into()),
             ],
+            ..AnthropicSettings::default()
         }
     }
 

@@ -1,7 +1,8 @@
 //! Prompt-cache breakpoints for clients that set none: the system prompt and a rolling window
-//! over the last messages (Hermes' `system_and_3`), at most four as Anthropic allows. A client
-//! that sets its own keeps them, untouched.
+//! over the last messages (Hermes' `system_and_3`), at most four as Anthropic allows, living
+//! `serve.anthropic.cache_ttl`. A client that sets its own keeps them, untouched.
 
+use ctxhost_costs::cache::Ttl;
 use serde_json::{json, Map, Value};
 
 /// Anthropic accepts at most this many breakpoints in one request.
@@ -28,47 +29,67 @@ fn holds_cache_control(value: &Value) -> bool {
     }
 }
 
-/// Marks the system prompt and the last [`ROLLING`] messages of an upstream body. Text
-/// contents become text blocks everywhere (not only where marked), so a message reads the same
-/// bytes, less its marker, as the window rolls past it: the cached prefix stays byte-stable.
-pub fn add_breakpoints(body: &mut Map<String, Value>) {
-    if let Some(Value::Array(messages)) = body.get_mut("messages") {
-        for content in messages.iter_mut().filter_map(|m| m.get_mut("content")) {
-            as_blocks(content);
-        }
-    }
-    let mut placed = 0;
+/// Marks the system prompt and the last [`ROLLING`] messages of an upstream body, with `ttl`.
+/// Text contents become text blocks everywhere (not only where marked), so a message reads the
+/// same bytes, less its marker, as the window rolls past it: the cached prefix stays
+/// byte-stable. Anthropic refuses a 1-hour breakpoint after a 5-minute one (tools, system,
+/// messages in order): past one (a client's, kept in the session's view) the gateway's are
+/// 5-minute too.
+pub fn add_breakpoints(body: &mut Map<String, Value>, ttl: Ttl) {
+    let mut after_five_minutes = body.get("tools").is_some_and(holds_five_minute_breakpoint);
     if let Some(system) = body.get_mut("system") {
-        if mark_last_block(system) {
-            placed += 1;
-        }
+        mark_last_block(system, ttl, after_five_minutes);
+        after_five_minutes |= holds_five_minute_breakpoint(system);
     }
     if let Some(Value::Array(messages)) = body.get_mut("messages") {
-        for message in messages.iter_mut().rev().take(ROLLING) {
-            if placed == MAX_BREAKPOINTS {
-                break;
+        let rolling_from = messages.len().saturating_sub(ROLLING);
+        for (index, message) in messages.iter_mut().enumerate() {
+            let Some(content) = message.get_mut("content") else {
+                continue;
+            };
+            as_blocks(content);
+            if index >= rolling_from {
+                mark_last_block(content, ttl, after_five_minutes);
             }
-            if let Some(content) = message.get_mut("content") {
-                if mark_last_block(content) {
-                    placed += 1;
-                }
-            }
+            after_five_minutes |= holds_five_minute_breakpoint(content);
         }
     }
 }
 
-/// Puts a breakpoint on the last block that may carry one (text made a block first); false
-/// when there is none (thinking blocks and empty text may not be marked).
-fn mark_last_block(content: &mut Value) -> bool {
+/// Puts a breakpoint on the last block that may carry one (text made a block first), unless it
+/// has one (a client's, kept as it is); none when no block may (thinking blocks, empty text).
+fn mark_last_block(content: &mut Value, ttl: Ttl, after_five_minutes: bool) {
     as_blocks(content);
     let Value::Array(blocks) = content else {
-        return false;
+        return;
     };
-    let Some(block) = blocks.iter_mut().rev().find(|b| markable(b)) else {
-        return false;
+    let Some(last) = blocks.iter().rposition(markable) else {
+        return;
     };
-    block["cache_control"] = json!({"type": "ephemeral"});
-    true
+    let ttl = match after_five_minutes || blocks[..last].iter().any(holds_five_minute_breakpoint) {
+        true => Ttl::FiveMinutes,
+        false => ttl,
+    };
+    if blocks[last].get("cache_control").is_none() {
+        // The bare form for 5 minutes, byte for byte as agents write it.
+        blocks[last]["cache_control"] = match ttl {
+            Ttl::FiveMinutes => json!({"type": "ephemeral"}),
+            Ttl::OneHour => json!({"type": "ephemeral", "ttl": ttl.name()}),
+        };
+    }
+}
+
+/// Whether `value` holds a breakpoint that lives 5 minutes (no `ttl` says 5 minutes).
+fn holds_five_minute_breakpoint(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => {
+            fields.get("cache_control").is_some_and(|control| {
+                control.get("ttl").and_then(Value::as_str).unwrap_or("5m") == "5m"
+            }) || fields.values().any(holds_five_minute_breakpoint)
+        }
+        Value::Array(items) => items.iter().any(holds_five_minute_breakpoint),
+        _ => false,
+    }
 }
 
 /// Non-empty text as one text block (empty text stays: an empty block is refused).
@@ -108,7 +129,7 @@ mod tests {
             unreachable!()
         };
         assert!(!client_sets_breakpoints(&body, &[]));
-        add_breakpoints(&mut body);
+        add_breakpoints(&mut body, Ttl::FiveMinutes);
         let eph = json!({"type": "ephemeral"});
         assert_eq!(body["system"][0]["cache_control"], eph);
         let messages = body["messages"].as_array().unwrap();

@@ -27,6 +27,7 @@ use super::{
 };
 use crate::error::{ErrorKind, GatewayError};
 use ctxhost_config::serve::{CacheBreakpoints, ServeSettings};
+use ctxhost_costs::cache::Ttl;
 use ctxhost_wire::anthropic as convert;
 pub use stream::MessagesStream;
 
@@ -37,8 +38,9 @@ pub struct Messages;
 pub struct MessagesRequest {
     /// The body as sent; `system` and `messages` are replaced per model call.
     body: Map<String, Value>,
-    /// The client placed no cache breakpoints: the gateway places its own.
-    add_breakpoints: bool,
+    /// The TTL of the gateway's own cache breakpoints, when it places them (the client placed
+    /// none, `serve.cache.breakpoints: auto`).
+    breakpoints: Option<Ttl>,
 }
 
 impl Wire for Messages {
@@ -68,8 +70,9 @@ impl Wire for Messages {
         if turns.is_empty() {
             return Err(bad_request("`messages` must not be empty"));
         }
-        let add_breakpoints = !cache::client_sets_breakpoints(&body, &turns)
-            && settings.cache.breakpoints == CacheBreakpoints::Auto;
+        let breakpoints = (!cache::client_sets_breakpoints(&body, &turns)
+            && settings.cache.breakpoints == CacheBreakpoints::Auto)
+            .then_some(settings.anthropic.cache_ttl);
         let system = body.get_mut("system").map(Value::take);
         let history =
             convert::to_messages(system, turns).map_err(|e| bad_request(e.to_string()))?;
@@ -79,10 +82,7 @@ impl Wire for Messages {
             stream: streamed(&body),
             output_budget: budget(&body, &["max_tokens"]),
             client_tools: client_tool_names(&body, &["name"]),
-            request: MessagesRequest {
-                body,
-                add_breakpoints,
-            },
+            request: MessagesRequest { body, breakpoints },
         }))
     }
 
@@ -117,8 +117,8 @@ impl Wire for Messages {
             }
         }
         offer_tools(&mut body, engine_tools.iter().map(anthropic_tool));
-        if request.add_breakpoints {
-            cache::add_breakpoints(&mut body);
+        if let Some(ttl) = request.breakpoints {
+            cache::add_breakpoints(&mut body, ttl);
         }
         to_bytes(&body)
     }
@@ -184,7 +184,7 @@ impl Counting for Messages {
 
     /// Breakpoints change no count.
     fn for_count(request: &mut MessagesRequest) {
-        request.add_breakpoints = false;
+        request.breakpoints = None;
     }
 
     fn tools(request: &MessagesRequest) -> Option<&Value> {

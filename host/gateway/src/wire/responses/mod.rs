@@ -22,8 +22,8 @@ use super::count::Counting;
 use super::own_answer::OwnAnswer;
 use super::provider_context::ProviderContext;
 use super::{
-    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools, streamed,
-    to_bytes, Incoming, Parsed, Wire,
+    bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools,
+    prompt_cache_key, streamed, to_bytes, Incoming, Parsed, Wire,
 };
 use crate::error::GatewayError;
 use ctxhost_config::serve::ServeSettings;
@@ -114,6 +114,11 @@ impl Wire for Responses {
 
     fn provider_context(request: &ResponsesRequest) -> ProviderContext {
         ProviderContext::of_responses(&request.body)
+    }
+
+    /// `prompt_cache_key`, unless the client set its own (its cache options go as they came).
+    fn route_prompt_cache(request: &mut ResponsesRequest, key: String) {
+        prompt_cache_key(&mut request.body, key);
     }
 
     /// The client's fields, `instructions` and `input` from `messages`, and the engine's tools
