@@ -180,7 +180,8 @@ pub async fn replay(
             };
             if let Some(trigger) = trigger {
                 let event = compress(session, &mut context, call, trigger).await;
-                if event.error.is_none() && event.tokens_before > 0 {
+                // A compression that freed nothing says nothing of what the next one leaves.
+                if event.error.is_none() && event.tokens_after < event.tokens_before {
                     last_ratio = Some(event.tokens_after as f64 / event.tokens_before as f64);
                 }
                 context_tokens = event.tokens_after;
@@ -299,6 +300,9 @@ async fn compress(
     let messages_before = context.len();
     let options = CompressOptions {
         current_tokens: Some(tokens_before),
+        // An early compression on a cold cache comes before the engine's own threshold: an
+        // engine that waits for its threshold would hand the context back unchanged.
+        force: trigger == Trigger::ColdCache,
         ..CompressOptions::default()
     };
     let started = Instant::now();
