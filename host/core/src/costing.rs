@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 
 use ctxhost_costs::bill::Dollars;
-use ctxhost_costs::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
+use ctxhost_costs::cache::{Block, CacheRules, CallTokens, Ttl};
 use ctxhost_costs::policy::{CachePolicy, Moment, Why};
 use ctxhost_costs::price::{ModelPrice, Provider};
+use ctxhost_costs::priced::PricedPrompt;
 use ctxhost_sdk::{Content, Message};
 use serde::Serialize;
 
@@ -97,10 +98,9 @@ pub struct SessionCost {
 pub(crate) struct Meter<'a> {
     costing: &'a Costing,
     rules: CacheRules,
-    engine_cache: PromptCache,
-    no_engine_cache: PromptCache,
-    engine_blocks: Vec<Block>,
-    no_engine_blocks: Vec<Block>,
+    /// The engine's view, and the whole history, as the provider's cache sees them.
+    view: PricedPrompt,
+    history: PricedPrompt,
     /// Content hashes by message stamp: a message is hashed once however often it is sent.
     keys: HashMap<ctxhost_sdk::Stamp, u64>,
     clock: Clock,
@@ -179,10 +179,8 @@ impl<'a> Meter<'a> {
         Meter {
             costing,
             rules,
-            engine_cache: PromptCache::new(rules),
-            no_engine_cache: PromptCache::new(rules),
-            engine_blocks: Vec::new(),
-            no_engine_blocks: Vec::new(),
+            view: PricedPrompt::default(),
+            history: PricedPrompt::default(),
             keys: HashMap::new(),
             clock: Clock {
                 now: None,
@@ -209,16 +207,17 @@ impl<'a> Meter<'a> {
     /// `message` joined the conversation: the view and the history both end with it.
     pub(crate) fn appended(&mut self, message: &Message, tokens: u64) {
         let block = self.block(message, tokens);
-        self.engine_blocks.push(block);
-        self.no_engine_blocks.push(block);
+        self.view.push(block);
+        self.history.push(block);
     }
 
     /// The engine replaced its view.
     pub(crate) fn view_replaced(&mut self, view: &[Message], count: impl Fn(&Message) -> u64) {
-        self.engine_blocks = view
+        let blocks: Vec<Block> = view
             .iter()
             .map(|message| self.block(message, count(message)))
             .collect();
+        self.view.replace(blocks);
     }
 
     /// Model call `call` (from 1) is about to be made for the transcript's message `index`.
@@ -233,7 +232,7 @@ impl<'a> Meter<'a> {
     pub(crate) fn decide(&mut self, moment: Moment) -> Option<Why> {
         let policy = self.costing.policy?;
         let moment = Moment {
-            cache_warm: self.engine_cache.is_warm(self.at, &self.engine_blocks),
+            cache_warm: self.view.is_warm(self.at),
             ..moment
         };
         let why = policy.decide(&moment, &self.costing.price.price, self.rules.ttl());
@@ -247,21 +246,8 @@ impl<'a> Meter<'a> {
     pub(crate) fn call(&mut self, output: u64) {
         let at = self.at;
         let price = &self.costing.price.price;
-        let ttl = self.rules.ttl();
-        let engine = self.engine_cache.send(
-            at,
-            &self.engine_blocks,
-            &agent_breakpoints(self.engine_blocks.len()),
-            output,
-        );
-        let no_engine = self.no_engine_cache.send(
-            at,
-            &self.no_engine_blocks,
-            &agent_breakpoints(self.no_engine_blocks.len()),
-            output,
-        );
-        let engine_dollars = Dollars::of(&engine, price, ttl);
-        let no_engine_dollars = Dollars::of(&no_engine, price, ttl);
+        let (engine, engine_dollars) = self.view.send(at, output, self.rules, price);
+        let (no_engine, no_engine_dollars) = self.history.send(at, output, self.rules, price);
         self.engine.add(engine, engine_dollars);
         self.no_engine.add(no_engine, no_engine_dollars);
         self.calls.push(CallCost {

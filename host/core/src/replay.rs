@@ -11,10 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::costing::{Costing, Meter, SessionCost};
-use ctxhost_costs::policy::Moment;
+use ctxhost_costs::policy::{Moment, FIRST_COMPRESSION_RATIO};
 
-/// Before any compression in the session, the policy guesses one leaves half the context.
-const DEFAULT_EXPECTED_RATIO: f64 = 0.5;
 use crate::session::{Session, SessionError};
 
 /// One model call: the tokens sent with the engine and with no engine.
@@ -166,7 +164,7 @@ pub async fn replay(
                 threshold: threshold_tokens,
                 engine_asks: asked.is_some(),
                 cache_warm: true,
-                expected_ratio: last_ratio.unwrap_or(DEFAULT_EXPECTED_RATIO),
+                expected_ratio: last_ratio.unwrap_or(FIRST_COMPRESSION_RATIO),
                 calls_so_far: calls.len() as u64,
                 growth_per_call: growth_since.map_or(0.0, |(call, tokens)| {
                     let calls_since = (calls.len() + 1).saturating_sub(call).max(1);
@@ -300,9 +298,12 @@ async fn compress(
     let messages_before = context.len();
     let options = CompressOptions {
         current_tokens: Some(tokens_before),
-        // An early compression on a cold cache comes before the engine's own threshold: an
-        // engine that waits for its threshold would hand the context back unchanged.
+        // An early compression on a cold cache comes before the engine's own threshold (where
+        // its protected head and tail may cover everything): forced, to what a compression is
+        // expected to leave.
         force: trigger == Trigger::ColdCache,
+        target_tokens: (trigger == Trigger::ColdCache)
+            .then_some((tokens_before as f64 * FIRST_COMPRESSION_RATIO) as u64),
         ..CompressOptions::default()
     };
     let started = Instant::now();

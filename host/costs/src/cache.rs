@@ -152,13 +152,61 @@ impl std::ops::AddAssign for CallTokens {
     }
 }
 
-/// Anthropic's breakpoints as agents place them: after the system prompt (the first block)
-/// and on the last message. Prefix lengths in blocks.
-pub fn agent_breakpoints(blocks: usize) -> Vec<usize> {
-    match blocks {
-        0 => Vec::new(),
-        1 => vec![1],
-        n => vec![1, n],
+/// A prompt as the cache sees it: its blocks, and each block's prefix (its hash and tokens)
+/// kept as blocks are added, so a call hashes only what is new since the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prompt {
+    blocks: Vec<Block>,
+    prefixes: Vec<(u64, u64)>,
+}
+
+/// The hash of the empty prefix.
+const PREFIX_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Prompt {
+    pub fn push(&mut self, block: Block) {
+        let (hash, tokens) = self.prefixes.last().copied().unwrap_or((PREFIX_SEED, 0));
+        let hash = (hash.rotate_left(5) ^ block.key).wrapping_mul(0x517c_c1b7_2722_0a95);
+        self.prefixes.push((hash, tokens + block.tokens));
+        self.blocks.push(block);
+    }
+
+    /// The prompt becomes `blocks`.
+    pub fn replace(&mut self, blocks: impl IntoIterator<Item = Block>) {
+        self.clear();
+        for block in blocks {
+            self.push(block);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+        self.prefixes.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// The first `blocks` blocks, as a prompt of their own.
+    pub fn head(&self, blocks: usize) -> Prompt {
+        let blocks = blocks.min(self.len());
+        Prompt {
+            blocks: self.blocks[..blocks].to_vec(),
+            prefixes: self.prefixes[..blocks].to_vec(),
+        }
+    }
+}
+
+impl FromIterator<Block> for Prompt {
+    fn from_iter<I: IntoIterator<Item = Block>>(blocks: I) -> Prompt {
+        let mut prompt = Prompt::default();
+        prompt.replace(blocks);
+        prompt
     }
 }
 
@@ -168,20 +216,6 @@ pub struct PromptCache {
     rules: CacheRules,
     /// Cached prefixes by their hash: when each expires (seconds on the caller's clock).
     entries: HashMap<u64, f64>,
-}
-
-/// Each block's prefix: its hash and its tokens.
-fn prefixes(prompt: &[Block]) -> Vec<(u64, u64)> {
-    let mut hash = 0x9e37_79b9_7f4a_7c15u64;
-    let mut tokens = 0;
-    prompt
-        .iter()
-        .map(|block| {
-            hash = (hash.rotate_left(5) ^ block.key).wrapping_mul(0x517c_c1b7_2722_0a95);
-            tokens += block.tokens;
-            (hash, tokens)
-        })
-        .collect()
 }
 
 impl PromptCache {
@@ -201,8 +235,9 @@ impl PromptCache {
     }
 
     /// Whether any prefix of `prompt` would be read from the cache at `at`.
-    pub fn is_warm(&self, at: f64, prompt: &[Block]) -> bool {
-        prefixes(prompt)
+    pub fn is_warm(&self, at: f64, prompt: &Prompt) -> bool {
+        prompt
+            .prefixes
             .iter()
             .any(|(key, tokens)| *tokens >= self.min_tokens() && self.live(*key, at))
     }
@@ -221,11 +256,11 @@ impl PromptCache {
     pub fn send(
         &mut self,
         at: f64,
-        prompt: &[Block],
+        prompt: &Prompt,
         breakpoints: &[usize],
         output: u64,
     ) -> CallTokens {
-        let prefixes = prefixes(prompt);
+        let prefixes = &prompt.prefixes;
         let total = prefixes.last().map_or(0, |(_, tokens)| *tokens);
         let lifetime = self.rules.lifetime_seconds();
         let min_tokens = self.min_tokens();
@@ -286,7 +321,7 @@ impl PromptCache {
                 } else {
                     min_tokens + (matched - min_tokens) / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
                 };
-                for (key, tokens) in &prefixes {
+                for (key, tokens) in prefixes {
                     if *tokens >= min_tokens {
                         self.entries.insert(*key, expires);
                     }
@@ -303,11 +338,25 @@ impl PromptCache {
     }
 }
 
+impl PromptCache {
+    /// Sends `prompt` with Anthropic's breakpoints where agents place them: after the system
+    /// prompt (the first block) and on the last message.
+    pub fn send_as_agent(&mut self, at: f64, prompt: &Prompt, output: u64) -> CallTokens {
+        let marks = [1, prompt.len()];
+        let marks = match prompt.len() {
+            0 => &marks[..0],
+            1 => &marks[..1],
+            _ => &marks[..],
+        };
+        self.send(at, prompt, marks, output)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn blocks(tokens: &[(u64, u64)]) -> Vec<Block> {
+    fn blocks(tokens: &[(u64, u64)]) -> Prompt {
         tokens
             .iter()
             .map(|&(key, tokens)| Block { key, tokens })
@@ -321,8 +370,8 @@ mod tests {
         })
     }
 
-    fn send(cache: &mut PromptCache, at: f64, prompt: &[Block]) -> CallTokens {
-        cache.send(at, prompt, &agent_breakpoints(prompt.len()), 10)
+    fn send(cache: &mut PromptCache, at: f64, prompt: &Prompt) -> CallTokens {
+        cache.send_as_agent(at, prompt, 10)
     }
 
     fn tokens(uncached: u64, cache_write: u64, cache_read: u64) -> CallTokens {
@@ -446,7 +495,7 @@ mod tests {
         // as entries of their own; the whole prompt is written up to the last one.
         let billed = cache.send(0.0, &prompt, &[1, 2, 3, 4, 5, 6], 0);
         assert_eq!(billed.cache_write, 1600);
-        assert!(!cache.is_warm(1.0, &prompt[..2]));
-        assert!(cache.is_warm(1.0, &prompt[..3]));
+        assert!(!cache.is_warm(1.0, &prompt.head(2)));
+        assert!(cache.is_warm(1.0, &prompt.head(3)));
     }
 }

@@ -1,5 +1,5 @@
 //! What a session costs: each provider's prices per model ([`price`]), a simulation of its
-//! prompt cache ([`cache`]), tokens into dollars ([`bill`]), and when a compression is worth
+//! prompt cache ([`cache`]), tokens into dollars ([`bill`]), a prompt priced call by call ([`priced`]), and when a compression is worth
 //! its rewrite of the cache ([`policy`]); a live session's running cost against no engine
 //! ([`session`]).
 //!
@@ -12,4 +12,5 @@ pub mod bill;
 pub mod cache;
 pub mod policy;
 pub mod price;
+pub mod priced;
 pub mod session;

@@ -12,6 +12,10 @@ use serde::Serialize;
 use crate::cache::Ttl;
 use crate::price::Price;
 
+/// What a session's first compression is expected to leave of its context, before one has
+/// shown what this engine leaves.
+pub const FIRST_COMPRESSION_RATIO: f64 = 0.5;
+
 /// The settings of the cache-aware policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CachePolicy {

@@ -11,8 +11,9 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::bill::Dollars;
-use crate::cache::{agent_breakpoints, Block, CacheRules, CallTokens, PromptCache, Ttl};
+use crate::cache::{Block, CacheRules, CallTokens, Ttl};
 use crate::price::ModelPrice;
+use crate::priced::PricedPrompt;
 
 /// One model call's tokens as the provider reported them (or as counted, without cache
 /// figures, when it reported none).
@@ -28,10 +29,9 @@ pub struct Billed {
 /// One session's meter.
 #[derive(Debug, Default)]
 pub struct SessionCosts {
-    /// The no-engine cache, once a priced call made one.
-    cache: Option<PromptCache>,
-    /// The client's history as the cache sees it: one block per request's new messages.
-    blocks: Vec<Block>,
+    /// The client's history as the cache sees it (one block per request's new messages),
+    /// priced as no engine would have sent it.
+    history: PricedPrompt,
     /// Bumped at every new lineage, so its blocks never match the last one's.
     lineage: u64,
     /// The tokens of the client's last history.
@@ -59,12 +59,12 @@ impl SessionCosts {
     pub fn history(&mut self, tokens: u64, extends: bool) {
         if !extends || tokens < self.history_tokens {
             self.lineage += 1;
-            self.blocks.clear();
+            self.history.clear();
             self.history_tokens = 0;
         }
         if tokens > self.history_tokens {
-            self.blocks.push(Block {
-                key: self.lineage << 32 | self.blocks.len() as u64,
+            self.history.push(Block {
+                key: self.lineage << 32 | self.history.blocks() as u64,
                 tokens: tokens - self.history_tokens,
             });
             self.history_tokens = tokens;
@@ -86,16 +86,10 @@ impl SessionCosts {
             output: output_tokens,
         };
         let rules = CacheRules::for_model(price, ttl);
-        let cache = self.cache.get_or_insert_with(|| PromptCache::new(rules));
-        let no_engine = cache.send(
-            at,
-            &self.blocks,
-            &agent_breakpoints(self.blocks.len()),
-            output_tokens,
-        );
+        let (_, no_engine) = self.history.send(at, output_tokens, rules, &price.price);
         PricedCall {
             dollars: Dollars::of(&tokens, &price.price, ttl),
-            no_engine: Dollars::of(&no_engine, &price.price, ttl),
+            no_engine,
         }
     }
 }

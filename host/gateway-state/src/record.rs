@@ -56,6 +56,9 @@ pub enum Trigger {
     Background,
     /// The agent's own compaction request, answered from the engine.
     Client,
+    /// The session's prompt cache had expired and its context was past the cache-aware
+    /// policy's lower threshold: compressed early, the rewrite being free.
+    ColdCache,
 }
 
 /// What came of a compression (the `outcome` label of `ctxhost_compressions_total`).

@@ -66,6 +66,7 @@ pub enum Metric {
     CostMicrodollars,
     NoEngineCostMicrodollars,
     CompressionsDeferred,
+    CacheDecisions,
     BackgroundCompressionsStarted,
     NewLineages,
     UnverifiedReferences,
@@ -77,7 +78,7 @@ pub enum Metric {
 
 impl Metric {
     /// In the order they are rendered.
-    const ALL: [Metric; 21] = [
+    const ALL: [Metric; 22] = [
         Metric::Requests,
         Metric::RequestDuration,
         Metric::UpstreamDuration,
@@ -92,6 +93,7 @@ impl Metric {
         Metric::CostMicrodollars,
         Metric::NoEngineCostMicrodollars,
         Metric::CompressionsDeferred,
+        Metric::CacheDecisions,
         Metric::BackgroundCompressionsStarted,
         Metric::NewLineages,
         Metric::UnverifiedReferences,
@@ -117,6 +119,7 @@ impl Metric {
             Metric::CostMicrodollars => "ctxhost_cost_microdollars_total",
             Metric::NoEngineCostMicrodollars => "ctxhost_no_engine_cost_microdollars_total",
             Metric::CompressionsDeferred => "ctxhost_compressions_deferred_total",
+            Metric::CacheDecisions => "ctxhost_cache_decisions_total",
             Metric::BackgroundCompressionsStarted => {
                 "ctxhost_background_compressions_started_total"
             }
@@ -165,6 +168,9 @@ impl Metric {
             }
             Metric::CompressionsDeferred => {
                 "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved."
+            }
+            Metric::CacheDecisions => {
+                "What the cache-aware policy decided when a compression was asked for or the cache had expired, by outcome (cold_cache, cold_cache_early, window_requires, pays_back, would_not_pay_back)."
             }
             Metric::BackgroundCompressionsStarted => {
                 "Compressions started in the background as a session neared or crossed its threshold."

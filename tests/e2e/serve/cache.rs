@@ -85,6 +85,32 @@ fn cache_use_is_counted_and_the_gateways_breakpoints_can_be_turned_off() {
         )),
         "{metrics}"
     );
+    // `ctxhost sessions show` finds the session in the gateway's state, with the same dollars
+    // (the compressor keeps no sessions of its own).
+    let show = sandbox.ctxhost(&["sessions", "show", "cached", "--json"]);
+    assert!(show.success(), "{}", show.stderr);
+    let shown = show.json();
+    let served = &shown["gateway"][0];
+    assert_eq!(served["name"], "cached", "{shown}");
+    assert_eq!(served["requests"], 2, "{shown}");
+    assert_eq!(served["cost"]["dollars"], 0.00129, "{shown}");
+    assert_eq!(
+        served["cost"]["no_engine_dollars"],
+        session["cost"]["no_engine_dollars"]
+    );
+    let show = sandbox.ctxhost(&["sessions", "show", "cached"]);
+    assert!(show.success(), "{}", show.stderr);
+    assert!(
+        show.stdout.contains("$0.0013 with compressor"),
+        "{}",
+        show.stdout
+    );
+    // By the id its engine knows it by, too.
+    let engine_id = served["engine_session"].as_str().unwrap();
+    let show = sandbox.ctxhost(&["sessions", "show", engine_id, "--json"]);
+    assert_eq!(show.json()["gateway"][0]["name"], "cached");
+    let unknown = sandbox.ctxhost(&["sessions", "show", "never-served"]);
+    assert_eq!(unknown.code, Some(1), "{}", unknown.stdout);
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod background;
 mod basics;
 mod cache;
 mod cache_controls;
+mod cache_policy;
 mod client_compaction;
 mod client_compaction_hermes;
 mod clients;

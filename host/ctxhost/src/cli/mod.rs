@@ -4,6 +4,7 @@ pub mod compress;
 pub mod config;
 pub mod engine;
 pub mod engine_child;
+mod gateway_sessions;
 pub mod migrate;
 pub mod output;
 mod oversized;

@@ -8,6 +8,7 @@ use ctxhost_core::session::SessionError;
 use ctxhost_core::{Session, SessionOptions};
 use ctxhost_sdk::SessionInfo;
 
+use super::gateway_sessions;
 use super::report::thousands;
 use super::{App, GlobalArgs};
 
@@ -58,8 +59,14 @@ pub fn run(global: &GlobalArgs, command: &SessionsCommand) -> anyhow::Result<Exi
     let app = App::new(global)?;
     let mut session = app.open_session(engine.engine.as_deref(), SessionOptions::new(""))?;
     let name = session.engine().to_string();
+    // What the gateway served under that id, beside what the engine keeps.
+    let gateway = match command {
+        SessionsCommand::Show(args) => gateway_of(&app, &args.id),
+        _ => Vec::new(),
+    };
     let answer = app.runtime.block_on(answer(&mut session, command));
     let answer = match answer {
+        Err(SessionError::Unsupported { .. }) if !gateway.is_empty() => Answer::Show(None),
         Err(SessionError::Unsupported { .. }) => {
             if engine.json {
                 println!("[]");
@@ -92,18 +99,33 @@ pub fn run(global: &GlobalArgs, command: &SessionsCommand) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
         (SessionsCommand::Show(args), Answer::Show(info)) => {
-            let Some(info) = info else {
+            if info.is_none() && gateway.is_empty() {
                 bail!(
                     "engine '{name}' has no session '{}'; see `ctxhost sessions list`",
                     args.id
                 );
-            };
+            }
             if engine.json {
-                println!("{}", serde_json::to_string_pretty(&info)?);
+                let mut shown = match &info {
+                    Some(info) => serde_json::to_value(info)?,
+                    None => serde_json::json!({"id": args.id}),
+                };
+                if !gateway.is_empty() {
+                    shown["gateway"] = gateway.iter().map(gateway_sessions::to_json).collect();
+                }
+                println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {
-                print_row(&info);
-                if !info.details.is_null() {
-                    println!("{}", serde_json::to_string_pretty(&info.details)?);
+                match &info {
+                    Some(info) => {
+                        print_row(info);
+                        if !info.details.is_null() {
+                            println!("{}", serde_json::to_string_pretty(&info.details)?);
+                        }
+                    }
+                    None => println!("engine '{name}' keeps nothing for '{}'", args.id),
+                }
+                for record in &gateway {
+                    gateway_sessions::print(record);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -136,6 +158,14 @@ async fn answer(session: &mut Session, command: &SessionsCommand) -> Result<Answ
             Answer::Deleted(session.delete_session(args.id.clone()).await?)
         }
         SessionsCommand::Migrate(_) => unreachable!("migrate runs on its own (see `run`)"),
+    })
+}
+
+/// The gateway's sessions under `id`; a state that cannot be read is said, and shows none.
+fn gateway_of(app: &App, id: &str) -> Vec<ctxhost_gateway_state::record::SessionRecord> {
+    gateway_sessions::named(app, id).unwrap_or_else(|error| {
+        eprintln!("warning: the gateway's sessions could not be read ({error:#}): showing the engine's only");
+        Vec::new()
     })
 }
 

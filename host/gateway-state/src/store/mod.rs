@@ -180,6 +180,12 @@ pub trait SessionStore: Send + Sync {
         &'a self,
         credential: &'a str,
     ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>>;
+    /// Every session of that name, of any credential, most recently used first (what
+    /// `ctxhost sessions show` finds of a session the gateway served).
+    fn named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>>;
     /// Whether the store answers.
     fn health(&self) -> StoreFuture<'_, StoreHealth>;
     /// The state's signing secret (created on first use, then the same for every gateway on

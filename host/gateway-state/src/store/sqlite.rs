@@ -219,6 +219,24 @@ impl SessionStore for SqliteStore {
         }))
     }
 
+    fn named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>> {
+        let name = name.to_string();
+        Box::pin(self.run(move |connection| {
+            let mut statement = connection.prepare(
+                "SELECT record FROM gateway_sessions WHERE name = ?1 ORDER BY updated_at DESC",
+            )?;
+            let rows = statement.query_map(params![name], |row| row.get::<_, String>(0))?;
+            let mut records = Vec::new();
+            for json in rows {
+                records.push(decode(&name, &json?)?);
+            }
+            Ok(records)
+        }))
+    }
+
     fn health(&self) -> StoreFuture<'_, StoreHealth> {
         Box::pin(async move {
             let answered = self

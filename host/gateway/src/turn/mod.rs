@@ -3,6 +3,7 @@
 //! happened, model calls, the engine's tool calls answered, and the session released when the
 //! answer is done with it.
 
+mod cache_aware;
 pub(crate) mod plan;
 mod policy;
 

@@ -13,6 +13,9 @@ pub(crate) enum Standing {
     Near,
     /// Neither.
     Below,
+    /// The cache-aware policy compresses early: the session's prompt cache has expired, so
+    /// the rewrite is free on this request only (the next finds the cache warm again).
+    CacheExpired,
 }
 
 /// The settings the plan follows.
@@ -49,6 +52,7 @@ impl TurnPlan {
         match standing {
             Standing::Preparing if fits => TurnPlan::SendView,
             Standing::Preparing => TurnPlan::WaitThenSend,
+            Standing::CacheExpired => TurnPlan::CompressNow,
             Standing::Crossing if !policy.background || policy.weighs_saving => {
                 TurnPlan::CompressNow
             }
@@ -154,5 +158,18 @@ mod tests {
             TurnPlan::decide(Standing::Near, true, weighed),
             TurnPlan::SendViewAndPrepare
         );
+    }
+
+    #[test]
+    fn an_early_compression_on_an_expired_cache_runs_on_its_request_whatever_the_settings() {
+        // The rewrite is free on this request only: the next finds the cache warm again.
+        for policy in [BACKGROUND, ON_REQUEST] {
+            for fits in [true, false] {
+                assert_eq!(
+                    TurnPlan::decide(Standing::CacheExpired, fits, policy),
+                    TurnPlan::CompressNow
+                );
+            }
+        }
     }
 }

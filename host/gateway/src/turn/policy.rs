@@ -19,6 +19,7 @@ use crate::engine_check::ENGINE_ERROR_HEADER;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use crate::session::live::Prepared;
 use ctxhost_core::session::SessionError;
+use ctxhost_costs::policy::FIRST_COMPRESSION_RATIO;
 use ctxhost_costs::session::{micro, Billed};
 use ctxhost_metrics::Metric;
 
@@ -74,6 +75,15 @@ impl Turn {
         let trigger = trigger.filter(|t| {
             *t == Trigger::Client || self.provider_context.leaves_to_engine(*t, tokens, window)
         });
+        let asked = trigger;
+        let trigger = match agent {
+            None if !self.provider_context.manages() => {
+                self.weigh_cache(trigger, tokens, window).await
+            }
+            _ => trigger,
+        };
+        // Held on a warm cache: nothing is prepared for it either.
+        let held = asked.is_some() && trigger.is_none();
         if agent.is_some() {
             // The agent asked for its compaction: the engine compresses now to answer it, and
             // nothing is prepared for a next request it stands for.
@@ -84,8 +94,9 @@ impl Turn {
         }
         let crossing = trigger.filter(|_| !self.deferred(tokens, window));
         let standing = match crossing {
+            Some(Trigger::ColdCache) => Standing::CacheExpired,
             Some(_) => Standing::Crossing,
-            None if self.near(&mut draft, tokens, window).await => Standing::Near,
+            None if !held && self.near(&mut draft, tokens, window).await => Standing::Near,
             None => Standing::Below,
         };
         let plan = TurnPlan::decide(standing, tokens <= window, self.policy());
@@ -321,10 +332,18 @@ impl Turn {
         // as it is, and the agent, finding its context no smaller, would ask again each turn.
         // It is compressed now, to a quarter of what it was.
         let asked = trigger == Trigger::Client;
+        let early = trigger == Trigger::ColdCache;
+        let target_tokens = match trigger {
+            Trigger::Client => Some(tokens_before / AGENT_COMPACTION_SHARE),
+            // Early on a cold cache, below the engine's own threshold (where its protected
+            // head and tail may cover everything): to what a compression is expected to leave.
+            Trigger::ColdCache => Some((tokens_before as f64 * FIRST_COMPRESSION_RATIO) as u64),
+            _ => None,
+        };
         let options = CompressOptions {
             current_tokens: Some(tokens_before),
-            force: asked,
-            target_tokens: asked.then_some(tokens_before / AGENT_COMPACTION_SHARE),
+            force: asked || early,
+            target_tokens,
             ..CompressOptions::default()
         };
         let compression = self
@@ -338,6 +357,7 @@ impl Turn {
         let saved = tokens_before.saturating_sub(self.guard.session.count(&compression.messages));
         // The agent's own compaction is answered from a view that covers everything.
         let saves_too_little = trigger != Trigger::Client
+            && trigger != Trigger::ColdCache
             && min_saved > 0
             && saved < min_saved
             && tokens_before <= window;
@@ -447,7 +467,7 @@ impl Turn {
             return false;
         }
         match self.guard.session.should_compress(tokens + margin).await {
-            Ok(near) => near,
+            Ok(near) => near && self.preparing_pays(tokens, margin, window).await,
             Err(error) => {
                 draft.engine_error = Some(self.failed(&error));
                 false
@@ -522,17 +542,11 @@ impl Turn {
     /// no engine would have paid, when the session's model has a price; says it once when the
     /// engine costs more than no engine.
     fn price_call(&mut self, reported: bool, usage: &Usage) {
-        let gateway = &self.gateway;
-        let live = &mut *self.guard;
-        let model = &live.record.model;
-        let configured = gateway
-            .settings
-            .models
-            .get(model)
-            .and_then(|setting| setting.price());
-        let Some(price) = ctxhost_costs::price::price_of(model, configured) else {
+        let Some(price) = self.model_price() else {
             return;
         };
+        let gateway = &self.gateway;
+        let live = &mut *self.guard;
         let cache = |tokens: Option<u64>| tokens.filter(|_| reported).unwrap_or(0);
         let billed = Billed {
             prompt_tokens: usage.prompt_tokens,

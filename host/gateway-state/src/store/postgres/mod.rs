@@ -386,6 +386,24 @@ impl SessionStore for PostgresStore {
         })
     }
 
+    fn named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<SessionRecord>, StoreError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT record FROM ctxhost_gateway_sessions WHERE name = $1
+                     ORDER BY updated_at DESC",
+                    &[&name],
+                )
+                .await
+                .map_err(query)?;
+            rows.iter().map(|row| decode(name, row.get(0))).collect()
+        })
+    }
+
     fn health(&self) -> StoreFuture<'_, StoreHealth> {
         Box::pin(async move {
             let answered = self.schema_version().await;
