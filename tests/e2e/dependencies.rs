@@ -71,6 +71,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-agents",
     "ctxhost-gateway",
     "ctxhost-gateway-state",
+    "ctxhost-gateway-wire",
     "ctxhost",
     "ctxhost-summarizer",
     "ctxhost-plugin-host",
@@ -156,6 +157,19 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
     // The agents' profiles sit on the formats, under the gateway that uses them.
     assert_eq!(on_host("ctxhost-agents"), vec!["ctxhost-wire".to_string()]);
     assert!(direct("ctxhost-gateway").contains(&"ctxhost-agents".to_string()));
+    // The wire adapters sit on the formats, the agents' profiles, the settings and the
+    // session's record (why a compression ran), under the gateway that drives them; never on
+    // core or the gateway.
+    assert_eq!(
+        on_host("ctxhost-gateway-wire"),
+        vec![
+            "ctxhost-agents".to_string(),
+            "ctxhost-config".to_string(),
+            "ctxhost-gateway-state".to_string(),
+            "ctxhost-wire".to_string(),
+        ]
+    );
+    assert!(direct("ctxhost-gateway").contains(&"ctxhost-gateway-wire".to_string()));
     // The quality harness and the corpus: the binary's and engine authors' tests', on no host
     // crate; the binary runs it without linking the SDK's test support.
     assert_eq!(on_host("ctxhost-quality"), Vec::<String>::new());

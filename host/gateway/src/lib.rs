@@ -10,15 +10,14 @@
 //!
 //! A request locks its session, takes in the client's full history ([`conversation`]), lets the
 //! engine compress through the host's [`Session`](ctxhost_core::Session) API ([`live`]), sends the
-//! view plus what is new upstream ([`pipeline`], one adapter per provider API in [`wire`]),
-//! and records what came back.
+//! view plus what is new upstream ([`pipeline`], one adapter per provider API in
+//! `ctxhost-gateway-wire`), and records what came back.
 
 mod accept;
 mod auth;
 mod background;
 mod compaction;
 pub mod engine_check;
-mod error;
 mod models;
 mod pipeline;
 mod proxy;
@@ -30,7 +29,6 @@ mod session;
 mod turn;
 mod upstream;
 mod upstream_url;
-mod wire;
 
 use ctxhost_gateway_state::store;
 use ctxhost_gateway_state::{conversation, record};
@@ -40,8 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctxhost_config::serve::GatewaySettings;
-pub use error::{ErrorKind, GatewayError};
-pub use wire::client_setups;
+use ctxhost_gateway_wire::error::GatewayError;
 
 use auth::GatewayTokens;
 use ctxhost_core::Engines;

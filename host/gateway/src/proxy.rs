@@ -13,10 +13,10 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use futures_util::StreamExt;
 
-use crate::error::{ErrorKind, ErrorShape, GatewayError};
 use crate::relay_path::RelayPath;
 use crate::upstream::relayed_headers;
 use crate::Gateway;
+use ctxhost_gateway_wire::error::{ErrorKind, ErrorShape, GatewayError};
 
 /// `ANY /v1/{*rest}` not routed otherwise: relayed to `upstream/{rest}`; the gateway's own
 /// errors in `shape` (the wire's whose route it is under).
@@ -109,7 +109,7 @@ pub fn method_not_allowed(
     response
 }
 
-/// How the clients of a wire are pointed at the gateway ([`crate::wire::Wire::client_setup`]).
+/// How the clients of a wire are pointed at the gateway ([`ctxhost_gateway_wire::Wire::client_setup`]).
 pub type ClientSetup = fn(&str) -> String;
 
 /// What a path the gateway has no route for shows about the client's base URL, with how the

@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
-use super::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
 
 /// At most this much of an oversized body is read and discarded before the 413 goes out.
 const DRAIN_BYTES: u64 = 256 * 1024 * 1024;

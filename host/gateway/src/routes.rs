@@ -14,7 +14,6 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::auth::credential_of;
-use super::error::{ErrorKind, ErrorShape, GatewayError, OWN_SHAPE};
 use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
 use super::proxy::{self, BaseUrl, ClientSetup};
@@ -22,12 +21,13 @@ use super::record::{SessionKey, SessionRecord};
 use super::request_log::RequestLog;
 use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
-use super::wire::chat::Chat;
-use super::wire::count::Counting;
-use super::wire::responses::Responses;
-use super::wire::{each_wire, EachWire, Wire, SHARED_ENDPOINTS};
 use super::Gateway;
 use crate::engine_check::{EngineStatus, ENGINE_ERROR_HEADER};
+use ctxhost_gateway_wire::chat::Chat;
+use ctxhost_gateway_wire::count::Counting;
+use ctxhost_gateway_wire::error::{ErrorKind, ErrorShape, GatewayError, OWN_SHAPE};
+use ctxhost_gateway_wire::responses::Responses;
+use ctxhost_gateway_wire::{each_wire, EachWire, Wire, SHARED_ENDPOINTS};
 use ctxhost_metrics::Metric;
 
 pub fn router(gateway: Arc<Gateway>) -> Router {

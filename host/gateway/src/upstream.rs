@@ -8,10 +8,10 @@ use bytes::Bytes;
 use ctxhost_redacted_url::RedactedUrl;
 use ctxhost_summarizer::{read_capped, redirect_of, CappedReadError};
 
-use super::error::{ErrorKind, GatewayError};
 use super::relay_path::RelayPath;
-use super::wire::KeyHeader;
 use ctxhost_config::serve::ServeSettings;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::KeyHeader;
 
 /// Request headers never forwarded: hop-by-hop ones (RFC 9110 §7.6.1; besides those the
 /// request's `Connection` names), those the client library recomputes, and the gateway's own.
@@ -157,7 +157,7 @@ impl Upstream {
             forwarded.append(name.clone(), value.clone());
         }
         if let Some(key) = &self.key {
-            let (name, value) = match crate::wire::key_header(path) {
+            let (name, value) = match ctxhost_gateway_wire::key_header(path) {
                 KeyHeader::Named(name) => (HeaderName::from_static(name), key.clone()),
                 KeyHeader::Bearer => (axum::http::header::AUTHORIZATION, format!("Bearer {key}")),
             };
@@ -207,7 +207,7 @@ impl Upstream {
 /// Whether `path` is a route every provider of its API has: its 404 means the base URL is not
 /// where the provider's routes live.
 fn is_endpoint(path: &str) -> bool {
-    crate::wire::base_routes().contains(&path.trim_start_matches('/'))
+    ctxhost_gateway_wire::base_routes().contains(&path.trim_start_matches('/'))
 }
 
 /// One line for a failed upstream exchange.

@@ -48,7 +48,7 @@ pub fn check(upstream: &str, listen: SocketAddr) -> Result<Vec<String>, Upstream
     };
     let path = segments.join("/");
     // Every wire's endpoints; the longest that fits (`chat/completions` before `completions`).
-    if let Some(endpoint) = crate::wire::endpoints()
+    if let Some(endpoint) = ctxhost_gateway_wire::endpoints()
         .into_iter()
         .filter(|e| path == *e || path.ends_with(&format!("/{e}")))
         .max_by_key(|e| e.len())

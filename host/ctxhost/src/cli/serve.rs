@@ -87,7 +87,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("ctxhost serve: listening on http://{addr}");
         eprintln!("  engine: {engine}; upstream: {upstream}");
         // One line per wire: how its clients are pointed here.
-        for setup in ctxhost_gateway::client_setups(&format!("http://{addr}")) {
+        for setup in ctxhost_gateway_wire::client_setups(&format!("http://{addr}")) {
             eprintln!("  {setup}");
         }
         for warning in bound.warnings() {

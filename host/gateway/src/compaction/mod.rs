@@ -23,9 +23,9 @@ use crate::record::unix_now;
 use crate::session::live::Prepared;
 use crate::store::random_u64;
 use crate::turn::{set_header, with_session_headers, Turn};
-use crate::wire::own_answer::{Counts, OwnAnswer};
-use crate::wire::Wire;
 use ctxhost_gateway_state::reference::{Reference, Signer, Unverified};
+use ctxhost_gateway_wire::own_answer::{Counts, OwnAnswer};
+use ctxhost_gateway_wire::Wire;
 
 /// A handoff of the gateway's found in a request's history.
 #[derive(Debug, Clone, PartialEq, Eq)]

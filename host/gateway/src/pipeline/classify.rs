@@ -11,8 +11,8 @@ use ctxhost_config::serve::{ClientCompactionMode, ServeSettings};
 
 use super::unmanaged::Unmanaged;
 use super::Route;
-use crate::error::GatewayError;
-use crate::wire::{Incoming, Parsed, Wire};
+use ctxhost_gateway_wire::error::GatewayError;
+use ctxhost_gateway_wire::{Incoming, Parsed, Wire};
 
 /// A request, classified.
 pub(super) enum Classified<R> {

@@ -6,9 +6,9 @@ use axum::response::Response;
 
 use super::rounds::Rounds;
 use super::{parse_answer, ModelCall};
-use crate::error::GatewayError;
 use crate::turn::{json_answer, Called, Turn};
-use crate::wire::Wire;
+use ctxhost_gateway_wire::error::GatewayError;
+use ctxhost_gateway_wire::Wire;
 use ctxhost_sdk::Message;
 
 pub(super) async fn complete<W: Wire>(

@@ -21,14 +21,14 @@ use ctxhost_sdk::Message;
 use serde_json::Value;
 
 use crate::auth::credential_of;
-use crate::error::{ErrorKind, GatewayError};
 use crate::record::{SessionKey, SessionRecord};
 use crate::turn::{relay, session_name};
 use crate::upstream::{read_body, relayed_headers};
-use crate::wire::count::Counting;
-use crate::wire::Incoming;
 use crate::Gateway;
 use ctxhost_config::serve::CountTokens;
+use ctxhost_gateway_wire::count::Counting;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::Incoming;
 
 /// The route's handler, its failures in the shape `W`'s clients parse.
 pub async fn count_tokens<W: Counting>(

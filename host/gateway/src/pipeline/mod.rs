@@ -31,16 +31,16 @@ use serde_json::Value;
 
 use super::auth::credential_of;
 use super::compaction::{self, Answering, Shape, TakenUp};
-use super::error::{ErrorKind, GatewayError};
 use super::session::live::Prepared;
 use super::turn::{
     names_session, session_name, with_session_headers, AnsweredBy, Turn, TurnRequest,
 };
-use super::wire::responses::Responses;
-use super::wire::{Parsed, Wire};
 use super::Gateway;
 use classify::{classify, Classified, Kind};
 use ctxhost_config::serve::ClientCompactionMode;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::responses::Responses;
+use ctxhost_gateway_wire::{Parsed, Wire};
 use ctxhost_metrics::Metric;
 
 /// `POST` of `W`'s route: the whole turn, its failures in the shape `W`'s clients parse.

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::tools::split_calls;
 use super::usage::UsageTotal;
 use super::ModelCall;
-use crate::error::GatewayError;
 use crate::turn::Turn;
-use crate::wire::Wire;
+use ctxhost_gateway_wire::error::GatewayError;
+use ctxhost_gateway_wire::Wire;
 
 /// One turn's model calls and the engine's rounds between them.
 pub(super) struct Rounds<W: Wire> {

@@ -13,10 +13,10 @@ use ctxhost_agents::hermes;
 use super::unmanaged::{self, Unmanaged};
 use super::Request;
 use crate::compaction::{self, Answering, Shape};
-use crate::error::GatewayError;
 use crate::turn::{names_session, session_name, AnsweredBy, Turn, TurnRequest};
-use crate::wire::{Parsed, Wire};
 use crate::Gateway;
+use ctxhost_gateway_wire::error::GatewayError;
+use ctxhost_gateway_wire::{Parsed, Wire};
 
 pub(super) async fn hermes_compaction<W: Wire>(
     gateway: Arc<Gateway>,

@@ -15,10 +15,10 @@ use futures_util::StreamExt;
 
 use super::rounds::Rounds;
 use super::ModelCall;
-use crate::error::{ErrorKind, GatewayError};
 use crate::turn::{with_session_headers, Called, Turn};
 use crate::upstream::read_body;
-use crate::wire::{ClientStream, StreamEvent, Wire};
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::{ClientStream, StreamEvent, Wire};
 
 #[cfg(test)]
 mod golden;

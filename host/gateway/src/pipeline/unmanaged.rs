@@ -4,13 +4,13 @@
 //! them and come back as the provider answered (streamed or not), with
 //! `x-ctxhost-context: unmanaged` saying so.
 
-use crate::error::GatewayError;
 use crate::upstream::relayed_headers;
 use crate::Gateway;
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use ctxhost_gateway_wire::error::GatewayError;
 
 const CONTEXT_HEADER: &str = "x-ctxhost-context";
 

@@ -12,9 +12,9 @@ use tokio::sync::{Mutex, OwnedMappedMutexGuard, OwnedMutexGuard};
 
 use super::lease::TurnLease;
 use super::live::Live;
-use crate::error::GatewayError;
 use crate::record::{SessionKey, SessionRecord};
 use crate::Gateway;
+use ctxhost_gateway_wire::error::GatewayError;
 
 /// The slot of one session: empty until its first request opens it.
 pub type Slot = Arc<Mutex<Option<Live>>>;

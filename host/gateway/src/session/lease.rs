@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{store_unavailable, ErrorKind, GatewayError};
+use super::store_unavailable;
 use crate::record::SessionKey;
 use crate::store::{Claim, Coordination, Lease, LeaseKind};
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
 
 /// A turn lease held: released when dropped.
 pub struct TurnLease {

@@ -9,12 +9,12 @@ use ctxhost_sdk::{Message, Usage};
 use tokio::task::JoinHandle;
 
 use crate::conversation::Continuity;
-use crate::error::{ErrorKind, GatewayError};
 use crate::record::{SessionKey, SessionRecord};
 use crate::Gateway;
 use ctxhost_core::session::DetachedCompression;
 use ctxhost_core::session::{Session, SessionError, SessionOptions};
 use ctxhost_core::tool_set::ToolSet;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
 use ctxhost_metrics::Metric;
 
 /// A session in memory.

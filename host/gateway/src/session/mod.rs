@@ -9,3 +9,14 @@ pub mod live;
 pub mod persist;
 
 pub use cache::SessionGuard;
+
+use ctxhost_gateway_state::store::StoreError;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+
+/// A store failure as the client sees it: the request can be retried.
+pub fn store_unavailable(error: &StoreError) -> GatewayError {
+    GatewayError::new(
+        ErrorKind::StoreUnavailable,
+        format!("{error}: retry the request"),
+    )
+}

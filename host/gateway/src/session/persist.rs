@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use super::cache::SessionGuard;
 use super::live::Live;
-use crate::error::{store_unavailable, ErrorKind, GatewayError};
+use super::store_unavailable;
 use crate::record::SessionRecord;
 use crate::store::StoreError;
 use crate::Gateway;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
 use ctxhost_metrics::Metric;
 
 impl Gateway {

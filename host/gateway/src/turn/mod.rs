@@ -20,15 +20,15 @@ use sha2::{Digest as _, Sha256};
 
 use crate::auth::credential_of;
 use crate::conversation::{Continuity, Resumed};
-use crate::error::{ErrorKind, GatewayError};
 use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
-use crate::wire::provider_context::ProviderContext;
 use crate::Gateway;
 use ctxhost_config::serve::OverWindow;
+use ctxhost_gateway_wire::error::{ErrorKind, GatewayError};
+use ctxhost_gateway_wire::provider_context::ProviderContext;
 use ctxhost_metrics::Metric;
 
 /// The header naming a client's session.

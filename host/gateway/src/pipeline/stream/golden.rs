@@ -15,11 +15,11 @@ use serde_json::{json, Value};
 
 use crate::pipeline::tools::split_calls;
 use crate::pipeline::usage::UsageTotal;
-use crate::wire::anthropic::Messages;
-use crate::wire::chat::Chat;
-use crate::wire::responses::Responses;
-use crate::wire::{ClientStream, Incoming, StreamEvent, Wire};
 use ctxhost_config::serve::ServeSettings;
+use ctxhost_gateway_wire::anthropic::Messages;
+use ctxhost_gateway_wire::chat::Chat;
+use ctxhost_gateway_wire::responses::Responses;
+use ctxhost_gateway_wire::{ClientStream, Incoming, StreamEvent, Wire};
 
 /// Text alone; a call of the client's tool it sees; a call of the engine's answered in a round
 /// it never sees; usage as the provider reports it.

@@ -1,14 +1,16 @@
-//! The provider APIs the gateway speaks, one adapter each around the one turn pipeline
-//! ([`super::pipeline`]): how a request is taken apart into the engine's messages and the rest
-//! of its fields, how one model call's body is built from the view, how a reply and its usage
-//! are read, how the engine's tool calls are hidden from the client, and how a streamed answer's
-//! upstream events become the client's frames, and how the gateway's own answer (the handoff
-//! to an agent's compaction) is shaped. Adding an API is one adapter here and its line in
-//! [`each_wire`].
+//! The provider APIs `ctxhost serve` speaks, one adapter each around the gateway's one turn
+//! pipeline: how a request is taken apart into the engine's messages and the rest of its
+//! fields, how one model call's body is built from the view, how a reply and its usage are
+//! read, how the engine's tool calls are hidden from the client, how a streamed answer's
+//! upstream events become the client's frames, and how the gateway's own answers (the handoff
+//! to an agent's compaction) and errors ([`error`]) are shaped. The lossless conversions
+//! between formats are `ctxhost-wire`'s; this crate is what each API looks like on the wire.
+//! Adding an API is one adapter here and its line in [`each_wire`].
 
 pub mod anthropic;
 pub mod chat;
 pub mod count;
+pub mod error;
 pub mod own_answer;
 pub mod provider_context;
 pub mod responses;
@@ -22,8 +24,8 @@ use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
 use serde_json::Value;
 
-use super::error::GatewayError;
 use ctxhost_config::serve::ServeSettings;
+use error::GatewayError;
 use own_answer::OwnAnswer;
 
 /// One provider API, as the turn pipeline drives it.
@@ -288,7 +290,7 @@ pub trait ClientStream: Send + 'static {
     fn error(&mut self, error: &GatewayError) -> Bytes;
 
     /// A follow-up model call the provider refused with `status` and `body`, as a frame.
-    fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes;
+    fn refused(&mut self, status: axum::http::StatusCode, body: &[u8]) -> Bytes;
 
     /// The closing frames. `engine_only`: the last round's calls were the engine's only, so
     /// the turn ends here; `usage`: every round's usage summed.
@@ -344,7 +346,7 @@ pub fn object(bytes: &[u8]) -> Result<serde_json::Map<String, Value>, GatewayErr
 }
 
 pub fn bad_request(message: impl Into<String>) -> GatewayError {
-    GatewayError::new(super::error::ErrorKind::BadRequest, message)
+    GatewayError::new(error::ErrorKind::BadRequest, message)
 }
 
 /// OpenAI's `prompt_cache_key` (Chat Completions and Responses) set to `key` when the client

@@ -424,7 +424,7 @@ impl ClientStream for ChatStream {
         sse(&error.body())
     }
 
-    fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes {
+    fn refused(&mut self, status: axum::http::StatusCode, body: &[u8]) -> Bytes {
         let error = serde_json::from_slice::<Value>(body)
             .ok()
             .filter(|v| v.get("error").is_some())

@@ -8,7 +8,7 @@ use axum::response::Response;
 use ctxhost_agents::handoff::Handoff;
 use serde_json::{json, Value};
 
-use crate::wire::own_answer::{streamed_answer, whole_answer, Counts, OwnAnswer};
+use crate::own_answer::{streamed_answer, whole_answer, Counts, OwnAnswer};
 
 pub(super) fn render(handoff: &Handoff, answer: &OwnAnswer<'_>) -> Response {
     let (id, counts) = (answer.id.as_str(), answer.counts);

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{error_body, is_engine_call};
 use crate::error::{ErrorKind, GatewayError};
-use crate::wire::{ClientStream, StreamEvent, StreamedReply};
+use crate::{ClientStream, StreamEvent, StreamedReply};
 use ctxhost_wire::anthropic as convert;
 
 fn frame(name: &str, data: &Value) -> Bytes {
@@ -234,7 +234,7 @@ impl ClientStream for MessagesStream {
         frame("error", &error_body(error))
     }
 
-    fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes {
+    fn refused(&mut self, status: axum::http::StatusCode, body: &[u8]) -> Bytes {
         let error = serde_json::from_slice::<Value>(body)
             .ok()
             .filter(|v| v["type"] == "error")

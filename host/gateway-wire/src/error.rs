@@ -110,11 +110,3 @@ impl IntoResponse for GatewayError {
         (self.status(), axum::Json(self.body())).into_response()
     }
 }
-
-/// A store failure as the client sees it: the request can be retried.
-pub fn store_unavailable(error: &crate::store::StoreError) -> GatewayError {
-    GatewayError::new(
-        ErrorKind::StoreUnavailable,
-        format!("{error}: retry the request"),
-    )
-}

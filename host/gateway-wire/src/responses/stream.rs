@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{is_engine_call, visible_items};
 use crate::error::{ErrorKind, GatewayError};
-use crate::wire::{ClientStream, StreamEvent, StreamedReply};
+use crate::{ClientStream, StreamEvent, StreamedReply};
 use ctxhost_wire::responses as convert;
 
 /// The events that end a response.
@@ -169,7 +169,7 @@ impl ClientStream for ResponsesStream {
         self.out.error(error)
     }
 
-    fn refused(&mut self, status: reqwest::StatusCode, body: &[u8]) -> Bytes {
+    fn refused(&mut self, status: axum::http::StatusCode, body: &[u8]) -> Bytes {
         let message = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::record::Trigger;
+use ctxhost_gateway_state::record::Trigger;
 
 /// The provider's own context management a request asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
