@@ -23,6 +23,11 @@ pub struct Usage {
     /// Prompt tokens written to the provider's prompt cache (part of `prompt_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Of `cache_write_tokens`, those written to a 1-hour cache (Anthropic's
+    /// `cache_creation.ephemeral_1h_input_tokens`), when the provider splits them; the rest
+    /// went to the 5-minute one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h_tokens: Option<u64>,
     /// Completion tokens spent on reasoning the client does not see (part of
     /// `completion_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

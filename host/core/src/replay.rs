@@ -341,6 +341,8 @@ fn reported_usage(message: &Message) -> Option<Usage> {
         total_tokens: field(&["total_tokens"]).unwrap_or(prompt + completion),
         cache_read_tokens: field(&["cache_read_tokens", "cache_read_input_tokens"]),
         cache_write_tokens: field(&["cache_write_tokens", "cache_creation_input_tokens"]),
+        cache_write_1h_tokens: field(&["cache_write_1h_tokens"])
+            .or_else(|| usage["cache_creation"]["ephemeral_1h_input_tokens"].as_u64()),
         reasoning_tokens: field(&["reasoning_tokens"]),
     })
 }

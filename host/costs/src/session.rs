@@ -23,6 +23,9 @@ pub struct Billed {
     pub prompt_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
+    /// Of the writes, those the provider says went to its 1-hour cache (the rest to the
+    /// 5-minute one); `None`: it did not say, and every write is priced at the gateway's TTL.
+    pub cache_write_1h_tokens: Option<u64>,
     pub output_tokens: u64,
 }
 
@@ -87,10 +90,14 @@ impl SessionCosts {
         };
         let rules = CacheRules::for_model(price, ttl);
         let (_, no_engine) = self.history.send(at, output_tokens, rules, &price.price);
-        PricedCall {
-            dollars: Dollars::of(&tokens, &price.price, ttl),
-            no_engine,
+        let mut dollars = Dollars::of(&tokens, &price.price, ttl);
+        if let Some(hour) = billed.cache_write_1h_tokens {
+            let hour = hour.min(write);
+            let per_million = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+            dollars.cache_write = per_million(write - hour, price.price.cache_write_5m)
+                + per_million(hour, price.price.cache_write_1h);
         }
+        PricedCall { dollars, no_engine }
     }
 }
 
@@ -109,6 +116,7 @@ mod tests {
             prompt_tokens: prompt,
             cache_read_tokens: read,
             cache_write_tokens: write,
+            cache_write_1h_tokens: None,
             output_tokens: output,
         }
     }
@@ -143,5 +151,25 @@ mod tests {
         assert!((third.no_engine.total() - 4_000.0 * 3.75 / 1e6).abs() < 1e-12);
         // Without cache figures the prompt counts as uncached input.
         assert!((third.dollars.total() - 4_000.0 * 3.0 / 1e6).abs() < 1e-12);
+    }
+
+    /// Anthropic says which cache its writes went to: each part at its own price, whatever
+    /// the gateway's TTL.
+    #[test]
+    fn writes_the_provider_splits_are_priced_by_the_cache_they_went_to() {
+        let sonnet = price_of("claude-sonnet-4-5", None).unwrap();
+        let mut costs = SessionCosts::default();
+        costs.history(3_000, true);
+        let split = Billed {
+            cache_write_1h_tokens: Some(1_000),
+            ..usage(3_000, 0, 3_000, 0)
+        };
+        let priced = costs.call_at(0.0, &sonnet, Ttl::FiveMinutes, split);
+        // 2,000 at $3.75 (5 minutes) and 1,000 at $6 (an hour), per million.
+        let by_hand = (2_000.0 * 3.75 + 1_000.0 * 6.0) / 1e6;
+        assert!(
+            (priced.dollars.total() - by_hand).abs() < 1e-12,
+            "{priced:?}"
+        );
     }
 }

@@ -183,6 +183,32 @@ fn cache_writes_are_priced_at_the_configured_ttl() {
     }
 }
 
+#[test]
+fn cache_writes_the_provider_splits_by_ttl_are_priced_by_their_cache() {
+    let upstream = FakeUpstream::start(|request| {
+        let usage = json!({"input_tokens": 100, "cache_read_input_tokens": 0,
+                           "cache_creation_input_tokens": 1000,
+                           "cache_creation": {"ephemeral_5m_input_tokens": 600,
+                                              "ephemeral_1h_input_tokens": 400},
+                           "output_tokens": 0});
+        reply(
+            request,
+            json!([{"type": "text", "text": "Noted."}]),
+            Some(usage),
+        )
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+                      "messages": [{"role": "user", "content": "Remember 7."}]});
+    let response = Wire::Messages.send(&gateway, Some("sk-split"), Some("split"), &body);
+    assert_eq!(response.status(), 200);
+    // By hand at Sonnet's prices per million: 100 input at $3, 600 written at $3.75 and 400
+    // at $6: 300 + 2,250 + 2,400 millionths.
+    let session = gateway.anthropic_session("split", "sk-split");
+    assert_eq!(session["cost"]["dollars"], 0.00495, "{session}");
+}
+
 /// An OpenAI wire's request as a client sends it, in session `session`, with `extra` fields.
 fn send_openai(
     wire: Wire,

@@ -132,6 +132,8 @@ impl Wire for Messages {
         let input = value.get("input_tokens")?.as_u64()?;
         let cache_read = value["cache_read_input_tokens"].as_u64();
         let cache_write = value["cache_creation_input_tokens"].as_u64();
+        // Which cache the writes went to, when the provider says (`cache_creation`).
+        let cache_write_1h = value["cache_creation"]["ephemeral_1h_input_tokens"].as_u64();
         let output = value["output_tokens"].as_u64().unwrap_or(0);
         let prompt_tokens = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
         Some(Usage {
@@ -140,6 +142,7 @@ impl Wire for Messages {
             total_tokens: prompt_tokens + output,
             cache_read_tokens: cache_read,
             cache_write_tokens: cache_write,
+            cache_write_1h_tokens: cache_write_1h,
             ..Usage::default()
         })
     }

@@ -552,6 +552,7 @@ impl Turn {
             prompt_tokens: usage.prompt_tokens,
             cache_read_tokens: cache(usage.cache_read_tokens),
             cache_write_tokens: cache(usage.cache_write_tokens),
+            cache_write_1h_tokens: usage.cache_write_1h_tokens.filter(|_| reported),
             output_tokens: usage.completion_tokens,
         };
         let priced = live
