@@ -52,18 +52,23 @@ mod budget;
 pub mod corpus;
 mod facts;
 mod plant;
+pub mod probe;
 mod report;
 pub mod retrieval;
 mod rng;
+mod spread;
+mod style;
 mod subject;
 
 pub use budget::{BadBudget, Budget};
-pub use facts::{Fact, FactKind};
-pub use plant::{plant, split, Placement, Planted};
+pub use facts::{Fact, FactKind, FileAction, FileHistory};
+pub use plant::{plant, plant_in_style, split, Placement, Planted};
 pub use report::{
     FactRound, FirstUnderHalf, KindScore, Outcome, QualityReport, Retrieval, Round, Score,
 };
 pub use rng::Rng;
+pub use spread::{KindSpread, Range, Spread};
+pub use style::{BadStyle, Style};
 pub use subject::{tool_name, Subject, SubjectError};
 
 use ctxhost_sdk::{CompressOptions, Message};
@@ -107,20 +112,41 @@ impl Default for Settings {
     }
 }
 
-/// Plants the facts in `session`, compacts it `settings.rounds` times through `subject` and
-/// probes every output.
+/// Plants the facts in `session` in the harness's own phrasing, compacts it `settings.rounds`
+/// times through `subject` and probes every output ([`run_in_style`] with [`Style::Harness`]).
 pub fn run(
     subject: &mut dyn Subject,
     session: &[Message],
     settings: &Settings,
 ) -> Result<QualityReport, QualityError> {
+    run_in_style(subject, session, settings, Style::Harness)
+}
+
+/// Plants the facts in `session` phrased in `style`, compacts it `settings.rounds` times
+/// through `subject` and probes every output.
+pub fn run_in_style(
+    subject: &mut dyn Subject,
+    session: &[Message],
+    settings: &Settings,
+    style: Style,
+) -> Result<QualityReport, QualityError> {
     if settings.rounds == 0 {
         return Err(QualityError::NoRounds);
     }
-    let planted = plant(session, settings.seed)?;
+    let planted = plant_in_style(session, settings.seed, style)?;
     let ends = split(&planted.messages, settings.rounds + 1, |m| {
         subject.count(std::slice::from_ref(m))
     })?;
+    // The protected head: the system prompt and the task (everything up to the first user
+    // message), which engines keep as it is.
+    let head_len = planted
+        .messages
+        .iter()
+        .position(Message::is_user)
+        .map_or(0, |i| i + 1);
+    let head = &planted.messages[..head_len];
+    let head_tokens = subject.count(head);
+    let kinds = style.kinds();
     let tools = subject.tool_names();
     let retrieving = retrieval::available(&tools);
     let mut context: Vec<Message> = planted.messages[..ends[0]].to_vec();
@@ -141,6 +167,13 @@ pub fn run(
             Err(error) => (context.clone(), Some(error.to_string())),
         };
         let output_tokens = subject.count(&output);
+        // When the head alone exceeds the budget no engine that keeps it can meet it: what
+        // follows the head is measured instead.
+        let measured_tokens = if head_tokens > budget_tokens && output.starts_with(head) {
+            subject.count(&output[head.len()..])
+        } else {
+            output_tokens
+        };
         let text: String = output
             .iter()
             .map(|m| m.searchable_text().into_owned())
@@ -155,27 +188,33 @@ pub fn run(
             {
                 continue;
             }
-            let updated = fact
-                .superseded_by
-                .as_ref()
-                .filter(|_| planted.placement(fact.id, true).is_some_and(|at| at < seen));
+            let changed = planted.placement(fact.id, true).is_some_and(|at| at < seen);
+            let updated = fact.superseded_by.as_ref().filter(|_| changed);
             let current = updated.unwrap_or(&fact.value).clone();
-            let kept = text.contains(&current);
-            let stale = updated.is_some() && !kept && text.contains(&fact.value);
+            let former = updated.map(|_| fact.value.as_str());
+            let (shown, state) = match fact.file {
+                Some(history) => {
+                    let action = history.then.filter(|_| changed).unwrap_or(history.first);
+                    (probe::file(&text, &current, action, former), Some(action))
+                }
+                None => (probe::value(&text, &current, former), None),
+            };
             let retrieved =
                 retrieving.then(|| retrieval::recovers(subject, &tools, &fact.subject, &current));
             facts.push(FactRound {
                 fact: fact.id,
                 current,
-                kept,
-                stale,
+                state,
+                kept: shown.kept,
+                stale: shown.stale,
                 retrieved,
             });
         }
         let kind_of = |id: usize| planted.facts[id].kind;
-        let (survival, overall) = scores(&facts, kind_of, |f| f.kept);
+        let (survival, overall) = scores(&kinds, &facts, kind_of, |f| f.kept);
         let retrieval = retrieving.then(|| {
-            let (survival, overall) = scores(&facts, kind_of, |f| f.retrieved == Some(true));
+            let (survival, overall) =
+                scores(&kinds, &facts, kind_of, |f| f.retrieved == Some(true));
             Retrieval { survival, overall }
         });
         rounds.push(Round {
@@ -185,7 +224,9 @@ pub fn run(
             budget_tokens,
             output_messages: output.len(),
             output_tokens,
-            budget_met: output_tokens <= budget_tokens,
+            head_tokens,
+            measured_tokens,
+            budget_met: measured_tokens <= budget_tokens,
             error,
             survival,
             overall,
@@ -195,9 +236,10 @@ pub fn run(
         });
         context = output;
     }
-    let outcome = outcome(&rounds);
+    let outcome = outcome(&kinds, &rounds);
     Ok(QualityReport {
         engine: subject.engine(),
+        style,
         seed: settings.seed,
         budget: settings.budget,
         session_messages: planted.messages.len(),
@@ -209,11 +251,12 @@ pub fn run(
 }
 
 fn scores(
+    kinds: &[FactKind],
     facts: &[FactRound],
     kind_of: impl Fn(usize) -> FactKind,
     kept: impl Fn(&FactRound) -> bool,
 ) -> (Vec<KindScore>, Score) {
-    let survival = FactKind::ALL
+    let survival = kinds
         .iter()
         .map(|&kind| {
             let of_kind = facts.iter().filter(|f| kind_of(f.fact) == kind);
@@ -227,9 +270,9 @@ fn scores(
     (survival, overall)
 }
 
-fn outcome(rounds: &[Round]) -> Outcome {
+fn outcome(kinds: &[FactKind], rounds: &[Round]) -> Outcome {
     let last = rounds.last().expect("at least one round ran");
-    let first_under_half = FactKind::ALL
+    let first_under_half = kinds
         .iter()
         .map(|&kind| FirstUnderHalf {
             kind,
