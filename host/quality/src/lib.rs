@@ -6,18 +6,24 @@
 //! host (`ctxhost_sdk_test::EngineSubject`). It also reads the [`corpus`] of agent transcripts,
 //! found at run time.
 //!
-//! - [`plant`]: five kinds of standing facts ([`FactKind`]: rules, constraints, facts, goals,
-//!   preferences), three of each with unguessable values from a seed, written as natural
-//!   sentences into the session's user messages from start to end; the first fact of each kind
-//!   is superseded later ("Update: the budget cap is now $5,120").
-//! - [`run`]: the session cut into `rounds + 1` parts at turn boundaries; round *k* appends
-//!   part *k* to the previous round's output and compresses it (forced) with
-//!   [`CompressOptions::target_tokens`] set to the [`Budget`]. After each round, a fact
-//!   survives when the output shows its current value; one whose superseded value shows without
-//!   the current one is *stale*. An engine with lcm's tools is also scored on what a scripted
-//!   agent recovers with them ([`retrieval`]).
+//! - [`plant_in_style`]: kinds of standing facts ([`FactKind`]), three of each with
+//!   unguessable values from a seed, planted from start to end of the session; the first fact
+//!   of each kind is superseded later. The [`Style`] is the phrasing family: the harness's own
+//!   sentences for five kinds ([`plant`]), or chat, ticket, labelled and prose phrasings of eight
+//!   kinds, each statement a turn of its own with acknowledgements and filler, plus files
+//!   touched by real tool calls (the artifact kind).
+//! - [`run_in_style`] (and [`run`], the harness's phrasing): the session cut into
+//!   `rounds + 1` parts at turn boundaries; round *k* appends part *k* to the previous round's
+//!   output and compresses it (forced) with [`CompressOptions::target_tokens`] set to the
+//!   [`Budget`]. After each round a fact is kept when the output states its current value (a
+//!   file: its path and last action) and shows no superseded value as current; it is *stale*
+//!   when the output's last word on it is a superseded value ([`probe`]). A round is within
+//!   budget when the output fits, or when the protected head alone exceeds the budget, what
+//!   follows it. An engine with lcm's tools is also scored on what a scripted agent recovers
+//!   with them ([`retrieval`]).
 //! - [`QualityReport`]: serde data, a [`table`](QualityReport::table), and the gate
-//!   [`passes`](QualityReport::passes).
+//!   [`passes`](QualityReport::passes); [`Spread`]: replicates under several seeds, each kind's
+//!   median and range.
 //!
 //! ```
 //! use ctxhost_quality::{self as quality, Budget, Settings};
