@@ -173,10 +173,15 @@ pub fn run_in_style(
             Err(error) => (context.clone(), Some(error.to_string())),
         };
         let output_tokens = subject.count(&output);
-        // When the head alone exceeds the budget no engine that keeps it can meet it: what
-        // follows the head is measured instead.
-        let measured_tokens = if head_tokens > budget_tokens && output.starts_with(head) {
-            subject.count(&output[head.len()..])
+        // When the head alone exceeds the budget no engine that keeps it can meet it: the
+        // rest of the output is measured instead.
+        let measured_tokens = if head_tokens > budget_tokens {
+            let rest: Vec<Message> = output
+                .iter()
+                .filter(|m| !head.iter().any(|h| same_to_the_model(m, h)))
+                .cloned()
+                .collect();
+            subject.count(&rest)
         } else {
             output_tokens
         };
@@ -254,6 +259,12 @@ pub fn run_in_style(
         rounds,
         outcome,
     })
+}
+
+/// Whether two messages read the same to the model: the same role and text (an engine may
+/// store a message and give it back in another but equal shape).
+fn same_to_the_model(a: &Message, b: &Message) -> bool {
+    a.role() == b.role() && a.searchable_text() == b.searchable_text()
 }
 
 fn scores(

@@ -49,8 +49,8 @@ pub struct Round {
     pub output_tokens: u64,
     /// Tokens of the protected head (the system prompt and the task), which engines keep.
     pub head_tokens: u64,
-    /// What is held against the budget: the output, or when the head alone exceeds the budget
-    /// and the output starts with it, what follows the head.
+    /// What is held against the budget: the output, or when the head alone exceeds the budget,
+    /// the output but the head's messages.
     pub measured_tokens: u64,
     /// `measured_tokens <= budget_tokens`.
     pub budget_met: bool,

@@ -189,6 +189,32 @@ impl ContextEngine for HeadAndTail {
     }
 }
 
+/// Keeps the system prompt, the newest user message with what follows it, and the task last:
+/// the head kept, though not in front.
+struct TaskLast;
+
+impl ContextEngine for TaskLast {
+    fn name(&self) -> &str {
+        "task-last"
+    }
+    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
+        Ok(true)
+    }
+    fn compress(
+        &mut self,
+        m: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        let mut out = HeadAndTail.compress(m, options)?;
+        let task = out.remove(1);
+        out.push(task);
+        Ok(out)
+    }
+    fn status(&mut self) -> Result<EngineStatus, EngineError> {
+        Ok(EngineStatus::default())
+    }
+}
+
 #[test]
 fn when_the_head_alone_exceeds_the_budget_what_follows_it_is_measured() {
     let mut session = ctxhost_quality::generated_session(3, 60);
@@ -208,6 +234,17 @@ fn when_the_head_alone_exceeds_the_budget_what_follows_it_is_measured() {
         assert!(round.budget_met, "{}", report.table());
     }
     assert!(report.table().contains("measured"), "{}", report.table());
+    // The head's messages anywhere in the output are the head's.
+    let moved =
+        ctxhost_quality::run(&mut EngineSubject::new(TaskLast), &session, &settings).unwrap();
+    for round in &moved.rounds {
+        assert!(round.measured_tokens < round.output_tokens - round.head_tokens / 2);
+        assert!(round.budget_met, "{}", moved.table());
+    }
+    assert_eq!(
+        moved.rounds[0].measured_tokens,
+        report.rounds[0].measured_tokens
+    );
     // A head within the budget: the whole output is measured.
     let roomy = Settings {
         budget: Budget::Tokens(100_000),

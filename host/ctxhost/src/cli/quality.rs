@@ -37,7 +37,7 @@ round's output and compresses it (forced) to the budget. A fact survives a round
 output states its current value (a file: its path and what was done to it last) and shows no
 superseded value as current; it is stale when the last the output says of it is a superseded
 value (a former path, an earlier state). A round is within budget when the output fits it, or
-when the protected head (system prompt and task) alone exceeds it, what follows the head does.
+when the protected head (system prompt and task) alone exceeds it, the rest of the output does.
 Engines with lcm's tools are also scored on what a scripted agent recovers with at most three
 calls (lcm_grep for the fact's subject, then lcm_expand on the matches). --replicates N runs
 seeds SEED to SEED+N-1, each on a fresh session, and prints each kind's median and range.
@@ -113,9 +113,10 @@ fn share(text: &str) -> Result<f64, String> {
 /// What the table's columns mean, under it.
 const LEGEND: &str = "n/m: of the m facts of that kind planted so far, the n whose current \
     value the round's output still states; overall: all kinds; stale: facts shown with a \
-    replaced value as current; tokens: the output's size, budget: what it had to fit (! when over); measured: \
-    what follows the protected head, held against the budget when the head alone exceeds it; \
-    tools: the share the engine's tools recover (- when it has none)\n";
+    replaced value as current; tokens: the output's size, budget: what it had to fit (! when \
+    over); measured: the output but the protected head's messages, held against the budget \
+    when the head alone exceeds it; tools: the share the engine's tools recover (- when it has \
+    none)\n";
 
 /// What the spread table's rows mean, under it.
 const SPREAD_LEGEND: &str = "kept: the share of each kind's facts the last round's output \
