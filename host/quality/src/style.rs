@@ -86,9 +86,9 @@ impl std::str::FromStr for Style {
     }
 }
 
-/// One fact of a text kind, the same in every family: what it is about, the clause stating it
-/// and, for the first of each kind, the clause superseding it (`{v}` the value, `{old}` the
-/// value it replaces).
+/// One fact of a text kind, the same in every family: what it is about (words the clause
+/// holds, as a search for it would use them), the clause stating it and, for the first of each
+/// kind, the clause superseding it (`{v}` the value, `{old}` the value it replaces).
 struct Subject {
     kind: FactKind,
     subject: &'static str,
@@ -108,7 +108,7 @@ const SUBJECTS: &[Subject] = &[
     Subject {
         kind: FactKind::Rule,
         subject: "release tag",
-        clause: "tag every release with the prefix {v}",
+        clause: "use the release tag {v} on every release",
         update: None,
         shape: Shape::Code,
     },
@@ -152,14 +152,14 @@ const SUBJECTS: &[Subject] = &[
     Subject {
         kind: FactKind::Constraint,
         subject: "memory ceiling",
-        clause: "the worker stays under {v} MiB of memory",
+        clause: "the worker's memory ceiling is {v} MiB",
         update: None,
         shape: Shape::Amount,
     },
     Subject {
         kind: FactKind::Constraint,
         subject: "job timeout",
-        clause: "each job finishes within {v} ms",
+        clause: "the job timeout is {v} ms for every job",
         update: None,
         shape: Shape::Amount,
     },
@@ -208,21 +208,21 @@ const SUBJECTS: &[Subject] = &[
     Subject {
         kind: FactKind::Preference,
         subject: "reviewer",
-        clause: "{v} reviews the pull requests",
+        clause: "{v} is the reviewer of the pull requests",
         update: Some("my preferred reviewer is now {v}"),
         shape: Shape::Codename,
     },
     Subject {
         kind: FactKind::Preference,
         subject: "commit prefix",
-        clause: "commit messages start with {v}",
+        clause: "every commit message starts with the commit prefix {v}",
         update: None,
         shape: Shape::Code,
     },
     Subject {
         kind: FactKind::Preference,
         subject: "log format",
-        clause: "the logs use the format {v}",
+        clause: "the log format is {v}",
         update: None,
         shape: Shape::Codename,
     },

@@ -93,6 +93,9 @@ fn plants_every_kind(style: Style) -> Planted {
             }
             None => {
                 assert!(planted.messages[first].is_user(), "{style} {fact:?}");
+                // A search for the subject's words finds the statement.
+                let text = said(&planted, first);
+                assert!(text.contains(&fact.subject), "{style}: {text}");
                 assert!(update.is_none_or(|at| planted.messages[at].is_user()));
             }
         }
