@@ -236,7 +236,7 @@ const SUBJECTS: &[Subject] = &[
     Subject {
         kind: FactKind::Decision,
         subject: "cache key",
-        clause: "cache keys follow the scheme {v}",
+        clause: "the cache key scheme is {v}",
         update: None,
         shape: Shape::Code,
     },
