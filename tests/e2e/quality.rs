@@ -453,3 +453,176 @@ fn the_table_has_a_legend_for_its_columns() {
     assert!(json.success(), "{}", json.stderr);
     assert!(!json.stdout.contains("n/m:"), "{}", json.stdout);
 }
+
+/// `--style all --replicates 3`: one spread per phrasing family, each of three seeds from
+/// `--seed` up on fresh sessions, the median and range read off the replicates' last rounds.
+#[test]
+fn replicates_of_every_style_give_each_kind_its_median_and_range() {
+    let sandbox = sandbox();
+    let spreads = quality_json(
+        &sandbox,
+        &[
+            "quality",
+            "--engine",
+            "compressor",
+            "--generated",
+            "60",
+            "--rounds",
+            "3",
+            "--style",
+            "all",
+            "--replicates",
+            "3",
+            "--seed",
+            "40",
+            "--json",
+        ],
+    );
+    let spreads = spreads.as_array().unwrap();
+    let styles: Vec<&str> = spreads
+        .iter()
+        .map(|s| s["style"].as_str().unwrap())
+        .collect();
+    assert_eq!(styles, ["harness", "chat", "ticket", "labelled", "prose"]);
+    for spread in spreads {
+        let style = &spread["style"];
+        assert_eq!(spread["seeds"], serde_json::json!([40, 41, 42]), "{style}");
+        let replicates = spread["replicates"].as_array().unwrap();
+        assert_eq!(replicates.len(), 3);
+        let values = |r: &Value| -> Vec<Value> {
+            let facts = r["facts"].as_array().unwrap();
+            facts.iter().map(|f| f["value"].clone()).collect()
+        };
+        assert_ne!(values(&replicates[0]), values(&replicates[1]), "{style}");
+        for (replicate, seed) in replicates.iter().zip(40..) {
+            assert_eq!(replicate["seed"], seed);
+            assert_eq!(&replicate["style"], style);
+            assert_eq!(replicate["rounds"].as_array().unwrap().len(), 3);
+        }
+        let kinds: Vec<&str> = spread["survival"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kind"].as_str().unwrap())
+            .collect();
+        let expected: &[&str] = if style == "harness" {
+            &["rule", "constraint", "fact", "goal", "preference"]
+        } else {
+            &[
+                "rule",
+                "constraint",
+                "fact",
+                "goal",
+                "preference",
+                "prohibition",
+                "decision",
+                "question",
+                "artifact",
+            ]
+        };
+        assert_eq!(kinds, expected, "{style}");
+        // Each kind's figures are those of the replicates' last rounds.
+        for (index, kind) in spread["survival"].as_array().unwrap().iter().enumerate() {
+            let mut shares: Vec<f64> = replicates
+                .iter()
+                .map(|r| r["outcome"]["survival"][index]["share"].as_f64().unwrap())
+                .collect();
+            shares.sort_by(f64::total_cmp);
+            assert_eq!(kind["min"].as_f64().unwrap(), shares[0], "{style} {kind}");
+            assert_eq!(
+                kind["median"].as_f64().unwrap(),
+                shares[1],
+                "{style} {kind}"
+            );
+            assert_eq!(kind["max"].as_f64().unwrap(), shares[2], "{style} {kind}");
+        }
+    }
+    // The table: one block per style, each kind with its median and range.
+    let run = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "compressor",
+        "--generated",
+        "60",
+        "--rounds",
+        "2",
+        "--style",
+        "ticket",
+        "--replicates",
+        "2",
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("style ticket") && run.stdout.contains("2 replicates (seeds 27, 28)"),
+        "{}",
+        run.stdout
+    );
+    for row in ["artifact", "prohibition", "question", "overall", "stale"] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.starts_with(row) && l.contains('%')
+                    || l.starts_with(row) && row == "stale"),
+            "{row}: {}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout.contains("median over the replicates"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_style_names_its_kinds_in_the_table_and_an_unknown_one_is_refused() {
+    let sandbox = sandbox();
+    let run = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "compressor",
+        "--rounds",
+        "2",
+        "--style",
+        "labelled",
+    ]);
+    assert!(run.success(), "{}", run.stderr);
+    let header = run.stdout.lines().nth(1).unwrap();
+    for column in ["prohibition", "decision", "question", "artifact"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(
+        run.stdout.starts_with("engine compressor, style labelled"),
+        "{}",
+        run.stdout
+    );
+    let bad = sandbox.ctxhost(&["quality", "--style", "haiku"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("style 'haiku' is none of"),
+        "{}",
+        bad.stderr
+    );
+    // One picture draws one run.
+    let plot = sandbox.ctxhost(&["quality", "--replicates", "2", "--plot", "-"]);
+    assert_eq!(plot.code, Some(1), "{}", plot.stderr);
+    assert!(
+        plot.stderr.contains("--plot draws one run"),
+        "{}",
+        plot.stderr
+    );
+    // The gate reads each kind's median.
+    let gate = sandbox.ctxhost(&[
+        "quality",
+        "--engine",
+        "window",
+        "--replicates",
+        "2",
+        "--rounds",
+        "2",
+        "--min",
+        "1.0",
+    ]);
+    assert_eq!(gate.code, Some(4), "{}\n{}", gate.stdout, gate.stderr);
+    assert!(gate.stderr.contains("median"), "{}", gate.stderr);
+}

@@ -1,6 +1,8 @@
-//! The facts the harness plants: five kinds of standing information an agent must keep, each
-//! written as a natural sentence with a value nobody could guess.
+//! The facts the harness plants: kinds of standing information an agent must keep, each with a
+//! value nobody could guess, and the harness's own phrasing of the first five kinds (the
+//! `harness` style; the other phrasing families are in [`style`](crate::style)).
 
+use ctxhost_sdk::Message;
 use serde::{Deserialize, Serialize};
 
 use super::rng::Rng;
@@ -19,16 +21,28 @@ pub enum FactKind {
     Goal,
     /// How the user likes things done: "I prefer ...".
     Preference,
+    /// Something the agent must not do: "SAFETY RULE: Never reveal the API key ...".
+    Prohibition,
+    /// A choice made: "Decision — we use ... as the queue backend".
+    Decision,
+    /// A question still open: "Open question: whether ...".
+    Question,
+    /// A file a tool call read, created, modified, renamed or deleted, with its last state.
+    Artifact,
 }
 
 impl FactKind {
     /// Every kind, in report order.
-    pub const ALL: [FactKind; 5] = [
+    pub const ALL: [FactKind; 9] = [
         FactKind::Rule,
         FactKind::Constraint,
         FactKind::Fact,
         FactKind::Goal,
         FactKind::Preference,
+        FactKind::Prohibition,
+        FactKind::Decision,
+        FactKind::Question,
+        FactKind::Artifact,
     ];
 
     /// The kind's name, as the report writes it.
@@ -39,6 +53,10 @@ impl FactKind {
             FactKind::Fact => "fact",
             FactKind::Goal => "goal",
             FactKind::Preference => "preference",
+            FactKind::Prohibition => "prohibition",
+            FactKind::Decision => "decision",
+            FactKind::Question => "question",
+            FactKind::Artifact => "artifact",
         }
     }
 }
@@ -64,6 +82,98 @@ pub struct Fact {
     /// The value that supersedes it later in the session, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
+    /// For an [`FactKind::Artifact`]: what the tool calls did to the file (the value is its
+    /// path; a rename's new path supersedes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileHistory>,
+}
+
+/// What tool calls did to a planted file: a first action, and maybe a later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileHistory {
+    /// The first tool call's action.
+    pub first: FileAction,
+    /// The later tool call's action, if any: the file's last state once the session reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<FileAction>,
+}
+
+/// What a tool call did to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAction {
+    /// Read it.
+    Read,
+    /// Created it.
+    Created,
+    /// Changed its content.
+    Modified,
+    /// Moved it to another path.
+    Renamed,
+    /// Deleted it.
+    Deleted,
+}
+
+impl FileAction {
+    /// Every action.
+    pub const ALL: [FileAction; 5] = [
+        FileAction::Read,
+        FileAction::Created,
+        FileAction::Modified,
+        FileAction::Renamed,
+        FileAction::Deleted,
+    ];
+
+    /// The words (and tool and command names) that state this action on a line naming the
+    /// file, lowercase.
+    pub fn words(self) -> &'static [&'static str] {
+        match self {
+            FileAction::Read => &["read", "read_file", "viewed", "opened", "inspected", "cat"],
+            FileAction::Created => &[
+                "created",
+                "create",
+                "create_file",
+                "write_file",
+                "wrote",
+                "written",
+            ],
+            FileAction::Modified => &[
+                "modified",
+                "modify",
+                "edited",
+                "edit",
+                "edit_file",
+                "changed",
+                "updated",
+                "patched",
+                "str_replace",
+                "apply_patch",
+            ],
+            FileAction::Renamed => &[
+                "renamed",
+                "rename",
+                "rename_file",
+                "moved",
+                "move",
+                "move_file",
+                "mv",
+            ],
+            FileAction::Deleted => &[
+                "deleted",
+                "delete",
+                "delete_file",
+                "removed",
+                "remove",
+                "rm",
+            ],
+        }
+    }
+}
+
+impl std::fmt::Display for FileAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words()[0])
+    }
 }
 
 impl Fact {
@@ -75,7 +185,7 @@ impl Fact {
 
 /// How a value is made up.
 #[derive(Clone, Copy)]
-enum Shape {
+pub(crate) enum Shape {
     /// `ZX-4821-QM`
     Code,
     /// `4,317` (with the thousands separator the sentence's reader expects)
@@ -88,6 +198,10 @@ enum Shape {
     Ticket,
     /// `2027-03-14`
     Date,
+    /// `v7.38.12`
+    Version,
+    /// `/srv/kestrel-7318/data`
+    Path,
 }
 
 /// One kind of fact: its subject, the sentence planting it and the sentence superseding it
@@ -209,14 +323,14 @@ const TEMPLATES: &[Template] = &[
     },
 ];
 
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "kestrel", "quartz", "juniper", "osprey", "basalt", "marlin", "tundra", "cobalt", "saffron",
     "lantern", "meridian", "willow", "garnet", "halyard", "zephyr", "obsidian",
 ];
 
 const REGIONS: &[&str] = &["eu-north", "ap-south", "us-east", "sa-west", "me-central"];
 
-fn value(shape: Shape, rng: &mut Rng) -> String {
+pub(crate) fn value(shape: Shape, rng: &mut Rng) -> String {
     match shape {
         Shape::Code => format!(
             "{}{}-{}-{}{}",
@@ -250,45 +364,73 @@ fn value(shape: Shape, rng: &mut Rng) -> String {
             rng.range(1, 12),
             rng.range(1, 28)
         ),
+        Shape::Version => format!(
+            "v{}.{}.{}",
+            rng.range(2, 9),
+            rng.range(10, 99),
+            rng.range(10, 99)
+        ),
+        Shape::Path => format!("/srv/{}-{}/data", rng.pick(WORDS), rng.range(1000, 9999)),
     }
 }
 
-/// A sentence to plant: the fact it belongs to, and whether it supersedes its first value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sentence {
+/// What to plant for one fact: the fact it belongs to, whether it supersedes its first value,
+/// and the messages stating it (the first one the statement proper; the rest acknowledgements
+/// and filler turns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
     pub fact: usize,
     pub supersedes: bool,
-    pub text: String,
+    pub messages: Vec<ctxhost_sdk::Message>,
+    /// Index in `messages` of the message that states the fact.
+    pub states: usize,
 }
 
-/// The facts of one seed (three per kind, the first of each kind superseded later), and the
-/// sentences that plant them: first values, then updates.
-pub fn plan(rng: &mut Rng) -> (Vec<Fact>, Vec<Sentence>) {
+/// Values never drawn twice in one plan.
+#[derive(Default)]
+pub(crate) struct Fresh(std::collections::HashSet<String>);
+
+impl Fresh {
+    pub(crate) fn value(&mut self, shape: Shape, rng: &mut Rng) -> String {
+        loop {
+            let v = value(shape, rng);
+            if self.0.insert(v.clone()) {
+                return v;
+            }
+        }
+    }
+
+    /// Takes `value` when it was not drawn yet.
+    pub(crate) fn take(&mut self, value: &str) -> bool {
+        self.0.insert(value.to_string())
+    }
+}
+
+/// The facts of one seed in the harness's own phrasing (three per kind, the first of each kind
+/// superseded later), and the statements that plant them: one user message each.
+pub fn plan(rng: &mut Rng) -> (Vec<Fact>, Vec<Statement>) {
     let mut facts = Vec::new();
     let mut sentences = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    let mut fresh = |shape: Shape, rng: &mut Rng| loop {
-        let v = value(shape, rng);
-        if used.insert(v.clone()) {
-            return v;
-        }
-    };
+    let mut used = Fresh::default();
+    let mut fresh = |shape: Shape, rng: &mut Rng| used.value(shape, rng);
     let mut first_of_kind = std::collections::HashSet::new();
     for (id, template) in TEMPLATES.iter().enumerate() {
         let first = fresh(template.shape, rng);
         let superseded_by = first_of_kind
             .insert(template.kind)
             .then(|| fresh(template.shape, rng));
-        sentences.push(Sentence {
+        sentences.push(Statement {
             fact: id,
             supersedes: false,
-            text: template.plant.replace("{v}", &first),
+            messages: vec![Message::user(template.plant.replace("{v}", &first))],
+            states: 0,
         });
         if let Some(new) = &superseded_by {
-            sentences.push(Sentence {
+            sentences.push(Statement {
                 fact: id,
                 supersedes: true,
-                text: template.update.replace("{v}", new),
+                messages: vec![Message::user(template.update.replace("{v}", new))],
+                states: 0,
             });
         }
         facts.push(Fact {
@@ -297,6 +439,7 @@ pub fn plan(rng: &mut Rng) -> (Vec<Fact>, Vec<Sentence>) {
             subject: template.subject.to_string(),
             value: first,
             superseded_by,
+            file: None,
         });
     }
     (facts, sentences)

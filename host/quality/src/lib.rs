@@ -6,18 +6,24 @@
 //! host (`ctxhost_sdk_test::EngineSubject`). It also reads the [`corpus`] of agent transcripts,
 //! found at run time.
 //!
-//! - [`plant`]: five kinds of standing facts ([`FactKind`]: rules, constraints, facts, goals,
-//!   preferences), three of each with unguessable values from a seed, written as natural
-//!   sentences into the session's user messages from start to end; the first fact of each kind
-//!   is superseded later ("Update: the budget cap is now $5,120").
-//! - [`run`]: the session cut into `rounds + 1` parts at turn boundaries; round *k* appends
-//!   part *k* to the previous round's output and compresses it (forced) with
-//!   [`CompressOptions::target_tokens`] set to the [`Budget`]. After each round, a fact
-//!   survives when the output shows its current value; one whose superseded value shows without
-//!   the current one is *stale*. An engine with lcm's tools is also scored on what a scripted
-//!   agent recovers with them ([`retrieval`]).
+//! - [`plant_in_style`]: kinds of standing facts ([`FactKind`]), three of each with
+//!   unguessable values from a seed, planted from start to end of the session; the first fact
+//!   of each kind is superseded later. The [`Style`] is the phrasing family: the harness's own
+//!   sentences for five kinds ([`plant`]), or chat, ticket, labelled and prose phrasings of eight
+//!   kinds, each statement a turn of its own with acknowledgements and filler, plus files
+//!   touched by real tool calls (the artifact kind).
+//! - [`run_in_style`] (and [`run`], the harness's phrasing): the session cut into
+//!   `rounds + 1` parts at turn boundaries; round *k* appends part *k* to the previous round's
+//!   output and compresses it (forced) with [`CompressOptions::target_tokens`] set to the
+//!   [`Budget`]. After each round a fact is kept when the output states its current value (a
+//!   file: its path and last action) and shows no superseded value as current; it is *stale*
+//!   when the output's last word on it is a superseded value ([`probe`]). A round is within
+//!   budget when the output fits, or when the protected head alone exceeds the budget, what
+//!   follows it. An engine with lcm's tools is also scored on what a scripted agent recovers
+//!   with them ([`retrieval`]).
 //! - [`QualityReport`]: serde data, a [`table`](QualityReport::table), and the gate
-//!   [`passes`](QualityReport::passes).
+//!   [`passes`](QualityReport::passes); [`Spread`]: replicates under several seeds, each kind's
+//!   median and range.
 //!
 //! ```
 //! use ctxhost_quality::{self as quality, Budget, Settings};
@@ -52,18 +58,23 @@ mod budget;
 pub mod corpus;
 mod facts;
 mod plant;
+pub mod probe;
 mod report;
 pub mod retrieval;
 mod rng;
+mod spread;
+mod style;
 mod subject;
 
 pub use budget::{BadBudget, Budget};
-pub use facts::{Fact, FactKind};
-pub use plant::{plant, split, Placement, Planted};
+pub use facts::{Fact, FactKind, FileAction, FileHistory};
+pub use plant::{plant, plant_in_style, split, Placement, Planted};
 pub use report::{
     FactRound, FirstUnderHalf, KindScore, Outcome, QualityReport, Retrieval, Round, Score,
 };
 pub use rng::Rng;
+pub use spread::{KindSpread, Range, Spread};
+pub use style::{BadStyle, Style};
 pub use subject::{tool_name, Subject, SubjectError};
 
 use ctxhost_sdk::{CompressOptions, Message};
@@ -107,20 +118,41 @@ impl Default for Settings {
     }
 }
 
-/// Plants the facts in `session`, compacts it `settings.rounds` times through `subject` and
-/// probes every output.
+/// Plants the facts in `session` in the harness's own phrasing, compacts it `settings.rounds`
+/// times through `subject` and probes every output ([`run_in_style`] with [`Style::Harness`]).
 pub fn run(
     subject: &mut dyn Subject,
     session: &[Message],
     settings: &Settings,
 ) -> Result<QualityReport, QualityError> {
+    run_in_style(subject, session, settings, Style::Harness)
+}
+
+/// Plants the facts in `session` phrased in `style`, compacts it `settings.rounds` times
+/// through `subject` and probes every output.
+pub fn run_in_style(
+    subject: &mut dyn Subject,
+    session: &[Message],
+    settings: &Settings,
+    style: Style,
+) -> Result<QualityReport, QualityError> {
     if settings.rounds == 0 {
         return Err(QualityError::NoRounds);
     }
-    let planted = plant(session, settings.seed)?;
+    let planted = plant_in_style(session, settings.seed, style)?;
     let ends = split(&planted.messages, settings.rounds + 1, |m| {
         subject.count(std::slice::from_ref(m))
     })?;
+    // The protected head: the system prompt and the task (everything up to the first user
+    // message), which engines keep as it is.
+    let head_len = planted
+        .messages
+        .iter()
+        .position(Message::is_user)
+        .map_or(0, |i| i + 1);
+    let head = &planted.messages[..head_len];
+    let head_tokens = subject.count(head);
+    let kinds = style.kinds();
     let tools = subject.tool_names();
     let retrieving = retrieval::available(&tools);
     let mut context: Vec<Message> = planted.messages[..ends[0]].to_vec();
@@ -141,6 +173,18 @@ pub fn run(
             Err(error) => (context.clone(), Some(error.to_string())),
         };
         let output_tokens = subject.count(&output);
+        // When the head alone exceeds the budget no engine that keeps it can meet it: the
+        // rest of the output is measured instead.
+        let measured_tokens = if head_tokens > budget_tokens {
+            let rest: Vec<Message> = output
+                .iter()
+                .filter(|m| !head.iter().any(|h| same_to_the_model(m, h)))
+                .cloned()
+                .collect();
+            subject.count(&rest)
+        } else {
+            output_tokens
+        };
         let text: String = output
             .iter()
             .map(|m| m.searchable_text().into_owned())
@@ -155,27 +199,33 @@ pub fn run(
             {
                 continue;
             }
-            let updated = fact
-                .superseded_by
-                .as_ref()
-                .filter(|_| planted.placement(fact.id, true).is_some_and(|at| at < seen));
+            let changed = planted.placement(fact.id, true).is_some_and(|at| at < seen);
+            let updated = fact.superseded_by.as_ref().filter(|_| changed);
             let current = updated.unwrap_or(&fact.value).clone();
-            let kept = text.contains(&current);
-            let stale = updated.is_some() && !kept && text.contains(&fact.value);
+            let former = updated.map(|_| fact.value.as_str());
+            let (shown, state) = match fact.file {
+                Some(history) => {
+                    let action = history.then.filter(|_| changed).unwrap_or(history.first);
+                    (probe::file(&text, &current, action, former), Some(action))
+                }
+                None => (probe::value(&text, &current, former), None),
+            };
             let retrieved =
                 retrieving.then(|| retrieval::recovers(subject, &tools, &fact.subject, &current));
             facts.push(FactRound {
                 fact: fact.id,
                 current,
-                kept,
-                stale,
+                state,
+                kept: shown.kept,
+                stale: shown.stale,
                 retrieved,
             });
         }
         let kind_of = |id: usize| planted.facts[id].kind;
-        let (survival, overall) = scores(&facts, kind_of, |f| f.kept);
+        let (survival, overall) = scores(&kinds, &facts, kind_of, |f| f.kept);
         let retrieval = retrieving.then(|| {
-            let (survival, overall) = scores(&facts, kind_of, |f| f.retrieved == Some(true));
+            let (survival, overall) =
+                scores(&kinds, &facts, kind_of, |f| f.retrieved == Some(true));
             Retrieval { survival, overall }
         });
         rounds.push(Round {
@@ -185,7 +235,9 @@ pub fn run(
             budget_tokens,
             output_messages: output.len(),
             output_tokens,
-            budget_met: output_tokens <= budget_tokens,
+            head_tokens,
+            measured_tokens,
+            budget_met: measured_tokens <= budget_tokens,
             error,
             survival,
             overall,
@@ -195,9 +247,10 @@ pub fn run(
         });
         context = output;
     }
-    let outcome = outcome(&rounds);
+    let outcome = outcome(&kinds, &rounds);
     Ok(QualityReport {
         engine: subject.engine(),
+        style,
         seed: settings.seed,
         budget: settings.budget,
         session_messages: planted.messages.len(),
@@ -208,12 +261,19 @@ pub fn run(
     })
 }
 
+/// Whether two messages read the same to the model: the same role and text (an engine may
+/// store a message and give it back in another but equal shape).
+fn same_to_the_model(a: &Message, b: &Message) -> bool {
+    a.role() == b.role() && a.searchable_text() == b.searchable_text()
+}
+
 fn scores(
+    kinds: &[FactKind],
     facts: &[FactRound],
     kind_of: impl Fn(usize) -> FactKind,
     kept: impl Fn(&FactRound) -> bool,
 ) -> (Vec<KindScore>, Score) {
-    let survival = FactKind::ALL
+    let survival = kinds
         .iter()
         .map(|&kind| {
             let of_kind = facts.iter().filter(|f| kind_of(f.fact) == kind);
@@ -227,9 +287,9 @@ fn scores(
     (survival, overall)
 }
 
-fn outcome(rounds: &[Round]) -> Outcome {
+fn outcome(kinds: &[FactKind], rounds: &[Round]) -> Outcome {
     let last = rounds.last().expect("at least one round ran");
-    let first_under_half = FactKind::ALL
+    let first_under_half = kinds
         .iter()
         .map(|&kind| FirstUnderHalf {
             kind,

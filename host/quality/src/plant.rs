@@ -3,8 +3,9 @@
 
 use ctxhost_sdk::Message;
 
-use super::facts::{self, Fact, Sentence};
+use super::facts::{Fact, Statement};
 use super::rng::Rng;
+use super::style::{self, Style};
 use super::QualityError;
 
 /// Where one sentence went.
@@ -14,7 +15,8 @@ pub struct Placement {
     pub fact: usize,
     /// The sentence superseding the fact's first value.
     pub supersedes: bool,
-    /// Index of the user message that states it.
+    /// Index of the message that states it (a user message, or for a file the assistant's
+    /// tool call).
     pub message: usize,
 }
 
@@ -39,13 +41,25 @@ impl Planted {
     }
 }
 
-/// Plants the facts of `seed` in `session`: every sentence is a user message inserted after a
-/// plain-text user message (not after the first, which engines protect as the task), spread
-/// evenly from start to end. First values land in the first half, updates in the second, so
-/// an update always comes after the value it supersedes.
+/// Plants the facts of `seed` in `session` in the harness's own phrasing
+/// ([`plant_in_style`] with [`Style::Harness`]).
 pub fn plant(session: &[Message], seed: u64) -> Result<Planted, QualityError> {
+    plant_in_style(session, seed, Style::Harness)
+}
+
+/// Plants the facts of `seed` in `session`, phrased in `style`, spread evenly from start to end
+/// over the plain-text user messages but the first (which engines protect as the task). In the
+/// harness's phrasing each sentence is a user message right after such a message; in the other
+/// families each statement is a turn of its own (the user's message or a tool call, then an
+/// acknowledgement and filler) right before one. First values land in the first half, updates
+/// in the second, so an update always comes after the value it supersedes.
+pub fn plant_in_style(
+    session: &[Message],
+    seed: u64,
+    style: Style,
+) -> Result<Planted, QualityError> {
     let mut rng = Rng::new(seed);
-    let (facts, sentences) = facts::plan(&mut rng);
+    let (facts, sentences) = style::plan(style, &mut rng);
     let first_user = session.iter().position(Message::is_user);
     let candidates: Vec<usize> = session
         .iter()
@@ -71,25 +85,34 @@ pub fn plant(session: &[Message], seed: u64) -> Result<Planted, QualityError> {
     rng.shuffle(&mut early);
     rng.shuffle(&mut late);
     let order: Vec<_> = early.into_iter().chain(late).collect();
-    // Each sentence is a user message of its own, right after a user message of the session:
-    // a user stating something between turns, the way people do. Appended to the session's own
-    // user text it could land inside a tool observation (agents such as SWE-agent send their
+    // Each statement is a message of its own next to a user message of the session: a user
+    // stating something between turns, the way people do. Appended to the session's own user
+    // text it could land inside a tool observation (agents such as SWE-agent send their
     // observations as user messages), which no reader takes for the user's word.
-    let mut after: Vec<Vec<Sentence>> = vec![Vec::new(); session.len()];
+    let mut at: Vec<Vec<Statement>> = vec![Vec::new(); session.len()];
     for (slot, sentence) in order.into_iter().enumerate() {
-        after[candidates[slot * candidates.len() / total]].push(sentence);
+        at[candidates[slot * candidates.len() / total]].push(sentence);
     }
+    let before = style.turns_of_its_own();
     let mut messages = Vec::with_capacity(session.len() + total);
     let mut placements = Vec::with_capacity(total);
-    for (message, sentences) in session.iter().zip(after) {
-        messages.push(message.clone());
-        for sentence in sentences {
+    let mut insert = |messages: &mut Vec<Message>, statements: Vec<Statement>| {
+        for statement in statements {
             placements.push(Placement {
-                fact: sentence.fact,
-                supersedes: sentence.supersedes,
-                message: messages.len(),
+                fact: statement.fact,
+                supersedes: statement.supersedes,
+                message: messages.len() + statement.states,
             });
-            messages.push(Message::user(sentence.text));
+            messages.extend(statement.messages);
+        }
+    };
+    for (message, statements) in session.iter().zip(at) {
+        if before {
+            insert(&mut messages, statements);
+            messages.push(message.clone());
+        } else {
+            messages.push(message.clone());
+            insert(&mut messages, statements);
         }
     }
     Ok(Planted {

@@ -6,13 +6,16 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::budget::Budget;
-use super::facts::{Fact, FactKind};
+use super::facts::{Fact, FactKind, FileAction};
+use super::style::Style;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QualityReport {
     /// The engine measured.
     pub engine: String,
+    /// How the facts were phrased.
+    pub style: Style,
     /// The seed that picked the facts and their places.
     pub seed: u64,
     /// Each round's output budget.
@@ -44,7 +47,12 @@ pub struct Round {
     pub output_messages: usize,
     /// Tokens of the output.
     pub output_tokens: u64,
-    /// `output_tokens <= budget_tokens`.
+    /// Tokens of the protected head (the system prompt and the task), which engines keep.
+    pub head_tokens: u64,
+    /// What is held against the budget: the output, or when the head alone exceeds the budget,
+    /// the output but the head's messages.
+    pub measured_tokens: u64,
+    /// `measured_tokens <= budget_tokens`.
     pub budget_met: bool,
     /// Set when the engine failed; the round's output is then its input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,7 +61,8 @@ pub struct Round {
     pub survival: Vec<KindScore>,
     /// All kinds together.
     pub overall: Score,
-    /// Facts whose superseded value the output shows without the value replacing it.
+    /// Facts the output shows with a superseded value (for a file an earlier state or its
+    /// former path) as the current one.
     pub stale: Vec<usize>,
     /// What the scripted retrieval agent recovered with the engine's tools (engines with
     /// lcm's tools only).
@@ -79,9 +88,13 @@ pub struct FactRound {
     pub fact: usize,
     /// Its value as of this round (the update once the session has reached it).
     pub current: String,
-    /// The output shows `current`.
+    /// For a file: what was last done to it as of this round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<FileAction>,
+    /// The output states `current` (for a file: its path and last action) and shows no
+    /// superseded value as current.
     pub kept: bool,
-    /// The output shows the superseded value and not `current`.
+    /// The output shows a superseded value (a file's earlier state or former path) as current.
     pub stale: bool,
     /// The retrieval agent found `current`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,36 +174,58 @@ impl QualityReport {
         self.outcome.weakest >= min
     }
 
+    /// The kinds planted, in report order.
+    pub fn kinds(&self) -> Vec<FactKind> {
+        FactKind::ALL
+            .into_iter()
+            .filter(|kind| self.facts.iter().any(|f| f.kind == *kind))
+            .collect()
+    }
+
     /// The report as a table: one row per round (survival per kind, overall, stale, size
     /// against budget), then the outcome.
     pub fn table(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "engine {}, seed {}, budget {}, {} facts in {} messages ({} tokens)",
+            "engine {}, style {}, seed {}, budget {}, {} facts in {} messages ({} tokens)",
             self.engine,
+            self.style,
             self.seed,
             self.budget,
             self.facts.len(),
             self.session_messages,
             self.session_tokens
         );
+        let kinds = self.kinds();
+        let head_over = self
+            .rounds
+            .iter()
+            .any(|r| r.measured_tokens != r.output_tokens);
         let _ = write!(out, "{:<6}", "round");
-        for kind in FactKind::ALL {
+        for kind in &kinds {
             let _ = write!(out, "{:>12}", kind.name());
         }
         let _ = writeln!(
             out,
-            "{:>9}{:>7}{:>10}{:>10}  tools",
-            "overall", "stale", "tokens", "budget"
+            "{:>9}{:>7}{:>10}{}{:>10}  tools",
+            "overall",
+            "stale",
+            "tokens",
+            if head_over {
+                format!("{:>10}", "measured")
+            } else {
+                String::new()
+            },
+            "budget"
         );
         for round in &self.rounds {
             let _ = write!(out, "{:<6}", round.round);
-            for kind in FactKind::ALL {
+            for kind in &kinds {
                 let cell = round
                     .survival
                     .iter()
-                    .find(|s| s.kind == kind)
+                    .find(|s| s.kind == *kind)
                     .map(|s| format!("{}/{}", s.score.kept, s.score.planted))
                     .unwrap_or_default();
                 let _ = write!(out, "{cell:>12}");
@@ -200,12 +235,18 @@ impl QualityReport {
                 .as_ref()
                 .map(|r| percent(r.overall.share))
                 .unwrap_or_else(|| "-".to_string());
+            let measured = if head_over {
+                format!("{:>10}", round.measured_tokens)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "{:>9}{:>7}{:>10}{:>9}{}  {}{}",
+                "{:>9}{:>7}{:>10}{}{:>9}{}  {}{}",
                 percent(round.overall.share),
                 round.stale.len(),
                 round.output_tokens,
+                measured,
                 round.budget_tokens,
                 if round.budget_met { " " } else { "!" },
                 tools,
@@ -244,6 +285,6 @@ impl QualityReport {
     }
 }
 
-fn percent(share: f64) -> String {
+pub(crate) fn percent(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }

@@ -1,7 +1,7 @@
 //! The quality harness through its public API: planting, rounds, probing, the gate and the
 //! report's JSON shape, on small engines whose effect on the facts is known.
 
-use ctxhost_quality::{Budget, FactKind, QualityError, Settings, Subject, SubjectError};
+use ctxhost_quality::{Budget, QualityError, Settings, Style, Subject, SubjectError};
 use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
 use ctxhost_sdk_test::EngineSubject;
 use serde_json::{json, Value};
@@ -101,7 +101,7 @@ fn settings() -> Settings {
 fn every_fact_is_planted_once_with_its_update_after_it() {
     let planted = ctxhost_quality::plant(&session(), 11).unwrap();
     assert_eq!(planted.facts.len(), 15);
-    for kind in FactKind::ALL {
+    for kind in Style::Harness.kinds() {
         let of_kind: Vec<_> = planted.facts.iter().filter(|f| f.kind == kind).collect();
         assert_eq!(of_kind.len(), 3, "{kind}");
         assert_eq!(
@@ -280,6 +280,7 @@ fn the_json_report_has_a_stable_shape() {
         keys(&value),
         [
             "engine",
+            "style",
             "seed",
             "budget",
             "session_messages",
@@ -290,6 +291,7 @@ fn the_json_report_has_a_stable_shape() {
         ]
     );
     assert_eq!(value["budget"], json!({"share": 20.0}));
+    assert_eq!(value["style"], "harness");
     assert_eq!(
         keys(&value["rounds"][0]),
         [
@@ -299,6 +301,8 @@ fn the_json_report_has_a_stable_shape() {
             "budget_tokens",
             "output_messages",
             "output_tokens",
+            "head_tokens",
+            "measured_tokens",
             "budget_met",
             "survival",
             "overall",

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use clap::Args;
 use ctxhost_core::{Session, SessionOptions};
 use ctxhost_quality::corpus::Corpus;
-use ctxhost_quality::{Budget, Settings, Subject, SubjectError};
+use ctxhost_quality::{Budget, QualityReport, Settings, Spread, Style, Subject, SubjectError};
 use ctxhost_sdk::{CompressOptions, Message};
 use ctxhost_wire::transcript::{self, Format};
 use serde_json::Value;
@@ -26,16 +26,25 @@ const EXAMPLE_SESSION: &str = include_str!("../../../../examples/session.json");
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Facts: three rules, constraints, facts, goals and preferences each, with values from --seed,
-appended to user messages from start to end; the first of each kind is superseded later. The
+Facts: three of each kind with values from --seed, planted from start to end; the first of
+each kind is superseded later. --style harness (the default) plants rules, constraints, facts,
+goals and preferences in the harness's own sentences, each a user message; chat, ticket,
+labelled and prose phrase those and prohibitions, decisions and open questions their own way,
+each a turn of its own acknowledged by the assistant, with filler turns between them, and
+plant four files touched by tool calls (created, read, modified, renamed, deleted). The
 session is cut into ROUNDS + 1 parts at user messages; round k appends part k to the previous
 round's output and compresses it (forced) to the budget. A fact survives a round when the
-output shows its current value; it is stale when the output shows a superseded value without
-the current one. Engines with lcm's tools are also scored on what a scripted agent recovers
-with at most three calls (lcm_grep for the fact's subject, then lcm_expand on the matches).
+output states its current value (a file: its path and what was done to it last) and shows no
+superseded value as current; it is stale when the last the output says of it is a superseded
+value (a former path, an earlier state). A round is within budget when the output fits it, or
+when the protected head (system prompt and task) alone exceeds it, the rest of the output does.
+Engines with lcm's tools are also scored on what a scripted agent recovers with at most three
+calls (lcm_grep for the fact's subject, then lcm_expand on the matches). --replicates N runs
+seeds SEED to SEED+N-1, each on a fresh session, and prints each kind's median and range.
 
 Exit status: 0 when measured (and every kind passed --min); 4 when a fact kind kept less than
---min of its facts after the last round; 3 when the engine failed in a round; 1 on errors.")]
+--min of its facts after the last round (with replicates: its median); 3 when the engine
+failed in a round; 1 on errors.")]
 pub struct QualityArgs {
     /// Session to plant the facts in: OpenAI chat messages (JSON array or JSONL), a Hermes
     /// trajectory, Anthropic Messages, a Claude Code session log or a Codex rollout (`-` reads
@@ -62,6 +71,12 @@ pub struct QualityArgs {
     /// Picks the facts' values and where they go (same seed, same facts)
     #[arg(long, value_name = "N", default_value_t = Settings::default().seed)]
     pub seed: u64,
+    /// How the facts are phrased: harness, chat, ticket, labelled, prose, or all (each in turn)
+    #[arg(long, value_name = "STYLE", default_value = "harness", value_parser = styles)]
+    pub style: Styles,
+    /// Runs this many seeds (from --seed up) and prints each kind's median and range
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub replicates: u16,
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
@@ -77,6 +92,17 @@ pub struct QualityArgs {
     pub format: Option<Format>,
 }
 
+/// The phrasing families `--style` names.
+#[derive(Debug, Clone)]
+pub struct Styles(Vec<Style>);
+
+fn styles(text: &str) -> Result<Styles, ctxhost_quality::BadStyle> {
+    if text.trim() == "all" {
+        return Ok(Styles(Style::ALL.to_vec()));
+    }
+    Ok(Styles(vec![text.parse()?]))
+}
+
 fn share(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
@@ -86,25 +112,27 @@ fn share(text: &str) -> Result<f64, String> {
 
 /// What the table's columns mean, under it.
 const LEGEND: &str = "n/m: of the m facts of that kind planted so far, the n whose current \
-    value the round's output still states; overall: all kinds; stale: facts stated only with a \
-    replaced value; tokens: the output's size, budget: what it had to fit (! when over); tools: \
-    the share the engine's tools recover (- when it has none)\n";
+    value the round's output still states; overall: all kinds; stale: facts shown with a \
+    replaced value as current; tokens: the output's size, budget: what it had to fit (! when \
+    over); measured: the output but the protected head's messages, held against the budget \
+    when the head alone exceeds it; tools: the share the engine's tools recover (- when it has \
+    none)\n";
+
+/// What the spread table's rows mean, under it.
+const SPREAD_LEGEND: &str = "kept: the share of each kind's facts the last round's output \
+    still states, median over the replicates (lowest-highest); stale: facts shown with a \
+    superseded value as current; budget met: rounds within budget; tools: the share the \
+    engine's tools recover\n";
 
 pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> {
     let app = App::new(global)?;
     app.warm_tokenizer();
     let messages = session(args)?;
-    let session = app.open_session(
-        args.engine.as_deref(),
-        SessionOptions::new("quality").temporary(),
-    )?;
-    let mut subject = SessionSubject::new(&app, session);
-    let settings = Settings {
-        budget: args.budget,
-        rounds: usize::from(args.rounds),
-        seed: args.seed,
-    };
-    let report = ctxhost_quality::run(&mut subject, &messages, &settings)?;
+    let styles = &args.style.0;
+    if styles.len() > 1 || args.replicates > 1 {
+        return run_spreads(&app, args, &messages);
+    }
+    let report = measure(&app, args, &messages, styles[0], args.seed)?;
     if let Some(path) = &args.plot {
         output::write(path, quality_plot::svg(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -130,6 +158,79 @@ pub fn run(global: &GlobalArgs, args: &QualityArgs) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::from(UNDER_GATE));
     }
     if report.rounds.iter().any(|r| r.error.is_some()) {
+        return Ok(ExitCode::from(super::compress::ENGINE_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One run on a fresh session of the engine.
+fn measure(
+    app: &App,
+    args: &QualityArgs,
+    messages: &[Message],
+    style: Style,
+    seed: u64,
+) -> anyhow::Result<QualityReport> {
+    let session = app.open_session(
+        args.engine.as_deref(),
+        SessionOptions::new("quality").temporary(),
+    )?;
+    let mut subject = SessionSubject::new(app, session);
+    let settings = Settings {
+        budget: args.budget,
+        rounds: usize::from(args.rounds),
+        seed,
+    };
+    Ok(ctxhost_quality::run_in_style(
+        &mut subject,
+        messages,
+        &settings,
+        style,
+    )?)
+}
+
+/// Every style asked, `--replicates` seeds each: one spread per style.
+fn run_spreads(app: &App, args: &QualityArgs, messages: &[Message]) -> anyhow::Result<ExitCode> {
+    if args.plot.is_some() {
+        anyhow::bail!("--plot draws one run: use it without --replicates and --style all");
+    }
+    let mut spreads = Vec::new();
+    for &style in &args.style.0 {
+        let reports = (0..u64::from(args.replicates))
+            .map(|i| measure(app, args, messages, style, args.seed.wrapping_add(i)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        spreads.push(Spread::of(reports).expect("at least one replicate"));
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&spreads)? + "\n"
+    } else {
+        let tables: Vec<String> = spreads.iter().map(Spread::table).collect();
+        tables.join("\n") + SPREAD_LEGEND
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    let weakest = |spread: &Spread| {
+        spread
+            .survival
+            .iter()
+            .map(|k| k.share.median)
+            .fold(1.0, f64::min)
+    };
+    if let Some(min) = args.min {
+        if let Some(under) = spreads.iter().find(|s| weakest(s) < min) {
+            eprintln!(
+                "quality: in the {} style the weakest fact kind kept a median {:.0}% of its facts, under --min {:.0}%",
+                under.style,
+                weakest(under) * 100.0,
+                min * 100.0
+            );
+            return Ok(ExitCode::from(UNDER_GATE));
+        }
+    }
+    let failed = spreads
+        .iter()
+        .flat_map(|s| &s.replicates)
+        .any(|r| r.rounds.iter().any(|round| round.error.is_some()));
+    if failed {
         return Ok(ExitCode::from(super::compress::ENGINE_FAILED));
     }
     Ok(ExitCode::SUCCESS)

@@ -16,12 +16,16 @@ const RIGHT: f64 = 180.0;
 const TOP: f64 = 70.0;
 const BOTTOM: f64 = 60.0;
 
-const KIND_COLORS: [(FactKind, &str); 5] = [
+const KIND_COLORS: [(FactKind, &str); 9] = [
     (FactKind::Rule, "#c62828"),
     (FactKind::Constraint, "#e65100"),
     (FactKind::Fact, "#1f5fbf"),
     (FactKind::Goal, "#2e7d32"),
     (FactKind::Preference, "#6a3d9a"),
+    (FactKind::Prohibition, "#ad1457"),
+    (FactKind::Decision, "#5d4037"),
+    (FactKind::Question, "#9e9d24"),
+    (FactKind::Artifact, "#455a64"),
 ];
 const TOOLS_COLOR: &str = "#00838f";
 
@@ -40,10 +44,11 @@ pub fn svg(report: &QualityReport) -> String {
         h = fmt(HEIGHT)
     );
     let title = format!(
-        "ctxhost quality: {} at {}, {} facts",
+        "ctxhost quality: {} at {}, {} facts ({} style)",
         report.engine,
         report.budget,
-        report.facts.len()
+        report.facts.len(),
+        report.style
     );
     let _ = write!(
         out,
@@ -86,8 +91,10 @@ pub fn svg(report: &QualityReport) -> String {
         fmt(LEFT + plot_width / 2.0),
         fmt(HEIGHT - 16.0)
     );
+    let kinds = report.kinds();
     let mut curves: Vec<(String, &str, Vec<f64>, bool)> = KIND_COLORS
         .iter()
+        .filter(|(kind, _)| kinds.contains(kind))
         .map(|&(kind, color)| {
             let shares = report
                 .rounds
