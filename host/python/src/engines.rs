@@ -9,7 +9,7 @@ use ctxhost::cli::{App, GlobalArgs};
 use ctxhost_core::SessionOptions;
 use pyo3::prelude::*;
 
-use crate::errors::{resolve_error, ConfigError, EngineError};
+use crate::errors::ConfigError;
 use crate::session::Session;
 
 /// The engines of one configuration, and the runtime their sessions run on.
@@ -73,28 +73,6 @@ impl Engines {
             Some(name) => (name, options.strict()),
             None => (self.default_engine(), options),
         };
-        open(py, &self.app, &name, options)
+        Session::open(py, &self.app, &name, options)
     }
-}
-
-/// Opens and begins a session, printing resolution warnings as the command does.
-pub fn open(
-    py: Python<'_>,
-    app: &Arc<App>,
-    name: &str,
-    options: SessionOptions,
-) -> PyResult<Session> {
-    py.detach(|| {
-        let mut session = app
-            .engines
-            .open_session(name, options.clone())
-            .map_err(resolve_error)?;
-        for warning in session.warnings() {
-            app.warn(warning);
-        }
-        app.runtime
-            .block_on(session.begin())
-            .map_err(|error| EngineError::new_err(error.to_string()))?;
-        Ok(Session::new(app.clone(), options, session))
-    })
 }

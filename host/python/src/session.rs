@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{messages_from, messages_to, usage_from, value_from, value_to};
-use crate::errors::session_error;
+use crate::errors::{resolve_error, session_error, EngineError};
 
 /// A session: an id and the engine instance serving it.
 #[pyclass(module = "ctxhost", frozen)]
@@ -27,13 +27,36 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(app: Arc<App>, options: SessionOptions, host: HostSession) -> Self {
+    fn new(app: Arc<App>, options: SessionOptions, host: HostSession) -> Self {
         Session {
             app,
             engine: host.engine().to_string(),
             options: options.strict(),
             host: Mutex::new(host),
         }
+    }
+
+    /// Opens session `options.id` on engine `name` and begins it, printing resolution warnings
+    /// as the command does.
+    pub fn open(
+        py: Python<'_>,
+        app: &Arc<App>,
+        name: &str,
+        options: SessionOptions,
+    ) -> PyResult<Session> {
+        py.detach(|| {
+            let mut session = app
+                .engines
+                .open_session(name, options.clone())
+                .map_err(resolve_error)?;
+            for warning in session.warnings() {
+                app.warn(warning);
+            }
+            app.runtime
+                .block_on(session.begin())
+                .map_err(|error| EngineError::new_err(error.to_string()))?;
+            Ok(Session::new(app.clone(), options, session))
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, HostSession> {
@@ -222,7 +245,7 @@ impl Session {
     /// A new handle on the same engine and its store, with the same session id: a new engine
     /// instance, as a second agent on the same conversation would have.
     fn clone(&self, py: Python<'_>) -> PyResult<Session> {
-        crate::engines::open(py, &self.app, &self.engine, self.options.clone())
+        Session::open(py, &self.app, &self.engine, self.options.clone())
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
