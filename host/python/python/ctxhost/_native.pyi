@@ -1,6 +1,7 @@
 """Types of ctxhost's extension module (re-exported by `ctxhost`)."""
 
 from os import PathLike
+from pathlib import Path
 from typing import Any
 
 __version__: str
@@ -26,7 +27,7 @@ class Engines:
     @property
     def default_engine(self) -> str: ...
     @property
-    def config_path(self) -> str: ...
+    def config_path(self) -> Path: ...
     def session(
         self,
         session_id: str,
