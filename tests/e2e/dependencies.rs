@@ -78,6 +78,7 @@ const HOST_CRATES: &[&str] = &[
     "ctxhost-tokens",
     "ctxhost-metrics",
     "ctxhost-redact",
+    "ctxhost-python",
 ];
 
 /// Crates under `host/` that both sides may use.
@@ -182,6 +183,15 @@ fn host_crates_depend_downwards_only_and_no_engine_depends_on_the_host() {
     // The gateway never depends on the binary; the binary is the top.
     assert!(!on_host("ctxhost-gateway").contains(&"ctxhost".to_string()));
     assert!(direct("ctxhost").contains(&"ctxhost-gateway".to_string()));
+    // The Python package is the top beside the binary: it runs the binary's library, and no
+    // crate depends on it.
+    assert!(direct("ctxhost-python").contains(&"ctxhost".to_string()));
+    for (name, _, dependencies) in &packages {
+        assert!(
+            !dependencies.contains(&"ctxhost-python".to_string()),
+            "{name} depends on the Python package"
+        );
+    }
     // No engine (SDK, test support, compressor, plugins, fixtures) depends on any host crate.
     let engines: Vec<&String> = packages
         .iter()

@@ -21,6 +21,8 @@
 //!   two-core machine); DIR must be the package of the `ctxhost` binary, and `Cargo.lock`, which
 //!   `--locked` builds with, must exist.
 //! - `codex ...` is only **parsed**: the agent CLIs are not installed for this suite.
+//! - `pip install ctxhost` is only **parsed**: the Python package's own tests (host/python/tests,
+//!   run by `.ci/run` against the wheel built from this checkout) cover what it installs.
 //!
 //! Every command is also checked by `bash -n`. A command that fits none of these fails the test:
 //! a new command in the README needs a way to run here.
@@ -181,6 +183,7 @@ fn every_shell_command_of_the_readme_runs_as_written() {
                 ["cargo", "test", "--workspace"] => {}
                 ["cargo", "install", "--locked", "--path", dir] => installable(dir),
                 ["codex", ..] => {}
+                ["pip", "install", "ctxhost"] => python_package(),
                 _ => panic!("README command with no way to run it in this test: {command}"),
             }
             seen.push(argv.join(" "));
@@ -277,6 +280,17 @@ fn installable(dir: &str) {
     assert!(
         root.join("Cargo.lock").is_file(),
         "--locked needs Cargo.lock"
+    );
+}
+
+/// `pip install ctxhost`: the package it names is the one `host/python` builds.
+fn python_package() {
+    let pyproject =
+        std::fs::read_to_string(workspace_root().join("host/python/pyproject.toml")).unwrap();
+    assert!(pyproject.contains("\nname = \"ctxhost\"\n"), "{pyproject}");
+    assert!(
+        pyproject.contains("build-backend = \"maturin\""),
+        "{pyproject}"
     );
 }
 

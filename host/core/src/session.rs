@@ -321,6 +321,13 @@ impl Session {
             .await
     }
 
+    /// Tells the engine the conversation starts over (`on_session_reset`: a new conversation in
+    /// the same session, as an agent's `/new` or `/reset`).
+    pub async fn reset(&mut self) -> Result<(), SessionError> {
+        self.call(Op::OnSessionReset, |e| e.on_session_reset())
+            .await
+    }
+
     /// Records what the provider reported for the last model call.
     pub async fn record_usage(&mut self, usage: Usage) -> Result<(), SessionError> {
         self.call(Op::UpdateFromResponse, move |e| {

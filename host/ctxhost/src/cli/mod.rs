@@ -56,6 +56,10 @@ pub struct GlobalArgs {
     /// Show engine log lines and full loader errors
     #[arg(long, short = 'v', global = true)]
     pub verbose: bool,
+    /// The executable that runs this command again, for child processes (not an argument:
+    /// see [`crate::main_with_args`]); `None`, the running executable.
+    #[arg(skip)]
+    pub program: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,8 +171,12 @@ impl App {
         let mut engines =
             Engines::for_config(config, home, runtime.handle().clone(), global.verbose)?;
         // Plugin code the host only asks something of (a manifest, its settings) runs in a
-        // child of this very binary.
-        if let Ok(program) = std::env::current_exe() {
+        // child of this very command.
+        if let Some(program) = global
+            .program
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+        {
             engines.set_child_program(program);
         }
         Ok(App {
