@@ -67,6 +67,7 @@ pub fn usage_from(usage: &Value) -> PyResult<Usage> {
             ("input_tokens_details", "cached_tokens"),
         ]),
         cache_write_tokens: None,
+        cache_write_1h_tokens: None,
         reasoning_tokens: detail([
             ("completion_tokens_details", "reasoning_tokens"),
             ("output_tokens_details", "reasoning_tokens"),
