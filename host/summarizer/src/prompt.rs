@@ -12,12 +12,16 @@ include API keys, tokens, passwords or other secrets; write [REDACTED] instead."
 
 /// What every summary request asks for the standing facts, whatever the engine's instructions
 /// (the host checks the answer kept them: [`ctxhost_offline_summary::carry`]).
-pub const STANDING_FACTS: &str = "Keep a section \"## Standing Facts\": every standing rule, \
-constraint, fact, goal and preference stated by the system or the user (\"never reveal X\", \
-\"the budget is $500\", \"we deploy to us-west-2\", \"the user prefers tabs\", \"the goal is ...\"), \
+pub const STANDING_FACTS: &str = "Keep a section \"## Standing Facts\": everything the system \
+or the user stated as binding, in any phrasing, and what the assistant confirmed of it: rules and \
+prohibitions (\"never reveal X\", \"SAFETY RULE: ...\", \"only use ...\", any all-caps label), \
+limits (\"the budget is $500\", \"at most 3 retries\"), values that name things (names, versions, \
+paths, IDs, dates, numbers with units), goals, preferences, decisions and questions left open; \
 one per line as \"- Kind (subject): the sentence, verbatim\", Kind being Rule, Constraint, Fact, \
-Goal or Preference. Copy the previous summary's Standing Facts lines verbatim; when the new \
-turns give a subject a new value, write the new line and drop the old one.";
+Goal, Preference, Decision or Question. Not a fact: a question asked, a quoted log line, code. \
+Copy the previous summary's Standing Facts lines verbatim; when the new turns give a subject a \
+new value (renamed, moved, changed to, now, instead, no longer), write the new line and drop the \
+old one.";
 
 /// The system message: the engine's instructions.
 pub fn system_prompt(request: &SummarizeRequest) -> String {
