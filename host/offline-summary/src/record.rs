@@ -7,12 +7,12 @@
 //!
 //! ```text
 //! Asked: fix the failing test in src/parser.rs
-//! Did:
-//! - Ran `cargo test` → 2 failed
-//! - Edited src/parser.rs
 //! Files:
 //! - src/parser.rs (edited; last: `apply_patch`)
 //! - tests/parse.rs
+//! Did:
+//! - Ran `cargo test` → 2 failed
+//! - Edited src/parser.rs
 //! Errors:
 //! - error[E0599]: no method named `len` found
 //! ```
@@ -29,10 +29,12 @@ const SECTIONS: [(Section, usize); 9] = [
     (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
     (Section::Constraints, 6),
+    // The files at their last state before the narrative: a cut to the budget takes the
+    // actions first.
+    (Section::Files, 16),
     (Section::Did, 16),
     (Section::Open, 6),
     (Section::Decided, 8),
-    (Section::Files, 16),
     (Section::Errors, 8),
     (Section::Next, 4),
 ];
@@ -43,10 +45,10 @@ enum Section {
     Standing,
     Asked,
     Constraints,
+    Files,
     Did,
     Open,
     Decided,
-    Files,
     Errors,
     Next,
 }
