@@ -360,8 +360,8 @@ mod tests {
         let text = record.render_within(10_000);
         assert_eq!(
             text,
-            "Asked: fix the parser\nDid:\n- Ran `cargo test` → 2 failed\n- I see the bug\n\
-             - Edited src/a.rs\nFiles: src/a.rs, src/b.rs"
+            "Asked: fix the parser\nFiles: src/a.rs, src/b.rs\nDid:\n- Ran `cargo test` → 2 failed\n\
+             - I see the bug\n- Edited src/a.rs"
         );
         assert!(!record.add_records("free text with no record in it"));
     }

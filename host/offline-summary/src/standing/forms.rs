@@ -4,7 +4,11 @@
 //! want is …"), and the all-caps label that marks a line as binding ("SAFETY RULE: …").
 //!
 //! Each reader takes the lower-cased sentence and answers byte offsets into it, which are
-//! those of the sentence as written (ASCII lower-casing keeps lengths).
+//! those of the sentence as written (ASCII lower-casing keeps lengths). The reader runs on
+//! every sentence of a session: each form is first looked for in one pass over the sentence
+//! (an automaton of its phrases), and searched phrase by phrase only when one is there.
+
+use crate::markers::Markers;
 
 /// Labels that open a log line, a prompt's setting or a to-do: not binding, whatever their
 /// capitals.
@@ -107,6 +111,10 @@ const MODALS: &[&str] = &[
 /// `… at most 400 lines`: where the bound starts and where its value starts, when the value
 /// starts with a number or an amount.
 pub fn bound(body: &str) -> Option<(usize, usize)> {
+    static ANY: Markers = Markers::either(BOUNDS, MODAL_BOUNDS);
+    if !ANY.any_in(body) {
+        return None;
+    }
     let modal = MODALS.iter().any(|m| body.contains(m));
     let bounds = BOUNDS.iter().chain(if modal { MODAL_BOUNDS } else { &[] });
     bounds
@@ -152,6 +160,10 @@ const DECIDED: &[&str] = &[
 
 /// Where the choice a sentence decides starts.
 pub fn decision(body: &str) -> Option<usize> {
+    static ANY: Markers = Markers::new(DECIDED);
+    if !ANY.any_in(body) {
+        return None;
+    }
     DECIDED
         .iter()
         .filter_map(|phrase| {
@@ -183,6 +195,10 @@ const OPEN: &[&str] = &[
 
 /// Where what a sentence leaves open starts (its `whether …`).
 pub fn open_question(body: &str) -> Option<usize> {
+    static ANY: Markers = Markers::new(OPEN);
+    if !ANY.any_in(body) {
+        return None;
+    }
     OPEN.iter()
         .filter_map(|phrase| {
             body.find(phrase).map(|at| {
