@@ -22,6 +22,7 @@ mod markers;
 mod merge;
 mod parse;
 mod record;
+pub mod sections;
 pub mod standing;
 mod turn_facts;
 

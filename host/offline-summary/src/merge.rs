@@ -10,7 +10,7 @@ use super::handoff::{normalized, Handoff, Key};
 use super::standing::Book;
 
 /// Where a heading of a previous summary goes.
-fn key_for_heading(title: &str) -> Option<Key> {
+pub(crate) fn key_for_heading(title: &str) -> Option<Key> {
     let normalized: String = title
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -73,7 +73,7 @@ fn strip_marker(line: &str) -> &str {
 }
 
 /// A heading line: `## Title`, `**Title**` or `Title:` when the title is known.
-fn heading(line: &str) -> Option<String> {
+pub(crate) fn heading(line: &str) -> Option<String> {
     let trimmed = line.trim();
     if let Some(rest) = trimmed.strip_prefix('#') {
         return Some(rest.trim_start_matches('#').trim().to_string());

@@ -40,7 +40,7 @@ const SECTIONS: [(Section, usize); 9] = [
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Section {
+pub(crate) enum Section {
     /// Standing rules, constraints, facts, goals and preferences: first, so a cut keeps them.
     Standing,
     Asked,
@@ -68,7 +68,7 @@ impl Section {
         }
     }
 
-    fn from_title(title: &str) -> Option<Section> {
+    pub(crate) fn from_title(title: &str) -> Option<Section> {
         SECTIONS
             .iter()
             .map(|(section, _)| *section)

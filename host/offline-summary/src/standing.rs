@@ -22,7 +22,7 @@ use read::read_sentence;
 /// Longest verbatim text an item keeps.
 pub const TEXT_MAX: usize = 240;
 /// Most items a summary carries; beyond it the oldest facts go first, rules last.
-pub const MAX_ITEMS: usize = 30;
+pub const MAX_ITEMS: usize = 40;
 
 /// What kind of standing item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -473,6 +473,32 @@ mod tests {
         ));
         let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
         assert_eq!(values, ["spaces over tabs", "eu-west-1"]);
+    }
+
+    #[test]
+    fn a_change_that_names_the_value_it_replaces_supersedes_it() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "DECISION: use Kafka for the event bus. We deploy to us-west-2.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "DECISION: use NATS instead of Kafka. We no longer deploy to us-west-2; we deploy to eu-central-1.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(
+            values,
+            ["use NATS instead of Kafka", "eu-central-1"],
+            "{:?}",
+            book.lines()
+        );
+        let old: Vec<&str> = book
+            .superseded()
+            .iter()
+            .map(|(old, _)| old.value.as_str())
+            .collect();
+        assert_eq!(old, ["use Kafka for the event bus", "us-west-2"]);
     }
 
     #[test]

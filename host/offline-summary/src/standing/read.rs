@@ -147,12 +147,15 @@ fn read_clause(sentence: &str) -> Option<Standing> {
         .map(|(at, _)| at + 1)
         .filter_map(|at| {
             let clause = lower[at..].trim_start();
-            // "…, and the codename is Heron": a clause of its own.
+            // "…, and the codename is Heron": a clause of its own; so is the new value after
+            // "we no longer deploy to X; we deploy to Y".
+            let after_change = lower.contains("no longer ") || lower.contains("instead");
             let opens = RULE_STARTS
                 .iter()
                 .chain(PREFERENCE_STARTS)
                 .chain(&["and the ", "and our ", "and my "])
-                .any(|start| clause.starts_with(start));
+                .any(|start| clause.starts_with(start))
+                || after_change && starts_with_who(clause);
             opens.then(|| &sentence[sentence.len() - clause.len()..])
         })
         .find_map(|clause| read_sentence(clause, Origin::User))
@@ -768,9 +771,12 @@ fn is_a_name(value: &str) -> bool {
     let value = trim_value(value);
     let words = value.split_whitespace().count();
     (1..=3).contains(&words)
-        && value
-            .split_whitespace()
-            .all(|word| word.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()))
+        && value.split_whitespace().all(|word| {
+            word.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit())
+                && word
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '-' || c == '.')
+        })
 }
 
 /// `name is value` (also `are`, `is now`, `was changed to`, `changed to`, `moved to`,
