@@ -39,8 +39,6 @@ static CUES: Markers = Markers::new(&[
     " changed",
     " moved ",
     " set to ",
-    " = ",
-    "only ",
     "at most",
     "at least",
     "no more than",
@@ -50,12 +48,18 @@ static CUES: Markers = Markers::new(&[
     "min ",
     "up to ",
     " of $",
-    "should",
+    "should never",
+    "should not",
     "shall ",
     "under no ",
-    "ensure ",
-    "make sure ",
-    "whether",
+    "sure whether",
+    "sure if",
+    "unclear",
+    "undecided",
+    "decide whether",
+    "decided whether",
+    "open whether",
+    "open question",
     "decided",
     "decision",
     "settled on",
@@ -65,14 +69,15 @@ static CUES: Markers = Markers::new(&[
     "agreed ",
     " chose ",
     "opted for",
-    "want",
-    " like ",
-    "rather ",
+    "want to ",
+    "want is ",
+    "wanted is ",
+    "need is ",
+    "i like ",
+    "we like ",
+    "d rather ",
+    "would rather ",
 ]);
-
-/// Cheap test before an assistant's turn is read: only a confirmation of a standing item
-/// counts, and it opens with one of these.
-static CONFIRMS: Markers = Markers::new(CONFIRMATIONS);
 
 /// How an assistant confirms what it was told, at the start of a sentence.
 const CONFIRMATIONS: &[&str] = &[
@@ -109,22 +114,43 @@ fn starts_with_who(sentence: &str) -> bool {
         .any(|who| lower.starts_with(who))
 }
 
+/// Whether a sentence opens with a rule word that the cues leave out as too common elsewhere
+/// ("Only use …", "Make sure …", "Ensure …").
+fn starts_like_a_rule(sentence: &str) -> bool {
+    let head = sentence.as_bytes().get(..12).unwrap_or(sentence.as_bytes());
+    let lower = head.to_ascii_lowercase();
+    [
+        &b"only "[..],
+        b"please only ",
+        b"make sure ",
+        b"ensure ",
+        b"be sure to ",
+    ]
+    .iter()
+    .any(|start| lower.starts_with(start))
+}
+
 /// The standing items `text` states, in order.
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
         Origin::User => sentences(text)
             .into_iter()
             .filter(|sentence| {
-                sentence.len() <= 600 && (starts_with_who(sentence) || CUES.any_in(sentence))
+                sentence.len() <= 600
+                    && (starts_with_who(sentence)
+                        || starts_like_a_rule(sentence)
+                        || CUES.any_in(sentence))
             })
             .filter_map(|sentence| {
                 read_sentence(sentence, Origin::User).or_else(|| read_clause(sentence))
             })
             .collect(),
-        // Most assistant turns confirm nothing: one pass over the text decides.
-        Origin::Assistant if !CONFIRMS.any_in(text) => Vec::new(),
-        Origin::Assistant => sentences(text)
-            .into_iter()
+        // A confirmation opens a line ("Understood: …"); most lines of most assistant turns
+        // open with none, and are passed over on their first bytes.
+        Origin::Assistant => text
+            .lines()
+            .filter(|line| confirms(line.trim_start()))
+            .flat_map(sentences)
             .filter(|sentence| sentence.len() <= 600 && confirms(sentence))
             .filter_map(|sentence| read_sentence(sentence, Origin::User))
             .collect(),
