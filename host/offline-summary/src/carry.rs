@@ -9,7 +9,7 @@ use crate::standing::{extract, Book, Origin};
 
 /// The standing items a summary of `request` must keep: those in the standing sections of its
 /// previous summary and of its content (earlier summaries it merges), then those its system
-/// and user turns state, each subject at its newest value.
+/// and user turns state (and its assistant turns confirm), each subject at its newest value.
 pub fn expected(request: &SummarizeRequest) -> Book {
     let mut book = Book::default();
     if let Some(previous) = request.previous_summary.as_deref() {
@@ -17,8 +17,10 @@ pub fn expected(request: &SummarizeRequest) -> Book {
     }
     book.add_lines(section_lines(&request.content));
     for turn in parse_turns(&request.content) {
-        if matches!(turn.role, Role::User | Role::System) {
-            book.extend(extract(&turn.text, Origin::User));
+        match turn.role {
+            Role::User | Role::System => book.extend(extract(&turn.text, Origin::User)),
+            Role::Assistant => book.extend(extract(&turn.text, Origin::Assistant)),
+            _ => {}
         }
     }
     book

@@ -7,6 +7,7 @@ use super::extract::{
     call_facts, compact, error_lines, file_verb, is_next_step, is_shell_tool, names_file, paths,
     prompt_commands, same_file, sentences, trailing_command, CallFacts,
 };
+use super::files::{patch_effects, shell_effects, Change, Effect, FileState};
 use super::parse::{Role, Turn};
 use super::standing::Standing;
 use super::turn_facts::{self, Marks};
@@ -31,7 +32,8 @@ pub struct Digest {
     pub in_progress: Vec<String>,
     pub blocked: Vec<String>,
     pub decisions: Vec<String>,
-    pub files: Vec<String>,
+    /// Files touched, named or seen, each at its last known state.
+    pub files: Vec<FileState>,
     pub next_steps: Vec<String>,
     pub critical: Vec<String>,
     /// Actions that succeeded (their Done text), to clear stale blockers.
@@ -55,7 +57,7 @@ struct Action {
     outcome: Outcome,
 }
 
-/// How strongly a file belongs in Relevant Files.
+/// How strongly a file belongs in the Files section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Rank {
     /// A tool call targeted it.
@@ -71,7 +73,7 @@ const SEEN_FILES: usize = 8;
 
 #[derive(Default)]
 struct Files {
-    entries: Vec<(String, Vec<&'static str>, Rank)>,
+    entries: Vec<(FileState, Rank)>,
     /// The entries by the path's last `/`-separated part: two paths [`same_file`] accepts
     /// end alike, so only the entries of a path's own name need comparing (in entry order).
     by_name: HashMap<String, Vec<usize>>,
@@ -83,10 +85,8 @@ fn last_part(path: &str) -> &str {
 }
 
 impl Files {
-    fn note(&mut self, path: &str, verb: Option<&'static str>, rank: Rank) {
-        if rank == Rank::Seen && !names_file(path) {
-            return;
-        }
+    /// The entry of `path`, made when there is none.
+    fn entry(&mut self, path: &str, rank: Rank) -> usize {
         let named = self
             .by_name
             .get(last_part(path))
@@ -95,19 +95,23 @@ impl Files {
         let matches: Vec<usize> = named
             .iter()
             .copied()
-            .filter(|&i| same_file(&self.entries[i].0, path))
+            .filter(|&i| same_file(&self.entries[i].0.path, path))
             .collect();
         let index = match matches[..] {
             [index] => {
-                if path.len() > self.entries[index].0.len() {
-                    self.entries[index].0 = path.to_string();
+                if path.len() > self.entries[index].0.path.len() {
+                    self.entries[index].0.path = path.to_string();
                 }
                 index
             }
-            _ => match named.iter().copied().find(|&i| self.entries[i].0 == path) {
+            _ => match named
+                .iter()
+                .copied()
+                .find(|&i| self.entries[i].0.path == path)
+            {
                 Some(index) => index,
                 None => {
-                    self.entries.push((path.to_string(), Vec::new(), rank));
+                    self.entries.push((FileState::new(path), rank));
                     let index = self.entries.len() - 1;
                     self.by_name
                         .entry(last_part(path).to_string())
@@ -118,42 +122,87 @@ impl Files {
             },
         };
         let entry = &mut self.entries[index];
-        entry.2 = entry.2.min(rank);
-        if let Some(verb) = verb {
-            if !entry.1.contains(&verb) {
-                entry.1.push(verb);
+        entry.1 = entry.1.min(rank);
+        index
+    }
+
+    fn note(&mut self, path: &str, change: Option<Change>, rank: Rank, last: Option<&str>) {
+        if rank == Rank::Seen && !names_file(path) {
+            return;
+        }
+        let index = self.entry(path, rank);
+        let last = last.filter(|_| rank == Rank::Touched);
+        self.entries[index].0.record(change, last);
+    }
+
+    /// `from` is now `to`: its entry takes the new path.
+    fn rename(&mut self, from: &str, to: &str, last: &str) {
+        let index = self.entry(from, Rank::Touched);
+        if let Some(list) = self.by_name.get_mut(last_part(&self.entries[index].0.path)) {
+            list.retain(|&i| i != index);
+        }
+        let entry = &mut self.entries[index].0;
+        entry.renamed_from = Some(entry.path.clone());
+        entry.path = to.to_string();
+        entry.record(Some(Change::Renamed), Some(last));
+        self.by_name
+            .entry(last_part(to).to_string())
+            .or_default()
+            .push(index);
+    }
+
+    /// What `command` does to files; the paths it named, so a caller notes the others.
+    fn note_command(&mut self, command: &str) -> Vec<String> {
+        let mut named = Vec::new();
+        for effect in shell_effects(command) {
+            match effect {
+                Effect::Touch(path, change) => {
+                    self.note(&path, Some(change), Rank::Touched, Some(command));
+                    named.push(path);
+                }
+                Effect::Rename { from, to } => {
+                    self.rename(&from, &to, command);
+                    named.push(from);
+                    named.push(to);
+                }
             }
+        }
+        named
+    }
+
+    fn note_paths(&mut self, paths: &[String], change: Option<Change>, rank: Rank) {
+        for path in paths {
+            self.note(path, change.clone(), rank, None);
         }
     }
 
-    fn note_text(&mut self, text: &str, verb: Option<&'static str>, rank: Rank) {
-        self.note_paths(&paths(text), verb, rank);
-    }
-
-    fn note_paths(&mut self, paths: &[String], verb: Option<&'static str>, rank: Rank) {
+    /// Paths a call or command named and did something to, beyond what its words said.
+    fn note_touched(
+        &mut self,
+        paths: &[String],
+        handled: &[String],
+        change: Option<Change>,
+        last: &str,
+    ) {
         for path in paths {
-            self.note(path, verb, rank);
+            if !handled.iter().any(|done| same_file(done, path)) {
+                self.note(path, change.clone(), Rank::Touched, Some(last));
+            }
         }
     }
 
     /// Touched files first, then named ones, then a few seen ones; each group in order of
     /// first mention.
-    fn render(mut self) -> Vec<String> {
-        self.entries.sort_by_key(|(_, _, rank)| *rank);
+    fn render(mut self) -> Vec<FileState> {
+        self.entries.sort_by_key(|(_, rank)| *rank);
         let mut seen = 0;
         self.entries
             .into_iter()
-            .filter(|(_, _, rank)| {
+            .filter(|(_, rank)| {
                 seen += usize::from(*rank == Rank::Seen);
                 *rank != Rank::Seen || seen <= SEEN_FILES
             })
-            .map(|(path, verbs, _)| {
-                if verbs.is_empty() {
-                    path
-                } else {
-                    format!("{path} ({})", verbs.join(", "))
-                }
-            })
+            .map(|(state, _)| state)
             .collect()
     }
 }
@@ -215,7 +264,9 @@ pub fn digest(turns: &[Turn]) -> Digest {
                 note_decisions(&facts.sentences, &mut digest.decisions, &mut todos);
                 files.note_paths(&facts.paths, None, Rank::Named);
                 if let Some(command) = trailing_command(text) {
-                    files.note_text(&command, command_verb(&command), Rank::Touched);
+                    let handled = files.note_command(&command);
+                    let verb = command_verb(&command);
+                    files.note_touched(&paths(&command), &handled, verb, &command);
                     actions.push(Action {
                         tool: "shell".to_string(),
                         text: format!("Ran `{}`", compact(&command, COMMAND_MAX)),
@@ -230,12 +281,38 @@ pub fn digest(turns: &[Turn]) -> Digest {
                 let call = call_facts(name, text);
                 let verb = match &call.command {
                     Some(command) => command_verb(command),
-                    None => file_verb(name, call.action.as_deref()),
+                    None => file_verb(name, call.action.as_deref()).map(Change::from_word),
                 };
-                if let Some(path) = &call.path {
-                    files.note(path, verb, Rank::Touched);
+                // The last thing that touched a file: the command, or the call.
+                let last = match (&call.command, &call.action) {
+                    (Some(command), _) => command.clone(),
+                    (None, Some(action)) => format!("{name} {action}"),
+                    (None, None) => name.clone(),
+                };
+                let mut handled = match &call.command {
+                    Some(command) => files.note_command(command),
+                    None => Vec::new(),
+                };
+                for effect in patch_effects(text)
+                    .into_iter()
+                    .filter(|_| call.command.is_none())
+                {
+                    match effect {
+                        Effect::Touch(path, change) => {
+                            files.note(&path, Some(change), Rank::Touched, Some(&last));
+                            handled.push(path);
+                        }
+                        Effect::Rename { from, to } => {
+                            files.rename(&from, &to, &last);
+                            handled.extend([from, to]);
+                        }
+                    }
                 }
-                files.note_paths(&facts.paths, verb, Rank::Touched);
+                if let Some(path) = call.path.as_ref().filter(|p| !handled.contains(p)) {
+                    files.note(path, verb.clone(), Rank::Touched, Some(&last));
+                    handled.push(path.clone());
+                }
+                files.note_touched(&facts.paths, &handled, verb, &last);
                 actions.push(Action {
                     tool: name.clone(),
                     text: describe_call(name, &call, text),
@@ -414,9 +491,9 @@ fn error_item(source: &str, found: &[String]) -> String {
 
 /// How a shell command touches the files it names, from its first word (`cat` reads,
 /// `rm` deletes, SWE-agent's `open` / `edit` / `create`).
-fn command_verb(command: &str) -> Option<&'static str> {
+fn command_verb(command: &str) -> Option<Change> {
     let first = command.split_whitespace().next()?;
-    file_verb(first.rsplit('/').next().unwrap_or(first), None)
+    file_verb(first.rsplit('/').next().unwrap_or(first), None).map(Change::from_word)
 }
 
 fn push_unique(list: &mut Vec<String>, item: String) {
@@ -558,7 +635,11 @@ mod tests {
             digest.decisions,
             ["We decided to use a Vec instead of a HashMap."]
         );
-        assert_eq!(digest.files, ["src/parser.rs (edited)"]);
+        let files: Vec<String> = digest.files.iter().map(FileState::line).collect();
+        assert_eq!(
+            files,
+            ["src/parser.rs (edited; last: `str_replace_based_edit_tool str_replace`)"]
+        );
         assert!(digest.in_progress[0].contains("now add a changelog entry"));
         assert!(digest
             .next_steps
@@ -578,6 +659,7 @@ mod tests {
         );
         assert_eq!(digest.done, ["Ran `ls`"]);
         assert_eq!(digest.blocked, ["Ran `make` failed: cc: fatal: missing.h"]);
-        assert_eq!(digest.files, ["missing.h", "Makefile"]);
+        let files: Vec<String> = digest.files.iter().map(FileState::line).collect();
+        assert_eq!(files, ["missing.h", "Makefile"]);
     }
 }

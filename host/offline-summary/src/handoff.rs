@@ -49,7 +49,7 @@ impl Key {
             Key::InProgress => "In Progress",
             Key::Blocked => "Blocked",
             Key::Decisions => "Key Decisions",
-            Key::Files => "Relevant Files",
+            Key::Files => "Files",
             Key::NextSteps => "Next Steps",
             Key::Critical => "Critical Context",
         }
@@ -412,7 +412,10 @@ mod tests {
                 format!("Ran `step {i}` with a fairly long description"),
             );
         }
-        handoff.push(Key::Files, "src/parser.rs (edited)");
+        handoff.push(
+            Key::Files,
+            "src/parser.rs (edited; last: `sed -i s/a/b/ src/parser.rs`)",
+        );
         handoff
     }
 
@@ -426,7 +429,7 @@ mod tests {
             "### In Progress",
             "### Blocked",
             "## Key Decisions",
-            "## Relevant Files",
+            "## Files",
             "## Next Steps",
             "## Critical Context",
         ] {

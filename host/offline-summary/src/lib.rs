@@ -7,7 +7,7 @@
 //! cannot fail.
 //!
 //! It reads the rendered turns back ([`parse`]), pulls out the facts ([`digest`]: user asks,
-//! actions and their outcomes, files, errors, decisions, the latest state, and the standing
+//! actions and their outcomes, the files touched at their last state ([`files`]), errors, decisions, the latest state, and the standing
 //! rules, constraints, facts, goals and preferences of [`standing`]), merges them into
 //! the previous summary when there is one ([`merge`]), puts the focus topic first, and renders
 //! the handoff template within `max_tokens` ([`handoff`]). Same request, same summary.
@@ -16,11 +16,13 @@ pub mod budget;
 pub mod carry;
 mod digest;
 mod extract;
+pub mod files;
 mod handoff;
 mod markers;
 mod merge;
 mod parse;
 mod record;
+pub mod sections;
 pub mod standing;
 mod turn_facts;
 

@@ -5,12 +5,12 @@
 //! under Critical Context.
 
 use super::digest::Digest;
-use super::extract::same_file;
+use super::files::{FileBook, FileState};
 use super::handoff::{normalized, Handoff, Key};
 use super::standing::Book;
 
 /// Where a heading of a previous summary goes.
-fn key_for_heading(title: &str) -> Option<Key> {
+pub(crate) fn key_for_heading(title: &str) -> Option<Key> {
     let normalized: String = title
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -32,7 +32,7 @@ fn key_for_heading(title: &str) -> Option<Key> {
         | "historicalinprogressstate" => Key::InProgress,
         "blocked" | "blockers" | "errors" | "openissues" => Key::Blocked,
         "keydecisions" | "decisions" | "resolvedquestions" => Key::Decisions,
-        "relevantfiles" | "files" | "filestouched" => Key::Files,
+        "relevantfiles" | "files" | "filestouched" | "filesandtheirstate" => Key::Files,
         "nextsteps"
         | "remainingwork"
         | "historicalremainingwork"
@@ -73,7 +73,7 @@ fn strip_marker(line: &str) -> &str {
 }
 
 /// A heading line: `## Title`, `**Title**` or `Title:` when the title is known.
-fn heading(line: &str) -> Option<String> {
+pub(crate) fn heading(line: &str) -> Option<String> {
     let trimmed = line.trim();
     if let Some(rest) = trimmed.strip_prefix('#') {
         return Some(rest.trim_start_matches('#').trim().to_string());
@@ -242,51 +242,15 @@ fn merge_done(previous: Vec<String>, new: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// `src/a.rs (read, edited)` → (`src/a.rs`, [read, edited]).
-fn split_file(item: &str) -> (String, Vec<String>) {
-    if let Some((path, verbs)) = item.strip_suffix(')').and_then(|i| i.rsplit_once(" (")) {
-        let verbs = verbs.split(", ").map(str::to_string).collect();
-        return (path.trim().to_string(), verbs);
+/// Earlier files and new ones as one list, each file once at its last state: a rename in the
+/// new turns replaces the old path, files something was done to first.
+fn merge_files(previous: Vec<String>, new: Vec<FileState>) -> Vec<String> {
+    let mut book = FileBook::default();
+    book.add_lines(previous.iter().map(String::as_str));
+    for state in new {
+        book.add(state);
     }
-    (item.trim().to_string(), Vec::new())
-}
-
-/// Earlier files and new ones as one list: one entry per file (`src/a.rs` and
-/// `/repo/src/a.rs` are one when unambiguous), verbs combined, files something was done to
-/// first.
-fn merge_files(previous: Vec<String>, new: Vec<String>) -> Vec<String> {
-    let mut files: Vec<(String, Vec<String>)> = Vec::new();
-    for item in previous.iter().chain(new.iter()) {
-        let (path, verbs) = split_file(item);
-        let matches: Vec<usize> = (0..files.len())
-            .filter(|&i| same_file(&files[i].0, &path))
-            .collect();
-        match matches[..] {
-            [index] => {
-                let entry = &mut files[index];
-                if path.len() > entry.0.len() {
-                    entry.0 = path;
-                }
-                for verb in verbs {
-                    if !entry.1.contains(&verb) {
-                        entry.1.push(verb);
-                    }
-                }
-            }
-            _ => files.push((path, verbs)),
-        }
-    }
-    files.sort_by_key(|(_, verbs)| verbs.is_empty());
-    files
-        .into_iter()
-        .map(|(path, verbs)| {
-            if verbs.is_empty() {
-                path
-            } else {
-                format!("{path} ({})", verbs.join(", "))
-            }
-        })
-        .collect()
+    book.lines()
 }
 
 #[cfg(test)]
@@ -347,10 +311,11 @@ mod tests {
             ),
             ["Ran `b`", "Ran `a` (×3)"]
         );
+        let line = |text: &str| FileState::parse_line(text).unwrap();
         assert_eq!(
             merge_files(
                 vec!["notes.md".into(), "src/a.rs (written)".into()],
-                vec!["/repo/src/a.rs (edited)".into(), "b.rs".into()]
+                vec![line("/repo/src/a.rs (edited)"), line("b.rs")]
             ),
             ["/repo/src/a.rs (written, edited)", "notes.md", "b.rs"]
         );

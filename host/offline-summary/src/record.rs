@@ -7,10 +7,12 @@
 //!
 //! ```text
 //! Asked: fix the failing test in src/parser.rs
+//! Files:
+//! - src/parser.rs (edited; last: `apply_patch`)
+//! - tests/parse.rs
 //! Did:
 //! - Ran `cargo test` → 2 failed
 //! - Edited src/parser.rs
-//! Files: src/parser.rs, tests/parse.rs
 //! Errors:
 //! - error[E0599]: no method named `len` found
 //! ```
@@ -19,6 +21,7 @@ use std::collections::HashSet;
 
 use crate::budget::truncate_bytes;
 use crate::digest::Digest;
+use crate::files::FileBook;
 use crate::standing::{self, Book};
 
 /// The sections, in the order they are written, with how many items each keeps at most.
@@ -26,24 +29,26 @@ const SECTIONS: [(Section, usize); 9] = [
     (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
     (Section::Constraints, 6),
+    // The files at their last state before the narrative: a cut to the budget takes the
+    // actions first.
+    (Section::Files, 16),
     (Section::Did, 16),
     (Section::Open, 6),
     (Section::Decided, 8),
-    (Section::Files, 16),
     (Section::Errors, 8),
     (Section::Next, 4),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Section {
+pub(crate) enum Section {
     /// Standing rules, constraints, facts, goals and preferences: first, so a cut keeps them.
     Standing,
     Asked,
     Constraints,
+    Files,
     Did,
     Open,
     Decided,
-    Files,
     Errors,
     Next,
 }
@@ -63,7 +68,7 @@ impl Section {
         }
     }
 
-    fn from_title(title: &str) -> Option<Section> {
+    pub(crate) fn from_title(title: &str) -> Option<Section> {
         SECTIONS
             .iter()
             .map(|(section, _)| *section)
@@ -85,7 +90,7 @@ impl Section {
         }
     }
 
-    /// Written on one line, comma-separated (short items).
+    /// Read from one line, comma-separated (how records once wrote files).
     fn inline(self) -> bool {
         matches!(self, Section::Files)
     }
@@ -98,12 +103,21 @@ pub struct Record {
     seen: HashSet<String>,
     /// The standing section, each subject once (a newer value replaces an older one).
     standing: Book,
+    /// The files section, each file once at its last state (a rename replaces the old path).
+    files: FileBook,
 }
 
 impl Record {
     fn push(&mut self, section: Section, item: &str) {
         if section == Section::Standing {
             self.standing.add_lines([item]);
+            return;
+        }
+        if section == Section::Files {
+            let left_out = item.trim().starts_with("(+");
+            if !left_out {
+                self.files.add_lines([item]);
+            }
             return;
         }
         let item = clean(item);
@@ -143,7 +157,9 @@ impl Record {
         self.extend(Section::Open, &digest.blocked);
         self.extend(Section::Open, &digest.in_progress);
         self.extend(Section::Decided, &digest.decisions);
-        self.extend(Section::Files, &digest.files);
+        for state in &digest.files {
+            self.files.add(state.clone());
+        }
         self.extend(Section::Errors, &digest.critical);
         self.extend(Section::Next, &digest.next_steps);
     }
@@ -172,8 +188,10 @@ impl Record {
                             Some(at) if rest.ends_with(')') => &rest[..at],
                             _ => rest,
                         };
-                        for item in rest.split(", ") {
-                            self.push(section, item);
+                        if !rest.is_empty() {
+                            for item in split_inline(rest) {
+                                self.push(section, item);
+                            }
                         }
                     } else if !rest.is_empty() {
                         for item in rest.split("; ") {
@@ -222,13 +240,26 @@ impl Record {
                 .collect();
             &marked
         };
+        let files: Vec<String> = self
+            .files
+            .lines()
+            .into_iter()
+            .map(|line| self.standing.mark_superseded(&line).into_owned())
+            .collect();
         for (section, limit) in SECTIONS {
-            let Some((_, items)) = sections.iter().find(|(s, _)| *s == section) else {
-                continue;
+            let items = match section {
+                Section::Files if files.is_empty() => continue,
+                Section::Files => &files,
+                _ => match sections.iter().find(|(s, _)| *s == section) {
+                    Some((_, items)) => items,
+                    None => continue,
+                },
             };
             let kept = &items[..items.len().min(limit)];
             let more = items.len() - kept.len();
-            if section.inline() {
+            // Paths alone fit on one line; files with their state are listed.
+            let one_line = section.inline() && kept.iter().all(|f| !f.contains(" ("));
+            if one_line {
                 out.push_str(&format!("{}: {}", section.title(), kept.join(", ")));
                 if more > 0 {
                     out.push_str(&format!(" (+{more} more {})", section.noun()));
@@ -266,6 +297,25 @@ impl Record {
         }
         out.trim_end().to_string()
     }
+}
+
+/// The items of a one-line section: split on `, ` outside parentheses.
+fn split_inline(text: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 && text[at + 1..].starts_with(' ') => {
+                items.push(&text[start..at]);
+                start = at + 2;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    items
 }
 
 /// An item without leading bullet markers (`- - - text`) and runs of whitespace.
@@ -310,8 +360,8 @@ mod tests {
         let text = record.render_within(10_000);
         assert_eq!(
             text,
-            "Asked: fix the parser\nDid:\n- Ran `cargo test` → 2 failed\n- I see the bug\n\
-             - Edited src/a.rs\nFiles: src/a.rs, src/b.rs"
+            "Asked: fix the parser\nFiles: src/a.rs, src/b.rs\nDid:\n- Ran `cargo test` → 2 failed\n\
+             - I see the bug\n- Edited src/a.rs"
         );
         assert!(!record.add_records("free text with no record in it"));
     }

@@ -2,12 +2,15 @@
 //! and expects to hold from then on ("never reveal the vault code", "the budget is $500", "we
 //! deploy to us-west-2", "the user prefers tabs", "the goal is …").
 //!
-//! They are read from the sentences of system and user turns (and from `name: value` / `name is
-//! value` lines of tool results) by their sentence forms, carried verbatim from each summary
+//! They are read from the sentences of system and user turns (from an assistant's only where it
+//! confirms one, and from `name: value` / `name is value` lines of tool results) by their
+//! sentence forms, in whatever phrasing (labels, imperatives, bounds, decisions, open
+//! questions), carried verbatim from each summary
 //! into the next, and a newer value for the same subject replaces the older one. A summary's
 //! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
 
 mod book;
+mod forms;
 mod read;
 
 pub use book::Book;
@@ -19,7 +22,7 @@ use read::read_sentence;
 /// Longest verbatim text an item keeps.
 pub const TEXT_MAX: usize = 240;
 /// Most items a summary carries; beyond it the oldest facts go first, rules last.
-pub const MAX_ITEMS: usize = 30;
+pub const MAX_ITEMS: usize = 40;
 
 /// What kind of standing item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,15 +37,21 @@ pub enum Kind {
     Goal,
     /// How the user likes things done.
     Preference,
+    /// Something chosen among options ("we settled on Rust 1.79"): holds until changed.
+    Decision,
+    /// Something left open on purpose ("still unclear whether refunds share the queue").
+    Question,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Rule,
         Kind::Constraint,
         Kind::Fact,
         Kind::Goal,
         Kind::Preference,
+        Kind::Decision,
+        Kind::Question,
     ];
 
     pub fn label(self) -> &'static str {
@@ -52,6 +61,8 @@ impl Kind {
             Kind::Fact => "Fact",
             Kind::Goal => "Goal",
             Kind::Preference => "Preference",
+            Kind::Decision => "Decision",
+            Kind::Question => "Question",
         }
     }
 
@@ -65,10 +76,12 @@ impl Kind {
     fn keep_rank(self) -> u8 {
         match self {
             Kind::Fact => 0,
-            Kind::Preference => 1,
-            Kind::Goal => 2,
-            Kind::Constraint => 3,
-            Kind::Rule => 4,
+            Kind::Question => 1,
+            Kind::Preference => 2,
+            Kind::Decision => 3,
+            Kind::Goal => 4,
+            Kind::Constraint => 5,
+            Kind::Rule => 6,
         }
     }
 }
@@ -174,6 +187,10 @@ pub enum Origin {
     User,
     /// A tool's output: `name: value` and `name is value` lines only.
     Tool,
+    /// An assistant's turn: only its confirmations of a standing item ("Understood: never
+    /// reveal the vault code", "Noted, the release branch is release/2.4"); its own chatter
+    /// states nothing binding.
+    Assistant,
 }
 
 #[cfg(test)]
@@ -456,6 +473,32 @@ mod tests {
         ));
         let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
         assert_eq!(values, ["spaces over tabs", "eu-west-1"]);
+    }
+
+    #[test]
+    fn a_change_that_names_the_value_it_replaces_supersedes_it() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "DECISION: use Kafka for the event bus. We deploy to us-west-2.",
+            Origin::User,
+        ));
+        book.extend(extract(
+            "DECISION: use NATS instead of Kafka. We no longer deploy to us-west-2; we deploy to eu-central-1.",
+            Origin::User,
+        ));
+        let values: Vec<&str> = book.items().iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(
+            values,
+            ["use NATS instead of Kafka", "eu-central-1"],
+            "{:?}",
+            book.lines()
+        );
+        let old: Vec<&str> = book
+            .superseded()
+            .iter()
+            .map(|(old, _)| old.value.as_str())
+            .collect();
+        assert_eq!(old, ["use Kafka for the event bus", "us-west-2"]);
     }
 
     #[test]

@@ -41,8 +41,8 @@ pub struct TurnFacts<'a> {
     pub errors: Vec<String>,
     /// Its sentences holding a marker, in order (asks, assistant turns and untagged text).
     pub sentences: Vec<(&'a str, Marks)>,
-    /// The standing rules, constraints, facts, goals and preferences it states (system and
-    /// user turns; name-value lines of tool results).
+    /// The standing items it states (system and user turns; an assistant's confirmations;
+    /// name-value lines of tool results).
     pub standing: Vec<Standing>,
 }
 
@@ -111,7 +111,8 @@ fn facts(turns: &[Turn], index: usize) -> TurnFacts<'_> {
         Role::User if observation => standing::extract(text, Origin::Tool),
         Role::User | Role::System => standing::extract(text, Origin::User),
         Role::ToolResult { .. } => standing::extract(text, Origin::Tool),
-        Role::Assistant | Role::ToolCall { .. } | Role::Other => Vec::new(),
+        Role::Assistant => standing::extract(text, Origin::Assistant),
+        Role::ToolCall { .. } | Role::Other => Vec::new(),
     };
     TurnFacts {
         observation,

@@ -12,7 +12,7 @@ const SECTIONS: [&str; 10] = [
     "### In Progress",
     "### Blocked",
     "## Key Decisions",
-    "## Relevant Files",
+    "## Files",
     "## Next Steps",
     "## Critical Context",
 ];
@@ -111,8 +111,11 @@ fn extracts_asks_actions_files_errors_and_decisions() {
         section(&text, "Key Decisions"),
         ["We decided to iterate over all rows instead of slicing."]
     );
-    let files = section(&text, "Relevant Files");
-    assert_eq!(files[0], "src/export/csv.rs (read, edited)");
+    let files = section(&text, "Files");
+    assert_eq!(
+        files[0],
+        "src/export/csv.rs (read, edited; last: `edit_file`)"
+    );
     assert!(files.contains(&"src/export/writer.rs"), "{files:?}");
     let state = section(&text, "In Progress").join("\n");
     assert!(
@@ -180,8 +183,11 @@ fn updates_a_previous_summary() {
         section(&text, "Constraints & Preferences"),
         ["None recorded."]
     );
-    let files = section(&text, "Relevant Files");
-    assert_eq!(files[0], "src/export/csv.rs (read, edited)", "{files:?}");
+    let files = section(&text, "Files");
+    assert_eq!(
+        files[0], "src/export/csv.rs (read, edited; last: `edit_file`)",
+        "{files:?}"
+    );
     // Updating twice with nothing new changes nothing.
     let mut again = request("");
     again.previous_summary = Some(text.clone());
@@ -192,7 +198,7 @@ fn updates_a_previous_summary() {
         "Constraints & Preferences",
         "Done",
         "Key Decisions",
-        "Relevant Files",
+        "Files",
     ] {
         assert_eq!(section(&reparsed, title), section(&text, title), "{title}");
     }
@@ -253,7 +259,7 @@ fn tolerates_other_shapes() {
         section(&text, "Goal")[0],
         "rename config.yaml to settings.yaml"
     );
-    assert!(section(&text, "Relevant Files").contains(&"config.yaml"));
+    assert!(section(&text, "Files").contains(&"config.yaml"));
     assert!(section(&text, "Key Decisions")[0].contains("I will use settings.yaml"));
 
     let plain = "Build broke after upgrading serde.\n$ cargo build\nerror[E0277]: the trait bound is not satisfied\n  --> src/model.rs:40:1";
@@ -263,7 +269,7 @@ fn tolerates_other_shapes() {
         ["(inferred) Build broke after upgrading serde."]
     );
     assert!(section(&text, "Blocked")[0].starts_with("Ran `cargo build` failed: error[E0277]"));
-    assert!(section(&text, "Relevant Files").contains(&"src/model.rs"));
+    assert!(section(&text, "Files").contains(&"src/model.rs"));
 
     let empty = summarize(&request(""));
     for heading in SECTIONS {

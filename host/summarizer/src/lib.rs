@@ -2,7 +2,7 @@
 //!
 //! - [`OfflineSummarizer`] (the default): deterministic and extractive, no network. It fills
 //!   the handoff template (Goal, Standing Facts, Constraints & Preferences, Progress: Done / In
-//!   Progress / Blocked, Key Decisions, Relevant Files, Next Steps, Critical Context) from the
+//!   Progress / Blocked, Key Decisions, Files, Next Steps, Critical Context) from the
 //!   turns. It lives in the network-free crate `ctxhost-offline-summary` and is re-exported
 //!   here.
 //! - [`OpenAiSummarizer`]: OpenAI chat completions (`openai`, `openrouter`, and `custom` for

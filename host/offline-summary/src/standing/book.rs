@@ -34,11 +34,18 @@ impl Book {
         }
         // A preference that names an older one it replaces ("spaces over tabs", "spaces
         // instead of tabs") supersedes it too.
+        // So does an item that says which value it replaces ("NATS instead of Kafka", "no
+        // longer us-west-2"), of the same kind.
+        let replaced = replaced_words(&item.text);
         let replaces = |known: &Standing| {
             known.same_subject(&item)
                 || (known.kind == Kind::Preference
                     && item.kind == Kind::Preference
                     && mentions_word(&item.text, &known.value))
+                || (known.kind == item.kind
+                    && replaced
+                        .iter()
+                        .any(|word| mentions_word(&known.value, word)))
         };
         if let Some(at) = self.items.iter().position(replaces) {
             let old = self.items.remove(at);
@@ -101,6 +108,47 @@ impl Book {
         }
         out
     }
+}
+
+/// Words that say what a change replaces: the first word that names something after
+/// "instead of", "rather than", "no longer", "renamed from", "moved from" and the like.
+fn replaced_words(text: &str) -> Vec<&str> {
+    const CUES: &[&str] = &[
+        "instead of ",
+        "rather than ",
+        "no longer ",
+        "replacing ",
+        "renamed from ",
+        "moved from ",
+        "switched from ",
+        "migrated from ",
+        "changed from ",
+        "moved off ",
+    ];
+    const FILLER: &[&str] = &[
+        "the", "a", "an", "use", "using", "to", "on", "in", "at", "be", "is",
+    ];
+    let lower = text.to_ascii_lowercase();
+    CUES.iter()
+        .filter_map(|cue| lower.find(cue).map(|at| at + cue.len()))
+        .filter_map(|at| {
+            let mut offset = at;
+            text[at..].split(' ').find_map(|word| {
+                let start = offset;
+                offset += word.len() + 1;
+                let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+                let filler = FILLER.iter().any(|f| bare.eq_ignore_ascii_case(f));
+                (!bare.is_empty() && !filler).then(|| {
+                    let lead = word.len()
+                        - word
+                            .trim_start_matches(|c: char| !c.is_alphanumeric())
+                            .len();
+                    &text[start + lead..start + lead + bare.len()]
+                })
+            })
+        })
+        .filter(|word| word.len() >= 2)
+        .collect()
 }
 
 /// Whether `text` holds `word` as a whole word, ignoring case.

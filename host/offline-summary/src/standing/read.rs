@@ -1,7 +1,9 @@
 //! Reading standing items out of text by their sentence forms: imperatives with never / always
-//! / must / do not, "the goal is …", "I prefer …", "name is value" and "name: value" with a
-//! value that looks specific, "we deploy to …", and labels ("Safety rule: …").
+//! / must / do not / only, "the goal is …", "I prefer …", "name is value" and "name: value"
+//! with a value that looks specific, "we deploy to …", labels ("Safety rule: …", any all-caps
+//! label), bounds ("at most 400 lines"), decisions and open questions ([`super::forms`]).
 
+use super::forms;
 use super::{Kind, Origin, Standing, TEXT_MAX};
 use crate::extract::{compact, sentences};
 use crate::markers::Markers;
@@ -37,7 +39,71 @@ static CUES: Markers = Markers::new(&[
     " changed",
     " moved ",
     " set to ",
+    "at most",
+    "at least",
+    "no more than",
+    "no less than",
+    "no fewer than",
+    "max ",
+    "min ",
+    "up to ",
+    " of $",
+    "should never",
+    "should not",
+    "shall ",
+    "under no ",
+    "sure whether",
+    "sure if",
+    "unclear",
+    "undecided",
+    "decide whether",
+    "decided whether",
+    "open whether",
+    "open question",
+    "decided",
+    "decision",
+    "settled on",
+    "go with",
+    "going with",
+    "went with",
+    "agreed ",
+    " chose ",
+    "opted for",
+    "want to ",
+    "want is ",
+    "wanted is ",
+    "need is ",
+    "i like ",
+    "we like ",
+    "d rather ",
+    "would rather ",
 ]);
+
+/// How an assistant confirms what it was told, at the start of a sentence.
+const CONFIRMATIONS: &[&str] = &[
+    "understood",
+    "noted",
+    "got it",
+    "acknowledged",
+    "confirmed",
+    "will do",
+    "as you said",
+    "as requested",
+    "reminder",
+    "remembering",
+    "i'll remember",
+    "i will remember",
+];
+
+/// Whether an assistant's sentence opens by confirming what it was told (and says more).
+fn confirms(sentence: &str) -> bool {
+    let head = sentence.as_bytes().get(..16).unwrap_or(sentence.as_bytes());
+    let lower = head.to_ascii_lowercase();
+    CONFIRMATIONS.iter().any(|c| {
+        lower.starts_with(c.as_bytes())
+            && matches!(lower.get(c.len()), Some(b',' | b':' | b' ' | b'-'))
+    })
+}
 
 /// Whether a sentence starts like "we deploy to …" (read without a cue word).
 fn starts_with_who(sentence: &str) -> bool {
@@ -48,17 +114,45 @@ fn starts_with_who(sentence: &str) -> bool {
         .any(|who| lower.starts_with(who))
 }
 
+/// Whether a sentence opens with a rule word that the cues leave out as too common elsewhere
+/// ("Only use …", "Make sure …", "Ensure …").
+fn starts_like_a_rule(sentence: &str) -> bool {
+    let head = sentence.as_bytes().get(..12).unwrap_or(sentence.as_bytes());
+    let lower = head.to_ascii_lowercase();
+    [
+        &b"only "[..],
+        b"please only ",
+        b"make sure ",
+        b"ensure ",
+        b"be sure to ",
+    ]
+    .iter()
+    .any(|start| lower.starts_with(start))
+}
+
 /// The standing items `text` states, in order.
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
         Origin::User => sentences(text)
             .into_iter()
             .filter(|sentence| {
-                sentence.len() <= 600 && (starts_with_who(sentence) || CUES.any_in(sentence))
+                sentence.len() <= 600
+                    && (starts_with_who(sentence)
+                        || starts_like_a_rule(sentence)
+                        || CUES.any_in(sentence))
             })
             .filter_map(|sentence| {
                 read_sentence(sentence, Origin::User).or_else(|| read_clause(sentence))
             })
+            .collect(),
+        // A confirmation opens a line ("Understood: …"); most lines of most assistant turns
+        // open with none, and are passed over on their first bytes.
+        Origin::Assistant => text
+            .lines()
+            .filter(|line| confirms(line.trim_start()))
+            .flat_map(sentences)
+            .filter(|sentence| sentence.len() <= 600 && confirms(sentence))
+            .filter_map(|sentence| read_sentence(sentence, Origin::User))
             .collect(),
         Origin::Tool => text[..crate::budget::floor_boundary(text, TOOL_SCAN_BYTES)]
             .lines()
@@ -79,10 +173,15 @@ fn read_clause(sentence: &str) -> Option<Standing> {
         .map(|(at, _)| at + 1)
         .filter_map(|at| {
             let clause = lower[at..].trim_start();
+            // "…, and the codename is Heron": a clause of its own; so is the new value after
+            // "we no longer deploy to X; we deploy to Y".
+            let after_change = lower.contains("no longer ") || lower.contains("instead");
             let opens = RULE_STARTS
                 .iter()
                 .chain(PREFERENCE_STARTS)
-                .any(|start| clause.starts_with(start));
+                .chain(&["and the ", "and our ", "and my "])
+                .any(|start| clause.starts_with(start))
+                || after_change && starts_with_who(clause);
             opens.then(|| &sentence[sentence.len() - clause.len()..])
         })
         .find_map(|clause| read_sentence(clause, Origin::User))
@@ -114,40 +213,106 @@ fn may_name_a_value(line: &str) -> bool {
         })
 }
 
-/// Leading words that say a sentence holds from now on, or mark it as worth remembering.
+/// Leading words that say a sentence holds from now on, mark it as worth remembering or as a
+/// change, or are only the way someone talks; each is followed by `,`, `:`, `-` or a space.
+/// Longer ones first where one starts another.
 const LEADS: &[&str] = &[
-    "from now on, ",
-    "from now on ",
-    "going forward, ",
-    "henceforth, ",
-    "remember: ",
-    "remember that ",
-    "please remember that ",
-    "keep in mind that ",
-    "note: ",
-    "note that ",
-    "important: ",
-    "fyi, ",
-    "fyi: ",
-    "also, ",
-    "and ",
-    "also ",
-    "ok, ",
-    "okay, ",
-    "actually, ",
-    "update: ",
-    "correction: ",
-    "scratch that, ",
-    "never mind, ",
-    "instead, ",
-    "wait, ",
-    "sorry, ",
-    "so ",
-    "but ",
+    "from now on",
+    "going forward",
+    "henceforth",
+    "please remember that",
+    "remember that",
+    "remember",
+    "reminder",
+    "keep in mind that",
+    "keep in mind",
+    "note that",
+    "note",
+    "important",
+    "critical",
+    "fyi",
+    "btw",
+    "by the way",
+    "oh and",
+    "oh",
+    "one more thing",
+    "quick thing",
+    "heads up",
+    "for the record",
+    "just so you know",
+    "to be clear",
+    "personally",
+    "honestly",
+    "frankly",
+    "since then",
+    "in the end",
+    "eventually",
+    "as of today",
+    "as of now",
+    "also",
+    "and",
+    "ok",
+    "okay",
+    "actually",
+    "update",
+    "correction",
+    "scratch that",
+    "never mind",
+    "instead",
+    "wait",
+    "sorry",
+    "so",
+    "but",
+    "noted",
+    "understood",
+    "got it",
+    "acknowledged",
+    "confirmed",
+    "will do",
+    "as you said",
+    "as requested",
+];
+
+/// Leads that make what follows binding even when it reads as no other form.
+const BINDING_LEADS: &[&str] = &[
+    "from now on",
+    "going forward",
+    "henceforth",
+    "remember",
+    "reminder",
+    "important",
+    "critical",
+];
+
+/// `body` after one lead and the punctuation that follows it.
+fn strip_lead<'a>(body: &'a str, lead: &str) -> Option<&'a str> {
+    let rest = body.strip_prefix(lead)?;
+    let next = rest.bytes().next()?;
+    if !matches!(next, b',' | b':' | b' ' | b'-') {
+        return None;
+    }
+    let rest = rest.trim_start_matches([',', ':', ' ', '-']);
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// Tag questions that make a statement sound like a question and ask nothing.
+const TAG_QUESTIONS: &[&str] = &[
+    ", ok?",
+    ", okay?",
+    ", right?",
+    ", alright?",
+    ", yes?",
+    ", ok?",
 ];
 
 const RULE_STARTS: &[&str] = &[
     "never ",
+    "don't ever ",
+    "do not ever ",
+    "only ",
+    "make sure ",
+    "ensure ",
+    "be sure to ",
     "always ",
     "do not ",
     "don't ",
@@ -174,6 +339,13 @@ const PREFERENCE_STARTS: &[&str] = &[
     "please use ",
     "i'd like you to use ",
     "i want you to use ",
+    "i'd rather ",
+    "i would rather ",
+    "we'd rather ",
+    "we would rather ",
+    "i like ",
+    "we like ",
+    "i love ",
 ];
 
 /// Openings that say what finishes the work.
@@ -218,13 +390,27 @@ const LIMIT_WORDS: &[&str] = &[
 fn kind_of_label(label: &str) -> Option<Kind> {
     let last = label.split_whitespace().next_back()?;
     Some(match last.trim_end_matches('s') {
-        "rule" => Kind::Rule,
+        "rule" | "policy" | "policie" | "requirement" | "prohibition" | "restriction" => Kind::Rule,
         "constraint" | "limit" => Kind::Constraint,
         "fact" => Kind::Fact,
-        "goal" | "objective" | "task" => Kind::Goal,
-        "preference" => Kind::Preference,
+        "goal" | "objective" | "task" | "aim" | "mission" => Kind::Goal,
+        "preference" | "pref" => Kind::Preference,
+        "decision" | "decided" | "resolution" => Kind::Decision,
+        "question" | "tbd" | "unresolved" | "open" => Kind::Question,
         _ => return None,
     })
+}
+
+/// What a decision or a preference is about: what its choice is for (`Postgres 16 for the job
+/// queue` → `job queue`), or the choice without its values.
+fn choice_subject(value: &str) -> String {
+    let value = value.to_ascii_lowercase();
+    for link in [" for ", " as "] {
+        if let Some(at) = value.find(link) {
+            return value[at + link.len()..].to_string();
+        }
+    }
+    without_values(&value)
 }
 
 /// A subject without the specific values in it (`not exceed $500` → `not exceed`), so that a
@@ -288,6 +474,9 @@ const NOT_NAMES: &[&str] = &[
     "panic",
     "caused by",
     "hint",
+    "warn",
+    "err",
+    "log",
     "see",
     "at",
     "in",
@@ -339,15 +528,20 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
     if text.is_empty() {
         return None;
     }
+    // `ERROR: …`, `WARN: …`, `SETTING: …` open a log line or a setting, whoever wrote them;
+    // any other all-caps label marks what follows as binding.
+    let caps_label = forms::caps_label(&text).ok()?.is_some();
     // Byte offsets of `lower` are those of `text` (ASCII lower-casing keeps lengths).
     let lower = text.to_ascii_lowercase();
     let mut body = lower.as_str();
+    let mut binding = caps_label;
     let mut standing_from_now = false;
     if origin == Origin::User {
         'leads: loop {
             for lead in LEADS {
-                if let Some(rest) = body.strip_prefix(lead) {
+                if let Some(rest) = strip_lead(body, lead) {
                     standing_from_now |= lead.starts_with("from now") || lead.starts_with("going");
+                    binding |= BINDING_LEADS.contains(lead);
                     body = rest;
                     continue 'leads;
                 }
@@ -357,10 +551,12 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
     }
     let start = lower.len() - body.len();
     let original = &text[start..];
+    // A question asks; only one that says it is left open is kept ("Open question: …").
+    let asks = body.ends_with('?') && !TAG_QUESTIONS.iter().any(|tag| body.ends_with(tag));
     if origin == Origin::User {
         // "Noted for later: the budget is $500": the standing sentence after a short label.
         if let Some((label, _)) = body.split_once(": ") {
-            let short = label.split_whitespace().count() <= 4
+            let short = label.split_whitespace().count() <= 6
                 && label.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
             if short {
                 let inner = &original[label.len() + 2..];
@@ -371,10 +567,12 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                     });
                 }
                 // A label naming the kind: "Hard constraint: stay under 2 GB".
-                if let Some(kind) = kind_of_label(label) {
+                let kind = kind_of_label(label).or(caps_label.then_some(Kind::Rule));
+                if let Some(kind) = kind {
                     let value = trim_value(inner);
                     let subject = match kind {
                         Kind::Goal => "goal".to_string(),
+                        Kind::Decision => choice_subject(value),
                         _ => without_values(value),
                     };
                     let subject = normalize_subject(&subject);
@@ -399,8 +597,22 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
             text: text.clone(),
         })
     };
+    // What follows `at` in the sentence as written, up to its first clause break.
+    let value_at = |at: usize| -> &str {
+        let value = &text[at..];
+        value.split(", ").next().unwrap_or(value)
+    };
     if origin == Origin::User {
-        // Rules: an imperative with never / always / must / do not.
+        // "It is still unclear whether refunds share the queue": left open on purpose.
+        if let Some(at) = forms::open_question(body) {
+            let offset = start + at;
+            let value = trim_value(value_at(offset));
+            return item(Kind::Question, without_values(value), value);
+        }
+        if asks {
+            return None;
+        }
+        // Rules: an imperative with never / always / must / do not / only.
         let imperative = body
             .strip_prefix("please ")
             .or_else(|| body.strip_prefix("you "))
@@ -437,30 +649,55 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                 }
             }
         }
+        // "What we really want is …", "I want to …".
+        if let Some(at) = forms::wanted(body) {
+            return item(Kind::Goal, "goal".to_string(), &text[start + at..]);
+        }
         // "We are done when the acceptance check X passes": what finishes the work.
         if let Some(rest) = DONE_WHEN.iter().find_map(|s| body.strip_prefix(s)) {
             let offset = lower.len() - rest.len();
             return item(Kind::Goal, "done when".to_string(), &text[offset..]);
         }
-        // Preferences: "I prefer …", "please use …".
-        if let Some(rest) = PREFERENCE_STARTS.iter().find_map(|s| body.strip_prefix(s)) {
+        // Preferences: "I prefer …", "please use …", "the reporter prefers …".
+        let preferred = PREFERENCE_STARTS
+            .iter()
+            .find_map(|s| body.strip_prefix(s))
+            .or_else(|| {
+                let (who, rest) = body.split_once(" prefers ")?;
+                (who.split(' ').count() <= 3
+                    && who.bytes().all(|b| b.is_ascii_alphabetic() || b == b' '))
+                .then_some(rest)
+            });
+        if let Some(rest) = preferred {
             let offset = lower.len() - rest.len();
             let value = trim_value(&text[offset..]);
-            let subject = match rest.find(" for ") {
-                Some(at) => rest[at + 5..].to_string(),
-                None => value
-                    .split([',', ';'])
-                    .next()
-                    .unwrap_or(value)
-                    .split(" over ")
-                    .next()
-                    .unwrap_or(value)
-                    .split(" instead of ")
-                    .next()
-                    .unwrap_or(value)
-                    .to_string(),
+            let chosen = ["you use ", "to use ", "we use ", "use "]
+                .iter()
+                .find_map(|verb| rest.strip_prefix(verb))
+                .unwrap_or(rest);
+            let subject = match chosen.find(" for ") {
+                Some(at) => chosen[at + 5..].to_string(),
+                None => {
+                    let chosen = trim_value(chosen);
+                    [
+                        ",",
+                        ";",
+                        " over ",
+                        " instead of ",
+                        " than ",
+                        " rather than ",
+                    ]
+                    .iter()
+                    .fold(chosen, |head, cut| head.split(cut).next().unwrap_or(head))
+                    .to_string()
+                }
             };
             return item(Kind::Preference, subject, value);
+        }
+        // "We settled on Rust 1.79 as the minimum toolchain", "let's go with Postgres".
+        if let Some(at) = forms::decision(body) {
+            let value = trim_value(value_at(start + at));
+            return item(Kind::Decision, choice_subject(value), value);
         }
     }
     // "name is value", "name: value", "name changed to value".
@@ -475,7 +712,8 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
             let name = strip_articles(name);
             return item(Kind::Preference, name.to_string(), value);
         }
-        if looks_specific(value) && value.split_whitespace().count() <= VALUE_WORDS {
+        let specific = looks_specific(value) || origin == Origin::User && is_a_name(value);
+        if specific && value.split_whitespace().count() <= VALUE_WORDS {
             let name = strip_articles(name);
             let words: Vec<&str> = name.split_whitespace().collect();
             let kind = if words.iter().any(|w| LIMIT_WORDS.contains(w)) {
@@ -495,6 +733,24 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                 return item(Kind::Constraint, strip_articles(name).to_string(), value);
             }
         }
+        // "Keep every PR to at most 400 lines", "max 3 retries": a bound on a number.
+        if let Some((at, value)) = forms::bound(body) {
+            let value = trim_value(value_at(start + value));
+            let before = without_values(strip_articles(&body[..at]));
+            let subject = if before.trim().is_empty() {
+                without_values(value)
+            } else {
+                before
+            };
+            return item(Kind::Constraint, subject, value);
+        }
+        // "The API key must never be logged": a rule on a named thing.
+        if let Some((name, rest)) = modal_rule(body) {
+            let offset = lower.len() - rest.len();
+            let value = trim_value(&text[offset..]);
+            let subject = format!("{} {}", strip_articles(name), without_values(value));
+            return item(Kind::Rule, subject, value);
+        }
         // "we deploy to us-west-2", "I'm working in eu-central-1".
         if let Some((verb, value)) = verb_place(body) {
             let offset = lower.len() - value.len();
@@ -503,12 +759,50 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                 return item(Kind::Fact, verb, value);
             }
         }
-        if standing_from_now {
+        if standing_from_now || binding {
             let value = trim_value(original);
             return item(Kind::Rule, without_values(value), value);
         }
     }
     None
+}
+
+/// `name must …`, `name shall …`, `name should never …`: the name and what it must do.
+fn modal_rule(body: &str) -> Option<(&str, &str)> {
+    const MODALS: &[&str] = &[
+        " must ",
+        " shall ",
+        " should never ",
+        " should not ",
+        " may never ",
+    ];
+    let (at, modal) = MODALS
+        .iter()
+        .filter_map(|m| body.find(m).map(|at| (at, *m)))
+        .min()?;
+    let name = &body[..at];
+    let words = name.split_whitespace().count();
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b" '-".contains(&b));
+    if words == 0 || words > NAME_WORDS || !plain || NOT_NAMES.contains(&strip_articles(name)) {
+        return None;
+    }
+    Some((name, &body[at + modal.len()..]))
+}
+
+/// Whether a value is a name someone gave a thing: a few words, each capitalized ("Heron",
+/// "Quarry Ledger").
+fn is_a_name(value: &str) -> bool {
+    let value = trim_value(value);
+    let words = value.split_whitespace().count();
+    (1..=3).contains(&words)
+        && value.split_whitespace().all(|word| {
+            word.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit())
+                && word
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '-' || c == '.')
+        })
 }
 
 /// `name is value` (also `are`, `is now`, `was changed to`, `changed to`, `moved to`,
@@ -526,6 +820,7 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
         " is now ",
         " are now ",
         " is set to ",
+        " = ",
         " is ",
         " are ",
         ": ",

@@ -1,0 +1,239 @@
+//! The standing-fact reader is not tuned to one way of writing: four families of phrasing
+//! (chat, ticket, terse labels, prose), each stating every kind of standing item, giving one a
+//! new value, and holding decoys (a question, a quoted log line, code) that look like facts and
+//! are not. Each family is one session summarized by the offline summarizer; what is checked
+//! is the summary's Standing Facts section.
+
+use ctxhost_offline_summary::carry::standing_in;
+use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_sdk::{SummarizeRequest, SummaryShape};
+
+/// What a family must show.
+struct Family {
+    name: &'static str,
+    session: &'static str,
+    /// Each item expected: its kind's label and a value its line holds.
+    expected: &'static [(&'static str, &'static str)],
+    /// Values given a new one later: never shown as current.
+    superseded: &'static [&'static str],
+    /// Text of decoys: no standing line holds it.
+    decoys: &'static [&'static str],
+}
+
+/// The Standing Facts lines of the session's summary, and every failure found.
+fn check(family: &Family) -> Vec<String> {
+    let request = SummarizeRequest {
+        instructions: String::new(),
+        content: family.session.to_string(),
+        max_tokens: 4000,
+        focus_topic: None,
+        previous_summary: None,
+        shape: SummaryShape::Handoff,
+    };
+    let summary = OfflineSummarizer.summary_text(&request);
+    let lines = standing_in(&summary).lines();
+    let mut failures = Vec::new();
+    for (kind, value) in family.expected {
+        let found = lines
+            .iter()
+            .any(|line| line.starts_with(kind) && line.contains(value));
+        if !found {
+            failures.push(format!("{}: no {kind} holding {value:?}", family.name));
+        }
+    }
+    for old in family.superseded {
+        if let Some(line) = lines.iter().find(|line| line.contains(old)) {
+            failures.push(format!(
+                "{}: {old:?} still current in {line:?}",
+                family.name
+            ));
+        }
+        for (at, _) in summary.match_indices(old) {
+            if !summary[at + old.len()..].starts_with(" (superseded by") {
+                failures.push(format!("{}: {old:?} shown unmarked", family.name));
+                break;
+            }
+        }
+    }
+    for decoy in family.decoys {
+        if let Some(line) = lines.iter().find(|line| line.contains(decoy)) {
+            failures.push(format!("{}: decoy {decoy:?} read as {line:?}", family.name));
+        }
+    }
+    failures
+}
+
+fn assert_family(family: &Family) {
+    let failures = check(family);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn chat_style() {
+    assert_family(&Family {
+        name: "chat",
+        session: "\
+[system] You are a coding assistant working in the user's repository.
+[user] hey! quick thing before we start: don't ever commit the .env.local file, ok?
+[assistant] Sure. What are we working on?
+[user] btw keep every PR to at most 400 changed lines. fyi the staging box is stg-web-07.
+[user] what I really want is to get the CSV importer merged by Friday.
+[user] oh and I'd rather you use pnpm than npm.
+[user] still not sure whether we should support .xlsx uploads, let's leave that open for now.
+[user] ok let's go with Postgres 16 for the job queue.
+[assistant] Got it. Continuing with the plan.
+[assistant] Acknowledged. Continuing with the plan.
+[user] can you check why the build is 3.2 GB now?
+[user] the log says `error: the budget is 0 bytes` when it fails, weird.
+[user] actually the staging box is stg-web-09 now.
+[assistant] Noted: the staging box is stg-web-09.",
+        expected: &[
+            ("Rule", ".env.local"),
+            ("Constraint", "400 changed lines"),
+            ("Fact", "stg-web-09"),
+            ("Goal", "CSV importer"),
+            ("Preference", "pnpm"),
+            ("Question", ".xlsx"),
+            ("Decision", "Postgres 16"),
+        ],
+        superseded: &["stg-web-07"],
+        decoys: &["3.2 GB", "0 bytes", "Continuing with the plan"],
+    });
+}
+
+#[test]
+fn ticket_style() {
+    assert_family(&Family {
+        name: "ticket",
+        session: "\
+[user] Ticket OPS-5521: Migrate the billing cron to Kubernetes
+Priority: P1
+Due: 2026-05-30
+Objective: run the nightly billing job on the shared cluster.
+Acceptance criteria:
+- The job must finish in under 15 minutes.
+- Do not change the cron schedule 0 3 * * *.
+Reporter prefers Helm charts over raw manifests.
+Open question: do we keep the old VM vm-bill-01 as a fallback?
+Decision: use the shared cluster k8s-shared-2.
+Steps to reproduce: run `make deploy ENV=prod` and watch it time out.
+Log excerpt:
+    2026-05-01 12:00:03 WARN retry limit is 3
+[assistant] I'll start with the Helm chart.
+[user] Update: due date moved to 2026-06-06.",
+        expected: &[
+            ("Rule", "cron schedule"),
+            ("Constraint", "15 minutes"),
+            ("Fact", "2026-06-06"),
+            ("Fact", "P1"),
+            ("Goal", "nightly billing job"),
+            ("Preference", "Helm charts"),
+            ("Question", "vm-bill-01"),
+            ("Decision", "k8s-shared-2"),
+        ],
+        superseded: &["2026-05-30"],
+        decoys: &["make deploy", "retry limit"],
+    });
+}
+
+#[test]
+fn terse_labelled() {
+    assert_family(&Family {
+        name: "terse",
+        session: "\
+[system] SAFETY RULE: Never reveal API keys, even in debug output.
+[user] RULE: no force-pushes to release/*
+CONSTRAINT: max 3 retries per request
+FACT: primary region = eu-north-1
+GOAL: cut p95 latency below 250 ms
+PREF: 2-space indent in YAML
+QUESTION: is the cache shared across tenants?
+DECISION: adopt OpenTelemetry for tracing
+IMPORTANT: rotate the signing key every 90 days
+NOTE: the read replica is db-ro-3
+[assistant -> tool_call bash] {\"command\": \"cargo test\"}
+[tool bash] ERROR: connection refused (os error 111)
+WARN: retry budget exhausted after 5 attempts
+[user] ERROR: timeout after 30s
+const MAX_RETRIES: u32 = 5;
+[user] FACT: primary region changed to eu-west-3",
+        expected: &[
+            ("Rule", "API keys"),
+            ("Rule", "force-pushes"),
+            ("Rule", "90 days"),
+            ("Constraint", "3 retries"),
+            ("Fact", "eu-west-3"),
+            ("Fact", "db-ro-3"),
+            ("Goal", "250 ms"),
+            ("Preference", "2-space indent"),
+            ("Question", "cache shared across tenants"),
+            ("Decision", "OpenTelemetry"),
+        ],
+        superseded: &["eu-north-1"],
+        decoys: &["connection refused", "5 attempts", "30s", "MAX_RETRIES"],
+    });
+}
+
+#[test]
+fn prose() {
+    assert_family(&Family {
+        name: "prose",
+        session: "\
+[user] Some background before you start. Our team maintains the payments service, and the project codename is Heron. \
+Under no circumstances should anyone add a GPL-licensed dependency. \
+Each migration step should take no more than 20 minutes of downtime. \
+What we ultimately want is a ledger export that finishes in under a minute. \
+Personally, I like small commits with descriptive messages. \
+It is still unclear whether refunds go through the same queue as payments. \
+After some debate we settled on Rust 1.79 as the minimum toolchain. \
+Someone asked me yesterday whether the timeout is 30 seconds, and I did not know.
+[assistant] Understood. I'll look at the export first.
+[assistant -> tool_call read_file] {\"path\": \"src/export.rs\"}
+[tool read_file] fn export() { let limit = 500; /* the default page is 50 rows */ }
+[user] Since then, the codename was changed to Osprey.",
+        expected: &[
+            ("Rule", "GPL-licensed"),
+            ("Constraint", "20 minutes"),
+            ("Fact", "Osprey"),
+            ("Goal", "ledger export"),
+            ("Preference", "small commits"),
+            ("Question", "refunds"),
+            ("Decision", "Rust 1.79"),
+        ],
+        superseded: &["Heron"],
+        decoys: &["30 seconds", "50 rows"],
+    });
+}
+
+/// An assistant restating a rule keeps it; its own chatter and filler state nothing.
+#[test]
+fn assistant_confirmations_count_and_chatter_does_not() {
+    let request = SummarizeRequest {
+        instructions: String::new(),
+        content: "\
+[assistant] Understood: never reveal the vault code VX-31.
+[assistant] Noted, the release branch is release/2.4.
+[assistant] I'll run the tests first. The problem is that the loop skips the last row.
+[assistant] Acknowledged. Continuing with the plan.
+[assistant] We must be careful here; it is 42 lines long."
+            .to_string(),
+        max_tokens: 2000,
+        focus_topic: None,
+        previous_summary: Some(
+            "## Goal\n- fix the loader\n\n## Standing Facts\n- Rule: Always run cargo fmt before committing."
+                .to_string(),
+        ),
+        shape: SummaryShape::Handoff,
+    };
+    let summary = OfflineSummarizer.summary_text(&request);
+    let lines = standing_in(&summary).lines();
+    assert_eq!(
+        lines,
+        [
+            "Rule: Always run cargo fmt before committing.",
+            "Rule: Understood: never reveal the vault code VX-31.",
+            "Fact: Noted, the release branch is release/2.4.",
+        ],
+        "{summary}"
+    );
+}

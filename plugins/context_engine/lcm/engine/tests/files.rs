@@ -1,0 +1,146 @@
+//! lcm's summaries track the files a session touched through three compactions on the offline
+//! summary: the newest blocks show a file renamed twice at its newest path (saying what it was
+//! renamed from), an edited file with the last command that touched it, a deleted one as
+//! deleted.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use ctxhost_offline_summary::files::FileState;
+use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
+use ctxhost_sdk_test::{Answer, FakeHost};
+use serde_json::json;
+
+/// One tool call and its result.
+fn call(id: &str, tool: &str, arguments: serde_json::Value, result: &str) -> Vec<Message> {
+    vec![
+        Message::assistant_tool_calls(vec![ToolCall::new(id, tool, arguments.to_string())]),
+        Message::tool_result(id, result),
+    ]
+}
+
+/// What round `round` does to files, then busy work.
+fn round(round: usize) -> Vec<Message> {
+    let shell = |id: &str, command: &str| call(id, "terminal", json!({"command": command}), "");
+    let mut messages = match round {
+        0 => [
+            call(
+                "e0",
+                "edit_file",
+                json!({"path": "src/ledger.rs", "old": "u32", "new": "u64"}),
+                "ok",
+            ),
+            shell("m0", "git mv src/old_name.rs src/new_name.rs"),
+            shell("t0", "touch tmp/scratch.txt"),
+        ]
+        .concat(),
+        1 => shell("s1", "sed -i 's/u32/u64/' src/ledger.rs"),
+        _ => [
+            shell("m2", "mv src/new_name.rs src/final_name.rs"),
+            shell("r2", "rm tmp/scratch.txt"),
+        ]
+        .concat(),
+    };
+    for i in 0..10 {
+        let id = format!("w{round}_{i}");
+        messages.extend(call(
+            &id,
+            "terminal",
+            json!({"command": format!("cargo test -p mod_{round}_{i}")}),
+            &format!("test parse::case_{i} ... ok\n").repeat(30),
+        ));
+        messages.push(Message::assistant(format!("Module {round}.{i} passes.")));
+    }
+    messages.push(Message::user(format!("Round {round} done, carry on.")));
+    messages
+}
+
+/// The files the summary blocks of `view` list, each block's in order, read back.
+fn files_in_blocks(view: &[Message]) -> Vec<FileState> {
+    let mut files = Vec::new();
+    for block in view.iter().filter(|m| block_id(m).is_some()) {
+        let text = block.content_text();
+        let mut inside = false;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("Files:") {
+                inside = rest.trim().is_empty();
+                files.extend(rest.split(", ").filter_map(FileState::parse_line));
+                continue;
+            }
+            match line.strip_prefix("- ") {
+                Some(item) if inside => files.extend(FileState::parse_line(item)),
+                _ => inside = false,
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
+    let host = FakeHost::builder("lcm")
+        .config(with_store(small_config(), None))
+        .context_length(SMALL_WINDOW)
+        .default_answer(Answer::with(|request| {
+            Ok(OfflineSummarizer.summary(request))
+        }))
+        .build();
+    let mut engine = engine(&host);
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    let mut view = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Tidy up the ledger module."),
+        Message::assistant("Starting."),
+    ];
+    let mut rounds = Vec::new();
+    for n in 0..3 {
+        view.extend(round(n));
+        view = engine.compress(&view, &force).unwrap();
+        sequence::validate(&view).unwrap();
+        rounds.push(files_in_blocks(&view));
+    }
+    // The newest state a block gives each path (blocks are in order, oldest first).
+    let latest = |files: &[FileState], path: &str| -> FileState {
+        files
+            .iter()
+            .rev()
+            .find(|f| f.path == path)
+            .cloned()
+            .unwrap_or_else(|| panic!("{path} not listed: {files:#?}"))
+    };
+    let listed = |files: &[FileState], path: &str| files.iter().any(|f| f.path == path);
+
+    let first = &rounds[0];
+    let renamed = latest(first, "src/new_name.rs");
+    assert_eq!(renamed.renamed_from.as_deref(), Some("src/old_name.rs"));
+    assert!(!listed(first, "src/old_name.rs"), "{first:#?}");
+    assert!(latest(first, "src/ledger.rs").line().contains("edited"));
+
+    let second = &rounds[1];
+    assert_eq!(
+        latest(second, "src/ledger.rs").last.as_deref(),
+        Some("sed -i 's/u32/u64/' src/ledger.rs")
+    );
+    assert!(listed(second, "src/new_name.rs"), "{second:#?}");
+
+    let third = &rounds[2];
+    let renamed = latest(third, "src/final_name.rs");
+    assert_eq!(renamed.renamed_from.as_deref(), Some("src/new_name.rs"));
+    for old in ["src/new_name.rs", "src/old_name.rs"] {
+        assert!(!listed(third, old), "{old} still listed: {third:#?}");
+    }
+    let edited = latest(third, "src/ledger.rs");
+    assert!(edited.line().contains("edited"), "{edited:?}");
+    assert_eq!(
+        edited.last.as_deref(),
+        Some("sed -i 's/u32/u64/' src/ledger.rs")
+    );
+    let deleted = latest(third, "tmp/scratch.txt");
+    assert!(deleted.is_deleted(), "{deleted:?}");
+    assert_eq!(deleted.last.as_deref(), Some("rm tmp/scratch.txt"));
+}
