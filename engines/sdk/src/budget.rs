@@ -54,7 +54,8 @@ impl BudgetPart {
     ];
 
     /// The part a summary section holds, by its heading (the handoff template's, as the
-    /// offline summary and the LLM summarizers write it); anything else is narrative.
+    /// offline summary and the LLM summarizers write it, and the digest's `Label:` lines);
+    /// anything else is narrative.
     pub fn of_heading(title: &str) -> BudgetPart {
         let title = title
             .trim()
@@ -71,9 +72,11 @@ impl BudgetPart {
             | "constraints"
             | "preferences"
             | "rules" => BudgetPart::StandingFacts,
-            "goal" | "goals" | "current goal" | "next steps" | "plan" => BudgetPart::GoalAndPlan,
+            "goal" | "goals" | "current goal" | "next steps" | "plan" | "asked" => {
+                BudgetPart::GoalAndPlan
+            }
             "relevant files" | "files" | "files touched" | "artifacts" => BudgetPart::Files,
-            "in progress" | "current state" | "latest state" => BudgetPart::LatestTurn,
+            "in progress" | "current state" | "latest state" | "open" => BudgetPart::LatestTurn,
             _ => BudgetPart::TailAndNarrative,
         }
     }
@@ -151,6 +154,8 @@ struct Section {
     /// How many `#` the heading has (0 for none).
     level: usize,
     part: BudgetPart,
+    /// Whether a blank line came before its heading (kept when rendered).
+    after_blank: bool,
     /// Whether the section had items when read (a parent heading such as `## Progress` has
     /// none of its own and stays while a subsection does).
     had_items: bool,
@@ -163,17 +168,19 @@ impl Sections {
             heading: None,
             level: 0,
             part: BudgetPart::TailAndNarrative,
+            after_blank: false,
             had_items: false,
             items: Vec::new(),
         }];
+        let mut after_blank = false;
         for line in text.lines() {
             let trimmed = line.trim_start();
-            if trimmed.starts_with('#') {
-                let level = trimmed.chars().take_while(|c| *c == '#').count();
+            if let Some(level) = heading_level(trimmed) {
                 sections.push(Section {
                     heading: Some(line.to_string()),
                     level,
                     part: BudgetPart::of_heading(trimmed),
+                    after_blank,
                     had_items: false,
                     items: Vec::new(),
                 });
@@ -182,6 +189,7 @@ impl Sections {
                 section.items.push(line.to_string());
                 section.had_items = true;
             }
+            after_blank = line.trim().is_empty();
         }
         Sections { sections }
     }
@@ -228,7 +236,7 @@ impl Sections {
                 continue;
             }
             if let Some(heading) = &section.heading {
-                if !out.is_empty() && section.level <= 2 {
+                if !out.is_empty() && section.after_blank {
                     out.push('\n');
                 }
                 out.push_str(heading);
@@ -251,6 +259,22 @@ impl Sections {
                 .take_while(|s| s.level > level)
                 .any(|s| !s.items.is_empty())
     }
+}
+
+/// How deep a heading `line` is: its `#`s, or 2 for a digest's `Label:` line (a few words
+/// and a colon, nothing after it); `None` for any other line.
+fn heading_level(line: &str) -> Option<usize> {
+    if line.starts_with('#') {
+        return Some(line.chars().take_while(|c| *c == '#').count());
+    }
+    let label = line.strip_suffix(':')?;
+    let is_label = !label.is_empty()
+        && label.len() <= 40
+        && label.starts_with(|c: char| c.is_alphabetic())
+        && label
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == ' ' || c == '&');
+    is_label.then_some(2)
 }
 
 /// Whether a standing item (`- Kind: text` or `- Kind (subject): text`) reads as a sentence
@@ -317,6 +341,19 @@ mod tests {
         let facts = &SUMMARY
             [SUMMARY.find("## Standing").unwrap()..SUMMARY.find("\n\n## Progress").unwrap()];
         assert_eq!(trim_summary(SUMMARY, under(facts.len())), facts);
+    }
+
+    #[test]
+    fn a_digest_is_cut_by_the_same_order() {
+        let digest = "Standing:\n- Rule: Never reveal API keys.\nAsked:\n- Ship billing\n\
+            Did:\n- Ran step 1\n- Ran step 2\nOpen:\n- Writing deploy.sh";
+        let cut = trim_summary(digest, under(digest.len() - 10));
+        assert!(
+            !cut.contains("Ran step 1") && cut.contains("Ran step 2"),
+            "{cut}"
+        );
+        let cut = trim_summary(digest, under(40));
+        assert_eq!(cut, "Standing:\n- Rule: Never reveal API keys.");
     }
 
     #[test]

@@ -1,0 +1,91 @@
+//! `ctxhost compress --target-tokens N` and `--budget 20%`: a size whatever the model's window,
+//! met by both engines on a corpus session, and a bad size said in one line.
+
+use ctxhost_tests::{corpus_dir, Sandbox};
+
+/// A corpus session of some length: the size is a small share of it.
+const SESSION: &str = "function_calling__install-1__marshmallow-code__marshmallow-1867.json";
+
+/// The token counts of `compress`'s summary line: before, after and the target.
+fn sizes(stderr: &str) -> (u64, u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|line| line.contains(" tokens ("))
+        .unwrap_or_else(|| panic!("no summary line in {stderr}"));
+    let (counts, rest) = line
+        .split_once(" tokens (")
+        .expect("the summary line counts tokens");
+    let counts = counts.rsplit(", ").next().expect("messages, then tokens");
+    let (before, after) = counts.split_once(" → ").expect("before → after");
+    let target = rest
+        .split_once("target ")
+        .and_then(|(_, t)| t.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no target in {line}"));
+    let number = |text: &str| text.trim().parse::<u64>().expect(text);
+    (number(before), number(after), number(target))
+}
+
+#[test]
+fn compress_meets_a_target_or_a_share_with_both_engines_on_a_corpus_session() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    // A window far larger than the session: the size asked for is all that makes it small.
+    sandbox.write_config("model:\n  name: test-model\n  context_length: 200000\n");
+    let session = corpus_dir().join(SESSION);
+    let session = session.to_str().unwrap();
+    for engine in ["compressor", "lcm"] {
+        for size in [
+            ["--budget", "20%"],
+            ["--budget", "5%"],
+            ["--target-tokens", "900"],
+        ] {
+            let run = sandbox.ctxhost(&["compress", session, "--engine", engine, size[0], size[1]]);
+            assert!(run.success(), "{engine} {size:?}: {}", run.stderr);
+            let (before, after, target) = sizes(&run.stderr);
+            if size[1].ends_with('%') {
+                let percent: u64 = size[1].trim_end_matches('%').parse().unwrap();
+                assert_eq!(target, before * percent / 100, "{}", run.stderr);
+            } else {
+                assert_eq!(target, 900);
+            }
+            assert!(after <= target, "{engine} {size:?}: {}", run.stderr);
+            assert!(
+                run.stderr.starts_with(&format!("{engine}: ")),
+                "{}",
+                run.stderr
+            );
+            let messages = run.messages();
+            assert!(messages[0].is_system(), "{engine}: the head stays");
+            ctxhost_sdk::sequence::validate(&messages).expect("a valid chat sequence");
+        }
+    }
+}
+
+#[test]
+fn compress_says_in_one_line_what_is_wrong_with_a_size() {
+    let sandbox = Sandbox::new();
+    let session = corpus_dir().join(SESSION);
+    let session = session.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--target-tokens", "0"], "at least 1"),
+        (vec!["--target-tokens", "many"], "at least 1"),
+        (vec!["--budget", "0%"], "above 0, at most 100"),
+        (vec!["--budget", "120%"], "above 0, at most 100"),
+        (
+            vec!["--target-tokens", "900", "--budget", "20%"],
+            "cannot be used with",
+        ),
+    ] {
+        let mut command = vec!["compress", session];
+        command.extend(&args);
+        let run = sandbox.ctxhost(&command);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        let first = run.stderr_lines()[0];
+        assert!(
+            first.starts_with("error: ") && first.contains(says),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{args:?}: nothing is written");
+    }
+}
