@@ -1,10 +1,31 @@
 //! `ctxhost compress --target-tokens N` and `--budget 20%`: a size whatever the model's window,
 //! met by both engines on a corpus session, and a bad size said in one line.
 
-use ctxhost_tests::{corpus_dir, Sandbox};
+use ctxhost_sdk::budget::summary_room;
+use ctxhost_sdk::Message;
+use ctxhost_tests::{corpus_dir, read_json, Sandbox};
+use ctxhost_tokens::TokenCounter;
 
-/// A corpus session of some length: the size is a small share of it.
-const SESSION: &str = "function_calling__install-1__marshmallow-code__marshmallow-1867.json";
+/// A long corpus session: its protected head and newest turn are a small part of it.
+const SESSION: &str =
+    "gpt4__swe-bench-dev-easy_first_only__default__install-1__pydicom__pydicom-1458.json";
+
+/// The messages an output kept verbatim from the input: its common start (the head, the
+/// newest user message when that is in it) and its common end (the turn in progress).
+fn verbatim<'a>(input: &[Message], output: &'a [Message]) -> Vec<&'a Message> {
+    let start = input.iter().zip(output).take_while(|(a, b)| a == b).count();
+    let end = input
+        .iter()
+        .rev()
+        .zip(output.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(output.len() - start);
+    output[..start]
+        .iter()
+        .chain(&output[output.len() - end..])
+        .collect()
+}
 
 /// The token counts of `compress`'s summary line: before, after and the target.
 fn sizes(stderr: &str) -> (u64, u64, u64) {
@@ -32,7 +53,9 @@ fn compress_meets_a_target_or_a_share_with_both_engines_on_a_corpus_session() {
     // A window far larger than the session: the size asked for is all that makes it small.
     sandbox.write_config("model:\n  name: test-model\n  context_length: 200000\n");
     let session = corpus_dir().join(SESSION);
+    let input: Vec<Message> = serde_json::from_value(read_json(&session)).unwrap();
     let session = session.to_str().unwrap();
+    let counter = TokenCounter::new("o200k_base");
     for engine in ["compressor", "lcm"] {
         for size in [
             ["--budget", "20%"],
@@ -48,13 +71,23 @@ fn compress_meets_a_target_or_a_share_with_both_engines_on_a_corpus_session() {
             } else {
                 assert_eq!(target, 900);
             }
-            assert!(after <= target, "{engine} {size:?}: {}", run.stderr);
+            let messages = run.messages();
+            assert_eq!(after, counter.count_messages(&messages));
+            // Within the size, or, when what the engine must keep verbatim fills it, within
+            // that and room for the standing facts (`summary_room`).
+            let kept: Vec<Message> = verbatim(&input, &messages).into_iter().cloned().collect();
+            let kept = counter.count_messages(&kept);
+            let bound = kept + summary_room(target, kept);
+            assert!(
+                after <= bound,
+                "{engine} {size:?}: {after} > {bound} (size {target}, verbatim {kept}): {}",
+                run.stderr
+            );
             assert!(
                 run.stderr.starts_with(&format!("{engine}: ")),
                 "{}",
                 run.stderr
             );
-            let messages = run.messages();
             assert!(messages[0].is_system(), "{engine}: the head stays");
             ctxhost_sdk::sequence::validate(&messages).expect("a valid chat sequence");
         }

@@ -23,9 +23,6 @@ const REGROWTH: f64 = 0.10;
 /// Summaries remembered as this engine's own: the current one, and a few a caller may still
 /// hold (a compression prepared in the background and dropped leaves the previous one in use).
 const REMEMBERED_SUMMARIES: usize = 8;
-/// The least a summary gets under a caller's target (`CompressOptions::target_tokens`) that the
-/// head and the tail alone fill: room for the standing facts, if for little else.
-const MIN_TARGETED_SUMMARY: u64 = 256;
 
 /// What the last compression did, for `ctxhost run` reports (`invoke("last_compression")`).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -265,7 +262,7 @@ impl Compressor {
         // run after the newest user message, which the tail always holds): the turn's older
         // tool outputs are pruned too, all but the newest call's.
         if room.is_some_and(|room| {
-            self.count(&work[tail_start..]) > room.saturating_sub(MIN_TARGETED_SUMMARY)
+            self.count(&work[tail_start..]) > room.saturating_sub(budget::FACTS_FLOOR_TOKENS)
         }) {
             let newest_turn = sequence::start_of_turn(&work, work.len() - 1).max(tail_start);
             let more = prune(&mut work, tail_start..newest_turn);
@@ -308,17 +305,11 @@ impl Compressor {
             work.get(tail_start).map(Message::role),
         );
         // What the summary message may cost under a caller's size: what the head and the
-        // newest turn leave, all of it and no more. A head larger than the size is measured
-        // apart (what follows it gets the size); when the newest turn fills what is left, the
-        // summary still gets enough for the session's standing facts (the size is missed
-        // either way, and a one-token summary would drop them).
-        let summary_room = options.target_tokens.map(|target| {
-            let head = if head_tokens < target { head_tokens } else { 0 };
-            match target.checked_sub(head + tail_tokens) {
-                Some(left) if left > 0 => left,
-                _ => MIN_TARGETED_SUMMARY,
-            }
-        });
+        // newest turn leave, all of it and no more, or room for the standing facts when they
+        // fill it (`ctxhost_sdk::budget::summary_room`).
+        let summary_room = options
+            .target_tokens
+            .map(|target| budget::summary_room(target, head_tokens + tail_tokens));
         let max_tokens = match summary_room {
             Some(room) => {
                 let frame = self
@@ -365,11 +356,16 @@ impl Compressor {
                 written.text = budget::trim_summary(&written.text, fits);
             }
         }
-        let summary = summary_message(&written.text, previous_role, next_role);
+        // A size the head and the newest turn leave less than a summary's frame of has no room
+        // for one: the middle goes without it.
+        let summary = (!written.text.trim().is_empty())
+            .then(|| summary_message(&written.text, previous_role, next_role));
         // The head and the tail move from `work`; the middle is dropped.
         let mut out = work;
-        let summary_text = summary.content_text().into_owned();
-        out.splice(head_end..tail_start, [summary]);
+        let summary_text = summary
+            .as_ref()
+            .map(|summary| summary.content_text().into_owned());
+        out.splice(head_end..tail_start, summary);
         let out = sequence::repair(out);
         telemetry.summarized = true;
         telemetry.summarizer = written.summarizer;
@@ -384,7 +380,9 @@ impl Compressor {
             telemetry.summarizer = None;
             return (messages.to_vec(), telemetry);
         }
-        self.remember(summary_text);
+        if let Some(summary_text) = summary_text {
+            self.remember(summary_text);
+        }
         (out, telemetry)
     }
 }

@@ -82,6 +82,22 @@ impl BudgetPart {
     }
 }
 
+/// What the summaries get under a size that what an engine must keep verbatim (its protected
+/// head, the newest user message, the turn in progress) already fills: room for the standing
+/// facts, measured on what follows the verbatim part.
+pub const FACTS_FLOOR_TOKENS: u64 = 256;
+
+/// What a size of `target` tokens leaves the summaries beside the `verbatim` tokens an engine
+/// keeps as they are: all that is left, so the output fits the size; when nothing is left,
+/// [`FACTS_FLOOR_TOKENS`] (never more than the size itself), so the output fits
+/// `verbatim + min(size, FACTS_FLOOR_TOKENS)`.
+pub fn summary_room(target: u64, verbatim: u64) -> u64 {
+    match target.checked_sub(verbatim) {
+        Some(left) if left > 0 => left,
+        _ => FACTS_FLOOR_TOKENS.min(target),
+    }
+}
+
 /// How standing facts go when the facts alone exceed a budget.
 pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts \
                                   before user-stated ones, each oldest first";
@@ -303,6 +319,15 @@ mod tests {
 
     fn under(bytes: usize) -> impl Fn(&str) -> bool {
         move |text: &str| text.len() <= bytes
+    }
+
+    #[test]
+    fn a_size_leaves_the_summaries_the_rest_or_room_for_the_facts() {
+        assert_eq!(summary_room(1000, 300), 700);
+        assert_eq!(summary_room(1000, 900), 100);
+        assert_eq!(summary_room(1000, 1000), FACTS_FLOOR_TOKENS);
+        assert_eq!(summary_room(1000, 5000), FACTS_FLOOR_TOKENS);
+        assert_eq!(summary_room(100, 5000), 100);
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub fn write_messages(path: &Path, messages: &[Message], format: Format) -> anyh
 fn target_tokens(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(tokens) if tokens > 0 => Ok(tokens),
-        _ => Err(format!("must be a whole number of tokens, at least 1")),
+        _ => Err("must be a whole number of tokens, at least 1".to_string()),
     }
 }
 

@@ -209,21 +209,19 @@ impl Compactor<'_> {
                 fresh_tail_start(entries, self.settings, budget.context_length)
             };
             if budget.sized {
-                // A head larger than the size is measured apart: what follows it gets the size.
-                let head = if budget.head_tokens < budget.target_tokens {
-                    budget.head_tokens
-                } else {
-                    0
-                };
-                // What stays verbatim: the fresh tail, and the newest user message before it.
+                // What stays verbatim: the head, the fresh tail, and the newest user message
+                // before it.
                 let tail = tail.min(entries.len());
                 let newest_ask = (0..tail)
                     .rev()
                     .find(|&i| entries[i].is_user_message())
                     .filter(|_| !entries[tail..].iter().any(Entry::is_user_message))
                     .map_or(0, |i| entries[i].tokens);
-                let verbatim = context::tokens(&entries[tail..]) + newest_ask;
-                self.room = Some(budget.target_tokens.saturating_sub(head + verbatim));
+                let verbatim = budget.head_tokens + context::tokens(&entries[tail..]) + newest_ask;
+                self.room = Some(ctxhost_sdk::budget::summary_room(
+                    budget.target_tokens,
+                    verbatim,
+                ));
             }
             // Under target, only the block limit has work left (or a forced first pass).
             let over_target =
