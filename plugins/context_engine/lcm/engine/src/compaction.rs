@@ -152,9 +152,6 @@ pub struct Compactor<'a> {
     /// Under a caller's size: what the summaries before the fresh tail may cost together,
     /// set before each pass.
     pub room: Option<u64>,
-    /// Under a caller's size: what the summaries will cover (everything before the fresh
-    /// tail but the newest user message), set before each pass.
-    pub covered: u64,
     /// The stored summaries a run could write again, which [`run`](Self::run) looks up first
     /// (empty before; see [`Compactor::stored_over`]): a summary's id derives from its sources,
     /// so any other id is new, and is written without asking the store first.
@@ -221,7 +218,6 @@ impl Compactor<'_> {
                     .filter(|_| !entries[tail..].iter().any(Entry::is_user_message))
                     .map_or(0, |i| entries[i].tokens);
                 let verbatim = budget.head_tokens + context::tokens(&entries[tail..]) + newest_ask;
-                self.covered = context::tokens(&entries[..tail]).saturating_sub(newest_ask);
                 self.room = Some(ctxhost_sdk::budget::summary_room(
                     budget.target_tokens,
                     verbatim,
@@ -438,8 +434,21 @@ impl Compactor<'_> {
         let Some(room) = self.room else {
             return u64::MAX;
         };
+        let pinned = (0..entries.len())
+            .rev()
+            .find(|&i| entries[i].is_user_message());
+        // Everything from the oldest entry up to the fresh tail (the newest user message,
+        // which stays verbatim, excepted): what the summaries will cover.
+        let end = entries
+            .iter()
+            .rposition(|e| e.summary().is_some())
+            .map_or(range.end, |last| last + 1)
+            .max(range.end);
+        let covered: u64 = (0..end)
+            .filter(|&i| Some(i) != pinned)
+            .map(|i| entries[i].tokens)
+            .sum();
         let share = context::tokens(&entries[range]);
-        let covered = self.covered.max(share);
         let room = u128::from(room) * u128::from(share) / u128::from(covered.max(1));
         u64::try_from(room)
             .unwrap_or(u64::MAX)

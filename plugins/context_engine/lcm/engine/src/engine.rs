@@ -186,7 +186,6 @@ impl LcmEngine {
                     .as_deref()
                     .filter(|memory| !memory.trim().is_empty()),
                 room: None,
-                covered: 0,
                 stored: HashSet::new(),
             };
             compactor.run(
