@@ -4,8 +4,9 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EngineSettings,
-    Escalation, HostServices, Message, SummarizeRequest, SummaryShape, TokenTracker, Usage,
+    budget, sequence, CompressOptions, CompressionReport, ContextEngine, EngineError,
+    EngineSettings, Escalation, HostServices, Message, SummarizeRequest, SummaryShape,
+    TokenTracker, Usage,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -22,9 +23,6 @@ const REGROWTH: f64 = 0.10;
 /// Summaries remembered as this engine's own: the current one, and a few a caller may still
 /// hold (a compression prepared in the background and dropped leaves the previous one in use).
 const REMEMBERED_SUMMARIES: usize = 8;
-/// The least a summary gets under a caller's target (`CompressOptions::target_tokens`) that the
-/// head and the tail alone fill: room for the standing facts, if for little else.
-const MIN_TARGETED_SUMMARY: u64 = 256;
 
 /// What the last compression did, for `ctxhost run` reports (`invoke("last_compression")`).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -240,13 +238,15 @@ impl Compressor {
             ..Telemetry::default()
         };
         let head_end = self.head_end(messages);
-        // A target size (`CompressOptions::target_tokens`) is shared between the tail and the
-        // summary: half of what the head leaves for each.
+        // A caller's size (`CompressOptions::target_tokens`) is spent in the order of
+        // `ctxhost_sdk::budget`: the head, then the summary (standing facts, goal and plan,
+        // files, the latest state) and the newest turn; the verbatim tail before the newest
+        // turn gives way first, so under a size it is the newest turn alone.
         let head_tokens = self.count(&messages[..head_end]);
         let room = options
             .target_tokens
-            .map(|target| target.saturating_sub(head_tokens) / 2);
-        let tail_start = self.tail_start(messages, head_end, room);
+            .map(|target| target.saturating_sub(head_tokens));
+        let tail_start = self.tail_start(messages, head_end, room.map(|_| 0));
         if tail_start <= head_end {
             return (messages.to_vec(), telemetry);
         }
@@ -258,10 +258,12 @@ impl Compressor {
         telemetry.deduplicated = count.deduplicated;
         telemetry.truncated_arguments = count.truncated_arguments;
         telemetry.stripped_images = count.stripped_images + strip_images_before_latest(&mut work);
-        // A caller's size that the tail alone is over (a long tool run after the newest user
-        // message, which the tail always holds): the tail's older tool outputs are pruned too,
-        // all but the newest turn's.
-        if room.is_some_and(|room| self.count(&work[tail_start..]) > room) {
+        // A caller's size that the newest turn leaves the summary too little of (a long tool
+        // run after the newest user message, which the tail always holds): the turn's older
+        // tool outputs are pruned too, all but the newest call's.
+        if room.is_some_and(|room| {
+            self.count(&work[tail_start..]) > room.saturating_sub(budget::FACTS_FLOOR_TOKENS)
+        }) {
             let newest_turn = sequence::start_of_turn(&work, work.len() - 1).max(tail_start);
             let more = prune(&mut work, tail_start..newest_turn);
             telemetry.pruned += more.pruned;
@@ -297,19 +299,23 @@ impl Compressor {
             content.push_str(&fence_memory(memory));
         }
         content.push_str(&render(turns));
-        let max_tokens = match options.target_tokens {
-            // What the target leaves once the head, the tail and the summary's frame are in.
-            Some(target) => {
+        let tail_tokens = self.count(&work[tail_start..]);
+        let (previous_role, next_role) = (
+            work[..head_end].last().map(Message::role),
+            work.get(tail_start).map(Message::role),
+        );
+        // What the summary message may cost under a caller's size: what the head and the
+        // newest turn leave, all of it and no more, or room for the standing facts when they
+        // fill it (`ctxhost_sdk::budget::summary_room`).
+        let summary_room = options
+            .target_tokens
+            .map(|target| budget::summary_room(target, head_tokens + tail_tokens));
+        let max_tokens = match summary_room {
+            Some(room) => {
                 let frame = self
                     .services
                     .count_message_tokens(&summary_message("", None, None));
-                let tail = self.count(&work[tail_start..]);
-                // A head and a tail that fill the target already leave a summary no room;
-                // it still gets enough for the session's standing facts (the target is missed
-                // either way, and a one-token summary would drop them).
-                target
-                    .saturating_sub(head_tokens + tail + frame)
-                    .max(MIN_TARGETED_SUMMARY)
+                room.saturating_sub(frame)
                     .min(self.summary_budget(self.count(middle)))
                     .max(1)
             }
@@ -339,15 +345,27 @@ impl Compressor {
             written = self.summarize(&shorter, removed);
             telemetry.summarizer_calls = 2;
         }
-        let summary = summary_message(
-            &written.text,
-            work[..head_end].last().map(Message::role),
-            work.get(tail_start).map(Message::role),
-        );
+        // Still over: cut by the budget order, narrative first and standing facts last.
+        if let Some(room) = summary_room {
+            let fits = |body: &str| {
+                self.services
+                    .count_message_tokens(&summary_message(body, previous_role, next_role))
+                    <= room
+            };
+            if !fits(&written.text) {
+                written.text = budget::trim_summary(&written.text, fits);
+            }
+        }
+        // A size the head and the newest turn leave less than a summary's frame of has no room
+        // for one: the middle goes without it.
+        let summary = (!written.text.trim().is_empty())
+            .then(|| summary_message(&written.text, previous_role, next_role));
         // The head and the tail move from `work`; the middle is dropped.
         let mut out = work;
-        let summary_text = summary.content_text().into_owned();
-        out.splice(head_end..tail_start, [summary]);
+        let summary_text = summary
+            .as_ref()
+            .map(|summary| summary.content_text().into_owned());
+        out.splice(head_end..tail_start, summary);
         let out = sequence::repair(out);
         telemetry.summarized = true;
         telemetry.summarizer = written.summarizer;
@@ -362,7 +380,9 @@ impl Compressor {
             telemetry.summarizer = None;
             return (messages.to_vec(), telemetry);
         }
-        self.remember(summary_text);
+        if let Some(summary_text) = summary_text {
+            self.remember(summary_text);
+        }
         (out, telemetry)
     }
 }

@@ -21,7 +21,10 @@
 //!
 //! The tail is chosen by token budget (`target_ratio` of the threshold) with a floor of
 //! `protect_last_n` messages, holds the latest user message, and never splits a tool call from
-//! its results.
+//! its results. Under a caller's size (`CompressOptions::target_tokens`) the budget is spent in
+//! the order of `ctxhost_sdk::budget`: the head, the summary (standing facts first), the newest
+//! turn; the older verbatim tail gives way first, and a summary over its share is cut by that
+//! order, narrative first.
 
 mod compressor;
 mod prune;

@@ -12,7 +12,8 @@
 //!   `export_engine!` exports it from a cdylib);
 //! - [`EngineSettings`]: an engine's settings read from its config section, with defaults and
 //!   errors naming the key at fault;
-//! - [`CompressionReport`] and [`SessionInfo`]: what an engine tells the host about its work.
+//! - [`CompressionReport`] and [`SessionInfo`]: what an engine tells the host about its work;
+//! - [`budget`]: the order in which an engine spends a size budget (facts before the tail).
 //!
 //! A minimal plugin (the crate is a `cdylib` that also depends on `ctxhost-protocol`, for
 //! `ctxhost_protocol::export_engine!(KeepAll);`; `ctxhost plugins new` writes one for you). It
@@ -60,6 +61,7 @@
 // never do, so it stays out of their docs.
 #[doc(hidden)]
 pub mod abi;
+pub mod budget;
 pub mod contract;
 mod engine;
 mod error;

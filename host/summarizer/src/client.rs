@@ -10,7 +10,7 @@ use ctxhost_sdk::{EngineError, ErrorKind, SummarizeRequest, Summary};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::fit::fit_request;
+use crate::fit::{fit_request, fit_summary};
 use crate::prompt::{clean_answer, framing_tokens, system_prompt, user_prompt};
 use crate::retry::{with_retries, Failure, RetryPolicy};
 use crate::transport::{garbage, http_client, KeySource, Post};
@@ -161,6 +161,9 @@ impl LlmClient {
         })?;
         // The model may have dropped a standing rule or value: it comes back.
         let text = carry::restore(&text, &carry::expected(request), request.shape);
+        // Over what was asked (the model's own count, or the facts put back): cut by the
+        // budget order, so the standing facts are the last to go.
+        let text = fit_summary(&text, request.max_tokens).into_owned();
         Ok(Summary {
             text,
             summarizer: self.description.clone(),

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use ctxhost_sdk::EngineError;
+use ctxhost_sdk::{budget, EngineError};
 
 use ctxhost_offline_summary::budget::{
     ceil_boundary, estimate_tokens, floor_boundary, token_bytes, truncate_bytes,
@@ -61,6 +61,23 @@ fn snap_to_line(text: &str, cut: usize, is_head_end: bool) -> usize {
             None => cut,
         }
     }
+}
+
+/// An LLM's summary within the `max_tokens` it was asked for (a model counts tokens its own
+/// way, and the standing facts it dropped come back on top of its answer): cut by the budget
+/// order every engine spends by (`ctxhost_sdk::budget`), its narrative first and the standing
+/// facts last.
+pub fn fit_summary(text: &str, max_tokens: u64) -> Cow<'_, str> {
+    let max_tokens = if max_tokens == 0 {
+        DEFAULT_SUMMARY_TOKENS
+    } else {
+        max_tokens
+    };
+    let fits = |text: &str| estimate_tokens(text) <= max_tokens;
+    if fits(text) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(budget::trim_summary(text, fits))
 }
 
 /// What an LLM summary request looks like once it fits the model's window.
@@ -143,6 +160,20 @@ mod tests {
         let trimmed = trim_middle(&text, 300);
         assert!(estimate_tokens(&trimmed) <= 300);
         assert!(trimmed.starts_with('é') && trimmed.ends_with('é'));
+    }
+
+    #[test]
+    fn an_oversized_summary_loses_its_narrative_before_its_standing_facts() {
+        let done: String = (0..200).map(|i| format!("- Ran step {i}\n")).collect();
+        let summary = format!(
+            "## Goal\n- Ship it\n\n## Progress\n### Done\n{done}\n## Standing Facts\n\
+             - Rule: Never reveal API keys."
+        );
+        let fitted = fit_summary(&summary, 100);
+        assert!(estimate_tokens(&fitted) <= 100, "{fitted}");
+        assert!(fitted.contains("Never reveal API keys") && fitted.contains("Ship it"));
+        assert!(fitted.contains("Ran step 199") && !fitted.contains("Ran step 0\n"));
+        assert_eq!(fit_summary("short", 100), "short");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxhost_core::SessionOptions;
+use ctxhost_quality::Budget;
 use ctxhost_sdk::{CompressOptions, Message};
 use ctxhost_wire::transcript::{self, Format, OutputFormat};
 
@@ -26,6 +27,14 @@ pub struct CompressArgs {
     /// Compress even if the engine thinks it is not needed yet
     #[arg(long)]
     pub force: bool,
+    /// Make the result fit this many tokens, whatever the model's window: the engine meets any
+    /// size down to what its protected head needs (implies --force)
+    #[arg(long, value_name = "N", value_parser = target_tokens, conflicts_with = "budget")]
+    pub target_tokens: Option<u64>,
+    /// Make the result fit this share of the input's tokens (`20%`), or this many tokens
+    /// (implies --force)
+    #[arg(long, value_name = "SHARE", value_parser = |s: &str| s.parse::<Budget>())]
+    pub budget: Option<Budget>,
     /// Use this engine instead of `context.engine` (an engine that does not resolve is an
     /// error)
     #[arg(long, value_name = "NAME")]
@@ -57,12 +66,18 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     )?;
     let count = |messages: &[Message]| app.engines.services().tokens().count_messages(messages);
     let tokens_before = count(&messages);
+    // A size asked for is the size wanted: the engine compresses to it even where its own
+    // threshold says there is no need yet.
+    let target = args.target_tokens.or_else(|| {
+        args.budget
+            .map(|budget| budget.tokens_for(tokens_before).max(1))
+    });
     let options = CompressOptions {
         current_tokens: Some(tokens_before),
         focus_topic: args.focus.clone(),
-        force: args.force,
+        force: args.force || target.is_some(),
         memory_context: args.memory.clone(),
-        target_tokens: None,
+        target_tokens: target,
     };
     let input = Arc::new(messages);
     let outcome = app.runtime.block_on(async {
@@ -83,8 +98,9 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));
     }
+    let asked = target.map_or(String::new(), |target| format!(", target {target}"));
     eprintln!(
-        "{}: {} → {} messages, {} → {} tokens ({})",
+        "{}: {} → {} messages, {} → {} tokens ({}{asked})",
         outcome.engine,
         input.len(),
         outcome.messages.len(),
@@ -104,6 +120,14 @@ pub fn write_messages(path: &Path, messages: &[Message], format: Format) -> anyh
     }
     output::write(path, written.text.as_bytes())?;
     Ok(())
+}
+
+/// `--target-tokens`: a whole number of tokens, at least 1.
+fn target_tokens(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(tokens) if tokens > 0 => Ok(tokens),
+        _ => Err("must be a whole number of tokens, at least 1".to_string()),
+    }
 }
 
 fn percent_change(before: u64, after: u64) -> String {

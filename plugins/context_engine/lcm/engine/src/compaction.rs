@@ -11,8 +11,14 @@
 //!    `leaf_chunk_tokens` and ending on a turn boundary, become one leaf summary;
 //! 4. under pressure, two or more consecutive summaries of one depth are merged;
 //! 5. only when the summary blocks alone exceed their budget (half of what the threshold leaves
-//!    beside the head, and at least a tenth of the window), the two adjacent summaries of the
-//!    lowest depths are merged, whatever their depths (the last resort).
+//!    beside the head, and at least a tenth of the window; under a caller's size, all that the
+//!    head and the fresh tail leave), the two adjacent summaries of the lowest depths are
+//!    merged, whatever their depths (the last resort).
+//!
+//! Under a caller's size (`CompressOptions::target_tokens`) the budget is spent in the order
+//! of `ctxhost_sdk::budget`: the fresh tail is the newest turn alone, and each new summary gets
+//! its share of the rest by the size of what it covers, so the summaries (whose standing facts
+//! the summarizer keeps last) are bought before any older verbatim turn.
 //!
 //! A leaf that gives a standing fact a new value (see `ctxhost_offline_summary::standing`) is
 //! condensed at once with the blocks back to the oldest one still stating the old value, so no
@@ -54,11 +60,16 @@ pub struct Budget {
     pub threshold_tokens: u64,
     /// Stop once the context is at or under this.
     pub target_tokens: u64,
-    /// Set when the caller asked for a size (`CompressOptions::target_tokens`): the fresh tail,
-    /// the summaries together and each new summary get at most this (half of what the head
-    /// leaves), instead of their shares of the window.
-    pub share_tokens: Option<u64>,
+    /// The caller asked for a size (`CompressOptions::target_tokens`, the target above): it is
+    /// spent in the order of `ctxhost_sdk::budget`, so the fresh tail is the newest turn alone
+    /// and the summaries get all the rest, each new one its share by the size of what it
+    /// covers, instead of their shares of the window.
+    pub sized: bool,
 }
+
+/// What a summary block's frame costs beside its text (tags, id, the reference line, the way
+/// to expand it), a little over what it takes, so that shares under a size hold.
+const BLOCK_FRAME_TOKENS: u64 = 80;
 
 /// How one `compress` call went: the per-compaction telemetry (`last_compaction`), stored with
 /// each compaction. Read back with defaults, so reports stored by older releases still read.
@@ -138,8 +149,9 @@ pub struct Compactor<'a> {
     /// Text from the host's memory providers (`CompressOptions::memory_context`): reference
     /// material for leaf summaries.
     pub memory: Option<&'a str>,
-    /// The most one new summary may cost, when the caller asked for a size.
-    pub summary_cap: Option<u64>,
+    /// Under a caller's size: what the summaries before the fresh tail may cost together,
+    /// set before each pass.
+    pub room: Option<u64>,
     /// The stored summaries a run could write again, which [`run`](Self::run) looks up first
     /// (empty before; see [`Compactor::stored_over`]): a summary's id derives from its sources,
     /// so any other id is new, and is written without asking the store first.
@@ -191,10 +203,26 @@ impl Compactor<'_> {
                 report.stopped = StopReason::Deadline;
                 break;
             }
-            let tail = match budget.share_tokens {
-                Some(share) => fresh_tail_within(entries, self.settings, Some(share)),
-                None => fresh_tail_start(entries, self.settings, budget.context_length),
+            let tail = if budget.sized {
+                fresh_tail_within(entries, self.settings, Some(0))
+            } else {
+                fresh_tail_start(entries, self.settings, budget.context_length)
             };
+            if budget.sized {
+                // What stays verbatim: the head, the fresh tail, and the newest user message
+                // before it.
+                let tail = tail.min(entries.len());
+                let newest_ask = (0..tail)
+                    .rev()
+                    .find(|&i| entries[i].is_user_message())
+                    .filter(|_| !entries[tail..].iter().any(Entry::is_user_message))
+                    .map_or(0, |i| entries[i].tokens);
+                let verbatim = budget.head_tokens + context::tokens(&entries[tail..]) + newest_ask;
+                self.room = Some(ctxhost_sdk::budget::summary_room(
+                    budget.target_tokens,
+                    verbatim,
+                ));
+            }
             // Under target, only the block limit has work left (or a forced first pass).
             let over_target =
                 tokens > budget.target_tokens || grown || (force && report.passes == 0);
@@ -225,7 +253,7 @@ impl Compactor<'_> {
                 // Merging different depths deepens the DAG by one level per merge: only when
                 // the summaries alone are over their budget.
                 .or_else(|| {
-                    (over_target && summary_tokens(entries) > summary_budget(budget))
+                    (over_target && summary_tokens(entries) > self.summary_budget(budget))
                         .then(|| shallowest_run(entries, tail, 2))
                         .flatten()
                 })
@@ -294,7 +322,7 @@ impl Compactor<'_> {
                 .settings
                 .leaf_summary_tokens
                 .min(source_tokens / 2)
-                .min(self.summary_cap.unwrap_or(u64::MAX))
+                .min(self.share_of_room(entries, range.clone()))
                 .max(16),
             source_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
@@ -368,7 +396,7 @@ impl Compactor<'_> {
                 .settings
                 .condensed_summary_tokens
                 .min(text_tokens / 2)
-                .min(self.summary_cap.unwrap_or(u64::MAX))
+                .min(self.share_of_room(entries, range.clone()))
                 .max(16),
             source_tokens: text_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
@@ -397,6 +425,45 @@ impl Compactor<'_> {
         self.replace(entries, range, summary, Sources::Children(ids))?;
         report.condensed_summaries += 1;
         Ok(())
+    }
+
+    /// Under a caller's size, what the summary of `entries[range]` may cost: the room's share
+    /// by the size of what it covers among everything before the fresh tail that is or will
+    /// be a summary, less its block's frame. Without a size, no limit.
+    fn share_of_room(&self, entries: &[Entry], range: Range<usize>) -> u64 {
+        let Some(room) = self.room else {
+            return u64::MAX;
+        };
+        let pinned = (0..entries.len())
+            .rev()
+            .find(|&i| entries[i].is_user_message());
+        // Everything from the oldest entry up to the fresh tail (the newest user message,
+        // which stays verbatim, excepted): what the summaries will cover.
+        let end = entries
+            .iter()
+            .rposition(|e| e.summary().is_some())
+            .map_or(range.end, |last| last + 1)
+            .max(range.end);
+        let covered: u64 = (0..end)
+            .filter(|&i| Some(i) != pinned)
+            .map(|i| entries[i].tokens)
+            .sum();
+        let share = context::tokens(&entries[range]);
+        let room = u128::from(room) * u128::from(share) / u128::from(covered.max(1));
+        u64::try_from(room)
+            .unwrap_or(u64::MAX)
+            .saturating_sub(BLOCK_FRAME_TOKENS)
+    }
+
+    /// What the summary blocks together may cost before the oldest are merged whatever their
+    /// depths: under a caller's size, the room the head and the fresh tail leave; else half
+    /// of what the threshold leaves beside the head, and at least a tenth of the window.
+    fn summary_budget(&self, budget: Budget) -> u64 {
+        if let Some(room) = self.room {
+            return room;
+        }
+        (budget.threshold_tokens.saturating_sub(budget.head_tokens) / 2)
+            .max(budget.context_length / 10)
     }
 
     fn write(&self, job: &Job<'_>, deadline: Instant, report: &mut Report) -> summarize::Written {
@@ -542,15 +609,6 @@ pub fn superseded_run(entries: &[Entry], newest: usize) -> Option<Range<usize>> 
         }
     }
     oldest.map(|start| start..newest + 1)
-}
-
-/// What the summary blocks together may cost before the oldest are merged whatever their
-/// depths: half of what the threshold leaves beside the head, and at least a tenth of the window.
-fn summary_budget(budget: Budget) -> u64 {
-    if let Some(share) = budget.share_tokens {
-        return share;
-    }
-    (budget.threshold_tokens.saturating_sub(budget.head_tokens) / 2).max(budget.context_length / 10)
 }
 
 fn summary_tokens(entries: &[Entry]) -> u64 {

@@ -3,10 +3,6 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-/// The least the summaries (and the fresh tail) get under a caller's target
-/// (`CompressOptions::target_tokens`) that the head alone fills: room for the standing facts.
-const MIN_TARGETED_SHARE: u64 = 256;
-
 use ctxhost_sdk::{
     sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
     HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker,
@@ -169,13 +165,8 @@ impl LcmEngine {
         };
         let compact = options.force || over;
         if compact {
-            // A caller's size (`target_tokens`) replaces the engine's target; the tail and the
-            // summaries share what the head leaves.
-            // A head that fills the target already leaves nothing to share; the summaries still
-            // get room for the session's standing facts (the target is missed either way).
-            let share_tokens = options.target_tokens.map(|target| {
-                (target.saturating_sub(self.head_tokens) / 2).max(MIN_TARGETED_SHARE)
-            });
+            // A caller's size (`target_tokens`) replaces the engine's target, spent in the
+            // order of `ctxhost_sdk::budget` (see `Budget::sized`).
             let budget = Budget {
                 head_tokens: self.head_tokens,
                 context_length: self.tracker.context_length,
@@ -183,7 +174,7 @@ impl LcmEngine {
                 target_tokens: options
                     .target_tokens
                     .unwrap_or_else(|| self.target_tokens()),
-                share_tokens,
+                sized: options.target_tokens.is_some(),
             };
             let mut compactor = Compactor {
                 store: &mut self.store,
@@ -194,11 +185,7 @@ impl LcmEngine {
                     .memory_context
                     .as_deref()
                     .filter(|memory| !memory.trim().is_empty()),
-                // A third: a summary may come back a quarter over what it was asked, and its
-                // block has a frame; with the tail's half, the whole still fits.
-                summary_cap: options.target_tokens.map(|target| {
-                    (target.saturating_sub(self.head_tokens) / 3).max(MIN_TARGETED_SHARE)
-                }),
+                room: None,
                 stored: HashSet::new(),
             };
             compactor.run(

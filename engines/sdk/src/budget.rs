@@ -1,0 +1,411 @@
+//! The order in which an engine spends a size budget (a caller's
+//! [`CompressOptions::target_tokens`](crate::CompressOptions::target_tokens), or its own
+//! share of the window), written down once for every engine and summarizer.
+//!
+//! What the model needs to go on is bought first, what it can do without last:
+//!
+//! 1. [`BudgetPart::Head`]: the protected head (system prompt, first exchange), verbatim;
+//! 2. [`BudgetPart::StandingFacts`]: the rules, constraints, facts, goals and preferences the
+//!    session stated;
+//! 3. [`BudgetPart::GoalAndPlan`]: the current goal and the plan (next steps);
+//! 4. [`BudgetPart::Files`]: the files touched and their last state;
+//! 5. [`BudgetPart::LatestTurn`]: the most recent turn in progress (the newest user message
+//!    and what followed it, which the output contract keeps anyway);
+//! 6. [`BudgetPart::TailAndNarrative`]: the verbatim tail before it and the summary's
+//!    narrative (what was done, decisions, context).
+//!
+//! When the budget is short, parts give way in the reverse order: the verbatim tail and the
+//! narrative shrink before the latest turn's state, the files or the plan, and a standing fact
+//! is dropped only when the facts alone exceed the budget. Facts then go by
+//! [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool printed (a
+//! `name: value` line) before those a user stated (a sentence), each oldest first.
+//!
+//! [`trim_summary`] applies the order to a summary in the handoff template (markdown sections):
+//! engines use it on a summary that came back larger than its share, summarizers on an answer
+//! larger than its `max_tokens`.
+
+/// A part of what an engine's output holds, in the order a budget is spent on it (see the
+/// [module](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BudgetPart {
+    /// The protected head, verbatim: never given up.
+    Head,
+    /// The session's standing rules, constraints, facts, goals and preferences.
+    StandingFacts,
+    /// The current goal and the plan.
+    GoalAndPlan,
+    /// The files touched and their last state.
+    Files,
+    /// The most recent turn in progress.
+    LatestTurn,
+    /// The verbatim tail before the latest turn, and the summary's narrative.
+    TailAndNarrative,
+}
+
+impl BudgetPart {
+    /// Every part, first bought first.
+    pub const ORDER: [BudgetPart; 6] = [
+        BudgetPart::Head,
+        BudgetPart::StandingFacts,
+        BudgetPart::GoalAndPlan,
+        BudgetPart::Files,
+        BudgetPart::LatestTurn,
+        BudgetPart::TailAndNarrative,
+    ];
+
+    /// The part a summary section holds, by its heading (the handoff template's, as the
+    /// offline summary and the LLM summarizers write it, and the digest's `Label:` lines);
+    /// anything else is narrative.
+    pub fn of_heading(title: &str) -> BudgetPart {
+        let title = title
+            .trim()
+            .trim_start_matches('#')
+            .trim()
+            .trim_matches(['*', ':'])
+            .trim()
+            .to_lowercase();
+        match title.as_str() {
+            "standing facts"
+            | "standing"
+            | "constraints & preferences"
+            | "constraints and preferences"
+            | "constraints"
+            | "preferences"
+            | "rules" => BudgetPart::StandingFacts,
+            "goal" | "goals" | "current goal" | "next steps" | "plan" | "asked" => {
+                BudgetPart::GoalAndPlan
+            }
+            "relevant files" | "files" | "files touched" | "artifacts" => BudgetPart::Files,
+            "in progress" | "current state" | "latest state" | "open" => BudgetPart::LatestTurn,
+            _ => BudgetPart::TailAndNarrative,
+        }
+    }
+}
+
+/// What the summaries get under a size that what an engine must keep verbatim (its protected
+/// head, the newest user message, the turn in progress) already fills: room for the standing
+/// facts, measured on what follows the verbatim part.
+pub const FACTS_FLOOR_TOKENS: u64 = 256;
+
+/// What a size of `target` tokens leaves the summaries beside the `verbatim` tokens an engine
+/// keeps as they are: all that is left, so the output fits the size; when nothing is left,
+/// [`FACTS_FLOOR_TOKENS`] (never more than the size itself), so the output fits
+/// `verbatim + min(size, FACTS_FLOOR_TOKENS)`.
+pub fn summary_room(target: u64, verbatim: u64) -> u64 {
+    match target.checked_sub(verbatim) {
+        Some(left) if left > 0 => left,
+        _ => FACTS_FLOOR_TOKENS.min(target),
+    }
+}
+
+/// How standing facts go when the facts alone exceed a budget.
+pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts \
+                                  before user-stated ones, each oldest first";
+
+/// `text` (a summary in markdown sections) cut until `fits` says it does, by the
+/// [budget order](self): items of the narrative first, then the latest turn's, the files',
+/// the plan's, and the standing facts' last (by [`FACT_DROP_RULE`]); headings left without
+/// items go with them. Text is cut short only when one item is left and it does not fit.
+pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
+    if fits(text) {
+        return text.to_string();
+    }
+    let mut summary = Sections::parse(text);
+    loop {
+        let rendered = summary.render();
+        if fits(&rendered) {
+            return rendered;
+        }
+        let left: usize = summary.sections.iter().map(|s| s.items.len()).sum();
+        match summary.next_to_drop().filter(|_| left > 1) {
+            Some((section, line)) => {
+                summary.sections[section].items.remove(line);
+            }
+            None => return cut_to_fit(&rendered, &fits),
+        }
+    }
+}
+
+/// The longest prefix of `text` (on a char boundary, at a line break when one is near) that
+/// `fits`; empty when none does.
+fn cut_to_fit(text: &str, fits: &impl Fn(&str) -> bool) -> String {
+    if fits(text) {
+        return text.to_string();
+    }
+    let (mut low, mut high) = (0, text.len());
+    // The longest prefix that fits lies in low..high; `fits` grows with the prefix.
+    while low + 1 < high {
+        let mid = floor_boundary(text, (low + high) / 2);
+        if mid <= low {
+            break;
+        }
+        if fits(&text[..mid]) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    let kept = &text[..low];
+    match kept.rfind('\n') {
+        Some(at) if at * 4 >= kept.len() * 3 => kept[..at].trim_end().to_string(),
+        _ => kept.trim_end().to_string(),
+    }
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    while index > 0 && !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+/// A summary read as headed sections of item lines.
+struct Sections {
+    sections: Vec<Section>,
+}
+
+struct Section {
+    /// The heading line (none for text before the first heading).
+    heading: Option<String>,
+    /// How many `#` the heading has (0 for none).
+    level: usize,
+    part: BudgetPart,
+    /// Whether a blank line came before its heading (kept when rendered).
+    after_blank: bool,
+    /// Whether the section had items when read (a parent heading such as `## Progress` has
+    /// none of its own and stays while a subsection does).
+    had_items: bool,
+    items: Vec<String>,
+}
+
+impl Sections {
+    fn parse(text: &str) -> Sections {
+        let mut sections = vec![Section {
+            heading: None,
+            level: 0,
+            part: BudgetPart::TailAndNarrative,
+            after_blank: false,
+            had_items: false,
+            items: Vec::new(),
+        }];
+        let mut after_blank = false;
+        for line in text.lines() {
+            let trimmed = line.trim_start();
+            if let Some(level) = heading_level(trimmed) {
+                sections.push(Section {
+                    heading: Some(line.to_string()),
+                    level,
+                    part: BudgetPart::of_heading(trimmed),
+                    after_blank,
+                    had_items: false,
+                    items: Vec::new(),
+                });
+            } else if !line.trim().is_empty() {
+                let section = sections.last_mut().expect("one section at least");
+                section.items.push(line.to_string());
+                section.had_items = true;
+            }
+            after_blank = line.trim().is_empty();
+        }
+        Sections { sections }
+    }
+
+    /// The next item to give up: from the last part in the order first; within it the last
+    /// section first, its oldest (first) item first; standing facts by [`FACT_DROP_RULE`].
+    fn next_to_drop(&self) -> Option<(usize, usize)> {
+        for part in BudgetPart::ORDER.iter().rev() {
+            let in_part = self
+                .sections
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, s)| s.part == *part && !s.items.is_empty());
+            if *part == BudgetPart::StandingFacts {
+                let facts: Vec<(usize, usize)> = in_part
+                    .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
+                    .collect();
+                let text = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
+                let pick = facts
+                    .iter()
+                    .filter(|f| text(f).contains("superseded"))
+                    .min()
+                    .or_else(|| facts.iter().filter(|f| !is_stated(text(f))).min())
+                    .or_else(|| facts.iter().min());
+                if let Some(pick) = pick {
+                    return Some(*pick);
+                }
+                continue;
+            }
+            if let Some((at, _)) = in_part.into_iter().next() {
+                return Some((at, 0));
+            }
+        }
+        None
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for (at, section) in self.sections.iter().enumerate() {
+            let shown =
+                !section.items.is_empty() || (!section.had_items && self.subsection_shown(at));
+            if !shown {
+                continue;
+            }
+            if let Some(heading) = &section.heading {
+                if !out.is_empty() && section.after_blank {
+                    out.push('\n');
+                }
+                out.push_str(heading);
+                out.push('\n');
+            }
+            for item in &section.items {
+                out.push_str(item);
+                out.push('\n');
+            }
+        }
+        out.trim().to_string()
+    }
+
+    /// Whether a deeper section under the one at `at` still has items.
+    fn subsection_shown(&self, at: usize) -> bool {
+        let level = self.sections[at].level;
+        level > 0
+            && self.sections[at + 1..]
+                .iter()
+                .take_while(|s| s.level > level)
+                .any(|s| !s.items.is_empty())
+    }
+}
+
+/// How deep a heading `line` is: its `#`s, or 2 for a digest's `Label:` line (a few words
+/// and a colon, nothing after it); `None` for any other line.
+fn heading_level(line: &str) -> Option<usize> {
+    if line.starts_with('#') {
+        return Some(line.chars().take_while(|c| *c == '#').count());
+    }
+    let label = line.strip_suffix(':')?;
+    let is_label = !label.is_empty()
+        && label.len() <= 40
+        && label.starts_with(|c: char| c.is_alphabetic())
+        && label
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == ' ' || c == '&');
+    is_label.then_some(2)
+}
+
+/// Whether a standing item (`- Kind: text` or `- Kind (subject): text`) reads as a sentence
+/// someone stated (a capital first, a stop last) rather than a `name: value` line a tool
+/// printed.
+fn is_stated(item: &str) -> bool {
+    let text = item
+        .trim()
+        .trim_start_matches(['-', '*', '•', ' '])
+        .split_once(':')
+        .map_or(item, |(_, text)| text)
+        .trim();
+    text.starts_with(|c: char| c.is_uppercase()) && text.ends_with(['.', '!', '?'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUMMARY: &str = "## Goal\n- Ship the billing service\n\n## Standing Facts\n\
+        - Rule: Never reveal API keys in logs.\n- Fact (region): region: eu-west-3\n\
+        - Constraint: The budget is $4,000 (superseded by $5,120).\n\
+        - Constraint: The budget is now $5,120.\n\n## Progress\n### Done\n- Ran step 1\n\
+        - Ran step 2\n### In Progress\n- Writing deploy.sh\n\n## Relevant Files\n\
+        - deploy.sh (created)\n\n## Critical Context\n- Acknowledged, continuing.";
+
+    fn under(bytes: usize) -> impl Fn(&str) -> bool {
+        move |text: &str| text.len() <= bytes
+    }
+
+    #[test]
+    fn a_size_leaves_the_summaries_the_rest_or_room_for_the_facts() {
+        assert_eq!(summary_room(1000, 300), 700);
+        assert_eq!(summary_room(1000, 900), 100);
+        assert_eq!(summary_room(1000, 1000), FACTS_FLOOR_TOKENS);
+        assert_eq!(summary_room(1000, 5000), FACTS_FLOOR_TOKENS);
+        assert_eq!(summary_room(100, 5000), 100);
+    }
+
+    #[test]
+    fn the_order_is_written_once_and_headings_map_to_it() {
+        assert_eq!(BudgetPart::ORDER[0], BudgetPart::Head);
+        assert!(BudgetPart::StandingFacts < BudgetPart::TailAndNarrative);
+        assert_eq!(
+            BudgetPart::of_heading("## Constraints & Preferences"),
+            BudgetPart::StandingFacts
+        );
+        assert_eq!(
+            BudgetPart::of_heading("### In Progress"),
+            BudgetPart::LatestTurn
+        );
+        assert_eq!(
+            BudgetPart::of_heading("## Next Steps"),
+            BudgetPart::GoalAndPlan
+        );
+        assert_eq!(
+            BudgetPart::of_heading("## Critical Context"),
+            BudgetPart::TailAndNarrative
+        );
+    }
+
+    #[test]
+    fn narrative_goes_before_the_latest_turn_files_plan_and_facts() {
+        assert_eq!(trim_summary(SUMMARY, under(10_000)), SUMMARY);
+        let cut = trim_summary(SUMMARY, under(SUMMARY.len() - 40));
+        assert!(!cut.contains("Acknowledged"), "{cut}");
+        assert!(
+            cut.contains("Writing deploy.sh") && cut.contains("Never reveal"),
+            "{cut}"
+        );
+        // Room for the facts alone: Done, Critical Context, In Progress, the files and the
+        // goal are gone, with their headings.
+        let facts = &SUMMARY
+            [SUMMARY.find("## Standing").unwrap()..SUMMARY.find("\n\n## Progress").unwrap()];
+        assert_eq!(trim_summary(SUMMARY, under(facts.len())), facts);
+    }
+
+    #[test]
+    fn a_digest_is_cut_by_the_same_order() {
+        let digest = "Standing:\n- Rule: Never reveal API keys.\nAsked:\n- Ship billing\n\
+            Did:\n- Ran step 1\n- Ran step 2\nOpen:\n- Writing deploy.sh";
+        let cut = trim_summary(digest, under(digest.len() - 10));
+        assert!(
+            !cut.contains("Ran step 1") && cut.contains("Ran step 2"),
+            "{cut}"
+        );
+        let cut = trim_summary(digest, under(40));
+        assert_eq!(cut, "Standing:\n- Rule: Never reveal API keys.");
+    }
+
+    #[test]
+    fn facts_go_superseded_first_then_tool_derived_then_oldest() {
+        let facts = "## Standing Facts\n- Rule: Never reveal API keys in logs.\n\
+            - Fact (region): region: eu-west-3\n\
+            - Constraint: The budget is $4,000 (superseded by $5,120).\n\
+            - Constraint: The budget is now $5,120.";
+        let one_less = trim_summary(facts, under(facts.len() - 1));
+        assert!(
+            !one_less.contains("$4,000") && one_less.contains("eu-west-3"),
+            "{one_less}"
+        );
+        let two_less = trim_summary(facts, under(one_less.len() - 1));
+        assert!(!two_less.contains("eu-west-3"), "{two_less}");
+        assert!(two_less.contains("Never reveal") && two_less.contains("$5,120"));
+        let three_less = trim_summary(facts, under(two_less.len() - 1));
+        assert!(!three_less.contains("Never reveal"), "{three_less}");
+        assert!(three_less.contains("now $5,120"));
+    }
+
+    #[test]
+    fn text_is_cut_only_when_one_item_is_left_over() {
+        for bytes in [0, 5, 17, 60] {
+            assert!(trim_summary(SUMMARY, under(bytes)).len() <= bytes);
+        }
+        let cut = trim_summary("é".repeat(50).as_str(), under(21));
+        assert!(cut.len() <= 21 && cut.starts_with('é'));
+    }
+}

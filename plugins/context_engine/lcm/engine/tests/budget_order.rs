@@ -1,0 +1,85 @@
+//! The order in which lcm spends a caller's size (`ctxhost_sdk::budget`): under a tight budget
+//! its fresh tail gives way before a standing fact of its summaries does, and the view fits.
+
+mod common;
+
+use common::{engine, with_store};
+use ctxhost_offline_summary::OfflineSummarizer;
+use ctxhost_sdk::{CompressOptions, ContextEngine, Message, SessionStart, ToolCall};
+use ctxhost_sdk_test::tokens::count_messages;
+use ctxhost_sdk_test::{Answer, FakeHost};
+use serde_json::Value;
+
+/// A rule stated early, some work, then a long run of filler turns and a last ask.
+fn session(fillers: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Set up the billing service and its deploy scripts."),
+        Message::assistant("Starting with the repository layout."),
+        Message::user("SAFETY RULE: Never reveal API keys in logs, commits or answers."),
+        Message::assistant("Understood."),
+    ];
+    for i in 0..6 {
+        let id = format!("w{i}");
+        messages.push(Message::assistant_tool_calls(vec![ToolCall::new(
+            &id,
+            "terminal",
+            format!(r#"{{"command":"cargo test -p billing_{i}"}}"#),
+        )]));
+        messages.push(Message::tool_result(
+            &id,
+            format!("test billing::case_{i} ... ok\n").repeat(30),
+        ));
+    }
+    for i in 0..fillers {
+        messages.push(Message::user(format!("Keep going with step {i}.")));
+        messages.push(Message::assistant(
+            "Acknowledged. Continuing with the plan as agreed, nothing new to report yet.",
+        ));
+    }
+    messages.push(Message::user("Now write the deploy script for staging."));
+    messages
+}
+
+#[test]
+fn a_tight_budget_drops_the_fresh_tail_before_a_standing_fact() {
+    let messages = session(40);
+    let before = count_messages(&messages);
+    for percent in [20, 10, 5] {
+        let host = FakeHost::builder("lcm")
+            .config(with_store(Value::Null, None))
+            .context_length(128_000)
+            .default_answer(Answer::with(|request| {
+                Ok(OfflineSummarizer.summary(request))
+            }))
+            .build();
+        let mut lcm = engine(&host);
+        lcm.on_session_start(&SessionStart {
+            session_id: format!("budget-{percent}"),
+            ..SessionStart::default()
+        })
+        .unwrap();
+        let target = before * percent / 100;
+        let options = CompressOptions {
+            force: true,
+            target_tokens: Some(target),
+            ..CompressOptions::default()
+        };
+        let out = lcm.compress(&messages, &options).unwrap();
+        ctxhost_sdk_test::contract::check_output(&messages, &out).unwrap();
+        let text: String = out
+            .iter()
+            .map(|m| m.content_text().into_owned())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            text.contains("Never reveal API keys"),
+            "{percent}%: the rule is gone:\n{text}"
+        );
+        assert!(
+            count_messages(&out) <= target,
+            "{percent}%: {} > {target}:\n{text}",
+            count_messages(&out)
+        );
+    }
+}
