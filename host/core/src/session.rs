@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use ctxhost_protocol::Op;
 use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
-    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
-    Message, SessionInfo, SessionStart, Usage,
+    CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError, EngineStatus,
+    ErrorKind, Message, SelectRequest, SessionInfo, SessionStart, Usage,
 };
 use serde_json::Value;
 
@@ -437,6 +437,32 @@ impl Session {
             .await
             .ok()
             .flatten()
+    }
+
+    /// What to send for one request: `messages` with what the engine recalls for the newest
+    /// one; [`SessionError::Unsupported`] when the engine has no such operation (send
+    /// `messages` as they are). A selection that drops, changes or adds an unmarked message is
+    /// [`SessionError::Failed`]; unlike a failed compression it never retires the engine, as the
+    /// request goes on without it.
+    pub async fn select_context(
+        &mut self,
+        messages: Arc<Vec<Message>>,
+        request: SelectRequest,
+    ) -> Result<ContextSelection, SessionError> {
+        let input = messages.clone();
+        let selection = self
+            .call(Op::SelectContext, move |e| {
+                e.select_context(&input, &request)
+            })
+            .await?;
+        selection
+            .check(&messages)
+            .map_err(|violation| SessionError::Failed {
+                engine: self.active.name.clone(),
+                op: Op::SelectContext.name().to_string(),
+                error: EngineError::failed(violation.to_string()),
+            })?;
+        Ok(selection)
     }
 
     /// The engine's status (every engine has one).
