@@ -8,8 +8,9 @@ use std::time::Duration;
 const MIN_TARGETED_SHARE: u64 = 256;
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
-    HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker,
+    sequence, CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError,
+    EnginePlugin, HostServices, Manifest, Message, SelectRequest, SessionInfo, SessionStart,
+    TokenTracker,
 };
 use serde_json::{json, Value};
 
@@ -18,6 +19,7 @@ use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
 use crate::ingest::{ingest, Ingested};
 use crate::ops;
+use crate::recall::{self, LastRecall};
 use crate::settings::Settings;
 use crate::telemetry::compression_report;
 use crate::tools::{self, ToolContext};
@@ -48,6 +50,8 @@ pub struct LcmEngine {
     /// The lock of the session this engine writes, taken at its first write (or when the
     /// session starts) and held until the engine moves to another session or is dropped.
     lock: Option<SessionLock>,
+    /// The last selection `select_context` made, for a request that asks nothing new.
+    last_recall: Option<LastRecall>,
 }
 
 impl LcmEngine {
@@ -405,6 +409,7 @@ impl EnginePlugin for LcmEngine {
             head_tokens: 0,
             last_report: None,
             lock: None,
+            last_recall: None,
         })
     }
 
@@ -491,6 +496,26 @@ impl ContextEngine for LcmEngine {
             engine.last_report = None;
             Ok(())
         })
+    }
+
+    /// Reads the store only: no lock, and what the request holds that is not stored yet is
+    /// stored by the next preflight or compression.
+    fn select_context(
+        &mut self,
+        messages: &[Message],
+        request: &SelectRequest,
+    ) -> Result<ContextSelection, EngineError> {
+        if let Some(why) = self.store.unusable() {
+            return Err(EngineError::failed(why.to_string()));
+        }
+        recall::select(
+            &self.store,
+            self.conv,
+            &self.services,
+            messages,
+            request,
+            &mut self.last_recall,
+        )
     }
 
     fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
