@@ -166,6 +166,9 @@ pub struct Stats {
     /// did not fit the window, or compressions run on their requests (`background: false`).
     #[serde(default)]
     pub turns_waited: u64,
+    /// Stored summaries and messages the engine brought back into requests.
+    #[serde(default)]
+    pub recalled_items: u64,
     /// Model calls priced (the model had a price).
     #[serde(default)]
     pub priced_calls: u64,
@@ -217,6 +220,10 @@ pub struct SessionRecord {
     pub deferred_until_tokens: u64,
     pub stats: Stats,
     pub compressions: Vec<CompressionRecord>,
+    /// What the engine recalled into the last request (`select_context`); empty when it
+    /// recalled nothing or has no such operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_recalled: Vec<ctxhost_sdk::Recalled>,
     /// Bumped at every save: a shared store refuses a record older than the one it holds, and
     /// a replica that finds a newer one stored reloads it.
     #[serde(default)]
@@ -248,6 +255,7 @@ impl SessionRecord {
             pending: None,
             stats: Stats::default(),
             compressions: Vec::new(),
+            last_recalled: Vec::new(),
             revision: 0,
             created_at: now,
             updated_at: now,
