@@ -234,6 +234,18 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The engine recalled `recalled` into the request being sent: kept as the last recall and
+    /// counted; how many items, and the tokens they add.
+    pub fn took_recall(&mut self, recalled: Vec<ctxhost_sdk::Recalled>) -> (u64, u64) {
+        let items = recalled.len() as u64;
+        self.stats.recalled_items += items;
+        self.last_recalled = recalled;
+        (
+            items,
+            self.last_recalled.iter().map(|item| item.tokens).sum(),
+        )
+    }
+
     /// The engine's compression of `tokens` changed nothing (it may count fewer tokens than
     /// the provider, which counts the tools): it is not asked again until what goes upstream
     /// has grown by a twentieth of the window, or by `min_saved` when that is more.

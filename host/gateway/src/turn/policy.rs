@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxhost_sdk::{CompressOptions, Message, SelectRequest, Usage};
+use ctxhost_sdk::{CompressOptions, Message, Usage};
 use serde_json::Value;
 
 use super::plan::{Policy, Standing, TurnPlan};
@@ -125,58 +125,22 @@ impl Turn {
             // waited in `take_prepared`).
             (TurnPlan::WaitThenSend | TurnPlan::CompressNow, None) => {}
         }
-        let sent = if draft.compressed {
+        let mut sent = if draft.compressed {
             self.guard.session.count(&draft.upstream)
         } else {
             tokens
         };
-        let sent = self.recall(history, window, sent, &mut draft).await;
+        // What the engine recalls goes too (not while it prepares a compression: it is busy).
+        if !self.guard.preparing() {
+            let live = &mut *self.guard;
+            let recall = live.session.recall(draft.upstream.clone(), window).await;
+            let (items, tokens) = live.record.took_recall(recall.recalled);
+            self.gateway.metrics.add(Metric::RecalledItems, &[], items);
+            (draft.upstream, sent) = (recall.messages, sent + tokens);
+        }
         let mut prepared = self.prepared(draft);
         prepared.over_window = (sent > window).then_some(sent);
         prepared
-    }
-
-    /// The engine brings back what the newest message needs, within the window less what is
-    /// sent (the answer's room is already out of `window`): the upstream becomes its selection.
-    /// An engine without the operation leaves the upstream as it is; one that fails is logged
-    /// and the request goes with the plain view. The tokens sent, after.
-    async fn recall(
-        &mut self,
-        history: &[Message],
-        window: u64,
-        sent: u64,
-        draft: &mut Draft,
-    ) -> u64 {
-        let request = SelectRequest {
-            incoming: history.iter().rev().find(|m| m.is_user()).cloned(),
-            budget_tokens: window.saturating_sub(sent),
-        };
-        let selected = self
-            .guard
-            .session
-            .select_context(draft.upstream.clone(), request)
-            .await;
-        let live = &mut *self.guard;
-        match selected {
-            Ok(selection) => {
-                let added: u64 = selection.recalled.iter().map(|r| r.tokens).sum();
-                let items = selection.recalled.len() as u64;
-                live.record.stats.recalled_items += items;
-                self.gateway.metrics.add(Metric::RecalledItems, &[], items);
-                live.record.last_recalled = selection.recalled;
-                draft.upstream = Arc::new(selection.messages);
-                sent + added
-            }
-            Err(SessionError::Unsupported { .. }) => sent,
-            Err(error) => {
-                tracing::warn!(
-                    session = %live.record.key.name,
-                    "{error}; the request goes with the view as it is"
-                );
-                live.record.last_recalled.clear();
-                sent
-            }
-        }
     }
 
     /// What the plan follows, from the settings.

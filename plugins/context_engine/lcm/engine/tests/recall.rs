@@ -117,7 +117,9 @@ fn a_fact_from_200_turns_back_comes_back_when_asked_in_other_words() {
     match &stated.source {
         RecalledSource::Messages { ids } => assert_eq!(ids, &["msg_1".to_string()]),
         RecalledSource::Summary { id } => assert!(
-            !view.iter().any(|m| block_id(m).as_deref() == Some(id.as_str())),
+            !view
+                .iter()
+                .any(|m| block_id(m).as_deref() == Some(id.as_str())),
             "{id} is in the view already"
         ),
     }
