@@ -229,8 +229,8 @@ pub enum EngineCall<L> {
     SelectContext {
         /// The messages about to be sent.
         messages: L,
-        /// The newest message and the budget.
-        request: SelectRequest,
+        /// The newest message and the budget (boxed: a call stays small).
+        request: Box<SelectRequest>,
     },
     /// One of the engine's own operations.
     Invoke {

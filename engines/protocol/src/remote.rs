@@ -189,7 +189,7 @@ impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
     ) -> Result<ContextSelection, EngineError> {
         let call = EngineCall::SelectContext {
             messages,
-            request: request.clone(),
+            request: Box::new(request.clone()),
         };
         ask!(self, call, EngineReply::SelectContext(selection) => selection)
     }

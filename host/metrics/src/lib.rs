@@ -79,7 +79,7 @@ pub enum Metric {
 
 impl Metric {
     /// In the order they are rendered.
-    const ALL: [Metric; 22] = [
+    const ALL: [Metric; 23] = [
         Metric::Requests,
         Metric::RequestDuration,
         Metric::UpstreamDuration,
