@@ -55,6 +55,9 @@ pub fn dispatch(
         EngineCall::DeleteSession { session_id } => {
             EngineReply::DeleteSession(engine.delete_session(&session_id)?)
         }
+        EngineCall::SelectContext { messages, request } => {
+            EngineReply::SelectContext(engine.select_context(messages, &request)?)
+        }
         EngineCall::Invoke { name, payload } => {
             EngineReply::Invoke(engine.invoke(&name, &payload)?)
         }

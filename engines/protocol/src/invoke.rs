@@ -76,6 +76,7 @@ impl<'a> EngineCall<&'a [Message]> {
                 context_length: *context_length,
             })?,
             EngineCall::Invoke { payload, .. } => json(payload)?,
+            EngineCall::SelectContext { request, .. } => json(request)?,
             EngineCall::ShouldCompressPreflight { .. }
             | EngineCall::HasContentToCompress { .. }
             | EngineCall::OnSessionReset
@@ -140,6 +141,10 @@ impl<'a> EngineCall<&'a [Message]> {
                     context_length: args.context_length,
                 }
             }
+            Op::SelectContext => EngineCall::SelectContext {
+                messages,
+                request: parse(payload)?,
+            },
             Op::LastCompression => EngineCall::LastCompression,
             Op::Sessions => EngineCall::Sessions,
             Op::Session => EngineCall::Session {
@@ -176,6 +181,7 @@ impl EngineReply {
             EngineReply::Sessions(sessions) => json(sessions),
             EngineReply::Session(session) => json(session),
             EngineReply::Invoke(value) => json(value),
+            EngineReply::SelectContext(selection) => json(selection),
         }
     }
 
@@ -205,6 +211,7 @@ fn answered(op: Op, answer: &str) -> Result<EngineReply, serde_json::Error> {
         Op::Session => EngineReply::Session(read(answer)?),
         Op::DeleteSession => EngineReply::DeleteSession(read(answer)?),
         Op::Invoke => EngineReply::Invoke(read(answer)?),
+        Op::SelectContext => EngineReply::SelectContext(read(answer)?),
         // Never sent through `invoke` (see `from_invoke`).
         Op::ShouldCompress | Op::Compress => {
             return Err(serde::de::Error::custom(format!(

@@ -39,7 +39,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use ctxhost_sdk::{CompressionReport, EngineStatus, SessionInfo, SessionStart, Usage};
+use ctxhost_sdk::{
+    CompressionReport, ContextSelection, EngineStatus, SelectRequest, SessionInfo, SessionStart,
+    Usage,
+};
 
 pub use dispatch::dispatch;
 pub use remote::{EngineTransport, RemoteEngine};
@@ -80,13 +83,15 @@ pub enum Op {
     Session,
     /// [`ContextEngine::delete_session`](ctxhost_sdk::ContextEngine::delete_session).
     DeleteSession,
+    /// [`ContextEngine::select_context`](ctxhost_sdk::ContextEngine::select_context).
+    SelectContext,
     /// [`ContextEngine::invoke`](ctxhost_sdk::ContextEngine::invoke): an engine's own operations.
     Invoke,
 }
 
 impl Op {
     /// Every operation, in the trait's order.
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 18] = [
         Op::UpdateFromResponse,
         Op::ShouldCompress,
         Op::ShouldCompressPreflight,
@@ -103,6 +108,7 @@ impl Op {
         Op::Sessions,
         Op::Session,
         Op::DeleteSession,
+        Op::SelectContext,
         Op::Invoke,
     ];
 
@@ -125,6 +131,7 @@ impl Op {
             Op::Sessions => "sessions",
             Op::Session => "session",
             Op::DeleteSession => "delete_session",
+            Op::SelectContext => "select_context",
             Op::Invoke => "invoke",
         }
     }
@@ -218,6 +225,13 @@ pub enum EngineCall<L> {
         /// The session to forget.
         session_id: String,
     },
+    /// What to send for one request.
+    SelectContext {
+        /// The messages about to be sent.
+        messages: L,
+        /// The newest message and the budget (boxed: a call stays small).
+        request: Box<SelectRequest>,
+    },
     /// One of the engine's own operations.
     Invoke {
         /// The operation's name, the engine's.
@@ -245,6 +259,7 @@ impl<L> EngineCall<L> {
             EngineCall::Sessions => Op::Sessions,
             EngineCall::Session { .. } => Op::Session,
             EngineCall::DeleteSession { .. } => Op::DeleteSession,
+            EngineCall::SelectContext { .. } => Op::SelectContext,
             EngineCall::Invoke { .. } => Op::Invoke,
         }
     }
@@ -254,7 +269,8 @@ impl<L> EngineCall<L> {
         match self {
             EngineCall::ShouldCompressPreflight { messages }
             | EngineCall::HasContentToCompress { messages }
-            | EngineCall::OnSessionEnd { messages, .. } => Some(messages),
+            | EngineCall::OnSessionEnd { messages, .. }
+            | EngineCall::SelectContext { messages, .. } => Some(messages),
             _ => None,
         }
     }
@@ -277,6 +293,10 @@ impl<L> EngineCall<L> {
             } => EngineCall::OnSessionEnd {
                 session_id,
                 messages: f(messages)?,
+            },
+            EngineCall::SelectContext { messages, request } => EngineCall::SelectContext {
+                messages: f(messages)?,
+                request,
             },
             EngineCall::UpdateFromResponse { usage } => EngineCall::UpdateFromResponse { usage },
             EngineCall::OnSessionStart { session } => EngineCall::OnSessionStart { session },
@@ -343,6 +363,8 @@ pub enum EngineReply {
     Session(Option<SessionInfo>),
     /// Whether there was anything to delete.
     DeleteSession(bool),
+    /// The messages to send, and what in them was recalled.
+    SelectContext(ContextSelection),
     /// The engine's own operation's answer.
     Invoke(Value),
 }
@@ -365,6 +387,7 @@ impl EngineReply {
             EngineReply::Sessions(_) => Op::Sessions,
             EngineReply::Session(_) => Op::Session,
             EngineReply::DeleteSession(_) => Op::DeleteSession,
+            EngineReply::SelectContext(_) => Op::SelectContext,
             EngineReply::Invoke(_) => Op::Invoke,
         }
     }

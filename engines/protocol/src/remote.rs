@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use ctxhost_sdk::{
-    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, Message,
-    SessionInfo, SessionStart, Usage,
+    CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError, EngineStatus,
+    Message, SelectRequest, SessionInfo, SessionStart, Usage,
 };
 
 use crate::{dispatch, EngineCall, EngineReply, Op};
@@ -180,6 +180,18 @@ impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
             session_id: session_id.to_string(),
         };
         ask!(self, call, EngineReply::DeleteSession(existed) => existed)
+    }
+
+    fn select_context(
+        &mut self,
+        messages: &[Message],
+        request: &SelectRequest,
+    ) -> Result<ContextSelection, EngineError> {
+        let call = EngineCall::SelectContext {
+            messages,
+            request: Box::new(request.clone()),
+        };
+        ask!(self, call, EngineReply::SelectContext(selection) => selection)
     }
 
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {

@@ -8,8 +8,8 @@ use ctxhost_protocol::{
     dispatch, invoke::ENGINE_PREFIX, EngineCall, EngineReply, EngineTransport, Op, RemoteEngine,
 };
 use ctxhost_sdk::{
-    CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
-    Message, SessionInfo, SessionStart, Usage,
+    CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError, EngineStatus,
+    ErrorKind, Message, Recalled, RecalledSource, SelectRequest, SessionInfo, SessionStart, Usage,
 };
 use serde_json::{json, Value};
 
@@ -149,6 +149,26 @@ impl ContextEngine for Recorder {
         Ok(session_id == "s1")
     }
 
+    fn select_context(
+        &mut self,
+        messages: &[Message],
+        request: &SelectRequest,
+    ) -> Result<ContextSelection, EngineError> {
+        self.saw(format!("select_context {:?} {request:?}", texts(messages)));
+        let recalled = Recalled {
+            source: RecalledSource::Messages {
+                ids: vec![format!("msg_{}", request.budget_tokens)],
+            },
+            tokens: 7,
+        };
+        let mut selected = messages.to_vec();
+        selected.insert(1, Message::user(recalled.marker_line()));
+        Ok(ContextSelection {
+            messages: selected,
+            recalled: vec![recalled],
+        })
+    }
+
     fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
         self.saw(format!("invoke {op} {payload}"));
         match op {
@@ -277,6 +297,16 @@ fn exercise(engine: &mut dyn ContextEngine, op: Op) -> String {
             engine.delete_session("s1"),
             engine.delete_session("s2")
         ),
+        Op::SelectContext => format!(
+            "{:?}",
+            engine.select_context(
+                &messages,
+                &SelectRequest {
+                    incoming: messages.last().cloned(),
+                    budget_tokens: 900,
+                }
+            )
+        ),
         Op::Invoke => format!(
             "{:?} {:?}",
             engine.invoke("echo", &json!([1, "two"])),
@@ -346,6 +376,7 @@ fn operation_names_are_the_frozen_ones_and_read_back() {
         "sessions",
         "session",
         "delete_session",
+        "select_context",
         "invoke",
     ];
     let names: Vec<&str> = Op::ALL.iter().map(|op| op.name()).collect();
@@ -488,6 +519,13 @@ fn an_operation_the_other_side_does_not_know_does_what_the_trait_does_by_default
         unsupported(engine.invoke("x", &Value::Null).map(|v| v.to_string()))
             .contains("ancient invoke")
     );
+    // A plugin built before `select_context` existed: the host sends its view unchanged.
+    assert!(unsupported(
+        engine
+            .select_context(&messages, &SelectRequest::default())
+            .map(|_| String::new())
+    )
+    .contains("ancient select_context"));
 }
 
 /// A transport whose other side answers every call with the wrong operation's reply.

@@ -23,7 +23,11 @@
 //! - **never larger, even with little to compress** ([`opening`]): a forced compression of
 //!   the conversation's opening (its first few messages, on whole turns), where a summary or a
 //!   marker costs about as much as what it would replace, keeps the output contract too: an
-//!   engine that cannot shrink a context returns it as it was, never a larger one.
+//!   engine that cannot shrink a context returns it as it was, never a larger one;
+//! - **a selection keeps the request** ([`check_selection`]), for an engine that has
+//!   [`select_context`](ContextEngine::select_context): asked about its own output, it keeps
+//!   every message, in order and unchanged, adds only messages marked as recalled, stays a valid
+//!   chat sequence, and answers the same selection when asked again.
 //!
 //! [`check_engine`] and [`check_plugin`] run all of them over the corpus for any engine
 //! built from [`HostServices`]; [`EngineCheck`] does the same with a chosen config, window or
@@ -35,6 +39,7 @@ use ctxhost_quality::corpus::Transcript;
 use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
     sequence, CompressOptions, ContextEngine, EngineError, EnginePlugin, HostServices, Message,
+    SelectRequest, SelectionViolation,
 };
 use serde_json::Value;
 
@@ -84,6 +89,12 @@ pub enum Violation {
         /// Messages in the second.
         after: usize,
     },
+    /// A selection breaks its contract.
+    #[error(transparent)]
+    Selection(#[from] SelectionViolation),
+    /// The same request, asked twice, got two selections.
+    #[error("select_context answered the same request with two different selections")]
+    SelectionUnstable,
     /// An engine operation returned an error.
     #[error("{operation} failed: {error}")]
     Engine {
@@ -120,6 +131,9 @@ pub enum Check {
     /// A forced compression of the conversation's [`opening`], where there is little to
     /// compress, keeps the output contract (in particular, it is no larger than its input).
     ForcedOpening,
+    /// `select_context` on the forced output keeps the request and is stable
+    /// ([`check_selection`]), when the engine has it.
+    Selection,
 }
 
 impl fmt::Display for Check {
@@ -129,6 +143,7 @@ impl fmt::Display for Check {
             Check::Idempotent => "idempotence",
             Check::UnchangedUnderThreshold => "unchanged under the threshold",
             Check::ForcedOpening => "forced compression of the opening",
+            Check::Selection => "selection",
         })
     }
 }
@@ -144,6 +159,8 @@ pub struct CheckReport {
     pub tokens_before: u64,
     /// Tokens of every forced output, summed.
     pub tokens_after: u64,
+    /// Conversations `select_context` answered (0 for an engine without it).
+    pub selected: usize,
 }
 
 /// The output contract: `output` is a valid chat sequence and keeps everything the contract
@@ -302,8 +319,9 @@ where
         };
         let mut report = CheckReport::default();
         for conversation in &conversations {
-            let (before, after) = self.check_one(conversation)?;
+            let (before, after, selected) = self.check_one(conversation)?;
             report.conversations += 1;
+            report.selected += usize::from(selected);
             report.tokens_before += before;
             report.tokens_after += after;
             if after < before {
@@ -313,8 +331,12 @@ where
         Ok(report)
     }
 
-    /// The checks on one conversation; the tokens before and after a forced compression.
-    fn check_one(&mut self, conversation: &Transcript) -> Result<(u64, u64), ContractFailure> {
+    /// The checks on one conversation; the tokens before and after a forced compression, and
+    /// whether the engine answered `select_context`.
+    fn check_one(
+        &mut self,
+        conversation: &Transcript,
+    ) -> Result<(u64, u64, bool), ContractFailure> {
         let input = &conversation.messages;
         let failure = |check: Check| {
             let name = conversation.name.clone();
@@ -332,6 +354,7 @@ where
             .and_then(|output| check_output(input, &output).map(|()| output))
             .map_err(failure(Check::ForcedOutput))?;
         check_idempotent(&mut engine, &output).map_err(failure(Check::Idempotent))?;
+        let selected = check_selection(&mut engine, &output).map_err(failure(Check::Selection))?;
 
         let opening = opening(input);
         let mut engine = self
@@ -348,7 +371,7 @@ where
             .map_err(failure(Check::UnchangedUnderThreshold))?;
         check_unchanged_under_threshold(&mut engine, input)
             .map_err(failure(Check::UnchangedUnderThreshold))?;
-        Ok((before, tokens::count_messages(&output)))
+        Ok((before, tokens::count_messages(&output), selected))
     }
 
     fn engine(&mut self, context_length: u64) -> Result<E, Violation> {
@@ -361,6 +384,42 @@ where
             error,
         })
     }
+}
+
+/// The selection contract on `messages`, asked about their newest user message with room for
+/// 2,000 tokens: true when the engine has `select_context` and kept it, false when it has none
+/// ([`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind::Unsupported)).
+pub fn check_selection(
+    engine: &mut dyn ContextEngine,
+    messages: &[Message],
+) -> Result<bool, Violation> {
+    let request = SelectRequest {
+        incoming: messages.iter().rev().find(|m| m.is_user()).cloned(),
+        budget_tokens: 2_000,
+    };
+    let selection = match engine.select_context(messages, &request) {
+        Err(error) if error.is_unsupported() => return Ok(false),
+        Err(error) => {
+            return Err(Violation::Engine {
+                operation: "select_context",
+                error,
+            })
+        }
+        Ok(selection) => selection,
+    };
+    selection.check(messages)?;
+    sequence::validate(&selection.messages)
+        .map_err(|error| Violation::Output(OutputViolation::InvalidSequence(error)))?;
+    let again = engine
+        .select_context(messages, &request)
+        .map_err(|error| Violation::Engine {
+            operation: "select_context",
+            error,
+        })?;
+    if again != selection {
+        return Err(Violation::SelectionUnstable);
+    }
+    Ok(true)
 }
 
 fn forced() -> CompressOptions {

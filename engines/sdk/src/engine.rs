@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::error::EngineError;
 use crate::message::Message;
+use crate::selection::{ContextSelection, SelectRequest};
 use crate::telemetry::{CompressionReport, SessionInfo};
 
 /// Token usage reported by the model provider after a call. The first three fields are always
@@ -255,6 +256,22 @@ pub trait ContextEngine: Send {
     fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
         let _ = session_id;
         Err(EngineError::unsupported("delete_session"))
+    }
+
+    /// Per request, before the host sends `messages` (the view and what followed it) to the
+    /// model: the same messages with what the engine holds elsewhere and the newest message
+    /// needs brought back, within `request.budget_tokens`, each recalled message opening with
+    /// [`Recalled::marker_line`](crate::Recalled::marker_line). Optional: by default it is
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) and the host sends `messages`
+    /// as they are. Answer the same selection while nothing relevant changed, so the
+    /// provider's prompt cache holds.
+    fn select_context(
+        &mut self,
+        messages: &[Message],
+        request: &SelectRequest,
+    ) -> Result<ContextSelection, EngineError> {
+        let _ = (messages, request);
+        Err(EngineError::unsupported("select_context"))
     }
 
     /// Engine-specific operations (`status`, `doctor`, `backup`, ...) that the host reaches

@@ -68,6 +68,7 @@ mod error;
 mod manifest;
 mod message;
 mod plugin;
+mod selection;
 pub mod sequence;
 mod services;
 mod settings;
@@ -78,6 +79,10 @@ pub use error::{EngineError, ErrorKind, SettingFault};
 pub use manifest::{ConfigKey, Manifest, API_LEVEL};
 pub use message::{role, Content, Message, MessageError, Stamp, ToolCall};
 pub use plugin::EnginePlugin;
+pub use selection::{
+    is_recalled, ContextSelection, Recalled, RecalledSource, SelectRequest, SelectionViolation,
+    RECALLED_MARKER,
+};
 pub use services::{
     EngineSetup, HostBackend, HostServices, LogLevel, ModelInfo, SummarizeRequest, Summary,
     SummaryShape, MESSAGE_OVERHEAD_TOKENS,

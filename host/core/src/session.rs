@@ -15,7 +15,7 @@ use ctxhost_protocol::Op;
 use ctxhost_sdk::contract::{self, OutputViolation};
 use ctxhost_sdk::{
     CompressOptions, CompressionReport, ContextEngine, EngineError, EngineStatus, ErrorKind,
-    Message, SessionInfo, SessionStart, Usage,
+    Message, Recalled, SelectRequest, SessionInfo, SessionStart, Usage,
 };
 use serde_json::Value;
 
@@ -147,6 +147,17 @@ pub struct Fallback {
     pub reason: SessionError,
 }
 
+/// What one request's recall gave ([`Session::recall`]).
+#[derive(Debug, Clone)]
+pub struct Recall {
+    /// What to send: the engine's selection, or the request as it was.
+    pub messages: Arc<Vec<Message>>,
+    /// What the engine brought back, in order.
+    pub recalled: Vec<Recalled>,
+    /// Set when the engine failed; `messages` is then the request.
+    pub error: Option<SessionError>,
+}
+
 /// What one compression gave.
 #[derive(Debug, Clone)]
 pub struct Compression {
@@ -193,6 +204,8 @@ pub struct Session {
     /// Messages this session's engines wrote (in an output, not in its input) that are still
     /// in the context: the output contract's newest-user-message rule does not protect them.
     written: Vec<Message>,
+    /// The active engine answered `select_context` with Unsupported: it is not asked again.
+    selects_nothing: bool,
     /// Keeps a temporary state directory alive as long as the session.
     _state: Option<tempfile::TempDir>,
 }
@@ -230,6 +243,7 @@ impl Session {
             model: parts.model,
             context_length: parts.context_length,
             written: Vec::new(),
+            selects_nothing: false,
             _state: parts.state,
         }
     }
@@ -444,6 +458,58 @@ impl Session {
             .await
             .ok()
             .flatten()
+    }
+
+    /// What to send for one request: `messages` with what the engine recalls for their newest
+    /// user message ([`ContextEngine::select_context`]), within `window` (the answer's room
+    /// already out of it) less what `messages` cost. Never fails the request: an engine without
+    /// the operation (asked once) or one that fails or breaks the selection's contract leaves
+    /// `messages` as they are, the latter logged and with the reason; unlike a failed
+    /// compression it never retires the engine.
+    pub async fn recall(&mut self, messages: Arc<Vec<Message>>, window: u64) -> Recall {
+        let unchanged = |messages, error| Recall {
+            messages,
+            recalled: Vec::new(),
+            error,
+        };
+        if self.selects_nothing {
+            return unchanged(messages, None);
+        }
+        let request = SelectRequest {
+            incoming: messages.iter().rev().find(|m| m.is_user()).cloned(),
+            budget_tokens: window.saturating_sub(self.count(&messages)),
+        };
+        let input = messages.clone();
+        let selected = self
+            .call(Op::SelectContext, move |e| {
+                e.select_context(&input, &request)
+            })
+            .await
+            .and_then(|selection| {
+                selection
+                    .check(&messages)
+                    .map(|()| selection)
+                    .map_err(|violation| SessionError::Failed {
+                        engine: self.active.name.clone(),
+                        op: Op::SelectContext.name().to_string(),
+                        error: EngineError::failed(violation.to_string()),
+                    })
+            });
+        match selected {
+            Ok(selection) => Recall {
+                messages: Arc::new(selection.messages),
+                recalled: selection.recalled,
+                error: None,
+            },
+            Err(SessionError::Unsupported { .. }) => {
+                self.selects_nothing = true;
+                unchanged(messages, None)
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.id, "{error}; the request goes without recall");
+                unchanged(messages, Some(error))
+            }
+        }
     }
 
     /// The engine's status (every engine has one).

@@ -166,6 +166,9 @@ pub struct Stats {
     /// did not fit the window, or compressions run on their requests (`background: false`).
     #[serde(default)]
     pub turns_waited: u64,
+    /// Stored summaries and messages the engine brought back into requests.
+    #[serde(default)]
+    pub recalled_items: u64,
     /// Model calls priced (the model had a price).
     #[serde(default)]
     pub priced_calls: u64,
@@ -217,6 +220,10 @@ pub struct SessionRecord {
     pub deferred_until_tokens: u64,
     pub stats: Stats,
     pub compressions: Vec<CompressionRecord>,
+    /// What the engine recalled into the last request (`select_context`); empty when it
+    /// recalled nothing or has no such operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_recalled: Vec<ctxhost_sdk::Recalled>,
     /// Bumped at every save: a shared store refuses a record older than the one it holds, and
     /// a replica that finds a newer one stored reloads it.
     #[serde(default)]
@@ -227,6 +234,18 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The engine recalled `recalled` into the request being sent: kept as the last recall and
+    /// counted; how many items, and the tokens they add.
+    pub fn took_recall(&mut self, recalled: Vec<ctxhost_sdk::Recalled>) -> (u64, u64) {
+        let items = recalled.len() as u64;
+        self.stats.recalled_items += items;
+        self.last_recalled = recalled;
+        (
+            items,
+            self.last_recalled.iter().map(|item| item.tokens).sum(),
+        )
+    }
+
     /// The engine's compression of `tokens` changed nothing (it may count fewer tokens than
     /// the provider, which counts the tools): it is not asked again until what goes upstream
     /// has grown by a twentieth of the window, or by `min_saved` when that is more.
@@ -248,6 +267,7 @@ impl SessionRecord {
             pending: None,
             stats: Stats::default(),
             compressions: Vec::new(),
+            last_recalled: Vec::new(),
             revision: 0,
             created_at: now,
             updated_at: now,

@@ -389,5 +389,6 @@ async fn show_session(
     value["created_at"] = json!(record.created_at);
     value["revision"] = json!(record.revision);
     value["compressions"] = serde_json::to_value(&record.compressions).unwrap_or_default();
+    value["last_recalled"] = serde_json::to_value(&record.last_recalled).unwrap_or_default();
     Ok(Json(value))
 }

@@ -70,6 +70,7 @@ pub enum Metric {
     BackgroundCompressionsStarted,
     NewLineages,
     UnverifiedReferences,
+    RecalledItems,
     SessionReloads,
     StoreErrors,
     StoreConflicts,
@@ -78,7 +79,7 @@ pub enum Metric {
 
 impl Metric {
     /// In the order they are rendered.
-    const ALL: [Metric; 22] = [
+    const ALL: [Metric; 23] = [
         Metric::Requests,
         Metric::RequestDuration,
         Metric::UpstreamDuration,
@@ -97,6 +98,7 @@ impl Metric {
         Metric::BackgroundCompressionsStarted,
         Metric::NewLineages,
         Metric::UnverifiedReferences,
+        Metric::RecalledItems,
         Metric::SessionReloads,
         Metric::StoreErrors,
         Metric::StoreConflicts,
@@ -125,6 +127,7 @@ impl Metric {
             }
             Metric::NewLineages => "ctxhost_new_lineages_total",
             Metric::UnverifiedReferences => "ctxhost_unverified_references_total",
+            Metric::RecalledItems => "ctxhost_recalled_items_total",
             Metric::SessionReloads => "ctxhost_session_reloads_total",
             Metric::StoreErrors => "ctxhost_store_errors_total",
             Metric::StoreConflicts => "ctxhost_store_conflicts_total",
@@ -178,6 +181,9 @@ impl Metric {
             Metric::NewLineages => "Requests whose history did not extend the session's lineage.",
             Metric::UnverifiedReferences => {
                 "Handoff references in requests that did not verify (read as text, resuming nothing)."
+            }
+            Metric::RecalledItems => {
+                "Stored summaries and messages the engine brought back into requests (select_context)."
             }
             Metric::SessionReloads => {
                 "Sessions read again from the store because another gateway saved them since."

@@ -20,6 +20,7 @@ mod lcm_postgres;
 mod limits;
 mod meter;
 mod passthrough;
+mod recall;
 mod relay_paths;
 mod replay;
 mod replicas;

@@ -125,11 +125,19 @@ impl Turn {
             // waited in `take_prepared`).
             (TurnPlan::WaitThenSend | TurnPlan::CompressNow, None) => {}
         }
-        let sent = if draft.compressed {
+        let mut sent = if draft.compressed {
             self.guard.session.count(&draft.upstream)
         } else {
             tokens
         };
+        // What the engine recalls goes too (not while it prepares a compression: it is busy).
+        if !self.guard.preparing() {
+            let live = &mut *self.guard;
+            let recall = live.session.recall(draft.upstream.clone(), window).await;
+            let (items, tokens) = live.record.took_recall(recall.recalled);
+            self.gateway.metrics.add(Metric::RecalledItems, &[], items);
+            (draft.upstream, sent) = (recall.messages, sent + tokens);
+        }
         let mut prepared = self.prepared(draft);
         prepared.over_window = (sent > window).then_some(sent);
         prepared

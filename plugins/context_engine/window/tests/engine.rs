@@ -476,6 +476,8 @@ fn the_engine_keeps_the_contract() {
         .run()
         .unwrap_or_else(|failure| panic!("{failure}"));
     assert_eq!((report.conversations, report.shrunk), (4, 3));
+    // The window engine has no `select_context`: nothing selected, nothing failed.
+    assert_eq!(report.selected, 0);
 
     // And the check can fail: a window too small for the conversation to be under it.
     let failure = EngineCheck::new("window", WindowEngine::create)

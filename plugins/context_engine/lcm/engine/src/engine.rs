@@ -4,8 +4,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use ctxhost_sdk::{
-    sequence, CompressOptions, CompressionReport, ContextEngine, EngineError, EnginePlugin,
-    HostServices, Manifest, Message, SessionInfo, SessionStart, TokenTracker,
+    sequence, CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError,
+    EnginePlugin, HostServices, Manifest, Message, SelectRequest, SessionInfo, SessionStart,
+    TokenTracker,
 };
 use serde_json::{json, Value};
 
@@ -14,6 +15,7 @@ use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
 use crate::ingest::{ingest, Ingested};
 use crate::ops;
+use crate::recall::{self, LastRecall};
 use crate::settings::Settings;
 use crate::telemetry::compression_report;
 use crate::tools::{self, ToolContext};
@@ -44,6 +46,8 @@ pub struct LcmEngine {
     /// The lock of the session this engine writes, taken at its first write (or when the
     /// session starts) and held until the engine moves to another session or is dropped.
     lock: Option<SessionLock>,
+    /// The last selection `select_context` made, for a request that asks nothing new.
+    last_recall: Option<LastRecall>,
 }
 
 impl LcmEngine {
@@ -392,6 +396,7 @@ impl EnginePlugin for LcmEngine {
             head_tokens: 0,
             last_report: None,
             lock: None,
+            last_recall: None,
         })
     }
 
@@ -478,6 +483,26 @@ impl ContextEngine for LcmEngine {
             engine.last_report = None;
             Ok(())
         })
+    }
+
+    /// Reads the store only: no lock, and what the request holds that is not stored yet is
+    /// stored by the next preflight or compression.
+    fn select_context(
+        &mut self,
+        messages: &[Message],
+        request: &SelectRequest,
+    ) -> Result<ContextSelection, EngineError> {
+        if let Some(why) = self.store.unusable() {
+            return Err(EngineError::failed(why.to_string()));
+        }
+        recall::select(
+            &self.store,
+            self.conv,
+            &self.services,
+            messages,
+            request,
+            &mut self.last_recall,
+        )
     }
 
     fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {

@@ -32,6 +32,7 @@ mod context;
 mod engine;
 mod ingest;
 mod ops;
+mod recall;
 mod settings;
 mod summarize;
 mod telemetry;

@@ -43,4 +43,6 @@ fn the_engine_keeps_the_whole_contract_on_the_corpus() {
     let report =
         ctxhost_sdk_test::check_plugin::<LcmEngine>().unwrap_or_else(|failure| panic!("{failure}"));
     assert!(report.shrunk > 0, "{report:?}");
+    // lcm has `select_context`: every conversation's selection was checked.
+    assert_eq!(report.selected, report.conversations, "{report:?}");
 }

@@ -13,6 +13,8 @@ mod blocks;
 mod corpus;
 #[path = "engine.rs"]
 mod engine;
+#[path = "recall.rs"]
+mod recall;
 #[path = "sessions.rs"]
 mod sessions;
 #[path = "standing.rs"]
