@@ -134,9 +134,6 @@ pub async fn replay(
     let mut compress_before_next_call = false;
     // What the last compression left of its context: the policy's guess for the next one.
     let mut last_ratio: Option<f64> = None;
-    // The call and context size the policy measures the context's growth from: the first
-    // call, then each compression.
-    let mut growth_since: Option<(usize, u64)> = None;
 
     for (index, message) in transcript.iter().enumerate() {
         if message.is_assistant() {
@@ -166,9 +163,9 @@ pub async fn replay(
                 cache_warm: true,
                 expected_ratio: last_ratio.unwrap_or(FIRST_COMPRESSION_RATIO),
                 calls_so_far: calls.len() as u64,
-                growth_per_call: growth_since.map_or(0.0, |(call, tokens)| {
-                    let calls_since = (calls.len() + 1).saturating_sub(call).max(1);
-                    context_tokens.saturating_sub(tokens) as f64 / calls_since as f64
+                // What came since the last call's prompt (as the gateway measures it).
+                growth_per_call: calls.last().map_or(0.0, |last: &CallPoint| {
+                    context_tokens.saturating_sub(last.tokens) as f64
                 }),
             };
             let trigger = match meter.as_mut().and_then(|meter| meter.decide(moment)) {
@@ -183,14 +180,12 @@ pub async fn replay(
                     last_ratio = Some(event.tokens_after as f64 / event.tokens_before as f64);
                 }
                 context_tokens = event.tokens_after;
-                growth_since = Some((call, context_tokens));
                 if let Some(meter) = meter.as_mut() {
                     meter.view_replaced(&context, |m| session.count_message(m));
                 }
                 compressed_once |= event.error.is_none();
                 compressions.push(event);
             }
-            growth_since.get_or_insert((call, context_tokens));
             calls.push(CallPoint {
                 call,
                 tokens: context_tokens,

@@ -211,6 +211,10 @@ pub struct SessionRecord {
     pub compress_next: bool,
     /// The prompt tokens of the last model call (reported, else counted).
     pub last_prompt_tokens: u64,
+    /// The prompt of the last model call as the gateway counted it (what the cache-aware
+    /// policy measures the context's growth from, in the same count as the next request's).
+    #[serde(default)]
+    pub last_sent_tokens: u64,
     /// A compression being prepared in the background.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<PendingInfo>,
@@ -263,6 +267,7 @@ impl SessionRecord {
             conversation: Conversation::default(),
             compress_next: false,
             last_prompt_tokens: 0,
+            last_sent_tokens: 0,
             deferred_until_tokens: 0,
             pending: None,
             stats: Stats::default(),

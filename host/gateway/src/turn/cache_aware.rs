@@ -112,7 +112,7 @@ impl Turn {
                 c.tokens_after as f64 / c.tokens_before as f64
             });
         // The context's growth lately: what came since the last call's prompt.
-        let growth_per_call = match record.last_prompt_tokens {
+        let growth_per_call = match record.last_sent_tokens {
             0 => 0.0,
             last => tokens.saturating_sub(last) as f64,
         };

@@ -516,6 +516,7 @@ impl Turn {
         stats.upstream_calls += 1;
         stats.tokens_sent += prompt_tokens;
         stats.peak_prompt_tokens = stats.peak_prompt_tokens.max(prompt_tokens);
+        live.record.last_sent_tokens = prompt_tokens;
         metrics.add(Metric::TokensSent, &[], prompt_tokens);
         if let Some(reported) = &reported {
             stats.reported_prompt_tokens += reported.prompt_tokens;
