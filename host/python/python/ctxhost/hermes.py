@@ -1,0 +1,297 @@
+"""ctxhost's engines as Hermes Agent context engines.
+
+Hermes Agent loads this module through the `hermes_agent.plugins` entry point (or from
+`$HERMES_HOME/plugins/ctxhost/`) and calls `register(ctx)`. Hermes accepts only an instance of
+its own `agent.context_engine.ContextEngine`, so the engine class is made here, inside
+`register`, as a subclass of that class: the package does not import Hermes, nor depend on it.
+
+Hermes keeps one registered engine per process and deep-copies it for every agent; a copy is
+a new handle on the same ctxhost engines and store (`ctxhost.Session.clone`), so two agents are
+two sessions of one store. `name` must equal Hermes' `context.engine`: `ctxhost` serves the
+engine ctxhost's own config names (`context.engine` there), `ctxhost-<engine>` that engine
+(`ctxhost-lcm`, `ctxhost-window`, `ctxhost-compressor`, any installed plugin).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import ctxhost
+
+logger = logging.getLogger(__name__)
+
+# The name Hermes selects for the engine ctxhost's config names, and the prefix of a direct pick.
+NAME = "ctxhost"
+_PREFIX = NAME + "-"
+
+# Where ctxhost's config comes from when not the command's own lookup.
+CONFIG_ENV = "CTXHOST_CONFIG"
+
+
+def engine_of(name: str) -> str | None:
+    """The ctxhost engine a Hermes engine name picks: None for ctxhost's configured one."""
+    if name == NAME:
+        return None
+    if name.startswith(_PREFIX) and len(name) > len(_PREFIX):
+        return name[len(_PREFIX) :]
+    raise ValueError(
+        f"'{name}' is not a ctxhost engine name (use '{NAME}' or '{_PREFIX}<engine>')"
+    )
+
+
+def _selected_name() -> str:
+    """The name Hermes' `context.engine` asks for when it is a ctxhost one, else `ctxhost`
+    (Hermes holds one plugin engine, and selects it by name)."""
+    try:
+        from hermes_cli.config import load_config
+
+        selected = (load_config().get("context") or {}).get("engine") or ""
+    except Exception as error:  # noqa: BLE001 (an older or newer Hermes: the default name)
+        logger.debug("ctxhost: Hermes' context.engine could not be read: %s", error)
+        return NAME
+    if isinstance(selected, str) and (selected == NAME or selected.startswith(_PREFIX)):
+        return selected
+    return NAME
+
+
+def register(ctx: Any) -> None:
+    """Hermes' plugin hook: registers the ctxhost engine `context.engine` selects."""
+    engine_class = context_engine_class()
+    ctx.register_context_engine(engine_class(_selected_name()))
+
+
+_engine_class: type | None = None
+
+
+def context_engine_class() -> type:
+    """The engine class, a subclass of Hermes' `ContextEngine` (imported here, from Hermes)."""
+    global _engine_class
+    if _engine_class is None:
+        from agent.context_engine import ContextEngine
+
+        _engine_class = _make_engine_class(ContextEngine)
+    return _engine_class
+
+
+def _make_engine_class(base: type) -> type:
+    class CtxhostContextEngine(base):  # type: ignore[misc, valid-type]
+        """A ctxhost engine in Hermes: each Hermes hook runs the ctxhost session's call."""
+
+        def __init__(self, name: str = NAME, engines: ctxhost.Engines | None = None) -> None:
+            self._name = name
+            self._engine = engine_of(name)
+            self._engines = engines
+            self._session: ctxhost.Session | None = None
+            self._session_id: str | None = None
+            self._model: str | None = None
+            self.awaiting_real_usage_after_compression = False
+            self.last_compression_rough_tokens = 0
+
+        # -- identity and the ctxhost session ------------------------------------------
+
+        @property
+        def name(self) -> str:
+            return self._name
+
+        @property
+        def session(self) -> ctxhost.Session:
+            """The ctxhost session (opened on first use, on Hermes' session id)."""
+            if self._session is None:
+                if self._engines is None:
+                    self._engines = ctxhost.Engines(os.environ.get(CONFIG_ENV) or None)
+                self._session = self._engines.session(
+                    self._session_id or "hermes",
+                    engine=self._engine,
+                    model=self._model,
+                    context_length=self.context_length or None,
+                )
+                self._mirror(self._session.status())
+            return self._session
+
+        def _mirror(self, status: dict[str, Any]) -> None:
+            """Hermes reads the token state from attributes: copy the engine's."""
+            if not self.awaiting_real_usage_after_compression:
+                self.last_prompt_tokens = status["last_prompt_tokens"]
+            self.threshold_tokens = status["threshold_tokens"]
+            self.context_length = status["context_length"]
+            self.compression_count = status["compression_count"]
+
+        def __deepcopy__(self, memo: dict[int, Any]) -> CtxhostContextEngine:
+            # Hermes copies the registered engine for each agent: the copy shares the engines
+            # (and so the store); its session is its own, opened on its agent's session id.
+            twin = type(self)(self._name, self._engines)
+            twin._model = self._model
+            twin.context_length = self.context_length
+            twin.threshold_tokens = self.threshold_tokens
+            return twin
+
+        def clone_for_agent(self, **kwargs: Any) -> CtxhostContextEngine:
+            """Newer Hermes' per-agent copy."""
+            return self.__deepcopy__({})
+
+        # -- session lifecycle ---------------------------------------------------------
+
+        def bind_session_state(
+            self, session_db: Any = None, session_id: Any = None, **kwargs: Any
+        ) -> None:
+            # Called with the agent's session id before its tools are asked for.
+            if session_id and self._session is None:
+                self._session_id = str(session_id)
+
+        def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+            if kwargs.get("boundary_reason") == "compression" and self._session is not None:
+                # Hermes moves to a new session id after compressing; the conversation (and
+                # its lossless store) goes on in the same ctxhost session.
+                return
+            session_id = str(session_id or "")
+            if session_id and session_id != self._session_id:
+                self._session_id = session_id
+                self._session = None
+            if kwargs.get("model"):
+                self._model = str(kwargs["model"])
+            self.session  # noqa: B018 (opens it: the engine begins the session)
+
+        def on_session_end(
+            self, session_id: str, messages: list[dict[str, Any]], **kwargs: Any
+        ) -> None:
+            self.session.on_session_end(list(messages or []))
+
+        def on_session_reset(self, **kwargs: Any) -> None:
+            super().on_session_reset()
+            self.awaiting_real_usage_after_compression = False
+            self.session.reset()
+            self._mirror(self.session.status())
+
+        # -- tokens and compression ----------------------------------------------------
+
+        def update_from_response(self, usage: dict[str, Any], **kwargs: Any) -> None:
+            usage = dict(usage or {})
+            if "prompt_tokens" not in usage and "input_tokens" not in usage:
+                return  # Hermes reports a call without usage as an empty dict
+            self.awaiting_real_usage_after_compression = False
+            self.session.update_from_response(usage)
+            self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
+            self.last_total_tokens = int(usage.get("total_tokens") or 0)
+            self._mirror(self.session.status())
+
+        def should_compress(self, prompt_tokens: int | None = None, **kwargs: Any) -> bool:
+            if prompt_tokens is None:
+                prompt_tokens = max(self.last_prompt_tokens, 0)
+            return self.session.should_compress(int(prompt_tokens))
+
+        def should_compress_preflight(
+            self, messages: list[dict[str, Any]], **kwargs: Any
+        ) -> bool:
+            return self.session.should_compress_preflight(list(messages))
+
+        def should_compress_info(
+            self, prompt_tokens: int | None = None, **kwargs: Any
+        ) -> dict[str, Any]:
+            """Newer Hermes: the decision with the numbers behind it."""
+            status = self.session.status()
+            return {
+                "should_compress": self.should_compress(prompt_tokens),
+                "prompt_tokens": prompt_tokens,
+                "threshold_tokens": status["threshold_tokens"],
+            }
+
+        def compress(
+            self,
+            messages: list[dict[str, Any]],
+            current_tokens: int | None = None,
+            focus_topic: str | None = None,
+            force: bool = False,
+            memory_context: str = "",
+            **kwargs: Any,
+        ) -> list[dict[str, Any]]:
+            compressed = self.session.compress(
+                list(messages),
+                current_tokens=current_tokens,
+                focus_topic=focus_topic or None,
+                force=bool(force),
+            )
+            self._mirror(self.session.status())
+            return compressed
+
+        def select_context(
+            self,
+            request_messages: list[dict[str, Any]],
+            *,
+            conversation_messages: list[dict[str, Any]] | None = None,
+            incoming_message: dict[str, Any] | None = None,
+            budget_tokens: int = 0,
+            **kwargs: Any,
+        ) -> list[dict[str, Any]] | None:
+            """Newer Hermes: the context of one request; None leaves the request as it is."""
+            if not self.session.has_select_context:
+                return None
+            try:
+                return self.session.select_context(
+                    list(request_messages),
+                    incoming_message=incoming_message,
+                    budget_tokens=int(budget_tokens or 0),
+                )
+            except ctxhost.NotSupported:
+                return None
+
+        def on_turn_complete(
+            self,
+            messages: list[dict[str, Any]],
+            usage: dict[str, Any] | None = None,
+            **kwargs: Any,
+        ) -> None:
+            """Newer Hermes: the turn's messages reach the engine's store (lcm keeps them)."""
+            if usage:
+                self.update_from_response(usage)
+            self.session.should_compress_preflight(list(messages))
+
+        # -- tools ---------------------------------------------------------------------
+
+        def get_tool_schemas(self, **kwargs: Any) -> list[dict[str, Any]]:
+            # Hermes wants the function part; ctxhost's are OpenAI tool objects.
+            schemas = []
+            for tool in self.session.tool_schemas():
+                schemas.append(tool.get("function", tool) if isinstance(tool, dict) else tool)
+            return schemas
+
+        def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
+            messages = kwargs.get("messages")
+            if messages:
+                # The conversation so far reaches the engine's store before it is searched.
+                self.session.should_compress_preflight(list(messages))
+            try:
+                return self.session.handle_tool_call(name, dict(args or {}))
+            except ctxhost.Error as error:
+                return json.dumps({"error": str(error)})
+
+        # -- status and model ----------------------------------------------------------
+
+        def get_status(self, **kwargs: Any) -> dict[str, Any]:
+            status = dict(super().get_status())
+            status["engine"] = self.session.engine_name
+            status["details"] = self.session.status().get("details")
+            return status
+
+        def update_model(
+            self,
+            model: str,
+            context_length: int,
+            base_url: str = "",
+            api_key: str = "",
+            provider: str = "",
+            api_mode: str = "",
+            **kwargs: Any,
+        ) -> None:
+            self._model = model
+            self.context_length = int(context_length)
+            if self._session is None:
+                # The session opens with them (on the agent's id, once Hermes gives it).
+                self.threshold_tokens = int(self.context_length * self.threshold_percent)
+                return
+            self._session.update_model(model, int(context_length))
+            self._mirror(self._session.status())
+
+    return CtxhostContextEngine
