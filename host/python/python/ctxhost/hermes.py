@@ -187,17 +187,6 @@ def _make_engine_class(base: type) -> type:
         ) -> bool:
             return self.session.should_compress_preflight(list(messages))
 
-        def should_compress_info(
-            self, prompt_tokens: int | None = None, **kwargs: Any
-        ) -> dict[str, Any]:
-            """Newer Hermes: the decision with the numbers behind it."""
-            status = self.session.status()
-            return {
-                "should_compress": self.should_compress(prompt_tokens),
-                "prompt_tokens": prompt_tokens,
-                "threshold_tokens": status["threshold_tokens"],
-            }
-
         def compress(
             self,
             messages: list[dict[str, Any]],
