@@ -479,22 +479,7 @@ impl Session {
             incoming: messages.iter().rev().find(|m| m.is_user()).cloned(),
             budget_tokens: window.saturating_sub(self.count(&messages)),
         };
-        let input = messages.clone();
-        let selected = self
-            .call(Op::SelectContext, move |e| {
-                e.select_context(&input, &request)
-            })
-            .await
-            .and_then(|selection| {
-                selection
-                    .check(&messages)
-                    .map(|()| selection)
-                    .map_err(|violation| SessionError::Failed {
-                        engine: self.active.name.clone(),
-                        op: Op::SelectContext.name().to_string(),
-                        error: EngineError::failed(violation.to_string()),
-                    })
-            });
+        let selected = self.select_context(messages.clone(), request).await;
         match selected {
             Ok(selection) => Recall {
                 messages: Arc::new(selection.messages),
@@ -510,6 +495,30 @@ impl Session {
                 unchanged(messages, Some(error))
             }
         }
+    }
+
+    /// The engine's `select_context` as it answers (`Unsupported` when it has none), its
+    /// selection checked against the contract (a broken one is the engine's failure).
+    pub async fn select_context(
+        &mut self,
+        messages: Arc<Vec<Message>>,
+        request: SelectRequest,
+    ) -> Result<ctxhost_sdk::ContextSelection, SessionError> {
+        let input = messages.clone();
+        self.call(Op::SelectContext, move |e| {
+            e.select_context(&input, &request)
+        })
+        .await
+        .and_then(|selection| {
+            selection
+                .check(&messages)
+                .map(|()| selection)
+                .map_err(|violation| SessionError::Failed {
+                    engine: self.active.name.clone(),
+                    op: Op::SelectContext.name().to_string(),
+                    error: EngineError::failed(violation.to_string()),
+                })
+        })
     }
 
     /// The engine's status (every engine has one).

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ctxhost::cli::App;
 use ctxhost_core::session::SessionError;
 use ctxhost_core::{Session as HostSession, SessionOptions};
-use ctxhost_sdk::CompressOptions;
+use ctxhost_sdk::{CompressOptions, SelectRequest};
 use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -90,10 +90,18 @@ impl Session {
         self.run(py, |session, _| session.engine().to_string())
     }
 
-    /// Whether the engine offers `select_context` (no engine does in this version).
+    /// Whether the engine offers `select_context` (asked with an empty request: an engine
+    /// without it answers that it has none).
     #[getter]
-    fn has_select_context(&self) -> bool {
-        false
+    fn has_select_context(&self, py: Python<'_>) -> bool {
+        let request = SelectRequest {
+            incoming: None,
+            budget_tokens: 0,
+        };
+        let answer = self.run(py, |session, runtime| {
+            runtime.block_on(session.select_context(Arc::new(Vec::new()), request))
+        });
+        !matches!(answer, Err(SessionError::Unsupported { .. }))
     }
 
     /// Whether to compress, given the prompt tokens of the last model call.
@@ -207,16 +215,22 @@ impl Session {
         incoming_message: Option<&Bound<'py, PyDict>>,
         budget_tokens: u64,
     ) -> PyResult<Bound<'py, PyList>> {
-        // The arguments are checked as any call's, so a caller's mistake shows first.
-        messages_from(messages)?;
-        if let Some(message) = incoming_message {
-            messages_from(PyList::new(py, [message])?.as_any())?;
-        }
-        let _ = budget_tokens;
-        Err(session_error(SessionError::Unsupported {
-            engine: self.engine_name(py),
-            op: "select_context".to_string(),
-        }))
+        let messages = Arc::new(messages_from(messages)?);
+        let incoming = match incoming_message {
+            Some(message) => messages_from(PyList::new(py, [message])?.as_any())?.pop(),
+            // The newest user message of the request, as the gateway asks.
+            None => messages.iter().rev().find(|m| m.is_user()).cloned(),
+        };
+        let request = SelectRequest {
+            incoming,
+            budget_tokens,
+        };
+        let selection = self
+            .run(py, |session, runtime| {
+                runtime.block_on(session.select_context(messages, request))
+            })
+            .map_err(session_error)?;
+        messages_to(py, &selection.messages)
     }
 
     /// Tells the engine the model, or its usable window, changed.

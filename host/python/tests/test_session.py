@@ -207,6 +207,15 @@ def test_lcm_from_the_wheel_keeps_every_message_and_answers_its_tools(with_shipp
     found = session.handle_tool_call("lcm_grep", {"pattern": "pelican"})
     assert "pelican" in found
 
+    # lcm offers select_context: a request keeps its messages, in order, and the same request
+    # gets the same selection (the provider's prompt cache holds).
+    assert session.has_select_context is True
+    request = view + [{"role": "user", "content": "Which secret word did I give you?"}]
+    selected = session.select_context(request, budget_tokens=2000)
+    kept = [message for message in selected if message in request]
+    assert kept == request
+    assert session.select_context(request, budget_tokens=2000) == selected
+
     # A clone is another handle on the same engine and store.
     twin = session.clone()
     assert twin.engine_name == "lcm"
