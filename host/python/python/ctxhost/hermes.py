@@ -215,8 +215,8 @@ def _make_engine_class(base: type) -> type:
             **kwargs: Any,
         ) -> list[dict[str, Any]] | None:
             """Newer Hermes: the context of one request; None leaves the request as it is."""
-            if not self.session.has_select_context:
-                return None
+            # Asked directly: an engine without the operation says so (NotSupported), where a
+            # `has_select_context` check first would ask the engine twice per request.
             try:
                 return self.session.select_context(
                     list(request_messages),
