@@ -75,7 +75,9 @@ fn a_warm_cache_holds_a_compression_that_would_not_pay_back_until_the_window_req
     let messages = long_session();
     let upstream = noted();
     let sandbox = Sandbox::new();
-    sandbox.write_config(CONFIG);
+    // Compressions on their request, so when one runs does not hang on how fast a background
+    // one finishes on a loaded machine (a request that fits does not wait for it).
+    sandbox.write_config(&format!("{CONFIG}  compression:\n    background: false\n"));
     let gateway = sandbox.serve(&upstream.base_url(), &[]);
     // Just under the threshold, then one turn at a time past it: the engine asks, and after
     // one call a rewrite at 12.5x a read does not pay back.
