@@ -239,15 +239,15 @@ pub struct SessionRecord {
 
 impl SessionRecord {
     /// The engine recalled `recalled` into the request being sent: kept as the last recall and
-    /// counted; how many items, and the tokens they add.
-    pub fn took_recall(&mut self, recalled: Vec<ctxhost_sdk::Recalled>) -> (u64, u64) {
-        let items = recalled.len() as u64;
-        self.stats.recalled_items += items;
+    /// counted.
+    pub fn took_recall(&mut self, recalled: Vec<ctxhost_sdk::Recalled>) {
+        self.stats.recalled_items += recalled.len() as u64;
         self.last_recalled = recalled;
-        (
-            items,
-            self.last_recalled.iter().map(|item| item.tokens).sum(),
-        )
+    }
+
+    /// The tokens the last recall added to its request.
+    pub fn last_recalled_tokens(&self) -> u64 {
+        self.last_recalled.iter().map(|item| item.tokens).sum()
     }
 
     /// The engine's compression of `tokens` changed nothing (it may count fewer tokens than

@@ -134,9 +134,11 @@ impl Turn {
         if !self.guard.preparing() {
             let live = &mut *self.guard;
             let recall = live.session.recall(draft.upstream.clone(), window).await;
-            let (items, tokens) = live.record.took_recall(recall.recalled);
+            live.record.took_recall(recall.recalled);
+            let items = live.record.last_recalled.len() as u64;
             self.gateway.metrics.add(Metric::RecalledItems, &[], items);
-            (draft.upstream, sent) = (recall.messages, sent + tokens);
+            sent += live.record.last_recalled_tokens();
+            draft.upstream = recall.messages;
         }
         let mut prepared = self.prepared(draft);
         prepared.over_window = (sent > window).then_some(sent);
