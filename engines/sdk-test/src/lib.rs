@@ -16,7 +16,9 @@
 //!   them all over the corpus;
 //! - [`EngineSubject`]: an engine on the fake host as the quality harness (`ctxhost-quality`:
 //!   typed facts planted in a session, compacted round after round at a fixed budget, probed
-//!   in every output) measures it.
+//!   in every output) measures it;
+//! - [`Rewrite`]: an engine whose every compression is one given function, for tests that
+//!   must know exactly what an engine did.
 //!
 //! An engine under test, with a summarizer that fails once and then answers:
 //!
@@ -108,6 +110,7 @@ pub mod contract;
 pub mod corpus;
 mod fake_host;
 mod quality_subject;
+mod rewrite;
 pub mod tokens;
 
 pub use cdylib::built_library;
@@ -116,3 +119,4 @@ pub use fake_host::{
     digest, Answer, AnswerFn, FakeHost, FakeHostBuilder, LogLine, FAKE_SUMMARIZER,
 };
 pub use quality_subject::EngineSubject;
+pub use rewrite::Rewrite;

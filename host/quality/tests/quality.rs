@@ -2,87 +2,40 @@
 //! report's JSON shape, on small engines whose effect on the facts is known.
 
 use ctxhost_quality::{Budget, QualityError, Settings, Style, Subject, SubjectError};
-use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
-use ctxhost_sdk_test::EngineSubject;
+use ctxhost_sdk::{CompressOptions, ContextEngine, Message};
+use ctxhost_sdk_test::{EngineSubject, Rewrite};
 use serde_json::{json, Value};
 
 /// Returns its input: loses nothing, shrinks nothing.
-struct Keep;
+fn keep() -> EngineSubject<impl ContextEngine> {
+    EngineSubject::new(Rewrite::new("keep", |m: &[Message]| m.to_vec()))
+}
 
-impl ContextEngine for Keep {
-    fn name(&self) -> &str {
-        "keep"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        Ok(m.to_vec())
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+/// The system prompt and the newest user message with what follows it.
+fn tail(m: &[Message]) -> Vec<Message> {
+    let last_user = m.iter().rposition(Message::is_user).unwrap_or(0);
+    let mut out = vec![m[0].clone()];
+    out.extend_from_slice(&m[last_user.max(1)..]);
+    out
 }
 
 /// Keeps the system prompt and the newest user message with what follows it.
-struct Tail;
-
-impl ContextEngine for Tail {
-    fn name(&self) -> &str {
-        "tail"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        let last_user = m.iter().rposition(Message::is_user).unwrap_or(0);
-        let mut out = vec![m[0].clone()];
-        out.extend_from_slice(&m[last_user.max(1)..]);
-        Ok(out)
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn tail_engine() -> EngineSubject<impl ContextEngine> {
+    EngineSubject::new(Rewrite::new("tail", tail))
 }
 
 /// Keeps everything but the lines announcing an update: every superseded value stays current.
-struct DropsUpdates;
-
-impl ContextEngine for DropsUpdates {
-    fn name(&self) -> &str {
-        "drops-updates"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        Ok(m.iter()
-            .map(|message| {
-                let mut message = message.clone();
-                if let Some(text) = message.text() {
-                    let kept: Vec<&str> =
-                        text.lines().filter(|l| !l.starts_with("Update:")).collect();
-                    message.set_text(kept.join("\n"));
-                }
-                message
-            })
-            .collect())
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn drops_updates(m: &[Message]) -> Vec<Message> {
+    m.iter()
+        .map(|message| {
+            let mut message = message.clone();
+            if let Some(text) = message.text() {
+                let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with("Update:")).collect();
+                message.set_text(kept.join("\n"));
+            }
+            message
+        })
+        .collect()
 }
 
 fn session() -> Vec<Message> {
@@ -142,8 +95,7 @@ fn every_fact_is_planted_once_with_its_update_after_it() {
 
 #[test]
 fn an_engine_that_keeps_everything_keeps_every_fact_and_misses_the_budget() {
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(Keep), &session(), &settings()).unwrap();
+    let report = ctxhost_quality::run(&mut keep(), &session(), &settings()).unwrap();
     assert_eq!(report.rounds.len(), 5);
     assert_eq!(report.outcome.overall.planted, 15);
     assert_eq!(report.outcome.overall.kept, 15);
@@ -166,8 +118,7 @@ fn an_engine_that_keeps_everything_keeps_every_fact_and_misses_the_budget() {
 
 #[test]
 fn an_engine_that_keeps_only_the_tail_loses_facts_and_fails_the_gate() {
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let report = ctxhost_quality::run(&mut tail_engine(), &session(), &settings()).unwrap();
     assert!(report.outcome.overall.kept < 5, "{}", report.table());
     assert!(!report.passes(0.9));
     assert!(report.outcome.weakest < 0.5);
@@ -182,7 +133,7 @@ fn an_engine_that_keeps_only_the_tail_loses_facts_and_fails_the_gate() {
 #[test]
 fn a_superseded_value_shown_without_its_update_is_stale() {
     let report = ctxhost_quality::run(
-        &mut EngineSubject::new(DropsUpdates),
+        &mut EngineSubject::new(Rewrite::new("drops-updates", drops_updates)),
         &session(),
         &settings(),
     )
@@ -214,15 +165,14 @@ impl Subject for Searchable {
     fn compress(
         &mut self,
         messages: &[Message],
-        options: &CompressOptions,
+        _: &CompressOptions,
     ) -> Result<Vec<Message>, SubjectError> {
         for message in messages {
             if !self.seen.contains(message) {
                 self.seen.push(message.clone());
             }
         }
-        Tail.compress(messages, options)
-            .map_err(|e| SubjectError(e.to_string()))
+        Ok(tail(messages))
     }
     fn tool_names(&mut self) -> Vec<String> {
         vec!["lcm_grep".into(), "lcm_expand".into()]
@@ -265,15 +215,13 @@ fn the_retrieval_agent_recovers_with_the_tools_what_the_view_lost() {
     assert_eq!(retrieval.overall.kept, 15, "{}", report.table());
     assert!(report.table().contains("tools recover 100%"));
     // An engine without the tools has no retrieval score.
-    let plain =
-        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let plain = ctxhost_quality::run(&mut tail_engine(), &session(), &settings()).unwrap();
     assert!(plain.outcome.retrieval.is_none());
 }
 
 #[test]
 fn the_json_report_has_a_stable_shape() {
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(Tail), &session(), &settings()).unwrap();
+    let report = ctxhost_quality::run(&mut tail_engine(), &session(), &settings()).unwrap();
     let value = serde_json::to_value(&report).unwrap();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(
@@ -355,10 +303,9 @@ fn a_session_too_short_for_the_rounds_is_an_error() {
         rounds: 40,
         ..settings()
     };
-    let error = ctxhost_quality::run(&mut EngineSubject::new(Keep), &short, &many).unwrap_err();
+    let error = ctxhost_quality::run(&mut keep(), &short, &many).unwrap_err();
     assert_eq!(error, QualityError::TooShort { parts: 41 });
     let none = vec![Message::system("s"), Message::user("only ask")];
-    let error =
-        ctxhost_quality::run(&mut EngineSubject::new(Keep), &none, &settings()).unwrap_err();
+    let error = ctxhost_quality::run(&mut keep(), &none, &settings()).unwrap_err();
     assert_eq!(error, QualityError::NowhereToPlant);
 }

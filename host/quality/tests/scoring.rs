@@ -3,8 +3,8 @@
 
 use ctxhost_quality::probe::{self, Shown};
 use ctxhost_quality::{Budget, FileAction, Range, Settings, Spread, Style};
-use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
-use ctxhost_sdk_test::EngineSubject;
+use ctxhost_sdk::Message;
+use ctxhost_sdk_test::{EngineSubject, Rewrite};
 
 const KEPT: Shown = Shown {
     kept: true,
@@ -112,29 +112,12 @@ fn a_renamed_file_is_kept_under_its_new_path_and_stale_under_its_old_one() {
 
 /// Keeps everything but moves the updates up front, right after the system prompt: every
 /// replaced value is then the view's last word on its fact.
-struct UpdatesFirst;
-
-impl ContextEngine for UpdatesFirst {
-    fn name(&self) -> &str {
-        "updates-first"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        let update = |m: &&Message| m.text().is_some_and(|t| t.starts_with("Update:"));
-        let mut out = vec![m[0].clone()];
-        out.extend(m[1..].iter().filter(update).cloned());
-        out.extend(m[1..].iter().filter(|m| !update(m)).cloned());
-        Ok(out)
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn updates_first(m: &[Message]) -> Vec<Message> {
+    let update = |m: &&Message| m.text().is_some_and(|t| t.starts_with("Update:"));
+    let mut out = vec![m[0].clone()];
+    out.extend(m[1..].iter().filter(update).cloned());
+    out.extend(m[1..].iter().filter(|m| !update(m)).cloned());
+    out
 }
 
 #[test]
@@ -145,8 +128,12 @@ fn a_run_scores_a_value_the_view_states_after_its_update_as_stale_not_kept() {
         rounds: 2,
         seed: 11,
     };
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(UpdatesFirst), &session, &settings).unwrap();
+    let report = ctxhost_quality::run(
+        &mut EngineSubject::new(Rewrite::new("updates-first", updates_first)),
+        &session,
+        &settings,
+    )
+    .unwrap();
     // Every update is reached by the last round: five facts, both values in view, all stale.
     let last = report.rounds.last().unwrap();
     let updated: Vec<usize> = report
@@ -164,55 +151,21 @@ fn a_run_scores_a_value_the_view_states_after_its_update_as_stale_not_kept() {
 }
 
 /// Keeps the head (system prompt and task) and the newest user message with what follows it.
-struct HeadAndTail;
-
-impl ContextEngine for HeadAndTail {
-    fn name(&self) -> &str {
-        "head-and-tail"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        let first_user = m.iter().position(Message::is_user).unwrap();
-        let last_user = m.iter().rposition(Message::is_user).unwrap();
-        let mut out = m[..=first_user].to_vec();
-        out.extend_from_slice(&m[last_user.max(first_user + 1)..]);
-        Ok(out)
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn head_and_tail(m: &[Message]) -> Vec<Message> {
+    let first_user = m.iter().position(Message::is_user).unwrap();
+    let last_user = m.iter().rposition(Message::is_user).unwrap();
+    let mut out = m[..=first_user].to_vec();
+    out.extend_from_slice(&m[last_user.max(first_user + 1)..]);
+    out
 }
 
 /// Keeps the system prompt, the newest user message with what follows it, and the task last:
 /// the head kept, though not in front.
-struct TaskLast;
-
-impl ContextEngine for TaskLast {
-    fn name(&self) -> &str {
-        "task-last"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        options: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        let mut out = HeadAndTail.compress(m, options)?;
-        let task = out.remove(1);
-        out.push(task);
-        Ok(out)
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn task_last(m: &[Message]) -> Vec<Message> {
+    let mut out = head_and_tail(m);
+    let task = out.remove(1);
+    out.push(task);
+    out
 }
 
 #[test]
@@ -224,8 +177,12 @@ fn when_the_head_alone_exceeds_the_budget_what_follows_it_is_measured() {
         rounds: 3,
         seed: 2,
     };
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(HeadAndTail), &session, &settings).unwrap();
+    let report = ctxhost_quality::run(
+        &mut EngineSubject::new(Rewrite::new("head-and-tail", head_and_tail)),
+        &session,
+        &settings,
+    )
+    .unwrap();
     for round in &report.rounds {
         assert!(round.head_tokens > round.budget_tokens, "{round:?}");
         assert!(round.output_tokens > round.budget_tokens);
@@ -235,8 +192,12 @@ fn when_the_head_alone_exceeds_the_budget_what_follows_it_is_measured() {
     }
     assert!(report.table().contains("measured"), "{}", report.table());
     // The head's messages anywhere in the output are the head's.
-    let moved =
-        ctxhost_quality::run(&mut EngineSubject::new(TaskLast), &session, &settings).unwrap();
+    let moved = ctxhost_quality::run(
+        &mut EngineSubject::new(Rewrite::new("task-last", task_last)),
+        &session,
+        &settings,
+    )
+    .unwrap();
     for round in &moved.rounds {
         assert!(round.measured_tokens < round.output_tokens - round.head_tokens / 2);
         assert!(round.budget_met, "{}", moved.table());
@@ -250,8 +211,12 @@ fn when_the_head_alone_exceeds_the_budget_what_follows_it_is_measured() {
         budget: Budget::Tokens(100_000),
         ..settings
     };
-    let report =
-        ctxhost_quality::run(&mut EngineSubject::new(HeadAndTail), &session, &roomy).unwrap();
+    let report = ctxhost_quality::run(
+        &mut EngineSubject::new(Rewrite::new("head-and-tail", head_and_tail)),
+        &session,
+        &roomy,
+    )
+    .unwrap();
     for round in &report.rounds {
         assert_eq!(round.measured_tokens, round.output_tokens);
     }
@@ -275,7 +240,7 @@ fn replicates_are_summed_up_per_kind_from_their_last_rounds() {
     let session = ctxhost_quality::generated_session(3, 80);
     // Three replicates of one real run, their last rounds' rule scores set by hand.
     let base = ctxhost_quality::run_in_style(
-        &mut EngineSubject::new(HeadAndTail),
+        &mut EngineSubject::new(Rewrite::new("head-and-tail", head_and_tail)),
         &session,
         &Settings {
             budget: Budget::Share(20.0),

@@ -3,8 +3,8 @@
 //! every fact of every family.
 
 use ctxhost_quality::{Budget, FactKind, FileAction, Planted, Settings, Style};
-use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, EngineStatus, Message};
-use ctxhost_sdk_test::EngineSubject;
+use ctxhost_sdk::Message;
+use ctxhost_sdk_test::{EngineSubject, Rewrite};
 use serde_json::Value;
 
 const FILLER: &str = "Acknowledged. Continuing with the plan.";
@@ -216,51 +216,12 @@ fn the_families_phrase_the_same_fact_differently() {
     assert_eq!("labelled".parse::<Style>().unwrap(), Style::Labelled);
 }
 
-/// Returns its input.
-struct Keep;
-
-impl ContextEngine for Keep {
-    fn name(&self) -> &str {
-        "keep"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        Ok(m.to_vec())
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
-}
-
 /// Keeps the text of every message and drops the tool calls and their results.
-struct DropsTools;
-
-impl ContextEngine for DropsTools {
-    fn name(&self) -> &str {
-        "drops-tools"
-    }
-    fn should_compress(&mut self, _: u64) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-    fn compress(
-        &mut self,
-        m: &[Message],
-        _: &CompressOptions,
-    ) -> Result<Vec<Message>, EngineError> {
-        Ok(m.iter()
-            .filter(|m| !m.is_tool_result() && m.tool_calls().is_empty())
-            .cloned()
-            .collect())
-    }
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        Ok(EngineStatus::default())
-    }
+fn drops_tools(m: &[Message]) -> Vec<Message> {
+    m.iter()
+        .filter(|m| !m.is_tool_result() && m.tool_calls().is_empty())
+        .cloned()
+        .collect()
 }
 
 fn settings(seed: u64) -> Settings {
@@ -275,7 +236,7 @@ fn settings(seed: u64) -> Settings {
 fn an_engine_that_keeps_everything_keeps_every_fact_of_every_family() {
     for style in Style::ALL {
         let report = ctxhost_quality::run_in_style(
-            &mut EngineSubject::new(Keep),
+            &mut EngineSubject::new(Rewrite::new("keep", |m: &[Message]| m.to_vec())),
             &session(),
             &settings(9),
             style,
@@ -306,7 +267,7 @@ fn an_engine_that_keeps_everything_keeps_every_fact_of_every_family() {
 #[test]
 fn files_touched_only_by_tool_calls_are_lost_when_the_calls_are_dropped() {
     let report = ctxhost_quality::run_in_style(
-        &mut EngineSubject::new(DropsTools),
+        &mut EngineSubject::new(Rewrite::new("drops-tools", drops_tools)),
         &session(),
         &settings(9),
         Style::Ticket,
