@@ -2,7 +2,7 @@
 //! the rule that follows: the engine never compacts what the provider already owns.
 //!
 //! - Edits that clear parts of the history (Anthropic's `clear_tool_uses_*` and
-//!   `clear_thinking_*`): past its own trigger the provider clears old tool results and
+//!   `clear_thinking_*`, except a thinking edit that keeps all thinking): past its own trigger the provider clears old tool results and
 //!   thinking, and the usage it reports counts what remains after its edits. The engine's
 //!   threshold is judged on that usage (after each call, as always); the gateway's own count
 //!   of the unedited view starts a compression only when the view would not fit the window.
@@ -16,6 +16,15 @@
 use serde_json::{Map, Value};
 
 use ctxhost_gateway_state::record::Trigger;
+
+/// Whether an edit leaves the context as it is: a thinking edit that keeps every turn's
+/// thinking (`"keep": "all"`, which Claude Code sends on every request with thinking on).
+fn clears_nothing(edit: &Value) -> bool {
+    edit["type"]
+        .as_str()
+        .is_some_and(|kind| kind.starts_with("clear_thinking_"))
+        && edit["keep"] == "all"
+}
 
 /// The provider's own context management a request asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,6 +48,7 @@ impl ProviderContext {
         let kinds = edits
             .into_iter()
             .flatten()
+            .filter(|edit| !clears_nothing(edit))
             .filter_map(|edit| edit["type"].as_str());
         let mut owned = ProviderContext::None;
         for kind in kinds {
@@ -113,6 +123,30 @@ mod tests {
         assert_eq!(
             ProviderContext::of_anthropic(&body(json!({}))),
             ProviderContext::None
+        );
+    }
+
+    #[test]
+    fn a_thinking_edit_that_keeps_all_thinking_leaves_the_context_to_the_engine() {
+        // What Claude Code sends on every request with thinking on.
+        let keeps_all = body(json!({"context_management": {"edits": [
+            {"type": "clear_thinking_20251015", "keep": "all"}]}}));
+        assert_eq!(
+            ProviderContext::of_anthropic(&keeps_all),
+            ProviderContext::None
+        );
+        let keeps_some = body(json!({"context_management": {"edits": [
+            {"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 2}}]}}));
+        assert_eq!(
+            ProviderContext::of_anthropic(&keeps_some),
+            ProviderContext::Clears
+        );
+        let with_tool_uses = body(json!({"context_management": {"edits": [
+            {"type": "clear_thinking_20251015", "keep": "all"},
+            {"type": "clear_tool_uses_20250919"}]}}));
+        assert_eq!(
+            ProviderContext::of_anthropic(&with_tool_uses),
+            ProviderContext::Clears
         );
     }
 }
