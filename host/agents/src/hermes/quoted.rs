@@ -20,9 +20,9 @@ const CONTENT_MAX: usize = 6000;
 const CONTENT_HEAD: usize = 4000;
 const CONTENT_TAIL: usize = 1500;
 const CUT: &str = "\n...[truncated]...\n";
-/// How it cuts a tool call's arguments.
-const ARGS_MAX: usize = 1500;
-const ARGS_HEAD: usize = 1200;
+/// What follows an assistant's text when it made tool calls: a line per call,
+/// `  name(arguments)`, then `]`.
+const CALLS: &str = "\n[Tool calls:\n";
 
 /// One quoted turn: its label (`USER`, `ASSISTANT`, `TOOL RESULT call-id`, ...) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,31 +32,51 @@ pub struct Quoted<'a> {
 }
 
 impl Quoted<'_> {
-    /// Whether this turn is `message` as Hermes quotes it.
+    /// Whether this turn is `message` as Hermes quotes it. Before it quotes them, Hermes
+    /// reshapes the turns it will summarise (`_prune_old_tool_results`): an old tool result
+    /// becomes a one-line summary or a note that it duplicates a later one, and a long tool
+    /// call's arguments are shortened inside their JSON. So a tool result is known by its call
+    /// id alone (ids are unique per call), an assistant's tool calls by their names, and every
+    /// other text is compared whole, cut as Hermes cuts it.
     pub fn is(&self, message: &Message) -> bool {
-        let label = match message.tool_call_id() {
-            Some(id) if message.is_tool_result() => format!("TOOL RESULT {id}"),
-            _ => message.role().to_uppercase(),
-        };
-        if self.label != label {
+        if let Some(id) = message.tool_call_id().filter(|_| message.is_tool_result()) {
+            return self
+                .label
+                .strip_prefix("TOOL RESULT ")
+                .is_some_and(|quoted| quoted == id);
+        }
+        if self.label != message.role().to_uppercase() {
             return false;
         }
-        let mut text = cut(&message.content_text(), CONTENT_MAX, CONTENT_HEAD, |text| {
+        let text = cut(&message.content_text(), CONTENT_MAX, CONTENT_HEAD, |text| {
             format!("{CUT}{}", last_chars(text, CONTENT_TAIL))
         });
-        if message.is_assistant() && !message.tool_calls().is_empty() {
-            let calls: Vec<String> = message
-                .tool_calls()
-                .iter()
-                .map(|call| {
-                    let arguments = cut(call.arguments(), ARGS_MAX, ARGS_HEAD, |_| "...".into());
-                    format!("  {}({arguments})", call.name())
-                })
-                .collect();
-            text.push_str(&format!("\n[Tool calls:\n{}\n]", calls.join("\n")));
+        if !message.is_assistant() || message.tool_calls().is_empty() {
+            return self.text == text;
         }
-        self.text == text
+        let Some((said, calls)) = self.text.split_once(CALLS) else {
+            return false;
+        };
+        said == text && lists_in_order(calls, message)
     }
+}
+
+/// Whether `calls` (Hermes' list of an assistant's tool calls) names `message`'s calls in
+/// order, each on a line of its own (its arguments, maybe shortened, follow the name).
+fn lists_in_order(calls: &str, message: &Message) -> bool {
+    let mut rest = calls;
+    message.tool_calls().iter().all(|call| {
+        let line = format!("  {}(", call.name());
+        let found = if rest.starts_with(&line) {
+            Some(0)
+        } else {
+            rest.find(&format!("\n{line}")).map(|at| at + 1)
+        };
+        found.is_some_and(|at| {
+            rest = &rest[at + line.len()..];
+            true
+        })
+    })
 }
 
 /// The turns `call` quotes, in order (none when it quotes none in Hermes' form).
@@ -163,5 +183,38 @@ mod tests {
         }
         assert!(!turns[0].is(&history[1]));
         assert!(super::turns("no turns here").is_empty());
+    }
+
+    #[test]
+    fn turns_hermes_reshaped_before_quoting_them_are_still_the_same_turns() {
+        let mut calls = Message::assistant_tool_calls(vec![
+            ToolCall::new(
+                "c1",
+                "write_file",
+                format!("{{\"content\": \"{}\"}}", "y".repeat(900)),
+            ),
+            ToolCall::new("c2", "terminal", "{\"command\": \"ls\"}"),
+        ]);
+        calls.set_text("writing");
+        let history = [
+            calls,
+            Message::tool_result("c1", "z".repeat(400)),
+            Message::tool_result("c2", "a\nb"),
+        ];
+        // Hermes' pruning: a shortened argument, a result replaced by its summary line.
+        let quoted = "TURNS TO SUMMARIZE:\n[ASSISTANT]: writing\n[Tool calls:\n  write_file({\"content\": \"yyy...[truncated]\"})\n  terminal({\"command\": \"ls\"})\n]\n\n[TOOL RESULT c1]: [write_file] wrote 400 chars\n\n[TOOL RESULT c2]: [Duplicate tool output — same content as a more recent call]\n\nUse this exact structure:";
+        let turns = turns(quoted);
+        assert_eq!(turns.len(), 3, "{turns:?}");
+        for (turn, message) in turns.iter().zip(&history) {
+            assert!(turn.is(message), "{turn:?} is not {message:?}");
+        }
+        // Another call id, or the calls in another order, is another turn.
+        assert!(!turns[1].is(&history[2]));
+        let mut swapped = Message::assistant_tool_calls(vec![
+            ToolCall::new("c2", "terminal", "{}"),
+            ToolCall::new("c1", "write_file", "{}"),
+        ]);
+        swapped.set_text("writing");
+        assert!(!turns[0].is(&swapped));
     }
 }

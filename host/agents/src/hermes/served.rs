@@ -8,9 +8,10 @@
 //!
 //! A call is a session's when the turns it quotes are a run of that session's history: every
 //! quoted turn, in order, is the next message of the history as Hermes quotes a message (its
-//! role, a tool result's call id, its text, an assistant's tool calls: what the provider saw,
-//! cut as Hermes cuts long texts). A call that quotes turns no remembered session holds so
-//! (another conversation's, or turns the gateway never saw) is no session's.
+//! role and text, cut as Hermes cuts long texts; an assistant's tool calls by name and a tool
+//! result by its call id, since Hermes shortens and summarises those before quoting them). A
+//! call that quotes turns no remembered session holds so (another conversation's, or turns the
+//! gateway never saw) is no session's.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -98,13 +99,9 @@ impl RecentSessions {
         if turns.is_empty() {
             return Err(Unfound::NoTurns);
         }
-        // The quoted turns as a run of a session's history; else (Hermes reshapes some turns
-        // as it quotes them) a quote holding the start of one of a session's latest texts.
-        // Never a session the quote shows nothing of.
         served
             .iter()
             .find(|s| holds_run(&s.history, &turns))
-            .or_else(|| served.iter().find(|s| holds_a_mark(&s.history, quote)))
             .map(|s| s.session.clone())
             .ok_or_else(|| {
                 Unfound::OtherTurns(
@@ -115,26 +112,6 @@ impl RecentSessions {
                 )
             })
     }
-}
-
-/// How many of a history's latest messages may leave a mark: more than Hermes keeps out of
-/// its summary as its recent tail (`protect_last_n` defaults to 20).
-const MARKED_MESSAGES: usize = 48;
-/// A mark is the start of a message's text, long enough to tell the message apart (a quoted
-/// message may be cut after its head).
-const MARK_CHARS: usize = 48;
-const MIN_MARK_CHARS: usize = 16;
-
-/// Whether `quote` holds the start of the text of one of `history`'s latest messages.
-fn holds_a_mark(history: &[Message], quote: &str) -> bool {
-    history.iter().rev().take(MARKED_MESSAGES).any(|message| {
-        let text = message.content_text();
-        let text = text.trim();
-        text.chars().count() >= MIN_MARK_CHARS && {
-            let mark: String = text.chars().take(MARK_CHARS).collect();
-            quote.contains(mark.as_str())
-        }
-    })
 }
 
 /// Whether `turns` are, in order, consecutive messages of `history`.
@@ -182,13 +159,14 @@ mod tests {
             recent.find("alice", &call("[USER]: something else entirely")),
             Err(Unfound::OtherTurns("s1".to_string()))
         );
-        // Out of order, or cut where Hermes does not cut: no run, but the quote holds the
-        // start of one of the session's texts (the real Hermes reshapes some turns it quotes).
+        // A tool result Hermes replaced by its summary line before quoting it is the same turn.
+        let pruned = call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: [terminal] ran `rounds` -> exit 0, 1 lines output");
+        assert_eq!(recent.find("alice", &pruned), Ok("s1".to_string()));
+        // Out of order, or a text cut where Hermes does not cut: no run, no session.
         let reordered = call("[TOOL RESULT c1]: alpha-0 row 1: the quick brown fox\n\n[USER]: run the rounds of alpha, please");
-        assert_eq!(recent.find("alice", &reordered), Ok("s1".to_string()));
-        let cut =
-            call("[USER]: run the rounds of alpha, please\n\n[TOOL RESULT c1]: alpha-0 row 1");
-        assert_eq!(recent.find("alice", &cut), Ok("s1".to_string()));
+        assert!(recent.find("alice", &reordered).is_err());
+        let cut = call("[USER]: run the rounds of alpha\n\n[TOOL RESULT c1]: alpha-0 row 1");
+        assert!(recent.find("alice", &cut).is_err());
         // A quote showing nothing of any session's texts finds none.
         let unseen = call("[USER]: a conversation this gateway never served at all");
         assert!(recent.find("alice", &unseen).is_err());
