@@ -46,6 +46,10 @@ pub struct Config {
     pub compression: Value,
     /// `auxiliary.compression.*`: the summarizer.
     pub summarizer: SummarizerSettings,
+    /// Whether the file names the summarizer's provider (`auxiliary.compression.provider`): a
+    /// program embedding the host then does not bring its own ([`Override::Summarizer`]).
+    #[serde(default)]
+    summarizer_named: bool,
     pub tokens: TokensSection,
     /// `plugins.<name>`: each engine's own section.
     pub plugins: Map<String, Value>,
@@ -210,6 +214,7 @@ impl Config {
             .auxiliary
             .and_then(|aux| aux.compression)
             .unwrap_or(Value::Null);
+        let summarizer_named = summarizer_section.get("provider").is_some();
         let mut config = Config {
             source,
             text: text.to_string(),
@@ -217,6 +222,7 @@ impl Config {
             model: file.model,
             compression: file.compression.unwrap_or(Value::Null),
             summarizer: SummarizerSettings::default(),
+            summarizer_named,
             tokens: file.tokens,
             plugins: file.plugins.unwrap_or_default(),
             trust: file.trust.unwrap_or_default(),
@@ -344,6 +350,8 @@ impl Config {
                 cooldown_seconds: self.summarizer.cooldown_seconds,
                 ..SummarizerSettings::default()
             };
+            // Not used, so not named: a program embedding the host may bring its own.
+            self.summarizer_named = false;
         }
         let defaults = serve::ServeSettings::default();
         let serve = &mut self.serve;

@@ -1,13 +1,15 @@
-//! What the command line says instead of `config.yaml`. The binary settles every override into
-//! the [`Config`] once, before anything reads it ([`Config::settle`]); an isolated engine's
-//! process receives that settled value, so it runs on the same one.
+//! What the command line (or a program embedding the host) says instead of `config.yaml`. The
+//! binary settles every override into the [`Config`] once, before anything reads it
+//! ([`Config::settle`]); an isolated engine's process receives that settled value, so it runs
+//! on the same one.
 
 use serde::{Deserialize, Serialize};
 
+use crate::summarizer::SummarizerSettings;
 use crate::{Config, ConfigError};
 
-/// One command-line flag that stands for a config key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One command-line flag (or an embedding program's argument) that stands for a config key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Override {
     /// `--context-length`: `model.context_length`.
@@ -18,6 +20,10 @@ pub enum Override {
     Upstream(String),
     /// `serve --engine`: `context.engine`.
     Engine(String),
+    /// The summarizer of a program embedding the host (the Python package's
+    /// `Engines(summarizer=...)`, Hermes' auxiliary compression model): `auxiliary.compression`,
+    /// unless the file names a provider there, whose summarizer then wins.
+    Summarizer(SummarizerSettings),
 }
 
 impl Override {
@@ -28,6 +34,7 @@ impl Override {
             Override::Listen(_) => "--listen",
             Override::Upstream(_) => "--upstream",
             Override::Engine(_) => "--engine",
+            Override::Summarizer(_) => "summarizer",
         }
     }
 
@@ -38,6 +45,7 @@ impl Override {
             Override::Listen(_) => "serve.listen",
             Override::Upstream(_) => "serve.upstream",
             Override::Engine(_) => "context.engine",
+            Override::Summarizer(_) => crate::summarizer::SECTION,
         }
     }
 
@@ -47,6 +55,11 @@ impl Override {
             Override::Listen(listen) => config.serve.listen = listen.clone(),
             Override::Upstream(upstream) => config.serve.upstream = upstream.clone(),
             Override::Engine(engine) => config.context.engine = engine.clone(),
+            Override::Summarizer(settings) => {
+                if !config.summarizer_named {
+                    config.summarizer = settings.clone();
+                }
+            }
         }
     }
 }
@@ -66,6 +79,9 @@ impl Config {
             self.serve
                 .validate()
                 .map_err(|error| refused(format!("{}: {}", error.key, error.problem)))?;
+            self.summarizer
+                .validate()
+                .map_err(|error| refused(format!("{}: {}", error.key(), error.problem())))?;
             self.validate().map_err(|error| match error {
                 ConfigError::Invalid { message, .. } => refused(message),
                 other => other,
@@ -109,6 +125,64 @@ mod tests {
             .to_string();
         assert!(
             error.starts_with("--upstream: serve.upstream: must be an http"),
+            "{error}"
+        );
+    }
+
+    fn summarizer(model: &str) -> SummarizerSettings {
+        SummarizerSettings {
+            provider: crate::summarizer::Provider::Custom,
+            model: Some(model.to_string()),
+            base_url: Some("http://127.0.0.1:9/v1".to_string()),
+            ..SummarizerSettings::default()
+        }
+    }
+
+    #[test]
+    fn an_embedders_summarizer_serves_unless_the_file_names_a_provider() {
+        let given = summarizer("aux-model");
+        // No section, or one without a provider: the given summarizer.
+        for text in ["", "auxiliary:\n  compression:\n    cooldown_seconds: 5\n"] {
+            let settled = Config::parse(text, None)
+                .unwrap()
+                .settle(vec![Override::Summarizer(given.clone())])
+                .unwrap();
+            assert_eq!(settled.summarizer, given, "{text:?}");
+        }
+        // A provider named in the file, even the offline one: the file's.
+        let text = "auxiliary:\n  compression:\n    provider: offline\n";
+        let settled = Config::parse(text, None)
+            .unwrap()
+            .settle(vec![Override::Summarizer(given.clone())])
+            .unwrap();
+        assert_eq!(settled.summarizer, SummarizerSettings::offline());
+    }
+
+    #[test]
+    fn an_untrusted_projects_summarizer_gives_way_to_an_embedders() {
+        let text = "auxiliary:\n  compression:\n    provider: custom\n    model: m\n    \
+                    base_url: http://project.example/v1\n";
+        let mut config = Config::parse(text, None).unwrap();
+        config.distrust_project(crate::project::Untrusted::Never);
+        let given = summarizer("aux-model");
+        let settled = config
+            .settle(vec![Override::Summarizer(given.clone())])
+            .unwrap();
+        assert_eq!(settled.summarizer, given);
+    }
+
+    #[test]
+    fn a_summarizer_that_cannot_work_is_refused_naming_its_key() {
+        let broken = SummarizerSettings {
+            base_url: None,
+            ..summarizer("aux-model")
+        };
+        let error = Config::defaults()
+            .settle(vec![Override::Summarizer(broken)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("summarizer: auxiliary.compression.base_url: required"),
             "{error}"
         );
     }

@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ctxhost::cli::{App, GlobalArgs};
+use ctxhost_config::summarizer::SummarizerSettings;
+use ctxhost_config::Override;
 use ctxhost_core::SessionOptions;
 use pyo3::prelude::*;
 
+use crate::convert::value_from;
 use crate::errors::ConfigError;
 use crate::session::Session;
 
@@ -22,18 +25,37 @@ pub struct Engines {
 impl Engines {
     /// Opens the engines of `config` (a `config.yaml`); `None`: the command's own lookup
     /// (`./config.yaml`, else `$CTXHOST_HOME/config.yaml`, else the built-in defaults).
+    /// `summarizer`, a mapping of `auxiliary.compression`'s keys, is the summarizer the engines
+    /// get unless the config names a provider there (the config's then wins).
     #[new]
-    #[pyo3(signature = (config=None))]
-    fn new(py: Python<'_>, config: Option<PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (config=None, summarizer=None))]
+    fn new(
+        py: Python<'_>,
+        config: Option<PathBuf>,
+        summarizer: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut overrides = Vec::new();
+        if let Some(summarizer) = summarizer {
+            let settings = SummarizerSettings::from_value(&value_from(summarizer)?)
+                .map_err(|error| ConfigError::new_err(format!("summarizer: {error}")))?;
+            overrides.push(Override::Summarizer(settings));
+        }
         let global = GlobalArgs {
             config,
             verbose: false,
             program: crate::command::script(),
         };
         let app = py
-            .detach(|| App::new(&global))
+            .detach(|| App::with_overrides(&global, overrides))
             .map_err(|error| ConfigError::new_err(format!("{error:#}")))?;
         Ok(Engines { app: Arc::new(app) })
+    }
+
+    /// The summarizer engines get (`offline`, or the provider and model, e.g.
+    /// `custom:gpt-4o-mini`).
+    #[getter]
+    fn summarizer(&self) -> String {
+        self.app.engines.services().summarizer()
     }
 
     /// The engine `context.engine` names.

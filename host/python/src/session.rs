@@ -24,6 +24,9 @@ pub struct Session {
     options: SessionOptions,
     engine: String,
     host: Mutex<HostSession>,
+    /// Whether the engine serving the session offers `select_context`, once asked: the
+    /// engine's name with the answer (a fallback to the compressor asks again).
+    selects: Mutex<Option<(String, bool)>>,
 }
 
 impl Session {
@@ -33,6 +36,7 @@ impl Session {
             engine: host.engine().to_string(),
             options: options.strict(),
             host: Mutex::new(host),
+            selects: Mutex::new(None),
         }
     }
 
@@ -90,18 +94,31 @@ impl Session {
         self.run(py, |session, _| session.engine().to_string())
     }
 
-    /// Whether the engine offers `select_context` (asked with an empty request: an engine
-    /// without it answers that it has none).
+    /// Whether the engine offers `select_context`: asked once per engine serving the session
+    /// (with an empty request: an engine without it answers that it has none), then
+    /// remembered.
     #[getter]
     fn has_select_context(&self, py: Python<'_>) -> bool {
-        let request = SelectRequest {
-            incoming: None,
-            budget_tokens: 0,
-        };
-        let answer = self.run(py, |session, runtime| {
-            runtime.block_on(session.select_context(Arc::new(Vec::new()), request))
-        });
-        !matches!(answer, Err(SessionError::Unsupported { .. }))
+        self.run(py, |session, runtime| {
+            let mut selects = self
+                .selects
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match &*selects {
+                Some((engine, answer)) if engine == session.engine() => *answer,
+                _ => {
+                    let request = SelectRequest {
+                        incoming: None,
+                        budget_tokens: 0,
+                    };
+                    let answer =
+                        runtime.block_on(session.select_context(Arc::new(Vec::new()), request));
+                    let offered = !matches!(answer, Err(SessionError::Unsupported { .. }));
+                    *selects = Some((session.engine().to_string(), offered));
+                    offered
+                }
+            }
+        })
     }
 
     /// Whether to compress, given the prompt tokens of the last model call.

@@ -67,6 +67,7 @@ class Model:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
         self.lock = threading.Lock()
 
     def answer(self, body: dict[str, Any], size: int) -> tuple[dict[str, Any], int]:
@@ -131,6 +132,8 @@ def serve(model: Model) -> tuple[ThreadingHTTPServer, str]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers["content-length"]))
             body = json.loads(raw)
+            with model.lock:
+                model.authorizations.append(self.headers.get("authorization"))
             if not self.path.startswith("/v1/chat/completions"):
                 self.send(404, b'{"error": {"message": "no such route"}}')
                 return
@@ -169,9 +172,10 @@ def upstream() -> Any:
     server.shutdown()
 
 
-def hermes_home(root: Path, base_url: str, engine: str) -> Path:
+def hermes_home(root: Path, base_url: str, engine: str, extra: str = "") -> Path:
     """A Hermes home selecting the ctxhost plugin (its own compression left on: the engine
-    replaces its compressor, and `compression.enabled: false` would stop the engine too)."""
+    replaces its compressor, and `compression.enabled: false` would stop the engine too);
+    `extra` is more of its config.yaml."""
     home = root / "hermes-home"
     home.mkdir()
     (home / "config.yaml").write_text(
@@ -179,7 +183,7 @@ def hermes_home(root: Path, base_url: str, engine: str) -> Path:
         f"  api_key: {API_KEY}\n  context_length: {CONTEXT_LENGTH}\n"
         f"compression:\n  enabled: true\n"
         f"context:\n  engine: {engine}\n"
-        f"plugins:\n  enabled: [ctxhost]\n"
+        f"plugins:\n  enabled: [ctxhost]\n" + extra
     )
     return home
 
@@ -291,3 +295,56 @@ def test_two_hermes_agents_in_process_are_two_lcm_sessions_of_one_store(
         other = f"marker-agent{1 - i}-1"
         answer = session.handle_tool_call("lcm_grep", {"pattern": other})
         assert json.loads(answer)["matches"] == [], answer
+
+
+AUX_MODEL = "aux-summary-model"
+AUX_KEY = "sk-hermes-auxiliary"
+
+
+@pytest.mark.parametrize("ctxhost_names_one", [False, True], ids=["hermes-aux", "ctxhost-own"])
+def test_hermes_auxiliary_compression_model_summarizes_unless_ctxhosts_config_names_one(
+    hermes_venv: Path,
+    package_path: Path,
+    with_shipped: Path,
+    upstream: Any,
+    tmp_path: Path,
+    ctxhost_names_one: bool,
+) -> None:
+    model, url = upstream
+    auxiliary = Model()
+    aux_server, aux_url = serve(auxiliary)
+    try:
+        home = hermes_home(
+            tmp_path,
+            url,
+            "ctxhost-lcm",
+            f"auxiliary:\n  compression:\n    provider: custom\n    base_url: {aux_url}\n"
+            f"    model: {AUX_MODEL}\n    api_key: {AUX_KEY}\n",
+        )
+        if ctxhost_names_one:
+            with (with_shipped / "config.yaml").open("a") as config:
+                config.write("auxiliary:\n  compression:\n    provider: offline\n")
+        done = subprocess.run(
+            [str(hermes_venv / "bin" / "hermes"), "-z", "Run the echoes, tag aux"],
+            cwd=tmp_path,
+            env=hermes_env(home, package_path, with_shipped),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        aux_server.shutdown()
+    assert done.returncode == 0, done.stdout + done.stderr
+    chats = [r for r in model.requests if r.get("tools")]
+    sizes = [len(r["messages"]) for r in chats]
+    assert any(b < a for a, b in zip(sizes, sizes[1:])), f"never compressed: {sizes}"
+    assert not any(HERMES_COMPACTION_PROMPT in json.dumps(r) for r in model.requests)
+    if ctxhost_names_one:
+        assert auxiliary.requests == [], "ctxhost's own summarizer was named, yet Hermes' ran"
+    else:
+        # lcm's summaries went to Hermes' auxiliary model, with its key, and nowhere else.
+        assert auxiliary.requests, "Hermes' auxiliary model was never asked for a summary"
+        assert {r["model"] for r in auxiliary.requests} == {AUX_MODEL}
+        assert set(auxiliary.authorizations) == {f"Bearer {AUX_KEY}"}
+        assert not any(r.get("model") == AUX_MODEL for r in model.requests)
+    assert "Done aux." in done.stdout

@@ -23,9 +23,15 @@ class NotSupported(Error):
 class Engines:
     """The engines of one configuration, opened as the `ctxhost` command opens them."""
 
-    def __init__(self, config: str | PathLike[str] | None = None) -> None: ...
+    def __init__(
+        self,
+        config: str | PathLike[str] | None = None,
+        summarizer: dict[str, Any] | None = None,
+    ) -> None: ...
     @property
     def default_engine(self) -> str: ...
+    @property
+    def summarizer(self) -> str: ...
     @property
     def config_path(self) -> Path: ...
     def session(

@@ -10,6 +10,10 @@ a new handle on the same ctxhost engines and store (`ctxhost.Session.clone`), so
 two sessions of one store. `name` must equal Hermes' `context.engine`: `ctxhost` serves the
 engine ctxhost's own config names (`context.engine` there), `ctxhost-<engine>` that engine
 (`ctxhost-lcm`, `ctxhost-window`, `ctxhost-compressor`, any installed plugin).
+
+The summarizer is Hermes' auxiliary compression model (`auxiliary.compression` in Hermes'
+config, else its main model, resolved as Hermes resolves it for its own compressor), unless
+ctxhost's config names one (`auxiliary.compression.provider` there).
 """
 
 from __future__ import annotations
@@ -29,6 +33,50 @@ _PREFIX = NAME + "-"
 
 # Where ctxhost's config comes from when not the command's own lookup.
 CONFIG_ENV = "CTXHOST_CONFIG"
+
+# ctxhost's summarizer reads its key from the environment: where Hermes' auxiliary key goes
+# when no variable holds it already.
+SUMMARIZER_KEY_ENV = "CTXHOST_HERMES_SUMMARIZER_KEY"
+
+
+def hermes_summarizer(main_runtime: dict[str, Any]) -> dict[str, Any] | None:
+    """Hermes' auxiliary compression model as ctxhost's `auxiliary.compression` settings, or
+    None when Hermes resolves none that ctxhost can call (an OpenAI-compatible endpoint)."""
+    try:
+        from agent.auxiliary_client import get_text_auxiliary_client
+        from openai import OpenAI
+
+        client, model = get_text_auxiliary_client("compression", main_runtime=main_runtime)
+    except Exception as error:  # noqa: BLE001 (Hermes' resolution: ctxhost's own summarizer)
+        logger.warning("ctxhost: Hermes' auxiliary compression model not found: %s", error)
+        return None
+    key = getattr(client, "api_key", None)
+    if not isinstance(client, OpenAI) or not model or not isinstance(key, str):
+        # Codex' Responses, Anthropic's and Bedrock's adapters, a key made per request.
+        logger.warning(
+            "ctxhost: Hermes' auxiliary compression model (%s) is not an OpenAI-compatible "
+            "endpoint; ctxhost's own summarizer serves",
+            type(client).__name__,
+        )
+        return None
+    settings: dict[str, Any] = {
+        "provider": "custom",
+        "model": str(model),
+        "base_url": str(client.base_url).rstrip("/"),
+    }
+    if key and key != "no-key-required":
+        settings["api_key_env"] = _key_variable(key)
+    return settings
+
+
+def _key_variable(key: str) -> str:
+    """A variable of this process holding `key` (Hermes read it from one, usually), else
+    SUMMARIZER_KEY_ENV, set to it."""
+    for name, value in os.environ.items():
+        if value == key and name.isidentifier():
+            return name
+    os.environ[SUMMARIZER_KEY_ENV] = key
+    return SUMMARIZER_KEY_ENV
 
 
 def engine_of(name: str) -> str | None:
@@ -87,6 +135,9 @@ def _make_engine_class(base: type) -> type:
             self._session: ctxhost.Session | None = None
             self._session_id: str | None = None
             self._model: str | None = None
+            # Hermes' main model and endpoint (update_model): what its auxiliary one
+            # resolves against.
+            self._main_runtime: dict[str, Any] = {}
             self.awaiting_real_usage_after_compression = False
             self.last_compression_rough_tokens = 0
 
@@ -101,7 +152,10 @@ def _make_engine_class(base: type) -> type:
             """The ctxhost session (opened on first use, on Hermes' session id)."""
             if self._session is None:
                 if self._engines is None:
-                    self._engines = ctxhost.Engines(os.environ.get(CONFIG_ENV) or None)
+                    self._engines = ctxhost.Engines(
+                        os.environ.get(CONFIG_ENV) or None,
+                        summarizer=hermes_summarizer(self._main_runtime),
+                    )
                 self._session = self._engines.session(
                     self._session_id or "hermes",
                     engine=self._engine,
@@ -124,6 +178,7 @@ def _make_engine_class(base: type) -> type:
             # (and so the store); its session is its own, opened on its agent's session id.
             twin = type(self)(self._name, self._engines)
             twin._model = self._model
+            twin._main_runtime = dict(self._main_runtime)
             twin.context_length = self.context_length
             twin.threshold_tokens = self.threshold_tokens
             return twin
@@ -215,8 +270,9 @@ def _make_engine_class(base: type) -> type:
             **kwargs: Any,
         ) -> list[dict[str, Any]] | None:
             """Newer Hermes: the context of one request; None leaves the request as it is."""
-            # Asked directly: an engine without the operation says so (NotSupported), where a
-            # `has_select_context` check first would ask the engine twice per request.
+            # The session asks its engine once whether it selects, then remembers.
+            if not self.session.has_select_context:
+                return None
             try:
                 return self.session.select_context(
                     list(request_messages),
@@ -224,7 +280,7 @@ def _make_engine_class(base: type) -> type:
                     budget_tokens=int(budget_tokens or 0),
                 )
             except ctxhost.NotSupported:
-                return None
+                return None  # its engine failed over to the compressor meanwhile
 
         def on_turn_complete(
             self,
@@ -261,6 +317,8 @@ def _make_engine_class(base: type) -> type:
         def get_status(self, **kwargs: Any) -> dict[str, Any]:
             status = dict(super().get_status())
             status["engine"] = self.session.engine_name
+            if self._engines is not None:
+                status["summarizer"] = self._engines.summarizer
             status["details"] = self.session.status().get("details")
             return status
 
@@ -276,6 +334,13 @@ def _make_engine_class(base: type) -> type:
         ) -> None:
             self._model = model
             self.context_length = int(context_length)
+            self._main_runtime = {
+                "model": model,
+                "provider": provider,
+                "base_url": base_url,
+                "api_key": api_key,
+                "api_mode": api_mode,
+            }
             if self._session is None:
                 # The session opens with them (on the agent's id, once Hermes gives it).
                 self.threshold_tokens = int(self.context_length * self.threshold_percent)
