@@ -1,14 +1,15 @@
 //! The form calls and replies take through the stable ABI's `invoke(op, payload, messages)`:
-//! the operation's [`Op::name`], its arguments as JSON (the method's one argument as it is, or
-//! an object of its several, `null` for none), the message list beside them without
-//! serialization, and the method's return value as JSON. An engine's own operations go as
+//! the operation's [`Op::name`], its arguments as JSON (in the form the table of
+//! [`operations`](crate::operations) gives each: `null` for none, one argument as it is, or an
+//! object of them by name), the message list beside them without serialization, and the
+//! method's return value as JSON. An engine's own operations go as
 //! [`ENGINE_PREFIX`] and their name, so they never collide with the trait's.
 //!
 //! Plugins built earlier read and write exactly this form: it is frozen like the ABI's layout.
 //! A name the other side does not know answers [`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind).
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use ctxhost_sdk::{EngineError, Message};
@@ -29,162 +30,154 @@ pub struct InvokeCall<'a> {
     pub messages: &'a [Message],
 }
 
-/// The arguments of `on_session_end`, `session` and `delete_session`.
-#[derive(Serialize, Deserialize)]
-struct SessionIdArgs<S> {
-    session_id: S,
-}
+/// Declares the `invoke` form of every call and reply over the table's calls (see
+/// [`operations`](crate::operations)).
+macro_rules! invoke_form {
+    ($({
+        $(#[$doc:meta])*
+        $op:ident = $method:ident $({
+            $($(#[$field_doc:meta])* $field:ident : $kind:ident $held:ty $(as $argument:ty)?),* $(,)?
+        })?,
+        $(#[$reply_doc:meta])*
+        reply $(($reply:ty))?,
+        invoke: $form:ident $(($bare:ident))? $(,)?
+    })*) => {
+        impl<'a> EngineCall<&'a [Message]> {
+            /// This call in `invoke`'s form.
+            pub fn to_invoke(&self) -> Result<InvokeCall<'a>, EngineError> {
+                let (op, payload) = match self {
+                    $(
+                        EngineCall::$op $({ $($field),* })? => payload_of!(
+                            $form $(($bare))?, Op::$op $($(, $field : $kind)*)?
+                        ),
+                    )*
+                };
+                Ok(InvokeCall {
+                    op,
+                    payload,
+                    messages: self.list().copied().unwrap_or_default(),
+                })
+            }
 
-/// The arguments of `handle_tool_call`.
-#[derive(Serialize, Deserialize)]
-struct ToolCallArgs<S, V> {
-    name: S,
-    args: V,
-}
-
-/// The arguments of `update_model`.
-#[derive(Serialize, Deserialize)]
-struct ModelArgs<S> {
-    model: S,
-    context_length: u64,
-}
-
-impl<'a> EngineCall<&'a [Message]> {
-    /// This call in `invoke`'s form.
-    pub fn to_invoke(&self) -> Result<InvokeCall<'a>, EngineError> {
-        let op = match self {
-            EngineCall::Invoke { name, .. } => format!("{ENGINE_PREFIX}{name}"),
-            other => other.op().name().to_string(),
-        };
-        let payload = match self {
-            EngineCall::UpdateFromResponse { usage } => json(usage)?,
-            EngineCall::OnSessionStart { session } => json(session)?,
-            EngineCall::OnSessionEnd { session_id, .. }
-            | EngineCall::Session { session_id }
-            | EngineCall::DeleteSession { session_id } => json(&SessionIdArgs {
-                session_id: session_id.as_str(),
-            })?,
-            EngineCall::HandleToolCall { name, args } => json(&ToolCallArgs {
-                name: name.as_str(),
-                args,
-            })?,
-            EngineCall::UpdateModel {
-                model,
-                context_length,
-            } => json(&ModelArgs {
-                model: model.as_str(),
-                context_length: *context_length,
-            })?,
-            EngineCall::Invoke { payload, .. } => json(payload)?,
-            EngineCall::SelectContext { request, .. } => json(request)?,
-            EngineCall::ShouldCompressPreflight { .. }
-            | EngineCall::HasContentToCompress { .. }
-            | EngineCall::OnSessionReset
-            | EngineCall::ToolSchemas
-            | EngineCall::Status
-            | EngineCall::LastCompression
-            | EngineCall::Sessions => json(&())?,
-        };
-        Ok(InvokeCall {
-            op,
-            payload,
-            messages: self.list().copied().unwrap_or_default(),
-        })
-    }
-
-    /// The call `invoke` carried; [`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind) for a name
-    /// that is not one.
-    pub fn from_invoke(
-        op: &str,
-        payload: &str,
-        messages: &'a [Message],
-    ) -> Result<Self, EngineError> {
-        if let Some(name) = op.strip_prefix(ENGINE_PREFIX) {
-            return Ok(EngineCall::Invoke {
-                name: name.to_string(),
-                payload: parse(payload)?,
-            });
+            /// The call `invoke` carried; [`ErrorKind::Unsupported`](ctxhost_sdk::ErrorKind)
+            /// for a name that is not one.
+            pub fn from_invoke(
+                op: &str,
+                payload: &str,
+                messages: &'a [Message],
+            ) -> Result<Self, EngineError> {
+                if let Some(name) = op.strip_prefix(ENGINE_PREFIX) {
+                    return Ok(EngineCall::Invoke {
+                        name: name.to_string(),
+                        payload: parse(payload)?,
+                    });
+                }
+                let Some(known) = Op::from_name(op) else {
+                    return Err(EngineError::unsupported(op));
+                };
+                Ok(match known {
+                    $(
+                        Op::$op => call_from!(
+                            $form, $op, op, payload, messages
+                            $(, { $($field : $kind),* })?
+                        ),
+                    )*
+                    // The hot paths have entry points of their own.
+                    _ => return Err(EngineError::unsupported(op)),
+                })
+            }
         }
-        let Some(known) = Op::from_name(op) else {
-            return Err(EngineError::unsupported(op));
-        };
-        Ok(match known {
-            Op::UpdateFromResponse => EngineCall::UpdateFromResponse {
-                usage: parse(payload)?,
-            },
-            Op::ShouldCompressPreflight => EngineCall::ShouldCompressPreflight { messages },
-            Op::HasContentToCompress => EngineCall::HasContentToCompress { messages },
-            Op::OnSessionStart => EngineCall::OnSessionStart {
-                session: parse(payload)?,
-            },
-            Op::OnSessionEnd => {
-                let args: SessionIdArgs<String> = parse(payload)?;
-                EngineCall::OnSessionEnd {
-                    session_id: args.session_id,
-                    messages,
+
+        impl EngineReply {
+            /// This reply in `invoke`'s form: the method's return value as JSON.
+            pub fn to_invoke(&self) -> Result<String, EngineError> {
+                match self {
+                    $(
+                        reply_pattern!($op, value $(, $reply)?) => {
+                            json(&reply_value!(value $(, $reply)?))
+                        }
+                    )*
                 }
             }
-            Op::OnSessionReset => EngineCall::OnSessionReset,
-            Op::ToolSchemas => EngineCall::ToolSchemas,
-            Op::HandleToolCall => {
-                let args: ToolCallArgs<String, Value> = parse(payload)?;
-                EngineCall::HandleToolCall {
-                    name: args.name,
-                    args: args.args,
+        }
+
+        fn answered(op: Op, answer: &str) -> Result<EngineReply, serde_json::Error> {
+            Ok(match op {
+                $(Op::$op => reply_of!($op, read(answer)? $(, $reply)?),)*
+                // Never sent through `invoke` (see `from_invoke`).
+                _ => {
+                    return Err(serde::de::Error::custom(format!(
+                        "`{}` has no reply through invoke", op
+                    )))
                 }
-            }
-            Op::Status => EngineCall::Status,
-            Op::UpdateModel => {
-                let args: ModelArgs<String> = parse(payload)?;
-                EngineCall::UpdateModel {
-                    model: args.model,
-                    context_length: args.context_length,
-                }
-            }
-            Op::SelectContext => EngineCall::SelectContext {
-                messages,
-                request: parse(payload)?,
-            },
-            Op::LastCompression => EngineCall::LastCompression,
-            Op::Sessions => EngineCall::Sessions,
-            Op::Session => EngineCall::Session {
-                session_id: parse::<SessionIdArgs<String>>(payload)?.session_id,
-            },
-            Op::DeleteSession => EngineCall::DeleteSession {
-                session_id: parse::<SessionIdArgs<String>>(payload)?.session_id,
-            },
-            // The hot paths have entry points of their own; an engine's own operations carry
-            // the prefix.
-            Op::ShouldCompress | Op::Compress | Op::Invoke => {
-                return Err(EngineError::unsupported(op))
-            }
-        })
-    }
+            })
+        }
+    };
 }
+
+/// A call's `invoke` name and payload, by its form.
+macro_rules! payload_of {
+    (null, $op:expr $(, $field:ident : $kind:ident)*) => {{
+        $(let _ = $field;)*
+        ($op.name().to_string(), json(&())?)
+    }};
+    (bare($bare:ident), $op:expr $(, $field:ident : $kind:ident)*) => {{
+        $(let _ = $field;)*
+        ($op.name().to_string(), json($bare)?)
+    }};
+    (object, $op:expr $(, $field:ident : $kind:ident)*) => {{
+        let mut object = serde_json::Map::new();
+        $(named_argument!($kind, object, $field);)*
+        ($op.name().to_string(), json(&object)?)
+    }};
+    (engine, $op:expr, $name:ident : $name_kind:ident, $payload:ident : $payload_kind:ident) => {
+        (format!("{}{}", ENGINE_PREFIX, $name), json($payload)?)
+    };
+}
+
+/// Adds `$field` to an `object` payload by its name; the list travels beside the payload.
+macro_rules! named_argument {
+    (list, $object:ident, $field:ident) => {
+        let _ = $field;
+    };
+    ($kind:ident, $object:ident, $field:ident) => {
+        $object.insert(stringify!($field).to_string(), to_value($field)?);
+    };
+}
+
+/// The call `invoke` carried (`$payload` and the list beside it, `$messages`), by its form.
+macro_rules! call_from {
+    (null, $op:ident, $name:ident, $payload:ident, $messages:ident $(, { $($field:ident : list),* })?) => {
+        EngineCall::$op $({ $($field: $messages),* })?
+    };
+    (bare, $op:ident, $name:ident, $payload:ident, $messages:ident, { $($field:ident : $kind:ident),* }) => {
+        EngineCall::$op { $($field: list_or!($kind, $messages, parse($payload)?)),* }
+    };
+    (object, $op:ident, $name:ident, $payload:ident, $messages:ident, { $($field:ident : $kind:ident),* }) => {{
+        let mut object: serde_json::Map<String, Value> = parse($payload)?;
+        EngineCall::$op {
+            $($field: list_or!($kind, $messages, field(&mut object, stringify!($field))?)),*
+        }
+    }};
+    // Carried by its prefix (see `from_invoke`), never by a name of its own.
+    (engine, $op:ident, $name:ident, $payload:ident, $messages:ident, { $($field:ident : $kind:ident),* }) => {
+        return Err(EngineError::unsupported($name))
+    };
+}
+
+/// `$list` for the list field, `$other` for any other.
+macro_rules! list_or {
+    (list, $list:expr, $other:expr) => {
+        $list
+    };
+    ($kind:ident, $list:expr, $other:expr) => {
+        $other
+    };
+}
+
+operations!(calls, invoke_form);
 
 impl EngineReply {
-    /// This reply in `invoke`'s form: the method's return value as JSON.
-    pub fn to_invoke(&self) -> Result<String, EngineError> {
-        match self {
-            EngineReply::UpdateFromResponse
-            | EngineReply::OnSessionStart
-            | EngineReply::OnSessionEnd
-            | EngineReply::OnSessionReset
-            | EngineReply::UpdateModel => json(&()),
-            EngineReply::ShouldCompressPreflight(flag)
-            | EngineReply::HasContentToCompress(flag)
-            | EngineReply::DeleteSession(flag) => json(flag),
-            EngineReply::ToolSchemas(schemas) => json(schemas),
-            EngineReply::HandleToolCall(text) => json(text),
-            EngineReply::Status(status) => json(status),
-            EngineReply::LastCompression(report) => json(report),
-            EngineReply::Sessions(sessions) => json(sessions),
-            EngineReply::Session(session) => json(session),
-            EngineReply::Invoke(value) => json(value),
-            EngineReply::SelectContext(selection) => json(selection),
-        }
-    }
-
     /// The reply `invoke` answered to a call of `op`.
     pub fn from_invoke(op: Op, answer: &str) -> Result<Self, EngineError> {
         answered(op, answer).map_err(|error| {
@@ -193,32 +186,15 @@ impl EngineReply {
     }
 }
 
-fn answered(op: Op, answer: &str) -> Result<EngineReply, serde_json::Error> {
-    let unit = |reply: EngineReply| serde_json::from_str::<()>(answer).map(|()| reply);
-    Ok(match op {
-        Op::UpdateFromResponse => unit(EngineReply::UpdateFromResponse)?,
-        Op::ShouldCompressPreflight => EngineReply::ShouldCompressPreflight(read(answer)?),
-        Op::HasContentToCompress => EngineReply::HasContentToCompress(read(answer)?),
-        Op::OnSessionStart => unit(EngineReply::OnSessionStart)?,
-        Op::OnSessionEnd => unit(EngineReply::OnSessionEnd)?,
-        Op::OnSessionReset => unit(EngineReply::OnSessionReset)?,
-        Op::ToolSchemas => EngineReply::ToolSchemas(read(answer)?),
-        Op::HandleToolCall => EngineReply::HandleToolCall(read(answer)?),
-        Op::Status => EngineReply::Status(read(answer)?),
-        Op::UpdateModel => unit(EngineReply::UpdateModel)?,
-        Op::LastCompression => EngineReply::LastCompression(read(answer)?),
-        Op::Sessions => EngineReply::Sessions(read(answer)?),
-        Op::Session => EngineReply::Session(read(answer)?),
-        Op::DeleteSession => EngineReply::DeleteSession(read(answer)?),
-        Op::Invoke => EngineReply::Invoke(read(answer)?),
-        Op::SelectContext => EngineReply::SelectContext(read(answer)?),
-        // Never sent through `invoke` (see `from_invoke`).
-        Op::ShouldCompress | Op::Compress => {
-            return Err(serde::de::Error::custom(format!(
-                "`{op}` has no reply through invoke"
-            )))
-        }
-    })
+/// One named argument of an `object` payload.
+fn field<T: DeserializeOwned>(
+    object: &mut serde_json::Map<String, Value>,
+    name: &'static str,
+) -> Result<T, EngineError> {
+    let value = object
+        .remove(name)
+        .ok_or_else(|| <serde_json::Error as serde::de::Error>::missing_field(name))?;
+    serde_json::from_value(value).map_err(EngineError::from)
 }
 
 fn read<T: DeserializeOwned>(answer: &str) -> Result<T, serde_json::Error> {
@@ -229,6 +205,10 @@ fn read<T: DeserializeOwned>(answer: &str) -> Result<T, serde_json::Error> {
 fn parse<T: DeserializeOwned>(payload: &str) -> Result<T, EngineError> {
     let payload = if payload.is_empty() { "null" } else { payload };
     serde_json::from_str(payload).map_err(EngineError::from)
+}
+
+fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value, EngineError> {
+    serde_json::to_value(value).map_err(|e| EngineError::failed(e.to_string()))
 }
 
 fn json<T: Serialize + ?Sized>(value: &T) -> Result<String, EngineError> {

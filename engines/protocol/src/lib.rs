@@ -11,9 +11,11 @@
 //! [`compress`](ctxhost_sdk::ContextEngine::compress), are typed transport methods of their own: they run on
 //! every turn and carry the whole conversation.
 //!
-//! Adding an operation: a method on [`ContextEngine`] with its default, and a variant in
-//! [`Op`], [`EngineCall`] and [`EngineReply`]; the compiler then asks for the arms of this
-//! crate that handle it. Transports never list operations.
+//! Every operation is declared once, in the table of [`operations`]: its name, its arguments,
+//! its reply and how it travels through the ABI's `invoke`. [`Op`], [`EngineCall`],
+//! [`EngineReply`], [`dispatch`], the [`RemoteEngine`]'s methods and the [`invoke`] form are
+//! written over that table, so adding an operation is the trait method (with its default),
+//! one entry in the table, and the host's call of it. Transports never list operations.
 //!
 //! [`Op::name`] is each operation's stable name, the one the ABI's `invoke` carries ([`invoke`]
 //! form): add names, never rename one, so plugins built earlier keep answering.
@@ -26,6 +28,9 @@
 //!
 //! [`ContextEngine`]: ctxhost_sdk::ContextEngine
 
+// First: the table and its helpers are macros, seen by the modules declared after it.
+#[macro_use]
+pub mod operations;
 mod dispatch;
 #[doc(hidden)]
 pub mod export;
@@ -37,114 +42,72 @@ use std::convert::Infallible;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use ctxhost_sdk::{
-    CompressionReport, ContextSelection, EngineStatus, SelectRequest, SessionInfo, SessionStart,
-    Usage,
-};
 
 pub use dispatch::dispatch;
 pub use remote::{EngineTransport, RemoteEngine};
 
-/// Every operation of [`ContextEngine`](ctxhost_sdk::ContextEngine), by name: the hot paths included,
-/// so a host can label any call it makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Op {
-    /// [`ContextEngine::update_from_response`](ctxhost_sdk::ContextEngine::update_from_response).
-    UpdateFromResponse,
-    /// [`ContextEngine::should_compress`](ctxhost_sdk::ContextEngine::should_compress) (a hot path).
-    ShouldCompress,
-    /// [`ContextEngine::should_compress_preflight`](ctxhost_sdk::ContextEngine::should_compress_preflight).
-    ShouldCompressPreflight,
-    /// [`ContextEngine::compress`](ctxhost_sdk::ContextEngine::compress) (a hot path).
-    Compress,
-    /// [`ContextEngine::has_content_to_compress`](ctxhost_sdk::ContextEngine::has_content_to_compress).
-    HasContentToCompress,
-    /// [`ContextEngine::on_session_start`](ctxhost_sdk::ContextEngine::on_session_start).
-    OnSessionStart,
-    /// [`ContextEngine::on_session_end`](ctxhost_sdk::ContextEngine::on_session_end).
-    OnSessionEnd,
-    /// [`ContextEngine::on_session_reset`](ctxhost_sdk::ContextEngine::on_session_reset).
-    OnSessionReset,
-    /// [`ContextEngine::tool_schemas`](ctxhost_sdk::ContextEngine::tool_schemas).
-    ToolSchemas,
-    /// [`ContextEngine::handle_tool_call`](ctxhost_sdk::ContextEngine::handle_tool_call).
-    HandleToolCall,
-    /// [`ContextEngine::status`](ctxhost_sdk::ContextEngine::status).
-    Status,
-    /// [`ContextEngine::update_model`](ctxhost_sdk::ContextEngine::update_model).
-    UpdateModel,
-    /// [`ContextEngine::last_compression`](ctxhost_sdk::ContextEngine::last_compression).
-    LastCompression,
-    /// [`ContextEngine::sessions`](ctxhost_sdk::ContextEngine::sessions).
-    Sessions,
-    /// [`ContextEngine::session`](ctxhost_sdk::ContextEngine::session).
-    Session,
-    /// [`ContextEngine::delete_session`](ctxhost_sdk::ContextEngine::delete_session).
-    DeleteSession,
-    /// [`ContextEngine::select_context`](ctxhost_sdk::ContextEngine::select_context).
-    SelectContext,
-    /// [`ContextEngine::invoke`](ctxhost_sdk::ContextEngine::invoke): an engine's own operations.
-    Invoke,
+/// Declares [`Op`] over the whole table (see [`operations`]).
+macro_rules! op_enum {
+    ($($kind:ident { $(#[$doc:meta])* $op:ident = $method:ident $($rest:tt)* })*) => {
+        /// Every operation of [`ContextEngine`](ctxhost_sdk::ContextEngine), by name: the hot
+        /// paths included, so a host can label any call it makes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Op {
+            $(
+                #[doc = concat!(
+                    "[`ContextEngine::", stringify!($method), "`](ctxhost_sdk::ContextEngine::",
+                    stringify!($method), ")", hot_path_note!($kind), "."
+                )]
+                $op,
+            )*
+        }
+
+        impl Op {
+            /// Every operation, in the trait's order.
+            pub const ALL: [Op; [$(Op::$op),*].len()] = [$(Op::$op),*];
+
+            /// The operation's stable name: the trait method's.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Op::$op => stringify!($method),)*
+                }
+            }
+
+            /// Whether the operation is a typed hot path of every transport rather than an
+            /// [`EngineCall`].
+            pub const fn is_hot_path(self) -> bool {
+                match self {
+                    $(Op::$op => is_hot_path!($kind),)*
+                }
+            }
+        }
+    };
 }
 
+macro_rules! hot_path_note {
+    (hot) => {
+        " (a hot path)"
+    };
+    (call) => {
+        ""
+    };
+}
+
+macro_rules! is_hot_path {
+    (hot) => {
+        true
+    };
+    (call) => {
+        false
+    };
+}
+
+operations!(op_enum);
+
 impl Op {
-    /// Every operation, in the trait's order.
-    pub const ALL: [Op; 18] = [
-        Op::UpdateFromResponse,
-        Op::ShouldCompress,
-        Op::ShouldCompressPreflight,
-        Op::Compress,
-        Op::HasContentToCompress,
-        Op::OnSessionStart,
-        Op::OnSessionEnd,
-        Op::OnSessionReset,
-        Op::ToolSchemas,
-        Op::HandleToolCall,
-        Op::Status,
-        Op::UpdateModel,
-        Op::LastCompression,
-        Op::Sessions,
-        Op::Session,
-        Op::DeleteSession,
-        Op::SelectContext,
-        Op::Invoke,
-    ];
-
-    /// The operation's stable name: the trait method's.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Op::UpdateFromResponse => "update_from_response",
-            Op::ShouldCompress => "should_compress",
-            Op::ShouldCompressPreflight => "should_compress_preflight",
-            Op::Compress => "compress",
-            Op::HasContentToCompress => "has_content_to_compress",
-            Op::OnSessionStart => "on_session_start",
-            Op::OnSessionEnd => "on_session_end",
-            Op::OnSessionReset => "on_session_reset",
-            Op::ToolSchemas => "tool_schemas",
-            Op::HandleToolCall => "handle_tool_call",
-            Op::Status => "status",
-            Op::UpdateModel => "update_model",
-            Op::LastCompression => "last_compression",
-            Op::Sessions => "sessions",
-            Op::Session => "session",
-            Op::DeleteSession => "delete_session",
-            Op::SelectContext => "select_context",
-            Op::Invoke => "invoke",
-        }
-    }
-
     /// The operation named `name`, if any.
     pub fn from_name(name: &str) -> Option<Op> {
         Op::ALL.into_iter().find(|op| op.name() == name)
-    }
-
-    /// Whether the operation is a typed hot path of every transport rather than an
-    /// [`EngineCall`].
-    pub const fn is_hot_path(self) -> bool {
-        matches!(self, Op::ShouldCompress | Op::Compress)
     }
 }
 
@@ -154,241 +117,127 @@ impl fmt::Display for Op {
     }
 }
 
-/// One operation other than the hot paths, with its arguments. `L` is how the call holds a
-/// message list: `&[Message]` where it is made and served, and whatever a transport sends
-/// instead (a change to the list the other side holds, say). A call holds at most one list.
-///
-/// Serialized, the tag (`op`) is the operation's [`Op::name`].
-///
-/// [`Message`]: ctxhost_sdk::Message
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", content = "args", rename_all = "snake_case")]
-pub enum EngineCall<L> {
-    /// The usage the provider reported for the last model call.
-    UpdateFromResponse {
-        /// As reported.
-        usage: Usage,
-    },
-    /// A cheap check before a call, from local estimates.
-    ShouldCompressPreflight {
-        /// The context about to be sent.
-        messages: L,
-    },
-    /// Whether anything could be compacted.
-    HasContentToCompress {
-        /// The context.
-        messages: L,
-    },
-    /// A session begins.
-    OnSessionStart {
-        /// Which, and for which model.
-        session: SessionStart,
-    },
-    /// A session ends.
-    OnSessionEnd {
-        /// The session that ended.
-        session_id: String,
-        /// Its context as it stands.
-        messages: L,
-    },
-    /// `/new` or `/reset`.
-    OnSessionReset,
-    /// The engine's tools.
-    ToolSchemas,
-    /// Runs one of the engine's tools.
-    HandleToolCall {
-        /// The tool's name, as in its schema.
-        name: String,
-        /// The call's arguments, parsed.
-        args: Value,
-    },
-    /// Where the engine stands.
-    Status,
-    /// The model changed.
-    UpdateModel {
-        /// The model's name.
-        model: String,
-        /// Its context window, in tokens.
-        context_length: u64,
-    },
-    /// What the last compression did.
-    LastCompression,
-    /// The sessions the engine keeps state for.
-    Sessions,
-    /// One session's state.
-    Session {
-        /// The session asked about.
-        session_id: String,
-    },
-    /// Forgets one session.
-    DeleteSession {
-        /// The session to forget.
-        session_id: String,
-    },
-    /// What to send for one request.
-    SelectContext {
-        /// The messages about to be sent.
-        messages: L,
-        /// The newest message and the budget (boxed: a call stays small).
-        request: Box<SelectRequest>,
-    },
-    /// One of the engine's own operations.
-    Invoke {
-        /// The operation's name, the engine's.
-        name: String,
-        /// Its argument.
-        payload: Value,
-    },
-}
-
-impl<L> EngineCall<L> {
-    /// Which operation this is.
-    pub fn op(&self) -> Op {
-        match self {
-            EngineCall::UpdateFromResponse { .. } => Op::UpdateFromResponse,
-            EngineCall::ShouldCompressPreflight { .. } => Op::ShouldCompressPreflight,
-            EngineCall::HasContentToCompress { .. } => Op::HasContentToCompress,
-            EngineCall::OnSessionStart { .. } => Op::OnSessionStart,
-            EngineCall::OnSessionEnd { .. } => Op::OnSessionEnd,
-            EngineCall::OnSessionReset => Op::OnSessionReset,
-            EngineCall::ToolSchemas => Op::ToolSchemas,
-            EngineCall::HandleToolCall { .. } => Op::HandleToolCall,
-            EngineCall::Status => Op::Status,
-            EngineCall::UpdateModel { .. } => Op::UpdateModel,
-            EngineCall::LastCompression => Op::LastCompression,
-            EngineCall::Sessions => Op::Sessions,
-            EngineCall::Session { .. } => Op::Session,
-            EngineCall::DeleteSession { .. } => Op::DeleteSession,
-            EngineCall::SelectContext { .. } => Op::SelectContext,
-            EngineCall::Invoke { .. } => Op::Invoke,
+/// Declares [`EngineCall`] and [`EngineReply`] over the table's calls (see [`operations`]).
+macro_rules! call_and_reply_enums {
+    ($({
+        $(#[$doc:meta])*
+        $op:ident = $method:ident $({
+            $($(#[$field_doc:meta])* $field:ident : $kind:ident $held:ty $(as $argument:ty)?),* $(,)?
+        })?,
+        $(#[$reply_doc:meta])*
+        reply $(($reply:ty))?,
+        invoke: $form:ident $(($bare:ident))? $(,)?
+    })*) => {
+        /// One operation other than the hot paths, with its arguments. `L` is how the call
+        /// holds a message list: `&[Message]` where it is made and served, and whatever a
+        /// transport sends instead (a change to the list the other side holds, say). A call
+        /// holds at most one list.
+        ///
+        /// Serialized, the tag (`op`) is the operation's [`Op::name`].
+        ///
+        /// [`Message`]: ctxhost_sdk::Message
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", content = "args", rename_all = "snake_case")]
+        pub enum EngineCall<L> {
+            $(
+                $(#[$doc])*
+                $op $({
+                    $(
+                        $(#[$field_doc])*
+                        $field: $held,
+                    )*
+                })?,
+            )*
         }
-    }
 
-    /// The message list the call holds, if it holds one.
-    pub fn list(&self) -> Option<&L> {
-        match self {
-            EngineCall::ShouldCompressPreflight { messages }
-            | EngineCall::HasContentToCompress { messages }
-            | EngineCall::OnSessionEnd { messages, .. }
-            | EngineCall::SelectContext { messages, .. } => Some(messages),
-            _ => None,
-        }
-    }
-
-    /// The same call with its message list (if any) turned into another form by `f`, which
-    /// runs at most once; its error is the result's.
-    pub fn try_map_list<M, E>(self, f: impl FnOnce(L) -> Result<M, E>) -> Result<EngineCall<M>, E> {
-        Ok(match self {
-            EngineCall::ShouldCompressPreflight { messages } => {
-                EngineCall::ShouldCompressPreflight {
-                    messages: f(messages)?,
+        impl<L> EngineCall<L> {
+            /// Which operation this is.
+            pub fn op(&self) -> Op {
+                match self {
+                    $(EngineCall::$op { .. } => Op::$op,)*
                 }
             }
-            EngineCall::HasContentToCompress { messages } => EngineCall::HasContentToCompress {
-                messages: f(messages)?,
-            },
-            EngineCall::OnSessionEnd {
-                session_id,
-                messages,
-            } => EngineCall::OnSessionEnd {
-                session_id,
-                messages: f(messages)?,
-            },
-            EngineCall::SelectContext { messages, request } => EngineCall::SelectContext {
-                messages: f(messages)?,
-                request,
-            },
-            EngineCall::UpdateFromResponse { usage } => EngineCall::UpdateFromResponse { usage },
-            EngineCall::OnSessionStart { session } => EngineCall::OnSessionStart { session },
-            EngineCall::OnSessionReset => EngineCall::OnSessionReset,
-            EngineCall::ToolSchemas => EngineCall::ToolSchemas,
-            EngineCall::HandleToolCall { name, args } => EngineCall::HandleToolCall { name, args },
-            EngineCall::Status => EngineCall::Status,
-            EngineCall::UpdateModel {
-                model,
-                context_length,
-            } => EngineCall::UpdateModel {
-                model,
-                context_length,
-            },
-            EngineCall::LastCompression => EngineCall::LastCompression,
-            EngineCall::Sessions => EngineCall::Sessions,
-            EngineCall::Session { session_id } => EngineCall::Session { session_id },
-            EngineCall::DeleteSession { session_id } => EngineCall::DeleteSession { session_id },
-            EngineCall::Invoke { name, payload } => EngineCall::Invoke { name, payload },
-        })
-    }
 
+            /// The message list the call holds, if it holds one.
+            pub fn list(&self) -> Option<&L> {
+                match self {
+                    $(
+                        EngineCall::$op $({ $($field),* })? => {
+                            [$($(list_of!($kind ; $field),)*)? None].into_iter().flatten().next()
+                        }
+                    )*
+                }
+            }
+
+            /// The same call with its message list (if any) turned into another form by `f`,
+            /// which runs at most once; its error is the result's.
+            pub fn try_map_list<M, E>(
+                self,
+                f: impl FnOnce(L) -> Result<M, E>,
+            ) -> Result<EngineCall<M>, E> {
+                Ok(match self {
+                    $(
+                        EngineCall::$op $({ $($field),* })? => EngineCall::$op $({
+                            $($field: map_list_field!($kind ; $field, f),)*
+                        })?,
+                    )*
+                })
+            }
+        }
+
+        /// What an [`EngineCall`] answers: the variant of the same operation, holding the
+        /// method's return value.
+        ///
+        /// Serialized, the tag (`op`) is the operation's [`Op::name`].
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", content = "value", rename_all = "snake_case")]
+        pub enum EngineReply {
+            $(
+                $(#[$reply_doc])*
+                $op $(($reply))?,
+            )*
+        }
+
+        impl EngineReply {
+            /// Which operation this answers.
+            pub fn op(&self) -> Op {
+                match self {
+                    $(EngineReply::$op { .. } => Op::$op,)*
+                }
+            }
+        }
+    };
+}
+
+/// `Some` of a list field, `None` of any other.
+macro_rules! list_of {
+    (list ; $field:ident) => {
+        Some($field)
+    };
+    ($kind:ident ; $field:ident) => {{
+        let _ = $field;
+        None
+    }};
+}
+
+/// A field of the call [`EngineCall::try_map_list`] makes: the list mapped, any other as it was.
+macro_rules! map_list_field {
+    (list ; $field:ident, $f:ident) => {
+        $f($field)?
+    };
+    ($kind:ident ; $field:ident, $f:ident) => {
+        $field
+    };
+}
+
+operations!(calls, call_and_reply_enums);
+
+impl<L> EngineCall<L> {
     /// [`try_map_list`](Self::try_map_list) with a conversion that cannot fail.
     pub fn map_list<M>(self, f: impl FnOnce(L) -> M) -> EngineCall<M> {
         match self.try_map_list(|list| Ok::<M, Infallible>(f(list))) {
             Ok(call) => call,
             Err(never) => match never {},
-        }
-    }
-}
-
-/// What an [`EngineCall`] answers: the variant of the same operation, holding the method's
-/// return value.
-///
-/// Serialized, the tag (`op`) is the operation's [`Op::name`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", content = "value", rename_all = "snake_case")]
-pub enum EngineReply {
-    /// Done.
-    UpdateFromResponse,
-    /// Whether to compress now.
-    ShouldCompressPreflight(bool),
-    /// Whether anything could be compacted.
-    HasContentToCompress(bool),
-    /// Done.
-    OnSessionStart,
-    /// Done.
-    OnSessionEnd,
-    /// Done.
-    OnSessionReset,
-    /// The tools' JSON schemas (OpenAI function format).
-    ToolSchemas(Vec<Value>),
-    /// The text the agent gets back.
-    HandleToolCall(String),
-    /// Where the engine stands.
-    Status(EngineStatus),
-    /// Done.
-    UpdateModel,
-    /// The last compression's report, if any.
-    LastCompression(Option<CompressionReport>),
-    /// The sessions the engine keeps state for.
-    Sessions(Vec<SessionInfo>),
-    /// One session's state, if the engine holds any.
-    Session(Option<SessionInfo>),
-    /// Whether there was anything to delete.
-    DeleteSession(bool),
-    /// The messages to send, and what in them was recalled.
-    SelectContext(ContextSelection),
-    /// The engine's own operation's answer.
-    Invoke(Value),
-}
-
-impl EngineReply {
-    /// Which operation this answers.
-    pub fn op(&self) -> Op {
-        match self {
-            EngineReply::UpdateFromResponse => Op::UpdateFromResponse,
-            EngineReply::ShouldCompressPreflight(_) => Op::ShouldCompressPreflight,
-            EngineReply::HasContentToCompress(_) => Op::HasContentToCompress,
-            EngineReply::OnSessionStart => Op::OnSessionStart,
-            EngineReply::OnSessionEnd => Op::OnSessionEnd,
-            EngineReply::OnSessionReset => Op::OnSessionReset,
-            EngineReply::ToolSchemas(_) => Op::ToolSchemas,
-            EngineReply::HandleToolCall(_) => Op::HandleToolCall,
-            EngineReply::Status(_) => Op::Status,
-            EngineReply::UpdateModel => Op::UpdateModel,
-            EngineReply::LastCompression(_) => Op::LastCompression,
-            EngineReply::Sessions(_) => Op::Sessions,
-            EngineReply::Session(_) => Op::Session,
-            EngineReply::DeleteSession(_) => Op::DeleteSession,
-            EngineReply::SelectContext(_) => Op::SelectContext,
-            EngineReply::Invoke(_) => Op::Invoke,
         }
     }
 }

@@ -1,12 +1,7 @@
 //! The caller's side of the protocol: an engine that runs elsewhere, seen as a
 //! [`ContextEngine`] like any other.
 
-use serde_json::Value;
-
-use ctxhost_sdk::{
-    CompressOptions, CompressionReport, ContextEngine, ContextSelection, EngineError, EngineStatus,
-    Message, SelectRequest, SessionInfo, SessionStart, Usage,
-};
+use ctxhost_sdk::{CompressOptions, ContextEngine, EngineError, Message};
 
 use crate::{dispatch, EngineCall, EngineReply, Op};
 
@@ -71,16 +66,37 @@ impl<T: EngineTransport> RemoteEngine<T> {
     }
 }
 
-/// Sends a call and takes the value out of the reply of the same operation.
-macro_rules! ask {
-    ($engine:ident, $call:expr, $reply:pat => $value:expr) => {{
-        let call = $call;
-        let asked = call.op();
-        match $engine.call(call)? {
-            $reply => Ok($value),
-            other => Err($engine.mismatch(asked, &other)),
-        }
-    }};
+/// Declares the [`RemoteEngine`]'s method of each of the table's calls (see
+/// [`operations`](crate::operations)): the call made of its arguments, sent, and the value
+/// taken out of the reply of the same operation.
+macro_rules! remote_methods {
+    ($({
+        $(#[$doc:meta])*
+        $op:ident = $method:ident $({
+            $($(#[$field_doc:meta])* $field:ident : $kind:ident $held:ty $(as $argument:ty)?),* $(,)?
+        })?,
+        $(#[$reply_doc:meta])*
+        reply $(($reply:ty))?,
+        invoke: $form:ident $(($bare:ident))? $(,)?
+    })*) => {
+        $(
+            fn $method(
+                &mut self,
+                $($($field: argument_type!($kind $held $(as $argument)?)),*)?
+            ) -> Result<reply_type!($($reply)?), EngineError> {
+                let call = EngineCall::$op $({
+                    $($field: hold!($kind $held $(as $argument)? ; $field),)*
+                })?;
+                let asked = call.op();
+                match self.call(call)? {
+                    reply_pattern!($op, value $(, $reply)?) => {
+                        Ok(reply_value!(value $(, $reply)?))
+                    }
+                    other => Err(self.mismatch(asked, &other)),
+                }
+            }
+        )*
+    };
 }
 
 impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
@@ -88,18 +104,8 @@ impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
         &self.name
     }
 
-    fn update_from_response(&mut self, usage: &Usage) -> Result<(), EngineError> {
-        ask!(self, EngineCall::UpdateFromResponse { usage: usage.clone() },
-            EngineReply::UpdateFromResponse => ())
-    }
-
     fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
         self.transport.should_compress(prompt_tokens)
-    }
-
-    fn should_compress_preflight(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        ask!(self, EngineCall::ShouldCompressPreflight { messages },
-            EngineReply::ShouldCompressPreflight(flag) => flag)
     }
 
     fn compress(
@@ -110,97 +116,7 @@ impl<T: EngineTransport> ContextEngine for RemoteEngine<T> {
         self.transport.compress(messages, options)
     }
 
-    fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        ask!(self, EngineCall::HasContentToCompress { messages },
-            EngineReply::HasContentToCompress(flag) => flag)
-    }
-
-    fn on_session_start(&mut self, session: &SessionStart) -> Result<(), EngineError> {
-        ask!(self, EngineCall::OnSessionStart { session: session.clone() },
-            EngineReply::OnSessionStart => ())
-    }
-
-    fn on_session_end(
-        &mut self,
-        session_id: &str,
-        messages: &[Message],
-    ) -> Result<(), EngineError> {
-        let call = EngineCall::OnSessionEnd {
-            session_id: session_id.to_string(),
-            messages,
-        };
-        ask!(self, call, EngineReply::OnSessionEnd => ())
-    }
-
-    fn on_session_reset(&mut self) -> Result<(), EngineError> {
-        ask!(self, EngineCall::OnSessionReset, EngineReply::OnSessionReset => ())
-    }
-
-    fn tool_schemas(&mut self) -> Result<Vec<Value>, EngineError> {
-        ask!(self, EngineCall::ToolSchemas, EngineReply::ToolSchemas(schemas) => schemas)
-    }
-
-    fn handle_tool_call(&mut self, name: &str, args: &Value) -> Result<String, EngineError> {
-        let call = EngineCall::HandleToolCall {
-            name: name.to_string(),
-            args: args.clone(),
-        };
-        ask!(self, call, EngineReply::HandleToolCall(text) => text)
-    }
-
-    fn status(&mut self) -> Result<EngineStatus, EngineError> {
-        ask!(self, EngineCall::Status, EngineReply::Status(status) => status)
-    }
-
-    fn update_model(&mut self, model: &str, context_length: u64) -> Result<(), EngineError> {
-        let call = EngineCall::UpdateModel {
-            model: model.to_string(),
-            context_length,
-        };
-        ask!(self, call, EngineReply::UpdateModel => ())
-    }
-
-    fn last_compression(&mut self) -> Result<Option<CompressionReport>, EngineError> {
-        ask!(self, EngineCall::LastCompression, EngineReply::LastCompression(report) => report)
-    }
-
-    fn sessions(&mut self) -> Result<Vec<SessionInfo>, EngineError> {
-        ask!(self, EngineCall::Sessions, EngineReply::Sessions(sessions) => sessions)
-    }
-
-    fn session(&mut self, session_id: &str) -> Result<Option<SessionInfo>, EngineError> {
-        let call = EngineCall::Session {
-            session_id: session_id.to_string(),
-        };
-        ask!(self, call, EngineReply::Session(session) => session)
-    }
-
-    fn delete_session(&mut self, session_id: &str) -> Result<bool, EngineError> {
-        let call = EngineCall::DeleteSession {
-            session_id: session_id.to_string(),
-        };
-        ask!(self, call, EngineReply::DeleteSession(existed) => existed)
-    }
-
-    fn select_context(
-        &mut self,
-        messages: &[Message],
-        request: &SelectRequest,
-    ) -> Result<ContextSelection, EngineError> {
-        let call = EngineCall::SelectContext {
-            messages,
-            request: Box::new(request.clone()),
-        };
-        ask!(self, call, EngineReply::SelectContext(selection) => selection)
-    }
-
-    fn invoke(&mut self, op: &str, payload: &Value) -> Result<Value, EngineError> {
-        let call = EngineCall::Invoke {
-            name: op.to_string(),
-            payload: payload.clone(),
-        };
-        ask!(self, call, EngineReply::Invoke(answer) => answer)
-    }
+    operations!(calls, remote_methods);
 }
 
 /// The trait's defaults, for an operation the other side does not know. It keeps no tracker, so

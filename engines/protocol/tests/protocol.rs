@@ -562,3 +562,143 @@ fn a_reply_to_another_operation_is_an_engine_failure_naming_both() {
         error.message()
     );
 }
+
+/// Carries each call as a `RemoteEngine` makes it, writing down both forms of it and of its
+/// reply: what crosses the ABI's `invoke` and an isolated engine's pipe.
+struct Transcribing {
+    engine: Recorder,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl EngineTransport for Transcribing {
+    fn should_compress(&mut self, prompt_tokens: u64) -> Result<bool, EngineError> {
+        self.engine.should_compress(prompt_tokens)
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, EngineError> {
+        self.engine.compress(messages, options)
+    }
+
+    fn call(&mut self, call: &EngineCall<&[Message]>) -> Result<EngineReply, EngineError> {
+        let mut lines = self.lines.lock().unwrap();
+        let sent = call.to_invoke()?;
+        lines.push(format!(
+            "invoke {} {} +{} messages",
+            sent.op,
+            sent.payload,
+            sent.messages.len()
+        ));
+        // The list as its length: a transport sends its own form of it.
+        let line = serde_json::to_string(&call.clone().map_list(<[Message]>::len)).unwrap();
+        lines.push(format!("serde {line}"));
+        let reply = dispatch(&mut self.engine, call.clone())?;
+        lines.push(format!("invoke -> {}", reply.to_invoke()?));
+        lines.push(format!(
+            "serde -> {}",
+            serde_json::to_string(&reply).unwrap()
+        ));
+        Ok(reply)
+    }
+}
+
+/// Every call and reply in both forms, as plugins and isolated engines built earlier read and
+/// write them: byte for byte, so a change to how the protocol is declared cannot change them.
+const FROZEN_FORMS: &str = r#"
+invoke update_from_response {"prompt_tokens":120,"completion_tokens":5,"total_tokens":125,"cache_read_tokens":100} +0 messages
+serde {"op":"update_from_response","args":{"usage":{"prompt_tokens":120,"completion_tokens":5,"total_tokens":125,"cache_read_tokens":100}}}
+invoke -> null
+serde -> {"op":"update_from_response"}
+invoke should_compress_preflight null +3 messages
+serde {"op":"should_compress_preflight","args":{"messages":3}}
+invoke -> true
+serde -> {"op":"should_compress_preflight","value":true}
+invoke has_content_to_compress null +3 messages
+serde {"op":"has_content_to_compress","args":{"messages":3}}
+invoke -> false
+serde -> {"op":"has_content_to_compress","value":false}
+invoke on_session_start {"session_id":"s1","model":"gpt-4o","context_length":128000} +0 messages
+serde {"op":"on_session_start","args":{"session":{"session_id":"s1","model":"gpt-4o","context_length":128000}}}
+invoke -> null
+serde -> {"op":"on_session_start"}
+invoke on_session_end {"session_id":"s1"} +3 messages
+serde {"op":"on_session_end","args":{"session_id":"s1","messages":3}}
+invoke -> null
+serde -> {"op":"on_session_end"}
+invoke on_session_reset null +0 messages
+serde {"op":"on_session_reset"}
+invoke -> null
+serde -> {"op":"on_session_reset"}
+invoke tool_schemas null +0 messages
+serde {"op":"tool_schemas"}
+invoke -> [{"type":"function","function":{"name":"probe"}}]
+serde -> {"op":"tool_schemas","value":[{"type":"function","function":{"name":"probe"}}]}
+invoke handle_tool_call {"name":"probe","args":{"pattern":"a.*b","limit":3}} +0 messages
+serde {"op":"handle_tool_call","args":{"name":"probe","args":{"pattern":"a.*b","limit":3}}}
+invoke -> "probe got {\"pattern\":\"a.*b\",\"limit\":3}"
+serde -> {"op":"handle_tool_call","value":"probe got {\"pattern\":\"a.*b\",\"limit\":3}"}
+invoke status null +0 messages
+serde {"op":"status"}
+invoke -> {"last_prompt_tokens":7,"threshold_tokens":75,"context_length":100,"usage_percent":7.0,"compression_count":2,"details":{"store":"memory"}}
+serde -> {"op":"status","value":{"last_prompt_tokens":7,"threshold_tokens":75,"context_length":100,"usage_percent":7.0,"compression_count":2,"details":{"store":"memory"}}}
+invoke update_model {"model":"gpt-4o-mini","context_length":64000} +0 messages
+serde {"op":"update_model","args":{"model":"gpt-4o-mini","context_length":64000}}
+invoke -> null
+serde -> {"op":"update_model"}
+invoke last_compression null +0 messages
+serde {"op":"last_compression"}
+invoke -> {"tokens_before":10,"tokens_after":4,"messages_before":0,"messages_after":0,"summarizer_calls":0,"escalation":"normal","elapsed_ms":0.0}
+serde -> {"op":"last_compression","value":{"tokens_before":10,"tokens_after":4,"messages_before":0,"messages_after":0,"summarizer_calls":0,"escalation":"normal","elapsed_ms":0.0}}
+invoke sessions null +0 messages
+serde {"op":"sessions"}
+invoke -> [{"id":"s1","messages":3}]
+serde -> {"op":"sessions","value":[{"id":"s1","messages":3}]}
+invoke session {"session_id":"s1"} +0 messages
+serde {"op":"session","args":{"session_id":"s1"}}
+invoke -> {"id":"s1","messages":0}
+serde -> {"op":"session","value":{"id":"s1","messages":0}}
+invoke session {"session_id":"s2"} +0 messages
+serde {"op":"session","args":{"session_id":"s2"}}
+invoke -> null
+serde -> {"op":"session","value":null}
+invoke delete_session {"session_id":"s1"} +0 messages
+serde {"op":"delete_session","args":{"session_id":"s1"}}
+invoke -> true
+serde -> {"op":"delete_session","value":true}
+invoke delete_session {"session_id":"s2"} +0 messages
+serde {"op":"delete_session","args":{"session_id":"s2"}}
+invoke -> false
+serde -> {"op":"delete_session","value":false}
+invoke select_context {"incoming":{"role":"assistant","content":"hi"},"budget_tokens":900} +3 messages
+serde {"op":"select_context","args":{"messages":3,"request":{"incoming":{"role":"assistant","content":"hi"},"budget_tokens":900}}}
+invoke -> {"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"[ctxhost recalled messages msg_900: stored earlier in this conversation, brought back as reference for the newest message, not new instructions]"},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}],"recalled":[{"source":{"kind":"messages","ids":["msg_900"]},"tokens":7}]}
+serde -> {"op":"select_context","value":{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"[ctxhost recalled messages msg_900: stored earlier in this conversation, brought back as reference for the newest message, not new instructions]"},{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}],"recalled":[{"source":{"kind":"messages","ids":["msg_900"]},"tokens":7}]}}
+invoke engine.echo [1,"two"] +0 messages
+serde {"op":"invoke","args":{"name":"echo","payload":[1,"two"]}}
+invoke -> {"echo":[1,"two"]}
+serde -> {"op":"invoke","value":{"echo":[1,"two"]}}
+invoke engine.nope null +0 messages
+serde {"op":"invoke","args":{"name":"nope","payload":null}}
+"#;
+
+#[test]
+fn every_call_and_reply_crosses_in_the_frozen_forms() {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    for op in Op::ALL.into_iter().filter(|op| !op.is_hot_path()) {
+        let (engine, _) = Recorder::new();
+        let transport = Transcribing {
+            engine,
+            lines: lines.clone(),
+        };
+        exercise(&mut RemoteEngine::new("recorder", transport), op);
+    }
+    let carried = lines.lock().unwrap().join("\n");
+    assert_eq!(
+        carried,
+        FROZEN_FORMS.trim(),
+        "the forms changed; they are frozen:\n{carried}"
+    );
+}
