@@ -18,7 +18,8 @@
 //! narrative shrink before the latest turn's state, the files or the plan, and a standing fact
 //! is dropped only when the facts alone exceed the budget. Facts then go by
 //! [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool printed (a
-//! `name: value` line) before those a user stated (a sentence), each oldest first.
+//! `name: value` line), then notes held as the user said them (`Note: …`, read by no form),
+//! then the facts a user stated in a form (a rule, a limit, a goal …), each oldest first.
 //!
 //! [`trim_summary`] applies the order to a summary in the handoff template (markdown sections):
 //! engines use it on a summary that came back larger than its share, summarizers on an answer
@@ -98,9 +99,36 @@ pub fn summary_room(target: u64, verbatim: u64) -> u64 {
     }
 }
 
+/// What a size of `target` tokens leaves the summaries when the size is measured the way a
+/// caller measures it: on the whole output, or, when the protected `head` alone exceeds the
+/// size (no engine that keeps the head can meet it), on what follows the head. `after_head`
+/// is what the engine keeps verbatim after the head (the newest turn). So a head larger than
+/// the size does not starve the standing facts: they get the size less the newest turn, as
+/// [`summary_room`] gives it for what follows the head.
+pub fn summary_room_past_head(target: u64, head: u64, after_head: u64) -> u64 {
+    if head > target {
+        summary_room(target, after_head)
+    } else {
+        summary_room(target, head + after_head)
+    }
+}
+
 /// How standing facts go when the facts alone exceed a budget.
-pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts \
-                                  before user-stated ones, each oldest first";
+pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts, \
+                                  then notes held as said, then user-stated facts, each \
+                                  oldest first";
+
+/// Which of `items` (a summary's standing-fact lines, oldest first) goes first when the facts
+/// alone exceed a budget, by [`FACT_DROP_RULE`].
+pub fn fact_to_drop<S: AsRef<str>>(items: &[S]) -> Option<usize> {
+    let text = |at: &usize| items[*at].as_ref();
+    let all = 0..items.len();
+    all.clone()
+        .find(|at| text(at).contains("superseded"))
+        .or_else(|| all.clone().find(|at| !is_stated(text(at))))
+        .or_else(|| all.clone().find(|at| is_note(text(at))))
+        .or_else(|| (!items.is_empty()).then_some(0))
+}
 
 /// `text` (a summary in markdown sections) cut until `fits` says it does, by the
 /// [budget order](self): items of the narrative first, then the latest turn's, the files',
@@ -221,18 +249,26 @@ impl Sections {
                 .rev()
                 .filter(|(_, s)| s.part == *part && !s.items.is_empty());
             if *part == BudgetPart::StandingFacts {
-                let facts: Vec<(usize, usize)> = in_part
+                // Sections beside the standing facts' own (constraints and preferences a
+                // summary lists apart) go before them, the last first, each oldest first.
+                let beside = in_part.clone().find(|(_, s)| {
+                    s.heading
+                        .as_deref()
+                        .is_some_and(|h| !is_standing_heading(h))
+                });
+                if let Some((at, _)) = beside {
+                    return Some((at, 0));
+                }
+                let mut facts: Vec<(usize, usize)> = in_part
                     .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
                     .collect();
-                let text = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
-                let pick = facts
+                facts.sort();
+                let items: Vec<&str> = facts
                     .iter()
-                    .filter(|f| text(f).contains("superseded"))
-                    .min()
-                    .or_else(|| facts.iter().filter(|f| !is_stated(text(f))).min())
-                    .or_else(|| facts.iter().min());
-                if let Some(pick) = pick {
-                    return Some(*pick);
+                    .map(|&(at, line)| self.sections[at].items[line].as_str())
+                    .collect();
+                if let Some(pick) = fact_to_drop(&items) {
+                    return Some(facts[pick]);
                 }
                 continue;
             }
@@ -277,6 +313,19 @@ impl Sections {
     }
 }
 
+/// Whether a heading opens the standing facts' own section (`## Standing Facts`,
+/// `Standing:`).
+fn is_standing_heading(heading: &str) -> bool {
+    let title = heading
+        .trim()
+        .trim_start_matches('#')
+        .trim()
+        .trim_matches(['*', ':'])
+        .trim()
+        .to_lowercase();
+    matches!(title.as_str(), "standing facts" | "standing")
+}
+
 /// How deep a heading `line` is: its `#`s, or 2 for a digest's `Label:` line (a few words
 /// and a colon, nothing after it); `None` for any other line.
 fn heading_level(line: &str) -> Option<usize> {
@@ -293,10 +342,32 @@ fn heading_level(line: &str) -> Option<usize> {
     is_label.then_some(2)
 }
 
-/// Whether a standing item (`- Kind: text` or `- Kind (subject): text`) reads as a sentence
-/// someone stated (a capital first, a stop last) rather than a `name: value` line a tool
-/// printed.
+/// The kind label a standing item opens with (`- Rule: …`, `- **Fact** (region): …`),
+/// lower case.
+fn label(item: &str) -> String {
+    item.trim()
+        .trim_start_matches(['-', '*', '•', ' '])
+        .split([':', '('])
+        .next()
+        .unwrap_or("")
+        .replace('*', "")
+        .trim()
+        .to_lowercase()
+}
+
+/// Whether a standing item is a note held as said (`- Note: text`): what a user said that no
+/// form reads, kept after the facts a form reads.
+fn is_note(item: &str) -> bool {
+    label(item) == "note"
+}
+
+/// Whether a standing item was stated by someone rather than printed by a tool: a tool prints
+/// `name: value` lines, which are read as facts and limits only; those are stated when they
+/// read as a sentence (a capital first, a stop last).
 fn is_stated(item: &str) -> bool {
+    if !matches!(label(item).as_str(), "fact" | "constraint") {
+        return true;
+    }
     let text = item
         .trim()
         .trim_start_matches(['-', '*', '•', ' '])
@@ -328,6 +399,17 @@ mod tests {
         assert_eq!(summary_room(1000, 1000), FACTS_FLOOR_TOKENS);
         assert_eq!(summary_room(1000, 5000), FACTS_FLOOR_TOKENS);
         assert_eq!(summary_room(100, 5000), 100);
+    }
+
+    #[test]
+    fn a_head_over_the_size_leaves_the_summaries_the_size_less_the_newest_turn() {
+        // The head fits: the whole output is measured.
+        assert_eq!(summary_room_past_head(1000, 600, 100), 300);
+        assert_eq!(summary_room_past_head(1000, 1000, 100), FACTS_FLOOR_TOKENS);
+        // The head alone is over: what follows it is measured.
+        assert_eq!(summary_room_past_head(1000, 3000, 100), 900);
+        assert_eq!(summary_room_past_head(1000, 3000, 1000), FACTS_FLOOR_TOKENS);
+        assert_eq!(summary_room_past_head(100, 3000, 500), 100);
     }
 
     #[test]
@@ -398,6 +480,42 @@ mod tests {
         let three_less = trim_summary(facts, under(two_less.len() - 1));
         assert!(!three_less.contains("Never reveal"), "{three_less}");
         assert!(three_less.contains("now $5,120"));
+    }
+
+    #[test]
+    fn constraints_listed_apart_go_before_the_standing_facts() {
+        let summary = "## Standing Facts\n- Rule: Never reveal API keys in logs.\n\n\
+            ## Constraints & Preferences\n- The last run printed 29 warnings.\n\
+            - The last run printed 9 warnings.";
+        let cut = trim_summary(summary, under(summary.len() - 1));
+        assert!(
+            !cut.contains("29 warnings") && cut.contains("9 warnings"),
+            "{cut}"
+        );
+        let cut = trim_summary(summary, under(60));
+        assert_eq!(
+            cut,
+            "## Standing Facts\n- Rule: Never reveal API keys in logs."
+        );
+    }
+
+    #[test]
+    fn notes_held_as_said_go_after_tool_lines_and_before_typed_facts() {
+        let facts = "## Standing Facts\n- Note: fwiw prod runs v3.12.40.\n\
+            - Rule: Never reveal API keys in logs.\n- Fact (region): region: eu-west-3\n\
+            - Note: the nightly lives in /srv/nightly-4410.";
+        let one_less = trim_summary(facts, under(facts.len() - 1));
+        assert!(!one_less.contains("eu-west-3"), "{one_less}");
+        let two_less = trim_summary(facts, under(one_less.len() - 1));
+        assert!(
+            !two_less.contains("v3.12.40") && two_less.contains("nightly-4410"),
+            "{two_less}"
+        );
+        let three_less = trim_summary(facts, under(two_less.len() - 1));
+        assert_eq!(
+            three_less,
+            "## Standing Facts\n- Rule: Never reveal API keys in logs."
+        );
     }
 
     #[test]
