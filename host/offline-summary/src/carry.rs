@@ -27,12 +27,14 @@ pub fn expected(request: &SummarizeRequest) -> Book {
 }
 
 /// `answer` with every item of `expected` it lost added back to its standing section (one is
-/// added when it has none). An item is kept when the answer still states its value.
+/// added when it has none). An item is kept when the answer still states its value. Notes held
+/// as said (read by no form) are the answer's to weigh: a short ask naming a file is one too.
 pub fn restore(answer: &str, expected: &Book, shape: SummaryShape) -> String {
     let lower = answer.to_lowercase();
     let missing: Vec<String> = expected
         .items()
         .iter()
+        .filter(|item| item.kind != crate::standing::Kind::Note)
         .filter(|item| !lower.contains(&item.value.to_lowercase()))
         .map(|item| format!("- {}", item.line()))
         .collect();

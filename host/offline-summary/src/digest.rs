@@ -224,7 +224,13 @@ pub fn digest(turns: &[Turn]) -> Digest {
     let facts = turn_facts::read(turns);
     for ((index, turn), facts) in turns.iter().enumerate().zip(facts) {
         let text = turn.text.as_str();
-        let awaiting = observation_for.take();
+        // A user's words typed while the command ran (and the agent's answer to them) are not
+        // its output: the command waits for the user turn that is.
+        let awaiting = if facts.observation {
+            observation_for.take()
+        } else {
+            None
+        };
         debug_assert_eq!(awaiting.is_some(), facts.observation);
         digest.standing.extend(facts.standing);
         match &turn.role {

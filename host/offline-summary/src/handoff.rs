@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::borrow::Cow;
 
 use crate::budget::truncate_bytes;
+use crate::sections::Part;
 use crate::standing::Book;
 
 use super::extract::mentions;
@@ -271,7 +272,10 @@ impl Handoff {
             }
             for item in &section.items {
                 out.push_str("- ");
-                out.push_str(&truncate_bytes(&item.text, item_max));
+                match truncate_bytes(&item.text, item_max) {
+                    Cow::Borrowed(whole) => out.push_str(whole),
+                    Cow::Owned(cut) => out.push_str(&without_cut_mark(&cut)),
+                }
                 out.push('\n');
             }
             if notes && section.omitted > 0 && !section.key.drops_oldest() {
@@ -281,10 +285,13 @@ impl Handoff {
         out.trim().to_string()
     }
 
-    /// The summary as text in at most `budget` bytes: long items are shortened, then items
-    /// dropped from the largest section (oldest or last, per section, focus items last), then
-    /// items shortened further; before a standing fact is dropped, empty sections and then the
-    /// notes on omitted items are left out; text is cut only if the headings alone do not fit.
+    /// The summary as text in at most `budget` bytes, spent in the budget order
+    /// (`ctxhost_sdk::budget`): long items are shortened, then items dropped from sections
+    /// that have several, part by part (the narrative first, then the progress, the files, the
+    /// goal and plan), then every item shortened further, then any item dropped in the same
+    /// order, the standing facts last. Empty sections and the notes on omitted items are left
+    /// out before the files, the plan or the facts lose their last items; text is cut only if
+    /// the headings alone do not fit.
     pub fn render_within(mut self, budget: usize) -> String {
         self.mark_superseded();
         for item_max in [320, 200] {
@@ -302,17 +309,20 @@ impl Handoff {
             }
             // First drop items from sections that have several; then shorten every item;
             // then drop anything.
-            let several = self.largest(item_max, |s| s.items.len() > 1 && s.key != Key::Standing);
-            if item_max > 80 {
-                match several {
-                    Some(index) => self.sections[index].drop_one(),
-                    None => item_max = item_max * 2 / 3,
-                }
+            let several =
+                self.next_to_shrink(item_max, |s| s.items.len() > 1 && s.key != Key::Standing);
+            if let Some(index) = several {
+                self.sections[index].drop_one();
                 continue;
             }
-            match self.largest(item_max, |s| !s.items.is_empty()) {
+            if item_max > 80 {
+                item_max = item_max * 2 / 3;
+                continue;
+            }
+            match self.next_to_shrink(item_max, |s| !s.items.is_empty()) {
                 Some(index)
-                    if self.sections[index].key == Key::Standing && layout != Layout::Bare =>
+                    if Part::of_key(self.sections[index].key) <= Part::Files
+                        && layout != Layout::Bare =>
                 {
                     layout = match layout {
                         Layout::Full => Layout::Compact,
@@ -342,9 +352,14 @@ impl Handoff {
         }
     }
 
-    /// The section (among those `eligible`) to shrink: any before the standing facts, one with
-    /// unpinned items first, then the largest, then the earliest.
-    fn largest(&self, item_max: usize, eligible: impl Fn(&Section) -> bool) -> Option<usize> {
+    /// The section (among those `eligible`) to shrink: by the budget order, the last part
+    /// first; within it any before the standing facts, one with unpinned items first, then the
+    /// largest, then the earliest.
+    fn next_to_shrink(
+        &self,
+        item_max: usize,
+        eligible: impl Fn(&Section) -> bool,
+    ) -> Option<usize> {
         self.sections
             .iter()
             .enumerate()
@@ -353,6 +368,7 @@ impl Handoff {
                 let unpinned = s.items.len() > s.pinned;
                 let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
                 (
+                    Part::of_key(s.key),
                     s.key != Key::Standing,
                     unpinned,
                     size,
@@ -388,7 +404,11 @@ impl Section {
         } else {
             &unfocused
         };
-        let victim = if self.key.drops_oldest() {
+        let victim = if self.key == Key::Standing {
+            // Standing facts go by the rule every summary follows.
+            let items: Vec<&str> = pool.iter().map(|&i| self.items[i].text.as_str()).collect();
+            pool[ctxhost_sdk::budget::fact_to_drop(&items).unwrap_or(0)]
+        } else if self.key.drops_oldest() {
             pool[0]
         } else {
             pool[pool.len() - 1]
@@ -396,6 +416,23 @@ impl Section {
         self.items.remove(victim);
         self.omitted += 1;
     }
+}
+
+/// An item cut short (`…`) without a replaced value whose mark the cut broke ("$500
+/// (supers…"): the value goes with its mark, so it is never shown as current.
+fn without_cut_mark(cut: &str) -> Cow<'_, str> {
+    const MARK: &str = "superseded by ";
+    let Some(open) = cut.rfind(" (") else {
+        return Cow::Borrowed(cut);
+    };
+    let rest = cut[open + 2..].trim_end_matches('…');
+    let broken = !rest.contains(')') && !rest.is_empty() && MARK.starts_with(rest)
+        || rest.starts_with(MARK) && !rest.contains(')');
+    if !broken {
+        return Cow::Borrowed(cut);
+    }
+    let value_start = cut[..open].rfind(' ').map_or(0, |at| at + 1);
+    Cow::Owned(format!("{}…", cut[..value_start].trim_end()))
 }
 
 #[cfg(test)]
@@ -463,6 +500,22 @@ mod tests {
         assert!(done.items[0].focus);
         let text = handoff.render_within(700);
         assert!(text.contains("grep tokenizer"), "{text}");
+    }
+
+    #[test]
+    fn a_cut_never_leaves_a_replaced_value_without_its_mark() {
+        assert_eq!(
+            without_cut_mark("The budget is $4,817 (super…"),
+            "The budget is…"
+        );
+        assert_eq!(
+            without_cut_mark("The budget is $4,817 (superseded by $6,1…"),
+            "The budget is…"
+        );
+        assert_eq!(
+            without_cut_mark("Ran `ls` (×2) and th…"),
+            "Ran `ls` (×2) and th…"
+        );
     }
 
     #[test]

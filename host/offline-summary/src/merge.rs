@@ -130,14 +130,27 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     };
     let mut handoff = Handoff::default();
 
-    // Goal: the original goal stays first; later asks follow.
+    // Standing facts: the previous summary's, verbatim, then the new turns' (a newer value
+    // replaces an older one of the same subject).
+    let mut book = Book::default();
+    book.add_lines(of(Key::Standing).iter().map(String::as_str));
+    book.extend(digest.standing);
+    let standing_texts: Vec<String> = book.items().iter().map(|i| normalized(&i.text)).collect();
+
+    // Goal: the original goal stays first; later asks follow, but for those that only state
+    // what the standing facts carry (a rule said in a message of its own is no ask).
     let old_goal = of(Key::Goal);
     let had_goal = !old_goal.is_empty();
-    handoff.extend(Key::Goal, old_goal);
+    let mut old_goal = old_goal.into_iter();
+    handoff.extend(Key::Goal, old_goal.next());
+    handoff.extend(
+        Key::Goal,
+        old_goal.filter(|ask| !states_only(ask, &standing_texts)),
+    );
     for (i, ask) in digest.asks.iter().enumerate() {
         if i == 0 && !had_goal {
             handoff.push(Key::Goal, ask.clone());
-        } else {
+        } else if !states_only(ask, &standing_texts) {
             handoff.push(Key::Goal, format!("Also asked: {ask}"));
         }
     }
@@ -148,18 +161,19 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     }
     handoff.set_pinned(Key::Goal, 1);
 
-    // Standing facts: the previous summary's, verbatim, then the new turns' (a newer value
-    // replaces an older one of the same subject).
-    let mut book = Book::default();
-    book.add_lines(of(Key::Standing).iter().map(String::as_str));
-    book.extend(digest.standing);
     handoff.extend(Key::Standing, book.lines());
-    let standing: std::collections::HashSet<String> =
-        book.items().iter().map(|i| normalized(&i.text)).collect();
+    // What the standing facts carry, or carried before a newer value replaced it, is not
+    // repeated in the sections after them (where an old value would read as the last word).
+    let standing: Vec<String> = book
+        .items()
+        .iter()
+        .chain(book.superseded().iter().map(|(old, _)| old))
+        .map(|i| normalized(&i.text))
+        .collect();
     let constraints = of(Key::Constraints).into_iter().chain(digest.constraints);
     handoff.extend(
         Key::Constraints,
-        constraints.filter(|c| !standing.contains(&normalized(c))),
+        constraints.filter(|c| !states_only(c, &standing)),
     );
 
     handoff.extend(Key::Done, merge_done(of(Key::Done), digest.done));
@@ -186,7 +200,13 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     handoff.extend(Key::Blocked, digest.blocked);
 
     handoff.extend(Key::Decisions, of(Key::Decisions));
-    handoff.extend(Key::Decisions, digest.decisions);
+    handoff.extend(
+        Key::Decisions,
+        digest.decisions.into_iter().filter(|decision| {
+            let said = decision.strip_prefix("User: ").unwrap_or(decision);
+            !states_only(said, &standing)
+        }),
+    );
 
     handoff.extend(Key::Files, merge_files(of(Key::Files), digest.files));
 
@@ -201,6 +221,28 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     // Rendering marks the replaced values the other sections still show.
     handoff.standing = book;
     handoff
+}
+
+/// Words an ask may hold beside what the standing facts carry and still be only a statement
+/// of them ("oh and never push to main. seriously.", "…, if that works for you").
+const ASIDE_WORDS: usize = 8;
+
+/// Whether `ask` (an item of the Goal section) says nothing but what the standing items carry
+/// (their texts, `standing`, normalized) and a few words around them that name no value.
+fn states_only(ask: &str, standing: &[String]) -> bool {
+    let mut rest = normalized(ask);
+    let mut found = false;
+    for text in standing.iter().filter(|text| !text.is_empty()) {
+        if let Some(at) = rest.find(text.as_str()) {
+            rest.replace_range(at..at + text.len(), " ");
+            found = true;
+        }
+    }
+    let words = rest
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .count();
+    found && words <= ASIDE_WORDS && crate::standing::note_value(&rest).is_none()
 }
 
 /// `Ran `x` (×3)` → (`Ran `x``, 3).

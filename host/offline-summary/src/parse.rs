@@ -135,7 +135,12 @@ fn bracket_tag(line: &str) -> Option<(Role, &str)> {
         .trim();
     let rest = strip_separator(&inner_and_rest[close + 1..]);
     for marker in ["tool_call", "tool call", "tool-call"] {
-        if let Some(at) = find_ignoring_ascii_case(inner, marker) {
+        // A word of its own: `[tool call_7]` is the result of the call with id `call_7`.
+        let at = find_ignoring_ascii_case(inner, marker).filter(|at| {
+            !inner[at + marker.len()..]
+                .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-')
+        });
+        if let Some(at) = at {
             let name = inner[at + marker.len()..]
                 .trim()
                 .trim_start_matches([':', '='])
@@ -227,6 +232,14 @@ mod tests {
             }
         );
         assert_eq!(turns[3].text, "done");
+        // A result tagged with its call's id is a result.
+        let turns = parse_turns("[tool call_27_1] (no output)");
+        assert_eq!(
+            turns[0].role,
+            Role::ToolResult {
+                name: "call_27_1".into()
+            }
+        );
     }
 
     #[test]

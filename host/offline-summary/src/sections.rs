@@ -25,7 +25,7 @@ pub enum Part {
 }
 
 impl Part {
-    fn of_key(key: Key) -> Part {
+    pub(crate) fn of_key(key: Key) -> Part {
         match key {
             Key::Standing | Key::Constraints => Part::Facts,
             Key::Goal | Key::NextSteps => Part::GoalAndPlan,

@@ -14,7 +14,7 @@ mod forms;
 mod read;
 
 pub use book::Book;
-pub use read::{extract, looks_specific, normalize_subject};
+pub use read::{extract, looks_specific, normalize_subject, note_value};
 
 use crate::extract::compact;
 use read::read_sentence;
@@ -41,10 +41,13 @@ pub enum Kind {
     Decision,
     /// Something left open on purpose ("still unclear whether refunds share the queue").
     Question,
+    /// What a user said in a short message of its own, naming a value, that no form above
+    /// reads: the user's word binds by default, so it is held as said.
+    Note,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Rule,
         Kind::Constraint,
         Kind::Fact,
@@ -52,6 +55,7 @@ impl Kind {
         Kind::Preference,
         Kind::Decision,
         Kind::Question,
+        Kind::Note,
     ];
 
     pub fn label(self) -> &'static str {
@@ -63,6 +67,7 @@ impl Kind {
             Kind::Preference => "Preference",
             Kind::Decision => "Decision",
             Kind::Question => "Question",
+            Kind::Note => "Note",
         }
     }
 
@@ -75,13 +80,14 @@ impl Kind {
     /// Which items go first when the section must shrink (higher: kept longer).
     fn keep_rank(self) -> u8 {
         match self {
-            Kind::Fact => 0,
-            Kind::Question => 1,
-            Kind::Preference => 2,
-            Kind::Decision => 3,
-            Kind::Goal => 4,
-            Kind::Constraint => 5,
-            Kind::Rule => 6,
+            Kind::Note => 0,
+            Kind::Fact => 1,
+            Kind::Question => 2,
+            Kind::Preference => 3,
+            Kind::Decision => 4,
+            Kind::Goal => 5,
+            Kind::Constraint => 6,
+            Kind::Rule => 7,
         }
     }
 }
@@ -103,8 +109,13 @@ impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
         // The subject is written only when reading the text back would not give it.
-        let read = read_sentence(&self.text, Origin::User).filter(|item| item.kind == self.kind);
-        if read.is_some_and(|item| item.subject == self.subject) {
+        let read = read_sentence(&self.text, Origin::User)
+            .filter(|item| item.kind == self.kind)
+            .map_or_else(
+                || implied_subject(self.kind, &self.text),
+                |item| item.subject,
+            );
+        if read == self.subject {
             format!("{}: {}", self.kind.label(), self.text)
         } else {
             format!("{} ({}): {}", self.kind.label(), self.subject, self.text)
@@ -132,7 +143,11 @@ impl Standing {
                 .as_ref()
                 .map_or_else(|| implied_subject(kind, &text), |item| item.subject.clone()),
         };
-        let value = read.map_or_else(|| text.clone(), |item| item.value);
+        let value = match read {
+            Some(item) => item.value,
+            None if kind == Kind::Note => read::note_value(&text).unwrap_or_else(|| text.clone()),
+            None => text.clone(),
+        };
         Some(Standing {
             kind,
             subject,
@@ -146,6 +161,17 @@ impl Standing {
     fn is_sentence(&self) -> bool {
         let text = self.text.trim();
         text.starts_with(|c: char| c.is_uppercase()) && text.ends_with(['.', '!', '?'])
+    }
+
+    /// When it goes, among the items of a section that must shrink: a line read from a tool's
+    /// output (a fact or limit that is no sentence) first, a note held as said next, any other
+    /// last.
+    fn drop_tier(&self) -> u8 {
+        match self.kind {
+            Kind::Fact | Kind::Constraint if !self.is_sentence() => 0,
+            Kind::Note => 1,
+            _ => 2,
+        }
     }
 
     /// Whether `self` and `other` are about the same thing (so the newer replaces the older).
@@ -172,10 +198,12 @@ impl Standing {
     }
 }
 
-/// The subject a line without one stands for.
+/// The subject a line without one stands for (a note's: its words without their values, so
+/// that the same thing said with another value replaces it).
 fn implied_subject(kind: Kind, text: &str) -> String {
     match kind {
         Kind::Goal => "goal".to_string(),
+        Kind::Note => normalize_subject(&read::without_values(text.trim_end_matches(['.', '!']))),
         _ => normalize_subject(text.trim_end_matches(['.', '!'])),
     }
 }

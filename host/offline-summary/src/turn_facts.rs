@@ -32,7 +32,7 @@ impl Marks {
 /// One turn's facts, as far as the digest reads them for its role.
 #[derive(Debug, Default)]
 pub struct TurnFacts<'a> {
-    /// The output of a command the turn before ran (a text agent's fenced block), rather than
+    /// The output of a command a turn before ran (a text agent's fenced block), rather than
     /// an ask.
     pub observation: bool,
     /// File paths in the turn's text, in order of first mention.
@@ -73,12 +73,68 @@ pub fn read(turns: &[Turn]) -> Vec<TurnFacts<'_>> {
     })
 }
 
+/// Longest user turn read as words typed between a text agent's command and its output.
+const INTERJECTION_MAX: usize = 600;
+
+/// Whether the user turn at `index`, after a text agent's command, is the user's own words
+/// rather than the command's output: a few lines that the agent answers without a command of
+/// its text (with words, or with a tool call), where an agent reacts to its command's output
+/// with its next command.
+fn interjected(turns: &[Turn], index: usize) -> bool {
+    let text = &turns[index].text;
+    let short = text.len() <= INTERJECTION_MAX && text.lines().count() <= 3;
+    short
+        && turns[index].role == Role::User
+        && turns.get(index + 1).is_some_and(|next| match next.role {
+            Role::Assistant => trailing_command(&next.text).is_none(),
+            Role::ToolCall { .. } => true,
+            _ => false,
+        })
+}
+
+/// Turns looked back over for the command whose output a user turn is.
+const OUTPUT_LOOKBACK: usize = 64;
+
+/// Whether the user turn at `index` is the output of a text agent's command: the command ends
+/// the assistant turn before it, or an earlier one when only words the user typed while it ran
+/// (and the agent's answers to them, which ran nothing) came between.
+fn is_output(turns: &[Turn], index: usize) -> bool {
+    if turns[index].role != Role::User || interjected(turns, index) {
+        return false;
+    }
+    let mut at = index;
+    let earliest = index.saturating_sub(OUTPUT_LOOKBACK);
+    while at > earliest {
+        let before = at - 1;
+        if turns[before].role != Role::Assistant {
+            return false;
+        }
+        if trailing_command(&turns[before].text).is_some() {
+            return true;
+        }
+        // An answer that ran no command of its text (after tool calls, perhaps): the user's
+        // words before it came while the command ran.
+        let mut said = before;
+        while said > earliest
+            && matches!(
+                turns[said - 1].role,
+                Role::ToolCall { .. } | Role::ToolResult { .. }
+            )
+        {
+            said -= 1;
+        }
+        match said.checked_sub(1) {
+            Some(said) if interjected(turns, said) => at = said,
+            _ => return false,
+        }
+    }
+    false
+}
+
 fn facts(turns: &[Turn], index: usize) -> TurnFacts<'_> {
     let turn = &turns[index];
     let text = turn.text.as_str();
-    let observation = index > 0
-        && turns[index - 1].role == Role::Assistant
-        && trailing_command(&turns[index - 1].text).is_some();
+    let observation = is_output(turns, index);
     let marked = |marks: fn(&str) -> Marks| -> Vec<(&str, Marks)> {
         sentences(text)
             .into_iter()

@@ -237,3 +237,58 @@ fn assistant_confirmations_count_and_chatter_does_not() {
         "{summary}"
     );
 }
+
+/// Said in passing: statements no form types (a value dropped into a remark, a rule inside
+/// what someone says, a comment tacked on), each a short message of its own, held as said.
+#[test]
+fn asides() {
+    assert_family(&Family {
+        name: "asides",
+        session: "\
+[system] You are a coding assistant working in the user's repository.
+[user] fwiw the build box runs kernel 6.8.12
+[assistant] Thanks.
+[user] For the record, staging lives at /srv/stage-77/app.
+[user] Over the years we learned that you must never rebase the shared branch trunk-9.
+[user] QA signs off on build 4471 before anything ships, that is how it works here.
+[user] can you rerun job 5512?
+[user] please look at module_12/file_12.py next
+[assistant] Will do.",
+        expected: &[
+            ("Note", "6.8.12"),
+            ("Note", "/srv/stage-77/app"),
+            ("Rule", "trunk-9"),
+            ("Note", "4471"),
+        ],
+        superseded: &[],
+        decoys: &["5512", "module_12", "how it works here"],
+    });
+}
+
+/// A user's words typed while a text agent's command runs are the user's, not the command's
+/// output; the output that follows is output.
+#[test]
+fn words_typed_while_a_command_runs() {
+    assert_family(&Family {
+        name: "interjection",
+        session: "\
+[system] You are an autonomous programmer working in a shell.
+[user] Fix the importer.
+[assistant] Let me list the files first.
+```
+ls
+```
+[user] oh and never touch the vendored copy under /opt/vendor-3, ok?
+[assistant] Acknowledged. Continuing with the plan.
+[user] README.md: Never edit generated files by hand.
+importer.py
+setup.cfg
+[assistant] The importer is in importer.py.
+```
+open importer.py
+```",
+        expected: &[("Rule", "/opt/vendor-3")],
+        superseded: &[],
+        decoys: &["generated files"],
+    });
+}

@@ -61,11 +61,12 @@ impl Book {
         }
         self.items.push(item);
         while self.items.len() > MAX_ITEMS {
-            // The oldest of the kind kept least, and within it a line read from output before a
-            // sentence someone wrote: a tool prints many `name: value` lines, a user states few
-            // things, and each of those matters.
-            let rank = |item: &Standing| (item.kind.keep_rank(), item.is_sentence());
-            let lowest = self.items.iter().map(rank).min().unwrap_or((0, false));
+            // By the rule every summary follows (`ctxhost_sdk::budget::FACT_DROP_RULE`): a line
+            // read from output first (a tool prints many `name: value` lines, a user states few
+            // things, and each of those matters), then a note held as said, then the rest;
+            // within those the oldest of the kind kept least.
+            let rank = |item: &Standing| (item.drop_tier(), item.kind.keep_rank());
+            let lowest = self.items.iter().map(rank).min().unwrap_or((0, 0));
             let at = self
                 .items
                 .iter()

@@ -130,21 +130,32 @@ fn starts_like_a_rule(sentence: &str) -> bool {
     .any(|start| lower.starts_with(start))
 }
 
-/// The standing items `text` states, in order.
+/// The standing items `text` states, in order. A user's (or a system's) text is read by its
+/// sentences' forms; when none reads and the text is a short message of its own naming a
+/// value, it is held as said ([`Kind::Note`]): what a user tells an agent binds by default,
+/// the forms only say what kind of thing it is.
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
-        Origin::User => sentences(text)
-            .into_iter()
-            .filter(|sentence| {
-                sentence.len() <= 600
-                    && (starts_with_who(sentence)
-                        || starts_like_a_rule(sentence)
-                        || CUES.any_in(sentence))
-            })
-            .filter_map(|sentence| {
-                read_sentence(sentence, Origin::User).or_else(|| read_clause(sentence))
-            })
-            .collect(),
+        Origin::User => {
+            let read: Vec<Standing> = sentences(text)
+                .into_iter()
+                .map(tidy)
+                .filter(|sentence| {
+                    sentence.len() <= 600
+                        && (starts_with_who(sentence)
+                            || starts_like_a_rule(sentence)
+                            || CUES.any_in(sentence))
+                })
+                .filter_map(|sentence| {
+                    read_sentence(sentence, Origin::User).or_else(|| read_clause(sentence))
+                })
+                .collect();
+            if read.is_empty() {
+                said(text).into_iter().collect()
+            } else {
+                read
+            }
+        }
         // A confirmation opens a line ("Understood: …"); most lines of most assistant turns
         // open with none, and are passed over on their first bytes.
         Origin::Assistant => text
@@ -163,11 +174,200 @@ pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     }
 }
 
+/// Leads that only open a sentence the way people talk ("btw", "oh and", "fyi"): an item's
+/// text goes without them. Leads that bind ("from now on", "important") or say that a value
+/// changed ("update", "scratch that") stay.
+const FILLER_LEADS: &[&str] = &[
+    "by the way",
+    "btw",
+    "fyi",
+    "fwiw",
+    "for context",
+    "oh and",
+    "oh",
+    "hmm",
+    "well",
+    "and",
+    "also",
+    "so",
+    "ok",
+    "okay",
+    "wait",
+    "sorry",
+    "actually",
+    "honestly",
+    "frankly",
+    "personally",
+    "heads up",
+    "just so you know",
+    "to be clear",
+];
+
+/// Words that refer back to what a clause follows: a trailing clause holding one and no value
+/// comments on the statement ("…, that's a hard limit", "…, if that works for you").
+const BACK_REFERENCES: &[&str] = &["that", "that's", "this", "which"];
+
+/// Openings of a trailing clause that limit the statement ("…, unless the CTO approves"): it
+/// stays, whatever it holds.
+const CONDITIONS: &[&str] = &[
+    "unless", "except", "only", "until", "when", "whenever", "while", "before", "after", "as long",
+    "provided", "even", "but", "or", "and not", "if",
+];
+
+/// A sentence lightly normalised for an item's text: without leads that are only the way
+/// people talk, a tag question (", ok?"), or trailing clauses that only comment on it and name
+/// nothing; the statement itself as written.
+fn tidy(sentence: &str) -> &str {
+    let mut text = sentence.trim();
+    'leads: loop {
+        let lower = text.to_ascii_lowercase();
+        for lead in FILLER_LEADS {
+            if let Some(rest) = strip_lead(&lower, lead) {
+                text = &text[text.len() - rest.len()..];
+                continue 'leads;
+            }
+        }
+        break;
+    }
+    loop {
+        let lower = text.to_ascii_lowercase();
+        if let Some(tag) = TAG_QUESTIONS.iter().find(|tag| lower.ends_with(**tag)) {
+            text = text[..text.len() - tag.len()].trim_end();
+            continue;
+        }
+        let Some(at) = lower.rfind([',', ';']) else {
+            break;
+        };
+        let clause = lower[at + 1..].trim().trim_end_matches(['.', '!']);
+        let words: Vec<&str> = clause
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|word| !word.is_empty())
+            .collect();
+        let comments = words.iter().any(|word| BACK_REFERENCES.contains(word))
+            && !clause.bytes().any(|b| b.is_ascii_digit())
+            && note_value(clause).is_none();
+        let limits = CONDITIONS
+            .iter()
+            .any(|start| clause.starts_with(start) && clause[start.len()..].starts_with(' '))
+            && !["if that ", "if this ", "if it "]
+                .iter()
+                .any(|back| clause.starts_with(back));
+        let head = text[..at].trim_end();
+        if !comments || limits || head.split_whitespace().count() < 3 {
+            break;
+        }
+        text = head;
+    }
+    text
+}
+
+/// Longest text held as said: a line or two someone typed, not a pasted document.
+const SAID_MAX: usize = 320;
+
+/// Words that make a message a request for work now, not something that holds from now on.
+const REQUESTS: &[&str] = &[
+    "please",
+    "can you",
+    "could you",
+    "would you",
+    "will you",
+    "let me know",
+];
+
+/// Words of a report of what went wrong (a pasted error, a log line), not a statement.
+const TROUBLE: &[&str] = &[
+    "error",
+    "exception",
+    "traceback",
+    "failed",
+    "failure",
+    "panic",
+    "warning",
+];
+
+/// `text` as a note held as said: a short message of its own (a line or two of prose), that
+/// asks nothing, reports no trouble, holds no code, and names a value
+/// ([`note_value`]).
+fn said(text: &str) -> Option<Standing> {
+    let text = tidy(text.trim());
+    let lines = text.lines().filter(|line| !line.trim().is_empty()).count();
+    if text.len() > SAID_MAX || lines > 2 || !text.starts_with(char::is_alphabetic) {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let asks = lower.trim_end().ends_with('?')
+        && !TAG_QUESTIONS
+            .iter()
+            .any(|tag| lower.trim_end().ends_with(tag));
+    let requests = REQUESTS.iter().any(|word| contains_word(&lower, word));
+    let trouble = TROUBLE.iter().any(|word| lower.contains(word));
+    let code = text.contains("```")
+        || text.contains(" = ")
+        || text
+            .lines()
+            .any(|line| line.trim_end().ends_with([';', '{', '}']));
+    if asks || requests || trouble || code {
+        return None;
+    }
+    let value = note_value(text)?;
+    let text = compact(text, TEXT_MAX);
+    Some(Standing {
+        kind: Kind::Note,
+        subject: normalize_subject(&without_values(text.trim_end_matches(['.', '!']))),
+        value,
+        text,
+    })
+}
+
+/// Whether `text` holds `word` (one or more words) with no letter right before or after it.
+fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphabetic) && !after.is_some_and(char::is_alphabetic)
+    })
+}
+
+/// The first value a note names: a word no one could guess (three characters or more with a
+/// digit in them, a path, an amount), as written.
+pub fn note_value(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !(c.is_alphanumeric() || "/$€£¥%".contains(c))))
+        .find(|word| {
+            let digits = word.bytes().filter(u8::is_ascii_digit).count();
+            let path = word.matches('/').count() >= 2
+                || word.contains('/') && word.contains(|c: char| c.is_ascii_digit() || c == '.');
+            let money = word.starts_with(['$', '€', '£', '¥']) && digits > 0;
+            (digits > 0 && word.len() >= 3) || path || money
+        })
+        .map(str::to_string)
+}
+
 /// "The vault code was rotated, never reveal the new one X-1": a rule, a goal or a preference
 /// stated in a later clause of a sentence that states nothing as a whole. Only those forms are
 /// read there: a bare `name is value` inside a clause is too often prose.
 fn read_clause(sentence: &str) -> Option<Standing> {
     let lower = sentence.to_ascii_lowercase();
+    // "The team learned that you must always X": a rule said inside what someone says; its
+    // text is the rule.
+    let embedded = lower
+        .match_indices(" that ")
+        .map(|(at, _)| &sentence[at + " that ".len()..])
+        .filter(|clause| {
+            let clause = clause.to_ascii_lowercase();
+            let clause = ["you ", "we ", "everyone ", "nobody "]
+                .iter()
+                .find_map(|who| clause.strip_prefix(who))
+                .unwrap_or(&clause);
+            RULE_STARTS.iter().any(|start| clause.starts_with(start))
+        })
+        .find_map(|clause| {
+            let clause = tidy(clause);
+            read_sentence(clause, Origin::User)
+        });
+    if embedded.is_some() {
+        return embedded;
+    }
     lower
         .match_indices([',', ';'])
         .map(|(at, _)| at + 1)
@@ -231,6 +431,10 @@ const LEADS: &[&str] = &[
     "important",
     "critical",
     "fyi",
+    "fwiw",
+    "for context",
+    "hmm",
+    "well",
     "btw",
     "by the way",
     "oh and",
@@ -415,7 +619,7 @@ fn choice_subject(value: &str) -> String {
 
 /// A subject without the specific values in it (`not exceed $500` → `not exceed`), so that a
 /// rule or preference restated with another value replaces the older one.
-fn without_values(text: &str) -> String {
+pub(super) fn without_values(text: &str) -> String {
     let kept: Vec<&str> = text
         .split_whitespace()
         .filter(|word| !looks_specific(word) || word.chars().all(char::is_alphabetic))
@@ -704,6 +908,13 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
     if let Some((name, value)) = named_value(body) {
         let offset = lower.len() - value.len();
         let value = &text[offset..];
+        // "The branch moved to X, and pushes to it are forbidden": the value is the first
+        // clause of a long rest.
+        let value = if value.split_whitespace().count() > VALUE_WORDS {
+            value.split(", ").next().unwrap_or(value)
+        } else {
+            value
+        };
         // "The user's preferred editor is Helix": a preference, whatever its value.
         let preferred = ["prefer", "favorite", "favourite"]
             .iter()
