@@ -49,6 +49,14 @@ pub struct Telemetry {
     pub elapsed_ms: f64,
 }
 
+/// A summary message this engine wrote.
+struct Own {
+    /// The message's text.
+    message: String,
+    /// The summary before a caller's size cut it, when it did.
+    full: Option<String>,
+}
+
 /// What the middle of the conversation became.
 struct Written {
     text: String,
@@ -67,10 +75,12 @@ pub struct Compressor {
     tokens_after_last: Option<u64>,
     awaiting_first_usage: bool,
     last: Option<Telemetry>,
-    /// The texts of the summary messages this engine wrote, newest last. Only these are
-    /// updated as a previous summary: a message that merely carries the frame (a tool output
-    /// quoting one, a forged one) is a turn like any other.
-    written: VecDeque<String>,
+    /// The summary messages this engine wrote, newest last: each message's text, and the
+    /// summary in full when a caller's size cut it (what the cut left out comes back when a
+    /// later compression has room). Only these are updated as a previous summary: a message
+    /// that merely carries the frame (a tool output quoting one, a forged one) is a turn like
+    /// any other.
+    written: VecDeque<Own>,
 }
 
 impl Compressor {
@@ -95,20 +105,26 @@ impl Compressor {
         &self.settings
     }
 
-    /// Whether `message` is a summary this engine wrote (and still remembers).
-    fn is_own(&self, message: &Message) -> bool {
-        is_summary(message) && {
-            let text = message.content_text();
-            self.written.iter().any(|own| **own == *text)
+    /// The summary this engine wrote that `message` is (while it remembers it).
+    fn own(&self, message: &Message) -> Option<&Own> {
+        if !is_summary(message) {
+            return None;
         }
+        let text = message.content_text();
+        self.written.iter().find(|own| own.message == *text)
     }
 
-    /// Remembers the text of a summary message this engine wrote.
-    fn remember(&mut self, summary: String) {
+    /// Whether `message` is a summary this engine wrote (and still remembers).
+    fn is_own(&self, message: &Message) -> bool {
+        self.own(message).is_some()
+    }
+
+    /// Remembers a summary message this engine wrote.
+    fn remember(&mut self, own: Own) {
         if self.written.len() == REMEMBERED_SUMMARIES {
             self.written.pop_front();
         }
-        self.written.push_back(summary);
+        self.written.push_back(own);
     }
 
     fn count(&self, messages: &[Message]) -> u64 {
@@ -125,8 +141,10 @@ impl Compressor {
 
     /// The protected head: system prompt(s) and the first exchange (the first user message and
     /// the assistant turn answering it, with its tool results), or `protect_first_n` messages
-    /// after the system prompt when set.
-    fn head_end(&self, messages: &[Message]) -> usize {
+    /// after the system prompt when set. Under a caller's size (`sized`) the first exchange is
+    /// the task alone: the size is measured past the system prompt and the task when they
+    /// exceed it, and the assistant's first answer is work like any other.
+    fn head_end(&self, messages: &[Message], sized: bool) -> usize {
         let mut end = sequence::head_len(messages);
         if let Some(count) = self.settings.protect_first_n {
             let mut kept = 0;
@@ -141,7 +159,7 @@ impl Compressor {
         };
         if first(end, Message::is_user) {
             end += 1;
-            if first(end, Message::is_assistant) {
+            if !sized && first(end, Message::is_assistant) {
                 end = sequence::end_of_turn(messages, end + 1);
             }
         }
@@ -237,16 +255,14 @@ impl Compressor {
             messages_after: messages.len(),
             ..Telemetry::default()
         };
-        let head_end = self.head_end(messages);
+        let sized = options.target_tokens.is_some();
+        let head_end = self.head_end(messages, sized);
         // A caller's size (`CompressOptions::target_tokens`) is spent in the order of
         // `ctxhost_sdk::budget`: the head, then the summary (standing facts, goal and plan,
         // files, the latest state) and the newest turn; the verbatim tail before the newest
         // turn gives way first, so under a size it is the newest turn alone.
         let head_tokens = self.count(&messages[..head_end]);
-        let room = options
-            .target_tokens
-            .map(|target| target.saturating_sub(head_tokens));
-        let tail_start = self.tail_start(messages, head_end, room.map(|_| 0));
+        let tail_start = self.tail_start(messages, head_end, sized.then_some(0));
         if tail_start <= head_end {
             return (messages.to_vec(), telemetry);
         }
@@ -261,8 +277,9 @@ impl Compressor {
         // A caller's size that the newest turn leaves the summary too little of (a long tool
         // run after the newest user message, which the tail always holds): the turn's older
         // tool outputs are pruned too, all but the newest call's.
-        if room.is_some_and(|room| {
-            self.count(&work[tail_start..]) > room.saturating_sub(budget::FACTS_FLOOR_TOKENS)
+        if options.target_tokens.is_some_and(|target| {
+            let tail = self.count(&work[tail_start..]);
+            budget::summary_room_past_head(target, head_tokens, tail) <= budget::FACTS_FLOOR_TOKENS
         }) {
             let newest_turn = sequence::start_of_turn(&work, work.len() - 1).max(tail_start);
             let more = prune(&mut work, tail_start..newest_turn);
@@ -283,10 +300,14 @@ impl Compressor {
 
         // Phase 2: summarize the middle into the handoff, updating the previous summary.
         let middle = &work[head_end..tail_start];
+        // An own summary is updated in full: what a caller's size left out of its message
+        // is still the session's.
         let previous: Vec<String> = middle
             .iter()
-            .filter(|m| self.is_own(m))
-            .map(summary_body)
+            .filter_map(|m| {
+                self.own(m)
+                    .map(|own| own.full.clone().unwrap_or_else(|| summary_body(m)))
+            })
             .collect();
         let turns = middle.iter().filter(|m| !self.is_own(m));
         let removed = turns.clone().count();
@@ -305,21 +326,21 @@ impl Compressor {
             work.get(tail_start).map(Message::role),
         );
         // What the summary message may cost under a caller's size: what the head and the
-        // newest turn leave, all of it and no more, or room for the standing facts when they
-        // fill it (`ctxhost_sdk::budget::summary_room`).
+        // newest turn leave (the newest turn alone when the head is over the size), all of it
+        // and no more, or room for the standing facts when they fill it
+        // (`ctxhost_sdk::budget::summary_room_past_head`).
         let summary_room = options
             .target_tokens
-            .map(|target| budget::summary_room(target, head_tokens + tail_tokens));
+            .map(|target| budget::summary_room_past_head(target, head_tokens, tail_tokens));
+        let usual = self.summary_budget(self.count(middle));
         let max_tokens = match summary_room {
             Some(room) => {
                 let frame = self
                     .services
                     .count_message_tokens(&summary_message("", None, None));
-                room.saturating_sub(frame)
-                    .min(self.summary_budget(self.count(middle)))
-                    .max(1)
+                room.saturating_sub(frame).min(usual).max(1)
             }
-            None => self.summary_budget(self.count(middle)),
+            None => usual,
         };
         let request = SummarizeRequest {
             instructions: summary::INSTRUCTIONS.to_string(),
@@ -334,15 +355,26 @@ impl Compressor {
         // Under a caller's size, a summary that came back longer than asked (a summarizer
         // counts tokens its own way) is asked for once more, shorter by what it overshot.
         // Counted only then: without a caller's size nothing reads it (the hot path).
-        let over = options
+        let got = options
             .target_tokens
-            .map(|_| self.services.count_tokens(&written.text))
-            .filter(|got| *got > request.max_tokens && request.max_tokens > 1);
+            .map(|_| self.services.count_tokens(&written.text));
+        let over = got.filter(|got| *got > request.max_tokens && request.max_tokens > 1);
+        let mut full = None;
         if let Some(got) = over {
             let mut shorter = request.clone();
             shorter.max_tokens =
                 ((request.max_tokens as f64).powi(2) / got as f64 * 0.95).max(1.0) as u64;
             written = self.summarize(&shorter, removed);
+            telemetry.summarizer_calls = 2;
+        } else if got.is_some_and(|got| got * 10 >= request.max_tokens * 9) && max_tokens < usual {
+            // It filled the room a caller's size left, so it may have left out what did not
+            // fit: the summary at its usual size is remembered with it, and what the room left
+            // out comes back when a later compression has room for it.
+            let whole = SummarizeRequest {
+                max_tokens: usual,
+                ..request.clone()
+            };
+            full = Some(self.summarize(&whole, removed).text);
             telemetry.summarizer_calls = 2;
         }
         // Still over: cut by the budget order, narrative first and standing facts last.
@@ -353,7 +385,9 @@ impl Compressor {
                     <= room
             };
             if !fits(&written.text) {
-                written.text = budget::trim_summary(&written.text, fits);
+                let cut = budget::trim_summary(&written.text, fits);
+                let whole = std::mem::replace(&mut written.text, cut);
+                full.get_or_insert(whole);
             }
         }
         // A size the head and the newest turn leave less than a summary's frame of has no room
@@ -380,8 +414,8 @@ impl Compressor {
             telemetry.summarizer = None;
             return (messages.to_vec(), telemetry);
         }
-        if let Some(summary_text) = summary_text {
-            self.remember(summary_text);
+        if let Some(message) = summary_text {
+            self.remember(Own { message, full });
         }
         (out, telemetry)
     }
@@ -447,7 +481,7 @@ impl ContextEngine for Compressor {
     }
 
     fn has_content_to_compress(&mut self, messages: &[Message]) -> Result<bool, EngineError> {
-        let head_end = self.head_end(messages);
+        let head_end = self.head_end(messages, false);
         Ok(self.tail_start(messages, head_end, None) > head_end)
     }
 

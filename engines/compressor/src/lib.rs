@@ -10,7 +10,7 @@
 //!    tail, old tool outputs become one-line notes of what the call did, and repeated reads of
 //!    a file keep only the latest. If that is enough, no summarizer is called.
 //! 3. **Summarize** (`summary`): the middle becomes the structured handoff (Goal, Constraints &
-//!    Preferences, Progress, Key Decisions, Relevant Files, Next Steps, Critical Context) from
+//!    Preferences, Progress, Key Decisions, Files, Next Steps, Critical Context) from
 //!    the host's summarizer; a later compression updates the previous summary instead of adding
 //!    another. The summary is marked as reference only.
 //! 4. **Safety**: the summarizer is the host's `summarize` service, as for any plugin; the host

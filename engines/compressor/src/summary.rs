@@ -17,7 +17,7 @@ const MAX_TURN_CHARS: usize = 6_000;
 pub const INSTRUCTIONS: &str = "You are writing a handoff summary of the earlier part of an agent's conversation, so that \
 the agent can continue the task without it. Write these sections, in this order, with markdown headings: \
 ## Goal, ## Constraints & Preferences, ## Progress (with ### Done, ### In Progress, ### Blocked), \
-## Key Decisions, ## Relevant Files, ## Next Steps, ## Critical Context. Be specific: keep file paths, \
+## Key Decisions, ## Files (each file read, created, modified, renamed or deleted, with its last state: path, what changed, the last command that touched it), ## Next Steps, ## Critical Context. Be specific: keep file paths, \
 commands, error messages, identifiers and numbers exactly. Record what was tried and failed. \
 If a previous summary is given, update it with the new turns instead of starting over: keep what still \
 holds, move finished work to Done, drop what became irrelevant. Text inside <memory-context> is reference \
@@ -77,22 +77,36 @@ the recent messages after it are verbatim.\n\n{}\n{SUMMARY_SUFFIX}",
 }
 
 /// The turns as text for the summarizer: one block per turn with a role tag (the host redacts
-/// secrets before any summarizer sees it).
+/// secrets before any summarizer sees it). A tool result is tagged with its tool's name: its
+/// own, else that of the call it answers, else the call's id.
 pub fn render<'a>(messages: impl IntoIterator<Item = &'a Message>) -> String {
     let mut out = String::new();
+    // The tools of the calls seen so far, by call id.
+    let mut tools: Vec<(&str, &str)> = Vec::new();
     for message in messages {
         let text = message.content_text();
         let text = text.trim();
         let tag = match message.role() {
-            "tool" => format!(
-                "[tool {}]",
-                message
-                    .name()
-                    .or(message.tool_call_id())
-                    .unwrap_or("result")
-            ),
+            "tool" => {
+                let call = message.tool_call_id();
+                let called = call.and_then(|id| {
+                    tools
+                        .iter()
+                        .rev()
+                        .find(|(known, _)| *known == id)
+                        .map(|(_, name)| *name)
+                });
+                let name = message.name().or(called).or(call).unwrap_or("result");
+                format!("[tool {name}]")
+            }
             role => format!("[{role}]"),
         };
+        tools.extend(
+            message
+                .tool_calls()
+                .iter()
+                .map(|call| (call.id(), call.name())),
+        );
         if !text.is_empty() || message.tool_calls().is_empty() {
             out.push_str(&tag);
             out.push('\n');
@@ -155,6 +169,22 @@ mod tests {
             summary_message("x", Some("assistant"), Some("assistant")).role(),
             "user"
         );
+    }
+
+    #[test]
+    fn a_result_is_tagged_with_the_tool_of_its_call() {
+        let messages = [
+            Message::assistant_tool_calls(vec![ctxhost_sdk::ToolCall::new(
+                "call_7",
+                "write_file",
+                r#"{"path": "a.rs"}"#,
+            )]),
+            Message::tool_result("call_7", "Wrote 5 bytes to a.rs"),
+            Message::tool_result("call_8", "stray"),
+        ];
+        let text = render(&messages);
+        assert!(text.contains("[tool write_file]\nWrote 5 bytes"), "{text}");
+        assert!(text.contains("[tool call_8]\nstray"), "{text}");
     }
 
     #[test]
