@@ -128,10 +128,22 @@ impl FileState {
         if line.is_empty() {
             return None;
         }
-        let Some((path, notes)) = line
+        // A line a cut left without its closing parenthesis (`a.rs (written; last: `wri…`)
+        // still names the file and what was done to it.
+        let closed = line
             .strip_suffix(')')
-            .and_then(|inner| inner.split_once(" ("))
-        else {
+            .and_then(|inner| inner.split_once(" ("));
+        let cut = || {
+            line.strip_suffix('…')
+                .and_then(|inner| inner.split_once(" ("))
+                .map(|(path, notes)| {
+                    let notes = notes
+                        .split_once("last: ")
+                        .map_or(notes, |(changes, _)| changes);
+                    (path, notes.trim_end().trim_end_matches(';'))
+                })
+        };
+        let Some((path, notes)) = closed.or_else(cut) else {
             return Some(FileState::new(line.trim_matches('`')));
         };
         let mut state = FileState::new(path.trim().trim_matches('`'));
@@ -431,6 +443,20 @@ mod tests {
 
     fn touch(path: &str, change: Change) -> Effect {
         Effect::Touch(path.to_string(), change)
+    }
+
+    #[test]
+    fn a_line_cut_short_still_names_its_file() {
+        let cut = FileState::parse_line("src/x/notes.md (written; last: `write…").unwrap();
+        assert_eq!(cut.path, "src/x/notes.md");
+        assert_eq!(cut.changes, [Change::Written]);
+        let mut book = FileBook::default();
+        book.add(cut);
+        book.add_lines(["src/x/notes.md (deleted; last: `rm src/x/notes.md`)"]);
+        assert_eq!(
+            book.lines(),
+            ["src/x/notes.md (written, deleted; last: `rm src/x/notes.md`)"]
+        );
     }
 
     #[test]

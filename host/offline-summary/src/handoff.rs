@@ -404,7 +404,14 @@ impl Section {
         } else {
             &unfocused
         };
-        let victim = if self.key == Key::Standing {
+        let victim = if self.key == Key::Files {
+            // A file only named goes first, then the one touched first.
+            let named = pool
+                .iter()
+                .copied()
+                .find(|&i| !self.items[i].text.contains(" ("));
+            named.unwrap_or(pool[0])
+        } else if self.key == Key::Standing {
             // Standing facts go by the rule every summary follows.
             let items: Vec<&str> = pool.iter().map(|&i| self.items[i].text.as_str()).collect();
             pool[ctxhost_sdk::budget::fact_to_drop(&items).unwrap_or(0)]

@@ -135,7 +135,7 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     let mut book = Book::default();
     book.add_lines(of(Key::Standing).iter().map(String::as_str));
     book.extend(digest.standing);
-    let standing_texts: Vec<String> = book.items().iter().map(|i| normalized(&i.text)).collect();
+    let standing_texts: Vec<String> = book.items().iter().map(|i| said_part(&i.text)).collect();
 
     // Goal: the original goal stays first; later asks follow, but for those that only state
     // what the standing facts carry (a rule said in a message of its own is no ask).
@@ -168,7 +168,7 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
         .items()
         .iter()
         .chain(book.superseded().iter().map(|(old, _)| old))
-        .map(|i| normalized(&i.text))
+        .map(|i| said_part(&i.text))
         .collect();
     let constraints = of(Key::Constraints).into_iter().chain(digest.constraints);
     handoff.extend(
@@ -226,6 +226,14 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
 /// Words an ask may hold beside what the standing facts carry and still be only a statement
 /// of them ("oh and never push to main. seriously.", "…, if that works for you").
 const ASIDE_WORDS: usize = 8;
+
+/// A standing item's text as an ask or a constraint holds it: normalized, without the capital
+/// and the stop it was given as a sentence, lower case.
+fn said_part(text: &str) -> String {
+    normalized(text)
+        .trim_end_matches(['.', '!', '?'])
+        .to_string()
+}
 
 /// Whether `ask` (an item of the Goal section) says nothing but what the standing items carry
 /// (their texts, `standing`, normalized) and a few words around them that name no value.

@@ -137,9 +137,13 @@ fn starts_like_a_rule(sentence: &str) -> bool {
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
         Origin::User => {
-            let read: Vec<Standing> = sentences(text)
+            let tidied: Vec<String> = sentences(text)
                 .into_iter()
-                .map(tidy)
+                .map(|sentence| as_sentence(tidy(sentence)))
+                .collect();
+            let read: Vec<Standing> = tidied
+                .iter()
+                .map(String::as_str)
                 .filter(|sentence| {
                     sentence.len() <= 600
                         && (starts_with_who(sentence)
@@ -261,6 +265,21 @@ fn tidy(sentence: &str) -> &str {
     text
 }
 
+/// `text` written as a sentence someone stated: a capital first, a stop last (as it was,
+/// when it had them), so a reader tells it from a `name: value` line a tool printed.
+fn as_sentence(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1);
+    let mut chars = text.chars();
+    if let Some(first) = chars.next() {
+        out.push(first.to_ascii_uppercase());
+        out.push_str(chars.as_str());
+    }
+    if !out.ends_with(['.', '!', '?', ':', ';', ')', '`', '"', '\'']) && !out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
 /// Longest text held as said: a line or two someone typed, not a pasted document.
 const SAID_MAX: usize = 320;
 
@@ -289,7 +308,8 @@ const TROUBLE: &[&str] = &[
 /// asks nothing, reports no trouble, holds no code, and names a value
 /// ([`note_value`]).
 fn said(text: &str) -> Option<Standing> {
-    let text = tidy(text.trim());
+    let text = as_sentence(tidy(text.trim()));
+    let text = text.as_str();
     let lines = text.lines().filter(|line| !line.trim().is_empty()).count();
     if text.len() > SAID_MAX || lines > 2 || !text.starts_with(char::is_alphabetic) {
         return None;
@@ -922,6 +942,16 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
         if origin == Origin::User && preferred && value.split_whitespace().count() <= VALUE_WORDS {
             let name = strip_articles(name);
             return item(Kind::Preference, name.to_string(), value);
+        }
+        // "The point of all this is to move billing onto cluster X": what the work is for,
+        // about what it does (the name says nothing of it).
+        if origin == Origin::User && value.len() > 3 && value[..3].eq_ignore_ascii_case("to ") {
+            let value = trim_value(value);
+            return item(
+                Kind::Goal,
+                without_values(&value.to_ascii_lowercase()),
+                value,
+            );
         }
         let specific = looks_specific(value) || origin == Origin::User && is_a_name(value);
         if specific && value.split_whitespace().count() <= VALUE_WORDS {
