@@ -1,7 +1,7 @@
 //! `ctxhost compress --target-tokens N` and `--budget 20%`: a size whatever the model's window,
 //! met by both engines on a corpus session, and a bad size said in one line.
 
-use ctxhost_sdk::budget::summary_room;
+use ctxhost_sdk::budget::summary_room_past_head;
 use ctxhost_sdk::Message;
 use ctxhost_tests::{corpus_dir, read_json, Sandbox};
 use ctxhost_tokens::TokenCounter;
@@ -86,10 +86,17 @@ fn compress_meets_a_target_or_a_share_with_both_engines_on_a_corpus_session() {
             let messages = run.messages();
             assert_eq!(after, counter.count_messages(&messages));
             // Within the size, or, when what the engine must keep verbatim fills it, within
-            // that and room for the standing facts (`summary_room`).
+            // that and room for the standing facts; the size is measured past the protected
+            // head (the system prompt and the task) when the head alone exceeds it
+            // (`summary_room_past_head`).
             let kept: Vec<Message> = verbatim(&input, &messages).into_iter().cloned().collect();
             let kept = counter.count_messages(&kept);
-            let bound = kept + summary_room(target, kept);
+            let task = input
+                .iter()
+                .position(Message::is_user)
+                .map_or(0, |at| at + 1);
+            let head = counter.count_messages(&input[..task]);
+            let bound = kept + summary_room_past_head(target, head, kept.saturating_sub(head));
             assert!(
                 after <= bound,
                 "{engine} {size:?}: {after} > {bound} (size {target}, verbatim {kept}): {}",
