@@ -6,9 +6,10 @@
 mod common;
 
 use common::{engine, host, Script};
+use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_quality::{Budget, Settings};
 use ctxhost_sdk::{ContextEngine, SessionStart};
-use ctxhost_sdk_test::EngineSubject;
+use ctxhost_sdk_test::{Answer, EngineSubject, FakeHost};
 use serde_json::Value;
 
 fn run(budget: Budget) -> ctxhost_quality::QualityReport {
@@ -54,5 +55,61 @@ fn the_view_fits_the_budget_and_the_tools_recover_every_fact() {
             .as_ref()
             .expect("lcm has its tools");
         assert_eq!(tools.overall.kept, 15, "{}", report.table());
+    }
+}
+
+/// lcm on the fake host with the host's offline summarizer (the reader of standing facts and
+/// files `ctxhost quality` measures with), session `id` started.
+fn offline_lcm(id: &str) -> ctxhost_engine_lcm::LcmEngine {
+    let host = FakeHost::builder("lcm")
+        .config(common::with_store(Value::Null, None))
+        .context_length(128_000)
+        .default_answer(Answer::with(|request| {
+            Ok(OfflineSummarizer.summary(request))
+        }))
+        .build();
+    let mut lcm = engine(&host);
+    lcm.on_session_start(&SessionStart {
+        session_id: id.into(),
+        ..SessionStart::default()
+    })
+    .unwrap();
+    lcm
+}
+
+/// A single short task whose system prompt and first message alone are over a fifth of every
+/// round (the corpus' sessions): at 20% the view is measured past that head, and the room the
+/// newest turn leaves goes to one summary block with the standing facts first, so every fact
+/// the summaries hold is in the view, round after round.
+#[test]
+fn past_a_head_over_the_budget_the_view_keeps_every_standing_fact() {
+    for name in [
+        "ctf__web__i_got_id_demo",
+        "ctf__crypto__katy",
+        "gpt4__swe-bench-dev-easy_first_only__default__install-1__pydicom__pydicom-1458",
+    ] {
+        let mut subject = EngineSubject::new(offline_lcm(name));
+        let settings = Settings {
+            budget: Budget::Share(20.0),
+            rounds: 5,
+            seed: 27,
+        };
+        let report = ctxhost_quality::run(
+            &mut subject,
+            &ctxhost_sdk_test::corpus::transcript(name),
+            &settings,
+        )
+        .unwrap();
+        assert!(
+            report
+                .rounds
+                .iter()
+                .all(|r| r.head_tokens > r.budget_tokens),
+            "{name}: the head is over the budget:\n{}",
+            report.table()
+        );
+        assert_eq!(report.outcome.budgets_met, 5, "{name}:\n{}", report.table());
+        assert_eq!(report.outcome.stale, 0, "{name}:\n{}", report.table());
+        assert!(report.passes(0.9), "{name}:\n{}", report.table());
     }
 }
