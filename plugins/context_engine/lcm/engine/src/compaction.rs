@@ -224,7 +224,12 @@ impl Compactor<'_> {
                 break;
             }
             let tail = if budget.sized {
-                fresh_tail_within(entries, self.settings, Some(0))
+                let size = if head > budget.target_tokens {
+                    budget.target_tokens
+                } else {
+                    budget.target_tokens - head
+                };
+                sized_tail_start(entries, self.settings, size)
             } else {
                 fresh_tail_start(entries, self.settings, budget.context_length)
             };
@@ -703,6 +708,28 @@ pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: 
     let budget = (context_length > 0)
         .then_some((context_length as f64 * settings.fresh_tail_max_ratio) as u64);
     fresh_tail_within(entries, settings, budget)
+}
+
+/// Where the verbatim tail starts under a caller's size, of which `size` tokens are left
+/// past the head: the latest turn (the newest user message and all that followed it) whole
+/// when it costs at most half of that, so that nothing after the newest user message becomes
+/// a block of its own beside the one before it; else the newest turn alone (the newest user
+/// message stays verbatim wherever it stands).
+pub fn sized_tail_start(entries: &[Entry], settings: &Settings, size: u64) -> usize {
+    let newest_turn = fresh_tail_within(entries, settings, Some(0));
+    match (0..entries.len())
+        .rev()
+        .find(|&i| entries[i].is_user_message())
+    {
+        Some(user)
+            if user < newest_turn
+                && entries[user..].iter().all(Entry::is_message)
+                && context::tokens(&entries[user..]) <= size / 2 =>
+        {
+            user
+        }
+        _ => newest_turn,
+    }
 }
 
 /// [`fresh_tail_start`] with the tail's token budget given (`None`: no budget).
