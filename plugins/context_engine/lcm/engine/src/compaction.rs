@@ -11,14 +11,18 @@
 //!    `leaf_chunk_tokens` and ending on a turn boundary, become one leaf summary;
 //! 4. under pressure, two or more consecutive summaries of one depth are merged;
 //! 5. only when the summary blocks alone exceed their budget (half of what the threshold leaves
-//!    beside the head, and at least a tenth of the window; under a caller's size, all that the
-//!    head and the fresh tail leave), the two adjacent summaries of the lowest depths are
-//!    merged, whatever their depths (the last resort).
+//!    beside the head, and at least a tenth of the window), the two adjacent summaries of the
+//!    lowest depths are merged, whatever their depths (the last resort).
 //!
 //! Under a caller's size (`CompressOptions::target_tokens`) the budget is spent in the order
-//! of `ctxhost_sdk::budget`: the fresh tail is the newest turn alone, and each new summary gets
-//! its share of the rest by the size of what it covers, so the summaries (whose standing facts
-//! the summarizer keeps last) are bought before any older verbatim turn.
+//! of `ctxhost_sdk::budget`: the head is the system prompt and the task (the first user
+//! message, kept verbatim), the fresh tail is the newest turn alone, every message between is summarized,
+//! and the summaries before the tail become one block that gets all the room the
+//! head and the tail leave (measured past the head when the head alone exceeds the size). One
+//! block, not one per pass: each block's frame costs room, and a summary written small to fit
+//! beside others has lost the standing facts and files no later merge can bring back. The
+//! summarizer writes a block's standing facts first and its files before its narrative, so
+//! the narrative gives way first when the room is short.
 //!
 //! A leaf that gives a standing fact a new value (see `ctxhost_offline_summary::standing`) is
 //! condensed at once with the blocks back to the oldest one still stating the old value, so no
@@ -62,14 +66,26 @@ pub struct Budget {
     pub target_tokens: u64,
     /// The caller asked for a size (`CompressOptions::target_tokens`, the target above): it is
     /// spent in the order of `ctxhost_sdk::budget`, so the fresh tail is the newest turn alone
-    /// and the summaries get all the rest, each new one its share by the size of what it
-    /// covers, instead of their shares of the window.
+    /// and the summaries get all the rest, as one block, instead of their shares of the window.
     pub sized: bool,
 }
 
-/// What a summary block's frame costs beside its text (tags, id, the reference line, the way
-/// to expand it), a little over what it takes, so that shares under a size hold.
-const BLOCK_FRAME_TOKENS: u64 = 80;
+impl Budget {
+    /// Whether a context of `tokens` fits the target, `head` of them the protected head's:
+    /// when the head alone is larger than a caller's size, what follows it is measured against
+    /// the size, since no output that keeps the head can fit it.
+    fn fits(&self, tokens: u64, head: u64) -> bool {
+        if self.sized && head > self.target_tokens {
+            tokens - head <= self.target_tokens
+        } else {
+            tokens <= self.target_tokens
+        }
+    }
+}
+
+/// Tokens kept free beside a block's text and frame under a size: where the two meet, a
+/// tokenizer may count a token more than it did for each alone.
+const FRAME_SLACK_TOKENS: u64 = 4;
 
 /// How one `compress` call went: the per-compaction telemetry (`last_compaction`), stored with
 /// each compaction. Read back with defaults, so reports stored by older releases still read.
@@ -180,12 +196,16 @@ impl Compactor<'_> {
         let tokens_before = budget.head_tokens + context::tokens(entries);
         loop {
             let tokens = budget.head_tokens + context::tokens(entries);
+            // Under a size the head is the system prompt and the task (the first user
+            // message), both verbatim.
+            let first = if budget.sized { task_end(entries) } else { 0 };
+            let head = budget.head_tokens + context::tokens(&entries[..first]);
             let blocks = entries.iter().filter(|e| e.summary().is_some()).count();
             // A summary over a few short messages costs more than they did: while the context
             // is larger than it was, the next pass goes on (the engine returns the context
             // unchanged if it ends larger).
             let grown = tokens > tokens_before;
-            if tokens <= budget.target_tokens
+            if budget.fits(tokens, head)
                 && !grown
                 && blocks <= max_blocks
                 && !(force && report.passes == 0)
@@ -204,7 +224,12 @@ impl Compactor<'_> {
                 break;
             }
             let tail = if budget.sized {
-                fresh_tail_within(entries, self.settings, Some(0))
+                let size = if head > budget.target_tokens {
+                    budget.target_tokens
+                } else {
+                    budget.target_tokens - head
+                };
+                sized_tail_start(entries, self.settings, size)
             } else {
                 fresh_tail_start(entries, self.settings, budget.context_length)
             };
@@ -217,15 +242,16 @@ impl Compactor<'_> {
                     .find(|&i| entries[i].is_user_message())
                     .filter(|_| !entries[tail..].iter().any(Entry::is_user_message))
                     .map_or(0, |i| entries[i].tokens);
-                let verbatim = budget.head_tokens + context::tokens(&entries[tail..]) + newest_ask;
+                // Measured past the head when the head alone is over the size.
+                let head = if head > budget.target_tokens { 0 } else { head };
+                let verbatim = head + context::tokens(&entries[tail..]) + newest_ask;
                 self.room = Some(ctxhost_sdk::budget::summary_room(
                     budget.target_tokens,
                     verbatim,
                 ));
             }
             // Under target, only the block limit has work left (or a forced first pass).
-            let over_target =
-                tokens > budget.target_tokens || grown || (force && report.passes == 0);
+            let over_target = !budget.fits(tokens, head) || grown || (force && report.passes == 0);
             let excess = blocks.saturating_sub(max_blocks);
             let pass = if let Some(range) = (excess > 0)
                 // Same-depth blocks first (a carry keeps the DAG balanced), else the adjacent
@@ -237,13 +263,31 @@ impl Compactor<'_> {
                 .flatten()
             {
                 self.condensed_pass(entries, range, focus_topic, deadline, report)
+            } else if budget.sized {
+                // Every message before the tail summarized, then the summaries as one block
+                // when they are over the room together.
+                if let Some(range) = over_target
+                    .then(|| leaf_chunk(entries, first..tail, self.settings.leaf_chunk_tokens))
+                    .flatten()
+                {
+                    self.leaf_pass(entries, range, focus_topic, deadline, report)
+                } else if let Some(range) = (over_target
+                    && summary_tokens(&entries[..tail.min(entries.len())])
+                        > self.room.unwrap_or(u64::MAX))
+                .then(|| condensable(entries, tail, 2, usize::MAX, false))
+                .flatten()
+                {
+                    self.condensed_pass(entries, range, focus_topic, deadline, report)
+                } else {
+                    break;
+                }
             } else if let Some(range) = over_target
                 .then(|| condensable(entries, tail, fanout, fanout, true))
                 .flatten()
             {
                 self.condensed_pass(entries, range, focus_topic, deadline, report)
             } else if let Some(range) = over_target
-                .then(|| leaf_chunk(entries, tail, self.settings.leaf_chunk_tokens))
+                .then(|| leaf_chunk(entries, 0..tail, self.settings.leaf_chunk_tokens))
                 .flatten()
             {
                 self.leaf_pass(entries, range, focus_topic, deadline, report)
@@ -308,6 +352,13 @@ impl Compactor<'_> {
         }
         let chunk = &entries[range.clone()];
         let source_tokens = context::tokens(chunk);
+        let frame = self.frame_tokens(
+            &id,
+            SummaryKind::Leaf,
+            0,
+            (first_seq, last_seq),
+            chunk.len() as u64,
+        );
         let previous = range
             .start
             .checked_sub(1)
@@ -318,17 +369,19 @@ impl Compactor<'_> {
             sources: &sources,
             context: previous.as_deref(),
             memory: self.memory,
-            target_tokens: self
-                .settings
-                .leaf_summary_tokens
-                .min(source_tokens / 2)
-                .min(self.share_of_room(entries, range.clone()))
-                .max(16),
+            // Under a size, the room its block leaves (the setting's size is for the window's
+            // own compactions).
+            target_tokens: match self.room {
+                Some(_) => self.block_room(frame),
+                None => self.settings.leaf_summary_tokens,
+            }
+            .min(source_tokens / 2)
+            .max(16),
             source_tokens,
             content_budget: self.settings.leaf_chunk_tokens,
             focus_topic,
         };
-        let written = self.write(&job, deadline, report);
+        let written = self.write(&job, frame, deadline, report);
         let min_time = times.iter().copied().min().unwrap_or(0);
         let max_time = times.iter().copied().max().unwrap_or(0);
         let summary = self.summary_row(
@@ -387,27 +440,29 @@ impl Compactor<'_> {
             })
             .collect();
         let text_tokens: u64 = children.iter().map(|c| c.tokens).sum();
-        let job = Job {
-            kind: SummaryKind::Condensed,
-            sources: &sources,
-            context: None,
-            memory: None,
-            target_tokens: self
-                .settings
-                .condensed_summary_tokens
-                .min(text_tokens / 2)
-                .min(self.share_of_room(entries, range.clone()))
-                .max(16),
-            source_tokens: text_tokens,
-            content_budget: self.settings.leaf_chunk_tokens,
-            focus_topic,
-        };
-        let written = self.write(&job, deadline, report);
         let depth = children.iter().map(|c| c.depth).max().unwrap_or(0) + 1;
         let seqs = (
             children.iter().map(|c| c.seq_start).min().unwrap_or(0),
             children.iter().map(|c| c.seq_end).max().unwrap_or(0),
         );
+        let message_count = children.iter().map(|c| c.message_count).sum();
+        let frame = self.frame_tokens(&id, SummaryKind::Condensed, depth, seqs, message_count);
+        let job = Job {
+            kind: SummaryKind::Condensed,
+            sources: &sources,
+            context: None,
+            memory: None,
+            target_tokens: match self.room {
+                // Under a size, the room's one block: its children together were over it.
+                Some(_) => self.block_room(frame).min(text_tokens.saturating_sub(1)),
+                None => self.settings.condensed_summary_tokens.min(text_tokens / 2),
+            }
+            .max(16),
+            source_tokens: text_tokens,
+            content_budget: self.settings.leaf_chunk_tokens,
+            focus_topic,
+        };
+        let written = self.write(&job, frame, deadline, report);
         let times = (
             children.iter().map(|c| c.time_start).min().unwrap_or(0),
             children.iter().map(|c| c.time_end).max().unwrap_or(0),
@@ -418,7 +473,7 @@ impl Compactor<'_> {
             depth,
             seqs,
             times,
-            children.iter().map(|c| c.message_count).sum(),
+            message_count,
             children.iter().map(|c| c.source_tokens).sum(),
             written,
         );
@@ -427,48 +482,75 @@ impl Compactor<'_> {
         Ok(())
     }
 
-    /// Under a caller's size, what the summary of `entries[range]` may cost: the room's share
-    /// by the size of what it covers among everything before the fresh tail that is or will
-    /// be a summary, less its block's frame. Without a size, no limit.
-    fn share_of_room(&self, entries: &[Entry], range: Range<usize>) -> u64 {
-        let Some(room) = self.room else {
-            return u64::MAX;
+    /// Under a caller's size, what the text of one summary block may cost: the room, less
+    /// its block's `frame` (what the block costs without its text). Without a size, no limit.
+    fn block_room(&self, frame: u64) -> u64 {
+        self.room.map_or(u64::MAX, |room| {
+            room.saturating_sub(frame + FRAME_SLACK_TOKENS)
+        })
+    }
+
+    /// What the block of a summary costs without its text, under a caller's size (0
+    /// without one, where nothing reads it).
+    fn frame_tokens(
+        &self,
+        id: &str,
+        kind: SummaryKind,
+        depth: u32,
+        (seq_start, seq_end): (i64, i64),
+        message_count: u64,
+    ) -> u64 {
+        if self.room.is_none() {
+            return 0;
+        }
+        let row = SummaryRow {
+            id: id.to_string(),
+            conversation_id: self.conv,
+            kind,
+            depth,
+            seq_start,
+            seq_end,
+            time_start: 0,
+            time_end: 0,
+            message_count,
+            source_tokens: 0,
+            tokens: 0,
+            block_tokens: 0,
+            text: String::new(),
+            summarizer: String::new(),
+            escalation: 0,
+            created_at: 0,
         };
-        let pinned = (0..entries.len())
-            .rev()
-            .find(|&i| entries[i].is_user_message());
-        // Everything from the oldest entry up to the fresh tail (the newest user message,
-        // which stays verbatim, excepted): what the summaries will cover.
-        let end = entries
-            .iter()
-            .rposition(|e| e.summary().is_some())
-            .map_or(range.end, |last| last + 1)
-            .max(range.end);
-        let covered: u64 = (0..end)
-            .filter(|&i| Some(i) != pinned)
-            .map(|i| entries[i].tokens)
-            .sum();
-        let share = context::tokens(&entries[range]);
-        let room = u128::from(room) * u128::from(share) / u128::from(covered.max(1));
-        u64::try_from(room)
-            .unwrap_or(u64::MAX)
-            .saturating_sub(BLOCK_FRAME_TOKENS)
+        self.services.count_message_tokens(&blocks::render(&row))
     }
 
     /// What the summary blocks together may cost before the oldest are merged whatever their
-    /// depths: under a caller's size, the room the head and the fresh tail leave; else half
-    /// of what the threshold leaves beside the head, and at least a tenth of the window.
+    /// depths (without a caller's size): half of what the threshold leaves beside the head,
+    /// and at least a tenth of the window.
     fn summary_budget(&self, budget: Budget) -> u64 {
-        if let Some(room) = self.room {
-            return room;
-        }
         (budget.threshold_tokens.saturating_sub(budget.head_tokens) / 2)
             .max(budget.context_length / 10)
     }
 
-    fn write(&self, job: &Job<'_>, deadline: Instant, report: &mut Report) -> summarize::Written {
+    /// Writes `job`'s summary; under a caller's size one larger than the room its block
+    /// (`frame` without its text) leaves (a summarizer counts tokens its own way, and an
+    /// answer may run a little over) is cut by the budget order, narrative first.
+    fn write(
+        &self,
+        job: &Job<'_>,
+        frame: u64,
+        deadline: Instant,
+        report: &mut Report,
+    ) -> summarize::Written {
         let timeout = Duration::from_millis(self.settings.summarizer_timeout_ms);
-        let written = summarize::write(self.services, job, timeout, deadline);
+        let mut written = summarize::write(self.services, job, timeout, deadline);
+        if self.room.is_some() {
+            let room = self.block_room(frame);
+            let fits = |text: &str| self.services.count_tokens(text) <= room;
+            if !fits(&written.text) {
+                written.text = ctxhost_sdk::budget::trim_summary(&written.text, fits);
+            }
+        }
         report.summarizer_calls += written.calls;
         report.escalation_level = report.escalation_level.max(written.level);
         report.summarizer = Some(written.summarizer.clone());
@@ -628,6 +710,28 @@ pub fn fresh_tail_start(entries: &[Entry], settings: &Settings, context_length: 
     fresh_tail_within(entries, settings, budget)
 }
 
+/// Where the verbatim tail starts under a caller's size, of which `size` tokens are left
+/// past the head: the latest turn (the newest user message and all that followed it) whole
+/// when it costs at most half of that, so that nothing after the newest user message becomes
+/// a block of its own beside the one before it; else the newest turn alone (the newest user
+/// message stays verbatim wherever it stands).
+pub fn sized_tail_start(entries: &[Entry], settings: &Settings, size: u64) -> usize {
+    let newest_turn = fresh_tail_within(entries, settings, Some(0));
+    match (0..entries.len())
+        .rev()
+        .find(|&i| entries[i].is_user_message())
+    {
+        Some(user)
+            if user < newest_turn
+                && entries[user..].iter().all(Entry::is_message)
+                && context::tokens(&entries[user..]) <= size / 2 =>
+        {
+            user
+        }
+        _ => newest_turn,
+    }
+}
+
 /// [`fresh_tail_start`] with the tail's token budget given (`None`: no budget).
 pub fn fresh_tail_within(entries: &[Entry], settings: &Settings, budget: Option<u64>) -> usize {
     let n = entries.len();
@@ -680,15 +784,26 @@ pub fn fresh_tail_within(entries: &[Entry], settings: &Settings, budget: Option<
     start
 }
 
-/// The oldest run of raw messages before the tail, up to `max_tokens` (at least one message),
-/// ending on a turn boundary. The newest user message is never part of one: the output
-/// contract keeps it in the model's view, verbatim, wherever it stands.
-pub fn leaf_chunk(entries: &[Entry], tail: usize, max_tokens: u64) -> Option<Range<usize>> {
+/// The end of the task when the context list starts with it (nothing of it summarized): 1
+/// when its first entry is a user message, else 0.
+pub fn task_end(entries: &[Entry]) -> usize {
+    usize::from(entries.first().is_some_and(Entry::is_user_message))
+}
+
+/// The oldest run of raw messages in `within` (up to the tail), up to `max_tokens` (at least
+/// one message), ending on a turn boundary. The newest user message is never part of one: the
+/// output contract keeps it in the model's view, verbatim, wherever it stands.
+pub fn leaf_chunk(
+    entries: &[Entry],
+    within: Range<usize>,
+    max_tokens: u64,
+) -> Option<Range<usize>> {
+    let tail = within.end;
     let pinned = (0..entries.len())
         .rev()
         .find(|&i| entries[i].is_user_message());
     let chunkable = |i: usize| entries[i].is_message() && Some(i) != pinned;
-    let start = (0..tail).find(|&i| chunkable(i))?;
+    let start = (within.start..tail).find(|&i| chunkable(i))?;
     let mut end = start;
     let mut tokens = 0;
     while end < tail && chunkable(end) {

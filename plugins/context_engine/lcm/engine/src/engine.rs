@@ -253,7 +253,7 @@ impl LcmEngine {
         let tail =
             compaction::fresh_tail_start(&entries, &self.settings, self.tracker.context_length);
         Ok(
-            compaction::leaf_chunk(&entries, tail, self.settings.leaf_chunk_tokens).is_some()
+            compaction::leaf_chunk(&entries, 0..tail, self.settings.leaf_chunk_tokens).is_some()
                 || compaction::condensable(
                     &entries,
                     tail,

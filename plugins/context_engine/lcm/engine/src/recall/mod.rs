@@ -2,15 +2,18 @@
 //! the newest message that the request does not already hold, brought back within a budget and
 //! marked as recalled.
 //!
-//! Ranked by the store's full-text rank (SQLite's bm25, PostgreSQL's `ts_rank`) over the words
-//! it already indexes, for a query widened by [`expand`]; ties go to the older id, so the same
-//! query over the same store always selects the same items. The items go after the request's
+//! The store finds the candidates (its best matches of the words it already indexes, for a
+//! query widened by [`expand`]) and recall ranks them itself ([`rank`]: one BM25 over their
+//! text), so the same conversation recalls the same items on SQLite and on PostgreSQL (which
+//! candidates a store returns can differ only when more than [`CANDIDATES`] match); ties go to
+//! the older id, so the same query over the same store always selects the same items. The items go after the request's
 //! head and summary blocks, before its verbatim messages: a fixed place, not the end of the
 //! conversation. A request that asks nothing new (no words to search for, or nothing found
 //! outside the request) keeps the last selection of its conversation, so the provider's prompt
 //! cache holds between them.
 
 mod expand;
+mod rank;
 
 use std::cmp::Ordering;
 
@@ -28,8 +31,8 @@ const MAX_ITEMS: usize = 6;
 /// Most tokens one request gets back, whatever the budget allows: recall brings back what the
 /// newest message needs, not the conversation.
 const MAX_TOKENS: u64 = 4_000;
-/// Matches read from each of messages and summaries, best first.
-const CANDIDATES: usize = 24;
+/// Matches read from each of messages and summaries, the store's best first, to be ranked.
+const CANDIDATES: usize = 200;
 /// The first bytes of a message read for standing facts.
 const TEXT_READ: usize = 8 * 1024;
 
@@ -164,8 +167,8 @@ fn stated_by(hit: &Hit) -> Vec<Standing> {
     extract(&text[..floor_boundary(text, TEXT_READ)], origin)
 }
 
-/// The store's matches for any of `terms`, messages and summaries, best first; ties by id, older
-/// first.
+/// The store's matches for any of `terms`, messages and summaries (its best [`CANDIDATES`]
+/// of each), best first by [`rank::bm25`] over their text; ties by id, older first.
 fn search(store: &Store, conv: i64, terms: &[String]) -> Result<Vec<Hit>, EngineError> {
     let query = FullTextQuery {
         terms: terms
@@ -180,13 +183,23 @@ fn search(store: &Store, conv: i64, terms: &[String]) -> Result<Vec<Hit>, Engine
     let everything = (i64::MIN, i64::MAX);
     let mut hits = store.fts_messages(conv, &query, everything, true, CANDIDATES)?;
     hits.extend(store.fts_summaries(conv, &query, everything, true, CANDIDATES)?);
-    hits.sort_by(|a, b| {
-        a.rank()
-            .partial_cmp(&b.rank())
+    let texts: Vec<&str> = hits.iter().map(hit_text).collect();
+    let scores = rank::bm25(terms, &texts);
+    let mut ranked: Vec<(f64, Hit)> = scores.into_iter().zip(hits).collect();
+    ranked.sort_by(|(a, a_hit), (b, b_hit)| {
+        b.partial_cmp(a)
             .unwrap_or(Ordering::Equal)
-            .then_with(|| key(a).cmp(&key(b)))
+            .then_with(|| key(a_hit).cmp(&key(b_hit)))
     });
-    Ok(hits)
+    Ok(ranked.into_iter().map(|(_, hit)| hit).collect())
+}
+
+/// The text a hit is ranked on: a message's as search sees it, a summary's own.
+fn hit_text(hit: &Hit) -> &str {
+    match hit {
+        Hit::Message { text, .. } => text,
+        Hit::Summary { summary, .. } => &summary.text,
+    }
 }
 
 /// A hit's place among equals: messages by sequence number, then summaries by id.
