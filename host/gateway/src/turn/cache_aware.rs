@@ -8,23 +8,22 @@
 
 use ctxhost_costs::cache::CacheRules;
 use ctxhost_costs::policy::{CachePolicy, Moment, Why, FIRST_COMPRESSION_RATIO};
-use ctxhost_costs::price::{price_of, ModelPrice};
+use ctxhost_costs::price::ModelPrice;
 use ctxhost_metrics::Metric;
 
 use super::Turn;
 use crate::record::{unix_now, Trigger};
 
 impl Turn {
-    /// The session's model's price (configured, else the table's), when it has one.
-    pub(super) fn model_price(&self) -> Option<ModelPrice> {
-        let model = &self.guard.record.model;
-        let configured = self
-            .gateway
-            .settings
-            .models
-            .get(model)
-            .and_then(|setting| setting.price());
-        price_of(model, configured)
+    /// The session's model's price (configured, else the table's), when it has one: resolved
+    /// once per session, again when its model changes.
+    pub(super) fn model_price(&mut self) -> Option<ModelPrice> {
+        let models = &self.gateway.settings.models;
+        let live = &mut *self.guard;
+        let model = &live.record.model;
+        live.price.of(model, || {
+            models.get(model).and_then(|setting| setting.price())
+        })
     }
 
     /// The trigger the cache-aware policy settles on for a request of `tokens`: the engine's
