@@ -571,6 +571,7 @@ impl Turn {
             .call(&price, gateway.settings.anthropic.cache_ttl, billed);
         let cost = micro(priced.dollars.total());
         let no_engine = micro(priced.no_engine.total());
+        self.cost.add(cost, no_engine);
         let stats = &mut live.record.stats;
         stats.priced_calls += 1;
         stats.cost_microdollars += cost;
