@@ -321,3 +321,54 @@ fn the_summarizers_own_calls_are_priced_as_its_own_row() {
         offline["cost"]
     );
 }
+
+/// The cache-aware policy costs no more than compressing whenever the engine asks, for every
+/// engine and both providers: on the example session with breaks past the cache's life
+/// (strictly less: each break is a free rewrite), and on three corpus sessions squeezed into
+/// a small window (where most compressions leave most of the context).
+#[test]
+fn the_cache_aware_policy_never_costs_more_than_the_token_only_one() {
+    let sandbox = Sandbox::new();
+    sandbox.link_repo_plugins();
+    let example = workspace_root().join("examples/session.json");
+    let corpus = ctxhost_tests::corpus_dir();
+    let mut sessions = vec![(
+        example.to_str().unwrap().to_string(),
+        vec![
+            "--pause", "60:900", "--pause", "150:900", "--pause", "200:3600",
+        ],
+        true,
+    )];
+    for name in [
+        "ctf__pwn__warmup",
+        "ctf__web__i_got_id_demo",
+        "ctf__crypto__katy",
+    ] {
+        let path = corpus.join(format!("{name}.json"));
+        sessions.push((
+            path.to_str().unwrap().to_string(),
+            vec!["--context-length", "8000"],
+            false,
+        ));
+    }
+    for (transcript, extra, paused) in &sessions {
+        for model in ["claude-sonnet-4-5", "gpt-5"] {
+            for engine in ["compressor", "window", "lcm"] {
+                let cost = |policy: &str| {
+                    let mut args = vec![
+                        "run", transcript, "--json", "--engine", engine, "--model", model,
+                        "--policy", policy,
+                    ];
+                    args.extend(extra.iter().copied());
+                    dollars(&priced(&sandbox, &args)["cost"]["engine_total_dollars"])
+                };
+                let (tokens, cache_aware) = (cost("tokens"), cost("cache-aware"));
+                let case = format!("{transcript} {model} {engine}: {cache_aware} vs {tokens}");
+                assert!(cache_aware <= tokens + 1e-12, "{case}");
+                if *paused {
+                    assert!(cache_aware < tokens, "{case}");
+                }
+            }
+        }
+    }
+}

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::costing::{Costing, Meter, SessionCost};
-use ctxhost_costs::policy::{Moment, FIRST_COMPRESSION_RATIO};
+use ctxhost_costs::policy::{Moment, COLD_CACHE_TARGET_RATIO};
 use ctxhost_summarizer::usage::SummarizerUsage;
 
 use crate::session::{Session, SessionError};
@@ -137,7 +137,7 @@ pub async fn replay(
     // call, once the tool results and user turns in between have arrived, as in an agent loop
     // (an engine is never handed a tool call whose results are still on their way).
     let mut compress_before_next_call = false;
-    // What the last compression left of its context: the policy's guess for the next one.
+    // What the last compression left of its context: what the policy expects of the next one.
     let mut last_ratio: Option<f64> = None;
 
     for (index, message) in transcript.iter().enumerate() {
@@ -166,7 +166,7 @@ pub async fn replay(
                 threshold: threshold_tokens,
                 engine_asks: asked.is_some(),
                 cache_warm: true,
-                expected_ratio: last_ratio.unwrap_or(FIRST_COMPRESSION_RATIO),
+                expected_ratio: last_ratio,
                 calls_so_far: calls.len() as u64,
                 // What came since the last call's prompt (as the gateway measures it).
                 growth_per_call: calls.last().map_or(0.0, |last: &CallPoint| {
@@ -303,7 +303,7 @@ async fn compress(
         // expected to leave.
         force: trigger == Trigger::ColdCache,
         target_tokens: (trigger == Trigger::ColdCache)
-            .then_some((tokens_before as f64 * FIRST_COMPRESSION_RATIO) as u64),
+            .then_some((tokens_before as f64 * COLD_CACHE_TARGET_RATIO) as u64),
         ..CompressOptions::default()
     };
     let started = Instant::now();

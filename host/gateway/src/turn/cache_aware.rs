@@ -7,7 +7,7 @@
 //! moment: the session's idle time, its model's price and what its compressions left.
 
 use ctxhost_costs::cache::CacheRules;
-use ctxhost_costs::policy::{CachePolicy, Moment, Why, FIRST_COMPRESSION_RATIO};
+use ctxhost_costs::policy::{CachePolicy, Moment, Why};
 use ctxhost_costs::price::ModelPrice;
 use ctxhost_metrics::Metric;
 
@@ -107,9 +107,7 @@ impl Turn {
             .iter()
             .rev()
             .find(|c| c.error.is_none() && !c.deferred && c.tokens_after < c.tokens_before)
-            .map_or(FIRST_COMPRESSION_RATIO, |c| {
-                c.tokens_after as f64 / c.tokens_before as f64
-            });
+            .map(|c| c.tokens_after as f64 / c.tokens_before as f64);
         // The context's growth lately: what came since the last call's prompt.
         let growth_per_call = match record.last_sent_tokens {
             0 => 0.0,
