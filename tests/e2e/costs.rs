@@ -329,7 +329,9 @@ fn the_summarizers_own_calls_are_priced_as_its_own_row() {
 #[test]
 fn the_cache_aware_policy_never_costs_more_than_the_token_only_one() {
     let sandbox = Sandbox::new();
+    // A project with the repository's plugins (window, lcm) beside its config.
     sandbox.link_repo_plugins();
+    sandbox.write_config("model:\n  name: gpt-5\n");
     let example = workspace_root().join("examples/session.json");
     let corpus = ctxhost_tests::corpus_dir();
     let mut sessions = vec![(
