@@ -54,6 +54,7 @@ fn bench_replay(c: &mut Criterion) {
         pauses: Vec::new(),
         times: Vec::new(),
         policy: None,
+        summarizer: None,
     };
     for times in [1usize, 4] {
         let messages = session(times);

@@ -1,8 +1,9 @@
 //! `ctxhost run` in dollars: each call's prompt priced against the provider's simulated prompt
 //! cache, with the engine and with no engine.
 
+use ctxhost_tests::upstream::{completion, Answer, FakeUpstream};
 use ctxhost_tests::{long_session, workspace_root, Sandbox};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn priced(sandbox: &Sandbox, args: &[&str]) -> Value {
     let run = sandbox.ctxhost(args);
@@ -226,4 +227,150 @@ fn the_cache_ttl_comes_from_the_gateways_setting_unless_the_flag_says() {
         &["run", &transcript, "--json", "--cache-ttl", "5m"],
     );
     assert_eq!(ttl(&flagged), "5m", "the flag wins over the setting");
+}
+
+/// An LLM summarizer's own calls are priced with its model's prices, as their own row, and
+/// counted in what the session cost with the engine.
+#[test]
+fn the_summarizers_own_calls_are_priced_as_its_own_row() {
+    // Each summary call: 2,000 tokens in (1,024 of them from the provider's cache), 300 out.
+    let server = FakeUpstream::start(|_| {
+        let usage = json!({"prompt_tokens": 2_000, "completion_tokens": 300,
+                           "total_tokens": 2_300,
+                           "prompt_tokens_details": {"cached_tokens": 1_024}});
+        let message = json!({"role": "assistant", "content": "## Goal\nPriced summary."});
+        Answer::Json(200, completion(message, Some(usage)))
+    });
+    let sandbox = Sandbox::new();
+    let config = |model: &str| {
+        format!(
+            "model:\n  name: claude-sonnet-4-5\n  context_length: 16000\nauxiliary:\n  \
+             compression:\n    provider: custom\n    model: {model}\n    base_url: {}\n    \
+             api_key_env: CTXHOST_E2E_SUMMARY_KEY\n    timeout: 15\n",
+            server.base_url()
+        )
+    };
+    sandbox.write_config(&config("gpt-4o-mini"));
+    let transcript = long_transcript(&sandbox);
+    let env = [("CTXHOST_E2E_SUMMARY_KEY", "k")];
+    let run = sandbox.ctxhost_with_env(&["run", &transcript, "--json"], &env);
+    assert!(run.success(), "{}", run.stderr);
+    let report = run.json()["runs"][0].clone();
+    let calls = server.received().len() as u64;
+    assert!(calls >= 1, "the summarizer was called");
+    let cost = &report["cost"];
+    let summarizer = &cost["summarizer"];
+    assert_eq!(summarizer["model"], "gpt-4o-mini", "{cost}");
+    assert_eq!(summarizer["usage"]["calls"], calls, "{summarizer}");
+    assert_eq!(summarizer["usage"]["input_tokens"], calls * 2_000);
+    assert_eq!(summarizer["usage"]["cache_read_tokens"], calls * 1_024);
+    assert_eq!(summarizer["usage"]["output_tokens"], calls * 300);
+    // gpt-4o-mini by hand ($0.15 input, $0.075 cached input, $0.60 output per million).
+    let by_hand = calls as f64 * (976.0 * 0.15 + 1_024.0 * 0.075 + 300.0 * 0.6) / 1e6;
+    let total = dollars(&summarizer["total_dollars"]);
+    assert!((total - by_hand).abs() < 1e-12, "{total} vs {by_hand}");
+    // The session's cost with the engine counts it; the model's calls stay apart.
+    let model_calls = dollars(&cost["engine"]["total_dollars"]);
+    let with_engine = dollars(&cost["engine_total_dollars"]);
+    assert!(
+        (with_engine - (model_calls + by_hand)).abs() < 1e-9,
+        "{cost}"
+    );
+    let no_engine = dollars(&cost["no_engine"]["total_dollars"]);
+    assert!((dollars(&cost["saving_dollars"]) - (no_engine - with_engine)).abs() < 1e-9);
+    // Each compression says what its summaries used.
+    let per_compression: u64 = report["compressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["summarizer_usage"]["calls"].as_u64())
+        .sum();
+    assert_eq!(per_compression, calls, "{}", report["compressions"]);
+
+    let text = sandbox.ctxhost_with_env(&["run", &transcript], &env);
+    assert!(text.success(), "{}", text.stderr);
+    let row = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("summarizer   $"))
+        .unwrap_or_else(|| panic!("a summarizer row: {}", text.stdout));
+    assert!(row.contains("with custom:gpt-4o-mini@"), "{row}");
+    assert!(row.contains(&format!(" {calls} call")), "{row}");
+
+    // A summarizer model nobody priced: its tokens are shown, its dollars said to be unknown.
+    sandbox.write_config(&config("tiny-summarizer"));
+    let unpriced = sandbox.ctxhost_with_env(&["run", &transcript], &env);
+    assert!(unpriced.success(), "{}", unpriced.stderr);
+    let row = unpriced
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("summarizer   custom:tiny-summarizer@"))
+        .unwrap_or_else(|| panic!("a summarizer row: {}", unpriced.stdout));
+    assert!(
+        row.ends_with(
+            "no price for tiny-summarizer (set serve.models.tiny-summarizer.price), not counted"
+        ),
+        "{row}"
+    );
+    // With the offline summarizer there is no row.
+    sandbox.write_config("model:\n  name: claude-sonnet-4-5\n  context_length: 16000\n");
+    let offline = priced(&sandbox, &["run", &transcript, "--json"]);
+    assert!(
+        offline["cost"].get("summarizer").is_none(),
+        "{}",
+        offline["cost"]
+    );
+}
+
+/// The cache-aware policy costs no more than compressing whenever the engine asks, for every
+/// engine and both providers: on the example session with breaks past the cache's life
+/// (strictly less: each break is a free rewrite), and on three corpus sessions squeezed into
+/// a small window (where most compressions leave most of the context).
+#[test]
+fn the_cache_aware_policy_never_costs_more_than_the_token_only_one() {
+    let sandbox = Sandbox::new();
+    // A project with the repository's plugins (window, lcm) beside its config.
+    sandbox.link_repo_plugins();
+    sandbox.write_config("model:\n  name: gpt-5\n");
+    let example = workspace_root().join("examples/session.json");
+    let corpus = ctxhost_tests::corpus_dir();
+    let mut sessions = vec![(
+        example.to_str().unwrap().to_string(),
+        vec![
+            "--pause", "60:900", "--pause", "150:900", "--pause", "200:3600",
+        ],
+        true,
+    )];
+    for name in [
+        "ctf__pwn__warmup",
+        "ctf__web__i_got_id_demo",
+        "ctf__crypto__katy",
+    ] {
+        let path = corpus.join(format!("{name}.json"));
+        sessions.push((
+            path.to_str().unwrap().to_string(),
+            vec!["--context-length", "8000"],
+            false,
+        ));
+    }
+    for (transcript, extra, paused) in &sessions {
+        for model in ["claude-sonnet-4-5", "gpt-5"] {
+            for engine in ["compressor", "window", "lcm"] {
+                let cost = |policy: &str| {
+                    let mut args = vec![
+                        "run", transcript, "--json", "--engine", engine, "--model", model,
+                        "--policy", policy,
+                    ];
+                    args.extend(extra.iter().copied());
+                    dollars(&priced(&sandbox, &args)["cost"]["engine_total_dollars"])
+                };
+                let (tokens, cache_aware) = (cost("tokens"), cost("cache-aware"));
+                let case = format!("{transcript} {model} {engine}: {cache_aware} vs {tokens}");
+                assert!(cache_aware <= tokens + 1e-12, "{case}");
+                if *paused {
+                    assert!(cache_aware < tokens, "{case}");
+                }
+            }
+        }
+    }
 }

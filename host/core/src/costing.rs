@@ -11,6 +11,7 @@ use ctxhost_costs::policy::{CachePolicy, Moment, Why};
 use ctxhost_costs::price::{ModelPrice, Provider};
 use ctxhost_costs::priced::PricedPrompt;
 use ctxhost_sdk::{Content, Message};
+use ctxhost_summarizer::usage::SummarizerUsage;
 use serde::Serialize;
 
 /// How to price a replay.
@@ -30,6 +31,56 @@ pub struct Costing {
     pub times: Vec<Option<f64>>,
     /// Compress when it pays against the cache (`None`: whenever the engine asks).
     pub policy: Option<CachePolicy>,
+    /// The LLM summarizer whose own calls are priced too (`None`: the offline one, which calls
+    /// no model).
+    pub summarizer: Option<SummarizerPricing>,
+}
+
+/// The LLM summarizer a replay's engine summarizes with, and the price of its model.
+#[derive(Debug, Clone)]
+pub struct SummarizerPricing {
+    /// As its description names it (`openai:gpt-4o-mini`).
+    pub summarizer: String,
+    /// The model its calls go to.
+    pub model: String,
+    /// `None`: the model has no price.
+    pub price: Option<ModelPrice>,
+}
+
+/// What the summarizer's own model calls cost over a replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummarizerCost {
+    pub summarizer: String,
+    pub model: String,
+    /// Its calls' tokens, as its provider reported them.
+    pub usage: SummarizerUsage,
+    /// `None` when its model has no price.
+    pub dollars: Option<Dollars>,
+    pub total_dollars: Option<f64>,
+}
+
+impl SummarizerCost {
+    fn of(pricing: &SummarizerPricing, usage: SummarizerUsage) -> SummarizerCost {
+        let tokens = CallTokens {
+            uncached: usage
+                .input_tokens
+                .saturating_sub(usage.cache_read_tokens + usage.cache_write_tokens),
+            cache_write: usage.cache_write_tokens,
+            cache_read: usage.cache_read_tokens,
+            output: usage.output_tokens,
+        };
+        // Nothing asks the summarizer's provider for a longer-lived cache.
+        let dollars = pricing
+            .price
+            .map(|price| Dollars::of(&tokens, &price.price, Ttl::FiveMinutes));
+        SummarizerCost {
+            summarizer: pricing.summarizer.clone(),
+            model: pricing.model.clone(),
+            usage,
+            dollars,
+            total_dollars: dollars.map(|d| d.total()),
+        }
+    }
 }
 
 /// A break of `seconds` before model call `before_call` (counted from 1).
@@ -80,8 +131,15 @@ pub struct SessionCost {
     pub pauses: Vec<Pause>,
     /// Seconds from the first call to the last.
     pub duration_seconds: f64,
+    /// The model's calls with the engine.
     pub engine: Priced,
     pub no_engine: Priced,
+    /// The LLM summarizer's own calls, when the engine summarized with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<SummarizerCost>,
+    /// What the session cost with its engine: the model's calls, and the summarizer's when
+    /// they have a price.
+    pub engine_total_dollars: f64,
     /// What the engine saved against no engine (negative: it cost more).
     pub saving_dollars: f64,
     /// The saving as a share of no engine's cost, in per cent.
@@ -259,8 +317,19 @@ impl<'a> Meter<'a> {
         });
     }
 
-    pub(crate) fn finish(self) -> SessionCost {
-        let saving_dollars = self.no_engine.total_dollars - self.engine.total_dollars;
+    /// The replay is over; `summarizer` is what the summarizer's calls used during it.
+    pub(crate) fn finish(self, summarizer: SummarizerUsage) -> SessionCost {
+        let summarizer = self
+            .costing
+            .summarizer
+            .as_ref()
+            .map(|pricing| SummarizerCost::of(pricing, summarizer));
+        let engine_total_dollars = self.engine.total_dollars
+            + summarizer
+                .as_ref()
+                .and_then(|cost| cost.total_dollars)
+                .unwrap_or(0.0);
+        let saving_dollars = self.no_engine.total_dollars - engine_total_dollars;
         let saving_percent = if self.no_engine.total_dollars > 0.0 {
             saving_dollars / self.no_engine.total_dollars * 100.0
         } else {
@@ -277,6 +346,8 @@ impl<'a> Meter<'a> {
             duration_seconds: self.calls.last().map_or(0.0, |c| c.at_seconds),
             engine: self.engine,
             no_engine: self.no_engine,
+            summarizer,
+            engine_total_dollars,
             saving_dollars,
             saving_percent,
             cache_aware: self.costing.policy.is_some(),
@@ -300,6 +371,7 @@ mod tests {
             pauses,
             times,
             policy: None,
+            summarizer: None,
         }
     }
 
@@ -365,7 +437,7 @@ mod tests {
         meter.appended(&Message::user("question 4"), 600);
         meter.begin_call(4, 0);
         meter.call(50);
-        let cost = meter.finish();
+        let cost = meter.finish(SummarizerUsage::default());
         let last = cost.calls[3];
         // The engine reads the system prompt, writes the summary and the question.
         assert_eq!(last.engine.cache_read, 2000);
@@ -376,5 +448,45 @@ mod tests {
         assert_eq!(cost.engine.tokens.output, 200);
         let expected = cost.no_engine.total_dollars - cost.engine.total_dollars;
         assert!((cost.saving_dollars - expected).abs() < 1e-12);
+    }
+
+    /// By hand, gpt-4o-mini ($0.15 input, $0.075 cached, $0.60 output per million): 10,000 in
+    /// (2,048 of them cached) and 1,000 out.
+    #[test]
+    fn the_summarizers_calls_are_priced_by_its_model_and_counted_against_the_saving() {
+        let mut costing = costing("claude-sonnet-4-5", Vec::new(), Vec::new());
+        costing.summarizer = Some(SummarizerPricing {
+            summarizer: "openai:gpt-4o-mini".to_string(),
+            model: "gpt-4o-mini".to_string(),
+            price: price_of("gpt-4o-mini", None),
+        });
+        let mut meter = Meter::new(&costing);
+        meter.appended(&Message::user("question"), 2_000);
+        meter.begin_call(1, 0);
+        meter.call(100);
+        let usage = SummarizerUsage {
+            calls: 2,
+            input_tokens: 10_000,
+            cache_read_tokens: 2_048,
+            cache_write_tokens: 0,
+            output_tokens: 1_000,
+        };
+        let cost = meter.finish(usage);
+        let summarizer = cost.summarizer.as_ref().unwrap();
+        let by_hand = (7_952.0 * 0.15 + 2_048.0 * 0.075 + 1_000.0 * 0.6) / 1e6;
+        assert!((summarizer.total_dollars.unwrap() - by_hand).abs() < 1e-12);
+        let with_engine = cost.engine.total_dollars + by_hand;
+        assert!((cost.engine_total_dollars - with_engine).abs() < 1e-12);
+        let saving = cost.no_engine.total_dollars - with_engine;
+        assert!((cost.saving_dollars - saving).abs() < 1e-12);
+        // A model without a price: its tokens, no dollars, nothing added.
+        costing.summarizer.as_mut().unwrap().price = None;
+        let mut meter = Meter::new(&costing);
+        meter.appended(&Message::user("question"), 2_000);
+        meter.begin_call(1, 0);
+        meter.call(100);
+        let cost = meter.finish(usage);
+        assert_eq!(cost.summarizer.as_ref().unwrap().total_dollars, None);
+        assert_eq!(cost.engine_total_dollars, cost.engine.total_dollars);
     }
 }

@@ -11,7 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::costing::{Costing, Meter, SessionCost};
-use ctxhost_costs::policy::{Moment, FIRST_COMPRESSION_RATIO};
+use ctxhost_costs::policy::{Moment, COLD_CACHE_TARGET_RATIO};
+use ctxhost_summarizer::usage::SummarizerUsage;
 
 use crate::session::{Session, SessionError};
 
@@ -57,6 +58,9 @@ pub struct CompressionEvent {
     /// What the engine reported about this compression.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<CompressionReport>,
+    /// What the LLM summarizer's calls used during it, when it made any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizer_usage: Option<SummarizerUsage>,
 }
 
 /// The outcome of a replay: what the report and the plot are made of.
@@ -104,6 +108,7 @@ pub async fn replay(
 ) -> Replay {
     let mut meter = costing.map(Meter::new);
     let started = Instant::now();
+    let summarizer_before = session.summarizer_usage();
     let engine = session.engine().to_string();
     let mut errors = Vec::new();
     let note = |result: Result<(), SessionError>, errors: &mut Vec<String>| {
@@ -132,7 +137,7 @@ pub async fn replay(
     // call, once the tool results and user turns in between have arrived, as in an agent loop
     // (an engine is never handed a tool call whose results are still on their way).
     let mut compress_before_next_call = false;
-    // What the last compression left of its context: the policy's guess for the next one.
+    // What the last compression left of its context: what the policy expects of the next one.
     let mut last_ratio: Option<f64> = None;
 
     for (index, message) in transcript.iter().enumerate() {
@@ -161,7 +166,7 @@ pub async fn replay(
                 threshold: threshold_tokens,
                 engine_asks: asked.is_some(),
                 cache_warm: true,
-                expected_ratio: last_ratio.unwrap_or(FIRST_COMPRESSION_RATIO),
+                expected_ratio: last_ratio,
                 calls_so_far: calls.len() as u64,
                 // What came since the last call's prompt (as the gateway measures it).
                 growth_per_call: calls.last().map_or(0.0, |last: &CallPoint| {
@@ -261,7 +266,7 @@ pub async fn replay(
         errors,
         fell_back_to: session.fallback().map(|_| session.engine().to_string()),
         why,
-        cost: meter.map(Meter::finish),
+        cost: meter.map(|meter| meter.finish(session.summarizer_usage().since(&summarizer_before))),
         final_context: context,
     }
 }
@@ -298,12 +303,14 @@ async fn compress(
         // expected to leave.
         force: trigger == Trigger::ColdCache,
         target_tokens: (trigger == Trigger::ColdCache)
-            .then_some((tokens_before as f64 * FIRST_COMPRESSION_RATIO) as u64),
+            .then_some((tokens_before as f64 * COLD_CACHE_TARGET_RATIO) as u64),
         ..CompressOptions::default()
     };
     let started = Instant::now();
+    let summarizer_before = session.summarizer_usage();
     let outcome = session.compress(context.clone(), options).await;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let summarizer_usage = session.summarizer_usage().since(&summarizer_before);
     *context = outcome.messages;
     CompressionEvent {
         call,
@@ -316,6 +323,7 @@ async fn compress(
         summarizer: outcome.report.as_ref().and_then(|r| r.summarizer.clone()),
         error: outcome.error.map(|e| e.to_string()),
         report: outcome.report,
+        summarizer_usage: (summarizer_usage.calls > 0).then_some(summarizer_usage),
     }
 }
 

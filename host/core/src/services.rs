@@ -9,6 +9,7 @@ use ctxhost_config::summarizer::DEFAULT_COOLDOWN_SECS;
 use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_redact::redact;
 use ctxhost_sdk::{EngineError, HostBackend, LogLevel, SummarizeRequest, Summary};
+use ctxhost_summarizer::usage::SummarizerUsage;
 use ctxhost_summarizer::Summarizer;
 
 use ctxhost_tokens::TokenCounter;
@@ -86,6 +87,12 @@ impl SummarizeService {
     /// The configured summarizer, e.g. `offline` or `openai:gpt-4o-mini`.
     pub fn describe(&self) -> String {
         self.configured.describe()
+    }
+
+    /// What the configured summarizer's model calls have used so far (the offline fallback
+    /// calls none).
+    pub fn usage(&self) -> SummarizerUsage {
+        self.configured.usage()
     }
 
     /// A summary, always: the configured summarizer's, or the offline one saying why not.
@@ -213,6 +220,12 @@ impl HostServicesImpl {
     /// What answers `summarize` first, e.g. `offline` or `openai:gpt-4o-mini`.
     pub fn summarizer(&self) -> String {
         self.summarize.describe()
+    }
+
+    /// What the summarizer's model calls have used so far, for every engine and session
+    /// these services serve (a running total).
+    pub fn summarizer_usage(&self) -> SummarizerUsage {
+        self.summarize.usage()
     }
 }
 

@@ -23,6 +23,7 @@ use crate::services::HostServicesImpl;
 use crate::source::{EngineSource, Warning};
 use crate::tool_set::ToolSet;
 use ctxhost_config::BUILT_IN_ENGINE;
+use ctxhost_summarizer::usage::SummarizerUsage;
 
 /// Where an engine keeps its state for a session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -315,6 +316,13 @@ impl Session {
     /// Tokens one message costs in a prompt.
     pub fn count_message(&self, message: &Message) -> u64 {
         self.services.tokens().count_message(message)
+    }
+
+    /// What the host's summarizer has used so far: a running total over every session its
+    /// services serve, so two readings bracket this session's calls only where nothing else
+    /// summarizes meanwhile (a replay).
+    pub fn summarizer_usage(&self) -> SummarizerUsage {
+        self.services.summarizer_usage()
     }
 
     /// Tells the engine the session begins (`on_session_start`).

@@ -12,9 +12,15 @@ use serde::Serialize;
 use crate::cache::Ttl;
 use crate::price::Price;
 
-/// What a session's first compression is expected to leave of its context, before one has
-/// shown what this engine leaves.
-pub const FIRST_COMPRESSION_RATIO: f64 = 0.5;
+/// What an early compression on a cold cache aims at, as a share of the context: the host
+/// forces it to this size, the engine not having asked yet.
+pub const COLD_CACHE_TARGET_RATIO: f64 = 0.5;
+
+/// Before a compression has shown what an engine leaves, the most a compression is taken to
+/// save: it leaves at least this share of the context. One that would not pay back even so is
+/// held; one that might is left to the engine's own rule (a guess in between would decide for
+/// it: compressing where the engine leaves nine tenths, or holding where it leaves a third).
+pub const UNKNOWN_RATIO_BOUND: f64 = 0.5;
 
 /// The settings of the cache-aware policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,9 +57,9 @@ pub struct Moment {
     pub engine_asks: bool,
     /// Whether the provider still caches a prefix of the prompt.
     pub cache_warm: bool,
-    /// What a compression is expected to leave, as a share of the context (the last one's
-    /// ratio in this session, else a guess).
-    pub expected_ratio: f64,
+    /// What a compression is expected to leave, as a share of the context: the last one's
+    /// in this session; `None` before one has shown what this engine leaves.
+    pub expected_ratio: Option<f64>,
     /// Calls the session has made so far: it is expected to make as many again (at most
     /// `max_payback_calls`).
     pub calls_so_far: u64,
@@ -76,6 +82,10 @@ pub enum Why {
     PaysBack,
     /// The cache was warm, and the rewrite would cost more than it saves: held.
     WouldNotPayBack,
+    /// The cache was warm and no compression has shown yet what this engine leaves: one that
+    /// left [`UNKNOWN_RATIO_BOUND`] of the context would pay back, so the engine's own rule
+    /// stands.
+    RatioUnknown,
     /// The engine did not ask.
     EngineDidNotAsk,
 }
@@ -88,6 +98,7 @@ impl Why {
             Why::WindowRequires => "window_requires",
             Why::PaysBack => "pays_back",
             Why::WouldNotPayBack => "would_not_pay_back",
+            Why::RatioUnknown => "ratio_unknown",
             Why::EngineDidNotAsk => "engine_did_not_ask",
         }
     }
@@ -96,7 +107,11 @@ impl Why {
     pub fn compresses(self) -> bool {
         matches!(
             self,
-            Why::ColdCache | Why::ColdCacheEarly | Why::WindowRequires | Why::PaysBack
+            Why::ColdCache
+                | Why::ColdCacheEarly
+                | Why::WindowRequires
+                | Why::PaysBack
+                | Why::RatioUnknown
         )
     }
 }
@@ -128,49 +143,47 @@ impl CachePolicy {
         if moment.window > 0 && context >= self.window_ratio * moment.window as f64 {
             return Why::WindowRequires;
         }
-        if self.pays_back(moment, price, ttl) {
-            Why::PaysBack
-        } else {
-            Why::WouldNotPayBack
+        let ratio = moment.expected_ratio.unwrap_or(UNKNOWN_RATIO_BOUND);
+        match (
+            self.pays_back(moment, ratio, price, ttl),
+            moment.expected_ratio,
+        ) {
+            (false, _) => Why::WouldNotPayBack,
+            (true, Some(_)) => Why::PaysBack,
+            (true, None) => Why::RatioUnknown,
         }
     }
 
-    /// Whether compressing now costs less, over the calls expected to follow, than holding:
-    /// the smaller view written once and read after, against the context read as it grows
-    /// (and compressed anyway, later and larger, if at its pace it reaches the window's limit
-    /// within those calls). Without growth: `A·w + N·A·r < (N + 1)·C·r`.
-    fn pays_back(&self, moment: &Moment, price: &Price, ttl: Ttl) -> bool {
+    /// Whether compressing now costs less than holding. Compressing writes the smaller view
+    /// `A` now where holding reads the context `C`; every call after reads `C − A` fewer
+    /// tokens, until holding reaches the window's limit (at the context's pace) and compresses
+    /// there: from then on both ways write and read alike (each reaches the limit once per
+    /// cycle), so what compressing now buys is the reads saved until then, at most over the
+    /// calls expected. It pays when `A·(w − r) < (n + 1)·(C − A)·r`, `n` those calls; without
+    /// growth `n` is every call expected: `A·w + N·A·r < (N + 1)·C·r`.
+    fn pays_back(&self, moment: &Moment, ratio: f64, price: &Price, ttl: Ttl) -> bool {
         let write = match ttl {
             Ttl::FiveMinutes => price.cache_write_5m,
             Ttl::OneHour => price.cache_write_1h,
         };
         let read = price.cache_read;
-        let ratio = moment.expected_ratio.clamp(0.0, 1.0);
         let context = moment.context_tokens as f64;
+        let after = context * ratio.clamp(0.0, 1.0);
         let growth = moment.growth_per_call.max(0.0);
-        let calls = self.expected_calls(moment);
-        // Tokens read over `n` calls from a context of `start` growing by `growth` a call.
-        let reads = |n: f64, start: f64| read * (n * start + growth * n * (n - 1.0) / 2.0);
-        let after = context * ratio;
-        let now = after * write + reads(calls, after + growth);
+        let calls = self.expected_calls(moment) as f64;
         let limit = self.window_ratio * moment.window as f64;
         let to_limit = if growth > 0.0 && moment.window > 0 {
             ((limit - context) / growth).ceil().max(1.0)
         } else {
             f64::INFINITY
         };
-        let hold = if to_limit > calls {
-            reads(calls + 1.0, context)
-        } else {
-            let later = (context + to_limit * growth) * ratio;
-            reads(to_limit, context) + later * write + reads(calls - to_limit, later + growth)
-        };
-        now < hold
+        let saving_calls = calls.min(to_limit);
+        after * (write - read) < (saving_calls + 1.0) * (context - after) * read
     }
 
     /// The calls a session is expected to make after this one: as many as it made so far.
-    fn expected_calls(&self, moment: &Moment) -> f64 {
-        moment.calls_so_far.clamp(1, self.max_payback_calls.max(1)) as f64
+    fn expected_calls(&self, moment: &Moment) -> u64 {
+        moment.calls_so_far.clamp(1, self.max_payback_calls.max(1))
     }
 }
 
@@ -185,7 +198,7 @@ mod tests {
             threshold: 100_000,
             engine_asks: true,
             cache_warm: true,
-            expected_ratio: 0.3,
+            expected_ratio: Some(0.3),
             calls_so_far: 10,
             growth_per_call: 0.0,
         }
@@ -243,7 +256,7 @@ mod tests {
             Why::PaysBack
         );
         let little = Moment {
-            expected_ratio: 0.9,
+            expected_ratio: Some(0.9),
             ..moment()
         };
         assert_eq!(
@@ -259,24 +272,26 @@ mod tests {
             policy.decide(&full, &SONNET, Ttl::FiveMinutes),
             Why::WindowRequires
         );
-        // 70,000 tokens short of 85% of the window: at 7,000 a call it gets there within the
-        // 10 calls expected, and compressing then (a larger view) costs more than now.
-        let growing = Moment {
-            growth_per_call: 7_000.0,
-            ..little
+        // What pays over 10 calls at no growth (A = 30,000: 30,000 × 3.45 = 103,500 against
+        // 11 × 70,000 × 0.3 = 231,000) does not when the context reaches 85% of the window at
+        // the next call anyway: holding reads the larger context once, then compresses there;
+        // compressing now only adds a rewrite (2 × 70,000 × 0.3 = 42,000 saved).
+        let at_the_limit_next = Moment {
+            growth_per_call: 70_000.0,
+            ..moment()
         };
         assert_eq!(
-            policy.decide(&growing, &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
-        // At 100 a call it would not get there: holding is cheaper.
-        let slow = Moment {
-            growth_per_call: 100.0,
-            ..little
-        };
-        assert_eq!(
-            policy.decide(&slow, &SONNET, Ttl::FiveMinutes),
+            policy.decide(&at_the_limit_next, &SONNET, Ttl::FiveMinutes),
             Why::WouldNotPayBack
+        );
+        // Five calls away: 6 × 70,000 × 0.3 = 126,000 saved, more than the rewrite.
+        let five_calls_away = Moment {
+            growth_per_call: 14_000.0,
+            ..moment()
+        };
+        assert_eq!(
+            policy.decide(&five_calls_away, &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
         );
         // The engine's own rule still decides on a warm cache when it does not ask.
         let unasked = Moment {
@@ -293,7 +308,7 @@ mod tests {
     fn a_dearer_write_needs_a_longer_payback() {
         let policy = CachePolicy::default();
         let half = Moment {
-            expected_ratio: 0.5,
+            expected_ratio: Some(0.5),
             calls_so_far: 2,
             ..moment()
         };
@@ -327,6 +342,91 @@ mod tests {
         assert_eq!(
             policy.decide(&fewer, &SONNET, Ttl::FiveMinutes),
             Why::PaysBack
+        );
+    }
+
+    /// A small window squeezed by an engine that leaves most of the context (as the
+    /// compressor does at 8,000 tokens: each compression left 85-90%, over its threshold, so
+    /// it asked again at once): by hand, Sonnet, C = 4,700, the limit 6,800 (85% of 8,000),
+    /// growing 500 a call, reached in 5 calls. A = 0.88·C = 4,136: its rewrite costs
+    /// 4,136 × 3.45 = 14,269 more than reading; 6 calls of 564 fewer tokens save 1,015: held,
+    /// until the window requires it. A = 0.33·C = 1,551: 5,351 against 6 × 3,149 × 0.3 =
+    /// 5,668: it pays.
+    #[test]
+    fn a_compression_that_leaves_most_of_the_context_waits_for_the_window() {
+        let near = Moment {
+            context_tokens: 4_700,
+            window: 8_000,
+            threshold: 4_000,
+            engine_asks: true,
+            cache_warm: true,
+            expected_ratio: Some(0.88),
+            calls_so_far: 7,
+            growth_per_call: 500.0,
+        };
+        let policy = CachePolicy::default();
+        assert_eq!(
+            policy.decide(&near, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        let third = Moment {
+            expected_ratio: Some(0.33),
+            ..near
+        };
+        assert_eq!(
+            policy.decide(&third, &SONNET, Ttl::FiveMinutes),
+            Why::PaysBack
+        );
+    }
+
+    /// Before a compression has shown what the engine leaves: held when even one that left
+    /// half would not pay back, else the engine compresses when it asks, as with the
+    /// token-only policy.
+    #[test]
+    fn without_a_known_ratio_the_engines_rule_stands_unless_even_half_would_not_pay() {
+        let policy = CachePolicy::default();
+        let unknown = Moment {
+            expected_ratio: None,
+            ..moment()
+        };
+        // A = 50,000, N = 10: 50,000 × 3.45 = 172,500 against 11 × 50,000 × 0.3 = 165,000.
+        assert_eq!(
+            policy.decide(&unknown, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        // N = 20: 21 × 50,000 × 0.3 = 315,000 saved.
+        let longer = Moment {
+            calls_so_far: 20,
+            ..unknown
+        };
+        let why = policy.decide(&longer, &SONNET, Ttl::FiveMinutes);
+        assert_eq!(why, Why::RatioUnknown);
+        assert!(why.compresses());
+        // Known to leave 0.9, the same moment holds.
+        let known = Moment {
+            expected_ratio: Some(0.9),
+            ..longer
+        };
+        assert_eq!(
+            policy.decide(&known, &SONNET, Ttl::FiveMinutes),
+            Why::WouldNotPayBack
+        );
+        // The window and a cold cache decide as before.
+        let full = Moment {
+            context_tokens: 170_000,
+            ..unknown
+        };
+        assert_eq!(
+            policy.decide(&full, &SONNET, Ttl::FiveMinutes),
+            Why::WindowRequires
+        );
+        let cold = Moment {
+            cache_warm: false,
+            ..unknown
+        };
+        assert_eq!(
+            policy.decide(&cold, &SONNET, Ttl::FiveMinutes),
+            Why::ColdCache
         );
     }
 }

@@ -303,6 +303,33 @@ pub struct ConfiguredPrice {
     pub provider: Option<Provider>,
 }
 
+/// A session's price: resolved for its model once (a lookup lower-cases the name and scans the
+/// table), again only when the session's model changes.
+#[derive(Debug, Clone, Default)]
+pub struct SessionPrice {
+    /// The model the price was resolved for, and what it resolved to.
+    resolved: Option<(String, Option<ModelPrice>)>,
+}
+
+impl SessionPrice {
+    /// The price of `model`: the one resolved before when the model is the same, else
+    /// [`price_of`] with what `configured` gives for it.
+    pub fn of(
+        &mut self,
+        model: &str,
+        configured: impl FnOnce() -> Option<ConfiguredPrice>,
+    ) -> Option<ModelPrice> {
+        match &self.resolved {
+            Some((resolved, price)) if resolved == model => *price,
+            _ => {
+                let price = price_of(model, configured());
+                self.resolved = Some((model.to_string(), price));
+                price
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,5 +434,26 @@ mod tests {
         assert_eq!(setting.invalid_field(), None);
         setting.cache_write_1h = Some(-2.0);
         assert_eq!(setting.invalid_field(), Some("cache_write_1h"));
+    }
+
+    #[test]
+    fn a_sessions_price_is_resolved_again_only_when_its_model_changes() {
+        let mut price = SessionPrice::default();
+        let mut asked = 0;
+        let mut of = |price: &mut SessionPrice, model: &str| {
+            price.of(model, || {
+                asked += 1;
+                None
+            })
+        };
+        let sonnet = of(&mut price, "claude-sonnet-4-5");
+        assert_eq!(sonnet, price_of("claude-sonnet-4-5", None));
+        assert_eq!(of(&mut price, "claude-sonnet-4-5"), sonnet);
+        let gpt = of(&mut price, "gpt-5");
+        assert_eq!(gpt.map(|p| p.provider), Some(Provider::OpenAi));
+        // A model without a price is remembered as having none.
+        assert_eq!(of(&mut price, "llama-3-70b"), None);
+        assert_eq!(of(&mut price, "llama-3-70b"), None);
+        assert_eq!(asked, 3, "once per model change");
     }
 }

@@ -1,9 +1,14 @@
 //! One log line per request, written when it ends, with how it really ended: a stream's
 //! `200` goes out with its headers, but the stream may still be cut by the client or broken
 //! off by the upstream, and a request may be dropped before it had headers at all.
+//!
+//! The line carries what the request's model calls cost, and what no engine would have paid
+//! for them. A stream's usage comes with its last events, so its dollars are known only at its
+//! end, where its one line is written: one line per request, summed over its rounds, is what
+//! an operator greps and adds up (a second line for a stream's cost would be counted twice).
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -50,6 +55,45 @@ pub fn upstream_broke_off() {
     let _ = CURRENT.try_with(|cut| cut.store(true, Ordering::Relaxed));
 }
 
+/// What one request's model calls cost, in millionths of a dollar: added to by its turn as
+/// each call is priced (while its answer streams, too), read when its line is written.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCost(Arc<Summed>);
+
+#[derive(Debug, Default)]
+struct Summed {
+    priced_calls: AtomicU64,
+    microdollars: AtomicU64,
+    no_engine_microdollars: AtomicU64,
+}
+
+impl RequestCost {
+    /// One model call of the request priced: `microdollars`, against `no_engine_microdollars`.
+    pub fn add(&self, microdollars: u64, no_engine_microdollars: u64) {
+        let summed = &self.0;
+        summed
+            .microdollars
+            .fetch_add(microdollars, Ordering::Relaxed);
+        summed
+            .no_engine_microdollars
+            .fetch_add(no_engine_microdollars, Ordering::Relaxed);
+        summed.priced_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The request's dollars and no engine's, once a call was priced.
+    fn dollars(&self) -> Option<(f64, f64)> {
+        let summed = &self.0;
+        if summed.priced_calls.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let dollars = |micro: &AtomicU64| micro.load(Ordering::Relaxed) as f64 / 1e6;
+        Some((
+            dollars(&summed.microdollars),
+            dollars(&summed.no_engine_microdollars),
+        ))
+    }
+}
+
 /// A request being answered: logs its line once, when it ends.
 pub struct RequestLog {
     method: Method,
@@ -58,11 +102,13 @@ pub struct RequestLog {
     status: Option<u16>,
     session: String,
     upstream_cut: Arc<AtomicBool>,
+    cost: RequestCost,
     written: bool,
 }
 
 impl RequestLog {
-    pub fn new(method: Method, path: String, started: Instant) -> Self {
+    /// `cost` is what the request's turn adds its priced calls to.
+    pub fn new(method: Method, path: String, started: Instant, cost: RequestCost) -> Self {
         RequestLog {
             method,
             path,
@@ -70,6 +116,7 @@ impl RequestLog {
             status: None,
             session: "-".to_string(),
             upstream_cut: Arc::default(),
+            cost,
             written: false,
         }
     }
@@ -97,6 +144,11 @@ impl RequestLog {
             other => other,
         };
         let elapsed_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        // Without a priced call (a relay, a model without a price) the fields are left out.
+        let (dollars, no_engine_dollars) = match self.cost.dollars() {
+            Some((dollars, no_engine)) => (Some(dollars), Some(no_engine)),
+            None => (None, None),
+        };
         match self.status {
             Some(status) => tracing::info!(
                 method = %self.method,
@@ -105,6 +157,8 @@ impl RequestLog {
                 outcome = %outcome.as_str(),
                 session = %self.session,
                 elapsed_ms,
+                dollars,
+                no_engine_dollars,
                 "request"
             ),
             None => tracing::info!(
@@ -113,6 +167,8 @@ impl RequestLog {
                 outcome = %outcome.as_str(),
                 session = %self.session,
                 elapsed_ms,
+                dollars,
+                no_engine_dollars,
                 "request"
             ),
         }

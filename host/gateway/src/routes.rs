@@ -18,7 +18,7 @@ use super::pipeline::count::count_tokens;
 use super::pipeline::{handle, handle_compact};
 use super::proxy::{self, BaseUrl, ClientSetup};
 use super::record::{SessionKey, SessionRecord};
-use super::request_log::RequestLog;
+use super::request_log::{RequestCost, RequestLog};
 use super::turn::{set_header, SESSION_HEADER};
 use super::upstream::{read_body, relayed_headers};
 use super::Gateway;
@@ -144,7 +144,7 @@ fn base_url_hints(
 /// Checks the gateway token, then times, counts and logs every request (never its body).
 async fn observe(
     State((gateway, shape)): State<(Arc<Gateway>, ErrorShape)>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let started = Instant::now();
@@ -170,8 +170,11 @@ async fn observe(
         return response;
     }
     let path = request.uri().path().to_string();
-    // Logs the request when it ends, even if the client leaves before its headers.
-    let log = RequestLog::new(method, path, started);
+    // Logs the request when it ends, even if the client leaves before its headers, with what
+    // its turn's model calls cost.
+    let cost = RequestCost::default();
+    request.extensions_mut().insert(cost.clone());
+    let log = RequestLog::new(method, path, started, cost);
     let mut response = next.run(request).await;
     mark_engine_problem(&gateway, &mut response);
     count(&gateway, &route, &response, started);

@@ -173,7 +173,7 @@ impl Metric {
                 "Compressions not applied because they saved fewer tokens than serve.cache.min_tokens_saved."
             }
             Metric::CacheDecisions => {
-                "What the cache-aware policy decided when a compression was asked for or the cache had expired, by outcome (cold_cache, cold_cache_early, window_requires, pays_back, would_not_pay_back)."
+                "What the cache-aware policy decided when a compression was asked for or the cache had expired, by outcome (cold_cache, cold_cache_early, window_requires, pays_back, would_not_pay_back, ratio_unknown)."
             }
             Metric::BackgroundCompressionsStarted => {
                 "Compressions started in the background as a session neared or crossed its threshold."

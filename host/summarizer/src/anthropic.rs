@@ -5,6 +5,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
+use crate::usage::SummarizerUsage;
 use crate::Summarizer;
 use ctxhost_config::summarizer::{SettingsError, SummarizerSettings};
 
@@ -34,6 +35,10 @@ impl Summarizer for AnthropicSummarizer {
 
     fn describe(&self) -> String {
         self.client.describe()
+    }
+
+    fn usage(&self) -> SummarizerUsage {
+        self.client.usage()
     }
 }
 
@@ -66,6 +71,10 @@ impl Wire for Messages {
             "max_tokens": max_tokens,
             "temperature": 0,
         })
+    }
+
+    fn usage(&self, body: &Value) -> SummarizerUsage {
+        SummarizerUsage::of_anthropic_message(body)
     }
 
     fn answer(&self, body: &Value) -> Result<String, String> {

@@ -2,6 +2,7 @@
 //! the summary model's window, sent with retries on the host's runtime, and the answer checked
 //! (and given back the standing facts it dropped).
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use ctxhost_offline_summary::carry;
@@ -14,6 +15,7 @@ use crate::fit::{fit_request, fit_summary};
 use crate::prompt::{clean_answer, framing_tokens, system_prompt, user_prompt};
 use crate::retry::{with_retries, Failure, RetryPolicy};
 use crate::transport::{garbage, http_client, KeySource, Post};
+use crate::usage::SummarizerUsage;
 use ctxhost_config::summarizer::{SettingsError, SummarizerSettings};
 use ctxhost_offline_summary::budget::estimate_tokens;
 
@@ -27,6 +29,8 @@ pub(crate) trait Wire: Send + Sync {
     fn body(&self, model: &str, system: &str, user: &str, max_tokens: u64) -> Value;
     /// The summary text in a response body, or what is wrong with the body.
     fn answer(&self, body: &Value) -> Result<String, String>;
+    /// The tokens a response body says the call used.
+    fn usage(&self, body: &Value) -> SummarizerUsage;
 }
 
 /// An LLM endpoint and how to reach it.
@@ -42,6 +46,8 @@ pub(crate) struct LlmClient {
     policy: RetryPolicy,
     window: u64,
     description: String,
+    /// What every answer so far used.
+    used: Mutex<SummarizerUsage>,
 }
 
 impl LlmClient {
@@ -80,11 +86,17 @@ impl LlmClient {
             policy: RetryPolicy::new(settings.max_retries),
             window: settings.effective_context_length(),
             description,
+            used: Mutex::default(),
         })
     }
 
     pub fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    /// What every answer so far used.
+    pub fn usage(&self) -> SummarizerUsage {
+        *self.used.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Summarizes on the host's runtime; called from a blocking thread.
@@ -134,6 +146,8 @@ impl LlmClient {
         let text = self.runtime.block_on(async move {
             let attempts = with_retries(self.policy, move |_| async move {
                 let answer = post.send().await?;
+                // Billed whatever is made of it.
+                *self.used.lock().unwrap_or_else(PoisonError::into_inner) += wire.usage(&answer);
                 let text = wire
                     .answer(&answer)
                     .map_err(|what| garbage(url, &what, &answer))?;

@@ -35,6 +35,7 @@ mod openai;
 mod prompt;
 mod retry;
 mod transport;
+pub mod usage;
 
 pub use anthropic::{AnthropicSummarizer, ANTHROPIC_VERSION};
 pub use openai::OpenAiSummarizer;
@@ -48,6 +49,11 @@ pub trait Summarizer: Send + Sync {
     fn summarize(&self, request: &SummarizeRequest) -> Result<Summary, EngineError>;
     /// e.g. "offline", "openai:gpt-4o-mini", "custom:llama3@http://127.0.0.1:8080/v1"
     fn describe(&self) -> String;
+    /// What its model calls have used so far (a running total); none for a summarizer that
+    /// calls no model.
+    fn usage(&self) -> usage::SummarizerUsage {
+        usage::SummarizerUsage::default()
+    }
 }
 
 /// The summarizer `settings` describe. LLM clients run their requests on `runtime`.

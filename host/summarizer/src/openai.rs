@@ -6,6 +6,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use serde_json::{json, Value};
 
 use crate::client::{LlmClient, Wire};
+use crate::usage::SummarizerUsage;
 use crate::Summarizer;
 use ctxhost_config::summarizer::{Provider, SettingsError, SummarizerSettings};
 
@@ -37,6 +38,10 @@ impl Summarizer for OpenAiSummarizer {
 
     fn describe(&self) -> String {
         self.client.describe()
+    }
+
+    fn usage(&self) -> SummarizerUsage {
+        self.client.usage()
     }
 }
 
@@ -73,6 +78,10 @@ impl Wire for ChatCompletions {
             "temperature": 0,
             "stream": false,
         })
+    }
+
+    fn usage(&self, body: &Value) -> SummarizerUsage {
+        SummarizerUsage::of_chat_completion(body)
     }
 
     fn answer(&self, body: &Value) -> Result<String, String> {

@@ -160,3 +160,80 @@ fn a_compression_that_saves_too_little_waits_while_the_history_still_fits() {
     assert!(!applied.is_empty(), "{session}");
     assert!(session["stats"]["peak_prompt_tokens"].as_u64().unwrap() <= 16000);
 }
+
+/// The value of `key=` on a log line, as a number.
+fn logged_number(line: &str, key: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix(key)?.strip_prefix('='))
+        .map(|value| value.parse().unwrap_or_else(|_| panic!("{key} on {line}")))
+}
+
+/// Each request's log line says what its model calls cost and what no engine would have paid,
+/// for a whole answer and for a streamed one (whose usage comes at its end, where its one line
+/// is written); a request that called no model says nothing of dollars.
+#[test]
+fn the_request_log_line_carries_the_calls_dollars_whole_and_streamed() {
+    let upstream = FakeUpstream::start(|request| {
+        let usage = json!({"input_tokens": 100, "cache_read_input_tokens": 900,
+                           "cache_creation_input_tokens": 0, "output_tokens": 5});
+        reply(
+            request,
+            json!([{"type": "text", "text": "Noted."}]),
+            Some(usage),
+        )
+    });
+    let sandbox = Sandbox::new();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let client = reqwest::blocking::Client::new();
+    let mut messages = vec![json!({"role": "user", "content": "Remember the number 7."})];
+    let mut lines = Vec::new();
+    for (turn, stream) in [false, true].into_iter().enumerate() {
+        let response = client
+            .post(format!("{}/messages", gateway.base_url()))
+            .header("x-api-key", "sk-logged")
+            .header("anthropic-version", "2023-06-01")
+            .header("x-ctxhost-session", "logged")
+            .json(
+                &json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": stream,
+                          "system": "You keep numbers.", "messages": messages}),
+            )
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200, "turn {turn}");
+        let body = response.text().unwrap();
+        if !stream {
+            let answer: Value = serde_json::from_str(&body).unwrap();
+            messages.push(json!({"role": "assistant", "content": answer["content"]}));
+            messages.push(json!({"role": "user", "content": "And 8."}));
+        }
+        // Only request lines name the path.
+        lines.push(gateway.wait_for_logs("path=/v1/messages ", turn + 1));
+    }
+    // By hand at Sonnet's prices ($3 input, $0.30 cache reads, $15 output per million): 100
+    // uncached, 900 read and 5 out are 300 + 270 + 75 millionths, on either line.
+    for line in &lines {
+        assert!(
+            line.contains("status=200 outcome=completed session=logged "),
+            "{line}"
+        );
+        assert_eq!(logged_number(line, "dollars"), Some(0.000645), "{line}");
+    }
+    // What no engine would have paid, request by request, adds up to the session's estimate.
+    let session = gateway.anthropic_session("logged", "sk-logged");
+    let no_engine: f64 = lines
+        .iter()
+        .map(|line| logged_number(line, "no_engine_dollars").expect(line))
+        .sum();
+    let estimated = session["cost"]["no_engine_dollars"].as_f64().unwrap();
+    assert!(no_engine > 0.0, "{lines:?}");
+    assert!((no_engine - estimated).abs() < 1e-9, "{lines:?} {session}");
+    // The streamed answer's line is its only one, written when its usage had come.
+    let (_, log) = gateway.stop();
+    let logged = log.iter().filter(|l| l.contains("path=/v1/messages "));
+    assert_eq!(logged.count(), 2, "{log:?}");
+    let lookup = log
+        .iter()
+        .find(|l| l.contains("path=/ctxhost/sessions/logged"))
+        .expect("the session's lookup is logged");
+    assert!(!lookup.contains("dollars"), "{lookup}");
+}

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use ctxhost_core::costing::SessionCost;
+use ctxhost_core::costing::{SessionCost, SummarizerCost};
 use ctxhost_core::replay::{Replay, Trigger};
 use ctxhost_costs::bill::format_dollars;
 use ctxhost_costs::price::Provider;
@@ -137,7 +137,7 @@ fn cost_lines(engine: &str, cost: &SessionCost) -> String {
     let _ = writeln!(
         out,
         "cost         {} with {engine}, {} with no engine: {verdict}",
-        format_dollars(cost.engine.total_dollars),
+        format_dollars(cost.engine_total_dollars),
         format_dollars(cost.no_engine.total_dollars),
     );
     let clock = match (cost.timed_calls, cost.calls.len()) {
@@ -181,6 +181,9 @@ fn cost_lines(engine: &str, cost: &SessionCost) -> String {
         "             with {engine}: {input}; {} output",
         thousands(tokens.output)
     );
+    if let Some(summarizer) = &cost.summarizer {
+        out.push_str(&summarizer_line(summarizer));
+    }
     let policy = if !cost.cache_aware {
         "tokens: compressed whenever the engine asked".to_string()
     } else if cost.decisions.is_empty() {
@@ -197,6 +200,35 @@ fn cost_lines(engine: &str, cost: &SessionCost) -> String {
     out
 }
 
+/// The summarizer's own calls: its row of the session's cost.
+fn summarizer_line(cost: &SummarizerCost) -> String {
+    let usage = &cost.usage;
+    let cached = match usage.cache_read_tokens {
+        0 => String::new(),
+        read => format!(" ({} read from the cache)", thousands(read)),
+    };
+    let calls = format!(
+        "{} call{}, {} input{cached}, {} output",
+        usage.calls,
+        if usage.calls == 1 { "" } else { "s" },
+        thousands(usage.input_tokens),
+        thousands(usage.output_tokens),
+    );
+    match cost.total_dollars {
+        Some(total) => format!(
+            "summarizer   {} with {}: {calls}\n",
+            format_dollars(total),
+            cost.summarizer
+        ),
+        None => format!(
+            "summarizer   {}: {calls}; no price for {model} (set serve.models.{model}.price), \
+             not counted\n",
+            cost.summarizer,
+            model = cost.model
+        ),
+    }
+}
+
 /// Two replays of one session side by side: dollars first, then input tokens.
 pub fn compare(a: &Replay, b: &Replay) -> String {
     let mut out = String::new();
@@ -205,9 +237,9 @@ pub fn compare(a: &Replay, b: &Replay) -> String {
             out,
             "compare      {} costs {}, {} costs {}, no engine {}",
             a.engine,
-            format_dollars(ca.engine.total_dollars),
+            format_dollars(ca.engine_total_dollars),
             b.engine,
-            format_dollars(cb.engine.total_dollars),
+            format_dollars(cb.engine_total_dollars),
             format_dollars(ca.no_engine.total_dollars)
         );
     }

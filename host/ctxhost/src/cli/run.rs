@@ -7,12 +7,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use ctxhost_config::Override;
-use ctxhost_core::costing::{Costing, Pause};
+use ctxhost_core::costing::{Costing, Pause, SummarizerPricing};
 use ctxhost_core::replay::{replay, Replay};
 use ctxhost_core::SessionOptions;
 use ctxhost_costs::cache::Ttl;
 use ctxhost_costs::policy::CachePolicy;
-use ctxhost_costs::price::price_of;
+use ctxhost_costs::price::{price_of, ModelPrice};
 use ctxhost_sdk::Message;
 use ctxhost_wire::transcript::{self, Format, OutputFormat};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -222,14 +222,7 @@ fn cost_model(app: &App, args: &RunArgs) -> String {
 /// How to price the replay: `None` when the model has no price.
 fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
     let model = cost_model(app, args);
-    let configured = app
-        .engines
-        .config()
-        .serve
-        .models
-        .get(&model)
-        .and_then(|setting| setting.price());
-    let price = price_of(&model, configured)?;
+    let price = configured_price(app, &model)?;
     let cache_aware = match args.policy {
         Some(policy) => policy == Policy::CacheAware,
         None => app.engines.config().serve.compression.cache_aware,
@@ -244,6 +237,34 @@ fn costing(app: &App, args: &RunArgs, messages: &[Message]) -> Option<Costing> {
         pauses: args.pause.clone(),
         times: transcript::message_times(messages),
         policy: cache_aware.then(CachePolicy::default),
+        summarizer: summarizer_pricing(app),
+    })
+}
+
+/// `model`'s price: `serve.models.<model>.price`, else the table's.
+fn configured_price(app: &App, model: &str) -> Option<ModelPrice> {
+    let configured = app
+        .engines
+        .config()
+        .serve
+        .models
+        .get(model)
+        .and_then(|setting| setting.price());
+    price_of(model, configured)
+}
+
+/// The LLM summarizer the engines summarize with (`auxiliary.compression`), priced as its
+/// model; `None` for the offline one.
+fn summarizer_pricing(app: &App) -> Option<SummarizerPricing> {
+    let settings = &app.engines.config().summarizer;
+    if settings.provider == ctxhost_config::summarizer::Provider::Offline {
+        return None;
+    }
+    let model = settings.model.clone()?;
+    Some(SummarizerPricing {
+        summarizer: settings.describe(),
+        price: configured_price(app, &model),
+        model,
     })
 }
 

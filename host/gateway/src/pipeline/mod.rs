@@ -23,6 +23,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use axum::Extension;
 use bytes::Bytes;
 use ctxhost_agents::compaction::Recognised;
 use ctxhost_agents::Agent;
@@ -31,6 +32,7 @@ use serde_json::Value;
 
 use super::auth::credential_of;
 use super::compaction::{self, Answering, Shape, TakenUp};
+use super::request_log::RequestCost;
 use super::session::live::Prepared;
 use super::turn::{
     names_session, session_name, with_session_headers, AnsweredBy, Turn, TurnRequest,
@@ -46,11 +48,12 @@ use ctxhost_metrics::Metric;
 /// `POST` of `W`'s route: the whole turn, its failures in the shape `W`'s clients parse.
 pub async fn handle<W: Wire>(
     State(gateway): State<Arc<Gateway>>,
+    Extension(cost): Extension<RequestCost>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
 ) -> Response {
-    match serve::<W>(gateway, headers, uri, body, Route::Own).await {
+    match serve::<W>(gateway, cost, headers, uri, body, Route::Own).await {
         Ok(response) => response,
         Err(error) => W::error_response(error),
     }
@@ -59,11 +62,12 @@ pub async fn handle<W: Wire>(
 /// `POST /v1/responses/compact`: the agent's compaction of a Responses history.
 pub async fn handle_compact(
     State(gateway): State<Arc<Gateway>>,
+    Extension(cost): Extension<RequestCost>,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
 ) -> Response {
-    match serve::<Responses>(gateway, headers, uri, body, Route::Compact).await {
+    match serve::<Responses>(gateway, cost, headers, uri, body, Route::Compact).await {
         Ok(response) => response,
         Err(error) => Responses::error_response(error),
     }
@@ -90,6 +94,7 @@ impl Route {
 /// Parse, classify, then the one handler for what the request is.
 async fn serve<W: Wire>(
     gateway: Arc<Gateway>,
+    cost: RequestCost,
     headers: HeaderMap,
     uri: Uri,
     body: Body,
@@ -139,6 +144,7 @@ async fn serve<W: Wire>(
         agent,
         feature_window,
         route,
+        cost,
     };
     match kind {
         Kind::Turn => model_turn::<W>(gateway, parsed, request, taken, None).await,
@@ -166,6 +172,8 @@ struct Request<'a> {
     /// The model's window as the request's features set it.
     feature_window: Option<u64>,
     route: Route,
+    /// What its model calls cost, for its log line.
+    cost: RequestCost,
 }
 
 /// Opens the session the request's history belongs to and prepares its turn.
@@ -197,6 +205,7 @@ async fn open<W: Wire>(
             agent_compaction,
             feature_window: request.feature_window,
             provider_context: W::provider_context(&parsed.request),
+            cost: request.cost.clone(),
         },
     )
     .await?;

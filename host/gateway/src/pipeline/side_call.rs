@@ -44,6 +44,7 @@ pub(super) async fn hermes_compaction<W: Wire>(
                 agent_compaction: Some(AnsweredBy::Engine),
                 feature_window: request.feature_window,
                 provider_context: W::provider_context(&parsed.request),
+                cost: request.cost.clone(),
             };
             let begun = Turn::begin_served(gateway.clone(), &request.headers, turn).await?;
             if begun.is_none() {

@@ -29,6 +29,8 @@ pub struct Live {
     pub(crate) queued_usage: Vec<Usage>,
     /// What its calls cost, and would have with no engine.
     pub(crate) costs: ctxhost_costs::session::SessionCosts,
+    /// Its model's price, resolved once (again when the model changes).
+    pub(crate) price: ctxhost_costs::price::SessionPrice,
 }
 
 /// What preparing a turn gave: the messages to send upstream and what happened on the way.
@@ -108,6 +110,7 @@ impl Gateway {
             pending: None,
             queued_usage: Vec::new(),
             costs: Default::default(),
+            price: Default::default(),
         })
     }
 

@@ -7,24 +7,23 @@
 //! moment: the session's idle time, its model's price and what its compressions left.
 
 use ctxhost_costs::cache::CacheRules;
-use ctxhost_costs::policy::{CachePolicy, Moment, Why, FIRST_COMPRESSION_RATIO};
-use ctxhost_costs::price::{price_of, ModelPrice};
+use ctxhost_costs::policy::{CachePolicy, Moment, Why};
+use ctxhost_costs::price::ModelPrice;
 use ctxhost_metrics::Metric;
 
 use super::Turn;
 use crate::record::{unix_now, Trigger};
 
 impl Turn {
-    /// The session's model's price (configured, else the table's), when it has one.
-    pub(super) fn model_price(&self) -> Option<ModelPrice> {
-        let model = &self.guard.record.model;
-        let configured = self
-            .gateway
-            .settings
-            .models
-            .get(model)
-            .and_then(|setting| setting.price());
-        price_of(model, configured)
+    /// The session's model's price (configured, else the table's), when it has one: resolved
+    /// once per session, again when its model changes.
+    pub(super) fn model_price(&mut self) -> Option<ModelPrice> {
+        let models = &self.gateway.settings.models;
+        let live = &mut *self.guard;
+        let model = &live.record.model;
+        live.price.of(model, || {
+            models.get(model).and_then(|setting| setting.price())
+        })
     }
 
     /// The trigger the cache-aware policy settles on for a request of `tokens`: the engine's
@@ -108,9 +107,7 @@ impl Turn {
             .iter()
             .rev()
             .find(|c| c.error.is_none() && !c.deferred && c.tokens_after < c.tokens_before)
-            .map_or(FIRST_COMPRESSION_RATIO, |c| {
-                c.tokens_after as f64 / c.tokens_before as f64
-            });
+            .map(|c| c.tokens_after as f64 / c.tokens_before as f64);
         // The context's growth lately: what came since the last call's prompt.
         let growth_per_call = match record.last_sent_tokens {
             0 => 0.0,

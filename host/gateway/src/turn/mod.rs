@@ -22,6 +22,7 @@ use crate::auth::credential_of;
 use crate::conversation::{Continuity, Resumed};
 use crate::models::{usable_window, window_of, ConfiguredModel};
 use crate::record::SessionKey;
+use crate::request_log::RequestCost;
 use crate::session::live::{Live, Prepared};
 use crate::session::SessionGuard;
 use crate::upstream::{read_body, relayed_headers};
@@ -93,6 +94,8 @@ pub struct Turn {
     pub headers: HeaderMap,
     /// What the provider itself does to the context: the engine leaves that to it.
     pub provider_context: ProviderContext,
+    /// What the request's model calls cost, for its log line.
+    pub cost: RequestCost,
 }
 
 /// Who answers the agent's own compaction a turn is.
@@ -120,6 +123,8 @@ pub struct TurnRequest<'a> {
     pub feature_window: Option<u64>,
     /// What the provider itself does to the context (`context_management`).
     pub provider_context: ProviderContext,
+    /// What the request's model calls cost, for its log line.
+    pub cost: RequestCost,
 }
 
 impl Turn {
@@ -220,6 +225,7 @@ impl Turn {
             guard,
             headers: HeaderMap::new(),
             provider_context: request.provider_context,
+            cost: request.cost.clone(),
         };
         Ok((turn, window))
     }

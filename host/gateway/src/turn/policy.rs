@@ -19,7 +19,7 @@ use crate::engine_check::ENGINE_ERROR_HEADER;
 use crate::record::{unix_now, unix_now_ms, CompressionOutcome, CompressionRecord, Trigger};
 use crate::session::live::Prepared;
 use ctxhost_core::session::SessionError;
-use ctxhost_costs::policy::FIRST_COMPRESSION_RATIO;
+use ctxhost_costs::policy::COLD_CACHE_TARGET_RATIO;
 use ctxhost_costs::session::{micro, Billed};
 use ctxhost_metrics::Metric;
 
@@ -347,7 +347,7 @@ impl Turn {
             Trigger::Client => Some(tokens_before / AGENT_COMPACTION_SHARE),
             // Early on a cold cache, below the engine's own threshold (where its protected
             // head and tail may cover everything): to what a compression is expected to leave.
-            Trigger::ColdCache => Some((tokens_before as f64 * FIRST_COMPRESSION_RATIO) as u64),
+            Trigger::ColdCache => Some((tokens_before as f64 * COLD_CACHE_TARGET_RATIO) as u64),
             _ => None,
         };
         let options = CompressOptions {
@@ -571,6 +571,7 @@ impl Turn {
             .call(&price, gateway.settings.anthropic.cache_ttl, billed);
         let cost = micro(priced.dollars.total());
         let no_engine = micro(priced.no_engine.total());
+        self.cost.add(cost, no_engine);
         let stats = &mut live.record.stats;
         stats.priced_calls += 1;
         stats.cost_microdollars += cost;
