@@ -1275,7 +1275,7 @@ fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_wit
     assert_eq!(recorded(records.path(), "idle"), ["1 m2", "2 m3"]);
     // The session whose call was only in flight beside the hung one failed that call once; it
     // reopens with its state at its next call, like the idle one.
-    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    let stalled = send_chat(&gateway, "stalled", &after("stall"));
     assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
     assert_eq!(
         recorded(records.path(), "stalled"),
@@ -1287,15 +1287,6 @@ fn a_call_that_hangs_fails_the_calls_in_flight_with_it_and_the_others_reopen_wit
         after, before,
         "a new process took the killed one's sessions"
     );
-}
-
-/// The history after the turn `stall` (answered "ok"), then `m4`.
-fn after_stall() -> Value {
-    let mut messages = history(2, "stall");
-    let list = messages.as_array_mut().unwrap();
-    list.push(json!({"role": "assistant", "content": "ok"}));
-    list.push(json!({"role": "user", "content": "m4"}));
-    messages
 }
 
 #[cfg(target_os = "linux")]
@@ -1325,7 +1316,7 @@ fn a_session_whose_call_was_in_flight_when_another_crashed_the_process_keeps_its
     }
     // The next turn of the session that was only in flight is the plugin's again, on a new
     // process, with its state.
-    let stalled = send_chat(&gateway, "stalled", &after_stall());
+    let stalled = send_chat(&gateway, "stalled", &after("stall"));
     assert!(answered_by_the_engine(&stalled), "{:?}", stalled.headers());
     assert_eq!(
         recorded(records.path(), "stalled"),
@@ -1336,6 +1327,95 @@ fn a_session_whose_call_was_in_flight_when_another_crashed_the_process_keeps_its
     assert_ne!(
         after, before,
         "a new process took the crashed one's sessions"
+    );
+}
+
+/// The history after the turn `last` (answered "ok"), then `m4`.
+fn after(last: &str) -> Value {
+    let mut messages = history(2, last);
+    let list = messages.as_array_mut().unwrap();
+    list.push(json!({"role": "assistant", "content": "ok"}));
+    list.push(json!({"role": "user", "content": "m4"}));
+    messages
+}
+
+/// The gateway's `/metrics` text.
+fn metrics(gateway: &ctxhost_tests::gateway::GatewayProcess) -> String {
+    reqwest::blocking::get(format!(
+        "{}/metrics",
+        gateway.base_url().trim_end_matches("/v1")
+    ))
+    .unwrap()
+    .text()
+    .unwrap()
+}
+
+/// How many engine operations of the hostile plugin failed, as `/metrics` counts them.
+fn engine_failures(gateway: &ctxhost_tests::gateway::GatewayProcess) -> u64 {
+    let prefix = "ctxhost_engine_failures_total{engine=\"hostile\"} ";
+    metrics(gateway)
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix))
+        .map_or(0, |count| count.parse().unwrap())
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn reply_lines_an_engine_writes_for_calls_it_was_not_asked_answer_nothing_and_break_its_process() {
+    // What the hostile plugin's forged reply lines say.
+    const FORGED: &str = "answered by another session's engine";
+    let records = tempfile::tempdir().unwrap();
+    let (_upstream, _sandbox, gateway) = hostile_gateway(&recording_config(records.path(), 1));
+    let before = two_turns_each(&gateway, &["stalled", "x"]);
+    let failures = engine_failures(&gateway);
+    let base_url = gateway.base_url();
+    let (stalled, forger) = std::thread::scope(|scope| {
+        // A compression that does not answer (within its 120 s)...
+        let stalled = scope.spawn(|| send_chat_to(&base_url, "stalled", &history(2, "stall")));
+        await_record(records.path(), "stalled", "2 stall");
+        // ...in flight when another session's engine, asked to compress, writes reply lines
+        // onto the shared process's pipe for every call number it can guess, the stalled
+        // call's among them.
+        let forger = send_chat_to(&base_url, "x", &history(2, "forge_frames"));
+        (stalled.join().unwrap(), forger)
+    });
+    for response in [&stalled, &forger] {
+        assert_eq!(response.status(), 200, "the turn goes on unchanged");
+        let error = engine_error(response);
+        assert!(
+            !error.contains(FORGED),
+            "answered by a forged line: {error}"
+        );
+        assert!(
+            error.contains("hostile")
+                && error.contains("broke its process's protocol")
+                && error.contains("no call in flight"),
+            "{error}"
+        );
+    }
+    // Logged and counted, once per call it failed.
+    gateway.wait_for_logs("broke its process's protocol", 2);
+    assert_eq!(engine_failures(&gateway), failures + 2);
+    // Both sessions are the plugin's again at their next call, on a new process, with their
+    // state.
+    for (session, last) in [("stalled", "stall"), ("x", "forge_frames")] {
+        let next = send_chat(&gateway, session, &after(last));
+        assert!(
+            answered_by_the_engine(&next),
+            "{session}: {:?}",
+            next.headers()
+        );
+        assert_eq!(
+            recorded(records.path(), session),
+            ["1 m2", &format!("2 {last}"), "3 m4"],
+            "{session}"
+        );
+    }
+    let after = engine_children(gateway.pid());
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(
+        after, before,
+        "a new process took the broken one's sessions"
     );
 }
 

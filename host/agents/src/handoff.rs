@@ -172,6 +172,50 @@ mod tests {
             [],
             "nothing follows it"
         );
+        // A text anyone could type in that shape (their own words, a blank line, a pasted
+        // marker line) is found only with its text, for the caller to check against the one
+        // it handed out; where an agent's own shape places a handoff, no text is asked for.
+        let pasted = format!("What does the last line of this mean?\n\n{line}");
+        let later_turn = [
+            system.clone(),
+            Message::user(pasted.clone()),
+            Message::assistant("It is a handoff marker."),
+            Message::user("And the line before it?"),
+        ];
+        let rendered = |agent: Agent, history: &[Message]| -> Vec<Option<String>> {
+            agent
+                .kept_handoffs(history)
+                .into_iter()
+                .map(|kept| kept.rendered)
+                .collect()
+        };
+        assert_eq!(rendered(Agent::Unknown, &later_turn), [Some(pasted)]);
+        assert_eq!(
+            rendered(
+                Agent::Unknown,
+                &[
+                    system.clone(),
+                    Message::user(format!("\n{text}\n")),
+                    Message::user("go on")
+                ]
+            ),
+            [Some(text.clone())]
+        );
+        let codex_kept = [
+            system.clone(),
+            Message::user("fix it"),
+            Message::user(format!(
+                "Another language model started to solve this problem and produced a summary.\n{text}"
+            )),
+            Message::user("go on"),
+        ];
+        for agent in [Agent::Unknown, Agent::Codex] {
+            assert_eq!(rendered(agent, &codex_kept), [None], "{agent:?}");
+        }
+        for agent in [Agent::ClaudeCode, Agent::Codex, Agent::Hermes] {
+            assert_eq!(rendered(agent, &later_turn), [], "{agent:?}");
+        }
+
         // A marker line quoted amid someone's words is no handoff, for any agent.
         for pasted in [
             format!("I found this in a log:\n{line}\nWhat is it?"),

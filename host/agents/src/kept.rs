@@ -32,6 +32,11 @@ pub struct Kept {
     pub block: Option<usize>,
     /// The reference its marker line holds (verified by the caller).
     pub reference: String,
+    /// For a handoff only its rendering tells ([`generic`]: a text anyone could type, where
+    /// no agent's shape places it), the text, trimmed: it is the gateway's only if it is the
+    /// very text the gateway handed out for the view its reference names (the caller checks
+    /// it against what it rendered). `None` where the agent's own shape places it.
+    pub rendered: Option<String>,
 }
 
 /// The reference of a handoff `text` keeps as its last marker line, when what follows that
@@ -94,6 +99,7 @@ pub(crate) fn kept_in(
                     message: index,
                     block,
                     reference,
+                    rendered: None,
                 });
             }
         }
@@ -104,7 +110,9 @@ pub(crate) fn kept_in(
 /// A client no profile tells: the handoff text exactly as the gateway rendered it, a whole
 /// message or a whole text block (its marker line last, after a blank line, or Claude Code's
 /// `<summary>` block whole), at the head of the history where a compacted history puts it,
-/// with the client's next words after it.
+/// with the client's next words after it. Anyone can type that shape (a user's own words
+/// ending with a pasted marker line), so each is kept with its text ([`Kept::rendered`]): the
+/// caller takes it up only if it is the text the gateway handed out.
 pub mod generic {
     use ctxhost_sdk::Message;
 
@@ -123,6 +131,13 @@ pub mod generic {
         kept_in(history, |index| at_the_head(history, index), rendered)
             .into_iter()
             .filter(|kept| followed(kept.message, kept.block))
+            .map(|kept| Kept {
+                rendered: texts(&history[kept.message])
+                    .into_iter()
+                    .find(|(block, _)| *block == kept.block)
+                    .map(|(_, text)| text.trim().to_string()),
+                ..kept
+            })
             .collect()
     }
 

@@ -105,6 +105,8 @@ impl Agent {
             ]
             .concat(),
         };
+        // Stable: where an agent's shape and the bare rendering find the same text, the
+        // agent's (listed first) is kept.
         kept.sort_by_key(|k| (k.message, k.block));
         kept.dedup_by_key(|k| (k.message, k.block));
         kept

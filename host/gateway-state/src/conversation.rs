@@ -107,6 +107,16 @@ fn plain_texts(json: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+impl Digest {
+    /// A handoff text's, trimmed (what a client keeps of it whole).
+    pub fn of_handoff(text: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(b"ctxhost handoff text\0");
+        hasher.update(text.trim().as_bytes());
+        Digest(hasher.finalize().into())
+    }
+}
+
 impl fmt::Debug for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", &self.hex()[..12])
@@ -146,6 +156,16 @@ pub struct Conversation {
     /// Bumped at every compression, so a store writes the view only when it changed.
     view_version: u64,
     splices: Vec<Splice>,
+    /// The text handoff last handed out, and the view it stands for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    handed_out: Option<HandedOut>,
+}
+
+/// A text handoff the gateway handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct HandedOut {
+    view_version: u64,
+    text: Digest,
 }
 
 /// What a request's history is to the lineage.
@@ -184,6 +204,10 @@ pub struct Resumed {
     pub at: usize,
     /// The version of the view the handoff named.
     pub view_version: u64,
+    /// For a handoff only its rendering tells (a client no agent profile tells), its text's
+    /// digest: it resumes the view only as the very text handed out for it
+    /// ([`Conversation::handed_out`]).
+    pub text: Option<Digest>,
 }
 
 impl Conversation {
@@ -350,6 +374,27 @@ impl Conversation {
         self.view_version
     }
 
+    /// The text handoff `text` is handed out for the current view.
+    pub fn hand_out(&mut self, text: &str) {
+        self.handed_out = Some(HandedOut {
+            view_version: self.view_version,
+            text: Digest::of_handoff(text),
+        });
+    }
+
+    /// Whether the handoff `resumed` takes up is one this session handed out: any of its
+    /// agents' shapes, or a text only its rendering tells that is the one last handed out
+    /// for the view it names.
+    pub fn handed_out(&self, resumed: &Resumed) -> bool {
+        resumed.text.is_none_or(|text| {
+            self.handed_out
+                == Some(HandedOut {
+                    view_version: resumed.view_version,
+                    text,
+                })
+        })
+    }
+
     /// The turn the lineage stands at: a digest of every message the client has sent, the
     /// same on every replica and for every retry of one request (the turn ledger's key).
     pub fn turn_id(&self) -> String {
@@ -458,6 +503,7 @@ mod tests {
         let resumed = Resumed {
             at: 3,
             view_version: version,
+            text: None,
         };
         let (continuity, upstream) = conversation.advance(&compacted, Some(resumed));
         assert_eq!(continuity, Continuity::Compacted);
@@ -479,6 +525,43 @@ mod tests {
     }
 
     #[test]
+    fn a_text_only_its_rendering_tells_is_handed_out_only_as_the_text_last_given() {
+        let mut conversation = Conversation::default();
+        conversation.advance(&history(3), None);
+        conversation.compressed(vec![Message::user("summary")]);
+        let version = conversation.view_version();
+        let resumed = |text: &str| Resumed {
+            at: 2,
+            view_version: version,
+            text: Some(Digest::of_handoff(text)),
+        };
+        let given = "summary\n\n[ctxhost handoff: ctxhost.v1.ab.1.cd]";
+        assert!(!conversation.handed_out(&resumed(given)), "none given yet");
+        conversation.hand_out(given);
+        // What a client keeps of it whole, surrounding whitespace aside.
+        assert!(conversation.handed_out(&resumed(&format!("\n{given}\n"))));
+        // Other words ending with its marker line are not it.
+        let pasted = "what is this?\n\n[ctxhost handoff: ctxhost.v1.ab.1.cd]";
+        assert!(!conversation.handed_out(&resumed(pasted)));
+        // Nor is it once the view it stood for is replaced.
+        conversation.compressed(vec![Message::user("newer summary")]);
+        let stale = Resumed {
+            view_version: conversation.view_version(),
+            ..resumed(given)
+        };
+        assert!(!conversation.handed_out(&stale));
+        // An agent's own shape needs no text.
+        assert!(conversation.handed_out(&Resumed {
+            text: None,
+            ..stale
+        }));
+        // It outlives a store.
+        let stored: Conversation =
+            serde_json::from_str(&serde_json::to_string(&conversation).unwrap()).unwrap();
+        assert_eq!(stored, conversation);
+    }
+
+    #[test]
     fn a_recent_tail_kept_after_the_handoff_is_not_sent_twice() {
         let mut conversation = Conversation::default();
         let old = history(3);
@@ -496,6 +579,7 @@ mod tests {
         let resumed = Resumed {
             at: 3,
             view_version: conversation.view_version(),
+            text: None,
         };
         let (continuity, upstream) = conversation.advance(&compacted, Some(resumed));
         assert_eq!(continuity, Continuity::Compacted);
@@ -516,6 +600,7 @@ mod tests {
         let resumed = Resumed {
             at: 3,
             view_version: conversation.view_version(),
+            text: None,
         };
         let (_, upstream) = conversation.advance(&compacted, Some(resumed));
         assert_eq!(

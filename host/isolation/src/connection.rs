@@ -4,7 +4,14 @@
 //! crashed or exited, or a call's deadline passed and it was killed), every call in flight
 //! on it fails with why, once; the connection is then dead, and a new one is started for the
 //! next call ([`super::pool`]).
+//!
+//! A reply answers only the call it names, and only a call waiting for it: call numbers are
+//! drawn so that the process cannot guess them ([`CallNumbers`]), so a session's engine can
+//! answer its own calls and no other session's. A reply line naming a call nobody waits for
+//! (guessed, forged, or a second answer) breaks the protocol: the process is lost as if it
+//! had crashed, and the calls in flight on it fail, answered by nothing it wrote.
 
+use std::hash::BuildHasher;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -169,7 +176,64 @@ impl InFlight {
 #[derive(Default)]
 struct Calls {
     waiting: rustc_hash::FxHashMap<u64, Arc<Slot>>,
+    /// Calls no longer waited for (their deadline passed; the process is being killed): a
+    /// reply to one is late, not forged, and is dropped.
+    given_up: rustc_hash::FxHashSet<u64>,
     lost: Option<Lost>,
+}
+
+impl Calls {
+    /// Takes the call `call` names out of the waiting ones: its slot, `Ok(None)` for a call
+    /// given up on, `Err` for a call nobody waits for.
+    fn answered(&mut self, call: u64) -> Result<Option<Arc<Slot>>, NotWaited> {
+        if let Some(slot) = self.waiting.remove(&call) {
+            return Ok(Some(slot));
+        }
+        if self.given_up.remove(&call) || self.lost.is_some() {
+            return Ok(None);
+        }
+        Err(NotWaited)
+    }
+}
+
+/// A reply line named a call nobody waits for.
+struct NotWaited;
+
+impl NotWaited {
+    /// What the process did, for the error of the calls in flight.
+    fn what(&self) -> String {
+        "it wrote a reply for no call in flight (guessed, forged or a second answer)".to_string()
+    }
+}
+
+/// The numbers of one process's calls: distinct, never [`INIT_CALL`], and not to be guessed
+/// from the ones the process has seen (the count through SipHash under a key drawn from the
+/// OS's randomness, which `RandomState` holds), so a reply the process writes can only name a
+/// call it was given.
+struct CallNumbers {
+    key: std::collections::hash_map::RandomState,
+    count: AtomicU64,
+}
+
+impl CallNumbers {
+    fn new() -> Self {
+        CallNumbers {
+            key: std::collections::hash_map::RandomState::new(),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// A number for the next call, other than every call waiting (`taken`).
+    fn next(&self, taken: impl Fn(u64) -> bool) -> u64 {
+        loop {
+            let number = self
+                .key
+                .hash_one(self.count.fetch_add(1, Ordering::Relaxed));
+            if number != INIT_CALL && !taken(number) {
+                return number;
+            }
+        }
+    }
 }
 
 /// A running engine process (see the [module docs](self)).
@@ -178,9 +242,12 @@ pub struct Connection {
     process: Mutex<Option<Child>>,
     input: Mutex<Option<ChildStdin>>,
     calls: Mutex<Calls>,
-    next_call: AtomicU64,
+    numbers: CallNumbers,
     /// Told once, when the process is lost, why (for the plugin's breaker).
     on_lost: Box<dyn Fn(&Lost) + Send + Sync>,
+    /// Where a broken protocol is logged (the plugin's name, the host's log).
+    name: String,
+    services: Arc<dyn HostBackend>,
 }
 
 impl Connection {
@@ -197,8 +264,10 @@ impl Connection {
             process: Mutex::new(Some(process)),
             input: Mutex::new(Some(input)),
             calls: Mutex::default(),
-            next_call: AtomicU64::new(INIT_CALL + 1),
+            numbers: CallNumbers::new(),
             on_lost,
+            name: spec.init.name.clone(),
+            services,
         });
         let init = connection.expect(INIT_CALL);
         let reader = Arc::downgrade(&connection);
@@ -228,9 +297,11 @@ impl Connection {
         lock(&self.calls).lost.is_none()
     }
 
-    /// A number for the next call.
+    /// A number for the next call ([`CallNumbers`]).
     pub fn call_number(&self) -> u64 {
-        self.next_call.fetch_add(1, Ordering::Relaxed)
+        let calls = lock(&self.calls);
+        self.numbers
+            .next(|number| calls.waiting.contains_key(&number))
     }
 
     /// Expects a reply to `call`: register before the line is written.
@@ -284,7 +355,11 @@ impl Connection {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 drop(reply);
-                lock(&self.calls).waiting.remove(&in_flight.call);
+                let mut calls = lock(&self.calls);
+                if calls.waiting.remove(&in_flight.call).is_some() {
+                    calls.given_up.insert(in_flight.call);
+                }
+                drop(calls);
                 // It may have come just now.
                 return match lock(&slot.reply).take() {
                     Some(reply) => reply,
@@ -356,18 +431,40 @@ impl Connection {
         self.lose(Lost::Ended(status), Blame::Unknown);
     }
 
-    /// Hands `line` to the call it answers; a line that answers no call breaks the protocol.
+    /// Hands `line` to the call it answers; a line that is not a reply, or answers a call
+    /// nobody waits for, breaks the protocol.
     fn deliver(&self, line: String) {
         let Some((call, _)) = Framed::split(&line) else {
             let what = format!("it wrote a line that is not a reply: {}", preview(&line));
-            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
+            self.broken(what);
             return;
         };
-        let slot = lock(&self.calls).waiting.remove(&call);
-        // A call whose deadline passed is no longer waited for: its reply is dropped.
-        if let Some(slot) = slot {
-            slot.fill(Ok(line));
+        let answered = lock(&self.calls).answered(call);
+        match answered {
+            Ok(Some(slot)) => slot.fill(Ok(line)),
+            // Late, for a call given up on (or the process is already lost): dropped.
+            Ok(None) => {}
+            Err(not_waited) => self.broken(not_waited.what()),
         }
+    }
+
+    /// The process broke the protocol (`what` it did): it is lost as if it had crashed (the
+    /// calls in flight fail; a call alone in flight is taken for why), and the host's log says
+    /// so, whether or not a call was in flight to hear it.
+    fn broken(&self, what: String) {
+        if !self.alive() {
+            return;
+        }
+        self.services.log(
+            &self.name,
+            LogLevel::Warn,
+            &format!(
+                "plugin '{}' broke its process's protocol: {what}; its process is killed, \
+                 its sessions reopen on a new one at their next call",
+                self.name
+            ),
+        );
+        self.kill_blaming(Lost::Broken(what), Blame::Unknown);
     }
 }
 
@@ -382,12 +479,14 @@ impl Connection {
             .and_then(|call| call.parse::<u64>().ok());
         let Some(call) = call else {
             let what = format!("it wrote a line of more than {limit} bytes that is not a reply");
-            self.kill_blaming(Lost::Broken(what), Blame::Unknown);
+            self.broken(what);
             return;
         };
-        let slot = lock(&self.calls).waiting.remove(&call);
-        if let Some(slot) = slot {
-            slot.fill(Err(NoAnswer::TooLarge { limit }));
+        let answered = lock(&self.calls).answered(call);
+        match answered {
+            Ok(Some(slot)) => slot.fill(Err(NoAnswer::TooLarge { limit })),
+            Ok(None) => {}
+            Err(not_waited) => self.broken(not_waited.what()),
         }
     }
 }
@@ -474,10 +573,7 @@ fn read_replies(connection: Weak<Connection>, output: std::process::ChildStdout,
             }
             Line::Read => match String::from_utf8(std::mem::take(&mut line)) {
                 Ok(text) => connection.deliver(text),
-                Err(_) => connection.kill_blaming(
-                    Lost::Broken("it wrote bytes that are not UTF-8".into()),
-                    Blame::Unknown,
-                ),
+                Err(_) => connection.broken("it wrote bytes that are not UTF-8".into()),
             },
         }
     }
@@ -600,6 +696,48 @@ mod tests {
         assert_eq!(line, b"3 ok");
         line.clear();
         assert_eq!(read_line(&mut input, &mut line, 100), Line::Closed);
+    }
+
+    #[test]
+    fn a_reply_is_taken_only_for_a_call_waiting_for_it() {
+        let mut calls = Calls::default();
+        calls.waiting.insert(7, Arc::default());
+        calls.given_up.insert(9);
+        assert!(matches!(calls.answered(7), Ok(Some(_))));
+        assert!(calls.answered(7).is_err(), "a second answer");
+        assert!(matches!(calls.answered(9), Ok(None)), "a late answer");
+        assert!(calls.answered(9).is_err(), "a late answer, twice");
+        assert!(calls.answered(8).is_err(), "a call never made");
+        calls.lost = Some(Lost::Closed);
+        assert!(
+            matches!(calls.answered(8), Ok(None)),
+            "once lost, nothing more is a fault"
+        );
+    }
+
+    #[test]
+    fn call_numbers_are_distinct_and_follow_from_nothing_the_process_sees() {
+        let numbers = CallNumbers::new();
+        let drawn: Vec<u64> = (0..10_000).map(|_| numbers.next(|_| false)).collect();
+        let distinct: std::collections::HashSet<u64> = drawn.iter().copied().collect();
+        assert_eq!(distinct.len(), drawn.len());
+        assert!(!distinct.contains(&INIT_CALL));
+        // No number is its predecessor's plus a small step.
+        assert!(drawn
+            .windows(2)
+            .all(|pair| pair[1].wrapping_sub(pair[0]) > 1 << 20));
+        // Another process's numbers are others.
+        assert!(!distinct.contains(&CallNumbers::new().next(|_| false)));
+        // A number a call in flight holds is not given again.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let given = numbers.next(|number| {
+            asked.borrow_mut().push(number);
+            asked.borrow().len() == 1
+        });
+        let asked = asked.into_inner();
+        assert_eq!(asked.len(), 2);
+        assert_eq!(given, asked[1]);
+        assert_ne!(given, asked[0]);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! host's side of a session is the SDK's remote engine over [`parent::ChildProcess`]; the
 //! child ([`child`]) serves each session's calls in order, different sessions' at once, with
 //! the SDK's one `dispatch`. A crash, an abort, an exit, a hang past its deadline (a short one
-//! for the per-turn checks, [`is_check`]) or an allocation past its memory limit becomes an
-//! engine error naming the plugin and the cause for the calls in flight; the child is started
+//! for the per-turn checks, [`is_check`]), an allocation past its memory limit or a reply for
+//! a call nobody waits on (forged: call numbers cannot be guessed) becomes an engine error
+//! naming the plugin and the cause for the calls in flight; the child is started
 //! again on the next call, its sessions reopened from their stores, until the [`breaker`]
 //! opens. A child dies with the host, and takes what it started with it when killed
 //! ([`spawn`]).

@@ -1,7 +1,8 @@
 //! What the host and an engine's child process say to each other: one JSON object per line.
 //! The host starts with [`Init`]; then each line is a [`Call`] of one session (named by the
-//! host's number for it) and call (a number the reply carries back), and each reply is a line
-//! [`Framed`] by that call number, in whatever order the child answers them. Calls of one
+//! host's number for it) and call (a number the reply carries back, which the child cannot
+//! guess), and each reply is a line [`Framed`] by that call number, in whatever order the
+//! child answers them. A reply for a call the host is not waiting on breaks the protocol. Calls of one
 //! session are answered in order; of different sessions, concurrently. The operations are the
 //! engine-call protocol's ([`ctxhost_protocol`]); message lists cross as changes
 //! ([`super::lists`]), to the last list of the same session.
@@ -96,7 +97,9 @@ impl Request {
 pub struct Call {
     /// The session, numbered by the host (unique within one child's life).
     pub session: u64,
-    /// The call, numbered by the host: the reply carries it back ([`Framed`]).
+    /// The call, numbered by the host: the reply carries it back ([`Framed`]). Drawn so that
+    /// the child cannot guess another call's from the ones it is given: a session's engine
+    /// can only answer its own calls.
     pub call: u64,
     pub body: SessionCall,
 }

@@ -9,9 +9,9 @@
 //! converts back to the very items the client sent; a message an engine changed is rebuilt
 //! from what it now says, and a reasoning item goes back only with the turn it came with.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use ctxhost_sdk::{Content, Message};
+use ctxhost_sdk::{Content, Message, Stamp};
 use serde_json::{Map, Value};
 
 use crate::transcript::codex::{self, Part, Rebuilt};
@@ -37,16 +37,37 @@ pub struct Converted {
     pub input: Value,
 }
 
+/// The messages [`into_messages`] made, by their stamps: while one is unchanged (a clone
+/// shares its stamp, a change gives a new one), it still says what its items say, so it
+/// converts back to them without being compared with them ([`from_messages_made`]).
+#[derive(Debug, Clone, Default)]
+pub struct Made(HashSet<Stamp>);
+
+impl Made {
+    fn holds(&self, message: &Message) -> bool {
+        self.0.contains(&message.stamp())
+    }
+}
+
 /// The engine's messages for a request's `instructions` and `input`.
 pub fn to_messages(
     instructions: Option<&Value>,
     input: &Value,
 ) -> Result<Vec<Message>, ConvertError> {
+    into_messages(instructions.cloned(), input.clone()).map(|(messages, _)| messages)
+}
+
+/// [`to_messages`] of a request's own `instructions` and `input`, taken (no item is copied),
+/// and the messages it made ([`Made`]).
+pub fn into_messages(
+    instructions: Option<Value>,
+    input: Value,
+) -> Result<(Vec<Message>, Made), ConvertError> {
     let mut messages = Vec::new();
     match instructions {
         None | Some(Value::Null) => {}
         Some(Value::String(text)) => {
-            let mut message = Message::system(text.clone());
+            let mut message = Message::system(text);
             message.set_extra_field(INSTRUCTIONS, Some(Value::Bool(true)));
             messages.push(message);
         }
@@ -59,7 +80,7 @@ pub fn to_messages(
     }
     match input {
         Value::String(text) => {
-            let mut message = Message::user(text.clone());
+            let mut message = Message::user(text);
             message.set_extra_field(INPUT_TEXT, Some(Value::Bool(true)));
             messages.push(message);
         }
@@ -79,25 +100,26 @@ pub fn to_messages(
             })
         }
     }
-    Ok(messages)
+    let made = Made(messages.iter().map(Message::stamp).collect());
+    Ok((messages, made))
 }
 
 /// Items as messages, each keeping its items; items that make no message (unknown types,
 /// server-side calls) ride with the message before them, or the first one after.
-fn item_messages(items: &[Value]) -> Vec<Message> {
+fn item_messages(items: Vec<Value>) -> Vec<Message> {
     let mut groups: Vec<Vec<Value>> = Vec::new();
     let mut leading: Vec<Value> = Vec::new();
     let mut open_assistant = false;
     for item in items {
-        match codex::part(item) {
+        match codex::part(&item) {
             Part::Assistant if open_assistant => push_to_last(&mut groups, item),
             Part::Assistant | Part::Single => {
+                open_assistant = codex::part(&item) == Part::Assistant;
                 let mut group = std::mem::take(&mut leading);
-                group.push(item.clone());
+                group.push(item);
                 groups.push(group);
-                open_assistant = codex::part(item) == Part::Assistant;
             }
-            Part::Skip if groups.is_empty() => leading.push(item.clone()),
+            Part::Skip if groups.is_empty() => leading.push(item),
             Part::Skip => push_to_last(&mut groups, item),
         }
     }
@@ -119,9 +141,9 @@ fn item_messages(items: &[Value]) -> Vec<Message> {
     messages
 }
 
-fn push_to_last(groups: &mut [Vec<Value>], item: &Value) {
+fn push_to_last(groups: &mut [Vec<Value>], item: Value) {
     if let Some(group) = groups.last_mut() {
-        group.push(item.clone());
+        group.push(item);
     }
 }
 
@@ -161,7 +183,7 @@ pub fn set_carried_items(message: &mut Message, items: Vec<Value>) {
 /// One reply's `output` items as the engine's assistant message (None when they make none).
 pub fn reply_message(output: &Value) -> Option<Message> {
     let items = output.as_array()?;
-    let mut messages = item_messages(items);
+    let mut messages = item_messages(items.clone());
     (messages.len() == 1 && messages[0].is_assistant()).then(|| messages.remove(0))
 }
 
@@ -218,6 +240,12 @@ fn same_json(a: &str, b: &str) -> bool {
 
 /// The request's `instructions` and `input` for the engine's messages.
 pub fn from_messages(messages: &[Message]) -> Converted {
+    from_messages_made(messages, &Made::default())
+}
+
+/// [`from_messages`], where the messages in `made` that are still unchanged go back as the
+/// items they were made of, without comparing what those say with what the message says.
+pub fn from_messages_made(messages: &[Message], made: &Made) -> Converted {
     let mut instructions = None;
     let mut input: Vec<Value> = Vec::new();
     let mut kinds: HashMap<String, String> = HashMap::new();
@@ -240,7 +268,13 @@ pub fn from_messages(messages: &[Message]) -> Converted {
         if at == 0 && instructions.is_some() {
             continue;
         }
-        let items = intact_items(message).unwrap_or_else(|| rebuild(message, &mut kinds));
+        let unchanged = made
+            .holds(message)
+            .then(|| message.extra_field::<Vec<Value>>(ITEMS))
+            .flatten();
+        let items = unchanged
+            .or_else(|| intact_items(message))
+            .unwrap_or_else(|| rebuild(message, &mut kinds));
         for item in &items {
             if let (Some(id), Some(kind)) = (item["call_id"].as_str(), item["type"].as_str()) {
                 if kind.ends_with("_call") {
@@ -317,6 +351,28 @@ mod tests {
         let back = from_messages(&messages);
         assert_eq!(back.instructions, Some(json!("sys")));
         assert_eq!(back.input, input());
+    }
+
+    #[test]
+    fn messages_made_here_go_back_as_their_items_until_changed() {
+        let (mut messages, made) = into_messages(Some(json!("sys")), input()).unwrap();
+        assert_eq!(
+            messages,
+            to_messages(Some(&json!("sys")), &input()).unwrap()
+        );
+        let back = from_messages_made(&messages, &made);
+        assert_eq!(back.instructions, Some(json!("sys")));
+        assert_eq!(back.input, input());
+        // A clone is the same message.
+        assert_eq!(from_messages_made(&messages.clone(), &made).input, input());
+        // A changed one is rebuilt, as it is without knowing where it came from.
+        messages[4].set_text("[cleared]");
+        let back = from_messages_made(&messages, &made).input;
+        assert_eq!(back, from_messages(&messages).input);
+        assert_ne!(back, input());
+        // Messages made by another conversion are compared with their items.
+        let (others, _) = into_messages(None, input()).unwrap();
+        assert_eq!(from_messages_made(&others, &made).input, input());
     }
 
     #[test]

@@ -181,3 +181,76 @@ fn a_handoff_line_pasted_into_another_conversation_swaps_nothing() {
         );
     }
 }
+
+#[test]
+fn a_pasted_marker_ending_a_users_first_words_resumes_nothing_at_a_later_turn_and_the_text_handed_out_does(
+) {
+    let sandbox = Sandbox::new();
+    let upstream = upstream();
+    let gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let wire = Wire::Chat;
+    let opening = [
+        json!({"role": "system", "content": "You are Alice's build agent."}),
+        json!({"role": "user", "content": "Fix the build of the billing service, please."}),
+    ];
+    let handoff = compacted_by_the_engine(&gateway, ALICE, "alice-session", &opening);
+    let line = marker_line(&handoff);
+
+    // Another conversation of the same credential, naming no session, ends its first words
+    // with the line after a blank line, as a handoff text does; the model answers, and the
+    // next turn starts with those words at the head of the history, followed.
+    let system = "You are Bob's helper.";
+    let question = format!("What does the last line of this mean?\n\n{line}");
+    let mut messages = vec![
+        json!({"role": "system", "content": system}),
+        json!({"role": "user", "content": question}),
+    ];
+    let send = |messages: &[Value]| {
+        let response = wire.send(
+            &gateway,
+            Some(ALICE),
+            None,
+            &wire.body(messages, &[], false),
+        );
+        assert_eq!(response.status(), 200);
+        let headers = response.headers().clone();
+        let text = response.text().unwrap();
+        assert_eq!(wire.read(&text, false).message["content"], MODEL_ANSWER);
+        let sent = wire.sent_messages(wire.requests(&upstream).last().unwrap());
+        (headers, sent)
+    };
+    let (first, _) = send(&messages);
+    let bobs = first["x-ctxhost-session"].to_str().unwrap().to_string();
+    assert_ne!(bobs, "alice-session");
+    messages.push(json!({"role": "assistant", "content": MODEL_ANSWER}));
+    messages.push(json!({"role": "user", "content": "And the line before it?"}));
+    let (later, sent) = send(&messages);
+    assert_eq!(later["x-ctxhost-session"], bobs.as_str());
+    assert_eq!(later["x-ctxhost-lineage"], "continued");
+    assert_eq!(sent[0]["content"], system, "{sent:?}");
+    assert_eq!(sent[1]["content"], question.as_str(), "{sent:?}");
+    assert_eq!(sent.last().unwrap()["content"], "And the line before it?");
+    let all = serde_json::to_string(&sent).unwrap();
+    assert!(
+        !all.contains("billing service"),
+        "the other session's view: {all}"
+    );
+    gateway.wait_for_log("is not the one the gateway handed out");
+
+    // The text the gateway handed out, kept whole by a client no profile tells, with its next
+    // words after it, takes the session up.
+    let compacted = [
+        json!({"role": "system", "content": "You are Alice's build agent."}),
+        json!({"role": "user", "content": handoff}),
+        json!({"role": "user", "content": "Now the tests."}),
+    ];
+    let (resumed, sent) = send(&compacted);
+    assert_eq!(resumed["x-ctxhost-session"], "alice-session");
+    assert_eq!(resumed["x-ctxhost-lineage"], "continued");
+    let all = serde_json::to_string(&sent).unwrap();
+    assert!(
+        !all.contains("ctxhost.v1."),
+        "the upstream never sees the reference: {all}"
+    );
+    assert_eq!(sent.last().unwrap()["content"], "Now the tests.");
+}

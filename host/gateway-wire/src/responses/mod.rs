@@ -49,6 +49,9 @@ impl Counting for Responses {
 pub struct ResponsesRequest {
     /// The body as sent; `instructions` and `input` are replaced per model call.
     body: Map<String, Value>,
+    /// The history's messages as made from `input`: those still unchanged go back as the
+    /// items they came from, unread.
+    made: convert::Made,
 }
 
 impl Wire for Responses {
@@ -84,8 +87,8 @@ impl Wire for Responses {
             return Err(bad_request("`input` must be a string or an array of items"));
         }
         let instructions = body.get_mut("instructions").map(Value::take);
-        let history = convert::to_messages(instructions.as_ref(), &input)
-            .map_err(|e| bad_request(e.to_string()))?;
+        let (history, made) =
+            convert::into_messages(instructions, input).map_err(|e| bad_request(e.to_string()))?;
         if history.is_empty() {
             return Err(bad_request("`input` must not be empty"));
         }
@@ -95,7 +98,7 @@ impl Wire for Responses {
             stream: streamed(&body),
             output_budget: budget(&body, &["max_output_tokens"]),
             client_tools: client_tool_names(&body, &["name"]),
-            request: ResponsesRequest { body },
+            request: ResponsesRequest { body, made },
         }))
     }
 
@@ -128,7 +131,7 @@ impl Wire for Responses {
         messages: &[Message],
         engine_tools: &[Value],
     ) -> Bytes {
-        let converted = convert::from_messages(messages);
+        let converted = convert::from_messages_made(messages, &request.made);
         let mut body = request.body.clone();
         body.insert("input".into(), converted.input);
         match converted.instructions {

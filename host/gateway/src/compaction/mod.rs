@@ -18,7 +18,7 @@ use ctxhost_sdk::{Content, Message};
 use ctxhost_wire::responses::{carried_items, carries_item_of_type, set_carried_items};
 use serde_json::Value;
 
-use crate::conversation::Resumed;
+use crate::conversation::{Digest, Resumed};
 use crate::record::unix_now;
 use crate::session::live::Prepared;
 use crate::store::random_u64;
@@ -96,7 +96,7 @@ pub fn take_up(
                 index + 1
             };
             set_carried_items(message, kept);
-            latest = Some(taken(reference, at));
+            latest = Some(taken(reference, at, None));
             split = None;
             continue;
         }
@@ -107,7 +107,8 @@ pub fn take_up(
                         .block
                         .filter(|block| block + 1 < parts_of(message).len())
                         .map(|block| (index, block));
-                    latest = Some(taken(reference, index + 1));
+                    let text = text.rendered.as_deref().map(Digest::of_handoff);
+                    latest = Some(taken(reference, index + 1, text));
                 }
                 Ok(None) => {}
                 Err(why) => unverified.push(why),
@@ -144,11 +145,12 @@ fn split_parts(message: &Message, part: usize) -> (Message, Message) {
     (handoff, rest)
 }
 
-fn taken(reference: Reference, at: usize) -> TakenUp {
+fn taken(reference: Reference, at: usize, text: Option<Digest>) -> TakenUp {
     TakenUp {
         resumed: Resumed {
             at,
             view_version: reference.view_version,
+            text,
         },
         reference,
     }
@@ -208,9 +210,12 @@ pub async fn answer<W: Wire>(
     };
     let handoff = handoff(answering.kind, &engine);
     let output = match &handoff {
-        Handoff::Text(text) => live
-            .session
-            .count_message(&Message::assistant(text.as_str())),
+        Handoff::Text(text) => {
+            // A client that keeps it whole brings back this very text.
+            live.record.conversation.hand_out(text);
+            live.session
+                .count_message(&Message::assistant(text.as_str()))
+        }
         Handoff::Item(_) => 0,
     };
     // The agent's meter restarts from the view; the engine is asked afresh from there.
@@ -280,7 +285,8 @@ mod tests {
             taken.resumed,
             Resumed {
                 at: 2,
-                view_version: 4
+                view_version: 4,
+                text: None,
             }
         );
         assert_eq!(history.len(), 3);

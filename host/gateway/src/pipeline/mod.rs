@@ -185,30 +185,49 @@ async fn open<W: Wire>(
     agent_compaction: Option<AnsweredBy>,
 ) -> Result<(Turn, Prepared), GatewayError> {
     let header = request.agent.session_header();
-    // An agent that names no session of its own is known by the handoff it brings back.
-    let name = match &taken {
-        Some(taken) if !names_session(&request.headers, header) => taken.reference.session.clone(),
-        _ => session_name(&request.headers, header, &parsed.history)?,
+    let mut taken = taken;
+    let (mut turn, prepared) = loop {
+        // An agent that names no session of its own is known by the handoff it brings back.
+        let name = match &taken {
+            Some(taken) if !names_session(&request.headers, header) => {
+                taken.reference.session.clone()
+            }
+            _ => session_name(&request.headers, header, &parsed.history)?,
+        };
+        let resumed = taken
+            .as_ref()
+            .filter(|taken| taken.reference.session == name)
+            .map(|taken| taken.resumed);
+        let begun = Turn::begin(
+            gateway.clone(),
+            &request.headers,
+            TurnRequest {
+                name: name.clone(),
+                history: &parsed.history,
+                model: &parsed.model,
+                output_budget: parsed.output_budget,
+                resumed,
+                agent_compaction,
+                feature_window: request.feature_window,
+                provider_context: W::provider_context(&parsed.request),
+                cost: request.cost.clone(),
+            },
+        )
+        .await?;
+        match begun {
+            Some(begun) => break begun,
+            // Without a handoff to take up, the next round opens the request's own session.
+            None => {
+                tracing::warn!(
+                    session = %name,
+                    "a handoff text in the request is not the one the gateway handed out for \
+                     the view its reference names (its marker line pasted into other words?): \
+                     it resumes nothing, the history is read as it is"
+                );
+                taken = None;
+            }
+        }
     };
-    let resumed = taken
-        .filter(|taken| taken.reference.session == name)
-        .map(|taken| taken.resumed);
-    let (mut turn, prepared) = Turn::begin(
-        gateway,
-        &request.headers,
-        TurnRequest {
-            name,
-            history: &parsed.history,
-            model: &parsed.model,
-            output_budget: parsed.output_budget,
-            resumed,
-            agent_compaction,
-            feature_window: request.feature_window,
-            provider_context: W::provider_context(&parsed.request),
-            cost: request.cost.clone(),
-        },
-    )
-    .await?;
     if W::AGENTS.contains(&Agent::Hermes)
         && turn.gateway.settings.client_compaction == ClientCompactionMode::Engine
     {

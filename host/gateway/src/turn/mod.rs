@@ -129,13 +129,22 @@ pub struct TurnRequest<'a> {
 
 impl Turn {
     /// Opens the session of `request` (scoped by the client's credential) and prepares its
-    /// turn: what goes upstream comes back beside it.
+    /// turn: what goes upstream comes back beside it. `None` (the session released untouched)
+    /// when the handoff the history takes up is not one the session handed out
+    /// ([`Conversation::handed_out`](crate::conversation::Conversation::handed_out)): the
+    /// caller opens the request's own session instead.
     pub async fn begin(
         gateway: Arc<Gateway>,
         headers: &HeaderMap,
         request: TurnRequest<'_>,
-    ) -> Result<(Turn, Prepared), GatewayError> {
+    ) -> Result<Option<(Turn, Prepared)>, GatewayError> {
         let (mut turn, window) = Turn::open(gateway, headers, &request).await?;
+        if let Some(resumed) = &request.resumed {
+            if !turn.guard.record.conversation.handed_out(resumed) {
+                turn.release();
+                return Ok(None);
+            }
+        }
         let prepared = turn
             .prepare(
                 request.history,
@@ -146,7 +155,7 @@ impl Turn {
             )
             .await;
         let turn = turn.opened(&prepared, request.model, window).await?;
-        Ok((turn, prepared))
+        Ok(Some((turn, prepared)))
     }
 
     /// As [`Turn::begin`], for a request that carries no history of its own (Hermes'
