@@ -3,7 +3,7 @@
 //! PostgreSQL's `ts_rank`) orders matches its own way, so what recall brought back would
 //! change with a move of the store from one database to the other.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// How fast a word's weight saturates with its count in a text.
 const K1: f64 = 1.2;
@@ -24,13 +24,16 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 /// counts each of them), with the words' rarity taken among `texts` alone: higher is better.
 pub fn bm25(terms: &[String], texts: &[&str]) -> Vec<f64> {
     let query: BTreeSet<String> = terms.iter().flat_map(|term| words(term)).collect();
-    // Per text: its length in words and the count of each query word in it.
-    let counted: Vec<(usize, HashMap<&str, u32>)> = texts
+    // Per text: its length in words and the count of each query word in it, in the words'
+    // order, so a text's score is summed in the same order every time (a hash map's order
+    // changes per map, and a float sum with it: equal texts would tie one call and not the
+    // next, and the selection would not be stable).
+    let counted: Vec<(usize, BTreeMap<&str, u32>)> = texts
         .iter()
         .map(|text| {
             let scored = &text[..floor_boundary(text, SCORED_BYTES)];
             let mut length = 0;
-            let mut counts: HashMap<&str, u32> = HashMap::new();
+            let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
             for word in words(scored) {
                 length += 1;
                 if let Some(known) = query.get(&word) {
@@ -101,6 +104,25 @@ mod tests {
         assert!(scores[0] > scores[1], "{scores:?}");
         assert!(scores[1] > scores[2], "{scores:?}");
         assert_eq!(scores[2], 0.0);
+    }
+
+    #[test]
+    fn texts_holding_the_same_words_tie_exactly_on_every_call() {
+        // Equal scores must be equal floats, or ties (broken by id) flip from call to call.
+        let vocabulary: Vec<String> = (0..24).map(|n| format!("w{n}")).collect();
+        let same = vocabulary.join(" ");
+        let reversed: Vec<&str> = vocabulary.iter().rev().map(String::as_str).collect();
+        let reversed = reversed.join(" ");
+        // Other texts hold the words a varied number of times, so each word's rarity differs.
+        let others: Vec<String> = (1..24)
+            .map(|n| vocabulary[..n].join(" ") + " filler")
+            .collect();
+        let mut texts = vec![same.as_str(), reversed.as_str()];
+        texts.extend(others.iter().map(String::as_str));
+        for _ in 0..50 {
+            let scores = bm25(&vocabulary, &texts);
+            assert_eq!(scores[0].to_bits(), scores[1].to_bits(), "{scores:?}");
+        }
     }
 
     #[test]
