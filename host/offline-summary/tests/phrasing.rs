@@ -253,7 +253,11 @@ fn asides() {
 [user] QA signs off on build 4471 before anything ships, that is how it works here.
 [user] can you rerun job 5512?
 [user] please look at module_12/file_12.py next
-[assistant] Will do.",
+[assistant] Will do.
+[user] Refactor the parser module number 4: rename helper_4 and add a unit test.
+[assistant] Renamed.
+[user] Fix the flaky test in tests/net_31.rs
+[assistant] Fixed.",
         expected: &[
             ("Note", "6.8.12"),
             ("Note", "/srv/stage-77/app"),
@@ -261,7 +265,14 @@ fn asides() {
             ("Note", "4471"),
         ],
         superseded: &[],
-        decoys: &["5512", "module_12", "how it works here"],
+        // A question, and requests for work now (however they are phrased), are not notes.
+        decoys: &[
+            "5512",
+            "module_12",
+            "how it works here",
+            "helper_4",
+            "net_31",
+        ],
     });
 }
 

@@ -293,6 +293,45 @@ const REQUESTS: &[&str] = &[
     "let me know",
 ];
 
+/// Verbs that open a request for a piece of work now ("Refactor the parser module 4: rename
+/// helper_4 …"): the task of the moment, which the summary's goal and progress carry, not
+/// something that holds from now on. Verbs that also open standing instructions ("use",
+/// "keep", "make sure", "change request") are not among them.
+const WORK_VERBS: &[&str] = &[
+    "add",
+    "build",
+    "check",
+    "clean",
+    "commit",
+    "compile",
+    "create",
+    "debug",
+    "delete",
+    "edit",
+    "explain",
+    "find",
+    "fix",
+    "generate",
+    "implement",
+    "install",
+    "investigate",
+    "list",
+    "look",
+    "merge",
+    "modify",
+    "open",
+    "push",
+    "read",
+    "refactor",
+    "remove",
+    "rename",
+    "review",
+    "revert",
+    "show",
+    "try",
+    "write",
+];
+
 /// Words of a report of what went wrong (a pasted error, a log line), not a statement.
 const TROUBLE: &[&str] = &[
     "error",
@@ -305,7 +344,7 @@ const TROUBLE: &[&str] = &[
 ];
 
 /// `text` as a note held as said: a short message of its own (a line or two of prose), that
-/// asks nothing, reports no trouble, holds no code, and names a value
+/// asks nothing (no question, no request for work now), reports no trouble, holds no code, and names a value
 /// ([`note_value`]).
 fn said(text: &str) -> Option<Standing> {
     let text = as_sentence(tidy(text.trim()));
@@ -319,7 +358,12 @@ fn said(text: &str) -> Option<Standing> {
         && !TAG_QUESTIONS
             .iter()
             .any(|tag| lower.trim_end().ends_with(tag));
-    let requests = REQUESTS.iter().any(|word| contains_word(&lower, word));
+    let requests = REQUESTS.iter().any(|word| contains_word(&lower, word))
+        || WORK_VERBS.iter().any(|verb| {
+            lower
+                .strip_prefix(verb)
+                .is_some_and(|rest| rest.starts_with(' '))
+        });
     let trouble = TROUBLE.iter().any(|word| lower.contains(word));
     let code = text.contains("```")
         || text.contains(" = ")
