@@ -352,9 +352,12 @@ fn offline_leaf_summaries_say_what_the_turns_did_with_nothing_empty_or_repeated(
         }
         if kind == "leaf" {
             // What the turns did, or what was asked of them (after the standing facts, when
-            // the turns stated any).
+            // the turns stated any); a leaf whose every action failed lists them as open.
             assert!(
-                text.contains("Did:\n- ") || text.starts_with("Asked") || text.contains("\nAsked"),
+                text.contains("Did:\n- ")
+                    || text.starts_with("Asked")
+                    || text.contains("\nAsked")
+                    || text.contains("\nOpen:\n- Ran `"),
                 "{id}\n{text}"
             );
         }

@@ -1,5 +1,5 @@
-//! The size rules every summarizer shares: tokens estimated from bytes, and cuts that fall on
-//! character boundaries.
+//! The size rules every summarizer shares: tokens estimated from bytes, cuts that fall on
+//! character boundaries, and the parts of a summary in the order a budget keeps them.
 //!
 //! Tokens are estimated as bytes / 4, rounded up: that is the usual chars / 4 for ASCII and
 //! errs on the safe side for other scripts, where a character costs more tokens.
@@ -54,6 +54,21 @@ pub fn truncate_bytes(text: &str, max_bytes: usize) -> Cow<'_, str> {
     }
     let cut = floor_boundary(text, max_bytes - ELLIPSIS.len());
     Cow::Owned(format!("{}{ELLIPSIS}", text[..cut].trim_end()))
+}
+
+/// What a section of a summary carries, in the order a budget keeps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// Standing rules, constraints, facts, goals, preferences, decisions and open questions.
+    Facts,
+    /// What the session is for and what comes next.
+    GoalAndPlan,
+    /// The files touched, each at its last state.
+    Files,
+    /// What is in progress or blocked.
+    Progress,
+    /// What was done, decided and seen on the way: the first to go.
+    Narrative,
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::borrow::Cow;
 
 use crate::budget::truncate_bytes;
-use crate::sections::Part;
+use crate::budget::Part;
 use crate::standing::Book;
 
 use super::extract::mentions;
@@ -53,6 +53,17 @@ impl Key {
             Key::Files => "Files",
             Key::NextSteps => "Next Steps",
             Key::Critical => "Critical Context",
+        }
+    }
+
+    /// What the section carries, for the order a budget keeps sections in.
+    pub(crate) fn part(self) -> Part {
+        match self {
+            Key::Standing | Key::Constraints => Part::Facts,
+            Key::Goal | Key::NextSteps => Part::GoalAndPlan,
+            Key::Files => Part::Files,
+            Key::InProgress | Key::Blocked => Part::Progress,
+            Key::Done | Key::Decisions | Key::Critical => Part::Narrative,
         }
     }
 
@@ -321,8 +332,7 @@ impl Handoff {
             }
             match self.next_to_shrink(item_max, |s| !s.items.is_empty()) {
                 Some(index)
-                    if Part::of_key(self.sections[index].key) <= Part::Files
-                        && layout != Layout::Bare =>
+                    if self.sections[index].key.part() <= Part::Files && layout != Layout::Bare =>
                 {
                     layout = match layout {
                         Layout::Full => Layout::Compact,
@@ -368,7 +378,7 @@ impl Handoff {
                 let unpinned = s.items.len() > s.pinned;
                 let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
                 (
-                    Part::of_key(s.key),
+                    s.key.part(),
                     s.key != Key::Standing,
                     unpinned,
                     size,

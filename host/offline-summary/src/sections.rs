@@ -5,54 +5,29 @@
 
 use std::ops::Range;
 
+use crate::budget::Part;
 use crate::handoff::Key;
 use crate::merge::{heading, key_for_heading};
 use crate::record::Section;
 
-/// What a section of a summary carries, in the order a budget keeps them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Part {
-    /// Standing rules, constraints, facts, goals, preferences, decisions and open questions.
-    Facts,
-    /// What the session is for and what comes next.
-    GoalAndPlan,
-    /// The files touched, each at its last state.
-    Files,
-    /// What is in progress or blocked.
-    Progress,
-    /// What was done, decided and seen on the way: the first to go.
-    Narrative,
-}
-
-impl Part {
-    pub(crate) fn of_key(key: Key) -> Part {
-        match key {
-            Key::Standing | Key::Constraints => Part::Facts,
-            Key::Goal | Key::NextSteps => Part::GoalAndPlan,
-            Key::Files => Part::Files,
-            Key::InProgress | Key::Blocked => Part::Progress,
-            Key::Done | Key::Decisions | Key::Critical => Part::Narrative,
-        }
-    }
-
-    fn of_record(section: Section) -> Part {
-        match section {
-            Section::Standing | Section::Constraints => Part::Facts,
-            Section::Asked | Section::Next => Part::GoalAndPlan,
-            Section::Files => Part::Files,
-            Section::Open => Part::Progress,
-            Section::Did | Section::Decided | Section::Errors => Part::Narrative,
-        }
+/// The part a record's section carries.
+fn part_of_record(section: Section) -> Part {
+    match section {
+        Section::Standing | Section::Constraints => Part::Facts,
+        Section::Asked | Section::Next => Part::GoalAndPlan,
+        Section::Files => Part::Files,
+        Section::Open => Part::Progress,
+        Section::Did | Section::Decided | Section::Errors => Part::Narrative,
     }
 }
 
 /// The part a heading line opens (`## Files`, `**Standing Facts**`, `Did:`, `Files: a.rs`).
 pub fn part_of_heading(line: &str) -> Option<Part> {
     if let Some(title) = heading(line) {
-        return key_for_heading(&title).map(Part::of_key);
+        return key_for_heading(&title).map(Key::part);
     }
     let (title, _) = line.split_once(':')?;
-    Section::from_title(title.trim()).map(Part::of_record)
+    Section::from_title(title.trim()).map(part_of_record)
 }
 
 /// The sections of `summary`: each part with the byte range of its heading and lines. Text
@@ -67,7 +42,7 @@ pub fn parts(summary: &str) -> Vec<(Part, Range<usize>)> {
             .starts_with(['#', '*'])
             .then(|| heading(line))
             .flatten()
-            .map(|title| key_for_heading(&title).map_or(Part::Narrative, Part::of_key))
+            .map(|title| key_for_heading(&title).map_or(Part::Narrative, Key::part))
             .or_else(|| part_of_heading(line.trim_end()));
         match (opens, out.last_mut()) {
             (None, Some((_, range))) => range.end = end,
