@@ -88,10 +88,12 @@ fn lcm_recalls_a_fact_summarized_away_when_the_question_asks_for_it_in_other_wor
     sandbox
         .link_repo_plugins()
         // Compressions whenever lcm asks (not weighed against the prompt cache, which would
-        // hold them on this short session): the test is what recall brings back after them.
+        // hold them on this short session), on the request that asks (not prepared in the
+        // background, which a loaded machine may not finish before the session ends): the
+        // test is what recall brings back after them.
         .write_config(
             "context:\n  engine: lcm\nmodel:\n  context_length: 8000\n\
-             serve:\n  compression:\n    cache_aware: false\n",
+             serve:\n  compression:\n    cache_aware: false\n    background: false\n",
         );
     let (_upstream, last, state, metrics) = drive(&sandbox, "Which region do we ship to?");
     assert!(
