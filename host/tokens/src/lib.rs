@@ -14,6 +14,7 @@
 
 mod ascii_pieces;
 mod o200k;
+mod piece_counts;
 mod segments;
 mod table_hash;
 
@@ -25,18 +26,10 @@ use rustc_hash::FxHasher;
 use tiktoken_rs::CoreBPE;
 
 use o200k::RankTable;
+use piece_counts::PieceCounts;
 
 /// Texts shorter than this are counted directly: hashing them costs about as much.
 const CACHE_MIN_BYTES: usize = 64;
-
-/// Pieces up to this long are remembered for the rest of a count (a session repeats its words;
-/// a long piece rarely repeats, and remembering every one would hold a copy of the text).
-const PIECE_CACHE_MAX_BYTES: usize = 256;
-
-/// At most this many pieces are remembered in one count: random text (a base64 blob) has as
-/// many distinct pieces as it has pieces, and remembering them all would take several times the
-/// text's size.
-const PIECE_CACHE_MAX_ENTRIES: usize = 1 << 17;
 
 /// At most this many segments of one text are remembered: a run of one character repeats
 /// its segments, other text does not.
@@ -68,10 +61,6 @@ type Key = (u64, usize);
 
 /// Exact counts of texts, by key.
 type Counted = HashMap<Key, u64, BuildHasherDefault<IdentityHasher>>;
-
-/// Counts of the pieces bpe-openai's pre-tokenizer split texts into, by piece: a piece counts
-/// the same wherever it appears.
-type PieceCounts = HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>;
 
 impl TokenCounter {
     /// `encoding` must be one of [`ctxhost_config::ENCODINGS`] (the config validates it).
@@ -290,22 +279,24 @@ fn count_segment(loaded: &Loaded, text: &str, pieces: &mut PieceCounts) -> u64 {
         Loaded::Bpe(bpe) => count_pieces(bpe.split(text), pieces, |_| false, |p| bpe.bpe.count(p)),
         Loaded::O200k(table) if text.is_ascii() => {
             count_pieces(ascii_pieces::pieces(text), pieces, one_token(table), |p| {
-                table.count(p)
+                table.count_merged(p)
             })
         }
         Loaded::O200k(table) => count_pieces(
             o200k_base_splitter().split(text),
             pieces,
             one_token(table),
-            |p| table.count(p),
+            |p| table.count_merged(p),
         ),
         Loaded::Tiktoken(bpe) => bpe.encode_ordinary(text).len() as u64,
     }
 }
 
-/// The count of a text given its `pieces` (the sum of their counts, `count` merging one), with
-/// each distinct short piece merged once. A piece `one_token` recognizes counts one without a look in
-/// `counted` (most words are a token, and the rank table finds one faster than the cache).
+/// The count of a text given its `pieces` (the sum of their counts, `count` merging one that
+/// `one_token` does not recognize), with each distinct short piece merged once while
+/// remembering pays ([`piece_counts`]). A piece
+/// `one_token` recognizes counts one without a look in `counted` (most words are a token, and
+/// the rank table finds one faster than the cache).
 /// Neither encoding normalizes its text.
 fn count_pieces<'a>(
     pieces: impl Iterator<Item = &'a str>,
@@ -318,13 +309,11 @@ fn count_pieces<'a>(
             if one_token(piece.as_bytes()) {
                 return 1;
             }
-            if let Some(&count) = counted.get(piece) {
+            if let Some(count) = counted.get(piece) {
                 return u64::from(count);
             }
             let count = count(piece.as_bytes());
-            if piece.len() <= PIECE_CACHE_MAX_BYTES && counted.len() < PIECE_CACHE_MAX_ENTRIES {
-                counted.insert(piece.into(), count.min(u32::MAX as usize) as u32);
-            }
+            counted.insert(piece, count);
             count as u64
         })
         .sum()
@@ -540,7 +529,7 @@ mod tests {
                     o200k_base_splitter().split(text),
                     &mut pieces,
                     one_token(table),
-                    |p| table.count(p)
+                    |p| table.count_merged(p)
                 ),
                 expected,
                 "{text:?}"

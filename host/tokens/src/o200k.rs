@@ -33,14 +33,17 @@ pub struct RankTable {
     slot_count: u32,
 }
 
+/// The bytes of one slot: the token's head (`u64`), rank and length (`u32`s).
+const SLOT_BYTES: usize = 16;
+
 impl RankTable {
     /// The table the binary holds.
     pub fn o200k_base() -> RankTable {
         let header = |index: usize| read_u32(TABLE_BYTES, index) as usize;
         let (tokens, buckets, slots) = (header(0), header(1), header(2));
         let (offsets, rest) = TABLE_BYTES[12..].split_at((tokens + 1) * 4);
-        let (displacements, rest) = rest.split_at(buckets * 4);
-        let (slot_bytes, bytes) = rest.split_at(slots * 4);
+        let (displacements, rest) = rest.split_at(buckets);
+        let (slot_bytes, bytes) = rest.split_at(slots * SLOT_BYTES);
         RankTable {
             offsets,
             displacements,
@@ -51,13 +54,23 @@ impl RankTable {
         }
     }
 
-    /// The rank of the token whose bytes are `bytes`, if one is.
+    /// The rank of the token whose bytes are `bytes`, if one is. The slot holds the token's
+    /// length and first eight bytes: only a longer token reads the rest of its bytes.
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
         let place = table_hash::slot_of(bytes, self.bucket_count, self.slot_count, |bucket| {
-            read_u32(self.displacements, bucket)
+            self.displacements[bucket].into()
         });
-        let rank = read_u32(self.slots, place);
-        (rank != EMPTY && self.token(rank) == bytes).then_some(rank)
+        let slot: &[u8; SLOT_BYTES] = self.slots[place * SLOT_BYTES..][..SLOT_BYTES]
+            .try_into()
+            .expect("a whole slot");
+        let head = u64::from_le_bytes(slot[..8].try_into().expect("eight bytes"));
+        let rank = read_u32(slot, 2);
+        let length = read_u32(slot, 3) as usize;
+        let found = rank != EMPTY
+            && length == bytes.len()
+            && head == table_hash::head(bytes)
+            && (length <= 8 || self.token(rank)[8..] == bytes[8..]);
+        found.then_some(rank)
     }
 
     fn token(&self, rank: u32) -> &'static [u8] {
@@ -67,17 +80,30 @@ impl RankTable {
     }
 
     /// How many tokens `piece` encodes to.
+    #[cfg(test)]
     pub fn count(&self, piece: &[u8]) -> usize {
         self.count_with(piece, SCAN_MAX_BYTES)
     }
 
+    /// How many tokens `piece`, which is not one token, merges to: [`Self::count`] without
+    /// looking the whole piece up again (the caller has).
+    pub fn count_merged(&self, piece: &[u8]) -> usize {
+        self.merge(piece, SCAN_MAX_BYTES)
+    }
+
     /// [`Self::count`], with pieces longer than `scan_max` merged through a heap.
     fn count_with(&self, piece: &[u8], scan_max: usize) -> usize {
+        if piece.len() > 1 && self.rank(piece).is_some() {
+            return 1;
+        }
+        self.merge(piece, scan_max)
+    }
+
+    /// [`Self::count_with`] for a piece that is not one token.
+    fn merge(&self, piece: &[u8], scan_max: usize) -> usize {
         match piece.len() {
-            0 => 0,
-            1 => 1,
-            _ if self.rank(piece).is_some() => 1,
-            length if length <= scan_max => self.merge_scanning(piece),
+            length @ (0 | 1) => length,
+            length if length <= scan_max.min(SCAN_MAX_BYTES) => self.merge_scanning(piece),
             _ => self.merge_with_heap(piece),
         }
     }
@@ -87,35 +113,49 @@ impl RankTable {
         self.rank(&piece[start..end]).unwrap_or(EMPTY)
     }
 
-    /// Parts start at `starts[i]` and end where the next starts (`starts` ends with the piece's
-    /// length); `ranks[i]` is the rank of parts `i` and `i + 1` together.
+    /// Parts are a list on the stack, linked by start offset: `next[start]` is where the part
+    /// starting at `start` ends, `ranks[start]` the rank of that part and the next together. A
+    /// blob of random letters is mostly short pieces that are not tokens: allocating or moving
+    /// memory for each cost more than its merges.
     fn merge_scanning(&self, piece: &[u8]) -> usize {
-        let mut starts: Vec<usize> = (0..=piece.len()).collect();
-        let mut ranks: Vec<u32> = (0..piece.len() - 1)
-            .map(|i| self.pair_rank(piece, i, i + 2))
-            .collect();
+        let length = piece.len();
+        debug_assert!((2..=SCAN_MAX_BYTES).contains(&length));
+        let mut next = [0u8; SCAN_MAX_BYTES];
+        for (start, end) in next[..length].iter_mut().enumerate() {
+            *end = start as u8 + 1;
+        }
+        let mut ranks = [EMPTY; SCAN_MAX_BYTES];
+        for (start, rank) in ranks[..length - 1].iter_mut().enumerate() {
+            *rank = self.pair_rank(piece, start, start + 2);
+        }
+        let mut parts = length;
         loop {
-            let mut lowest = (EMPTY, 0);
-            for (index, &rank) in ranks.iter().enumerate() {
-                if rank < lowest.0 {
-                    lowest = (rank, index);
+            // The lowest rank, the leftmost on a tie, and the part before it.
+            let (mut lowest, mut at, mut before_at) = (EMPTY, 0, None);
+            let (mut start, mut before) = (0, None);
+            while start < length {
+                if ranks[start] < lowest {
+                    (lowest, at, before_at) = (ranks[start], start, before);
                 }
+                before = Some(start);
+                start = usize::from(next[start]);
             }
-            let (rank, at) = lowest;
-            if rank == EMPTY {
-                break;
+            if lowest == EMPTY {
+                return parts;
             }
-            // Parts `at` and `at + 1` become one: the pairs on either side change.
-            starts.remove(at + 1);
-            ranks.remove(at);
-            if at + 2 < starts.len() {
-                ranks[at] = self.pair_rank(piece, starts[at], starts[at + 2]);
-            }
-            if at > 0 {
-                ranks[at - 1] = self.pair_rank(piece, starts[at - 1], starts[at + 1]);
+            // Parts `at` and the next become one: the pairs on either side change.
+            let end = usize::from(next[usize::from(next[at])]);
+            next[at] = end as u8;
+            parts -= 1;
+            ranks[at] = if end < length {
+                self.pair_rank(piece, at, usize::from(next[end]))
+            } else {
+                EMPTY
+            };
+            if let Some(before) = before_at {
+                ranks[before] = self.pair_rank(piece, before, end);
             }
         }
-        starts.len() - 1
     }
 
     /// The same merges, with the parts in a linked list (by start offset) and their pairs in a
