@@ -1,10 +1,12 @@
 //! Counting one long piece against counting as many bytes of words: time and peak memory.
 //!
 //! `cargo bench -p ctxhost-tokens --bench long_text` (`CTXHOST_BENCH_MB=20` for a quick run;
-//! 100 by default). Each case runs in a process of its own, so its peak resident memory
+//! 100 by default). `seconds` is the wall clock, `cpu s` the CPU time counting took (what to
+//! compare on a busy machine). Each case runs in a process of its own, so its peak resident memory
 //! (`VmHWM`, Linux) is its own; the text itself is part of that peak. Cases: `words` (prose),
 //! `base64` (one piece of random base64 letters, no spaces), `run` (one character repeated),
-//! `cjk` (CJK text with no spaces), each counted with the default counter (`o200k_base`) and
+//! `cjk` (CJK text with no spaces, a phrase repeated), `cjk-random` (random CJK ideographs, no
+//! spaces: no segment repeats), each counted with the default counter (`o200k_base`) and
 //! with the tiktoken backend.
 
 use std::process::Command;
@@ -13,7 +15,7 @@ use std::time::Instant;
 use ctxhost_config::tokens::Backend;
 use ctxhost_tokens::TokenCounter;
 
-const CASES: &[&str] = &["words", "base64", "run", "cjk"];
+const CASES: &[&str] = &["words", "base64", "run", "cjk", "cjk-random"];
 const BACKENDS: &[&str] = &["auto", "tiktoken"];
 
 fn main() {
@@ -30,8 +32,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
     println!(
-        "{:<8} {:<9} {:>6} {:>12} {:>9} {:>10}",
-        "case", "backend", "MB", "tokens", "seconds", "peak MiB"
+        "{:<10} {:<9} {:>6} {:>12} {:>9} {:>9} {:>10}",
+        "case", "backend", "MB", "tokens", "seconds", "cpu s", "peak MiB"
     );
     let me = std::env::current_exe().expect("the bench's own path");
     for backend in BACKENDS {
@@ -43,7 +45,7 @@ fn main() {
             print!("{}", String::from_utf8_lossy(&output.stdout));
             if !output.status.success() {
                 println!(
-                    "{case:<8} {backend:<9} failed: {}",
+                    "{case:<10} {backend:<9} failed: {}",
                     String::from_utf8_lossy(&output.stderr)
                         .lines()
                         .last()
@@ -62,12 +64,16 @@ fn measure(case: &str, backend: &str, megabytes: usize) {
     };
     let counter = TokenCounter::with_backend("o200k_base", backend);
     counter.warm();
-    let started = Instant::now();
+    let (started, cpu_started) = (Instant::now(), cpu_seconds());
     let tokens = counter.count(&text);
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = match (cpu_started, cpu_seconds()) {
+        (Some(start), Some(end)) => format!("{:.2}", end - start),
+        _ => "?".to_string(),
+    };
     let peak = peak_mib().map_or("?".to_string(), |m| format!("{m:.0}"));
     println!(
-        "{case:<8} {:<9} {megabytes:>6} {tokens:>12} {seconds:>9.2} {peak:>10}",
+        "{case:<10} {:<9} {megabytes:>6} {tokens:>12} {seconds:>9.2} {cpu:>9} {peak:>10}",
         format!("{backend:?}").to_lowercase()
     );
 }
@@ -107,8 +113,19 @@ fn text(case: &str, bytes: usize) -> String {
         }
         "run" => "x".repeat(bytes),
         "cjk" => "日本語のテキスト中文文本".repeat(bytes / 36),
+        "cjk-random" => (0..bytes / 3)
+            .map(|_| char::from_u32(0x4e00 + (next() % 0x51a6) as u32).expect("a CJK ideograph"))
+            .collect(),
         other => panic!("no case {other}"),
     }
+}
+
+/// The CPU time this process has run for (`/proc/self/schedstat`, Linux), in seconds: on a
+/// shared machine, what counting cost, where the wall clock also counts waiting for a core.
+fn cpu_seconds() -> Option<f64> {
+    let schedstat = std::fs::read_to_string("/proc/self/schedstat").ok()?;
+    let nanoseconds: f64 = schedstat.split_whitespace().next()?.parse().ok()?;
+    Some(nanoseconds / 1e9)
 }
 
 /// This process's peak resident memory (`VmHWM`), in MiB.

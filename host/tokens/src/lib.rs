@@ -538,6 +538,35 @@ mod tests {
     }
 
     #[test]
+    fn a_blob_of_random_letters_counts_as_tiktoken_counts_it_with_its_pieces_not_remembered() {
+        // Random base64 with a space every few hundred bytes: segments cut between words, so
+        // the count is exact, and the pieces mostly never repeat.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let blob: String = (0..3 * segments::SEGMENT_BYTES)
+            .map(|at| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if at % 300 == 299 {
+                    ' '
+                } else {
+                    alphabet[(state % alphabet.len() as u64) as usize] as char
+                }
+            })
+            .collect();
+        let expected = tiktoken_rs::o200k_base()
+            .unwrap()
+            .encode_ordinary(&blob)
+            .len() as u64;
+        let counter = TokenCounter::new("o200k_base");
+        let mut pieces = PieceCounts::default();
+        assert_eq!(counter.count_uncached(&blob, &mut pieces), expected);
+        assert!(pieces.given_up());
+        assert_eq!(counter.count(&blob), expected);
+    }
+
+    #[test]
     fn counts_match_tiktoken_and_are_cached() {
         let counter = TokenCounter::new("o200k_base");
         let text = "The quick brown fox jumps over the lazy dog. ".repeat(10);

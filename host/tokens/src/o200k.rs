@@ -92,6 +92,7 @@ impl RankTable {
     }
 
     /// [`Self::count`], with pieces longer than `scan_max` merged through a heap.
+    #[cfg(test)]
     fn count_with(&self, piece: &[u8], scan_max: usize) -> usize {
         if piece.len() > 1 && self.rank(piece).is_some() {
             return 1;
@@ -102,14 +103,19 @@ impl RankTable {
     /// [`Self::count_with`] for a piece that is not one token.
     fn merge(&self, piece: &[u8], scan_max: usize) -> usize {
         match piece.len() {
-            length @ (0 | 1) => length,
+            // Two bytes that are not one token are two.
+            length @ (0..=2) => length,
             length if length <= scan_max.min(SCAN_MAX_BYTES) => self.merge_scanning(piece),
             _ => self.merge_with_heap(piece),
         }
     }
 
-    /// The rank of `piece[start..end]`, or [`EMPTY`] when it is not a token.
+    /// The rank of `piece[start..end]`, or [`EMPTY`] when it is not a token. The whole piece
+    /// is not one (the merges start from there), which spares a lookup of the last pair.
     fn pair_rank(&self, piece: &[u8], start: usize, end: usize) -> u32 {
+        if start == 0 && end == piece.len() {
+            return EMPTY;
+        }
         self.rank(&piece[start..end]).unwrap_or(EMPTY)
     }
 
@@ -159,7 +165,7 @@ impl RankTable {
     }
 
     /// The same merges, with the parts in a linked list (by start offset) and their pairs in a
-    /// min-heap of `(rank, start, end)`; a pair whose parts have changed since it was pushed is
+    /// min-heap of `(rank, start, end)` ([`pair_key`]); a pair whose parts have changed since it was pushed is
     /// skipped when it comes out.
     fn merge_with_heap(&self, piece: &[u8]) -> usize {
         let length = piece.len();
@@ -168,15 +174,16 @@ impl RankTable {
         let mut next: Vec<usize> = (1..=length).collect();
         let mut previous: Vec<usize> = (0..length).map(|i| i.wrapping_sub(1)).collect();
         let mut alive = vec![true; length];
-        let mut pairs = BinaryHeap::with_capacity(length);
-        for start in 0..length - 1 {
-            let rank = self.pair_rank(piece, start, start + 2);
-            if rank != EMPTY {
-                pairs.push(Reverse((rank, start, start + 2)));
-            }
-        }
+        let pairs: Vec<_> = (0..length - 1)
+            .filter_map(|start| {
+                let rank = self.pair_rank(piece, start, start + 2);
+                (rank != EMPTY).then(|| Reverse(pair_key(rank, start, start + 2)))
+            })
+            .collect();
+        let mut pairs = BinaryHeap::from(pairs);
         let mut parts = length;
-        while let Some(Reverse((_, start, end))) = pairs.pop() {
+        while let Some(Reverse(key)) = pairs.pop() {
+            let (start, end) = pair_of(key);
             let middle = next[start];
             if !alive[start] || middle >= length || next[middle] != end {
                 continue;
@@ -188,20 +195,32 @@ impl RankTable {
                 let after = next[end];
                 let rank = self.pair_rank(piece, start, after);
                 if rank != EMPTY {
-                    pairs.push(Reverse((rank, start, after)));
+                    pairs.push(Reverse(pair_key(rank, start, after)));
                 }
             }
             let before = previous[start];
             if before != usize::MAX {
                 let rank = self.pair_rank(piece, before, end);
                 if rank != EMPTY {
-                    pairs.push(Reverse((rank, before, end)));
+                    pairs.push(Reverse(pair_key(rank, before, end)));
                 }
             }
             parts -= 1;
         }
         parts
     }
+}
+
+/// A pair of parts in the heap: its rank, start and end in one number that orders as the
+/// tuple `(rank, start, end)` does (cheaper to compare and move than the tuple).
+fn pair_key(rank: u32, start: usize, end: usize) -> u128 {
+    (u128::from(rank) << 96) | ((start as u128) << 48) | end as u128
+}
+
+/// The start and end of the pair `key` stands for.
+fn pair_of(key: u128) -> (usize, usize) {
+    const OFFSET: u128 = (1 << 48) - 1;
+    (((key >> 48) & OFFSET) as usize, (key & OFFSET) as usize)
 }
 
 fn read_u32(bytes: &[u8], index: usize) -> u32 {
@@ -266,6 +285,51 @@ mod tests {
         }
     }
 
+    /// Random text over `alphabet`, `length` characters, from `state`.
+    fn random_text(state: &mut u64, alphabet: &[char], length: usize) -> String {
+        (0..length)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                alphabet[(*state % alphabet.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pieces_of_random_letters_and_ideographs_that_are_not_tokens_merge_as_tiktoken_does() {
+        // A blob's pieces (base64: short runs of letters, up to three digits) and runs of CJK
+        // ideographs, of every length the stack merge and the heap take.
+        let table = RankTable::o200k_base();
+        let tiktoken = reference();
+        let splitter = bpe_openai::o200k_base();
+        let base64: Vec<char> = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+            .chars()
+            .collect();
+        let ideographs: Vec<char> = (0x4e00..0x4e00 + 400).filter_map(char::from_u32).collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut merged = 0;
+        for length in 1..=300 {
+            let blob = random_text(&mut state, &base64, 40 * length);
+            let han = random_text(&mut state, &ideographs, length);
+            for piece in splitter.split(&blob).chain(splitter.split(&han)) {
+                let expected = tiktoken.encode_ordinary(piece).len();
+                assert_eq!(table.count(piece.as_bytes()), expected, "{piece:?}");
+                if piece.len() > 1 && table.rank(piece.as_bytes()).is_none() {
+                    merged += 1;
+                    assert_eq!(table.count_merged(piece.as_bytes()), expected, "{piece:?}");
+                    assert_eq!(
+                        table.merge(piece.as_bytes(), 0),
+                        expected,
+                        "{piece:?} by heap"
+                    );
+                }
+            }
+        }
+        assert!(merged > 10_000, "only {merged} pieces were merged");
+    }
+
     #[test]
     fn every_token_is_found_at_its_rank_and_nothing_else_is() {
         let table = RankTable::o200k_base();
@@ -276,5 +340,21 @@ mod tests {
         }
         assert_eq!(table.rank(b"not a single token, surely"), None);
         assert_eq!(table.rank(b""), None);
+        // A slot holds a token's first eight bytes and its length: bytes that share them, or
+        // a token's bytes and more, are not that token.
+        let long = (0..bpe.num_tokens() as u32)
+            .map(|rank| (rank, bpe.token_bytes(rank)))
+            .find(|(_, bytes)| bytes.len() > 10)
+            .expect("a token longer than ten bytes");
+        let mut changed = long.1.to_vec();
+        *changed.last_mut().expect("bytes") ^= 0x20;
+        assert_eq!(table.rank(long.1), Some(long.0));
+        assert_ne!(table.rank(&changed), Some(long.0));
+        let prefix = &long.1[..9];
+        let prefix_rank =
+            (0..bpe.num_tokens() as u32).find(|&rank| bpe.token_bytes(rank) == prefix);
+        assert_eq!(table.rank(prefix), prefix_rank);
+        let short = bpe.token_bytes(table.rank(b" the").expect("a token"));
+        assert_eq!(table.rank(&[short, b"\0".as_slice()].concat()), None);
     }
 }

@@ -52,11 +52,44 @@ impl PieceCounts {
         count
     }
 
+    /// Whether the map was given up in this count.
+    #[cfg(test)]
+    pub fn given_up(&self) -> bool {
+        self.given_up
+    }
+
     /// Remembers `piece`'s count, if the map is still in use and has room.
     pub fn insert(&mut self, piece: &str, count: usize) {
         if !self.given_up && piece.len() <= MAX_PIECE_BYTES && self.counts.len() < MAX_ENTRIES {
             self.counts
                 .insert(piece.into(), count.min(u32::MAX as usize) as u32);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_that_repeat_are_remembered_and_pieces_that_do_not_give_the_map_up() {
+        let mut repeating = PieceCounts::default();
+        let mut distinct = PieceCounts::default();
+        for i in 0..4 * TRIAL_LOOKUPS {
+            let piece = format!("w{}", i % 100);
+            if repeating.get(&piece).is_none() {
+                repeating.insert(&piece, 2);
+            }
+            let piece = format!("w{i}");
+            assert_eq!(distinct.get(&piece), None);
+            distinct.insert(&piece, 2);
+        }
+        assert_eq!(repeating.get("w7"), Some(2));
+        assert!(!repeating.given_up);
+        // Given up at the last lookup of the first trial: the pieces before it are all that
+        // was remembered.
+        assert!(distinct.given_up);
+        assert_eq!(distinct.counts.len(), TRIAL_LOOKUPS as usize - 1);
+        assert_eq!(distinct.get("w7"), None);
     }
 }

@@ -91,3 +91,22 @@ fn mix(mut value: u64) -> u64 {
     value = value.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     value ^ (value >> 33)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_is_the_first_eight_bytes_zero_padded_and_hashes_as_the_bytes_do() {
+        let bytes: Vec<u8> = (1..=20u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
+        for length in 0..=bytes.len() {
+            let piece = &bytes[..length];
+            let mut padded = [0u8; 8];
+            padded[..length.min(8)].copy_from_slice(&piece[..length.min(8)]);
+            assert_eq!(head(piece), u64::from_le_bytes(padded), "{length} bytes");
+        }
+        // Trailing zero bytes still count: the length is part of the hash.
+        assert_ne!(hash(b"a"), hash(b"a\0"));
+        assert_ne!(hash(b"abcdefgh"), hash(b"abcdefgh\0"));
+    }
+}
