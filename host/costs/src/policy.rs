@@ -206,42 +206,39 @@ mod tests {
 
     const SONNET: Price = Price::anthropic(3.0, 15.0);
 
+    /// The default policy's decision for Sonnet with a 5-minute cache.
+    fn at_5m(moment: &Moment) -> Why {
+        CachePolicy::default().decide(moment, &SONNET, Ttl::FiveMinutes)
+    }
+
+    /// The same with a 1-hour cache.
+    fn at_1h(moment: &Moment) -> Why {
+        CachePolicy::default().decide(moment, &SONNET, Ttl::OneHour)
+    }
+
     #[test]
     fn a_cold_cache_compresses_when_asked_and_early_past_the_lower_threshold() {
-        let policy = CachePolicy::default();
         let cold = Moment {
             cache_warm: false,
             ..moment()
         };
-        assert_eq!(
-            policy.decide(&cold, &SONNET, Ttl::FiveMinutes),
-            Why::ColdCache
-        );
+        assert_eq!(at_5m(&cold), Why::ColdCache);
         let early = Moment {
             engine_asks: false,
             context_tokens: 50_000,
             ..cold
         };
-        assert_eq!(
-            policy.decide(&early, &SONNET, Ttl::FiveMinutes),
-            Why::ColdCacheEarly
-        );
+        assert_eq!(at_5m(&early), Why::ColdCacheEarly);
         let first_call = Moment {
             calls_so_far: 0,
             ..early
         };
-        assert_eq!(
-            policy.decide(&first_call, &SONNET, Ttl::FiveMinutes),
-            Why::EngineDidNotAsk
-        );
+        assert_eq!(at_5m(&first_call), Why::EngineDidNotAsk);
         let too_small = Moment {
             context_tokens: 49_999,
             ..early
         };
-        assert_eq!(
-            policy.decide(&too_small, &SONNET, Ttl::FiveMinutes),
-            Why::EngineDidNotAsk
-        );
+        assert_eq!(at_5m(&too_small), Why::EngineDidNotAsk);
     }
 
     /// By hand, Sonnet (r = 0.3, w = 3.75 per million), C = 100,000, A = 30,000, N = 10:
@@ -250,28 +247,18 @@ mod tests {
     /// 607,500 against 330,000: it does not.
     #[test]
     fn a_warm_cache_compresses_only_when_the_rewrite_pays_back() {
-        let policy = CachePolicy::default();
-        assert_eq!(
-            policy.decide(&moment(), &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
+        assert_eq!(at_5m(&moment()), Why::PaysBack);
         let little = Moment {
             expected_ratio: Some(0.9),
             ..moment()
         };
-        assert_eq!(
-            policy.decide(&little, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&little), Why::WouldNotPayBack);
         // Near the window it compresses whatever it costs.
         let full = Moment {
             context_tokens: 170_000,
             ..little
         };
-        assert_eq!(
-            policy.decide(&full, &SONNET, Ttl::FiveMinutes),
-            Why::WindowRequires
-        );
+        assert_eq!(at_5m(&full), Why::WindowRequires);
         // What pays over 10 calls at no growth (A = 30,000: 30,000 × 3.45 = 103,500 against
         // 11 × 70,000 × 0.3 = 231,000) does not when the context reaches 85% of the window at
         // the next call anyway: holding reads the larger context once, then compresses there;
@@ -280,33 +267,23 @@ mod tests {
             growth_per_call: 70_000.0,
             ..moment()
         };
-        assert_eq!(
-            policy.decide(&at_the_limit_next, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&at_the_limit_next), Why::WouldNotPayBack);
         // Five calls away: 6 × 70,000 × 0.3 = 126,000 saved, more than the rewrite.
         let five_calls_away = Moment {
             growth_per_call: 14_000.0,
             ..moment()
         };
-        assert_eq!(
-            policy.decide(&five_calls_away, &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
+        assert_eq!(at_5m(&five_calls_away), Why::PaysBack);
         // The engine's own rule still decides on a warm cache when it does not ask.
         let unasked = Moment {
             engine_asks: false,
             ..moment()
         };
-        assert_eq!(
-            policy.decide(&unasked, &SONNET, Ttl::FiveMinutes),
-            Why::EngineDidNotAsk
-        );
+        assert_eq!(at_5m(&unasked), Why::EngineDidNotAsk);
     }
 
     #[test]
     fn a_dearer_write_needs_a_longer_payback() {
-        let policy = CachePolicy::default();
         let half = Moment {
             expected_ratio: Some(0.5),
             calls_so_far: 2,
@@ -314,35 +291,23 @@ mod tests {
         };
         // A = 50,000, N = 2: 50,000 × 3.75 + 2 × 50,000 × 0.3 = 217,500 against holding's
         // 3 × 100,000 × 0.3 = 90,000: it does not pay.
-        assert_eq!(
-            policy.decide(&half, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&half), Why::WouldNotPayBack);
         let long = Moment {
             calls_so_far: 20,
             ..half
         };
         // 187,500 + 300,000 = 487,500 < 21 × 30,000 = 630,000: pays at 5m.
-        assert_eq!(
-            policy.decide(&long, &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
+        assert_eq!(at_5m(&long), Why::PaysBack);
         // 1h: 300,000 + 300,000 = 600,000 < 630,000: still pays, by less.
-        assert_eq!(policy.decide(&long, &SONNET, Ttl::OneHour), Why::PaysBack);
+        assert_eq!(at_1h(&long), Why::PaysBack);
         let fewer = Moment {
             calls_so_far: 15,
             ..half
         };
         // 1h: 300,000 + 225,000 = 525,000 against 16 × 30,000 = 480,000: does not pay.
-        assert_eq!(
-            policy.decide(&fewer, &SONNET, Ttl::OneHour),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_1h(&fewer), Why::WouldNotPayBack);
         // 5m: 187,500 + 225,000 = 412,500 < 480,000: pays.
-        assert_eq!(
-            policy.decide(&fewer, &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
+        assert_eq!(at_5m(&fewer), Why::PaysBack);
     }
 
     /// A small window squeezed by an engine that leaves most of the context (as the
@@ -364,19 +329,12 @@ mod tests {
             calls_so_far: 7,
             growth_per_call: 500.0,
         };
-        let policy = CachePolicy::default();
-        assert_eq!(
-            policy.decide(&near, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&near), Why::WouldNotPayBack);
         let third = Moment {
             expected_ratio: Some(0.33),
             ..near
         };
-        assert_eq!(
-            policy.decide(&third, &SONNET, Ttl::FiveMinutes),
-            Why::PaysBack
-        );
+        assert_eq!(at_5m(&third), Why::PaysBack);
     }
 
     /// Before a compression has shown what the engine leaves: held when even one that left
@@ -384,22 +342,18 @@ mod tests {
     /// token-only policy.
     #[test]
     fn without_a_known_ratio_the_engines_rule_stands_unless_even_half_would_not_pay() {
-        let policy = CachePolicy::default();
         let unknown = Moment {
             expected_ratio: None,
             ..moment()
         };
         // A = 50,000, N = 10: 50,000 × 3.45 = 172,500 against 11 × 50,000 × 0.3 = 165,000.
-        assert_eq!(
-            policy.decide(&unknown, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&unknown), Why::WouldNotPayBack);
         // N = 20: 21 × 50,000 × 0.3 = 315,000 saved.
         let longer = Moment {
             calls_so_far: 20,
             ..unknown
         };
-        let why = policy.decide(&longer, &SONNET, Ttl::FiveMinutes);
+        let why = at_5m(&longer);
         assert_eq!(why, Why::RatioUnknown);
         assert!(why.compresses());
         // Known to leave 0.9, the same moment holds.
@@ -407,26 +361,17 @@ mod tests {
             expected_ratio: Some(0.9),
             ..longer
         };
-        assert_eq!(
-            policy.decide(&known, &SONNET, Ttl::FiveMinutes),
-            Why::WouldNotPayBack
-        );
+        assert_eq!(at_5m(&known), Why::WouldNotPayBack);
         // The window and a cold cache decide as before.
         let full = Moment {
             context_tokens: 170_000,
             ..unknown
         };
-        assert_eq!(
-            policy.decide(&full, &SONNET, Ttl::FiveMinutes),
-            Why::WindowRequires
-        );
+        assert_eq!(at_5m(&full), Why::WindowRequires);
         let cold = Moment {
             cache_warm: false,
             ..unknown
         };
-        assert_eq!(
-            policy.decide(&cold, &SONNET, Ttl::FiveMinutes),
-            Why::ColdCache
-        );
+        assert_eq!(at_5m(&cold), Why::ColdCache);
     }
 }
