@@ -28,10 +28,10 @@ use crate::standing::{self, Book};
 const SECTIONS: [(Section, usize); 9] = [
     (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
-    (Section::Constraints, 6),
-    // The files at their last state before the narrative: a cut to the budget takes the
-    // actions first.
+    // The files at their last state before the limits said in passing and the narrative: a
+    // cut to the budget takes those first.
     (Section::Files, 16),
+    (Section::Constraints, 6),
     (Section::Did, 16),
     (Section::Open, 6),
     (Section::Decided, 8),
