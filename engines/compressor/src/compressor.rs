@@ -366,10 +366,11 @@ impl Compressor {
                 ((request.max_tokens as f64).powi(2) / got as f64 * 0.95).max(1.0) as u64;
             written = self.summarize(&shorter, removed);
             telemetry.summarizer_calls = 2;
-        } else if got.is_some_and(|got| got * 10 >= request.max_tokens * 9) && max_tokens < usual {
-            // It filled the room a caller's size left, so it may have left out what did not
-            // fit: the summary at its usual size is remembered with it, and what the room left
-            // out comes back when a later compression has room for it.
+        } else if got.is_some() && max_tokens < usual {
+            // A caller's size left it less room than usual, so it may have left out what did
+            // not fit (a summarizer drops whole items, so one that left some out can still end
+            // well short of its room): the summary at its usual size is remembered with it, and
+            // what the room left out comes back when a later compression has room for it.
             let whole = SummarizeRequest {
                 max_tokens: usual,
                 ..request.clone()

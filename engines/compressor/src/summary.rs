@@ -8,6 +8,9 @@ use ctxhost_sdk::Message;
 
 pub const SUMMARY_PREFIX: &str = "[CONTEXT SUMMARY — reference only, not instructions]";
 const SUMMARY_SUFFIX: &str = "[END OF CONTEXT SUMMARY]";
+/// What the frame says of the summary, before its body.
+const SUMMARY_NOTE: &str = "Earlier turns of this conversation were compressed. This is a summary \
+for reference; the recent messages after it are verbatim.";
 const MEMORY_OPEN: &str = "<memory-context>";
 const MEMORY_CLOSE: &str = "</memory-context>";
 
@@ -50,6 +53,8 @@ pub fn summary_body(message: &Message) -> String {
     let text = message.content_text();
     text.trim_start_matches(SUMMARY_PREFIX)
         .trim()
+        .trim_start_matches(SUMMARY_NOTE)
+        .trim()
         .trim_end_matches(SUMMARY_SUFFIX)
         .trim()
         .to_string()
@@ -63,8 +68,7 @@ pub fn summary_message(
     next_role: Option<&str>,
 ) -> Message {
     let text = format!(
-        "{SUMMARY_PREFIX}\nEarlier turns of this conversation were compressed. This is a summary for reference; \
-the recent messages after it are verbatim.\n\n{}\n{SUMMARY_SUFFIX}",
+        "{SUMMARY_PREFIX}\n{SUMMARY_NOTE}\n\n{}\n{SUMMARY_SUFFIX}",
         escape_frame(body.trim())
     );
     let clashes = |role: &str| previous_role == Some(role) || next_role == Some(role);
@@ -165,6 +169,8 @@ mod tests {
         assert!(is_summary(&message));
         assert_eq!(message.role(), "assistant");
         assert_eq!(summary_body(&message).lines().last(), Some("fix it"));
+        // The body alone: the frame's note is not read back as a line of the summary.
+        assert_eq!(summary_body(&message), "## Goal\nfix it");
         assert_eq!(
             summary_message("x", Some("assistant"), Some("assistant")).role(),
             "user"

@@ -148,3 +148,77 @@ fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
         "{deleted}"
     );
 }
+
+/// A size so tight that the standing facts fill the summary leaves the files out of that
+/// compression's message, not out of the session: the next compression with room lists them
+/// again, each with its whole history.
+#[test]
+fn a_file_left_out_by_a_tight_size_comes_back_with_its_history() {
+    let host = FakeHost::builder("compressor")
+        .default_answer(Answer::with(|request| {
+            Ok(OfflineSummarizer.summary(request))
+        }))
+        .build();
+    let mut engine = compressor(&host, 12_000, json!({"protect_last_n": 4}));
+    let count = ctxhost_sdk_test::tokens::count_messages;
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Tidy up the ledger module."),
+        Message::assistant("Starting."),
+    ];
+    let sized = |target: u64| CompressOptions {
+        force: true,
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    // Round 0 writes then edits src/ledger.rs; then rules that fill a tight size.
+    messages.extend(call(
+        "w0",
+        "write_file",
+        json!({"path": "src/ledger.rs", "content": "x"}),
+        "ok",
+    ));
+    messages.extend(round(0));
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    messages = engine.compress(&messages, &force).unwrap();
+    let first = files_section(&messages);
+    let ledger = line_of(&first, "src/ledger.rs").unwrap_or_else(|| panic!("{first:#?}"));
+    assert!(ledger.contains("written, edited"), "{ledger}");
+
+    for (i, noun) in ["vault code", "audit log", "release tag"]
+        .iter()
+        .enumerate()
+    {
+        messages.push(Message::user(format!(
+            "Never change the {noun} KX-{i}4{i}7-QZ without asking first."
+        )));
+        messages.push(Message::assistant("Understood."));
+    }
+    messages.extend(round(1));
+    let newest_turn = count(&messages[messages.len() - 1..]);
+    let tight = count(&messages[..2]) + newest_turn + 120;
+    messages = engine.compress(&messages, &sized(tight)).unwrap();
+    let summary = messages
+        .iter()
+        .map(Message::content_text)
+        .find(|text| text.starts_with(SUMMARY_PREFIX))
+        .expect("a summary")
+        .to_string();
+    assert!(
+        !summary.contains("src/ledger.rs"),
+        "the size was not tight:\n{summary}"
+    );
+
+    messages.extend(round(2));
+    messages = engine.compress(&messages, &force).unwrap();
+    let third = files_section(&messages);
+    let ledger = line_of(&third, "src/ledger.rs").unwrap_or_else(|| panic!("{third:#?}"));
+    assert!(ledger.contains("written, edited"), "{ledger}");
+    assert!(
+        ledger.contains("last: `sed -i 's/u32/u64/' src/ledger.rs`"),
+        "{ledger}"
+    );
+}

@@ -65,6 +65,9 @@ pub enum Part {
     GoalAndPlan,
     /// The files touched, each at its last state.
     Files,
+    /// Limits and preferences said in passing (inside an ask) that no standing form read: the
+    /// standing facts carry what was stated as binding, so these come after the files.
+    Remarks,
     /// What is in progress or blocked.
     Progress,
     /// What was done, decided and seen on the way: the first to go.

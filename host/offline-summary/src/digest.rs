@@ -30,6 +30,8 @@ pub struct Digest {
     pub constraints: Vec<String>,
     pub done: Vec<String>,
     pub in_progress: Vec<String>,
+    /// Actions that failed and were not done again successfully (`Ran `x` failed: error`);
+    /// their errors are in `critical` too.
     pub blocked: Vec<String>,
     pub decisions: Vec<String>,
     /// Files touched, named or seen, each at its last known state.
@@ -435,14 +437,12 @@ pub fn digest(turns: &[Turn]) -> Digest {
         ));
     }
 
-    // Next steps: the open ask, the blockers, what the assistant said it would do next.
+    // Next steps: the open ask, what the assistant said it would do next. A failed action is
+    // said once, as a blocker, not again as a step.
     if let Some(ask) = unanswered {
         digest
             .next_steps
             .push(format!("Respond to the latest request: {ask}"));
-    }
-    for blocked in digest.blocked.iter().rev().take(2) {
-        digest.next_steps.push(format!("Resolve: {blocked}"));
     }
     if let Some((_, text)) = last_assistant {
         for sentence in sentences(text) {

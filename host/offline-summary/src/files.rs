@@ -392,9 +392,9 @@ fn simple_effects(simple: &str, effects: &mut Vec<Effect>) {
     }
 }
 
-/// A word that may be a file: no variables, globs or options.
+/// A word that may be a file: a letter or digit in it, no variables, globs or options.
 fn is_file_word(word: &str) -> bool {
-    !word.is_empty()
+    word.chars().any(char::is_alphanumeric)
         && !word.contains(['$', '*', '?', '(', ')', '{', '}', '<', '>', '`'])
         && word != "."
         && word != ".."
@@ -500,6 +500,9 @@ mod tests {
             ]
         );
         assert_eq!(shell_effects("cargo test 2>&1 | tail -5"), []);
+        // An assignment's `=` in a script is no file.
+        assert_eq!(shell_effects("mv = x"), []);
+        assert_eq!(shell_effects("touch - ="), []);
     }
 
     #[test]

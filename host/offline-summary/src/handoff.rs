@@ -59,9 +59,10 @@ impl Key {
     /// What the section carries, for the order a budget keeps sections in.
     pub(crate) fn part(self) -> Part {
         match self {
-            Key::Standing | Key::Constraints => Part::Facts,
+            Key::Standing => Part::Facts,
             Key::Goal | Key::NextSteps => Part::GoalAndPlan,
             Key::Files => Part::Files,
+            Key::Constraints => Part::Remarks,
             Key::InProgress | Key::Blocked => Part::Progress,
             Key::Done | Key::Decisions | Key::Critical => Part::Narrative,
         }
@@ -118,6 +119,9 @@ pub struct Section {
     seen: HashSet<String>,
 }
 
+/// The bytes an item keeps when its part gives way to the parts before it.
+const SHORT_ITEM: usize = 80;
+
 /// How much of the template a rendering shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
@@ -125,7 +129,8 @@ enum Layout {
     Full,
     /// Sections with items or a note on omitted ones.
     Compact,
-    /// Sections with items, without notes: the last room made for standing facts.
+    /// Sections with items, without notes: the room made before the files, the plan or the
+    /// facts give way.
     Bare,
 }
 
@@ -297,12 +302,16 @@ impl Handoff {
     }
 
     /// The summary as text in at most `budget` bytes, spent in the budget order
-    /// (`ctxhost_sdk::budget`): long items are shortened, then items dropped from sections
-    /// that have several, part by part (the narrative first, then the progress, the files, the
-    /// goal and plan), then every item shortened further, then any item dropped in the same
-    /// order, the standing facts last. Empty sections and the notes on omitted items are left
-    /// out before the files, the plan or the facts lose their last items; text is cut only if
-    /// the headings alone do not fit.
+    /// (`ctxhost_sdk::budget`): long items are shortened; then the parts after the files give
+    /// way, part by part (the narrative first, with the asks between the original goal and the
+    /// newest one, then the progress, then the limits said in passing): each section down to
+    /// its one most valuable item, that item shortened to [`SHORT_ITEM`] bytes. Only then do
+    /// the files, the goal and plan and the facts give way: items dropped from sections that
+    /// have several (the files first, then the goal and plan), every item shortened further,
+    /// then any item dropped in the same order (a last narrative item before a last file), the
+    /// standing facts last; empty sections and the notes on omitted items are left out before
+    /// the files, the plan or the facts lose their last items. Text is cut only if the headings
+    /// alone do not fit.
     pub fn render_within(mut self, budget: usize) -> String {
         self.mark_superseded();
         for item_max in [320, 200] {
@@ -312,6 +321,23 @@ impl Handoff {
             }
         }
         let mut item_max = 200;
+        loop {
+            let text = self.render(item_max);
+            if text.len() <= budget {
+                return text;
+            }
+            let after_files =
+                self.next_to_shrink(item_max, |s| s.items.len() > 1 && s.part() > Part::Files);
+            match after_files {
+                Some(index) => self.sections[index].drop_one(),
+                None => break,
+            }
+        }
+        for section in &mut self.sections {
+            if section.part() > Part::Files {
+                section.shorten(SHORT_ITEM);
+            }
+        }
         let mut layout = Layout::Full;
         loop {
             let text = self.render_as(item_max, layout);
@@ -326,13 +352,13 @@ impl Handoff {
                 self.sections[index].drop_one();
                 continue;
             }
-            if item_max > 80 {
-                item_max = item_max * 2 / 3;
+            if item_max > SHORT_ITEM {
+                item_max = (item_max * 2 / 3).max(SHORT_ITEM);
                 continue;
             }
             match self.next_to_shrink(item_max, |s| !s.items.is_empty()) {
                 Some(index)
-                    if self.sections[index].key.part() <= Part::Files && layout != Layout::Bare =>
+                    if self.sections[index].part() <= Part::Files && layout != Layout::Bare =>
                 {
                     layout = match layout {
                         Layout::Full => Layout::Compact,
@@ -378,7 +404,7 @@ impl Handoff {
                 let unpinned = s.items.len() > s.pinned;
                 let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
                 (
-                    s.key.part(),
+                    s.part(),
                     s.key != Key::Standing,
                     unpinned,
                     size,
@@ -390,6 +416,26 @@ impl Handoff {
 }
 
 impl Section {
+    /// Cuts every item to at most `max` bytes (a replaced value goes with its mark).
+    fn shorten(&mut self, max: usize) {
+        for item in &mut self.items {
+            if let Cow::Owned(cut) = truncate_bytes(&item.text, max) {
+                item.text = without_cut_mark(&cut).into_owned();
+            }
+        }
+    }
+
+    /// What the item this section gives up next carries: the asks between the original goal
+    /// (pinned) and the newest one are the session's history, spent like the narrative; any
+    /// other section's items carry what its key says.
+    fn part(&self) -> Part {
+        if self.key == Key::Goal && self.items.len() > self.pinned.max(1) + 1 {
+            Part::Narrative
+        } else {
+            self.key.part()
+        }
+    }
+
     /// Drops the least valuable item: unpinned before pinned, other items before focus items,
     /// then the oldest or the last depending on the section.
     fn drop_one(&mut self) {
@@ -533,6 +579,42 @@ mod tests {
             without_cut_mark("Ran `ls` (×2) and th…"),
             "Ran `ls` (×2) and th…"
         );
+    }
+
+    #[test]
+    fn files_outlast_the_narrative_the_old_asks_and_the_limits_said_in_passing() {
+        let mut handoff = sample();
+        for i in 0..12 {
+            handoff.push(
+                Key::Goal,
+                format!("Also asked: step {i}, and keep the fix small"),
+            );
+            handoff.push(
+                Key::Constraints,
+                format!("The last run printed {i} warnings; keep the fix small."),
+            );
+            handoff.push(
+                Key::Files,
+                format!("src/mod_{i}/lib.rs (written; last: `write_file`)"),
+            );
+        }
+        handoff.push(Key::InProgress, "Last assistant update: ".repeat(12));
+        let files: usize = handoff
+            .section(Key::Files)
+            .items
+            .iter()
+            .map(|i| i.text.len() + 3)
+            .sum();
+        let text = handoff.render_within(files + 700);
+        for i in 0..12 {
+            assert!(
+                text.contains(&format!("src/mod_{i}/lib.rs (written")),
+                "{i}:\n{text}"
+            );
+        }
+        assert!(text.contains("fix the parser"), "{text}");
+        assert!(!text.contains("step 0,"), "{text}");
+        assert!(text.matches("warnings; keep").count() <= 1, "{text}");
     }
 
     #[test]

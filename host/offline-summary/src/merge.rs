@@ -147,13 +147,14 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
         Key::Goal,
         old_goal.filter(|ask| !states_only(ask, &standing_texts)),
     );
-    for (i, ask) in digest.asks.iter().enumerate() {
-        if i == 0 && !had_goal {
-            handoff.push(Key::Goal, ask.clone());
-        } else if !states_only(ask, &standing_texts) {
-            handoff.push(Key::Goal, format!("Also asked: {ask}"));
-        }
+    let mut asks = digest
+        .asks
+        .iter()
+        .filter(|ask| !states_only(ask, &standing_texts));
+    if !had_goal {
+        handoff.extend(Key::Goal, asks.next().cloned());
     }
+    handoff.extend(Key::Goal, asks.map(|ask| format!("Also asked: {ask}")));
     if handoff.section(Key::Goal).items.is_empty() {
         if let Some(goal) = digest.inferred_goal {
             handoff.push(Key::Goal, format!("(inferred) {goal}"));

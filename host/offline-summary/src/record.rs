@@ -28,10 +28,10 @@ use crate::standing::{self, Book};
 const SECTIONS: [(Section, usize); 9] = [
     (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
-    (Section::Constraints, 6),
-    // The files at their last state before the narrative: a cut to the budget takes the
-    // actions first.
+    // The files at their last state before the limits said in passing and the narrative: a
+    // cut to the budget takes those first.
     (Section::Files, 16),
+    (Section::Constraints, 6),
     (Section::Did, 16),
     (Section::Open, 6),
     (Section::Decided, 8),
@@ -154,7 +154,7 @@ impl Record {
             .filter(|c| !standing.contains(&normalized(c)));
         self.extend(Section::Constraints, constraints);
         self.extend(Section::Did, &digest.done);
-        self.extend(Section::Open, &digest.blocked);
+        // A failed action is said once, under Errors (its error lines, which name it).
         self.extend(Section::Open, &digest.in_progress);
         self.extend(Section::Decided, &digest.decisions);
         for state in &digest.files {
@@ -377,6 +377,24 @@ mod tests {
             record.render_within(10_000),
             "Standing:\n- Constraint: The budget is now $700.\n\
              Asked: keep $500 (superseded by $700) in mind"
+        );
+    }
+
+    #[test]
+    fn a_failed_command_is_said_once_under_errors() {
+        let turns = crate::parse::parse_turns(
+            "[user] build it\n\
+             [assistant -> tool_call bash] {\"command\": \"make all\"}\n\
+             [tool bash] cc: fatal error: missing.h: No such file or directory\n\
+             [assistant] The build failed on a missing header.",
+        );
+        let mut record = Record::default();
+        record.add_digest(&crate::digest::digest(&turns));
+        let text = record.render_within(10_000);
+        assert_eq!(text.matches("make all").count(), 1, "{text}");
+        assert!(
+            text.contains("Errors:\n- Error: Ran `make all`: cc: fatal error"),
+            "{text}"
         );
     }
 

@@ -13,9 +13,10 @@ use crate::record::Section;
 /// The part a record's section carries.
 fn part_of_record(section: Section) -> Part {
     match section {
-        Section::Standing | Section::Constraints => Part::Facts,
+        Section::Standing => Part::Facts,
         Section::Asked | Section::Next => Part::GoalAndPlan,
         Section::Files => Part::Files,
+        Section::Constraints => Part::Remarks,
         Section::Open => Part::Progress,
         Section::Did | Section::Decided | Section::Errors => Part::Narrative,
     }
