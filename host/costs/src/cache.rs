@@ -211,11 +211,29 @@ impl FromIterator<Block> for Prompt {
 }
 
 /// One provider's cache for one conversation.
+///
+/// Every entry belongs to a *run*: the entries one send wrote or read, and (OpenAI) those of
+/// the sends that extended it since. A run has one expiry, so a prompt that extends the last
+/// one refreshes every prefix it shares with it by moving that run's expiry, and writes only
+/// its new prefixes: a call costs what it adds, not the whole conversation again.
 #[derive(Debug, Clone)]
 pub struct PromptCache {
     rules: CacheRules,
-    /// Cached prefixes by their hash: when each expires (seconds on the caller's clock).
-    entries: HashMap<u64, f64>,
+    /// Cached prefixes by their hash: the run each belongs to (an index into `runs`).
+    entries: HashMap<u64, usize>,
+    /// When each run's entries expire (seconds on the caller's clock).
+    runs: Vec<f64>,
+    /// The last prompt sent (OpenAI), whose prefixes all belong to its run.
+    last: Option<LastSent>,
+}
+
+/// The last prompt an OpenAI cache was sent: a prompt whose prefix of `blocks` blocks hashes to
+/// `hash` extends it.
+#[derive(Debug, Clone, Copy)]
+struct LastSent {
+    blocks: usize,
+    hash: u64,
+    run: usize,
 }
 
 impl PromptCache {
@@ -223,6 +241,8 @@ impl PromptCache {
         PromptCache {
             rules,
             entries: HashMap::new(),
+            runs: Vec::new(),
+            last: None,
         }
     }
 
@@ -231,7 +251,42 @@ impl PromptCache {
     }
 
     fn live(&self, key: u64, at: f64) -> bool {
-        self.entries.get(&key).is_some_and(|expires| at <= *expires)
+        self.entries
+            .get(&key)
+            .is_some_and(|run| at <= self.runs[*run])
+    }
+
+    /// A run of entries that expire at `expires`.
+    fn new_run(&mut self, expires: f64) -> usize {
+        self.runs.push(expires);
+        self.runs.len() - 1
+    }
+
+    /// Drops what can never be read again at `at` or later: expired entries once they
+    /// outnumber what a prompt of `blocks` blocks could use, and runs no entry belongs to.
+    fn prune(&mut self, at: f64, blocks: usize) {
+        let limit = 4 * blocks.max(64);
+        if self.entries.len() > limit {
+            let runs = &self.runs;
+            self.entries.retain(|_, run| at <= runs[*run]);
+            // Its entries are gone: the next prompt is written whole.
+            self.last = self.last.filter(|last| at <= runs[last.run]);
+        }
+        if self.runs.len() <= limit.max(2 * self.entries.len()) {
+            return;
+        }
+        let old = std::mem::take(&mut self.runs);
+        let mut renumbered: HashMap<usize, usize> = HashMap::new();
+        for run in self.entries.values_mut() {
+            *run = *renumbered.entry(*run).or_insert_with(|| {
+                self.runs.push(old[*run]);
+                self.runs.len() - 1
+            });
+        }
+        self.last = self.last.and_then(|last| {
+            let run = *renumbered.get(&last.run)?;
+            Some(LastSent { run, ..last })
+        });
     }
 
     /// Whether any prefix of `prompt` would be read from the cache at `at`.
@@ -265,10 +320,7 @@ impl PromptCache {
         let lifetime = self.rules.lifetime_seconds();
         let min_tokens = self.min_tokens();
         let expires = at + lifetime;
-        // Expired entries can never be read again.
-        if self.entries.len() > 4 * prompt.len().max(64) {
-            self.entries.retain(|_, until| at <= *until);
-        }
+        self.prune(at, prompt.len());
         let tokens = match self.rules {
             CacheRules::Anthropic { .. } => {
                 let mut marks: Vec<usize> = breakpoints
@@ -290,15 +342,16 @@ impl PromptCache {
                     .filter(|&at_block| self.live(prefixes[at_block].0, at))
                     .max_by_key(|&at_block| prefixes[at_block].1);
                 let read = hit.map_or(0, |block| prefixes[block].1);
+                let run = self.new_run(expires);
                 if let Some(block) = hit {
-                    self.entries.insert(prefixes[block].0, expires);
+                    self.entries.insert(prefixes[block].0, run);
                 }
                 // Every breakpoint long enough is written (or refreshed, when already there).
                 let mut written_to = read;
                 for &mark in marks {
                     let (key, tokens) = prefixes[mark - 1];
                     if tokens >= min_tokens {
-                        self.entries.insert(key, expires);
+                        self.entries.insert(key, run);
                         written_to = written_to.max(tokens);
                     }
                 }
@@ -321,11 +374,30 @@ impl PromptCache {
                 } else {
                     min_tokens + (matched - min_tokens) / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
                 };
-                for (key, tokens) in prefixes {
+                // Every prefix long enough is cached (or refreshed) until `expires`: those the
+                // last prompt had by moving its run's expiry, the new ones by joining the run.
+                let extends = self.last.filter(|last| {
+                    prefixes
+                        .get(last.blocks - 1)
+                        .is_some_and(|(key, _)| *key == last.hash)
+                });
+                let (run, new_from) = match extends {
+                    Some(last) => {
+                        self.runs[last.run] = expires;
+                        (last.run, last.blocks)
+                    }
+                    None => (self.new_run(expires), 0),
+                };
+                for (key, tokens) in &prefixes[new_from..] {
                     if *tokens >= min_tokens {
-                        self.entries.insert(*key, expires);
+                        self.entries.insert(*key, run);
                     }
                 }
+                self.last = prefixes.last().map(|(hash, _)| LastSent {
+                    blocks: prefixes.len(),
+                    hash: *hash,
+                    run,
+                });
                 CallTokens {
                     uncached: total - read,
                     cache_write: 0,
@@ -477,6 +549,55 @@ mod tests {
         assert_eq!(send(&mut cache, 303.5, &third), tokens(1510, 0, 0));
     }
 
+    /// After a pause, expired entries are dropped once they outnumber what the prompt could
+    /// use; a prompt extending the last one is then written whole again, so a shorter one after
+    /// it reads its head.
+    #[test]
+    fn openai_writes_a_prompt_whole_again_after_its_expired_entries_are_dropped() {
+        let mut cache = PromptCache::new(CacheRules::OpenAi {
+            idle_expiry_seconds: 300.0,
+            min_tokens: 1024,
+        });
+        let opening = |k: u64, rest: u64| if k == 0 { 1024 } else { rest };
+        // 300 prefixes of a long prompt cached, then a short prompt of 40 other blocks.
+        let long: Prompt = (0..300)
+            .map(|k| Block {
+                key: 1000 + k,
+                tokens: opening(k, 10),
+            })
+            .collect();
+        send(&mut cache, 0.0, &long);
+        let short: Vec<Block> = (0..40)
+            .map(|k| Block {
+                key: k + 1,
+                tokens: opening(k, 128),
+            })
+            .collect();
+        send(&mut cache, 10.0, &short.iter().copied().collect());
+        // After the pause the short prompt grows by one message: all of it written again.
+        let mut grown = short.clone();
+        grown.push(Block {
+            key: 99,
+            tokens: 128,
+        });
+        let grown: Prompt = grown.into_iter().collect();
+        assert_eq!(
+            send(&mut cache, 1000.0, &grown),
+            tokens(1024 + 40 * 128, 0, 0)
+        );
+        // Its first 20 blocks are read back: 1,024 + 19 x 128 tokens.
+        let mut head = short[..20].to_vec();
+        head.push(Block {
+            key: 98,
+            tokens: 128,
+        });
+        let head: Prompt = head.into_iter().collect();
+        assert_eq!(
+            send(&mut cache, 1010.0, &head),
+            tokens(128, 0, 1024 + 19 * 128)
+        );
+    }
+
     #[test]
     fn warmth_follows_the_lifetime() {
         let mut cache = anthropic(Ttl::FiveMinutes);
@@ -485,6 +606,178 @@ mod tests {
         send(&mut cache, 0.0, &prompt);
         assert!(cache.is_warm(300.0, &prompt));
         assert!(!cache.is_warm(300.5, &prompt));
+    }
+
+    /// The cache as the providers' rules read, with nothing saved: every prefix has its own
+    /// expiry, and each send marks again every prefix it reads or writes.
+    struct Reference {
+        rules: CacheRules,
+        entries: HashMap<u64, f64>,
+    }
+
+    impl Reference {
+        fn live(&self, key: u64, at: f64) -> bool {
+            self.entries.get(&key).is_some_and(|expires| at <= *expires)
+        }
+
+        fn send_as_agent(&mut self, at: f64, prompt: &Prompt, output: u64) -> CallTokens {
+            let prefixes = &prompt.prefixes;
+            let total = prefixes.last().map_or(0, |(_, tokens)| *tokens);
+            let expires = at + self.rules.lifetime_seconds();
+            match self.rules {
+                CacheRules::Anthropic { min_tokens, .. } => {
+                    let mut marks = vec![1, prompt.len()];
+                    marks.retain(|&mark| mark >= 1 && mark <= prompt.len());
+                    marks.dedup();
+                    let hit = marks
+                        .iter()
+                        .flat_map(|&mark| {
+                            (mark.saturating_sub(ANTHROPIC_LOOKBACK_BLOCKS + 1)..mark).rev()
+                        })
+                        .filter(|&block| self.live(prefixes[block].0, at))
+                        .max_by_key(|&block| prefixes[block].1);
+                    let read = hit.map_or(0, |block| prefixes[block].1);
+                    if let Some(block) = hit {
+                        self.entries.insert(prefixes[block].0, expires);
+                    }
+                    let mut written_to = read;
+                    for &mark in &marks {
+                        let (key, tokens) = prefixes[mark - 1];
+                        if tokens >= min_tokens {
+                            self.entries.insert(key, expires);
+                            written_to = written_to.max(tokens);
+                        }
+                    }
+                    CallTokens {
+                        uncached: total - written_to,
+                        cache_write: written_to - read,
+                        cache_read: read,
+                        output,
+                    }
+                }
+                CacheRules::OpenAi { min_tokens, .. } => {
+                    let matched = prefixes
+                        .iter()
+                        .rev()
+                        .find(|(key, tokens)| *tokens >= min_tokens && self.live(*key, at))
+                        .map_or(0, |(_, tokens)| *tokens);
+                    let read = if matched < min_tokens {
+                        0
+                    } else {
+                        min_tokens + (matched - min_tokens) / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
+                    };
+                    for (key, tokens) in prefixes {
+                        if *tokens >= min_tokens {
+                            self.entries.insert(*key, expires);
+                        }
+                    }
+                    CallTokens {
+                        uncached: total - read,
+                        cache_write: 0,
+                        cache_read: read,
+                        output,
+                    }
+                }
+            }
+        }
+    }
+
+    /// A long conversation sent call by call (growing, compressed to its head and a summary now
+    /// and then, shortened, resent, with pauses past the lifetime): every call is billed, and
+    /// every prefix is warm or cold, as if each send marked every prefix again, including
+    /// after expired entries and runs are dropped.
+    #[test]
+    fn each_call_is_billed_as_if_every_prefix_were_marked_again() {
+        for rules in [
+            CacheRules::OpenAi {
+                idle_expiry_seconds: 300.0,
+                min_tokens: 1024,
+            },
+            CacheRules::Anthropic {
+                ttl: Ttl::FiveMinutes,
+                min_tokens: 1024,
+            },
+        ] {
+            let mut cache = PromptCache::new(rules);
+            let mut reference = Reference {
+                rules,
+                entries: HashMap::new(),
+            };
+            // A fixed pseudo-random sequence (a linear congruential generator).
+            let mut state = 7u64;
+            let mut next = |below: u64| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                (state >> 33) % below
+            };
+            let mut blocks: Vec<Block> = vec![Block {
+                key: 1,
+                tokens: 900,
+            }];
+            let mut at = 0.0;
+            let mut fresh_key = 100;
+            let mut block = |tokens: u64| {
+                fresh_key += 1;
+                Block {
+                    key: fresh_key,
+                    tokens,
+                }
+            };
+            for call in 0..1500 {
+                match next(20) {
+                    // Compressed: the system prompt, a summary, the last two messages.
+                    0 => {
+                        let tail: Vec<Block> = blocks.iter().rev().take(2).rev().copied().collect();
+                        blocks.truncate(1);
+                        blocks.push(block(400));
+                        blocks.extend(tail);
+                    }
+                    // Shortened (a retry from an earlier point).
+                    1 => blocks.truncate(1 + next(blocks.len() as u64) as usize),
+                    // The same prompt again.
+                    2 => {}
+                    _ => {
+                        for _ in 0..=next(3) {
+                            blocks.push(block(50 + next(600)));
+                        }
+                    }
+                }
+                if blocks.len() > 300 {
+                    blocks.truncate(1);
+                }
+                at += match next(25) {
+                    0 => 301.0 + next(900) as f64,
+                    _ => 1.0 + next(60) as f64,
+                };
+                let prompt: Prompt = blocks.iter().copied().collect();
+                let warm = (
+                    cache.is_warm(at, &prompt),
+                    cache.is_warm(at, &prompt.head(3)),
+                );
+                let expected = (
+                    prompt
+                        .prefixes
+                        .iter()
+                        .any(|(key, tokens)| *tokens >= 1024 && reference.live(*key, at)),
+                    prompt
+                        .head(3)
+                        .prefixes
+                        .iter()
+                        .any(|(key, tokens)| *tokens >= 1024 && reference.live(*key, at)),
+                );
+                assert_eq!(warm, expected, "{rules:?}, call {call}: warmth");
+                assert_eq!(
+                    cache.send_as_agent(at, &prompt, 10),
+                    reference.send_as_agent(at, &prompt, 10),
+                    "{rules:?}, call {call}"
+                );
+            }
+            assert!(
+                cache.runs.len() < 1500,
+                "{rules:?}: runs no entry belongs to are dropped"
+            );
+        }
     }
 
     #[test]
