@@ -10,6 +10,7 @@
 //! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
 
 mod book;
+mod change;
 mod forms;
 mod read;
 
@@ -553,6 +554,59 @@ mod tests {
         let mut bold = Book::default();
         bold.add_lines(["- **Constraint** (budget cap): Budget cap: $500."]);
         assert_eq!(bold.items()[0].value, "$500");
+    }
+
+    #[test]
+    fn a_change_said_in_other_words_replaces_only_what_it_changes() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "Never flush the cache on prod-db-2. Always tag images with the build id b-1042. \
+             The deploy bucket is art-store-7.",
+            Origin::User,
+        ));
+        // A change naming the bucket: the bucket's fact takes the new value; the rule that
+        // shares no subject with it, and the one that shares only a word of another kind, stay.
+        book.extend(extract(
+            "Heads up: the deploy bucket was renamed to art-store-9. The cache is now redis-7.",
+            Origin::User,
+        ));
+        let lines = book.lines();
+        assert_eq!(
+            lines,
+            [
+                "Rule: Never flush the cache on prod-db-2.",
+                "Rule: Always tag images with the build id b-1042.",
+                "Fact: The deploy bucket is art-store-9.",
+                "Fact: The cache is now redis-7.",
+            ],
+        );
+        let old: Vec<(&str, &str)> = book
+            .superseded()
+            .iter()
+            .map(|(old, new)| (old.value.as_str(), new.as_str()))
+            .collect();
+        assert_eq!(old, [("art-store-7", "art-store-9")]);
+    }
+
+    #[test]
+    fn a_pasted_document_and_event_lines_state_nothing_but_their_labels() {
+        let mut document = String::from("Here is a transcript of an earlier run.\n");
+        for i in 0..200 {
+            document.push_str(&format!(
+                "Always check step {i} twice. The port is 80{i:02}.\n"
+            ));
+        }
+        document.push_str("SAFETY RULE: never print the token tk-5521.\n");
+        let items = extract(&document, Origin::User);
+        let values: Vec<&str> = items.iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["print the token tk-5521"], "{items:?}");
+        let output = "Created wheel for pkg: filename=pkg-1.0.whl size=4534 sha256=ab12\n\
+                      Stored in directory: /tmp/wheels/4d/da\nRegion: eu-central-1";
+        let values: Vec<String> = extract(output, Origin::Tool)
+            .into_iter()
+            .map(|i| i.value)
+            .collect();
+        assert_eq!(values, ["eu-central-1"]);
     }
 
     /// `i` spelled in letters (`12` → `bc`): names of `name is value` are words.

@@ -102,7 +102,8 @@ fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
             "- Fact: The deadline is 2026-03-14.",
             "- Preference: The user prefers tabs for indentation.",
             "- Goal: The goal is to migrate the ledger to Quarry v3.",
-            "- Constraint: Update: the budget is now $6,120.",
+            // The change takes the place of the value in the words that stated it.
+            "- Constraint: The budget is $6,120.",
         ],
         "{text}"
     );
