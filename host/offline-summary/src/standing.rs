@@ -109,17 +109,40 @@ pub struct Standing {
 impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
+        let text = self.shown_text();
         // The subject is written only when reading the text back would not give it.
-        let read = read_sentence(&self.text, Origin::User)
-            .filter(|item| item.kind == self.kind)
-            .map_or_else(
-                || implied_subject(self.kind, &self.text),
-                |item| item.subject,
-            );
+        let read = read_back(self.kind, &text)
+            .map_or_else(|| implied_subject(self.kind, &text), |item| item.subject);
         if read == self.subject {
-            format!("{}: {}", self.kind.label(), self.text)
+            format!("{}: {}", self.kind.label(), text)
         } else {
-            format!("{} ({}): {}", self.kind.label(), self.subject, self.text)
+            format!("{} ({}): {}", self.kind.label(), self.subject, text)
+        }
+    }
+
+    /// The item's text without a label that only repeats its kind ("Constraint — …",
+    /// "DECISION: …") or says that it changed ("Change request: …"), which the line's own
+    /// label carries: the fact, not its frame.
+    fn shown_text(&self) -> String {
+        let lower = self.text.to_ascii_lowercase();
+        let Some((label, inner)) = read::label_split(&lower) else {
+            return self.text.clone();
+        };
+        let repeats =
+            read::kind_of_label(label) == Some(self.kind) || forms::is_change_label(label);
+        let rest = self.text[inner..].trim();
+        if !repeats || rest.is_empty() || label.split_whitespace().count() > 3 {
+            return self.text.clone();
+        }
+        // A sentence, as it was (a capital first), unless it opens with a value.
+        let plain = rest
+            .split(' ')
+            .next()
+            .is_some_and(|word| word.bytes().all(|b| b.is_ascii_lowercase()));
+        let mut chars = rest.chars();
+        match chars.next() {
+            Some(first) if plain => first.to_uppercase().chain(chars).collect(),
+            _ => rest.to_string(),
         }
     }
 
@@ -137,7 +160,7 @@ impl Standing {
         if text.is_empty() {
             return None;
         }
-        let read = read_sentence(&text, Origin::User).filter(|item| item.kind == kind);
+        let read = read_back(kind, &text);
         let subject = match subject.map(normalize_subject).filter(|s| !s.is_empty()) {
             Some(subject) => subject,
             None => read
@@ -199,13 +222,23 @@ impl Standing {
     }
 }
 
+/// The item `text` reads as, for a line labelled `kind`: its own, or a plain value's under the
+/// label naming its kind (as [`read_sentence`] reads a labelled statement).
+fn read_back(kind: Kind, text: &str) -> Option<Standing> {
+    read_sentence(text, Origin::User).filter(|item| {
+        item.kind == kind || kind != Kind::Note && matches!(item.kind, Kind::Fact | Kind::Note)
+    })
+}
+
 /// The subject a line without one stands for (a note's: its words without their values, so
 /// that the same thing said with another value replaces it).
 fn implied_subject(kind: Kind, text: &str) -> String {
+    let text = text.trim_end_matches(['.', '!', '?']);
     match kind {
         Kind::Goal => "goal".to_string(),
-        Kind::Note => normalize_subject(&read::without_values(text.trim_end_matches(['.', '!']))),
-        _ => normalize_subject(text.trim_end_matches(['.', '!'])),
+        // As a label naming the kind gives it ([`read::read_sentence`]).
+        Kind::Decision => normalize_subject(&read::choice_subject(text)),
+        _ => normalize_subject(&read::without_values(text)),
     }
 }
 

@@ -156,7 +156,8 @@ fn digest_records_carry_standing_facts_and_merge_them() {
         "{merged}"
     );
     assert!(
-        merged.contains("- Constraint: Correction: budget cap: $5,002."),
+        // The line keeps the value, not the label that said it changed.
+        merged.contains("- Constraint: Budget cap: $5,002."),
         "{merged}"
     );
     assert!(!merged.contains("The budget is $4,817."), "{merged}");

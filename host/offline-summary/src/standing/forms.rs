@@ -51,6 +51,11 @@ const CHANGE_LABELS: &[&str] = &[
     "revised",
 ];
 
+/// Whether `label` (lower case) says that what follows changed a value.
+pub fn is_change_label(label: &str) -> bool {
+    CHANGE_LABELS.contains(&label) || label == "scratch that"
+}
+
 /// The all-caps label opening `text` (`SAFETY RULE: …`, `IMPORTANT: …`), when it is one that
 /// marks what follows as binding; `Err(())` when it opens a log line or a setting.
 pub fn caps_label(text: &str) -> Result<Option<&str>, ()> {

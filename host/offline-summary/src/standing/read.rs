@@ -32,7 +32,7 @@ static CUES: Markers = Markers::new(&[
     "ideally",
     "settled",
     "figured out",
-    "sure ",
+    "not sure",
     "unsure",
     "nobody ",
     "no one ",
@@ -726,7 +726,7 @@ const LIMIT_WORDS: &[&str] = &[
 
 /// A short label opening `body` and where what it labels starts: `Label: …`, `Label — …`,
 /// `Label – …`, or `Label - …` when the label names a kind (a dash alone is often prose).
-fn label_split(body: &str) -> Option<(&str, usize)> {
+pub(super) fn label_split(body: &str) -> Option<(&str, usize)> {
     [": ", " — ", " – ", " - "]
         .iter()
         .filter_map(|separator| {
@@ -740,7 +740,7 @@ fn label_split(body: &str) -> Option<(&str, usize)> {
 }
 
 /// The kind a label names: `Safety rule: …`, `Hard constraint: …`, `Preference: …`.
-fn kind_of_label(label: &str) -> Option<Kind> {
+pub(super) fn kind_of_label(label: &str) -> Option<Kind> {
     let last = label.split_whitespace().next_back()?;
     Some(match last.trim_end_matches('s') {
         "rule" | "policy" | "policie" | "requirement" | "prohibition" | "restriction" => Kind::Rule,
@@ -756,7 +756,7 @@ fn kind_of_label(label: &str) -> Option<Kind> {
 
 /// What a decision or a preference is about: what its choice is for (`Postgres 16 for the job
 /// queue` → `job queue`), or the choice without its values.
-fn choice_subject(value: &str) -> String {
+pub(super) fn choice_subject(value: &str) -> String {
     let value = value.to_ascii_lowercase();
     for link in [" for ", " as "] {
         if let Some(at) = value.find(link) {
