@@ -622,6 +622,31 @@ mod tests {
     }
 
     #[test]
+    fn an_item_is_the_statement_without_the_remarks_after_it() {
+        for (said, kept) in [
+            (
+                "Never force-push to main, whatever the deadline.",
+                "Never force-push to main.",
+            ),
+            (
+                "Keep in mind that the quota is 40 GB; the platform enforces it quietly.",
+                "Keep in mind that the quota is 40 GB.",
+            ),
+            (
+                "Still not sure who owns bucket logs-7, so we will come back to it.",
+                "Still not sure who owns bucket logs-7.",
+            ),
+            // A condition stays.
+            (
+                "Never deploy on Fridays, unless the on-call lead approves.",
+                "Never deploy on Fridays, unless the on-call lead approves.",
+            ),
+        ] {
+            assert_eq!(one(said).text, kept, "{said}");
+        }
+    }
+
+    #[test]
     fn a_pasted_document_and_event_lines_state_nothing_but_their_labels() {
         let mut document = String::from("Here is a transcript of an earlier run.\n");
         for i in 0..200 {

@@ -297,7 +297,13 @@ fn tidy(sentence: &str) -> &str {
             .split(|c: char| !(c.is_alphanumeric() || c == '\''))
             .filter(|word| !word.is_empty())
             .collect();
-        let comments = words.iter().any(|word| BACK_REFERENCES.contains(word))
+        // "…; the platform enforces it", "…, so we will come back to it", "…, whatever the
+        // deadline": a remark on the statement, or an emphasis, that limits nothing.
+        let remark = lower.as_bytes()[at] == b';' && words.contains(&"it")
+            || ["so ", "whatever ", "no matter "]
+                .iter()
+                .any(|start| clause.starts_with(start));
+        let comments = (remark || words.iter().any(|word| BACK_REFERENCES.contains(word)))
             && !clause.bytes().any(|b| b.is_ascii_digit())
             && note_value(clause).is_none();
         let limits = CONDITIONS
