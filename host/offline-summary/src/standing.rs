@@ -621,6 +621,29 @@ mod tests {
         assert_eq!(old, [("art-store-7", "art-store-9")]);
     }
 
+    /// Two summaries merged (lcm's condensed record, a summary and its previous one): a
+    /// change one carries replaces what the other carried, in that item's words.
+    #[test]
+    fn a_change_in_a_later_summary_replaces_what_an_earlier_one_carried() {
+        let mut book = Book::default();
+        book.add_lines([
+            "- Rule: Never push directly to the release branch rel-5.",
+            "- Fact: The staging host is stg-2.",
+        ]);
+        book.add_lines(["- Fact: The release branch moved to rel-6."]);
+        assert_eq!(
+            book.lines(),
+            [
+                "Fact: The staging host is stg-2.",
+                "Rule: Never push directly to the release branch rel-6.",
+            ]
+        );
+        assert_eq!(
+            book.mark_superseded("never push to rel-5").into_owned(),
+            "never push to rel-5 (superseded by rel-6)"
+        );
+    }
+
     #[test]
     fn an_item_is_the_statement_without_the_remarks_after_it() {
         for (said, kept) in [

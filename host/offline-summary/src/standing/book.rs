@@ -31,12 +31,6 @@ impl Book {
     /// Adds `item`; one with the same subject is replaced (the newer value wins and moves last),
     /// and so is one it changes in other words ([`change`]).
     pub fn add(&mut self, item: Standing) {
-        self.add_read(item, true);
-    }
-
-    /// Adds `item`, read from turns (`changes`: a change in other words replaces what it
-    /// changes) or from a summary's section (items a summary kept apart stay apart).
-    fn add_read(&mut self, item: Standing, changes: bool) {
         if self.items.iter().any(|known| known.text == item.text) {
             return;
         }
@@ -66,12 +60,13 @@ impl Book {
         let same = self.items.iter().position(replaces);
         // A change said its own way ("the smoke suite was renamed to X") names what it
         // changes by the words of an older item, or by the value it replaces.
-        let changed = (changes && same.is_none())
+        let changed = same
+            .is_none()
             .then(|| change::target(&self.items, &item))
             .flatten();
         // A change takes the place of what it changes in that item's own words.
         let (item, swapped) = match (same, changed) {
-            (Some(at), _) if changes && change::is_change(&item.text) => {
+            (Some(at), _) if change::is_change(&item.text) => {
                 change::applied(&self.items[at], item)
             }
             (None, Some(at)) => change::applied(&self.items[at], item),
@@ -124,7 +119,7 @@ impl Book {
     pub fn add_lines<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
         for line in lines {
             if let Some(item) = Standing::parse_line(line) {
-                self.add_read(item, false);
+                self.add(item);
             }
         }
     }
