@@ -849,9 +849,16 @@ pub fn prompt_commands(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
-/// The command in a fenced block that ends `text` (untagged or tagged as a shell), the way
-/// text-only agents (SWE-agent and other ReAct-style loops) issue commands.
+/// The command in a fenced block that ends `text` (untagged or tagged as a shell), or in a
+/// `<command>` element that ends it, the ways text-only agents (SWE-agent and other
+/// ReAct-style loops) issue commands.
 pub fn trailing_command(text: &str) -> Option<String> {
+    // SWE-agent's other format: the command in a `<command>` element ending the turn.
+    if let Some(body) = text.trim_end().strip_suffix("</command>") {
+        let open = body.rfind("<command>")?;
+        let command = body[open + "<command>".len()..].trim();
+        return (!command.is_empty()).then(|| command.to_string());
+    }
     let body = text.trim_end().strip_suffix("```")?;
     let open = body.rfind("```")?;
     let block = &body[open + 3..];
@@ -1079,6 +1086,10 @@ mod tests {
         );
         assert_eq!(trailing_command("Fix:\n```rust\nfn x() {}\n```"), None);
         assert_eq!(trailing_command("no block"), None);
+        assert_eq!(
+            trailing_command("Now submit.\n<command>\nsubmit\n</command>\n").as_deref(),
+            Some("submit")
+        );
     }
 
     #[test]

@@ -375,7 +375,7 @@ mod tests {
         ));
         assert_eq!(
             record.render_within(10_000),
-            "Standing:\n- Constraint: The budget is now $700.\n\
+            "Standing:\n- Constraint: The budget is $700.\n\
              Asked: keep $500 (superseded by $700) in mind"
         );
     }

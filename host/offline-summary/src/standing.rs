@@ -10,6 +10,7 @@
 //! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
 
 mod book;
+mod change;
 mod forms;
 mod read;
 
@@ -108,17 +109,40 @@ pub struct Standing {
 impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
+        let text = self.shown_text();
         // The subject is written only when reading the text back would not give it.
-        let read = read_sentence(&self.text, Origin::User)
-            .filter(|item| item.kind == self.kind)
-            .map_or_else(
-                || implied_subject(self.kind, &self.text),
-                |item| item.subject,
-            );
+        let read = read_back(self.kind, &text)
+            .map_or_else(|| implied_subject(self.kind, &text), |item| item.subject);
         if read == self.subject {
-            format!("{}: {}", self.kind.label(), self.text)
+            format!("{}: {}", self.kind.label(), text)
         } else {
-            format!("{} ({}): {}", self.kind.label(), self.subject, self.text)
+            format!("{} ({}): {}", self.kind.label(), self.subject, text)
+        }
+    }
+
+    /// The item's text without a label that only repeats its kind ("Constraint — …",
+    /// "DECISION: …") or says that it changed ("Change request: …"), which the line's own
+    /// label carries: the fact, not its frame.
+    fn shown_text(&self) -> String {
+        let lower = self.text.to_ascii_lowercase();
+        let Some((label, inner)) = read::label_split(&lower) else {
+            return self.text.clone();
+        };
+        let repeats =
+            read::kind_of_label(label) == Some(self.kind) || forms::is_change_label(label);
+        let rest = self.text[inner..].trim();
+        if !repeats || rest.is_empty() || label.split_whitespace().count() > 3 {
+            return self.text.clone();
+        }
+        // A sentence, as it was (a capital first), unless it opens with a value.
+        let plain = rest
+            .split(' ')
+            .next()
+            .is_some_and(|word| word.bytes().all(|b| b.is_ascii_lowercase()));
+        let mut chars = rest.chars();
+        match chars.next() {
+            Some(first) if plain => first.to_uppercase().chain(chars).collect(),
+            _ => rest.to_string(),
         }
     }
 
@@ -136,7 +160,7 @@ impl Standing {
         if text.is_empty() {
             return None;
         }
-        let read = read_sentence(&text, Origin::User).filter(|item| item.kind == kind);
+        let read = read_back(kind, &text);
         let subject = match subject.map(normalize_subject).filter(|s| !s.is_empty()) {
             Some(subject) => subject,
             None => read
@@ -198,13 +222,23 @@ impl Standing {
     }
 }
 
+/// The item `text` reads as, for a line labelled `kind`: its own, or a plain value's under the
+/// label naming its kind (as [`read_sentence`] reads a labelled statement).
+fn read_back(kind: Kind, text: &str) -> Option<Standing> {
+    read_sentence(text, Origin::User).filter(|item| {
+        item.kind == kind || kind != Kind::Note && matches!(item.kind, Kind::Fact | Kind::Note)
+    })
+}
+
 /// The subject a line without one stands for (a note's: its words without their values, so
 /// that the same thing said with another value replaces it).
 fn implied_subject(kind: Kind, text: &str) -> String {
+    let text = text.trim_end_matches(['.', '!', '?']);
     match kind {
         Kind::Goal => "goal".to_string(),
-        Kind::Note => normalize_subject(&read::without_values(text.trim_end_matches(['.', '!']))),
-        _ => normalize_subject(text.trim_end_matches(['.', '!'])),
+        // As a label naming the kind gives it ([`read::read_sentence`]).
+        Kind::Decision => normalize_subject(&read::choice_subject(text)),
+        _ => normalize_subject(&read::without_values(text)),
     }
 }
 
@@ -553,6 +587,107 @@ mod tests {
         let mut bold = Book::default();
         bold.add_lines(["- **Constraint** (budget cap): Budget cap: $500."]);
         assert_eq!(bold.items()[0].value, "$500");
+    }
+
+    #[test]
+    fn a_change_said_in_other_words_replaces_only_what_it_changes() {
+        let mut book = Book::default();
+        book.extend(extract(
+            "Never flush the cache on prod-db-2. Always tag images with the build id b-1042. \
+             The deploy bucket is art-store-7.",
+            Origin::User,
+        ));
+        // A change naming the bucket: the bucket's fact takes the new value; the rule that
+        // shares no subject with it, and the one that shares only a word of another kind, stay.
+        book.extend(extract(
+            "Heads up: the deploy bucket was renamed to art-store-9. The cache is now redis-7.",
+            Origin::User,
+        ));
+        let lines = book.lines();
+        assert_eq!(
+            lines,
+            [
+                "Rule: Never flush the cache on prod-db-2.",
+                "Rule: Always tag images with the build id b-1042.",
+                "Fact: The deploy bucket is art-store-9.",
+                "Fact: The cache is now redis-7.",
+            ],
+        );
+        let old: Vec<(&str, &str)> = book
+            .superseded()
+            .iter()
+            .map(|(old, new)| (old.value.as_str(), new.as_str()))
+            .collect();
+        assert_eq!(old, [("art-store-7", "art-store-9")]);
+    }
+
+    /// Two summaries merged (lcm's condensed record, a summary and its previous one): a
+    /// change one carries replaces what the other carried, in that item's words.
+    #[test]
+    fn a_change_in_a_later_summary_replaces_what_an_earlier_one_carried() {
+        let mut book = Book::default();
+        book.add_lines([
+            "- Rule: Never push directly to the release branch rel-5.",
+            "- Fact: The staging host is stg-2.",
+        ]);
+        book.add_lines(["- Fact: The release branch moved to rel-6."]);
+        assert_eq!(
+            book.lines(),
+            [
+                "Fact: The staging host is stg-2.",
+                "Rule: Never push directly to the release branch rel-6.",
+            ]
+        );
+        assert_eq!(
+            book.mark_superseded("never push to rel-5").into_owned(),
+            "never push to rel-5 (superseded by rel-6)"
+        );
+    }
+
+    #[test]
+    fn an_item_is_the_statement_without_the_remarks_after_it() {
+        for (said, kept) in [
+            (
+                "Never force-push to main, whatever the deadline.",
+                "Never force-push to main.",
+            ),
+            (
+                "Keep in mind that the quota is 40 GB; the platform enforces it quietly.",
+                "Keep in mind that the quota is 40 GB.",
+            ),
+            (
+                "Still not sure who owns bucket logs-7, so we will come back to it.",
+                "Still not sure who owns bucket logs-7.",
+            ),
+            // A condition stays.
+            (
+                "Never deploy on Fridays, unless the on-call lead approves.",
+                "Never deploy on Fridays, unless the on-call lead approves.",
+            ),
+        ] {
+            assert_eq!(one(said).text, kept, "{said}");
+        }
+    }
+
+    #[test]
+    fn a_pasted_document_and_event_lines_state_nothing_but_their_labels() {
+        let mut document = String::from("Here is a transcript of an earlier run.\n");
+        for i in 0..200 {
+            document.push_str(&format!(
+                "Always check step {i} twice. The port is 80{i:02}.\n"
+            ));
+        }
+        document.push_str("SAFETY RULE: never print the token tk-5521.\n");
+        let items = extract(&document, Origin::User);
+        let values: Vec<&str> = items.iter().map(|i| i.value.as_str()).collect();
+        assert_eq!(values, ["print the token tk-5521"], "{items:?}");
+        let output = "Created wheel for pkg: filename=pkg-1.0.whl size=4534 sha256=ab12\n\
+                      Stored in directory: /tmp/wheels/4d/da\nRegion: eu-central-1";
+        let values: Vec<String> = extract(output, Origin::Tool)
+            .into_iter()
+            .map(|i| i.value)
+            .collect();
+        assert_eq!(values, ["eu-central-1"]);
     }
 
     /// `i` spelled in letters (`12` → `bc`): names of `name is value` are words.

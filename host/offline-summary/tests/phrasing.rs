@@ -303,3 +303,100 @@ open importer.py
         decoys: &["generated files"],
     });
 }
+
+/// Values that change in other words than the ones that stated them: a rename, a move, a
+/// switch, a correction of a note. The item that stated the value takes the new one (a rule
+/// stays a rule), items on other subjects stay apart, and the old value is never current.
+/// Chat: lower case, asides, an open question without "whether".
+#[test]
+fn chat_style_changes_said_in_other_words() {
+    assert_family(&Family {
+        name: "chat changes",
+        session: "\
+[system] You are a coding assistant working in the user's repository.
+[user] oh btw, never restart the billing worker bw-node-12 during business hours
+[assistant] Sure thing.
+[user] fyi the metrics dashboard is grafana-eu-5
+[user] still not sure which region the nightly backups end up in, let's sort that out later
+[user] we agreed that the API docs live in docs/api-v3
+[user] can you check why p99 jumped to 840 ms?
+[assistant] Looking.
+[user] the billing worker got moved to bw-node-31 last night
+[user] scratch that, the dashboard we use is grafana-us-2 now",
+        expected: &[
+            ("Rule", "bw-node-31"),
+            ("Fact", "grafana-us-2"),
+            ("Question", "which region the nightly backups"),
+            ("Decision", "docs/api-v3"),
+        ],
+        superseded: &["bw-node-12", "grafana-eu-5"],
+        decoys: &["840 ms"],
+    });
+}
+
+/// Ticket: labels parted by a dash, a change request restating a decision's subject.
+#[test]
+fn ticket_style_dash_labels_and_change_requests() {
+    assert_family(&Family {
+        name: "ticket changes",
+        session: "\
+[user] Ticket DATA-3107: Nightly reporting export
+Constraint — do not touch the schema of table orders_v2 under any circumstances.
+Decision — we keep MySQL 8.0 for the reporting replica.
+Blocking question — which team owns the cron host cron-prod-3?
+Limit - the export batch holds at most 5,000 rows.
+[assistant] I'll start with the export query.
+[user] Change request: the reporting replica is now on MySQL 8.4.",
+        expected: &[
+            ("Rule", "orders_v2"),
+            ("Decision", "MySQL 8.4"),
+            ("Question", "cron-prod-3"),
+            ("Constraint", "5,000 rows"),
+        ],
+        superseded: &["8.0"],
+        decoys: &[],
+    });
+}
+
+/// Terse labels: a label names the kind of a plain value; a change label is not a rule.
+#[test]
+fn terse_labels_name_the_kind_and_changes_replace() {
+    assert_family(&Family {
+        name: "terse changes",
+        session: "\
+[user] DECISION: the event queue is sqs-orders-1
+LIMIT: the page size is 500 rows
+PROHIBITED: force-push to rel-2024
+[assistant] Noted.
+[user] CHANGED: the event queue got renamed to sqs-orders-2",
+        expected: &[
+            ("Decision", "sqs-orders-2"),
+            ("Constraint", "500 rows"),
+            ("Rule", "rel-2024"),
+        ],
+        superseded: &["sqs-orders-1"],
+        decoys: &[],
+    });
+}
+
+/// Prose: an agreement, a hope, what nobody has figured out, and a move told in a sentence.
+#[test]
+fn prose_agreements_hopes_and_moves() {
+    assert_family(&Family {
+        name: "prose changes",
+        session: "\
+[user] Everyone on the team agreed that staging deploys go through pipeline ci-stage-9.
+[assistant] Good to know.
+[user] Honestly, what I am hoping to achieve this sprint is to cut cold starts under 900 ms.
+[user] Nobody has figured out yet who pays for the egress on account 4471-b.
+[assistant] I will keep that in mind.
+[user] Since then the staging deploys moved to pipeline ci-stage-12.",
+        expected: &[
+            ("Decision", "ci-stage-12"),
+            ("Goal", "900 ms"),
+            ("Question", "4471-b"),
+        ],
+        superseded: &["ci-stage-9"],
+        decoys: &[],
+    });
+}

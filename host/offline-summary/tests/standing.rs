@@ -102,7 +102,8 @@ fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
             "- Fact: The deadline is 2026-03-14.",
             "- Preference: The user prefers tabs for indentation.",
             "- Goal: The goal is to migrate the ledger to Quarry v3.",
-            "- Constraint: Update: the budget is now $6,120.",
+            // The change takes the place of the value in the words that stated it.
+            "- Constraint: The budget is $6,120.",
         ],
         "{text}"
     );
@@ -155,7 +156,8 @@ fn digest_records_carry_standing_facts_and_merge_them() {
         "{merged}"
     );
     assert!(
-        merged.contains("- Constraint: Correction: budget cap: $5,002."),
+        // The line keeps the value, not the label that said it changed.
+        merged.contains("- Constraint: Budget cap: $5,002."),
         "{merged}"
     );
     assert!(!merged.contains("The budget is $4,817."), "{merged}");

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::change;
 use super::{Kind, Standing, MAX_ITEMS};
 
 /// The current standing items of a session, in the order they were stated, each subject once:
@@ -27,7 +28,8 @@ impl Book {
         self.items.is_empty()
     }
 
-    /// Adds `item`; one with the same subject is replaced (the newer value wins and moves last).
+    /// Adds `item`; one with the same subject is replaced (the newer value wins and moves last),
+    /// and so is one it changes in other words ([`change`]).
     pub fn add(&mut self, item: Standing) {
         if self.items.iter().any(|known| known.text == item.text) {
             return;
@@ -37,8 +39,16 @@ impl Book {
         // So does an item that says which value it replaces ("NATS instead of Kafka", "no
         // longer us-west-2"), of the same kind.
         let replaced = replaced_words(&item.text);
+        // Goals named only as "the goal" are one subject when one changes the other; two
+        // goals stated apart are two things to do.
+        let apart_goals = |known: &Standing| {
+            known.kind == Kind::Goal
+                && item.kind == Kind::Goal
+                && known.subject == "goal"
+                && !change::is_change(&item.text)
+        };
         let replaces = |known: &Standing| {
-            known.same_subject(&item)
+            (known.same_subject(&item) && !apart_goals(known))
                 || (known.kind == Kind::Preference
                     && item.kind == Kind::Preference
                     && mentions_word(&item.text, &known.value))
@@ -47,13 +57,36 @@ impl Book {
                         .iter()
                         .any(|word| mentions_word(&known.value, word)))
         };
-        if let Some(at) = self.items.iter().position(replaces) {
-            let old = self.items.remove(at);
-            if !old.value.eq_ignore_ascii_case(&item.value) {
+        let same = self.items.iter().position(replaces);
+        // A change said its own way ("the smoke suite was renamed to X") names what it
+        // changes by the words of an older item, or by the value it replaces.
+        let changed = same
+            .is_none()
+            .then(|| change::target(&self.items, &item))
+            .flatten();
+        // A change takes the place of what it changes in that item's own words.
+        let (item, swapped) = match (same, changed) {
+            (Some(at), _) if change::is_change(&item.text) => {
+                change::applied(&self.items[at], item)
+            }
+            (None, Some(at)) => change::applied(&self.items[at], item),
+            _ => (item, None),
+        };
+        if let Some(at) = same.or(changed) {
+            let mut old = self.items.remove(at);
+            // What other sections may show of it is the value the change replaced.
+            let new_value = match swapped {
+                Some((gone, new)) => {
+                    old.value = gone;
+                    new
+                }
+                None => item.value.clone(),
+            };
+            if !old.value.eq_ignore_ascii_case(&new_value) {
                 // Each old value once, with its latest replacement; the newest few are kept
                 // (marking looks for each in every other item).
                 self.superseded.retain(|(gone, _)| gone.value != old.value);
-                self.superseded.push((old, item.value.clone()));
+                self.superseded.push((old, new_value));
                 if self.superseded.len() > MAX_ITEMS {
                     self.superseded.remove(0);
                 }

@@ -40,6 +40,22 @@ const NOT_BINDING_LABELS: &[&str] = &[
     "https",
 ];
 
+/// Labels that say a value changed: what follows is read as it is, not as a rule.
+const CHANGE_LABELS: &[&str] = &[
+    "changed",
+    "change",
+    "change request",
+    "update",
+    "updated",
+    "correction",
+    "revised",
+];
+
+/// Whether `label` (lower case) says that what follows changed a value.
+pub fn is_change_label(label: &str) -> bool {
+    CHANGE_LABELS.contains(&label) || label == "scratch that"
+}
+
 /// The all-caps label opening `text` (`SAFETY RULE: …`, `IMPORTANT: …`), when it is one that
 /// marks what follows as binding; `Err(())` when it opens a log line or a setting.
 pub fn caps_label(text: &str) -> Result<Option<&str>, ()> {
@@ -58,6 +74,9 @@ pub fn caps_label(text: &str) -> Result<Option<&str>, ()> {
     let lower = label.to_ascii_lowercase();
     if NOT_BINDING_LABELS.contains(&lower.as_str()) {
         return Err(());
+    }
+    if CHANGE_LABELS.contains(&lower.as_str()) {
+        return Ok(None);
     }
     Ok(Some(label))
 }
@@ -156,6 +175,10 @@ const DECIDED: &[&str] = &[
     "we opted for ",
     "the decision is to ",
     "the decision is ",
+    // "After some back and forth we agreed that …": what was agreed follows.
+    "agreed that ",
+    "decided that ",
+    "settled that ",
 ];
 
 /// Where the choice a sentence decides starts.
@@ -193,12 +216,73 @@ const OPEN: &[&str] = &[
     "open question is whether ",
 ];
 
-/// Where what a sentence leaves open starts (its `whether …`).
+/// Words that say something is not known or not settled yet; an open question follows when a
+/// question word does ("nobody has settled yet who owns X", "still not sure which region").
+const UNSETTLED: &[&str] = &[
+    "not sure ",
+    "unsure ",
+    "unclear ",
+    "undecided ",
+    "not decided ",
+    "not settled ",
+    "not yet settled ",
+    "not yet decided ",
+    "nobody has settled ",
+    "no one has settled ",
+    "nobody has decided ",
+    "no one has decided ",
+    "nobody knows ",
+    "no one knows ",
+    "haven't decided ",
+    "haven't settled ",
+    "haven't figured out ",
+    "have not figured out ",
+    "not figured out ",
+    "nobody has figured out ",
+    "no one has figured out ",
+    "don't know ",
+    "do not know ",
+    "don't know yet ",
+    "remains to be seen ",
+    "to be decided ",
+    "still open ",
+];
+
+/// Question words an open question starts with.
+const QUESTION_WORDS: &[&str] = &[
+    "whether ", "if ", "who ", "what ", "which ", "when ", "where ", "how ", "why ",
+];
+
+/// Where what a sentence leaves open starts (its `whether …`, `who …`).
 pub fn open_question(body: &str) -> Option<usize> {
-    static ANY: Markers = Markers::new(OPEN);
+    static ANY: Markers = Markers::either(OPEN, UNSETTLED);
     if !ANY.any_in(body) {
         return None;
     }
+    let unsettled = UNSETTLED
+        .iter()
+        .filter_map(|phrase| {
+            let at = body.find(phrase)?;
+            let mut rest = at + phrase.len();
+            // "… settled yet who", "not sure on whether": a few words may come between.
+            for _ in 0..2 {
+                let word = QUESTION_WORDS
+                    .iter()
+                    .find(|w| body[rest..].starts_with(**w));
+                if word.is_some() {
+                    return Some(rest);
+                }
+                let skip = ["yet ", "still ", "on ", "about ", "exactly ", "really "]
+                    .iter()
+                    .find(|w| body[rest..].starts_with(**w))?;
+                rest += skip.len();
+            }
+            QUESTION_WORDS
+                .iter()
+                .any(|w| body[rest..].starts_with(*w))
+                .then_some(rest)
+        })
+        .min();
     OPEN.iter()
         .filter_map(|phrase| {
             body.find(phrase).map(|at| {
@@ -210,7 +294,42 @@ pub fn open_question(body: &str) -> Option<usize> {
                     .map_or(end, |word| end - word.len())
             })
         })
+        .chain(unsettled)
         .min()
+}
+
+/// Words that say the part of a sentence before its `is to …` names what the work is for.
+const AIMS: &[&str] = &[
+    "trying",
+    "want",
+    "wanted",
+    "need",
+    "needed",
+    "aim",
+    "aiming",
+    "point",
+    "purpose",
+    "plan",
+    "planning",
+    "hope",
+    "hoping",
+    "intend",
+    "goal",
+    "objective",
+    "mission",
+    "idea",
+];
+
+/// `… is to …` after words that say what the work is for ("what we are really trying to do
+/// this week is to X", "the whole point is to X"): where the goal (`to X`) starts.
+pub fn aim(body: &str) -> Option<usize> {
+    let at = body.find(" is to ")?;
+    let head = &body[..at];
+    let words = head.split_whitespace().count();
+    let aims = head
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|word| AIMS.contains(&word));
+    (aims && words <= 12).then_some(at + " is ".len())
 }
 
 /// `what we (really) want is …`, `i want to …`, `we want to …`: where the goal starts.

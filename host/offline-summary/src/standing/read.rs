@@ -24,6 +24,24 @@ static CUES: Markers = Markers::new(&[
     " is ",
     " are ",
     ": ",
+    " — ",
+    " – ",
+    " - ",
+    "would like",
+    "'d like",
+    "ideally",
+    "settled",
+    "figured out",
+    "not sure",
+    "unsure",
+    "nobody ",
+    "no one ",
+    "haven't ",
+    "have not ",
+    "remains to be",
+    "to be decided",
+    "don't know",
+    "do not know",
     "never",
     "always",
     "must",
@@ -38,6 +56,12 @@ static CUES: Markers = Markers::new(&[
     "going forward",
     " changed",
     " moved ",
+    "renamed",
+    "switched",
+    "replaced",
+    "no longer",
+    "instead",
+    " now ",
     " set to ",
     "at most",
     "at least",
@@ -136,6 +160,12 @@ fn starts_like_a_rule(sentence: &str) -> bool {
 /// the forms only say what kind of thing it is.
 pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
     match origin {
+        // A pasted transcript, log or document: only what it labels as binding is read.
+        Origin::User if text.len() > DOCUMENT_BYTES => text
+            .lines()
+            .filter(|line| line.len() <= 600 && labels_a_kind(line))
+            .filter_map(|line| read_sentence(line, Origin::User))
+            .collect(),
         Origin::User => {
             let tidied: Vec<String> = sentences(text)
                 .into_iter()
@@ -176,6 +206,26 @@ pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
             .take(TOOL_FACTS)
             .collect(),
     }
+}
+
+/// Longer than anyone types in a message: a user's text this long is a pasted transcript, log
+/// or document (an agent's demonstration, a file), whose sentences were written for another
+/// reader; only its labelled lines ("RULE: …", "Constraint: …") are read.
+const DOCUMENT_BYTES: usize = 8 * 1024;
+
+/// Whether `line` opens with a label that says it binds: an all-caps label that is not a log's
+/// or a setting's, or a label naming a kind of standing item.
+fn labels_a_kind(line: &str) -> bool {
+    let line = line
+        .trim_start()
+        .trim_start_matches(['-', '*', '•', '>', ' ']);
+    if matches!(forms::caps_label(line), Ok(Some(_))) {
+        return true;
+    }
+    let lower = line.to_ascii_lowercase();
+    label_split(&lower).is_some_and(|(label, _)| {
+        label.split_whitespace().count() <= 3 && kind_of_label(label).is_some()
+    })
 }
 
 /// Leads that only open a sentence the way people talk ("btw", "oh and", "fyi"): an item's
@@ -247,7 +297,13 @@ fn tidy(sentence: &str) -> &str {
             .split(|c: char| !(c.is_alphanumeric() || c == '\''))
             .filter(|word| !word.is_empty())
             .collect();
-        let comments = words.iter().any(|word| BACK_REFERENCES.contains(word))
+        // "…; the platform enforces it", "…, so we will come back to it", "…, whatever the
+        // deadline": a remark on the statement, or an emphasis, that limits nothing.
+        let remark = lower.as_bytes()[at] == b';' && words.contains(&"it")
+            || ["so ", "whatever ", "no matter "]
+                .iter()
+                .any(|start| clause.starts_with(start));
+        let comments = (remark || words.iter().any(|word| BACK_REFERENCES.contains(word)))
             && !clause.bytes().any(|b| b.is_ascii_digit())
             && note_value(clause).is_none();
         let limits = CONDITIONS
@@ -395,16 +451,22 @@ fn contains_word(text: &str, word: &str) -> bool {
 /// The first value a note names: a word no one could guess (three characters or more with a
 /// digit in them, a path, an amount), as written.
 pub fn note_value(text: &str) -> Option<String> {
+    value_tokens(text).first().map(|word| word.to_string())
+}
+
+/// Every value `text` names (a word no one could guess: three characters or more with a digit
+/// in them, a path, an amount), as written, in order.
+pub(super) fn value_tokens(text: &str) -> Vec<&str> {
     text.split_whitespace()
         .map(|word| word.trim_matches(|c: char| !(c.is_alphanumeric() || "/$€£¥%".contains(c))))
-        .find(|word| {
+        .filter(|word| {
             let digits = word.bytes().filter(u8::is_ascii_digit).count();
             let path = word.matches('/').count() >= 2
                 || word.contains('/') && word.contains(|c: char| c.is_ascii_digit() || c == '.');
             let money = word.starts_with(['$', '€', '£', '¥']) && digits > 0;
             (digits > 0 && word.len() >= 3) || path || money
         })
-        .map(str::to_string)
+        .collect()
 }
 
 /// "The vault code was rotated, never reveal the new one X-1": a rule, a goal or a preference
@@ -523,6 +585,9 @@ const LEADS: &[&str] = &[
     "okay",
     "actually",
     "update",
+    "updated",
+    "change request",
+    "changed",
     "correction",
     "scratch that",
     "never mind",
@@ -614,6 +679,15 @@ const PREFERENCE_STARTS: &[&str] = &[
     "i like ",
     "we like ",
     "i love ",
+    "i would like it if ",
+    "i'd like it if ",
+    "i would love it if ",
+    "i'd love it if ",
+    "i would prefer it if ",
+    "i'd prefer it if ",
+    "we would like it if ",
+    "we'd like it if ",
+    "ideally ",
 ];
 
 /// Openings that say what finishes the work.
@@ -652,10 +726,27 @@ const LIMIT_WORDS: &[&str] = &[
     "ceiling",
     "spend",
     "constraint",
+    "timeout",
+    "threshold",
 ];
 
+/// A short label opening `body` and where what it labels starts: `Label: …`, `Label — …`,
+/// `Label – …`, or `Label - …` when the label names a kind (a dash alone is often prose).
+pub(super) fn label_split(body: &str) -> Option<(&str, usize)> {
+    [": ", " — ", " – ", " - "]
+        .iter()
+        .filter_map(|separator| {
+            let at = body.find(separator)?;
+            let label = &body[..at];
+            let dash = *separator == " - ";
+            (!dash || kind_of_label(label).is_some()).then_some((at, label, at + separator.len()))
+        })
+        .min()
+        .map(|(_, label, inner)| (label, inner))
+}
+
 /// The kind a label names: `Safety rule: …`, `Hard constraint: …`, `Preference: …`.
-fn kind_of_label(label: &str) -> Option<Kind> {
+pub(super) fn kind_of_label(label: &str) -> Option<Kind> {
     let last = label.split_whitespace().next_back()?;
     Some(match last.trim_end_matches('s') {
         "rule" | "policy" | "policie" | "requirement" | "prohibition" | "restriction" => Kind::Rule,
@@ -671,7 +762,7 @@ fn kind_of_label(label: &str) -> Option<Kind> {
 
 /// What a decision or a preference is about: what its choice is for (`Postgres 16 for the job
 /// queue` → `job queue`), or the choice without its values.
-fn choice_subject(value: &str) -> String {
+pub(super) fn choice_subject(value: &str) -> String {
     let value = value.to_ascii_lowercase();
     for link in [" for ", " as "] {
         if let Some(at) = value.find(link) {
@@ -823,19 +914,24 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
     let asks = body.ends_with('?') && !TAG_QUESTIONS.iter().any(|tag| body.ends_with(tag));
     if origin == Origin::User {
         // "Noted for later: the budget is $500": the standing sentence after a short label.
-        if let Some((label, _)) = body.split_once(": ") {
+        if let Some((label, inner_at)) = label_split(body) {
             let short = label.split_whitespace().count() <= 6
                 && label.bytes().all(|b| b.is_ascii_alphabetic() || b == b' ');
             if short {
-                let inner = &original[label.len() + 2..];
+                let inner = &original[inner_at..];
+                let named_kind = kind_of_label(label);
                 if let Some(item) = read_sentence(inner, origin) {
+                    // "Decision — the cache key is X": the label says what kind a plain value
+                    // is; an imperative stays a rule whatever its label.
+                    let plain = matches!(item.kind, Kind::Fact | Kind::Note);
                     return Some(Standing {
+                        kind: named_kind.filter(|_| plain).unwrap_or(item.kind),
                         text: text.clone(),
                         ..item
                     });
                 }
                 // A label naming the kind: "Hard constraint: stay under 2 GB".
-                let kind = kind_of_label(label).or(caps_label.then_some(Kind::Rule));
+                let kind = named_kind.or(caps_label.then_some(Kind::Rule));
                 if let Some(kind) = kind {
                     let value = trim_value(inner);
                     let subject = match kind {
@@ -921,6 +1017,16 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
         if let Some(at) = forms::wanted(body) {
             return item(Kind::Goal, "goal".to_string(), &text[start + at..]);
         }
+        // "What we are really trying to do this week is to X": what the work is for, about
+        // what it does.
+        if let Some(at) = forms::aim(body) {
+            let value = trim_value(&text[start + at..]);
+            return item(
+                Kind::Goal,
+                without_values(&value.to_ascii_lowercase()),
+                value,
+            );
+        }
         // "We are done when the acceptance check X passes": what finishes the work.
         if let Some(rest) = DONE_WHEN.iter().find_map(|s| body.strip_prefix(s)) {
             let offset = lower.len() - rest.len();
@@ -969,11 +1075,16 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
         }
     }
     // "name is value", "name: value", "name changed to value".
-    if let Some((name, value)) = named_value(body) {
+    if let Some((name, value)) = named_value(body)
+        .filter(|(name, _)| !(origin == Origin::Tool && reports_an_event(strip_articles(name))))
+    {
         let offset = lower.len() - value.len();
         let value = &text[offset..];
         // "The branch moved to X, and pushes to it are forbidden": the value is the first
         // clause of a long rest.
+        // "The job timeout is 26 ms for every job; the platform enforces it": so is the
+        // first of clauses parted by a semicolon.
+        let value = value.split("; ").next().unwrap_or(value);
         let value = if value.split_whitespace().count() > VALUE_WORDS {
             value.split(", ").next().unwrap_or(value)
         } else {
@@ -1148,11 +1259,28 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
     if bare.is_empty() || NOT_NAMES.contains(&bare) || NOT_NAMES.contains(&first) || error {
         return None;
     }
-    // Markup is not a value.
-    if value.contains('<') && value.contains('>') {
+    // Markup is not a value, nor a record of several `key=value` pairs.
+    if value.contains('<') && value.contains('>') || value.matches('=').count() >= 2 {
+        return None;
+    }
+    // `Looks like an issue here: URL`, `Do this by running: cmd`: a sentence pointing at
+    // what follows the colon, not a name for it.
+    let pointing = link == ": "
+        && bare
+            .split(' ')
+            .any(|word| ["this", "that", "here", "there", "it", "these", "those"].contains(&word));
+    if pointing {
         return None;
     }
     Some((name, value))
+}
+
+/// Whether a name of a `name: value` line a tool printed opens with a verb telling what it did
+/// (`Created wheel for x: …`, `Stored in directory: …`): a
+/// log of an event, not a setting.
+fn reports_an_event(name: &str) -> bool {
+    let first = name.split(' ').next().unwrap_or(name);
+    first.len() > 4 && (first.ends_with("ed") || first.ends_with("ing"))
 }
 
 /// `name must stay at or below value`, `name must not exceed value`: the name and the value.
