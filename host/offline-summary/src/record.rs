@@ -294,7 +294,9 @@ impl Record {
                     out.push_str(item);
                     out.push('\n');
                 }
-                if more > 0 {
+                // Not in the listed form: the budget order would keep the note as an item
+                // after the items it counts are gone.
+                if more > 0 && !listed {
                     out.push_str(&format!("- (+{more} more {})\n", section.noun()));
                 }
             }
