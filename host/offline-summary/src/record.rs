@@ -19,7 +19,6 @@
 
 use std::collections::HashSet;
 
-use crate::budget::truncate_bytes;
 use crate::digest::Digest;
 use crate::files::FileBook;
 use crate::standing::{self, Book};
@@ -210,9 +209,29 @@ impl Record {
         found
     }
 
-    /// The record as text, within `max_bytes`: sections in order, each cut to its share; the
-    /// whole cut on a line when it still does not fit.
+    /// The record as text, within `max_bytes`: sections in order, each cut to its share.
+    /// When that is still too large, items go by the budget order of
+    /// [`ctxhost_sdk::budget`] (the narrative first, then the open items, the files, the
+    /// asks, and the standing facts last, oldest first), not by where the text ends: a cut
+    /// at the end would drop the newest standing facts (a value's update among them) and the
+    /// files before any older fact.
     pub fn render_within(&self, max_bytes: usize) -> String {
+        let out = self.render(false);
+        let out = if out.len() > max_bytes {
+            // Every section as a heading and its items, which the budget order reads.
+            ctxhost_sdk::budget::trim_summary(&self.render(true), |text| text.len() <= max_bytes)
+        } else {
+            out
+        };
+        if out.trim().is_empty() {
+            return "Nothing to record: the turns held no request, action, file or error.".into();
+        }
+        out.trim_end().to_string()
+    }
+
+    /// Sections in order, each cut to its share; `listed` writes every section as a heading
+    /// and its items (no one-line forms).
+    fn render(&self, listed: bool) -> String {
         let mut out = String::new();
         if !self.standing.is_empty() {
             out.push_str(Section::Standing.title());
@@ -258,14 +277,14 @@ impl Record {
             let kept = &items[..items.len().min(limit)];
             let more = items.len() - kept.len();
             // Paths alone fit on one line; files with their state are listed.
-            let one_line = section.inline() && kept.iter().all(|f| !f.contains(" ("));
+            let one_line = !listed && section.inline() && kept.iter().all(|f| !f.contains(" ("));
             if one_line {
                 out.push_str(&format!("{}: {}", section.title(), kept.join(", ")));
                 if more > 0 {
                     out.push_str(&format!(" (+{more} more {})", section.noun()));
                 }
                 out.push('\n');
-            } else if section == Section::Asked && kept.len() == 1 {
+            } else if !listed && section == Section::Asked && kept.len() == 1 {
                 out.push_str(&format!("Asked: {}\n", kept[0]));
             } else {
                 out.push_str(section.title());
@@ -275,27 +294,14 @@ impl Record {
                     out.push_str(item);
                     out.push('\n');
                 }
-                if more > 0 {
+                // Not in the listed form: the budget order would keep the note as an item
+                // after the items it counts are gone.
+                if more > 0 && !listed {
                     out.push_str(&format!("- (+{more} more {})\n", section.noun()));
                 }
             }
         }
-        if out.len() > max_bytes {
-            let cut = truncate_bytes(&out, max_bytes);
-            let end = cut.rfind('\n').unwrap_or(cut.len());
-            out = cut[..end].to_string();
-            // A section title the cut left without items goes too.
-            while out.lines().last().is_some_and(|line| {
-                line.ends_with(':') && Section::from_title(&line[..line.len() - 1]).is_some()
-            }) {
-                let end = out.rfind('\n').unwrap_or(0);
-                out.truncate(end);
-            }
-        }
-        if out.trim().is_empty() {
-            return "Nothing to record: the turns held no request, action, file or error.".into();
-        }
-        out.trim_end().to_string()
+        out
     }
 }
 

@@ -15,7 +15,7 @@ use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
 use crate::ingest::{ingest, Ingested};
 use crate::ops;
-use crate::recall::{self, LastRecall};
+use crate::recall::{self, FactsRead, LastRecall};
 use crate::settings::Settings;
 use crate::telemetry::compression_report;
 use crate::tools::{self, ToolContext};
@@ -48,6 +48,8 @@ pub struct LcmEngine {
     lock: Option<SessionLock>,
     /// The last selection `select_context` made, for a request that asks nothing new.
     last_recall: Option<LastRecall>,
+    /// The standing facts recall read for the last requests, by text.
+    facts_read: FactsRead,
 }
 
 impl LcmEngine {
@@ -397,6 +399,7 @@ impl EnginePlugin for LcmEngine {
             last_report: None,
             lock: None,
             last_recall: None,
+            facts_read: FactsRead::default(),
         })
     }
 
@@ -502,6 +505,7 @@ impl ContextEngine for LcmEngine {
             messages,
             request,
             &mut self.last_recall,
+            &mut self.facts_read,
         )
     }
 

@@ -13,12 +13,16 @@
 //! cache holds between them.
 
 mod expand;
+mod facts_read;
 mod rank;
+
+pub use facts_read::FactsRead;
+use facts_read::Reading;
 
 use std::cmp::Ordering;
 
 use ctxhost_offline_summary::budget::floor_boundary;
-use ctxhost_offline_summary::standing::{extract, Origin, Standing};
+use ctxhost_offline_summary::standing::Standing;
 use ctxhost_sdk::{
     ContextSelection, EngineError, HostServices, Message, Recalled, RecalledSource, SelectRequest,
 };
@@ -60,7 +64,7 @@ pub struct LastRecall {
 }
 
 /// The selection for `messages` in conversation `conv`. `last` is the conversation's previous
-/// selection, replaced by this one.
+/// selection, replaced by this one; `read` what the previous requests read.
 pub fn select(
     store: &Store,
     conv: i64,
@@ -68,6 +72,7 @@ pub fn select(
     messages: &[Message],
     request: &SelectRequest,
     last: &mut Option<LastRecall>,
+    read: &mut FactsRead,
 ) -> Result<ContextSelection, EngineError> {
     let asked = request
         .incoming
@@ -79,12 +84,13 @@ pub fn select(
     let mut items = if asked.is_empty() {
         Vec::new()
     } else {
-        let standing = standing_in(messages);
+        read.start();
+        let standing = standing_in(messages, read);
         let mut terms = expand::expand(&asked, &standing);
         let mut hits = search(store, conv, &terms)?;
         // The facts the first matches state widen the query once more: their subjects and
         // values are the session's own words for what was asked.
-        let stated: Vec<Standing> = hits.iter().flat_map(stated_by).collect();
+        let stated: Vec<Standing> = hits.iter().flat_map(|hit| stated_by(hit, read)).collect();
         let wider = expand::expand(&terms, &stated);
         if wider.len() > terms.len() {
             terms = wider;
@@ -134,37 +140,37 @@ fn place(messages: &[Message]) -> usize {
 
 /// The standing facts the request states: those its summary blocks carry and its user and
 /// system messages state.
-fn standing_in(messages: &[Message]) -> Vec<Standing> {
+fn standing_in(messages: &[Message], read: &mut FactsRead) -> Vec<Standing> {
     let mut out = Vec::new();
     for message in messages {
-        let text = message.content_text();
-        let text = &text[..floor_boundary(&text, TEXT_READ)];
-        if blocks::block_id(message).is_some() {
-            out.extend(text.lines().filter_map(Standing::parse_line));
+        let reading = if blocks::block_id(message).is_some() {
+            Reading::Listed
         } else if message.is_user() || message.role() == "system" {
-            out.extend(extract(text, Origin::User));
-        }
+            Reading::User
+        } else {
+            continue;
+        };
+        let text = message.content_text();
+        out.extend(read.read(&text[..floor_boundary(&text, TEXT_READ)], reading));
     }
     out
 }
 
 /// The standing facts a match states.
-fn stated_by(hit: &Hit) -> Vec<Standing> {
-    let (text, origin) = match hit {
+fn stated_by(hit: &Hit, read: &mut FactsRead) -> Vec<Standing> {
+    let (text, reading) = match hit {
         Hit::Message { role, text, .. } => match role.as_str() {
-            "user" | "system" => (text.as_str(), Origin::User),
-            "tool" => (text.as_str(), Origin::Tool),
+            "user" | "system" => (text.as_str(), Reading::User),
+            "tool" => (text.as_str(), Reading::Tool),
             _ => return Vec::new(),
         },
-        Hit::Summary { summary, .. } => {
-            return summary
-                .text
-                .lines()
-                .filter_map(Standing::parse_line)
-                .collect()
-        }
+        Hit::Summary { summary, .. } => (summary.text.as_str(), Reading::Listed),
     };
-    extract(&text[..floor_boundary(text, TEXT_READ)], origin)
+    let text = match reading {
+        Reading::Listed => text,
+        _ => &text[..floor_boundary(text, TEXT_READ)],
+    };
+    read.read(text, reading)
 }
 
 /// The store's matches for any of `terms`, messages and summaries (its best [`CANDIDATES`]
