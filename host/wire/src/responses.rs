@@ -9,9 +9,11 @@
 //! converts back to the very items the client sent; a message an engine changed is rebuilt
 //! from what it now says, and a reasoning item goes back only with the turn it came with.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use ctxhost_sdk::{Content, Message, Stamp};
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::transcript::codex::{self, Part, Rebuilt};
@@ -37,15 +39,50 @@ pub struct Converted {
     pub input: Value,
 }
 
-/// The messages [`into_messages`] made, by their stamps: while one is unchanged (a clone
-/// shares its stamp, a change gives a new one), it still says what its items say, so it
-/// converts back to them without being compared with them ([`from_messages_made`]).
+/// [`Converted`] for a model call: the items of the messages still as they were made are
+/// the request's own, borrowed, so they go upstream as they came without a copy.
+pub struct Upstream<'a> {
+    pub instructions: Option<Value>,
+    pub input: Input<'a>,
+}
+
+/// A request's `input` on its way upstream; it serializes as the JSON it stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input<'a> {
+    Text(String),
+    Items(Vec<Cow<'a, Value>>),
+}
+
+impl Input<'_> {
+    /// The `input` as a JSON value.
+    pub fn into_value(self) -> Value {
+        match self {
+            Input::Text(text) => Value::String(text),
+            Input::Items(items) => Value::Array(items.into_iter().map(Cow::into_owned).collect()),
+        }
+    }
+}
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Input::Text(text) => serializer.serialize_str(text),
+            Input::Items(items) => serializer.collect_seq(items),
+        }
+    }
+}
+
+/// The messages [`into_messages`] made from items, by their stamps, each with its items as
+/// parsed: while one is unchanged (a clone shares its stamp, a change gives a new one), it
+/// still says what its items say, so it converts back to these very items, neither compared
+/// with the message nor read back from its `responses_items` text ([`from_messages_made`]).
 #[derive(Debug, Clone, Default)]
-pub struct Made(HashSet<Stamp>);
+pub struct Made(HashMap<Stamp, Vec<Value>>);
 
 impl Made {
-    fn holds(&self, message: &Message) -> bool {
-        self.0.contains(&message.stamp())
+    /// The items `message` was made of, while it is unchanged.
+    fn items_of(&self, message: &Message) -> Option<&Vec<Value>> {
+        self.0.get(&message.stamp())
     }
 }
 
@@ -64,6 +101,7 @@ pub fn into_messages(
     input: Value,
 ) -> Result<(Vec<Message>, Made), ConvertError> {
     let mut messages = Vec::new();
+    let mut made = Made::default();
     match instructions {
         None | Some(Value::Null) => {}
         Some(Value::String(text)) => {
@@ -91,7 +129,13 @@ pub fn into_messages(
                     message: "an item must be a JSON object".into(),
                 });
             }
-            messages.extend(item_messages(items));
+            for (mut message, items) in item_messages(items) {
+                // The message keeps its items (as text, for whoever reads it) and `made` the
+                // same items parsed, for the way back while it is unchanged.
+                message.set_extra_field(ITEMS, Some(Value::Array(items.clone())));
+                made.0.insert(message.stamp(), items);
+                messages.push(message);
+            }
         }
         _ => {
             return Err(ConvertError {
@@ -100,13 +144,13 @@ pub fn into_messages(
             })
         }
     }
-    let made = Made(messages.iter().map(Message::stamp).collect());
     Ok((messages, made))
 }
 
-/// Items as messages, each keeping its items; items that make no message (unknown types,
-/// server-side calls) ride with the message before them, or the first one after.
-fn item_messages(items: Vec<Value>) -> Vec<Message> {
+/// Items as messages, each with the items it is made of (not yet kept in it); items that make
+/// no message (unknown types, server-side calls) ride with the message before them, or the
+/// first one after.
+fn item_messages(items: Vec<Value>) -> Vec<(Message, Vec<Value>)> {
     let mut groups: Vec<Vec<Value>> = Vec::new();
     let mut leading: Vec<Value> = Vec::new();
     let mut open_assistant = false;
@@ -123,20 +167,17 @@ fn item_messages(items: Vec<Value>) -> Vec<Message> {
             Part::Skip => push_to_last(&mut groups, item),
         }
     }
-    let mut messages: Vec<Message> = groups
+    let mut messages: Vec<(Message, Vec<Value>)> = groups
         .into_iter()
         .filter_map(|group| {
             let refs: Vec<&Value> = group.iter().collect();
-            let mut message = codex::items(&refs).pop()?;
-            message.set_extra_field(ITEMS, Some(Value::Array(group)));
-            Some(message)
+            let message = codex::items(&refs).pop()?;
+            Some((message, group))
         })
         .collect();
     if messages.is_empty() && !leading.is_empty() {
         // Nothing but items the engine has no place for: one empty user turn carries them.
-        let mut message = Message::user("");
-        message.set_extra_field(ITEMS, Some(Value::Array(leading)));
-        messages.push(message);
+        messages.push((Message::user(""), leading));
     }
     messages
 }
@@ -184,7 +225,12 @@ pub fn set_carried_items(message: &mut Message, items: Vec<Value>) {
 pub fn reply_message(output: &Value) -> Option<Message> {
     let items = output.as_array()?;
     let mut messages = item_messages(items.clone());
-    (messages.len() == 1 && messages[0].is_assistant()).then(|| messages.remove(0))
+    if messages.len() != 1 || !messages[0].0.is_assistant() {
+        return None;
+    }
+    let (mut message, items) = messages.remove(0);
+    set_carried_items(&mut message, items);
+    Some(message)
 }
 
 /// The items a message keeps, if it still says what they say: what they convert to is the
@@ -240,14 +286,19 @@ fn same_json(a: &str, b: &str) -> bool {
 
 /// The request's `instructions` and `input` for the engine's messages.
 pub fn from_messages(messages: &[Message]) -> Converted {
-    from_messages_made(messages, &Made::default())
+    let made = Made::default();
+    let upstream = from_messages_made(messages, &made);
+    Converted {
+        instructions: upstream.instructions,
+        input: upstream.input.into_value(),
+    }
 }
 
 /// [`from_messages`], where the messages in `made` that are still unchanged go back as the
 /// items they were made of, without comparing what those say with what the message says.
-pub fn from_messages_made(messages: &[Message], made: &Made) -> Converted {
+pub fn from_messages_made<'a>(messages: &[Message], made: &'a Made) -> Upstream<'a> {
     let mut instructions = None;
-    let mut input: Vec<Value> = Vec::new();
+    let mut input: Vec<Cow<'a, Value>> = Vec::new();
     let mut kinds: HashMap<String, String> = HashMap::new();
     let is_instructions =
         |m: &Message| m.is_system() && m.extra_fields().contains_key(INSTRUCTIONS);
@@ -258,9 +309,9 @@ pub fn from_messages_made(messages: &[Message], made: &Made) -> Converted {
     // An input sent as a string goes back as one while it is the whole conversation.
     if let [only] = turns.as_slice() {
         if only.extra_fields().contains_key(INPUT_TEXT) && only.is_user() && only.text().is_some() {
-            return Converted {
+            return Upstream {
                 instructions,
-                input: Value::String(only.content_text().into_owned()),
+                input: Input::Text(only.content_text().into_owned()),
             };
         }
     }
@@ -268,13 +319,14 @@ pub fn from_messages_made(messages: &[Message], made: &Made) -> Converted {
         if at == 0 && instructions.is_some() {
             continue;
         }
-        let unchanged = made
-            .holds(message)
-            .then(|| message.extra_field::<Vec<Value>>(ITEMS))
-            .flatten();
-        let items = unchanged
-            .or_else(|| intact_items(message))
-            .unwrap_or_else(|| rebuild(message, &mut kinds));
+        let items: Vec<Cow<'a, Value>> = match made.items_of(message) {
+            Some(kept) => kept.iter().map(Cow::Borrowed).collect(),
+            None => intact_items(message)
+                .unwrap_or_else(|| rebuild(message, &mut kinds))
+                .into_iter()
+                .map(Cow::Owned)
+                .collect(),
+        };
         for item in &items {
             if let (Some(id), Some(kind)) = (item["call_id"].as_str(), item["type"].as_str()) {
                 if kind.ends_with("_call") {
@@ -284,9 +336,9 @@ pub fn from_messages_made(messages: &[Message], made: &Made) -> Converted {
         }
         input.extend(items);
     }
-    Converted {
+    Upstream {
         instructions,
-        input: Value::Array(input),
+        input: Input::Items(input),
     }
 }
 
@@ -362,17 +414,42 @@ mod tests {
         );
         let back = from_messages_made(&messages, &made);
         assert_eq!(back.instructions, Some(json!("sys")));
-        assert_eq!(back.input, input());
+        assert_eq!(back.input.into_value(), input());
         // A clone is the same message.
-        assert_eq!(from_messages_made(&messages.clone(), &made).input, input());
+        assert_eq!(from_messages_made(&messages.clone(), &made).input.into_value(), input());
         // A changed one is rebuilt, as it is without knowing where it came from.
         messages[4].set_text("[cleared]");
-        let back = from_messages_made(&messages, &made).input;
+        let back = from_messages_made(&messages, &made).input.into_value();
         assert_eq!(back, from_messages(&messages).input);
         assert_ne!(back, input());
         // Messages made by another conversion are compared with their items.
         let (others, _) = into_messages(None, input()).unwrap();
-        assert_eq!(from_messages_made(&others, &made).input, input());
+        assert_eq!(from_messages_made(&others, &made).input.into_value(), input());
+    }
+
+    #[test]
+    fn an_unchanged_message_goes_back_as_its_items_byte_for_byte() {
+        // Key orders and fields the message model would not write this way.
+        let sent = r#"[{"content":"list the files","role":"user","type":"message"},{"type":"reasoning","summary":[],"id":"rs_1","encrypted_content":"enc","x":1.5},{"name":"exec_command","type":"function_call","call_id":"c1","arguments":"{\"cmd\": \"ls\"}"},{"zz":[],"type":"function_call_output","output":"a.txt","call_id":"c1"}]"#;
+        let (mut messages, made) =
+            into_messages(None, serde_json::from_str(sent).unwrap()).unwrap();
+        let back = from_messages_made(&messages, &made).input;
+        assert_eq!(serde_json::to_string(&back).unwrap(), sent);
+        // The request's own items, not copies of them.
+        let Input::Items(items) = &back else {
+            panic!("{back:?}")
+        };
+        assert!(items.iter().all(|item| matches!(item, Cow::Borrowed(_))));
+        // `made` holds what the message keeps, until the message changes.
+        assert_eq!(
+            made.items_of(&messages[1]),
+            Some(&carried_items(&messages[1]))
+        );
+        messages[1].set_text("changed");
+        assert_eq!(made.items_of(&messages[1]), None);
+        let back = serde_json::to_string(&from_messages_made(&messages, &made).input).unwrap();
+        assert!(back.starts_with(r#"[{"content":"list the files","role":"user","type":"message"},"#));
+        assert_ne!(back, sent);
     }
 
     #[test]

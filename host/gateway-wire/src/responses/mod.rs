@@ -16,6 +16,8 @@ use bytes::Bytes;
 use ctxhost_agents::handoff::Handoff;
 use ctxhost_agents::Agent;
 use ctxhost_sdk::{Message, Usage};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::count::Counting;
@@ -23,7 +25,7 @@ use super::own_answer::OwnAnswer;
 use super::provider_context::ProviderContext;
 use super::{
     bad_request, budget, client_tool_names, is_engine_tool, model, object, offer_tools,
-    prompt_cache_key, streamed, to_bytes, Incoming, Parsed, Wire,
+    prompt_cache_key, streamed, Incoming, Parsed, Wire,
 };
 use crate::error::GatewayError;
 use ctxhost_config::serve::ServeSettings;
@@ -132,8 +134,8 @@ impl Wire for Responses {
         engine_tools: &[Value],
     ) -> Bytes {
         let converted = convert::from_messages_made(messages, &request.made);
+        // The body less its items (taken out at parse), so this copy is small.
         let mut body = request.body.clone();
-        body.insert("input".into(), converted.input);
         match converted.instructions {
             Some(instructions) => {
                 body.insert("instructions".into(), instructions);
@@ -143,7 +145,11 @@ impl Wire for Responses {
             }
         }
         offer_tools(&mut body, engine_tools.iter().map(function_tool));
-        to_bytes(&body)
+        let with_input = WithInput {
+            body: &body,
+            input: &converted.input,
+        };
+        Bytes::from(serde_json::to_vec(&with_input).unwrap_or_default())
     }
 
     fn reply(answer: &Value) -> Option<Message> {
@@ -177,6 +183,32 @@ impl Wire for Responses {
 
     fn stream(_: &ResponsesRequest) -> ResponsesStream {
         ResponsesStream::default()
+    }
+}
+
+/// A body written with `input` in its place (or last, when it has none): the items kept from
+/// the request go out from where they are, with no copy made of them.
+struct WithInput<'a> {
+    body: &'a Map<String, Value>,
+    input: &'a convert::Input<'a>,
+}
+
+impl Serialize for WithInput<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let has_input = self.body.contains_key("input");
+        let len = self.body.len() + usize::from(!has_input);
+        let mut map = serializer.serialize_map(Some(len))?;
+        for (key, value) in self.body {
+            if key == "input" {
+                map.serialize_entry(key, self.input)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !has_input {
+            map.serialize_entry("input", self.input)?;
+        }
+        map.end()
     }
 }
 
@@ -214,4 +246,52 @@ fn visible_items(output: &Value, engine_names: &HashSet<String>) -> Value {
             .filter(|item| !is_engine_call(item, engine_names))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(body: &str) -> Parsed<ResponsesRequest> {
+        let bytes = Bytes::from(body.to_string());
+        match Responses::parse(bytes, &ServeSettings::default()) {
+            Ok(Incoming::Turn(parsed)) => parsed,
+            _ => panic!("not a managed turn: {body}"),
+        }
+    }
+
+    #[test]
+    fn an_unchanged_history_goes_upstream_byte_for_byte() {
+        let input = r#"[{"content":"list the files","role":"user","type":"message"},{"type":"reasoning","summary":[],"id":"rs_1","encrypted_content":"enc"},{"name":"exec_command","type":"function_call","call_id":"c1","arguments":"{\"cmd\": \"ls\"}"},{"zz":[],"type":"function_call_output","output":"a.txt","call_id":"c1"}]"#;
+        let body = format!(
+            r#"{{"model":"m","instructions":"sys","input":{input},"stream":false,"tools":[]}}"#
+        );
+        let parsed = parsed(&body);
+        let upstream = Responses::upstream_body(&parsed.request, &parsed.history, &[]);
+        assert_eq!(std::str::from_utf8(&upstream).unwrap(), body);
+        // An engine tool is offered after the client's, the rest as it came.
+        let tool = json!({"type": "function", "function": {"name": "recall", "parameters": {}}});
+        let upstream =
+            Responses::upstream_body(&parsed.request, &parsed.history, std::slice::from_ref(&tool));
+        let sent: Value = serde_json::from_slice(&upstream).unwrap();
+        assert_eq!(sent["tools"][0]["name"], "recall");
+        assert!(std::str::from_utf8(&upstream)
+            .unwrap()
+            .starts_with(&format!(r#"{{"model":"m","instructions":"sys","input":{input},"#)));
+    }
+
+    #[test]
+    fn a_changed_history_goes_upstream_as_it_now_says() {
+        let body = r#"{"model":"m","input":[{"type":"message","role":"user","content":"hi"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"long"}]}"#;
+        let mut parsed = parsed(body);
+        parsed.history[2].set_text("[cleared]");
+        parsed.history.insert(0, Message::system("sys"));
+        let upstream = Responses::upstream_body(&parsed.request, &parsed.history, &[]);
+        let sent: Value = serde_json::from_slice(&upstream).unwrap();
+        let converted = convert::from_messages(&parsed.history);
+        assert_eq!(sent["input"], converted.input);
+        assert_eq!(sent["input"][2]["output"], "[cleared]");
+        assert_eq!(sent["model"], "m");
+        assert!(sent.get("instructions").is_none());
+    }
 }
