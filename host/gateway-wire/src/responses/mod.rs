@@ -290,7 +290,8 @@ mod tests {
         let sent: Value = serde_json::from_slice(&upstream).unwrap();
         let converted = convert::from_messages(&parsed.history);
         assert_eq!(sent["input"], converted.input);
-        assert_eq!(sent["input"][2]["output"], "[cleared]");
+        // The system message added first is an item of its own, ahead of the client's.
+        assert_eq!(sent["input"][3]["output"], "[cleared]");
         assert_eq!(sent["model"], "m");
         assert!(sent.get("instructions").is_none());
     }
