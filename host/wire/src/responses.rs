@@ -416,7 +416,12 @@ mod tests {
         assert_eq!(back.instructions, Some(json!("sys")));
         assert_eq!(back.input.into_value(), input());
         // A clone is the same message.
-        assert_eq!(from_messages_made(&messages.clone(), &made).input.into_value(), input());
+        assert_eq!(
+            from_messages_made(&messages.clone(), &made)
+                .input
+                .into_value(),
+            input()
+        );
         // A changed one is rebuilt, as it is without knowing where it came from.
         messages[4].set_text("[cleared]");
         let back = from_messages_made(&messages, &made).input.into_value();
@@ -424,7 +429,10 @@ mod tests {
         assert_ne!(back, input());
         // Messages made by another conversion are compared with their items.
         let (others, _) = into_messages(None, input()).unwrap();
-        assert_eq!(from_messages_made(&others, &made).input.into_value(), input());
+        assert_eq!(
+            from_messages_made(&others, &made).input.into_value(),
+            input()
+        );
     }
 
     #[test]
@@ -448,7 +456,9 @@ mod tests {
         messages[1].set_text("changed");
         assert_eq!(made.items_of(&messages[1]), None);
         let back = serde_json::to_string(&from_messages_made(&messages, &made).input).unwrap();
-        assert!(back.starts_with(r#"[{"content":"list the files","role":"user","type":"message"},"#));
+        assert!(
+            back.starts_with(r#"[{"content":"list the files","role":"user","type":"message"},"#)
+        );
         assert_ne!(back, sent);
     }
 

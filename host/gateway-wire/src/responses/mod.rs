@@ -271,13 +271,18 @@ mod tests {
         assert_eq!(std::str::from_utf8(&upstream).unwrap(), body);
         // An engine tool is offered after the client's, the rest as it came.
         let tool = json!({"type": "function", "function": {"name": "recall", "parameters": {}}});
-        let upstream =
-            Responses::upstream_body(&parsed.request, &parsed.history, std::slice::from_ref(&tool));
+        let upstream = Responses::upstream_body(
+            &parsed.request,
+            &parsed.history,
+            std::slice::from_ref(&tool),
+        );
         let sent: Value = serde_json::from_slice(&upstream).unwrap();
         assert_eq!(sent["tools"][0]["name"], "recall");
         assert!(std::str::from_utf8(&upstream)
             .unwrap()
-            .starts_with(&format!(r#"{{"model":"m","instructions":"sys","input":{input},"#)));
+            .starts_with(&format!(
+                r#"{{"model":"m","instructions":"sys","input":{input},"#
+            )));
     }
 
     #[test]
