@@ -30,6 +30,7 @@ mod blocks;
 mod compaction;
 mod context;
 mod engine;
+mod held;
 mod ingest;
 mod ops;
 mod recall;
