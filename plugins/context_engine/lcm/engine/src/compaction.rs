@@ -24,6 +24,12 @@
 //! summarizer writes a block's standing facts first and its files before its narrative, so
 //! the narrative gives way first when the room is short.
 //!
+//! A block written into a small room (a round whose newest turn left little) keeps only the
+//! standing facts it has room for, while the summaries under it still state the rest (see
+//! `held`): a condensed pass reads back what each child lost, and under a size a compaction
+//! whose room holds them all merges the blocks before the tail that lost some (once per
+//! compaction), so a tight round costs the view those facts until the room grows, not for good.
+//!
 //! A leaf that gives a standing fact a new value (see `ctxhost_offline_summary::standing`) is
 //! condensed at once with the blocks back to the oldest one still stating the old value, so no
 //! block of the view shows a replaced value as current.
@@ -44,11 +50,13 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use ctxhost_offline_summary::carry;
+use ctxhost_offline_summary::standing::Book;
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
 
 use crate::blocks;
 use crate::context::{self, Entry, EntryKind};
+use crate::held::{self, Held};
 use crate::settings::Settings;
 use crate::summarize::{self, Job, Source};
 use ctxhost_lcm_store::ids::summary_id;
@@ -172,6 +180,8 @@ pub struct Compactor<'a> {
     /// (empty before; see [`Compactor::stored_over`]): a summary's id derives from its sources,
     /// so any other id is new, and is written without asking the store first.
     pub stored: HashSet<String>,
+    /// The standing facts under each summary read so far.
+    pub held: Held,
 }
 
 impl Compactor<'_> {
@@ -194,6 +204,9 @@ impl Compactor<'_> {
         let max_blocks = self.settings.max_summary_blocks;
         let fanout = self.settings.condensed_min_fanout;
         let tokens_before = budget.head_tokens + context::tokens(entries);
+        // Under a size, blocks that lost standing facts to a smaller room are merged at most
+        // once per compaction, when its room holds them.
+        let mut restored = false;
         loop {
             let tokens = budget.head_tokens + context::tokens(entries);
             // Under a size the head is the system prompt and the task (the first user
@@ -205,11 +218,17 @@ impl Compactor<'_> {
             // is larger than it was, the next pass goes on (the engine returns the context
             // unchanged if it ends larger).
             let grown = tokens > tokens_before;
-            if budget.fits(tokens, head)
+            let done = budget.fits(tokens, head)
                 && !grown
                 && blocks <= max_blocks
-                && !(force && report.passes == 0)
-            {
+                && !(force && report.passes == 0);
+            let tail = self.tail_start(entries, budget, head);
+            let lossy = if done && budget.sized && !restored {
+                self.lossy_run(entries, tail)?
+            } else {
+                None
+            };
+            if done && lossy.is_none() {
                 report.stopped = StopReason::UnderTarget;
                 break;
             }
@@ -223,32 +242,11 @@ impl Compactor<'_> {
                 report.stopped = StopReason::Deadline;
                 break;
             }
-            let tail = if budget.sized {
-                let size = if head > budget.target_tokens {
-                    budget.target_tokens
-                } else {
-                    budget.target_tokens - head
-                };
-                sized_tail_start(entries, self.settings, size)
-            } else {
-                fresh_tail_start(entries, self.settings, budget.context_length)
-            };
-            if budget.sized {
-                // What stays verbatim: the head, the fresh tail, and the newest user message
-                // before it.
-                let tail = tail.min(entries.len());
-                let newest_ask = (0..tail)
-                    .rev()
-                    .find(|&i| entries[i].is_user_message())
-                    .filter(|_| !entries[tail..].iter().any(Entry::is_user_message))
-                    .map_or(0, |i| entries[i].tokens);
-                // Measured past the head when the head alone is over the size.
-                let head = if head > budget.target_tokens { 0 } else { head };
-                let verbatim = head + context::tokens(&entries[tail..]) + newest_ask;
-                self.room = Some(ctxhost_sdk::budget::summary_room(
-                    budget.target_tokens,
-                    verbatim,
-                ));
+            if let Some(range) = lossy {
+                restored = true;
+                self.condensed_pass(entries, range, focus_topic, deadline, report)?;
+                report.passes += 1;
+                continue;
             }
             // Under target, only the block limit has work left (or a forced first pass).
             let over_target = !budget.fits(tokens, head) || grown || (force && report.passes == 0);
@@ -312,6 +310,65 @@ impl Compactor<'_> {
         report.tokens_after = budget.head_tokens + context::tokens(entries);
         report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(())
+    }
+
+    /// Where the verbatim tail starts (`head` the head's tokens); under a size, also sets the
+    /// room the summaries before it get.
+    fn tail_start(&mut self, entries: &[Entry], budget: Budget, head: u64) -> usize {
+        if !budget.sized {
+            return fresh_tail_start(entries, self.settings, budget.context_length);
+        }
+        let size = if head > budget.target_tokens {
+            budget.target_tokens
+        } else {
+            budget.target_tokens - head
+        };
+        let tail = sized_tail_start(entries, self.settings, size);
+        // What stays verbatim: the head, the fresh tail, and the newest user message before it.
+        let end = tail.min(entries.len());
+        let newest_ask = (0..end)
+            .rev()
+            .find(|&i| entries[i].is_user_message())
+            .filter(|_| !entries[end..].iter().any(Entry::is_user_message))
+            .map_or(0, |i| entries[i].tokens);
+        // Measured past the head when the head alone is over the size.
+        let head = if head > budget.target_tokens { 0 } else { head };
+        let verbatim = head + context::tokens(&entries[end..]) + newest_ask;
+        self.room = Some(ctxhost_sdk::budget::summary_room(
+            budget.target_tokens,
+            verbatim,
+        ));
+        tail
+    }
+
+    /// Under a size, the blocks before the tail when one of them has lost standing facts that
+    /// the summaries under it still state, and the room now holds all of theirs: merged, they
+    /// state them again. Two blocks at least (a merge takes two).
+    fn lossy_run(
+        &mut self,
+        entries: &[Entry],
+        tail: usize,
+    ) -> Result<Option<Range<usize>>, EngineError> {
+        let Some(range) = condensable(entries, tail, 2, usize::MAX, false) else {
+            return Ok(None);
+        };
+        let mut lost = false;
+        let mut standing = Book::default();
+        let mut frame = 0;
+        for summary in entries[range.clone()].iter().filter_map(Entry::summary) {
+            lost |= !self
+                .held
+                .dropped(self.store, self.conv, summary)?
+                .is_empty();
+            let held = self.held.of(self.store, self.conv, summary)?;
+            standing.extend(held.items().iter().cloned());
+            frame = frame.max(summary.block_tokens.saturating_sub(summary.tokens));
+        }
+        if !lost {
+            return Ok(None);
+        }
+        let needed = self.services.count_tokens(&held::section(standing.items()));
+        Ok((needed <= self.block_room(frame)).then_some(range))
     }
 
     fn leaf_pass(
@@ -425,9 +482,22 @@ impl Compactor<'_> {
         if self.reuse(entries, range.clone(), &id, report)? {
             return Ok(());
         }
-        let sources: Vec<Source> = children
-            .iter()
-            .map(|c| Source {
+        let mut sources: Vec<Source> = Vec::with_capacity(children.len());
+        // What the children state: their texts, and what they lost and get back.
+        let mut text_tokens = 0;
+        for c in &children {
+            // What a smaller room cut from the child, read back from the summaries under it,
+            // ahead of what it still states.
+            let dropped = self.held.dropped(self.store, self.conv, c)?;
+            text_tokens += c.tokens;
+            let text = if dropped.is_empty() {
+                c.text.clone()
+            } else {
+                let section = held::section(&dropped);
+                text_tokens += self.services.count_tokens(&section);
+                format!("{section}\n{}", c.text)
+            };
+            sources.push(Source {
                 label: format!(
                     "{} · {} depth {} · seq {}-{}",
                     c.id,
@@ -436,10 +506,9 @@ impl Compactor<'_> {
                     c.seq_start,
                     c.seq_end
                 ),
-                text: c.text.clone(),
-            })
-            .collect();
-        let text_tokens: u64 = children.iter().map(|c| c.tokens).sum();
+                text,
+            });
+        }
         let depth = children.iter().map(|c| c.depth).max().unwrap_or(0) + 1;
         let seqs = (
             children.iter().map(|c| c.seq_start).min().unwrap_or(0),

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::assemble::assemble;
 use crate::compaction::{self, Budget, Compactor, Report};
 use crate::context;
+use crate::held::Held;
 use crate::ingest::{ingest, Ingested};
 use crate::ops;
 use crate::recall::{self, FactsRead, LastRecall};
@@ -193,6 +194,7 @@ impl LcmEngine {
                     .filter(|memory| !memory.trim().is_empty()),
                 room: None,
                 stored: HashSet::new(),
+                held: Held::default(),
             };
             compactor.run(
                 &mut entries,

@@ -13,6 +13,8 @@
 //! - `context.rs`: the context list in memory;
 //! - `compaction.rs`: leaf and condensed passes, incremental and bounded;
 //! - `summarize.rs`: one summary, escalating normal → aggressive → truncation;
+//! - `held.rs`: the standing facts a block's span holds, read down the DAG (what a small room
+//!   cut from a block comes back from);
 //! - `blocks.rs`: the summary blocks written into the model's view, and recognising them;
 //! - `assemble.rs`: the message list the model sees;
 //! - `tools/`: the agent's tools;
@@ -30,6 +32,7 @@ mod blocks;
 mod compaction;
 mod context;
 mod engine;
+mod held;
 mod ingest;
 mod ops;
 mod recall;

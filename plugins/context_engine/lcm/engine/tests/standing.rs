@@ -244,3 +244,114 @@ fn truncation_keeps_the_standing_facts_when_no_summary_can_be_written() {
         "{text}"
     );
 }
+
+/// Rules of distinct subjects, each with a value nobody could guess.
+const RULES: [(&str, &str); 14] = [
+    ("vault code", "QX-7731"),
+    ("deploy key", "KD-4410"),
+    ("release tag", "RT-9052"),
+    ("audit log", "AL-3318"),
+    ("backup bucket", "BB-6604"),
+    ("staging host", "SH-2271"),
+    ("protected branch", "PB-8843"),
+    ("billing account", "BA-1196"),
+    ("smoke suite", "SS-5527"),
+    ("signing key", "SK-3390"),
+    ("support queue", "SQ-7765"),
+    ("build cache", "BC-2048"),
+    ("metrics bucket", "MB-9912"),
+    ("mirror host", "MH-4436"),
+];
+
+/// An acknowledgement long enough that a summary of the rules is smaller than their turns.
+const ACK: &str = "Noted. I will keep that in mind at every step of the ledger modules and \
+                   check it before each change I make.";
+
+/// A sized compression of `messages` (forced, as the quality harness asks it).
+fn sized(engine: &mut LcmEngine, messages: &[Message], target: u64) -> Vec<Message> {
+    let options = CompressOptions {
+        force: true,
+        current_tokens: Some(tokens(messages)),
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    let view = engine.compress(messages, &options).unwrap();
+    sequence::validate(&view).unwrap();
+    view
+}
+
+/// A round whose newest turn leaves little room writes the block before it small, with only
+/// the standing facts it has room for; the summaries under that block still state the rest. A
+/// later round with room for them all states every one again, at its current value, within
+/// its size.
+#[test]
+fn standing_facts_a_small_room_cut_come_back_when_the_room_grows() {
+    let host = FakeHost::builder("lcm")
+        .config(with_store(Value::Null, None))
+        .context_length(128_000)
+        .default_answer(Answer::with(|request| {
+            Ok(OfflineSummarizer.summary(request))
+        }))
+        .build();
+    let mut engine = engine(&host);
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Work through the ledger modules."),
+    ];
+    for (subject, value) in RULES {
+        messages.push(Message::user(format!(
+            "Never delete the {subject} {value}."
+        )));
+        messages.push(Message::assistant(ACK));
+    }
+    messages.push(Message::user("Carry on with the modules."));
+    messages.push(Message::assistant("Carrying on."));
+    // Room for every rule.
+    let view = sized(&mut engine, &messages, tokens(&messages) / 2);
+    let text = text_of(&view);
+    for (_, value) in RULES {
+        assert!(text.contains(value), "round 1: {value} lost\n{text}");
+    }
+
+    // The vault code changes (its block merges with the one before), and the newest turn is a
+    // long log: the merged block gets little room.
+    let mut messages = view;
+    messages.push(Message::user(
+        "Update: the vault code is now QX-9000; never delete it.",
+    ));
+    messages.push(Message::assistant("Noted."));
+    let log = Message::user(format!(
+        "Here is the build log:\n{}",
+        "step compiled without warnings\n".repeat(200)
+    ));
+    let read = Message::assistant("Read it; the build is clean.");
+    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
+    messages.push(log);
+    messages.push(read);
+    let view = sized(&mut engine, &messages, verbatim + 160);
+    let text = text_of(&view);
+    assert!(
+        RULES.iter().any(|(_, value)| !text.contains(value)),
+        "round 2 cut no rule: the test needs a smaller room\n{text}"
+    );
+
+    // A short newest turn and a size with room for every rule.
+    let mut messages = view;
+    messages.push(Message::user("Carry on."));
+    messages.push(Message::assistant("Done."));
+    let target = 1_000;
+    let view = sized(&mut engine, &messages, target);
+    let text = text_of(&view);
+    assert!(tokens(&view) <= target, "{} tokens\n{text}", tokens(&view));
+    assert!(text.contains("QX-9000"), "{text}");
+    for (_, value) in &RULES[1..] {
+        assert!(text.contains(value), "round 3: {value} lost\n{text}");
+    }
+    // The old vault code is not shown as current.
+    for (at, _) in text.match_indices("QX-7731") {
+        assert!(
+            text[at..].starts_with("QX-7731 (superseded by QX-9000)"),
+            "{text}"
+        );
+    }
+}
