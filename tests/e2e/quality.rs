@@ -240,6 +240,52 @@ fn the_same_seed_gives_the_same_report_and_a_transcript_can_be_named() {
     assert_eq!(first["rounds"].as_array().unwrap().len(), 3);
 }
 
+#[test]
+fn dump_writes_each_rounds_output_as_the_report_probed_it() {
+    let sandbox = sandbox();
+    let dump = sandbox.path().join("rounds");
+    let dir = dump.to_str().unwrap();
+    let args = [
+        "quality",
+        "--engine",
+        "compressor",
+        "--rounds",
+        "3",
+        "--style",
+        "chat",
+        "--dump",
+        dir,
+        "--json",
+    ];
+    let report = quality_json(&sandbox, &args);
+    let seed = report["seed"].as_u64().unwrap();
+    let rounds = report["rounds"].as_array().unwrap();
+    for (index, round) in rounds.iter().enumerate() {
+        let at = dump.join("chat").join(format!("seed-{seed}"));
+        let json = std::fs::read_to_string(at.join(format!("round-{}.json", index + 1))).unwrap();
+        let messages: Vec<Value> = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            messages.len() as u64,
+            round["output_messages"].as_u64().unwrap()
+        );
+        let text = std::fs::read_to_string(at.join(format!("round-{}.txt", index + 1))).unwrap();
+        let first = format!("--- {} ---\n", messages[0]["role"].as_str().unwrap());
+        assert!(text.starts_with(&first), "{text}");
+        // What the report says was kept is in the text, and what it says was lost is not.
+        for fact in round["facts"].as_array().unwrap() {
+            let current = fact["current"].as_str().unwrap();
+            if fact["kept"].as_bool().unwrap() {
+                assert!(text.contains(current), "round {}: {current}", index + 1);
+            }
+        }
+    }
+    assert!(!dump
+        .join("chat")
+        .join(format!("seed-{seed}"))
+        .join("round-4.json")
+        .exists());
+}
+
 /// The bar, as a gate: on the shipped offline config, five rounds at 20% of each
 /// round's input, the compressor and lcm keep at least 90% of every fact kind within the
 /// budget and show no superseded value as current; lcm's tools recover every fact.

@@ -258,9 +258,10 @@ impl Compressor {
         let sized = options.target_tokens.is_some();
         let head_end = self.head_end(messages, sized);
         // A caller's size (`CompressOptions::target_tokens`) is spent in the order of
-        // `ctxhost_sdk::budget`: the head, then the summary (standing facts, goal and plan,
-        // files, the latest state) and the newest turn; the verbatim tail before the newest
-        // turn gives way first, so under a size it is the newest turn alone.
+        // `ctxhost_sdk::budget`: the head, then the summary (standing facts, files in short
+        // lines, goal and plan, more files, the latest state) and the newest turn; the
+        // verbatim tail before the newest turn gives way first, so under a size it is the
+        // newest turn alone.
         let head_tokens = self.count(&messages[..head_end]);
         let tail_start = self.tail_start(messages, head_end, sized.then_some(0));
         if tail_start <= head_end {

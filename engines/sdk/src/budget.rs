@@ -7,19 +7,24 @@
 //! 1. [`BudgetPart::Head`]: the protected head (system prompt, first exchange), verbatim;
 //! 2. [`BudgetPart::StandingFacts`]: the rules, constraints, facts, goals and preferences the
 //!    session stated;
-//! 3. [`BudgetPart::GoalAndPlan`]: the current goal and the plan (next steps);
-//! 4. [`BudgetPart::Files`]: the files touched and their last state;
-//! 5. [`BudgetPart::LatestTurn`]: the most recent turn in progress (the newest user message
+//! 3. [`BudgetPart::Files`], up to [`files_share`] of the room: the files the session touched,
+//!    one short line each (path and what was done to it last), since what the next turn does
+//!    is mostly to those files;
+//! 4. [`BudgetPart::GoalAndPlan`]: the current goal and the plan (next steps);
+//! 5. [`BudgetPart::Files`] past their share, and the last command that touched each;
+//! 6. [`BudgetPart::LatestTurn`]: the most recent turn in progress (the newest user message
 //!    and what followed it, which the output contract keeps anyway);
-//! 6. [`BudgetPart::TailAndNarrative`]: the verbatim tail before it and the summary's
+//! 7. [`BudgetPart::TailAndNarrative`]: the verbatim tail before it and the summary's
 //!    narrative (what was done, decisions, context).
 //!
 //! When the budget is short, parts give way in the reverse order: the verbatim tail and the
-//! narrative shrink before the latest turn's state, the files or the plan, and a standing fact
-//! is dropped only when the facts alone exceed the budget. Facts then go by
-//! [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool printed (a
-//! `name: value` line), then notes held as the user said them (`Note: …`, read by no form),
-//! then the facts a user stated in a form (a rule, a limit, a goal …), each oldest first.
+//! narrative shrink before the latest turn's state, the files or the plan; a file's line
+//! gives up its last command before the file goes, and the files within their share go
+//! after the plan; a standing fact is dropped only when the facts alone exceed the budget.
+//! Facts then go by [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool
+//! printed (a `name: value` line), then notes held as the user said them (`Note: …`, read by
+//! no form), then the facts a user stated in a form (a rule, a limit, a goal …), each oldest
+//! first.
 //!
 //! [`trim_summary`] applies the order to a summary in the handoff template (markdown sections):
 //! engines use it on a summary that came back larger than its share, summarizers on an answer
@@ -35,7 +40,8 @@ pub enum BudgetPart {
     StandingFacts,
     /// The current goal and the plan.
     GoalAndPlan,
-    /// The files touched and their last state.
+    /// The files touched and their last state (up to [`files_share`] of the room before the
+    /// goal and plan).
     Files,
     /// The most recent turn in progress.
     LatestTurn,
@@ -44,7 +50,8 @@ pub enum BudgetPart {
 }
 
 impl BudgetPart {
-    /// Every part, first bought first.
+    /// Every part, first bought first; the files' share ([`files_share`]) is bought before
+    /// the goal and plan, the rest of the files where they stand here.
     pub const ORDER: [BudgetPart; 6] = [
         BudgetPart::Head,
         BudgetPart::StandingFacts,
@@ -113,6 +120,27 @@ pub fn summary_room_past_head(target: u64, head: u64, after_head: u64) -> u64 {
     }
 }
 
+/// What of a summary's `room` (in any unit) the files touched get before the goal and plan,
+/// once the standing facts are bought: an eighth. Files listed one short line each (four in
+/// some 40 tokens) cost little, and the plan still gets most of what the facts leave.
+pub fn files_share(room: usize) -> usize {
+    room / 8
+}
+
+/// A file's line (`path (edited; last: `cmd`)`) without the last command that touched it,
+/// when it has one: what the line gives up before the file goes.
+pub fn without_last_command(item: &str) -> Option<String> {
+    let open = item.rfind(" (")?;
+    let notes = item[open + 2..].strip_suffix(')')?;
+    let at = notes.find("last: ")?;
+    let changes = notes[..at].trim_end().trim_end_matches(';').trim_end();
+    Some(if changes.is_empty() {
+        item[..open].to_string()
+    } else {
+        format!("{} ({changes})", &item[..open])
+    })
+}
+
 /// How standing facts go when the facts alone exceed a budget.
 pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts, \
                                   then notes held as said, then user-stated facts, each \
@@ -131,14 +159,17 @@ pub fn fact_to_drop<S: AsRef<str>>(items: &[S]) -> Option<usize> {
 }
 
 /// `text` (a summary in markdown sections) cut until `fits` says it does, by the
-/// [budget order](self): items of the narrative first, then the latest turn's, the files',
-/// the plan's, and the standing facts' last (by [`FACT_DROP_RULE`]); headings left without
+/// [budget order](self): items of the narrative first, then the latest turn's, the files'
+/// past their share (their last commands before the files), the plan's, the files within
+/// their share, and the standing facts' last (by [`FACT_DROP_RULE`]); headings left without
 /// items go with them. Text is cut short only when one item is left and it does not fit.
 pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
     if fits(text) {
         return text.to_string();
     }
     let mut summary = Sections::parse(text);
+    // The room, in bytes: the longest start of the text that fits.
+    summary.files_share = files_share(cut_to_fit(text, &fits).len());
     loop {
         let rendered = summary.render();
         if fits(&rendered) {
@@ -147,7 +178,17 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
         let left: usize = summary.sections.iter().map(|s| s.items.len()).sum();
         match summary.next_to_drop().filter(|_| left > 1) {
             Some((section, line)) => {
-                summary.sections[section].items.remove(line);
+                let section = &mut summary.sections[section];
+                // A file's line gives up its last command before the file goes.
+                let short = (section.part == BudgetPart::Files)
+                    .then(|| without_last_command(&section.items[line]))
+                    .flatten();
+                match short {
+                    Some(short) => section.items[line] = short,
+                    None => {
+                        section.items.remove(line);
+                    }
+                }
             }
             None => return cut_to_fit(&rendered, &fits),
         }
@@ -190,6 +231,8 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
 /// A summary read as headed sections of item lines.
 struct Sections {
     sections: Vec<Section>,
+    /// The bytes the files' lines get before the goal and plan.
+    files_share: usize,
 }
 
 struct Section {
@@ -235,13 +278,52 @@ impl Sections {
             }
             after_blank = line.trim().is_empty();
         }
-        Sections { sections }
+        Sections {
+            sections,
+            files_share: 0,
+        }
+    }
+
+    /// The bytes the files' items take.
+    fn files_bytes(&self) -> usize {
+        self.sections
+            .iter()
+            .filter(|s| s.part == BudgetPart::Files)
+            .flat_map(|s| &s.items)
+            .map(|item| item.len() + 1)
+            .sum()
+    }
+
+    /// The next file item to give way: the first (touched first) whose line still has its
+    /// last command, else the first; `None` when the files fit their share and `within_share`
+    /// is not asked.
+    fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
+        if !within_share && self.files_bytes() <= self.files_share {
+            return None;
+        }
+        let files = self
+            .sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.part == BudgetPart::Files)
+            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)));
+        files
+            .clone()
+            .find(|&(at, line)| without_last_command(&self.sections[at].items[line]).is_some())
+            .or_else(|| files.clone().next())
     }
 
     /// The next item to give up: from the last part in the order first; within it the last
-    /// section first, its oldest (first) item first; standing facts by [`FACT_DROP_RULE`].
+    /// section first, its oldest (first) item first; standing facts by [`FACT_DROP_RULE`];
+    /// the files past their share by [`Self::next_file`], and within it after the plan.
     fn next_to_drop(&self) -> Option<(usize, usize)> {
         for part in BudgetPart::ORDER.iter().rev() {
+            if *part == BudgetPart::Files {
+                match self.next_file(false) {
+                    Some(file) => return Some(file),
+                    None => continue,
+                }
+            }
             let in_part = self
                 .sections
                 .iter()
@@ -267,6 +349,10 @@ impl Sections {
                     .iter()
                     .map(|&(at, line)| self.sections[at].items[line].as_str())
                     .collect();
+                // The files within their share go after the plan, before any fact.
+                if let Some(file) = self.next_file(true) {
+                    return Some(file);
+                }
                 if let Some(pick) = fact_to_drop(&items) {
                     return Some(facts[pick]);
                 }
@@ -443,11 +529,69 @@ mod tests {
             cut.contains("Writing deploy.sh") && cut.contains("Never reveal"),
             "{cut}"
         );
-        // Room for the facts alone: Done, Critical Context, In Progress, the files and the
-        // goal are gone, with their headings.
+        // Room for the facts and the file: Done, Critical Context, In Progress and the goal
+        // are gone, with their headings.
         let facts = &SUMMARY
             [SUMMARY.find("## Standing").unwrap()..SUMMARY.find("\n\n## Progress").unwrap()];
+        let files = "\n\n## Relevant Files\n- deploy.sh (created)";
+        let both = format!("{facts}{files}");
+        assert_eq!(trim_summary(SUMMARY, under(both.len())), both);
+        // Room for the facts alone: the file goes too.
         assert_eq!(trim_summary(SUMMARY, under(facts.len())), facts);
+    }
+
+    #[test]
+    fn the_files_in_short_lines_outlast_the_plan_after_the_standing_facts() {
+        let mut facts = String::from("## Standing Facts\n");
+        for i in 0..24 {
+            facts.push_str(&format!(
+                "- Rule: Always run the check suite-{i} before a merge.\n"
+            ));
+        }
+        let files = "## Files\n- src/a/retry.rs (written, edited)\n- src/b/schema.sql (read)\n\
+            - src/c/importer.py (edited, renamed from src/d/importer.py)\n\
+            - src/e/notes.md (written, deleted)";
+        let summary = format!(
+            "## Goal\n- Step 1: look at the importer's retry logic and keep the fix small.\n\
+             - Step 9: look at the flaky integration test.\n\n{facts}\n\
+             ## Files\n- src/a/retry.rs (written, edited; last: `edit_file`)\n\
+             - src/b/schema.sql (read; last: `read_file`)\n\
+             - src/c/importer.py (edited, renamed from src/d/importer.py; last: `git mv src/d/importer.py src/c/importer.py`)\n\
+             - src/e/notes.md (written, deleted; last: `rm src/e/notes.md`)"
+        );
+        // Room for every fact and every file in its short line: the files give up their last
+        // commands, and the goal goes, before any file does.
+        let short = format!("{facts}\n{files}");
+        assert_eq!(trim_summary(&summary, under(short.len())), short);
+        // Less room: the file touched first goes, then the next; every fact stays.
+        let cut = trim_summary(&summary, under(short.len() - 30));
+        assert!(
+            !cut.contains("retry.rs") && cut.contains("notes.md"),
+            "{cut}"
+        );
+        assert!(
+            cut.contains("suite-0 ") && cut.contains("suite-23 "),
+            "{cut}"
+        );
+        // Room for the facts alone: the files go before any fact.
+        assert_eq!(
+            trim_summary(&summary, under(facts.trim_end().len())),
+            facts.trim_end()
+        );
+    }
+
+    #[test]
+    fn a_file_line_gives_up_its_last_command() {
+        assert_eq!(
+            without_last_command("- a.rs (edited; last: `sed -i s/a/b/ a.rs`)").as_deref(),
+            Some("- a.rs (edited)")
+        );
+        assert_eq!(
+            without_last_command("- a.rs (last: `cat a.rs`)").as_deref(),
+            Some("- a.rs")
+        );
+        assert_eq!(without_last_command("- a.rs (edited)"), None);
+        assert_eq!(without_last_command("- a.rs"), None);
     }
 
     #[test]

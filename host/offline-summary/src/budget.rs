@@ -61,9 +61,13 @@ pub fn truncate_bytes(text: &str, max_bytes: usize) -> Cow<'_, str> {
 pub enum Part {
     /// Standing rules, constraints, facts, goals, preferences, decisions and open questions.
     Facts,
+    /// The files touched, while their lines fit their share of the room
+    /// ([`ctxhost_sdk::budget::files_share`]): they go after the goal and plan, before any
+    /// standing fact.
+    FilesShare,
     /// What the session is for and what comes next.
     GoalAndPlan,
-    /// The files touched, each at its last state.
+    /// The files touched, each at its last state, past their share.
     Files,
     /// Limits and preferences said in passing (inside an ask) that no standing form read: the
     /// standing facts carry what was stated as binding, so these come after the files.

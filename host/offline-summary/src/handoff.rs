@@ -141,6 +141,9 @@ pub struct Handoff {
     /// The standing facts, for the values they replaced: rendering marks those wherever the
     /// other sections still show them (after the sections are cut to size, so it is cheap).
     pub standing: Book,
+    /// The bytes the files' lines get before the goal and plan, while rendering within a
+    /// budget.
+    files_share: usize,
 }
 
 impl Default for Handoff {
@@ -157,6 +160,7 @@ impl Default for Handoff {
                 })
                 .collect(),
             standing: Book::default(),
+            files_share: 0,
         }
     }
 }
@@ -307,13 +311,16 @@ impl Handoff {
     /// newest one, then the progress, then the limits said in passing): each section down to
     /// its one most valuable item, that item shortened to [`SHORT_ITEM`] bytes. Only then do
     /// the files, the goal and plan and the facts give way: items dropped from sections that
-    /// have several (the files first, then the goal and plan), every item shortened further,
+    /// have several (the files past their share first, a file's line giving up its last
+    /// command before the file goes, then the goal and plan), every item shortened further,
     /// then any item dropped in the same order (a last narrative item before a last file), the
-    /// standing facts last; empty sections and the notes on omitted items are left out before
+    /// files within their share (`ctxhost_sdk::budget::files_share`) after the goal and plan,
+    /// the standing facts last; empty sections and the notes on omitted items are left out before
     /// the files, the plan or the facts lose their last items. Text is cut only if the headings
     /// alone do not fit.
     pub fn render_within(mut self, budget: usize) -> String {
         self.mark_superseded();
+        self.files_share = ctxhost_sdk::budget::files_share(budget);
         for item_max in [320, 200] {
             let text = self.render(item_max);
             if text.len() <= budget {
@@ -326,15 +333,17 @@ impl Handoff {
             if text.len() <= budget {
                 return text;
             }
-            let after_files =
-                self.next_to_shrink(item_max, |s| s.items.len() > 1 && s.part() > Part::Files);
+            let share = self.files_share;
+            let after_files = self.next_to_shrink(item_max, |s| {
+                s.items.len() > 1 && s.part(share) > Part::Files
+            });
             match after_files {
                 Some(index) => self.sections[index].drop_one(),
                 None => break,
             }
         }
         for section in &mut self.sections {
-            if section.part() > Part::Files {
+            if section.part(self.files_share) > Part::Files {
                 section.shorten(SHORT_ITEM);
             }
         }
@@ -344,10 +353,12 @@ impl Handoff {
             if text.len() <= budget {
                 return text;
             }
-            // First drop items from sections that have several; then shorten every item;
-            // then drop anything.
-            let several =
-                self.next_to_shrink(item_max, |s| s.items.len() > 1 && s.key != Key::Standing);
+            // First drop items from sections that have several (not the facts' nor the files
+            // within their share); then shorten every item; then drop anything.
+            let share = self.files_share;
+            let several = self.next_to_shrink(item_max, |s| {
+                s.items.len() > 1 && s.key != Key::Standing && s.part(share) != Part::FilesShare
+            });
             if let Some(index) = several {
                 self.sections[index].drop_one();
                 continue;
@@ -358,7 +369,8 @@ impl Handoff {
             }
             match self.next_to_shrink(item_max, |s| !s.items.is_empty()) {
                 Some(index)
-                    if self.sections[index].part() <= Part::Files && layout != Layout::Bare =>
+                    if self.sections[index].part(share) <= Part::Files
+                        && layout != Layout::Bare =>
                 {
                     layout = match layout {
                         Layout::Full => Layout::Compact,
@@ -404,7 +416,7 @@ impl Handoff {
                 let unpinned = s.items.len() > s.pinned;
                 let size: usize = s.items.iter().map(|i| i.text.len().min(item_max)).sum();
                 (
-                    s.part(),
+                    s.part(self.files_share),
                     s.key != Key::Standing,
                     unpinned,
                     size,
@@ -426,14 +438,22 @@ impl Section {
     }
 
     /// What the item this section gives up next carries: the asks between the original goal
-    /// (pinned) and the newest one are the session's history, spent like the narrative; any
-    /// other section's items carry what its key says.
-    fn part(&self) -> Part {
+    /// (pinned) and the newest one are the session's history, spent like the narrative; the
+    /// files, while their lines fit `files_share` bytes, their share; any other section's
+    /// items carry what its key says.
+    fn part(&self, files_share: usize) -> Part {
         if self.key == Key::Goal && self.items.len() > self.pinned.max(1) + 1 {
             Part::Narrative
+        } else if self.key == Key::Files && self.bytes() <= files_share {
+            Part::FilesShare
         } else {
             self.key.part()
         }
+    }
+
+    /// What its items take as rendered (`- item` lines).
+    fn bytes(&self) -> usize {
+        self.items.iter().map(|i| i.text.len() + 3).sum()
     }
 
     /// Drops the least valuable item: unpinned before pinned, other items before focus items,
@@ -461,11 +481,22 @@ impl Section {
             &unfocused
         };
         let victim = if self.key == Key::Files {
-            // A file only named goes first, then the one touched first.
+            // A file only named goes first; then a file's line gives up its last command,
+            // the one touched first first; then the one touched first goes.
             let named = pool
                 .iter()
                 .copied()
                 .find(|&i| !self.items[i].text.contains(" ("));
+            if named.is_none() {
+                let short = pool.iter().find_map(|&i| {
+                    ctxhost_sdk::budget::without_last_command(&self.items[i].text)
+                        .map(|short| (i, short))
+                });
+                if let Some((at, short)) = short {
+                    self.items[at].text = short;
+                    return;
+                }
+            }
             named.unwrap_or(pool[0])
         } else if self.key == Key::Standing {
             // Standing facts go by the rule every summary follows.
@@ -615,6 +646,61 @@ mod tests {
         assert!(text.contains("fix the parser"), "{text}");
         assert!(!text.contains("step 0,"), "{text}");
         assert!(text.matches("warnings; keep").count() <= 1, "{text}");
+    }
+
+    #[test]
+    fn under_many_facts_the_files_keep_short_lines_before_the_goal() {
+        let files = [
+            ("src/a_1/retry_policy.rs", "written, edited", "edit_file"),
+            ("src/b_2/schema.sql", "read", "read_file"),
+            (
+                "src/c_3/importer.py",
+                "edited, renamed from src/d_4/importer.py",
+                "git mv src/d_4/importer.py src/c_3/importer.py",
+            ),
+            (
+                "src/e_5/notes.md",
+                "written, deleted",
+                "rm src/e_5/notes.md",
+            ),
+        ];
+        let build = |goal: bool, commands: bool| {
+            let mut handoff = Handoff::default();
+            if goal {
+                handoff.push(Key::Goal, "Step 1: look at the config loader's defaults, the last run printed 29 warnings");
+                handoff.set_pinned(Key::Goal, 1);
+            }
+            for i in 0..24 {
+                handoff.push(
+                    Key::Standing,
+                    format!("Rule: Always run the smoke suite kestrel-{i} before every merge."),
+                );
+            }
+            for (path, changes, last) in files {
+                handoff.push(
+                    Key::Files,
+                    match commands {
+                        true => format!("{path} ({changes}; last: `{last}`)"),
+                        false => format!("{path} ({changes})"),
+                    },
+                );
+            }
+            handoff
+        };
+        // Room for the facts and the files' short lines, not for the goal beside them.
+        let budget = build(false, false).render_as(200, Layout::Bare).len();
+        let text = build(true, true).render_within(budget);
+        for (path, changes, _) in files {
+            assert!(
+                text.contains(&format!("- {path} ({changes})\n"))
+                    || text.ends_with(&format!("- {path} ({changes})")),
+                "{path}:\n{text}"
+            );
+        }
+        for i in 0..24 {
+            assert!(text.contains(&format!("kestrel-{i} ")), "{i}:\n{text}");
+        }
+        assert!(!text.contains("Step 1"), "{text}");
     }
 
     #[test]

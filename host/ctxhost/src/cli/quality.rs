@@ -90,6 +90,10 @@ pub struct QualityArgs {
     /// Transcript format: openai, hermes, anthropic, claude-code or codex [default: detected]
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<Format>())]
     pub format: Option<Format>,
+    /// Write each round's output into DIR, as STYLE/seed-N/round-K.json (the messages) and
+    /// round-K.txt (the text the facts are probed in, each message under a `--- role ---` line)
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
 }
 
 /// The phrasing families `--style` names.
@@ -175,18 +179,44 @@ fn measure(
         args.engine.as_deref(),
         SessionOptions::new("quality").temporary(),
     )?;
-    let mut subject = SessionSubject::new(app, session);
+    let mut subject = SessionSubject::new(app, session, args.dump.is_some());
     let settings = Settings {
         budget: args.budget,
         rounds: usize::from(args.rounds),
         seed,
     };
-    Ok(ctxhost_quality::run_in_style(
-        &mut subject,
-        messages,
-        &settings,
-        style,
-    )?)
+    let report = ctxhost_quality::run_in_style(&mut subject, messages, &settings, style)?;
+    if let Some(dir) = &args.dump {
+        let dir = dir.join(style.name()).join(format!("seed-{seed}"));
+        dump(&dir, subject.outputs.as_deref().unwrap_or_default())
+            .with_context(|| format!("cannot write the rounds' outputs to {}", dir.display()))?;
+    }
+    Ok(report)
+}
+
+/// Writes each round's output (or the engine's error) into `dir`: `round-K.json` holds the
+/// messages, `round-K.txt` the text the harness probes, each message under its role.
+fn dump(dir: &std::path::Path, outputs: &[Result<Vec<Message>, String>]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (index, output) in outputs.iter().enumerate() {
+        let round = index + 1;
+        let (json, text) = match output {
+            Ok(messages) => {
+                let text: String = messages
+                    .iter()
+                    .map(|m| format!("--- {} ---\n{}\n", m.role(), m.searchable_text()))
+                    .collect();
+                (serde_json::to_string_pretty(messages)?, text)
+            }
+            Err(error) => (
+                serde_json::to_string_pretty(&serde_json::json!({ "error": error }))?,
+                format!("--- error ---\n{error}\n"),
+            ),
+        };
+        output::write(&dir.join(format!("round-{round}.json")), json.as_bytes())?;
+        output::write(&dir.join(format!("round-{round}.txt")), text.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Every style asked, `--replicates` seeds each: one spread per style.
@@ -265,10 +295,12 @@ struct SessionSubject<'a> {
     app: &'a App,
     session: Session,
     engine: String,
+    /// Every compression's output (or error), round after round, when `--dump` keeps them.
+    outputs: Option<Vec<Result<Vec<Message>, String>>>,
 }
 
 impl<'a> SessionSubject<'a> {
-    fn new(app: &'a App, mut session: Session) -> Self {
+    fn new(app: &'a App, mut session: Session, keep_outputs: bool) -> Self {
         if let Err(error) = app.runtime.block_on(session.begin()) {
             eprintln!("warning: {error}");
         }
@@ -277,20 +309,11 @@ impl<'a> SessionSubject<'a> {
             app,
             session,
             engine,
+            outputs: keep_outputs.then(Vec::new),
         }
     }
-}
 
-impl Subject for SessionSubject<'_> {
-    fn engine(&self) -> String {
-        self.engine.clone()
-    }
-
-    fn count(&self, messages: &[Message]) -> u64 {
-        self.session.count(messages)
-    }
-
-    fn compress(
+    fn compress_once(
         &mut self,
         messages: &[Message],
         options: &CompressOptions,
@@ -312,6 +335,28 @@ impl Subject for SessionSubject<'_> {
             Some(error) => Err(SubjectError(error.to_string())),
             None => Ok(outcome.messages.to_vec()),
         }
+    }
+}
+
+impl Subject for SessionSubject<'_> {
+    fn engine(&self) -> String {
+        self.engine.clone()
+    }
+
+    fn count(&self, messages: &[Message]) -> u64 {
+        self.session.count(messages)
+    }
+
+    fn compress(
+        &mut self,
+        messages: &[Message],
+        options: &CompressOptions,
+    ) -> Result<Vec<Message>, SubjectError> {
+        let output = self.compress_once(messages, options);
+        if let Some(outputs) = &mut self.outputs {
+            outputs.push(output.as_ref().map_err(|e| e.0.clone()).cloned());
+        }
+        output
     }
 
     fn tool_names(&mut self) -> Vec<String> {
