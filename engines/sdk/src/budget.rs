@@ -18,7 +18,9 @@
 //!    narrative (what was done, decisions, context).
 //!
 //! When the budget is short, parts give way in the reverse order: the verbatim tail and the
-//! narrative shrink before the latest turn's state, the files or the plan; a file's line
+//! narrative shrink before the latest turn's state, the files or the plan (the narrative's
+//! last item is cut to [`NARRATIVE_FLOOR_BYTES`] before it goes, so a summary with room for
+//! one short line of what the turns did still says it); a file's line
 //! gives up its last command before the file goes, and the files within their share go
 //! after the plan; a standing fact is dropped only when the facts alone exceed the budget.
 //! Facts then go by [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool
@@ -89,6 +91,10 @@ impl BudgetPart {
         }
     }
 }
+
+/// How long the narrative's last item is cut to before it gives way: what the turns did, in
+/// one short line.
+pub const NARRATIVE_FLOOR_BYTES: usize = 80;
 
 /// What the summaries get under a size that what an engine must keep verbatim (its protected
 /// head, the newest user message, the turn in progress) already fills: room for the standing
@@ -174,6 +180,11 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
         let rendered = summary.render();
         if fits(&rendered) {
             return rendered;
+        }
+        // The narrative's last item is cut short before it goes: a summary that fits with
+        // one short line of what the turns did still says it.
+        if summary.shorten_last_narrative() {
+            continue;
         }
         let left: usize = summary.sections.iter().map(|s| s.items.len()).sum();
         match summary.next_to_drop().filter(|_| left > 1) {
@@ -311,6 +322,38 @@ impl Sections {
             .clone()
             .find(|&(at, line)| without_last_command(&self.sections[at].items[line]).is_some())
             .or_else(|| files.clone().next())
+    }
+
+    /// Where the narrative's one item left is, if it has exactly one.
+    fn last_narrative(&self) -> Option<(usize, usize)> {
+        let mut items = self
+            .sections
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.part == BudgetPart::TailAndNarrative)
+            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)));
+        let first = items.next()?;
+        items.next().is_none().then_some(first)
+    }
+
+    /// Cuts the narrative's one item left to [`NARRATIVE_FLOOR_BYTES`]; false when there is
+    /// no such item or it is that short already.
+    fn shorten_last_narrative(&mut self) -> bool {
+        let Some((at, line)) = self.last_narrative() else {
+            return false;
+        };
+        let item = &mut self.sections[at].items[line];
+        if item.len() <= NARRATIVE_FLOOR_BYTES {
+            return false;
+        }
+        let mut end = floor_boundary(item, NARRATIVE_FLOOR_BYTES - '…'.len_utf8());
+        if let Some(space) = item[..end].rfind(' ') {
+            if space * 2 > end {
+                end = space;
+            }
+        }
+        *item = format!("{}…", item[..end].trim_end());
+        true
     }
 
     /// The next item to give up: from the last part in the order first; within it the last
@@ -578,6 +621,29 @@ mod tests {
             trim_summary(&summary, under(facts.trim_end().len())),
             facts.trim_end()
         );
+    }
+
+    #[test]
+    fn the_narratives_last_item_is_cut_short_before_it_goes() {
+        let mut facts = String::from("## Standing Facts");
+        for i in 0..6 {
+            facts.push_str(&format!("\n- Rule: Always run the check suite-{i} first."));
+        }
+        let files = "## Files\n- src/a.rs (edited)\n- src/b.rs (read)";
+        let summary = format!(
+            "{facts}\n\n{files}\n\n\
+             ## Did\n- Read the logs of the failing deploy and found the missing variable.\n\
+             - Ran the migration on the staging database, then checked every table it \
+             touched for rows left behind by the old importer."
+        );
+        let kept = "- Ran the migration on the staging database, then checked every table it…";
+        assert!(kept.len() <= NARRATIVE_FLOOR_BYTES);
+        // Room for one short line: the newest item, cut short.
+        let short = format!("{facts}\n\n{files}\n\n## Did\n{kept}");
+        assert_eq!(trim_summary(&summary, under(short.len())), short);
+        // Less room: it goes before the files.
+        let cut = format!("{facts}\n\n{files}");
+        assert_eq!(trim_summary(&summary, under(short.len() - 1)), cut);
     }
 
     #[test]
