@@ -75,7 +75,9 @@ const SEEN_FILES: usize = 8;
 
 #[derive(Default)]
 struct Files {
-    entries: Vec<(FileState, Rank)>,
+    /// Each file, its rank, and when it was last touched (a count of touches so far).
+    entries: Vec<(FileState, Rank, usize)>,
+    touches: usize,
     /// The entries by the path's last `/`-separated part: two paths [`same_file`] accepts
     /// end alike, so only the entries of a path's own name need comparing (in entry order).
     by_name: HashMap<String, Vec<usize>>,
@@ -113,7 +115,7 @@ impl Files {
             {
                 Some(index) => index,
                 None => {
-                    self.entries.push((FileState::new(path), rank));
+                    self.entries.push((FileState::new(path), rank, 0));
                     let index = self.entries.len() - 1;
                     self.by_name
                         .entry(last_part(path).to_string())
@@ -135,6 +137,14 @@ impl Files {
         let index = self.entry(path, rank);
         let last = last.filter(|_| rank == Rank::Touched);
         self.entries[index].0.record(change, last);
+        if rank == Rank::Touched {
+            self.touched_now(index);
+        }
+    }
+
+    fn touched_now(&mut self, index: usize) {
+        self.touches += 1;
+        self.entries[index].2 = self.touches;
     }
 
     /// `from` is now `to`: its entry takes the new path.
@@ -147,6 +157,7 @@ impl Files {
         entry.renamed_from = Some(entry.path.clone());
         entry.path = to.to_string();
         entry.record(Some(Change::Renamed), Some(last));
+        self.touched_now(index);
         self.by_name
             .entry(last_part(to).to_string())
             .or_default()
@@ -193,18 +204,19 @@ impl Files {
         }
     }
 
-    /// Touched files first, then named ones, then a few seen ones; each group in order of
-    /// first mention.
+    /// Touched files first, in the order last touched, then named ones, then a few seen
+    /// ones, each in order of first mention.
     fn render(mut self) -> Vec<FileState> {
-        self.entries.sort_by_key(|(_, rank)| *rank);
+        self.entries
+            .sort_by_key(|(_, rank, last_touch)| (*rank, *last_touch));
         let mut seen = 0;
         self.entries
             .into_iter()
-            .filter(|(_, rank)| {
+            .filter(|(_, rank, _)| {
                 seen += usize::from(*rank == Rank::Seen);
                 *rank != Rank::Seen || seen <= SEEN_FILES
             })
-            .map(|(state, _)| state)
+            .map(|(state, _, _)| state)
             .collect()
     }
 }

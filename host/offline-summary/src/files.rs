@@ -185,7 +185,8 @@ impl FileState {
     }
 }
 
-/// The files of a session as they stand: each once, at its last state.
+/// The files of a session as they stand: each once, at its last state, in the order last
+/// touched (a file touched again moves to the end), so a cap keeps the most recent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileBook {
     files: Vec<FileState>,
@@ -197,8 +198,10 @@ impl FileBook {
     }
 
     /// Adds a later state: it updates the entry of the same file (or, when renamed, of the
-    /// path it had), in its place.
+    /// path it had), which moves to the end when the later state touched it (a file only
+    /// named again keeps its place).
     pub fn add(&mut self, state: FileState) {
+        let touched = state.is_touched();
         let position = |path: &str, files: &[FileState]| {
             let matches: Vec<usize> = (0..files.len())
                 .filter(|&i| same_file(&files[i].path, path))
@@ -217,18 +220,26 @@ impl FileBook {
             self.files.push(state);
             return;
         };
-        self.files[at].absorb(state);
-        // The old path's entry and one already at the new path are one file now: it keeps
-        // the earlier place.
-        let path = self.files[at].path.clone();
-        let other =
-            (0..self.files.len()).find(|&i| i != at && same_file(&self.files[i].path, &path));
-        if let Some(other) = other {
-            let latest = self.files[at].clone();
-            let mut merged = self.files[other].clone();
-            merged.absorb(latest);
-            self.files[at.min(other)] = merged;
-            self.files.remove(at.max(other));
+        let mut entry = self.files.remove(at);
+        entry.absorb(state);
+        // The old path's entry and one already at the new path are one file now.
+        let other = self
+            .files
+            .iter()
+            .position(|f| same_file(&f.path, &entry.path));
+        let place = match other {
+            Some(other) => {
+                let mut merged = self.files.remove(other);
+                merged.absorb(entry);
+                entry = merged;
+                other.min(at)
+            }
+            None => at,
+        };
+        if touched {
+            self.files.push(entry);
+        } else {
+            self.files.insert(place, entry);
         }
     }
 
@@ -241,11 +252,13 @@ impl FileBook {
         }
     }
 
-    /// The section's lines: files something was done to first, then the ones only named.
+    /// The section's lines, what matters least first, as a cap or a budget cut takes them:
+    /// the files only named, then those something was done to, the least recently touched
+    /// first (the newest last).
     pub fn lines(&self) -> Vec<String> {
         let touched = self.files.iter().filter(|f| f.is_touched());
         let named = self.files.iter().filter(|f| !f.is_touched());
-        touched.chain(named).map(FileState::line).collect()
+        named.chain(touched).map(FileState::line).collect()
     }
 }
 
@@ -520,8 +533,8 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "src/new.rs (edited, renamed from src/old.rs; last: `mv src/old.rs src/new.rs`)",
                 "README.md",
+                "src/new.rs (edited, renamed from src/old.rs; last: `mv src/old.rs src/new.rs`)",
             ]
         );
         let mut again = FileBook::default();
@@ -530,7 +543,7 @@ mod tests {
         let mut gone = FileState::new("src/new.rs");
         gone.record(Some(Change::Deleted), Some("rm src/new.rs"));
         again.add(gone);
-        assert!(again.files()[0].is_deleted(), "{:?}", again.lines());
+        assert!(again.files()[1].is_deleted(), "{:?}", again.lines());
         // The older form is read too.
         let old = FileState::parse_line("- src/a.rs (read, edited)").unwrap();
         assert_eq!(old.changes, [Change::Read, Change::Edited]);

@@ -294,7 +294,8 @@ fn merge_done(previous: Vec<String>, new: Vec<String>) -> Vec<String> {
 }
 
 /// Earlier files and new ones as one list, each file once at its last state: a rename in the
-/// new turns replaces the old path, files something was done to first.
+/// new turns replaces the old path; the files only named first, then the touched ones, the
+/// most recently touched last.
 fn merge_files(previous: Vec<String>, new: Vec<FileState>) -> Vec<String> {
     let mut book = FileBook::default();
     book.add_lines(previous.iter().map(String::as_str));
@@ -368,7 +369,7 @@ mod tests {
                 vec!["notes.md".into(), "src/a.rs (written)".into()],
                 vec![line("/repo/src/a.rs (edited)"), line("b.rs")]
             ),
-            ["/repo/src/a.rs (written, edited)", "notes.md", "b.rs"]
+            ["notes.md", "b.rs", "/repo/src/a.rs (written, edited)"]
         );
     }
 }

@@ -28,8 +28,8 @@ const SECTIONS: [(Section, usize); 9] = [
     (Section::Standing, standing::MAX_ITEMS),
     (Section::Asked, 4),
     // The files at their last state before the limits said in passing and the narrative: a
-    // cut to the budget takes those first.
-    (Section::Files, 16),
+    // cut to the budget takes those first. The cap keeps the most recently touched.
+    (Section::Files, 32),
     (Section::Constraints, 6),
     (Section::Did, 16),
     (Section::Open, 6),
@@ -274,7 +274,11 @@ impl Record {
                     None => continue,
                 },
             };
-            let kept = &items[..items.len().min(limit)];
+            // The files are listed least recent first: the cap keeps the last ones.
+            let kept = match section {
+                Section::Files => &items[items.len().saturating_sub(limit)..],
+                _ => &items[..items.len().min(limit)],
+            };
             let more = items.len() - kept.len();
             // Paths alone fit on one line; files with their state are listed.
             let one_line = !listed && section.inline() && kept.iter().all(|f| !f.contains(" ("));

@@ -112,9 +112,10 @@ fn extracts_asks_actions_files_errors_and_decisions() {
         ["We decided to iterate over all rows instead of slicing."]
     );
     let files = section(&text, "Files");
+    // The file touched last is listed last.
     assert_eq!(
-        files[0],
-        "src/export/csv.rs (read, edited; last: `edit_file`)"
+        files.last(),
+        Some(&"src/export/csv.rs (read, edited; last: `edit_file`)")
     );
     assert!(files.contains(&"src/export/writer.rs"), "{files:?}");
     let state = section(&text, "In Progress").join("\n");
@@ -185,7 +186,8 @@ fn updates_a_previous_summary() {
     );
     let files = section(&text, "Files");
     assert_eq!(
-        files[0], "src/export/csv.rs (read, edited; last: `edit_file`)",
+        files.last(),
+        Some(&"src/export/csv.rs (read, edited; last: `edit_file`)"),
         "{files:?}"
     );
     // Updating twice with nothing new changes nothing.
