@@ -157,7 +157,7 @@ pub fn paths<'a>(text: &'a str) -> Vec<String> {
     // Tool outputs list the same files over and over: a set keeps this linear.
     let mut seen: HashSet<&str> = HashSet::new();
     let mut note = |word: &'a str, hints: u8| {
-        if !could_be_path(word, hints) {
+        if !could_be_path(word, hints) || is_closing_tag(text, word) {
             return;
         }
         if let Some(path) = as_path(word) {
@@ -178,6 +178,17 @@ pub fn paths<'a>(text: &'a str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Whether `word` (a slice of `text`) is the name of an HTML or XML closing tag (`</title>`
+/// gives `/title`): a page a tool fetched names no file that way.
+fn is_closing_tag(text: &str, word: &str) -> bool {
+    let at = (word.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    at > 0
+        && at <= text.len()
+        && text.as_bytes()[at - 1] == b'<'
+        && word.starts_with('/')
+        && !word[1..].contains(['/', '.'])
 }
 
 /// Calls `note` with each word of ASCII `text` that [`could_be_path`] may accept, in order, and
@@ -930,6 +941,20 @@ mod tests {
             }
         }
         found
+    }
+
+    #[test]
+    fn closing_tags_are_not_paths() {
+        let page = "<html><head><title>Login</title></head><body>é <form action=\"/login\"></form>\
+                    see </body></html> and /etc/hosts, <a href=\"/static/app.js\">";
+        let found = paths(page);
+        for tag in ["/title", "/head", "/form", "/body", "/html"] {
+            assert!(!found.iter().any(|p| p == tag), "{tag} in {found:?}");
+        }
+        for path in ["/etc/hosts", "/static/app.js"] {
+            assert!(found.iter().any(|p| p == path), "{path} not in {found:?}");
+        }
+        assert_eq!(paths(&page.replace('é', "e")), paths(page));
     }
 
     #[test]
