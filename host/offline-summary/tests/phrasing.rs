@@ -416,7 +416,8 @@ fn prose_lead_ins_that_announce_the_kind_are_dropped() {
 [user] I would like it if the log format is garnet-8297.
 [user] Keep in mind that the job timeout is 26,533 ms for every job.
 [user] Unless legal objects, we agreed that the rollout goes behind the feature flag willow-9370.
-[user] We never agreed that the cache key scheme is GA-1484-ET.",
+[user] We never agreed that the cache key scheme is GA-1484-ET.
+[user] Let's go with this: the staging cluster is cobalt-77.",
         expected: &[
             ("Decision", "tundra-3946 as the queue backend"),
             ("Goal", "ship the importer rewrite by 2036-09-20"),
@@ -427,6 +428,7 @@ fn prose_lead_ins_that_announce_the_kind_are_dropped() {
             ("Preference", "log format is garnet-8297"),
             ("Constraint", "26,533 ms for every job"),
             ("Decision", "Unless legal objects"),
+            ("Decision", "The staging cluster is cobalt-77"),
         ],
         superseded: &[],
         decoys: &[
@@ -435,6 +437,7 @@ fn prose_lead_ins_that_announce_the_kind_are_dropped() {
             "Nobody has settled",
             "would like it if",
             "Keep in mind",
+            "go with this",
         ],
     };
     assert_family(&family);

@@ -1082,8 +1082,13 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
             let value = trim_value(value_at(start + at));
             // "We agreed that the cache key scheme is X": about the cache key scheme, as the
             // statement alone would be.
+            // "Let's go with this: the cache key scheme is X": what the colon points at.
             let lower_value = value.to_ascii_lowercase();
-            let subject = match named_value(&lower_value) {
+            let stated = ["this: ", "that: ", "the following: "]
+                .iter()
+                .find_map(|pointer| lower_value.strip_prefix(pointer))
+                .unwrap_or(&lower_value);
+            let subject = match named_value(stated) {
                 Some((name, _)) => strip_articles(name).to_string(),
                 None => choice_subject(value),
             };
