@@ -7,11 +7,14 @@
 //! sentence forms, in whatever phrasing (labels, imperatives, bounds, decisions, open
 //! questions), carried verbatim from each summary
 //! into the next, and a newer value for the same subject replaces the older one. A summary's
-//! section lists one item a line, `Kind (subject): verbatim text`, which is read back here.
+//! section lists one item a line, `Kind (subject): text`, which is read back here; the text is
+//! as written, without a lead-in that only announces its kind ("we agreed that …"), which the
+//! label says ([`lead_in`]).
 
 mod book;
 mod change;
 mod forms;
+mod lead_in;
 mod read;
 
 pub use book::Book;
@@ -110,10 +113,24 @@ impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
         let text = self.shown_text();
-        // The subject is written only when reading the text back would not give it.
-        let read = read_back(self.kind, &text)
-            .map_or_else(|| implied_subject(self.kind, &text), |item| item.subject);
-        if read == self.subject {
+        // Without a lead-in that only announces the kind, which the label says; unless reading
+        // the shorter text back would not give the subject (it would have to be written).
+        lead_in::without_lead_in(self.kind, &text)
+            .filter(|short| self.reads_back(short))
+            .map_or_else(|| self.line_of(text), |short| self.line_of(short))
+    }
+
+    /// Whether `text`, read back under this item's label, gives its subject.
+    fn reads_back(&self, text: &str) -> bool {
+        read_back(self.kind, text)
+            .map_or_else(|| implied_subject(self.kind, text), |item| item.subject)
+            == self.subject
+    }
+
+    /// The line showing `text`: the subject is written only when reading the text back would
+    /// not give it.
+    fn line_of(&self, text: String) -> String {
+        if self.reads_back(&text) {
             format!("{}: {}", self.kind.label(), text)
         } else {
             format!("{} ({}): {}", self.kind.label(), self.subject, text)
@@ -235,7 +252,15 @@ fn read_back(kind: Kind, text: &str) -> Option<Standing> {
 fn implied_subject(kind: Kind, text: &str) -> String {
     let text = text.trim_end_matches(['.', '!', '?']);
     match kind {
-        Kind::Goal => "goal".to_string(),
+        // "To ship the importer by May": an aim, about what it does (as [`read`] reads "what
+        // we want is to …"); any other goal text is the goal.
+        Kind::Goal
+            if !text
+                .get(..3)
+                .is_some_and(|to| to.eq_ignore_ascii_case("to ")) =>
+        {
+            "goal".to_string()
+        }
         // As a label naming the kind gives it ([`read::read_sentence`]).
         Kind::Decision => normalize_subject(&read::choice_subject(text)),
         _ => normalize_subject(&read::without_values(text)),
@@ -339,8 +364,8 @@ mod tests {
             (
                 "You must always run the tests first.",
                 Kind::Rule,
-                "always run tests first",
-                "always run the tests first",
+                "run tests first",
+                "run the tests first",
             ),
             ("The budget is $500.", Kind::Constraint, "budget", "$500"),
             (

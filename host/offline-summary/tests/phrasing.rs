@@ -231,8 +231,8 @@ fn assistant_confirmations_count_and_chatter_does_not() {
         lines,
         [
             "Rule: Always run cargo fmt before committing.",
-            "Rule: Understood: never reveal the vault code VX-31.",
-            "Fact: Noted, the release branch is release/2.4.",
+            "Rule: Never reveal the vault code VX-31.",
+            "Fact: The release branch is release/2.4.",
         ],
         "{summary}"
     );
@@ -326,7 +326,7 @@ fn chat_style_changes_said_in_other_words() {
         expected: &[
             ("Rule", "bw-node-31"),
             ("Fact", "grafana-us-2"),
-            ("Question", "which region the nightly backups"),
+            ("Question", "region the nightly backups"),
             ("Decision", "docs/api-v3"),
         ],
         superseded: &["bw-node-12", "grafana-eu-5"],
@@ -399,4 +399,59 @@ fn prose_agreements_hopes_and_moves() {
         superseded: &["ci-stage-9"],
         decoys: &[],
     });
+}
+
+/// Prose announces each kind in a lead-in ("we agreed that", "what we are trying to do this
+/// week is to", "nobody has settled yet whether", "I would like it if", "keep in mind that",
+/// "for the record,"): the line's label says the kind, so the line goes without those words,
+/// and keeps every value, condition and negation.
+#[test]
+fn prose_lead_ins_that_announce_the_kind_are_dropped() {
+    let family = Family {
+        name: "prose lead-ins",
+        session: "\
+[user] After some back and forth we agreed that we use tundra-3946 as the queue backend.
+[user] What we are really trying to do this week is to ship the importer rewrite by 2036-09-20.
+[user] Nobody has settled yet whether the storage quota BM-5782-XG applies to archived tenants.
+[user] I would like it if the log format is garnet-8297.
+[user] Keep in mind that the job timeout is 26,533 ms for every job.
+[user] Unless legal objects, we agreed that the rollout goes behind the feature flag willow-9370.
+[user] We never agreed that the cache key scheme is GA-1484-ET.
+[user] Let's go with this: the staging cluster is cobalt-77.",
+        expected: &[
+            ("Decision", "tundra-3946 as the queue backend"),
+            ("Goal", "ship the importer rewrite by 2036-09-20"),
+            (
+                "Question",
+                "the storage quota BM-5782-XG applies to archived tenants",
+            ),
+            ("Preference", "log format is garnet-8297"),
+            ("Constraint", "26,533 ms for every job"),
+            ("Decision", "Unless legal objects"),
+            ("Decision", "The staging cluster is cobalt-77"),
+        ],
+        superseded: &[],
+        decoys: &[
+            "back and forth",
+            "really trying",
+            "Nobody has settled",
+            "would like it if",
+            "Keep in mind",
+            "go with this",
+        ],
+    };
+    assert_family(&family);
+    // The negation stays with its value, wherever it is shown.
+    let request = SummarizeRequest {
+        instructions: String::new(),
+        content: family.session.to_string(),
+        max_tokens: 4000,
+        focus_topic: None,
+        previous_summary: None,
+        shape: SummaryShape::Handoff,
+    };
+    let summary = OfflineSummarizer.summary_text(&request);
+    for line in summary.lines().filter(|line| line.contains("GA-1484-ET")) {
+        assert!(line.contains("never agreed"), "{line}");
+    }
 }

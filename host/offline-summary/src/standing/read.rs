@@ -638,7 +638,11 @@ const TAG_QUESTIONS: &[&str] = &[
     ", ok?",
 ];
 
+/// Openings of a rule. "Must never X" and "must always X" are "never X" and "always X": one
+/// rule, whoever states it which way.
 const RULE_STARTS: &[&str] = &[
+    "must never ",
+    "must always ",
     "never ",
     "don't ever ",
     "do not ever ",
@@ -1049,9 +1053,13 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                 .iter()
                 .find_map(|verb| rest.strip_prefix(verb))
                 .unwrap_or(rest);
-            let subject = match chosen.find(" for ") {
-                Some(at) => chosen[at + 5..].to_string(),
-                None => {
+            // "I'd like it if the log format is X": about the log format, as "the log format
+            // is X" alone would be.
+            let named = named_value(chosen).map(|(name, _)| strip_articles(name));
+            let subject = match (named, chosen.find(" for ")) {
+                (Some(name), _) => name.to_string(),
+                (None, Some(at)) => chosen[at + 5..].to_string(),
+                (None, None) => {
                     let chosen = trim_value(chosen);
                     [
                         ",",
@@ -1062,8 +1070,9 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
                         " rather than ",
                     ]
                     .iter()
-                    .fold(chosen, |head, cut| head.split(cut).next().unwrap_or(head))
-                    .to_string()
+                    .fold(chosen, |head, cut| head.split(cut).next().unwrap_or(head));
+                    // Without its values, so the same choice with another value replaces it.
+                    without_values(chosen)
                 }
             };
             return item(Kind::Preference, subject, value);
@@ -1071,7 +1080,19 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
         // "We settled on Rust 1.79 as the minimum toolchain", "let's go with Postgres".
         if let Some(at) = forms::decision(body) {
             let value = trim_value(value_at(start + at));
-            return item(Kind::Decision, choice_subject(value), value);
+            // "We agreed that the cache key scheme is X": about the cache key scheme, as the
+            // statement alone would be.
+            // "Let's go with this: the cache key scheme is X": what the colon points at.
+            let lower_value = value.to_ascii_lowercase();
+            let stated = ["this: ", "that: ", "the following: "]
+                .iter()
+                .find_map(|pointer| lower_value.strip_prefix(pointer))
+                .unwrap_or(&lower_value);
+            let subject = match named_value(stated) {
+                Some((name, _)) => strip_articles(name).to_string(),
+                None => choice_subject(value),
+            };
+            return item(Kind::Decision, subject, value);
         }
     }
     // "name is value", "name: value", "name changed to value".
