@@ -546,7 +546,7 @@ fn the_prerequisites_are_in_one_place_and_name_the_rust_version_cargo_toml_requi
         "**Python 3** with `venv`".to_string(),
         "**PostgreSQL's server programs**".to_string(),
         "**Node.js 18+ with\n  npm**".to_string(),
-        "release build about 6.5 minutes".to_string(),
+        "release build about 5.5 minutes".to_string(),
         "`~/.ctxhost/data/gateway/sessions.sqlite`".to_string(),
         "`~/.ctxhost/plugins/context_engine/<name>/`".to_string(),
     ] {
