@@ -95,6 +95,13 @@ impl Section {
     }
 }
 
+/// The files the records in `text` list, each at its last state.
+pub(crate) fn files_in(text: &str) -> FileBook {
+    let mut record = Record::default();
+    record.add_records(text);
+    record.files
+}
+
 /// A record being built: items per section, each kept once.
 #[derive(Debug, Default)]
 pub struct Record {

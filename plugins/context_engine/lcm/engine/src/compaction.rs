@@ -25,10 +25,11 @@
 //! the narrative gives way first when the room is short.
 //!
 //! A block written into a small room (a round whose newest turn left little) keeps only the
-//! standing facts it has room for, while the summaries under it still state the rest (see
-//! `held`): a condensed pass reads back what each child lost, and under a size a compaction
-//! whose room holds them all merges the blocks before the tail that lost some (once per
-//! compaction), so a tight round costs the view those facts until the room grows, not for good.
+//! standing facts and files it has room for, while the summaries under it still state the
+//! rest (see `held`): a condensed pass reads back what each child lost (each file at its
+//! newest state), and under a size a compaction whose room holds them all merges the blocks
+//! before the tail that lost some (once per compaction), so a tight round costs the view
+//! those facts and files until the room grows, not for good.
 //!
 //! A leaf that gives a standing fact a new value (see `ctxhost_offline_summary::standing`) is
 //! condensed at once with the blocks back to the oldest one still stating the old value, so no
@@ -50,6 +51,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use ctxhost_offline_summary::carry;
+use ctxhost_offline_summary::files::FileBook;
 use ctxhost_offline_summary::standing::Book;
 use ctxhost_sdk::{EngineError, HostServices};
 use serde::{Deserialize, Serialize};
@@ -341,9 +343,10 @@ impl Compactor<'_> {
         tail
     }
 
-    /// Under a size, the blocks before the tail when one of them has lost standing facts that
-    /// the summaries under it still state, and the room now holds all of theirs: merged, they
-    /// state them again. Two blocks at least (a merge takes two).
+    /// Under a size, the blocks before the tail when one of them has lost standing facts (or
+    /// files) that the summaries under it still state, and the room now holds all of theirs
+    /// (files with the standing facts): merged, they state them again. Two blocks at least (a
+    /// merge takes two).
     fn lossy_run(
         &mut self,
         entries: &[Entry],
@@ -352,23 +355,38 @@ impl Compactor<'_> {
         let Some(range) = condensable(entries, tail, 2, usize::MAX, false) else {
             return Ok(None);
         };
-        let mut lost = false;
+        let (mut lost, mut lost_files) = (false, false);
         let mut standing = Book::default();
+        let mut files = FileBook::default();
         let mut frame = 0;
         for summary in entries[range.clone()].iter().filter_map(Entry::summary) {
             lost |= !self
                 .held
                 .dropped(self.store, self.conv, summary)?
                 .is_empty();
+            lost_files |= !self
+                .held
+                .dropped_files(self.store, self.conv, summary)?
+                .is_empty();
             let held = self.held.of(self.store, self.conv, summary)?;
             standing.extend(held.items().iter().cloned());
+            for state in self.held.files_of(self.store, self.conv, summary)?.files() {
+                files.add(state.clone());
+            }
             frame = frame.max(summary.block_tokens.saturating_sub(summary.tokens));
         }
-        if !lost {
+        if !lost && !lost_files {
             return Ok(None);
         }
-        let needed = self.services.count_tokens(&held::section(standing.items()));
-        Ok((needed <= self.block_room(frame)).then_some(range))
+        let room = self.block_room(frame);
+        let standing = self.services.count_tokens(&held::section(standing.items()));
+        // The files come back only with every standing fact: those go first in a cut.
+        let with_files = standing
+            + self
+                .services
+                .count_tokens(&held::files_section(files.files()));
+        let merges = (lost && standing <= room) || (lost_files && with_files <= room);
+        Ok(merges.then_some(range))
     }
 
     fn leaf_pass(
@@ -485,17 +503,36 @@ impl Compactor<'_> {
         let mut sources: Vec<Source> = Vec::with_capacity(children.len());
         // What the children state: their texts, and what they lost and get back.
         let mut text_tokens = 0;
-        for c in &children {
+        let dropped_files = self
+            .held
+            .dropped_files_of_run(self.store, self.conv, &children)?;
+        for (c, files) in children.iter().zip(dropped_files) {
+            let (dropped_files, unsure) = (files.put_back, files.unsure);
             // What a smaller room cut from the child, read back from the summaries under it,
             // ahead of what it still states.
             let dropped = self.held.dropped(self.store, self.conv, c)?;
             text_tokens += c.tokens;
-            let text = if dropped.is_empty() {
+            let mut sections = String::new();
+            if !dropped.is_empty() {
+                sections.push_str(&held::section(&dropped));
+            }
+            // Older than the files the child still lists (a cut keeps the most recently
+            // touched), so those, read after, stay the newest.
+            if !dropped_files.is_empty() {
+                sections.push_str(&held::files_section(&dropped_files));
+            }
+            // A file a later child may have changed without saying is not shown at an
+            // older state as its current one.
+            let own = if unsure.is_empty() {
                 c.text.clone()
             } else {
-                let section = held::section(&dropped);
-                text_tokens += self.services.count_tokens(&section);
-                format!("{section}\n{}", c.text)
+                held::without_files(&c.text, &unsure)
+            };
+            let text = if sections.is_empty() {
+                own
+            } else {
+                text_tokens += self.services.count_tokens(&sections);
+                format!("{sections}\n{own}")
             };
             sources.push(Source {
                 label: format!(

@@ -144,3 +144,132 @@ fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
     assert!(deleted.is_deleted(), "{deleted:?}");
     assert_eq!(deleted.last.as_deref(), Some("rm tmp/scratch.txt"));
 }
+
+/// A sized compression of `messages` (forced, as the quality harness asks it).
+fn sized(
+    engine: &mut ctxhost_engine_lcm::LcmEngine,
+    messages: &[Message],
+    target: u64,
+) -> Vec<Message> {
+    let options = CompressOptions {
+        force: true,
+        current_tokens: Some(tokens(messages)),
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    let view = engine.compress(messages, &options).unwrap();
+    sequence::validate(&view).unwrap();
+    view
+}
+
+/// A round whose newest turn leaves little room writes the block before it small, with only
+/// the files it has room for; the summaries under that block still list the rest. A later
+/// round with room for them lists every one again at its newest state (a file deleted or
+/// renamed since shows that), within its size.
+#[test]
+fn files_a_small_room_cut_come_back_when_the_room_grows() {
+    let host = FakeHost::builder("lcm")
+        .config(with_store(serde_json::Value::Null, None))
+        .context_length(128_000)
+        .default_answer(Answer::with(|request| {
+            Ok(OfflineSummarizer.summary(request))
+        }))
+        .build();
+    let mut engine = engine(&host);
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Widen the ledger counters."),
+    ];
+    let paths: Vec<String> = (0..12).map(|i| format!("src/ledger/part_{i}.rs")).collect();
+    for (i, path) in paths.iter().enumerate() {
+        messages.extend(call(
+            &format!("e{i}"),
+            "edit_file",
+            json!({"path": path, "old": "u32", "new": "u64"}),
+            &"replaced one counter type in the file\n".repeat(6),
+        ));
+        messages.push(Message::assistant(format!("Widened part {i}.")));
+    }
+    messages.push(Message::user("Carry on with the modules."));
+    messages.push(Message::assistant("Carrying on."));
+    // Room for every file.
+    let view = sized(&mut engine, &messages, tokens(&messages) / 2);
+    let first = files_in_blocks(&view);
+    for path in &paths {
+        assert!(
+            first.iter().any(|f| &f.path == path),
+            "round 1: {path} lost\n{first:#?}"
+        );
+    }
+
+    // One file goes, one is renamed, with room for all.
+    let mut messages = view;
+    messages.extend(call(
+        "r0",
+        "terminal",
+        json!({"command": "rm src/ledger/part_0.rs"}),
+        "",
+    ));
+    messages.extend(call(
+        "m1",
+        "terminal",
+        json!({"command": "git mv src/ledger/part_1.rs src/ledger/moved_1.rs"}),
+        "",
+    ));
+    // Busy work after them, so their record is no cut of a few lines.
+    for i in 0..6 {
+        messages.extend(call(
+            &format!("t{i}"),
+            "terminal",
+            json!({"command": format!("cargo test -p ledger_{i}")}),
+            &format!("test counters::case_{i} ... ok\n").repeat(20),
+        ));
+    }
+    messages.push(Message::user("Run the build."));
+    messages.extend(call(
+        "b2",
+        "terminal",
+        json!({"command": "cargo build"}),
+        "Finished",
+    ));
+    messages.push(Message::assistant("Built."));
+    let view = sized(&mut engine, &messages, tokens(&messages) / 2);
+
+    // The newest turn is a long log: the block before it gets little room.
+    let mut messages = view;
+    let log = Message::user(format!(
+        "Here is the build log:\n{}",
+        "step compiled without warnings\n".repeat(200)
+    ));
+    let read = Message::assistant("Read it; the build is clean.");
+    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
+    messages.push(log);
+    messages.push(read);
+    let view = sized(&mut engine, &messages, verbatim + 120);
+    let second = files_in_blocks(&view);
+    assert!(
+        paths[2..]
+            .iter()
+            .any(|path| !second.iter().any(|f| &f.path == path)),
+        "round 2 cut no file: the test needs a smaller room\n{second:#?}"
+    );
+
+    // A short newest turn and a size with room for every file.
+    let mut messages = view;
+    messages.push(Message::user("Carry on."));
+    messages.push(Message::assistant("Done."));
+    let target = 1_000;
+    let view = sized(&mut engine, &messages, target);
+    assert!(tokens(&view) <= target, "{} tokens", tokens(&view));
+    let third = files_in_blocks(&view);
+    let latest = |path: &str| third.iter().rev().find(|f| f.path == path).cloned();
+    for path in &paths[2..] {
+        let state = latest(path).unwrap_or_else(|| panic!("round 3: {path} lost\n{third:#?}"));
+        assert!(state.line().contains("edited"), "{state:?}");
+    }
+    let deleted = latest(&paths[0]).unwrap_or_else(|| panic!("{third:#?}"));
+    assert!(deleted.is_deleted(), "{deleted:?}");
+    let moved = latest("src/ledger/moved_1.rs").unwrap_or_else(|| panic!("{third:#?}"));
+    assert_eq!(moved.renamed_from.as_deref(), Some(paths[1].as_str()));
+    assert!(latest(&paths[1]).is_none(), "{third:#?}");
+}
