@@ -4,7 +4,6 @@
 
 use ctxhost_sdk::{SummarizeRequest, SummaryShape};
 
-use crate::files::FileBook;
 use crate::parse::{parse_turns, Role};
 use crate::standing::{extract, Book, Origin};
 
@@ -63,12 +62,6 @@ pub fn restore(answer: &str, expected: &Book, shape: SummaryShape) -> String {
             format!("{}\n\n{heading}\n{}", answer.trim_end(), missing.join("\n"))
         }
     }
-}
-
-/// The files of the Files sections in `text` (a summary in the digest shape), each at the last
-/// state it states, in the order last touched.
-pub fn files_in(text: &str) -> FileBook {
-    crate::record::files_in(text)
 }
 
 /// The standing items of the standing sections in `text` (a summary).

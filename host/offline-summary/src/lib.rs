@@ -35,6 +35,8 @@ use crate::budget::{token_bytes, DEFAULT_SUMMARY_TOKENS};
 
 use handoff::Key;
 
+pub use record::files_in;
+
 /// Items kept per section before fitting to the budget.
 const MAX_ITEMS: usize = 40;
 /// Lines mentioning the focus topic copied into Critical Context.

@@ -95,8 +95,10 @@ impl Section {
     }
 }
 
-/// The files the records in `text` list, each at its last state.
-pub(crate) fn files_in(text: &str) -> FileBook {
+/// The files of the Files sections in `text` (a summary in the digest shape), each at the last
+/// state it states, in the order last touched (what lcm reads back to restore files a cut
+/// dropped).
+pub fn files_in(text: &str) -> FileBook {
     let mut record = Record::default();
     record.add_records(text);
     record.files

@@ -91,7 +91,7 @@ impl Held {
             }
             let standing = carry::standing_in(&summary.text);
             holding.standing.extend(standing.items().iter().cloned());
-            for state in carry::files_in(&summary.text).files() {
+            for state in ctxhost_offline_summary::files_in(&summary.text).files() {
                 holding.files.add(state.clone());
             }
             self.by_summary.insert(summary.id.clone(), holding);
@@ -150,7 +150,7 @@ impl Held {
         summary: &SummaryRow,
     ) -> Result<Vec<FileState>, EngineError> {
         let held = &self.holding(store, conv, summary)?.files;
-        let own = carry::files_in(&summary.text);
+        let own = ctxhost_offline_summary::files_in(&summary.text);
         Ok(held
             .files()
             .iter()
@@ -181,7 +181,7 @@ impl Held {
                 .filter(|state| !unsure(&state.path))
                 .collect();
             // The files its own text lists that a later child may have changed unsaid.
-            let stale: Vec<String> = carry::files_in(&child.text)
+            let stale: Vec<String> = ctxhost_offline_summary::files_in(&child.text)
                 .files()
                 .iter()
                 .filter(|state| unsure(&state.path))
