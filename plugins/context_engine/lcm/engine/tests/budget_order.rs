@@ -3,11 +3,9 @@
 
 mod common;
 
-use common::{engine, with_store};
-use ctxhost_offline_summary::OfflineSummarizer;
+use common::{engine, offline_host};
 use ctxhost_sdk::{CompressOptions, ContextEngine, Message, SessionStart, ToolCall};
 use ctxhost_sdk_test::tokens::count_messages;
-use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::Value;
 
 /// A rule stated early, some work, then a long run of filler turns and a last ask.
@@ -46,13 +44,7 @@ fn a_tight_budget_drops_the_fresh_tail_before_a_standing_fact() {
     let messages = session(40);
     let before = count_messages(&messages);
     for percent in [20, 10, 5] {
-        let host = FakeHost::builder("lcm")
-            .config(with_store(Value::Null, None))
-            .context_length(128_000)
-            .default_answer(Answer::with(|request| {
-                Ok(OfflineSummarizer.summary(request))
-            }))
-            .build();
+        let host = offline_host(Value::Null, 128_000);
         let mut lcm = engine(&host);
         lcm.on_session_start(&SessionStart {
             session_id: format!("budget-{percent}"),
@@ -137,13 +129,7 @@ fn limits_then_a_change(fillers: usize) -> Vec<Message> {
 #[test]
 fn facts_over_the_room_give_up_the_oldest_and_keep_a_new_value() {
     let messages = limits_then_a_change(30);
-    let host = FakeHost::builder("lcm")
-        .config(with_store(Value::Null, None))
-        .context_length(128_000)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host(Value::Null, 128_000);
     let mut lcm = engine(&host);
     lcm.on_session_start(&SessionStart {
         session_id: "facts-over-the-room".into(),

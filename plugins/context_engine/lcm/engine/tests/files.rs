@@ -8,9 +8,7 @@ mod common;
 
 use common::*;
 use ctxhost_offline_summary::files::FileState;
-use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
-use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::json;
 
 /// One tool call and its result.
@@ -80,13 +78,7 @@ fn files_in_blocks(view: &[Message]) -> Vec<FileState> {
 
 #[test]
 fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
-    let host = FakeHost::builder("lcm")
-        .config(with_store(small_config(), None))
-        .context_length(SMALL_WINDOW)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let force = CompressOptions {
         force: true,
@@ -145,36 +137,13 @@ fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
     assert_eq!(deleted.last.as_deref(), Some("rm tmp/scratch.txt"));
 }
 
-/// A sized compression of `messages` (forced, as the quality harness asks it).
-fn sized(
-    engine: &mut ctxhost_engine_lcm::LcmEngine,
-    messages: &[Message],
-    target: u64,
-) -> Vec<Message> {
-    let options = CompressOptions {
-        force: true,
-        current_tokens: Some(tokens(messages)),
-        target_tokens: Some(target),
-        ..CompressOptions::default()
-    };
-    let view = engine.compress(messages, &options).unwrap();
-    sequence::validate(&view).unwrap();
-    view
-}
-
 /// A round whose newest turn leaves little room writes the block before it small, with only
 /// the files it has room for; the summaries under that block still list the rest. A later
 /// round with room for them lists every one again at its newest state (a file deleted or
 /// renamed since shows that), within its size.
 #[test]
 fn files_a_small_room_cut_come_back_when_the_room_grows() {
-    let host = FakeHost::builder("lcm")
-        .config(with_store(serde_json::Value::Null, None))
-        .context_length(128_000)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host(serde_json::Value::Null, 128_000);
     let mut engine = engine(&host);
     let mut messages = vec![
         Message::system("You are a coding agent."),

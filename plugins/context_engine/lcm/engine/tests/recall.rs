@@ -8,25 +8,12 @@ mod common;
 
 use common::*;
 use ctxhost_engine_lcm::LcmEngine;
-use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{
     is_recalled, sequence, CompressOptions, ContextEngine, ContextSelection, Message,
     RecalledSource, SelectRequest,
 };
-use ctxhost_sdk_test::{Answer, FakeHost};
 
 const FACT: &str = "The deploy target is the eu-west-2 cluster.";
-
-/// lcm on the host's offline summary, with the small window and settings.
-fn offline_host() -> FakeHost {
-    FakeHost::builder("lcm")
-        .config(with_store(small_config(), None))
-        .context_length(SMALL_WINDOW)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build()
-}
 
 /// A session that states [`FACT`] once, then works through 200 turns on other things,
 /// compacted as it goes; the view it ends with.
@@ -87,7 +74,7 @@ fn recalled_text(selection: &ContextSelection) -> Vec<String> {
 
 #[test]
 fn a_fact_from_200_turns_back_comes_back_when_asked_in_other_words() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let view = long_session(&mut engine);
     // Summarized away: the message that stated it is no longer in the view (a summary may
@@ -138,7 +125,7 @@ fn a_fact_from_200_turns_back_comes_back_when_asked_in_other_words() {
 
 #[test]
 fn the_selection_is_byte_identical_while_the_requests_add_nothing_relevant() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let view = long_session(&mut engine);
     let first = ask(&view, "Which region do we ship to?");
@@ -175,7 +162,7 @@ fn the_selection_is_byte_identical_while_the_requests_add_nothing_relevant() {
 
 #[test]
 fn nothing_to_ask_and_nothing_before_selects_nothing() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let request = vec![
         Message::system("You are a coding agent."),

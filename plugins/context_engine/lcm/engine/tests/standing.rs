@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use ctxhost_engine_lcm::LcmEngine;
-use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
 use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::{json, Value};
@@ -30,17 +29,6 @@ const PLANTED: [(usize, &str, &str); 6] = [
         "Quarry v3",
     ),
 ];
-
-/// lcm on the host's offline summary, with the small window and settings.
-fn offline_host() -> FakeHost {
-    FakeHost::builder("lcm")
-        .config(with_store(small_config(), None))
-        .context_length(SMALL_WINDOW)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build()
-}
 
 /// `turns` tool exchanges of busy work for `round`.
 fn work(round: usize, turns: usize) -> Vec<Message> {
@@ -100,7 +88,7 @@ fn five_rounds(engine: &mut LcmEngine) -> Vec<Vec<Message>> {
 
 #[test]
 fn planted_facts_stay_in_the_view_through_five_rounds_at_a_tight_budget() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let views = five_rounds(&mut engine);
     for (round, view) in views.iter().enumerate() {
@@ -145,7 +133,7 @@ fn planted_facts_stay_in_the_view_through_five_rounds_at_a_tight_budget() {
 
 #[test]
 fn grep_finds_a_fact_by_subject_or_value_and_says_which_value_is_current() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     five_rounds(&mut engine);
 
@@ -191,7 +179,7 @@ fn grep_finds_a_fact_by_subject_or_value_and_says_which_value_is_current() {
 
 #[test]
 fn describe_lists_a_summarys_standing_facts() {
-    let host = offline_host();
+    let host = offline_host(small_config(), SMALL_WINDOW);
     let mut engine = engine(&host);
     let views = five_rounds(&mut engine);
     let id = views
@@ -267,32 +255,13 @@ const RULES: [(&str, &str); 14] = [
 const ACK: &str = "Noted. I will keep that in mind at every step of the ledger modules and \
                    check it before each change I make.";
 
-/// A sized compression of `messages` (forced, as the quality harness asks it).
-fn sized(engine: &mut LcmEngine, messages: &[Message], target: u64) -> Vec<Message> {
-    let options = CompressOptions {
-        force: true,
-        current_tokens: Some(tokens(messages)),
-        target_tokens: Some(target),
-        ..CompressOptions::default()
-    };
-    let view = engine.compress(messages, &options).unwrap();
-    sequence::validate(&view).unwrap();
-    view
-}
-
 /// A round whose newest turn leaves little room writes the block before it small, with only
 /// the standing facts it has room for; the summaries under that block still state the rest. A
 /// later round with room for them all states every one again, at its current value, within
 /// its size.
 #[test]
 fn standing_facts_a_small_room_cut_come_back_when_the_room_grows() {
-    let host = FakeHost::builder("lcm")
-        .config(with_store(Value::Null, None))
-        .context_length(128_000)
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host(Value::Null, 128_000);
     let mut engine = engine(&host);
     let mut messages = vec![
         Message::system("You are a coding agent."),

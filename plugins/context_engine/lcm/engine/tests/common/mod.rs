@@ -304,3 +304,29 @@ pub fn tool_chat(turns: usize, chars: usize) -> Vec<Message> {
     messages.push(Message::assistant("done"));
     messages
 }
+
+/// lcm with `config` (given a store) on the host's offline summary, in a window of
+/// `context_length` tokens.
+pub fn offline_host(config: Value, context_length: u64) -> FakeHost {
+    FakeHost::builder("lcm")
+        .config(with_store(config, None))
+        .context_length(context_length)
+        .default_answer(Answer::with(|request| {
+            Ok(ctxhost_offline_summary::OfflineSummarizer.summary(request))
+        }))
+        .build()
+}
+
+/// A sized compression of `messages` (forced, as the quality harness asks it), its view a
+/// valid message sequence.
+pub fn sized(engine: &mut LcmEngine, messages: &[Message], target: u64) -> Vec<Message> {
+    let options = CompressOptions {
+        force: true,
+        current_tokens: Some(tokens(messages)),
+        target_tokens: Some(target),
+        ..CompressOptions::default()
+    };
+    let view = engine.compress(messages, &options).unwrap();
+    sequence::validate(&view).unwrap();
+    view
+}
