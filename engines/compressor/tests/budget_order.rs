@@ -3,11 +3,9 @@
 
 mod common;
 
-use common::compressor;
-use ctxhost_offline_summary::OfflineSummarizer;
+use common::{compressor, offline_host};
 use ctxhost_sdk::{CompressOptions, ContextEngine, Message, ToolCall};
 use ctxhost_sdk_test::tokens::count_messages;
-use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::Value;
 
 /// A rule stated early, some work, then a long run of filler turns and a last ask.
@@ -39,14 +37,6 @@ fn session(fillers: usize) -> Vec<Message> {
     }
     messages.push(Message::user("Now write the deploy script for staging."));
     messages
-}
-
-fn offline_host() -> FakeHost {
-    FakeHost::builder("compressor")
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build()
 }
 
 #[test]

@@ -4,11 +4,9 @@
 
 mod common;
 
-use common::compressor;
+use common::{compressor, offline_host};
 use ctxhost_compressor::SUMMARY_PREFIX;
-use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
-use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::json;
 
 /// One tool call and its result.
@@ -81,11 +79,7 @@ fn line_of<'a>(files: &'a [String], path: &str) -> Option<&'a str> {
 
 #[test]
 fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
-    let host = FakeHost::builder("compressor")
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host();
     let mut engine = compressor(&host, 12_000, json!({"protect_last_n": 4}));
     let force = CompressOptions {
         force: true,
@@ -154,11 +148,7 @@ fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
 /// again, each with its whole history.
 #[test]
 fn a_file_left_out_by_a_tight_size_comes_back_with_its_history() {
-    let host = FakeHost::builder("compressor")
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host();
     let mut engine = compressor(&host, 12_000, json!({"protect_last_n": 4}));
     let count = ctxhost_sdk_test::tokens::count_messages;
     let mut messages = vec![

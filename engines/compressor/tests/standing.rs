@@ -3,11 +3,9 @@
 
 mod common;
 
-use common::compressor;
+use common::{compressor, offline_host};
 use ctxhost_compressor::SUMMARY_PREFIX;
-use ctxhost_offline_summary::OfflineSummarizer;
 use ctxhost_sdk::{sequence, CompressOptions, ContextEngine, Message, ToolCall};
-use ctxhost_sdk_test::{Answer, FakeHost};
 use serde_json::json;
 
 /// `turns` exchanges of busy work for round `round`: a call, its sizeable output, a remark.
@@ -62,11 +60,7 @@ fn summary_text(messages: &[Message]) -> String {
 
 #[test]
 fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
-    let host = FakeHost::builder("compressor")
-        .default_answer(Answer::with(|request| {
-            Ok(OfflineSummarizer.summary(request))
-        }))
-        .build();
+    let host = offline_host();
     // A small window: each summary gets a tight budget (5% of it).
     let mut engine = compressor(&host, 8_000, json!({"protect_last_n": 6}));
     let mut messages = vec![

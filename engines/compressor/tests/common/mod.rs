@@ -84,3 +84,12 @@ pub fn summaries(messages: &[Message]) -> usize {
         })
         .count()
 }
+
+/// A host whose summarizer is the host's offline summary.
+pub fn offline_host() -> FakeHost {
+    FakeHost::builder("compressor")
+        .default_answer(ctxhost_sdk_test::Answer::with(|request| {
+            Ok(ctxhost_offline_summary::OfflineSummarizer.summary(request))
+        }))
+        .build()
+}
