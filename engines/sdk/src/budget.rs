@@ -147,6 +147,19 @@ pub fn without_last_command(item: &str) -> Option<String> {
     })
 }
 
+/// Which of the files' lines (their `lengths` in bytes, least recently touched first) goes
+/// when `over` bytes must be freed: so that as many files as fit stay, the least recently
+/// touched of those that free it alone, else the longest (the first of those).
+fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
+    lengths
+        .iter()
+        .position(|&length| length >= over)
+        .or_else(|| {
+            let longest = lengths.iter().max()?;
+            lengths.iter().position(|length| length == longest)
+        })
+}
+
 /// How standing facts go when the facts alone exceed a budget.
 pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts, \
                                   then notes held as said, then user-stated facts, each \
@@ -175,12 +188,14 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
     }
     let mut summary = Sections::parse(text);
     // The room, in bytes: the longest start of the text that fits.
-    summary.files_share = files_share(cut_to_fit(text, &fits).len());
+    let room = longest_fit(text, &fits);
+    summary.files_share = files_share(room);
     loop {
         let rendered = summary.render();
         if fits(&rendered) {
             return rendered;
         }
+        summary.over = rendered.len().saturating_sub(room);
         // The narrative's last item is cut short before it goes: a summary that fits with
         // one short line of what the turns did still says it.
         if summary.shorten_last_narrative() {
@@ -212,6 +227,18 @@ fn cut_to_fit(text: &str, fits: &impl Fn(&str) -> bool) -> String {
     if fits(text) {
         return text.to_string();
     }
+    let kept = &text[..longest_fit(text, fits)];
+    match kept.rfind('\n') {
+        Some(at) if at * 4 >= kept.len() * 3 => kept[..at].trim_end().to_string(),
+        _ => kept.trim_end().to_string(),
+    }
+}
+
+/// The length of the longest prefix of `text` (on a char boundary) that `fits`.
+fn longest_fit(text: &str, fits: &impl Fn(&str) -> bool) -> usize {
+    if fits(text) {
+        return text.len();
+    }
     let (mut low, mut high) = (0, text.len());
     // The longest prefix that fits lies in low..high; `fits` grows with the prefix.
     while low + 1 < high {
@@ -225,11 +252,7 @@ fn cut_to_fit(text: &str, fits: &impl Fn(&str) -> bool) -> String {
             high = mid;
         }
     }
-    let kept = &text[..low];
-    match kept.rfind('\n') {
-        Some(at) if at * 4 >= kept.len() * 3 => kept[..at].trim_end().to_string(),
-        _ => kept.trim_end().to_string(),
-    }
+    low
 }
 
 fn floor_boundary(text: &str, mut index: usize) -> usize {
@@ -244,6 +267,8 @@ struct Sections {
     sections: Vec<Section>,
     /// The bytes the files' lines get before the goal and plan.
     files_share: usize,
+    /// How many bytes the last rendering was over the room (what a cut must free).
+    over: usize,
 }
 
 struct Section {
@@ -292,6 +317,7 @@ impl Sections {
         Sections {
             sections,
             files_share: 0,
+            over: 0,
         }
     }
 
@@ -306,22 +332,38 @@ impl Sections {
     }
 
     /// The next file item to give way: the first (touched first) whose line still has its
-    /// last command, else the first; `None` when the files fit their share and `within_share`
-    /// is not asked.
+    /// last command; else a file only named (no state), the first; else the file whose line
+    /// the cut must free ([`Self::file_to_drop`]); `None` when the files fit their share and
+    /// `within_share` is not asked.
     fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
-        if !within_share && self.files_bytes() <= self.files_share {
+        let files_bytes = self.files_bytes();
+        if !within_share && files_bytes <= self.files_share {
             return None;
         }
-        let files = self
+        let files: Vec<(usize, usize)> = self
             .sections
             .iter()
             .enumerate()
             .filter(|(_, s)| s.part == BudgetPart::Files)
-            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)));
-        files
-            .clone()
-            .find(|&(at, line)| without_last_command(&self.sections[at].items[line]).is_some())
-            .or_else(|| files.clone().next())
+            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
+            .collect();
+        let item = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
+        if let Some(&file) = files
+            .iter()
+            .find(|file| without_last_command(item(file)).is_some())
+        {
+            return Some(file);
+        }
+        if let Some(&file) = files.iter().find(|file| !item(file).contains(" (")) {
+            return Some(file);
+        }
+        let over = if within_share {
+            self.over
+        } else {
+            self.over.min(files_bytes - self.files_share)
+        };
+        let lengths: Vec<usize> = files.iter().map(|file| item(file).len() + 1).collect();
+        file_to_drop(&lengths, over).map(|at| files[at])
     }
 
     /// Where the narrative's one item left is, if it has exactly one.
@@ -621,6 +663,26 @@ mod tests {
             trim_summary(&summary, under(facts.trim_end().len())),
             facts.trim_end()
         );
+    }
+
+    #[test]
+    fn files_that_must_go_leave_as_many_as_fit() {
+        let facts = "## Standing Facts\n- Rule: Always run the check suite first.";
+        let long = "- services/billing/importer/src/adapters/legacy_retry_policy.rs (written)";
+        let summary = format!(
+            "{facts}\n\n## Files\n- src/a.rs (read)\n{long}\n- etc/hosts\n- src/b.rs (edited)"
+        );
+        // Room for all but 40 bytes: the file only named goes first, then the one line
+        // that frees the rest alone (the long one), not the file touched first.
+        let cut = trim_summary(&summary, under(summary.len() - 40));
+        assert_eq!(
+            cut,
+            format!("{facts}\n\n## Files\n- src/a.rs (read)\n- src/b.rs (edited)")
+        );
+        // Past the named file no line frees it alone: the longest goes, then the least
+        // recently touched that frees the rest.
+        let cut = trim_summary(&summary, under(summary.len() - long.len() - 25));
+        assert_eq!(cut, format!("{facts}\n\n## Files\n- src/b.rs (edited)"));
     }
 
     #[test]
