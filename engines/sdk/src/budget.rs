@@ -150,7 +150,7 @@ pub fn without_last_command(item: &str) -> Option<String> {
 /// Which of the files' lines (their `lengths` in bytes, least recently touched first) goes
 /// when `over` bytes must be freed: so that as many files as fit stay, the least recently
 /// touched of those that free it alone, else the longest (the first of those).
-fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
+pub fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
     lengths
         .iter()
         .position(|&length| length >= over)

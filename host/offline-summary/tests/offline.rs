@@ -227,7 +227,9 @@ fn never_exceeds_max_tokens() {
             estimate_tokens(&text)
         );
         if max_tokens >= 400 {
-            for heading in SECTIONS {
+            // Every section with something to say (every run failed: nothing is done, and a
+            // section saying so goes before a file does).
+            for heading in SECTIONS.iter().filter(|h| **h != "### Done") {
                 assert!(text.contains(heading), "{max_tokens}: {heading} missing");
             }
             // The original goal and the latest state survive the cut.
