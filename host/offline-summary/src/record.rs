@@ -149,22 +149,17 @@ impl Record {
     /// The facts of new turns.
     pub fn add_digest(&mut self, digest: &Digest) {
         self.standing.extend(digest.standing.iter().cloned());
-        // A constraint, or a message that only states a standing item, kept as the standing
-        // item is not written twice.
+        self.extend(Section::Asked, &digest.asks);
+        // A constraint kept as a standing item is not written twice.
         let standing: HashSet<String> = digest
             .standing
             .iter()
             .map(|s| normalized(&s.text))
             .collect();
-        let asks = digest.asks.iter().filter(|ask| {
-            let ask = normalized(ask);
-            !standing.iter().any(|item| states_only(&ask, item))
-        });
-        self.extend(Section::Asked, asks);
-        let constraints = digest.constraints.iter().filter(|c| {
-            let c = normalized(c);
-            !standing.iter().any(|item| states_only(&c, item))
-        });
+        let constraints = digest
+            .constraints
+            .iter()
+            .filter(|c| !standing.contains(&normalized(c)));
         self.extend(Section::Constraints, constraints);
         self.extend(Section::Did, &digest.done);
         // A failed action is said once, under Errors (its error lines, which name it).
@@ -358,16 +353,6 @@ fn clean(item: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Letters an ask may hold beside a standing item's and still only state it: a word or two
-/// of emphasis or filler ("under any circumstances", "btw … ok?").
-const BESIDE_STATEMENT: usize = 32;
-
-/// Whether an ask (`normalized`) only states the standing item whose text is `item`
-/// (`normalized`): it holds it, and little else.
-fn states_only(ask: &str, item: &str) -> bool {
-    !item.is_empty() && ask.len() <= item.len() + BESIDE_STATEMENT && ask.contains(item)
-}
-
 /// How two items are compared for repeats: case and punctuation aside.
 fn normalized(item: &str) -> String {
     item.chars()
@@ -428,26 +413,6 @@ mod tests {
         assert_eq!(text.matches("make all").count(), 1, "{text}");
         assert!(
             text.contains("Errors:\n- Error: Ran `make all`: cc: fatal error"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_message_that_only_states_a_standing_fact_is_not_asked_again() {
-        let turns = crate::parse::parse_turns(
-            "[user] Acceptance criteria: the agent must always tag releases with rel-2291.\n\
-             [assistant] Acknowledged.\n\
-             [user] btw, never push to the branch trunk-77 under any circumstances, ok?\n\
-             [assistant] Acknowledged.\n\
-             [user] Please look at the flaky importer test next.",
-        );
-        let mut record = Record::default();
-        record.add_digest(&crate::digest::digest(&turns));
-        let text = record.render_within(10_000);
-        assert_eq!(text.matches("rel-2291").count(), 1, "{text}");
-        assert_eq!(text.matches("trunk-77").count(), 1, "{text}");
-        assert!(
-            text.contains("Asked: Please look at the flaky importer test next."),
             "{text}"
         );
     }
