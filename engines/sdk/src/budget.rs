@@ -21,7 +21,7 @@
 //! narrative shrink before the latest turn's state, the files or the plan (the narrative's
 //! last item is cut to [`NARRATIVE_FLOOR_BYTES`] before it goes, so a summary with room for
 //! one short line of what the turns did still says it); a file's line
-//! gives up its last command before the file goes, and the files within their share go
+//! gives up its last command, then its changes before the last, before the file goes, and the files within their share go
 //! after the plan; a standing fact is dropped only when the facts alone exceed the budget.
 //! Facts then go by [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool
 //! printed (a `name: value` line), then notes held as the user said them (`Note: …`, read by
@@ -160,6 +160,25 @@ pub fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
         })
 }
 
+/// A file's line shortened by one step before the file goes: without its last command when
+/// it has one ([`without_last_command`]), else without the changes before its last one (a
+/// rename's former path stays: it says which file the path was); `None` when it is as short
+/// as it gets.
+pub fn shorter_file_line(item: &str) -> Option<String> {
+    if let Some(short) = without_last_command(item) {
+        return Some(short);
+    }
+    let open = item.rfind(" (")?;
+    let notes = item[open + 2..].strip_suffix(')')?;
+    let changes: Vec<&str> = notes.split(", ").collect();
+    let (last, earlier) = changes.split_last()?;
+    let rename = earlier
+        .iter()
+        .find(|change| change.starts_with("renamed from "));
+    let kept: Vec<&str> = rename.into_iter().copied().chain([*last]).collect();
+    (kept.len() < changes.len()).then(|| format!("{} ({})", &item[..open], kept.join(", ")))
+}
+
 /// How standing facts go when the facts alone exceed a budget.
 pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts, \
                                   then notes held as said, then user-stated facts, each \
@@ -205,9 +224,10 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
         match summary.next_to_drop().filter(|_| left > 1) {
             Some((section, line)) => {
                 let section = &mut summary.sections[section];
-                // A file's line gives up its last command before the file goes.
+                // A file's line gives up its last command, then its earlier changes, before
+                // the file goes.
                 let short = (section.part == BudgetPart::Files)
-                    .then(|| without_last_command(&section.items[line]))
+                    .then(|| shorter_file_line(&section.items[line]))
                     .flatten();
                 match short {
                     Some(short) => section.items[line] = short,
@@ -331,8 +351,8 @@ impl Sections {
             .sum()
     }
 
-    /// The next file item to give way: the first (touched first) whose line still has its
-    /// last command; else a file only named (no state), the first; else the file whose line
+    /// The next file item to give way: the first (touched first) whose line can still be
+    /// shorter ([`shorter_file_line`]); else a file only named (no state), the first; else the file whose line
     /// the cut must free ([`Self::file_to_drop`]); `None` when the files fit their share and
     /// `within_share` is not asked.
     fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
@@ -348,10 +368,16 @@ impl Sections {
             .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
             .collect();
         let item = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
-        if let Some(&file) = files
+        // Every last command goes before any earlier change.
+        let shorter = files
             .iter()
             .find(|file| without_last_command(item(file)).is_some())
-        {
+            .or_else(|| {
+                files
+                    .iter()
+                    .find(|file| shorter_file_line(item(file)).is_some())
+            });
+        if let Some(&file) = shorter {
             return Some(file);
         }
         if let Some(&file) = files.iter().find(|file| !item(file).contains(" (")) {
@@ -720,6 +746,24 @@ mod tests {
         );
         assert_eq!(without_last_command("- a.rs (edited)"), None);
         assert_eq!(without_last_command("- a.rs"), None);
+        // Then the changes before its last one, a rename's former path aside.
+        assert_eq!(
+            shorter_file_line("- a.rs (written, edited; last: `edit_file`)").as_deref(),
+            Some("- a.rs (written, edited)")
+        );
+        assert_eq!(
+            shorter_file_line("- a.rs (written, edited)").as_deref(),
+            Some("- a.rs (edited)")
+        );
+        assert_eq!(
+            shorter_file_line("- b.rs (read, edited, renamed from a.rs)").as_deref(),
+            Some("- b.rs (renamed from a.rs)")
+        );
+        assert_eq!(
+            shorter_file_line("- b.rs (renamed from a.rs, edited)").as_deref(),
+            None
+        );
+        assert_eq!(shorter_file_line("- a.rs (deleted)"), None);
     }
 
     #[test]
