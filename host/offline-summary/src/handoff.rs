@@ -364,10 +364,28 @@ impl Handoff {
                 let section = &self.sections[index];
                 let named_file = section.key == Key::Files
                     && section.items.iter().any(|item| !item.text.contains(" ("));
-                if layout == Layout::Full && section.part(share) <= Part::Files && !named_file {
+                let gives_way = section.part(share) <= Part::Files && !named_file;
+                if layout == Layout::Full && gives_way {
                     layout = Layout::Compact;
                     continue;
                 }
+                // What the turns did keeps one line, not one a section, before a file touched,
+                // the plan or a fact gives way (as the budget order keeps the narrative's last
+                // item): the last such section first.
+                let after_files: Vec<usize> = (0..self.sections.len())
+                    .filter(|&i| {
+                        let s = &self.sections[i];
+                        !s.items.is_empty() && s.part(share) > Part::Files
+                    })
+                    .collect();
+                let index = match after_files.len() {
+                    n if gives_way && n > 1 => self
+                        .next_to_shrink(item_max, |s| {
+                            !s.items.is_empty() && s.part(share) > Part::Files
+                        })
+                        .unwrap_or(index),
+                    _ => index,
+                };
                 self.sections[index].drop_one(text.len() - budget);
                 continue;
             }
@@ -594,6 +612,40 @@ mod tests {
         assert!(!text.contains("legacy_retry"), "{text}");
         for file in ["src/a.rs (read)", "src/b.rs (edited)", "src/c.rs (deleted)"] {
             assert!(text.contains(file), "{file}:\n{text}");
+        }
+    }
+
+    #[test]
+    fn what_the_turns_did_keeps_one_line_not_one_a_section_before_a_file_goes() {
+        let mut handoff = Handoff::default();
+        handoff.push(
+            Key::Standing,
+            "Rule: Always run the check suite before a merge.",
+        );
+        for key in [Key::Done, Key::Decisions, Key::Critical] {
+            for i in 0..2 {
+                handoff.push(
+                    key,
+                    format!("{key:?} item {i} of what the turns did and saw"),
+                );
+            }
+        }
+        let files = ["src/a.rs (read)", "src/b.rs (edited)", "src/c.rs (deleted)"];
+        for file in files {
+            handoff.push(Key::Files, file);
+        }
+        // At any size, a second line of what the turns did is kept only beside every file.
+        for room in (100..500).step_by(4) {
+            let text = handoff.clone().render_within(room);
+            let narrative = ["Done item", "Decisions item", "Critical item"]
+                .iter()
+                .filter(|item| text.contains(**item))
+                .count();
+            if narrative > 1 {
+                for file in files {
+                    assert!(text.contains(file), "{room}: {file}:\n{text}");
+                }
+            }
         }
     }
 
