@@ -106,6 +106,17 @@ impl OfflineSummarizer {
     }
 }
 
+/// The files the turns of `content` (a transcript as a summarizer is given it) touched, each
+/// at its last state, in the order last touched: what a summary of it lists under Files when
+/// nothing is cut.
+pub fn files_touched(content: &str) -> files::FileBook {
+    let mut book = files::FileBook::default();
+    for state in digest::digest(&parse::parse_turns(content)).files {
+        book.add(state);
+    }
+    book
+}
+
 /// `line` without a leading `[role ...]` tag.
 fn without_role_tag(line: &str) -> &str {
     match line.strip_prefix('[').and_then(|rest| rest.split_once(']')) {

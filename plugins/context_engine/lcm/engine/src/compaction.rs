@@ -503,11 +503,8 @@ impl Compactor<'_> {
         let mut sources: Vec<Source> = Vec::with_capacity(children.len());
         // What the children state: their texts, and what they lost and get back.
         let mut text_tokens = 0;
-        let dropped_files = self
-            .held
-            .dropped_files_of_run(self.store, self.conv, &children)?;
-        for (c, files) in children.iter().zip(dropped_files) {
-            let (dropped_files, unsure) = (files.put_back, files.unsure);
+        for c in &children {
+            let dropped_files = self.held.dropped_files(self.store, self.conv, c)?;
             // What a smaller room cut from the child, read back from the summaries under it,
             // ahead of what it still states.
             let dropped = self.held.dropped(self.store, self.conv, c)?;
@@ -521,13 +518,7 @@ impl Compactor<'_> {
             if !dropped_files.is_empty() {
                 sections.push_str(&held::files_section(&dropped_files));
             }
-            // A file a later child may have changed without saying is not shown at an
-            // older state as its current one.
-            let own = if unsure.is_empty() {
-                c.text.clone()
-            } else {
-                held::without_files(&c.text, &unsure)
-            };
+            let own = c.text.clone();
             let text = if sections.is_empty() {
                 own
             } else {

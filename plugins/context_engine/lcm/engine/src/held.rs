@@ -6,7 +6,8 @@
 //! standing facts and files it has room for; the summaries under it are stored unchanged and
 //! still state the rest. A merge reading only the block's text would lose those for good, so
 //! a merge reads them back from there, and a round with room for them merges the blocks that
-//! lost some (see `compaction`).
+//! lost some (see `compaction`). A leaf that may have cut its files (nothing it states says
+//! which) has its files read from its stored messages, which lcm keeps whole.
 
 use std::collections::HashMap;
 
@@ -14,10 +15,12 @@ use ctxhost_offline_summary::budget::Part;
 use ctxhost_offline_summary::carry;
 use ctxhost_offline_summary::files::{FileBook, FileState};
 use ctxhost_offline_summary::sections;
-use ctxhost_offline_summary::standing::{Book, Kind, Standing};
+use ctxhost_offline_summary::standing::{Book, Standing};
 use ctxhost_sdk::EngineError;
 
 use ctxhost_lcm_store::{Store, SummaryKind, SummaryRow};
+
+use crate::summarize;
 
 /// A summary's escalation when the engine truncated its sources instead of summarizing them.
 const TRUNCATED: u8 = 2;
@@ -26,11 +29,8 @@ const TRUNCATED: u8 = 2;
 #[derive(Debug, Clone, Default)]
 struct Holding {
     standing: Book,
-    /// Each file at its newest state, in the order last touched: only those no summary after
-    /// the one stating it may have cut a newer state of (see [`may_have_cut_files`]).
+    /// Each file at its newest state, in the order last touched.
     files: FileBook,
-    /// Whether a summary of the span may have cut files.
-    lossy: bool,
 }
 
 /// Whether a cut may have dropped files from `text`: a cut takes the narrative, the progress
@@ -40,6 +40,33 @@ fn may_have_cut_files(text: &str) -> bool {
     !sections::parts(text)
         .iter()
         .any(|(part, _)| matches!(part, Part::Narrative | Part::Progress | Part::Remarks))
+}
+
+/// The files a leaf's stored messages touched, each at its last state, read as the offline
+/// summarizer reads them (the same rendering a leaf's summarizer is given).
+fn files_of_sources(store: &Store, leaf: &SummaryRow) -> Result<FileBook, EngineError> {
+    let rowids: Vec<i64> = store
+        .messages_under(&leaf.id)?
+        .iter()
+        .map(|(rowid, _, _)| *rowid)
+        .collect();
+    let mut messages = Vec::with_capacity(rowids.len());
+    for stored in store.messages_by_rowid(&rowids)? {
+        let message = stored.message().map_err(|e| store.error(e))?;
+        messages.push((stored.seq, message));
+    }
+    let call_names: HashMap<&str, &str> = messages
+        .iter()
+        .flat_map(|(_, message)| message.tool_calls())
+        .map(|call| (call.id(), call.name()))
+        .collect();
+    let sources: Vec<_> = messages
+        .iter()
+        .flat_map(|(seq, message)| summarize::message_sources(*seq, message, &call_names))
+        .collect();
+    Ok(ctxhost_offline_summary::files_touched(
+        &summarize::render_sources(&sources, u64::MAX),
+    ))
 }
 
 /// What the summaries of one conversation hold, read once per summary (a summary never
@@ -66,34 +93,25 @@ impl Held {
                         holding
                             .standing
                             .extend(under.standing.items().iter().cloned());
-                        if under.lossy {
-                            // A file it does not state may have changed in its span since.
-                            let mut kept = FileBook::default();
-                            for state in holding.files.files() {
-                                if states(&under.files, &state.path) {
-                                    kept.add(state.clone());
-                                }
-                            }
-                            holding.files = kept;
-                            holding.lossy = true;
-                        }
                         for state in under.files.files() {
                             holding.files.add(state.clone());
                         }
                     }
                 }
             }
-            if summary.kind != SummaryKind::Condensed {
-                // A leaf is the only record of its span's files; one the engine truncated
-                // (no summary written) lists none of them.
-                holding.lossy =
-                    summary.escalation >= TRUNCATED || may_have_cut_files(&summary.text);
+            let cut = summary.kind != SummaryKind::Condensed
+                && (summary.escalation >= TRUNCATED || may_have_cut_files(&summary.text));
+            if cut {
+                // A leaf that may have cut its files (or a truncation, which lists none): its
+                // messages are stored whole, so its files are read from them.
+                holding.files = files_of_sources(store, summary)?;
+            } else {
+                for state in ctxhost_offline_summary::files_in(&summary.text).files() {
+                    holding.files.add(state.clone());
+                }
             }
             let standing = carry::standing_in(&summary.text);
             holding.standing.extend(standing.items().iter().cloned());
-            for state in ctxhost_offline_summary::files_in(&summary.text).files() {
-                holding.files.add(state.clone());
-            }
             self.by_summary.insert(summary.id.clone(), holding);
         }
         Ok(&self.by_summary[&summary.id])
@@ -123,7 +141,8 @@ impl Held {
 
     /// The standing facts held under `summary` that its own text no longer states (by the
     /// rule the host restores an LLM's summary by: an item is kept while its value is in the
-    /// text; notes held as said are the summary's to weigh).
+    /// text). Notes held as said are among them: a small room cuts them first, and a round
+    /// with room states them again like any other kind.
     pub fn dropped(
         &mut self,
         store: &Store,
@@ -135,7 +154,6 @@ impl Held {
         Ok(held
             .items()
             .iter()
-            .filter(|item| item.kind != Kind::Note)
             .filter(|item| !text.contains(&item.value.to_lowercase()))
             .cloned()
             .collect())
@@ -160,63 +178,6 @@ impl Held {
     }
 }
 
-impl Held {
-    /// For each of `children` (a run to merge, oldest first), its [`Held::dropped_files`]
-    /// that no later child may have changed without stating (one whose span may have cut
-    /// files and does not state it): those are put back at a state no newer one replaced;
-    /// and the paths its text lists that a later child may have changed so.
-    pub fn dropped_files_of_run(
-        &mut self,
-        store: &Store,
-        conv: i64,
-        children: &[SummaryRow],
-    ) -> Result<Vec<ChildFiles>, EngineError> {
-        let mut lossy_later: Vec<FileBook> = Vec::new();
-        let mut out = Vec::with_capacity(children.len());
-        for child in children.iter().rev() {
-            let unsure = |path: &str| !lossy_later.iter().all(|later| states(later, path));
-            let dropped = self.dropped_files(store, conv, child)?;
-            let kept: Vec<FileState> = dropped
-                .into_iter()
-                .filter(|state| !unsure(&state.path))
-                .collect();
-            // The files its own text lists that a later child may have changed unsaid.
-            let stale: Vec<String> = ctxhost_offline_summary::files_in(&child.text)
-                .files()
-                .iter()
-                .filter(|state| unsure(&state.path))
-                .map(|state| state.path.clone())
-                .collect();
-            out.push(ChildFiles {
-                put_back: kept,
-                unsure: stale,
-            });
-            let holding = self.holding(store, conv, child)?;
-            if holding.lossy {
-                lossy_later.push(holding.files.clone());
-            }
-        }
-        out.reverse();
-        Ok(out)
-    }
-}
-
-/// What a merge does with one child's files (see [`Held::dropped_files_of_run`]).
-#[derive(Debug)]
-pub struct ChildFiles {
-    /// The files its cut dropped, at their newest state, to put back.
-    pub put_back: Vec<FileState>,
-    /// The paths its text lists that a later child may have changed without saying.
-    pub unsure: Vec<String>,
-}
-
-/// Whether `book` states the file at `path` (at it, or renamed from it).
-fn states(book: &FileBook, path: &str) -> bool {
-    book.files()
-        .iter()
-        .any(|f| f.path == path || f.renamed_from.as_deref() == Some(path))
-}
-
 /// `items` as a standing section, in the digest's form (what summarizers read back).
 pub fn section(items: &[Standing]) -> String {
     let mut out = String::from("Standing:\n");
@@ -237,28 +198,4 @@ pub fn files_section(files: &[FileState]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// `text` without the lines of its Files sections that list one of `paths`.
-pub fn without_files(text: &str, paths: &[String]) -> String {
-    let mut inside = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if line.trim_end() == "Files:" {
-            inside = true;
-        } else if inside {
-            match line.strip_prefix("- ") {
-                Some(item) => {
-                    let listed = FileState::parse_line(item)
-                        .is_some_and(|state| paths.contains(&state.path));
-                    if listed {
-                        continue;
-                    }
-                }
-                None => inside = false,
-            }
-        }
-        out.push(line);
-    }
-    out.join("\n")
 }

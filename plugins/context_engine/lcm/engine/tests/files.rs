@@ -242,3 +242,67 @@ fn files_a_small_room_cut_come_back_when_the_room_grows() {
     assert_eq!(moved.renamed_from.as_deref(), Some(paths[1].as_str()));
     assert!(latest(&paths[1]).is_none(), "{third:#?}");
 }
+
+#[test]
+fn files_the_first_block_of_a_session_had_no_room_for_come_back_from_its_messages() {
+    // The first compaction of the session has almost no room (its newest turn is a long log):
+    // its one block keeps few of the files it covers and no narrative, so nothing says which
+    // it cut. Its messages are stored whole: once there is room, a merge lists every file.
+    let host = offline_host(serde_json::Value::Null, 128_000);
+    let mut engine = engine(&host);
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Widen the ledger counters."),
+    ];
+    let paths: Vec<String> = (0..10).map(|i| format!("src/ledger/part_{i}.rs")).collect();
+    for (i, path) in paths.iter().enumerate() {
+        messages.extend(call(
+            &format!("e{i}"),
+            "edit_file",
+            json!({"path": path, "old": "u32", "new": "u64"}),
+            &"replaced one counter type in the file\n".repeat(6),
+        ));
+        messages.push(Message::assistant(format!("Widened part {i}.")));
+    }
+    let log = Message::user(format!(
+        "Here is the build log:\n{}",
+        "step compiled without warnings\n".repeat(200)
+    ));
+    let read = Message::assistant("Read it; the build is clean.");
+    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
+    messages.push(log);
+    messages.push(read);
+    let view = sized(&mut engine, &messages, verbatim + 80);
+    let first = files_in_blocks(&view);
+    assert!(
+        paths
+            .iter()
+            .any(|path| !first.iter().any(|f| &f.path == path)),
+        "round 1 cut no file: the test needs a smaller room\n{first:#?}"
+    );
+
+    // More work, so a second block forms, then a short newest turn and room for every file.
+    let mut messages = view;
+    for i in 0..6 {
+        messages.extend(call(
+            &format!("t{i}"),
+            "terminal",
+            json!({"command": format!("cargo test -p ledger_{i}")}),
+            &format!("test counters::case_{i} ... ok\n").repeat(20),
+        ));
+    }
+    messages.push(Message::user("Carry on."));
+    messages.push(Message::assistant("Done."));
+    let target = 1_200;
+    let view = sized(&mut engine, &messages, target);
+    assert!(tokens(&view) <= target, "{} tokens", tokens(&view));
+    let second = files_in_blocks(&view);
+    for path in &paths {
+        let state = second
+            .iter()
+            .rev()
+            .find(|f| &f.path == path)
+            .unwrap_or_else(|| panic!("round 2: {path} lost\n{second:#?}\n{view:#?}"));
+        assert!(state.line().contains("edited"), "{state:?}");
+    }
+}

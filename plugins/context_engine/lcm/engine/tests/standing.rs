@@ -324,3 +324,75 @@ fn standing_facts_a_small_room_cut_come_back_when_the_room_grows() {
         );
     }
 }
+
+/// Things a user states in passing, held as said (notes): a small room cuts them first, and a
+/// later round with room states them again, as it does the other kinds.
+#[test]
+fn notes_a_small_room_cut_come_back_when_the_room_grows() {
+    const NOTES: [&str; 5] = [
+        "fwiw production runs runtime version v2.45.76",
+        "fwiw the staging cluster is osprey-4410",
+        "fwiw the ledger service lives in repository ledger-core-9182",
+        "fwiw the release train is called basalt-7723",
+        "fwiw the build machines run image debian-12.4-ci-3391",
+    ];
+    let value = |note: &str| {
+        note.split_whitespace()
+            .next_back()
+            .map(|word| word.trim_end_matches('.').to_string())
+            .unwrap_or_default()
+    };
+    let host = offline_host(Value::Null, 128_000);
+    let mut engine = engine(&host);
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Work through the ledger modules."),
+    ];
+    for note in NOTES {
+        messages.push(Message::user(note));
+        messages.push(Message::assistant(ACK));
+    }
+    messages.push(Message::user("Carry on with the modules."));
+    messages.push(Message::assistant("Carrying on."));
+    let view = sized(&mut engine, &messages, tokens(&messages) * 4 / 5);
+    let text = text_of(&view);
+    assert!(
+        text.contains("Note: "),
+        "no note was read: the test needs notes\n{text}"
+    );
+    for note in NOTES {
+        assert!(text.contains(&value(note)), "round 1: {note} lost\n{text}");
+    }
+
+    // A rule that merges with the block before, and a long log as the newest turn: the merged
+    // block gets little room.
+    let mut messages = view;
+    messages.push(Message::user("Never delete the ledger archive LA-5512."));
+    messages.push(Message::assistant("Noted."));
+    let log = Message::user(format!(
+        "Here is the build log:\n{}",
+        "step compiled without warnings\n".repeat(200)
+    ));
+    let read = Message::assistant("Read it; the build is clean.");
+    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
+    messages.push(log);
+    messages.push(read);
+    let view = sized(&mut engine, &messages, verbatim + 100);
+    let text = text_of(&view);
+    assert!(
+        NOTES.iter().any(|note| !text.contains(&value(note))),
+        "round 2 cut no note: the test needs a smaller room\n{text}"
+    );
+
+    let mut messages = view;
+    messages.push(Message::user("Carry on."));
+    messages.push(Message::assistant("Done."));
+    let target = 1_000;
+    let view = sized(&mut engine, &messages, target);
+    let text = text_of(&view);
+    assert!(tokens(&view) <= target, "{} tokens\n{text}", tokens(&view));
+    assert!(text.contains("LA-5512"), "{text}");
+    for note in NOTES {
+        assert!(text.contains(&value(note)), "round 3: {note} lost\n{text}");
+    }
+}
