@@ -366,14 +366,19 @@ agent, other = [AIAgent(base_url=first_url, api_key=first_key, provider="custom"
                         quiet_mode=True, session_id=f"switch-{i}", max_iterations=60)
                 for i in range(2)]
 first = agent.run_conversation("Run the echoes, tag one")
+counts = [agent.context_compressor.compression_count]
 # Hermes' /model: the main model moves to the second endpoint, and the engine hears of it.
 agent.switch_model(model, "custom", api_key=second_key, base_url=second_url)
 second = agent.run_conversation("Run the echoes, tag two", conversation_history=first["messages"])
+# Hermes' count, and the count of the session the switch reopened.
+counts += [agent.context_compressor.compression_count,
+           agent.context_compressor.session.status()["compression_count"]]
 agent.shutdown_memory_provider(second["messages"])
 # The other agent (its engine a copy of the same registered one) did not switch.
 stayed = other.run_conversation("Run the echoes, tag stay")
 other.shutdown_memory_provider(stayed["messages"])
-print(json.dumps({"answers": [second["final_response"], stayed["final_response"]]}))
+print(json.dumps({"answers": [second["final_response"], stayed["final_response"]],
+                  "compressions": counts}))
 """
 
 
@@ -409,6 +414,11 @@ def test_a_model_switch_moves_its_agents_summaries_to_the_new_models_endpoint(
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["answers"] == ["Done two.", "Done stay."], json.dumps(report)
+    # Hermes' count of the conversation's compressions goes on across the switch: the first
+    # session's, then the reopened one's.
+    before_switch, after_switch, reopened = report["compressions"]
+    assert before_switch >= 1 and reopened >= 1, json.dumps(report)
+    assert after_switch == before_switch + reopened, json.dumps(report)
     assert not any(HERMES_COMPACTION_PROMPT in json.dumps(r) for r in first.requests)
     assert not any(HERMES_COMPACTION_PROMPT in json.dumps(r) for r in second.requests)
     # Before the switch the first endpoint summarized, and only the first conversation.

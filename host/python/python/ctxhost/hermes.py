@@ -175,6 +175,8 @@ def _make_engine_class(base: type) -> type:
             # Hermes' main model and endpoint (update_model): what its auxiliary one
             # resolves against.
             self._main_runtime: dict[str, Any] = {}
+            # The compressions of this conversation's sessions a model switch left behind.
+            self._compressions_carried = 0
             self.awaiting_real_usage_after_compression = False
             self.last_compression_rough_tokens = 0
 
@@ -205,7 +207,7 @@ def _make_engine_class(base: type) -> type:
                 self.last_prompt_tokens = status["last_prompt_tokens"]
             self.threshold_tokens = status["threshold_tokens"]
             self.context_length = status["context_length"]
-            self.compression_count = status["compression_count"]
+            self.compression_count = self._compressions_carried + status["compression_count"]
 
         def __deepcopy__(self, memo: dict[int, Any]) -> CtxhostContextEngine:
             # Hermes copies the registered engine for each agent: the copy shares the engines
@@ -239,6 +241,7 @@ def _make_engine_class(base: type) -> type:
             if session_id and session_id != self._session_id:
                 self._session_id = session_id
                 self._session = None
+                self._compressions_carried = 0
             if kwargs.get("model"):
                 self._model = str(kwargs["model"])
             self.session  # noqa: B018 (opens it: the engine begins the session)
@@ -251,6 +254,7 @@ def _make_engine_class(base: type) -> type:
         def on_session_reset(self, **kwargs: Any) -> None:
             super().on_session_reset()
             self.awaiting_real_usage_after_compression = False
+            self._compressions_carried = 0
             self.session.reset()
             self._mirror(self.session.status())
 
@@ -400,6 +404,10 @@ def _make_engine_class(base: type) -> type:
                 engines.summarizer,
             )
             self._engines = engines
-            self._session = None
+            if self._session is not None:
+                # Hermes counts the conversation's compressions (and warns on many): the count
+                # goes on across the reopened session.
+                self._compressions_carried = self.compression_count
+                self._session = None
 
     return CtxhostContextEngine
