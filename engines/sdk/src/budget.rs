@@ -21,7 +21,7 @@
 //! narrative shrink before the latest turn's state, the files or the plan (the narrative's
 //! last item is cut to [`NARRATIVE_FLOOR_BYTES`] before it goes, so a summary with room for
 //! one short line of what the turns did still says it); a file's line
-//! gives up its last command before the file goes, and the files within their share go
+//! gives up its last command, then its changes before the last, before the file goes, and the files within their share go
 //! after the plan; a standing fact is dropped only when the facts alone exceed the budget.
 //! Facts then go by [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool
 //! printed (a `name: value` line), then notes held as the user said them (`Note: …`, read by
@@ -147,6 +147,38 @@ pub fn without_last_command(item: &str) -> Option<String> {
     })
 }
 
+/// Which of the files' lines (their `lengths` in bytes, least recently touched first) goes
+/// when `over` bytes must be freed: so that as many files as fit stay, the least recently
+/// touched of those that free it alone, else the longest (the first of those).
+pub fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
+    lengths
+        .iter()
+        .position(|&length| length >= over)
+        .or_else(|| {
+            let longest = lengths.iter().max()?;
+            lengths.iter().position(|length| length == longest)
+        })
+}
+
+/// A file's line shortened by one step before the file goes: without its last command when
+/// it has one ([`without_last_command`]), else without the changes before its last one (a
+/// rename's former path stays: it says which file the path was); `None` when it is as short
+/// as it gets.
+pub fn shorter_file_line(item: &str) -> Option<String> {
+    if let Some(short) = without_last_command(item) {
+        return Some(short);
+    }
+    let open = item.rfind(" (")?;
+    let notes = item[open + 2..].strip_suffix(')')?;
+    let changes: Vec<&str> = notes.split(", ").collect();
+    let (last, earlier) = changes.split_last()?;
+    let rename = earlier
+        .iter()
+        .find(|change| change.starts_with("renamed from "));
+    let kept: Vec<&str> = rename.into_iter().copied().chain([*last]).collect();
+    (kept.len() < changes.len()).then(|| format!("{} ({})", &item[..open], kept.join(", ")))
+}
+
 /// How standing facts go when the facts alone exceed a budget.
 pub const FACT_DROP_RULE: &str = "oldest superseded value first, then tool-derived facts, \
                                   then notes held as said, then user-stated facts, each \
@@ -175,12 +207,14 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
     }
     let mut summary = Sections::parse(text);
     // The room, in bytes: the longest start of the text that fits.
-    summary.files_share = files_share(cut_to_fit(text, &fits).len());
+    let room = longest_fit(text, &fits);
+    summary.files_share = files_share(room);
     loop {
         let rendered = summary.render();
         if fits(&rendered) {
             return rendered;
         }
+        summary.over = rendered.len().saturating_sub(room);
         // The narrative's last item is cut short before it goes: a summary that fits with
         // one short line of what the turns did still says it.
         if summary.shorten_last_narrative() {
@@ -190,9 +224,10 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
         match summary.next_to_drop().filter(|_| left > 1) {
             Some((section, line)) => {
                 let section = &mut summary.sections[section];
-                // A file's line gives up its last command before the file goes.
+                // A file's line gives up its last command, then its earlier changes, before
+                // the file goes.
                 let short = (section.part == BudgetPart::Files)
-                    .then(|| without_last_command(&section.items[line]))
+                    .then(|| shorter_file_line(&section.items[line]))
                     .flatten();
                 match short {
                     Some(short) => section.items[line] = short,
@@ -212,6 +247,18 @@ fn cut_to_fit(text: &str, fits: &impl Fn(&str) -> bool) -> String {
     if fits(text) {
         return text.to_string();
     }
+    let kept = &text[..longest_fit(text, fits)];
+    match kept.rfind('\n') {
+        Some(at) if at * 4 >= kept.len() * 3 => kept[..at].trim_end().to_string(),
+        _ => kept.trim_end().to_string(),
+    }
+}
+
+/// The length of the longest prefix of `text` (on a char boundary) that `fits`.
+fn longest_fit(text: &str, fits: &impl Fn(&str) -> bool) -> usize {
+    if fits(text) {
+        return text.len();
+    }
     let (mut low, mut high) = (0, text.len());
     // The longest prefix that fits lies in low..high; `fits` grows with the prefix.
     while low + 1 < high {
@@ -225,11 +272,7 @@ fn cut_to_fit(text: &str, fits: &impl Fn(&str) -> bool) -> String {
             high = mid;
         }
     }
-    let kept = &text[..low];
-    match kept.rfind('\n') {
-        Some(at) if at * 4 >= kept.len() * 3 => kept[..at].trim_end().to_string(),
-        _ => kept.trim_end().to_string(),
-    }
+    low
 }
 
 fn floor_boundary(text: &str, mut index: usize) -> usize {
@@ -244,6 +287,8 @@ struct Sections {
     sections: Vec<Section>,
     /// The bytes the files' lines get before the goal and plan.
     files_share: usize,
+    /// How many bytes the last rendering was over the room (what a cut must free).
+    over: usize,
 }
 
 struct Section {
@@ -292,6 +337,7 @@ impl Sections {
         Sections {
             sections,
             files_share: 0,
+            over: 0,
         }
     }
 
@@ -305,23 +351,45 @@ impl Sections {
             .sum()
     }
 
-    /// The next file item to give way: the first (touched first) whose line still has its
-    /// last command, else the first; `None` when the files fit their share and `within_share`
-    /// is not asked.
+    /// The next file item to give way: the first (touched first) whose line can still be
+    /// shorter ([`shorter_file_line`]); else a file only named (no state), the first; else the file whose line
+    /// the cut must free ([`Self::file_to_drop`]); `None` when the files fit their share and
+    /// `within_share` is not asked.
     fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
-        if !within_share && self.files_bytes() <= self.files_share {
+        let files_bytes = self.files_bytes();
+        if !within_share && files_bytes <= self.files_share {
             return None;
         }
-        let files = self
+        let files: Vec<(usize, usize)> = self
             .sections
             .iter()
             .enumerate()
             .filter(|(_, s)| s.part == BudgetPart::Files)
-            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)));
-        files
-            .clone()
-            .find(|&(at, line)| without_last_command(&self.sections[at].items[line]).is_some())
-            .or_else(|| files.clone().next())
+            .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
+            .collect();
+        let item = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
+        // Every last command goes before any earlier change.
+        let shorter = files
+            .iter()
+            .find(|file| without_last_command(item(file)).is_some())
+            .or_else(|| {
+                files
+                    .iter()
+                    .find(|file| shorter_file_line(item(file)).is_some())
+            });
+        if let Some(&file) = shorter {
+            return Some(file);
+        }
+        if let Some(&file) = files.iter().find(|file| !item(file).contains(" (")) {
+            return Some(file);
+        }
+        let over = if within_share {
+            self.over
+        } else {
+            self.over.min(files_bytes - self.files_share)
+        };
+        let lengths: Vec<usize> = files.iter().map(|file| item(file).len() + 1).collect();
+        file_to_drop(&lengths, over).map(|at| files[at])
     }
 
     /// Where the narrative's one item left is, if it has exactly one.
@@ -624,6 +692,26 @@ mod tests {
     }
 
     #[test]
+    fn files_that_must_go_leave_as_many_as_fit() {
+        let facts = "## Standing Facts\n- Rule: Always run the check suite first.";
+        let long = "- services/billing/importer/src/adapters/legacy_retry_policy.rs (written)";
+        let summary = format!(
+            "{facts}\n\n## Files\n- src/a.rs (read)\n{long}\n- etc/hosts\n- src/b.rs (edited)"
+        );
+        // Room for all but 40 bytes: the file only named goes first, then the one line
+        // that frees the rest alone (the long one), not the file touched first.
+        let cut = trim_summary(&summary, under(summary.len() - 40));
+        assert_eq!(
+            cut,
+            format!("{facts}\n\n## Files\n- src/a.rs (read)\n- src/b.rs (edited)")
+        );
+        // Past the named file no line frees it alone: the longest goes, then the least
+        // recently touched that frees the rest.
+        let cut = trim_summary(&summary, under(summary.len() - long.len() - 25));
+        assert_eq!(cut, format!("{facts}\n\n## Files\n- src/b.rs (edited)"));
+    }
+
+    #[test]
     fn the_narratives_last_item_is_cut_short_before_it_goes() {
         let mut facts = String::from("## Standing Facts");
         for i in 0..6 {
@@ -658,6 +746,24 @@ mod tests {
         );
         assert_eq!(without_last_command("- a.rs (edited)"), None);
         assert_eq!(without_last_command("- a.rs"), None);
+        // Then the changes before its last one, a rename's former path aside.
+        assert_eq!(
+            shorter_file_line("- a.rs (written, edited; last: `edit_file`)").as_deref(),
+            Some("- a.rs (written, edited)")
+        );
+        assert_eq!(
+            shorter_file_line("- a.rs (written, edited)").as_deref(),
+            Some("- a.rs (edited)")
+        );
+        assert_eq!(
+            shorter_file_line("- b.rs (read, edited, renamed from a.rs)").as_deref(),
+            Some("- b.rs (renamed from a.rs)")
+        );
+        assert_eq!(
+            shorter_file_line("- b.rs (renamed from a.rs, edited)").as_deref(),
+            None
+        );
+        assert_eq!(shorter_file_line("- a.rs (deleted)"), None);
     }
 
     #[test]

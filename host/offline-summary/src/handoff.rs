@@ -238,7 +238,7 @@ impl Handoff {
     pub fn cap(&mut self, max: usize) {
         for section in &mut self.sections {
             while section.items.len() > max {
-                section.drop_one();
+                section.drop_one(0);
             }
         }
     }
@@ -338,7 +338,7 @@ impl Handoff {
                 s.items.len() > 1 && s.part(share) > Part::Files
             });
             match after_files {
-                Some(index) => self.sections[index].drop_one(),
+                Some(index) => self.sections[index].drop_one(text.len() - budget),
                 None => break,
             }
         }
@@ -360,7 +360,33 @@ impl Handoff {
                 s.items.len() > 1 && s.key != Key::Standing && s.part(share) != Part::FilesShare
             });
             if let Some(index) = several {
-                self.sections[index].drop_one();
+                // Empty sections saying so go before a file touched, the plan or a fact.
+                let section = &self.sections[index];
+                let named_file = section.key == Key::Files
+                    && section.items.iter().any(|item| !item.text.contains(" ("));
+                let gives_way = section.part(share) <= Part::Files && !named_file;
+                if layout == Layout::Full && gives_way {
+                    layout = Layout::Compact;
+                    continue;
+                }
+                // What the turns did keeps one line, not one a section, before a file touched,
+                // the plan or a fact gives way (as the budget order keeps the narrative's last
+                // item): the last such section first.
+                let after_files: Vec<usize> = (0..self.sections.len())
+                    .filter(|&i| {
+                        let s = &self.sections[i];
+                        !s.items.is_empty() && s.part(share) > Part::Files
+                    })
+                    .collect();
+                let index = match after_files.len() {
+                    n if gives_way && n > 1 => self
+                        .next_to_shrink(item_max, |s| {
+                            !s.items.is_empty() && s.part(share) > Part::Files
+                        })
+                        .unwrap_or(index),
+                    _ => index,
+                };
+                self.sections[index].drop_one(text.len() - budget);
                 continue;
             }
             if item_max > SHORT_ITEM {
@@ -377,7 +403,7 @@ impl Handoff {
                         _ => Layout::Bare,
                     };
                 }
-                Some(index) => self.sections[index].drop_one(),
+                Some(index) => self.sections[index].drop_one(text.len() - budget),
                 None => return truncate_bytes(&text, budget).into_owned(),
             }
         }
@@ -457,8 +483,9 @@ impl Section {
     }
 
     /// Drops the least valuable item: unpinned before pinned, other items before focus items,
-    /// then the oldest or the last depending on the section.
-    fn drop_one(&mut self) {
+    /// then the oldest or the last depending on the section; a file by what the cut must
+    /// free, `over` bytes (0: the oldest).
+    fn drop_one(&mut self, over: usize) {
         if self.items.is_empty() {
             return;
         }
@@ -481,23 +508,30 @@ impl Section {
             &unfocused
         };
         let victim = if self.key == Key::Files {
-            // A file only named goes first; then a file's line gives up its last command,
-            // the one touched first first; then the one touched first goes.
+            // A file only named goes first; then a file's line gives up its last command
+            // (every last command before any earlier change), then its earlier changes, the
+            // one touched first first; then the file that leaves as many as fit.
             let named = pool
                 .iter()
                 .copied()
                 .find(|&i| !self.items[i].text.contains(" ("));
             if named.is_none() {
-                let short = pool.iter().find_map(|&i| {
-                    ctxhost_sdk::budget::without_last_command(&self.items[i].text)
-                        .map(|short| (i, short))
-                });
+                let shorter = |shorten: fn(&str) -> Option<String>| {
+                    pool.iter()
+                        .find_map(|&i| shorten(&self.items[i].text).map(|short| (i, short)))
+                };
+                let short = shorter(ctxhost_sdk::budget::without_last_command)
+                    .or_else(|| shorter(ctxhost_sdk::budget::shorter_file_line));
                 if let Some((at, short)) = short {
                     self.items[at].text = short;
                     return;
                 }
             }
-            named.unwrap_or(pool[0])
+            named.unwrap_or_else(|| {
+                let lengths: Vec<usize> =
+                    pool.iter().map(|&i| self.items[i].text.len() + 3).collect();
+                pool[ctxhost_sdk::budget::file_to_drop(&lengths, over).unwrap_or(0)]
+            })
         } else if self.key == Key::Standing {
             // Standing facts go by the rule every summary follows.
             let items: Vec<&str> = pool.iter().map(|&i| self.items[i].text.as_str()).collect();
@@ -548,6 +582,71 @@ mod tests {
             "src/parser.rs (edited; last: `sed -i s/a/b/ src/parser.rs`)",
         );
         handoff
+    }
+
+    #[test]
+    fn files_outlast_the_sections_saying_they_are_empty_and_as_many_as_fit_stay() {
+        let mut handoff = Handoff::default();
+        for i in 0..6 {
+            handoff.push(
+                Key::Standing,
+                format!("Rule: Always run the check suite-{i} before a merge."),
+            );
+        }
+        let long = "services/billing/importer/src/adapters/legacy_retry_policy.rs (written)";
+        for file in [
+            "src/a.rs (read)",
+            long,
+            "src/b.rs (edited)",
+            "src/c.rs (deleted)",
+        ] {
+            handoff.push(Key::Files, file);
+        }
+        // Room for every file without the empty sections' placeholders.
+        let compact = handoff.clone().render_as(200, Layout::Compact);
+        let text = handoff.clone().render_within(compact.len());
+        assert_eq!(text, compact);
+        assert!(!text.contains("None recorded"), "{text}");
+        // 30 bytes less: the long line goes, not the file touched first.
+        let text = handoff.render_within(compact.len() - 30);
+        assert!(!text.contains("legacy_retry"), "{text}");
+        for file in ["src/a.rs (read)", "src/b.rs (edited)", "src/c.rs (deleted)"] {
+            assert!(text.contains(file), "{file}:\n{text}");
+        }
+    }
+
+    #[test]
+    fn what_the_turns_did_keeps_one_line_not_one_a_section_before_a_file_goes() {
+        let mut handoff = Handoff::default();
+        handoff.push(
+            Key::Standing,
+            "Rule: Always run the check suite before a merge.",
+        );
+        for key in [Key::Done, Key::Decisions, Key::Critical] {
+            for i in 0..2 {
+                handoff.push(
+                    key,
+                    format!("{key:?} item {i} of what the turns did and saw"),
+                );
+            }
+        }
+        let files = ["src/a.rs (read)", "src/b.rs (edited)", "src/c.rs (deleted)"];
+        for file in files {
+            handoff.push(Key::Files, file);
+        }
+        // At any size, a second line of what the turns did is kept only beside every file.
+        for room in (100..500).step_by(4) {
+            let text = handoff.clone().render_within(room);
+            let narrative = ["Done item", "Decisions item", "Critical item"]
+                .iter()
+                .filter(|item| text.contains(**item))
+                .count();
+            if narrative > 1 {
+                for file in files {
+                    assert!(text.contains(file), "{room}: {file}:\n{text}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -112,12 +112,31 @@ pub struct Standing {
 impl Standing {
     /// The item as a line of a summary's section (without a list marker).
     pub fn line(&self) -> String {
-        let text = self.shown_text();
-        // Without a lead-in that only announces the kind, which the label says; unless reading
-        // the shorter text back would not give the subject (it would have to be written).
-        lead_in::without_lead_in(self.kind, &text)
+        let shown = self.shown_text();
+        let line = self.line_showing(&shown);
+        if shown == self.text {
+            return line;
+        }
+        // Without its stated label the text may no longer give the subject, which the line
+        // must then write: the stated label stays when that is shorter.
+        let labelled = self.line_showing(&self.text);
+        if labelled.len() < line.len() {
+            labelled
+        } else {
+            line
+        }
+    }
+
+    /// The line showing `text`, without a lead-in that only announces the kind, which the
+    /// label says; unless reading the shorter text back would not give the subject (it would
+    /// have to be written).
+    fn line_showing(&self, text: &str) -> String {
+        lead_in::without_lead_in(self.kind, text)
             .filter(|short| self.reads_back(short))
-            .map_or_else(|| self.line_of(text), |short| self.line_of(short))
+            .map_or_else(
+                || self.line_of(text.to_string()),
+                |short| self.line_of(short),
+            )
     }
 
     /// Whether `text`, read back under this item's label, gives its subject.
@@ -137,16 +156,16 @@ impl Standing {
         }
     }
 
-    /// The item's text without a label that only repeats its kind ("Constraint — …",
-    /// "DECISION: …") or says that it changed ("Change request: …"), which the line's own
-    /// label carries: the fact, not its frame.
+    /// The item's text without a label that only says what the line's own label says
+    /// ("Constraint — …", "DECISION: …", "Acceptance criteria: …" on a rule, "Environment: …"
+    /// on a fact) or that it changed ("Change request: …"): one label a line, the fact, not
+    /// its frame.
     fn shown_text(&self) -> String {
         let lower = self.text.to_ascii_lowercase();
         let Some((label, inner)) = read::label_split(&lower) else {
             return self.text.clone();
         };
-        let repeats =
-            read::kind_of_label(label) == Some(self.kind) || forms::is_change_label(label);
+        let repeats = read::label_says(label, self.kind) || forms::is_change_label(label);
         let rest = self.text[inner..].trim();
         if !repeats || rest.is_empty() || label.split_whitespace().count() > 3 {
             return self.text.clone();

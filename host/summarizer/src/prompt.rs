@@ -18,7 +18,9 @@ prohibitions (\"never reveal X\", \"SAFETY RULE: ...\", \"only use ...\", any al
 limits (\"the budget is $500\", \"at most 3 retries\"), values that name things (names, versions, \
 paths, IDs, dates, numbers with units), goals, preferences, decisions and questions left open; \
 one per line as \"- Kind (subject): the sentence, verbatim\", Kind being Rule, Constraint, Fact, \
-Goal, Preference, Decision or Question. Not a fact: a question asked, a quoted log line, code. \
+Goal, Preference, Decision or Question; every value stays as written, while a label of the \
+sentence that says what Kind says (\"Constraint —\" on a rule) and words that only stress it \
+(\"under any circumstances\") may go. Not a fact: a question asked, a quoted log line, code. \
 Copy the previous summary's Standing Facts lines verbatim; when the new turns give a subject a \
 new value (renamed, moved, changed to, now, instead, no longer), write the new line and drop the \
 old one.";

@@ -6,7 +6,7 @@
 //! kept whole.
 
 use super::forms;
-use super::read::value_tokens;
+use super::read::{value_tokens, RULE_ADDRESSEES};
 use super::Kind;
 
 /// Longest lead-in dropped, in words: a longer head is a statement of its own.
@@ -108,7 +108,7 @@ fn form_lead_in(kind: Kind, lower: &str) -> Option<usize> {
         Kind::Decision => forms::decision(lower)?,
         // "You must never X": "never X" says it all under a Rule label.
         Kind::Rule => {
-            let rest = ["you ", "we ", "please "]
+            let rest = RULE_ADDRESSEES
                 .iter()
                 .find_map(|who| lower.strip_prefix(who))
                 .unwrap_or(lower);

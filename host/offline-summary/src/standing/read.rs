@@ -197,7 +197,15 @@ pub fn extract(text: &str, origin: Origin) -> Vec<Standing> {
             .filter(|line| confirms(line.trim_start()))
             .flat_map(sentences)
             .filter(|sentence| sentence.len() <= 600 && confirms(sentence))
-            .filter_map(|sentence| read_sentence(sentence, Origin::User))
+            .filter_map(|sentence| {
+                // Read as the user's statement it confirms is read (without its emphasis).
+                let plain = without_emphasis(sentence);
+                if plain.len() == sentence.len() {
+                    read_sentence(sentence, Origin::User)
+                } else {
+                    read_sentence(&as_sentence(plain), Origin::User)
+                }
+            })
             .collect(),
         Origin::Tool => text[..crate::budget::floor_boundary(text, TOOL_SCAN_BYTES)]
             .lines()
@@ -318,7 +326,44 @@ fn tidy(sentence: &str) -> &str {
         }
         text = head;
     }
-    text
+    without_emphasis(text)
+}
+
+/// Phrases that only stress a rule that already says never, always, must or do not ("do not
+/// push to main under any circumstances"): they limit nothing and name no value.
+const EMPHASES: &[&str] = &[
+    "under any circumstances",
+    "under any circumstance",
+    "in any circumstances",
+    "whatsoever",
+    "at any cost",
+];
+
+/// Who a rule is said to (or a politeness before it): "you must always X", "the agent must
+/// never X" are the rule "always X", "never X" under a Rule label.
+pub(super) const RULE_ADDRESSEES: &[&str] =
+    &["please ", "you ", "we ", "the agent ", "the assistant "];
+
+/// Words that make a sentence a rule of its own, without an emphasis.
+const RULE_WORDS: &[&str] = &["not", "never", "always", "must", "don't", "no"];
+
+/// `sentence` without an emphasis ([`EMPHASES`]) closing it, when it is a rule without it.
+fn without_emphasis(sentence: &str) -> &str {
+    let body = sentence.trim_end_matches(['.', '!']).trim_end();
+    let lower = body.to_ascii_lowercase();
+    let Some(emphasis) = EMPHASES.iter().find(|e| lower.ends_with(**e)) else {
+        return sentence;
+    };
+    let head = body[..body.len() - emphasis.len()].trim_end();
+    let head_lower = &lower[..head.len()];
+    let rule = head_lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .any(|word| RULE_WORDS.contains(&word));
+    // The words before it must still be a statement.
+    if !rule || head.split_whitespace().count() < 3 || head.ends_with(',') {
+        return sentence;
+    }
+    head
 }
 
 /// `text` written as a sentence someone stated: a capital first, a stop last (as it was,
@@ -749,6 +794,29 @@ pub(super) fn label_split(body: &str) -> Option<(&str, usize)> {
         .map(|(_, label, inner)| (label, inner))
 }
 
+/// Whether a stated label says no more than a line labelled `kind` does: it names that
+/// kind; or it marks what follows as binding (a rule, a limit, a requirement, acceptance
+/// criteria) on a rule or a limit; or as background to know (the environment, context) on
+/// a fact.
+pub(super) fn label_says(label: &str, kind: Kind) -> bool {
+    let named = kind_of_label(label);
+    if named == Some(kind) {
+        return true;
+    }
+    let binding = |kind| matches!(kind, Kind::Rule | Kind::Constraint);
+    let last = label.split_whitespace().next_back().unwrap_or_default();
+    match kind {
+        Kind::Rule | Kind::Constraint => {
+            named.is_some_and(binding) || matches!(last, "criteria" | "criterion")
+        }
+        Kind::Fact => matches!(
+            last,
+            "environment" | "context" | "background" | "info" | "information" | "fyi"
+        ),
+        _ => false,
+    }
+}
+
 /// The kind a label names: `Safety rule: …`, `Hard constraint: …`, `Preference: …`.
 pub(super) fn kind_of_label(label: &str) -> Option<Kind> {
     let last = label.split_whitespace().next_back()?;
@@ -981,10 +1049,9 @@ pub(super) fn read_sentence(sentence: &str, origin: Origin) -> Option<Standing> 
             return None;
         }
         // Rules: an imperative with never / always / must / do not / only.
-        let imperative = body
-            .strip_prefix("please ")
-            .or_else(|| body.strip_prefix("you "))
-            .or_else(|| body.strip_prefix("we "))
+        let imperative = RULE_ADDRESSEES
+            .iter()
+            .find_map(|who| body.strip_prefix(who))
             .unwrap_or(body);
         if let Some(rest) = RULE_STARTS.iter().find_map(|s| imperative.strip_prefix(s)) {
             let offset = lower.len() - rest.len();
