@@ -3,6 +3,9 @@
 //! so a process counts without loading anything. The table is checked here: every token must
 //! be found at its own rank.
 //!
+//! A second blob holds the ranks of the two-byte tokens, indexed by the two bytes; a third
+//! a filter of the tokens' hashes, one bit each.
+//!
 //! Blob layout, little-endian: `u32`s `tokens`, `buckets`, `slots`, then `tokens + 1` offsets
 //! into the token bytes, `buckets` displacements of one byte each, then `slots` slots of 16 bytes (the token's
 //! first eight bytes, zero-padded, as a `u64`; its rank, `u32::MAX` when empty; its length), then
@@ -36,6 +39,32 @@ fn main() {
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("o200k_base.ranks"), table.blob(&tokens)).expect("OUT_DIR is writable");
+    std::fs::write(out.join("o200k_base.pairs"), pair_ranks(&tokens)).expect("OUT_DIR is writable");
+    std::fs::write(out.join("o200k_base.filter"), filter(&tokens)).expect("OUT_DIR is writable");
+}
+
+/// The filter: the bit of every token's hash set (`table_hash::filter_bit`), a byte holding
+/// eight bits, the lowest first.
+fn filter(tokens: &[&[u8]]) -> Vec<u8> {
+    let mut bits = vec![0u8; table_hash::FILTER_BITS / 8];
+    for token in tokens {
+        let bit = table_hash::filter_bit(table_hash::hash(token));
+        bits[bit / 8] |= 1 << (bit % 8);
+    }
+    bits
+}
+
+/// The rank of every two-byte token at index `first << 8 | second` (`u32`s, little-endian;
+/// `EMPTY` where the two bytes are not a token): most lookups while merging are of two bytes,
+/// and this table's few hot rows stay in a core's cache where the hashed slots do not.
+fn pair_ranks(tokens: &[&[u8]]) -> Vec<u8> {
+    let mut ranks = vec![EMPTY; 1 << 16];
+    for (rank, token) in tokens.iter().enumerate() {
+        if let &[first, second] = *token {
+            ranks[usize::from(first) << 8 | usize::from(second)] = rank as u32;
+        }
+    }
+    ranks.iter().flat_map(|rank| rank.to_le_bytes()).collect()
 }
 
 struct Table {
@@ -89,13 +118,14 @@ impl Table {
         }
     }
 
-    /// Looks `bytes` up as `src/o200k.rs` does (the same `slot_of`).
+    /// Looks `bytes` up as `src/o200k.rs` does (the same bucket and slot).
     fn rank(&self, tokens: &[&[u8]], bytes: &[u8]) -> Option<u32> {
-        let place = table_hash::slot_of(
-            bytes,
-            self.displacements.len() as u32,
+        let hash = table_hash::hash(bytes);
+        let bucket = table_hash::bucket(hash, self.displacements.len() as u32);
+        let place = table_hash::slot(
+            hash,
+            self.displacements[bucket].into(),
             self.slots.len() as u32,
-            |bucket| self.displacements[bucket].into(),
         );
         let rank = self.slots[place];
         (rank != EMPTY && tokens[rank as usize] == bytes).then_some(rank)

@@ -10,9 +10,11 @@ The session is the README's recorded one (examples/session.json: 468 messages, S
 an engine: before each assistant message (a model call), the prompt's tokens (a quarter of its
 JSON bytes, as the test model reports them) go to `update_from_response`, and when
 `should_compress` says so the context becomes `compress`'s answer; the session ends with
-`on_session_end`. Printed: the time spent in the engine's calls, the compressions, the
-summarizer's calls (requests the test model answered), the messages in the engine's store
-afterwards, and what the model would be sent last.
+`on_session_end`. Printed: the time spent in the engine's calls (wall clock), the CPU time
+the replay took (this process and the engine processes it started: on a shared machine the
+wall clock waits for other work, the CPU time much less), the compressions, the summarizer's
+calls (requests the test model answered), the messages in the engine's store afterwards, and
+what the model would be sent last.
 Everything runs in a temporary directory (Hermes' home, ctxhost's home, the stores).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -148,9 +151,40 @@ def lossless_engine(root: Path, session: list[dict[str, Any]]) -> tuple[Any, Any
     return engine, stored
 
 
+def cpu_seconds() -> float:
+    """The CPU time (user and system) of this process, of the child processes it has reaped,
+    and of the processes descending from it that still run (an isolated engine's process)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    me = os.getpid()
+    for pid, seconds in times.items():
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != me:
+            ancestor = parents.get(ancestor)
+        if ancestor == me:
+            total += seconds
+    return total
+
+
 def replay(engine: Any, session: list[dict[str, Any]], url: str) -> dict[str, Any]:
-    """Hermes' agent loop over the recorded session; the seconds spent in the engine's calls."""
+    """Hermes' agent loop over the recorded session; the seconds spent in the engine's calls,
+    and the CPU seconds the replay took."""
     spent = 0.0
+    cpu_before = cpu_seconds()
     compressions = 0
 
     def timed(call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -176,7 +210,9 @@ def replay(engine: Any, session: list[dict[str, Any]], url: str) -> dict[str, An
                 compressions += 1
         messages.append(message)
     timed(engine.on_session_end, SESSION, messages)
-    return {"engine_seconds": round(spent, 3), "compressions": compressions,
+    cpu = cpu_seconds() - cpu_before
+    return {"engine_seconds": round(spent, 3), "cpu_seconds": round(cpu, 3),
+            "compressions": compressions,
             "last_context_messages": len(messages), "last_context_tokens": tokens(messages)}
 
 

@@ -63,9 +63,14 @@ class Model:
     """A scripted chat-completions model: runs a command printing a marker and 500 rows through
     Hermes' terminal tool ROUNDS times (so the conversation outgrows the engine's threshold),
     then greps every marker with `lcm_grep`, then answers. It reports a quarter of each
-    request's bytes as its prompt tokens."""
+    request's bytes as its prompt tokens.
 
-    def __init__(self) -> None:
+    A model with a `tag` of its own uses it instead of the conversation's, and puts it in its
+    calls' ids: it goes on with a conversation another model began (a model switch) without
+    counting that model's calls as its own."""
+
+    def __init__(self, tag: str | None = None) -> None:
+        self.tag = tag
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.lock = threading.Lock()
@@ -75,23 +80,26 @@ class Model:
         with self.lock:
             self.requests.append(body)
         if not body.get("tools"):
-            return {"role": "assistant", "content": "A title"}, 100  # Hermes' title call
+            # Hermes' title call, or a summarizer's request.
+            return {"role": "assistant", "content": "A title"}, 100
         messages = body["messages"]
-        tag = next(
+        tag = self.tag or next(
             found.group(1)
             for m in messages
             if m["role"] == "user" and (found := re.search(r"tag (\w+)", str(m["content"])))
         )
+        own = f"{self.tag}_" if self.tag else ""
         tools = [t["function"]["name"] for t in body["tools"]]
         # The last call answered (the engine may have dropped the earlier ones).
-        echoed = last_answered(messages, "call_echo_")
-        grepped = last_answered(messages, "call_grep_")
+        echoed = last_answered(messages, f"call_echo_{own}")
+        grepped = last_answered(messages, f"call_grep_{own}")
         if echoed < ROUNDS:
             n = echoed + 1
-            call = f"call_echo_{n}", "terminal", {"command": f"echo marker-{tag}-{n}; {ROWS}"}
+            command = f"echo marker-{tag}-{n}; {ROWS}"
+            call = f"call_echo_{own}{n}", "terminal", {"command": command}
         elif grepped < ROUNDS and "lcm_grep" in tools:
             n = grepped + 1
-            call = f"call_grep_{n}", "lcm_grep", {"pattern": f"marker-{tag}-{n}"}
+            call = f"call_grep_{own}{n}", "lcm_grep", {"pattern": f"marker-{tag}-{n}"}
         else:
             return {"role": "assistant", "content": f"Done {tag}."}, size // 4
         call_id, name, args = call
@@ -348,3 +356,81 @@ def test_hermes_auxiliary_compression_model_summarizes_unless_ctxhosts_config_na
         assert set(auxiliary.authorizations) == {f"Bearer {AUX_KEY}"}
         assert not any(r.get("model") == AUX_MODEL for r in model.requests)
     assert "Done aux." in done.stdout
+
+
+SWITCH = r"""
+import json, sys
+from run_agent import AIAgent
+first_url, first_key, second_url, second_key, model = sys.argv[1:6]
+agent, other = [AIAgent(base_url=first_url, api_key=first_key, provider="custom", model=model,
+                        quiet_mode=True, session_id=f"switch-{i}", max_iterations=60)
+                for i in range(2)]
+first = agent.run_conversation("Run the echoes, tag one")
+counts = [agent.context_compressor.compression_count]
+# Hermes' /model: the main model moves to the second endpoint, and the engine hears of it.
+agent.switch_model(model, "custom", api_key=second_key, base_url=second_url)
+second = agent.run_conversation("Run the echoes, tag two", conversation_history=first["messages"])
+# Hermes' count, and the count of the session the switch reopened.
+counts += [agent.context_compressor.compression_count,
+           agent.context_compressor.session.status()["compression_count"]]
+agent.shutdown_memory_provider(second["messages"])
+# The other agent (its engine a copy of the same registered one) did not switch.
+stayed = other.run_conversation("Run the echoes, tag stay")
+other.shutdown_memory_provider(stayed["messages"])
+print(json.dumps({"answers": [second["final_response"], stayed["final_response"]],
+                  "compressions": counts}))
+"""
+
+
+def summaries(model: Model) -> list[dict[str, Any]]:
+    """The requests a summarizer sent `model`: without tools, carrying the conversation's
+    markers (Hermes' title calls carry none)."""
+    return [r for r in model.requests if not r.get("tools") and "marker-" in json.dumps(r)]
+
+
+def test_a_model_switch_moves_its_agents_summaries_to_the_new_models_endpoint(
+    hermes_venv: Path, package_path: Path, with_shipped: Path, tmp_path: Path
+) -> None:
+    # No auxiliary model in Hermes' config: its "auto" compression model is the main one, so a
+    # /model switch changes it, and ctxhost's summaries follow.
+    first, second = Model(), Model(tag="two")
+    first_server, first_url = serve(first)
+    second_server, second_url = serve(second)
+    second_key = "sk-hermes-second"
+    try:
+        home = hermes_home(tmp_path, first_url, "ctxhost-lcm")
+        done = subprocess.run(
+            [str(hermes_venv / "bin" / "python"), "-c", SWITCH]
+            + [first_url, API_KEY, second_url, second_key, MODEL],
+            cwd=tmp_path,
+            env=hermes_env(home, package_path, with_shipped),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        first_server.shutdown()
+        second_server.shutdown()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["answers"] == ["Done two.", "Done stay."], json.dumps(report)
+    # Hermes' count of the conversation's compressions goes on across the switch: the first
+    # session's, then the reopened one's.
+    before_switch, after_switch, reopened = report["compressions"]
+    assert before_switch >= 1 and reopened >= 1, json.dumps(report)
+    assert after_switch == before_switch + reopened, json.dumps(report)
+    assert not any(HERMES_COMPACTION_PROMPT in json.dumps(r) for r in first.requests)
+    assert not any(HERMES_COMPACTION_PROMPT in json.dumps(r) for r in second.requests)
+    # Before the switch the first endpoint summarized, and only the first conversation.
+    before = summaries(first)
+    assert before, "the first model's endpoint was never asked for a summary"
+    assert not any("marker-two-" in json.dumps(r) for r in before), "summaries stayed behind"
+    # After it, the second endpoint summarized the second conversation, with its own key.
+    after = summaries(second)
+    assert after, "the second model's endpoint was never asked for a summary"
+    assert any("marker-two-" in json.dumps(r) for r in after)
+    assert set(second.authorizations) == {f"Bearer {second_key}"}
+    assert set(first.authorizations) == {f"Bearer {API_KEY}"}
+    # The other agent's summaries stayed with its own model, after the first agent's switch.
+    assert any("marker-stay-" in json.dumps(r) for r in before), "the other agent never summarized"
+    assert not any("marker-stay-" in json.dumps(r) for r in after), "the other agent switched"

@@ -3,7 +3,7 @@
 //! `cargo bench -p ctxhost-tokens --bench long_text` (`CTXHOST_BENCH_MB=20` for a quick run;
 //! 100 by default). `seconds` is the wall clock, `cpu s` the CPU time counting took (what to
 //! compare on a busy machine). Each case runs in a process of its own, so its peak resident memory
-//! (`VmHWM`, Linux) is its own; the text itself is part of that peak. Cases: `words` (prose),
+//! (`VmHWM`, Linux) is its own; the text itself is part of that peak. Cases: `words` (prose: made-up words by Zipf's law),
 //! `base64` (one piece of random base64 letters, no spaces), `run` (one character repeated),
 //! `cjk` (CJK text with no spaces, a phrase repeated), `cjk-random` (random CJK ideographs, no
 //! spaces: no segment repeats), each counted with the default counter (`o200k_base`) and
@@ -88,20 +88,28 @@ fn text(case: &str, bytes: usize) -> String {
     };
     match case {
         "words" => {
-            let words = [
-                "lorem",
-                "ipsum",
-                "dolor",
-                "sit",
-                "amet,",
-                "consectetur",
-                "elit.",
-                "42",
-            ];
-            let mut text = String::with_capacity(bytes + 16);
+            // Prose's shape: a long tail of distinct words drawn by Zipf's law (the most
+            // common word about one in ten), so the count pays for new pieces as real text
+            // does, not only for the few a short vocabulary repeats.
+            let vocabulary = vocabulary(&mut next, 50_000);
+            let weights: Vec<f64> = (1..=vocabulary.len()).map(|r| 1.0 / r as f64).collect();
+            let total: f64 = weights.iter().sum();
+            let mut cumulative = Vec::with_capacity(weights.len());
+            let mut sum = 0.0;
+            for weight in weights {
+                sum += weight / total;
+                cumulative.push(sum);
+            }
+            let mut text = String::with_capacity(bytes + 32);
             while text.len() < bytes {
-                text.push_str(words[(next() % words.len() as u64) as usize]);
-                text.push(' ');
+                let draw = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                let rank = cumulative.partition_point(|&c| c < draw);
+                text.push_str(&vocabulary[rank.min(vocabulary.len() - 1)]);
+                text.push_str(match next() % 16 {
+                    0 => ". ",
+                    1 => ", ",
+                    _ => " ",
+                });
             }
             text
         }
@@ -118,6 +126,36 @@ fn text(case: &str, bytes: usize) -> String {
             .collect(),
         other => panic!("no case {other}"),
     }
+}
+
+/// `count` distinct made-up words of one to four syllables.
+fn vocabulary(next: &mut impl FnMut() -> u64, count: usize) -> Vec<String> {
+    const ONSETS: &[&str] = &[
+        "", "b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "st", "tr", "pl",
+        "ch", "th",
+    ];
+    const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ea", "ou", "io"];
+    const CODAS: &[&str] = &["", "n", "r", "s", "t", "l", "nd", "ng", "st", "ct"];
+    let mut seen = std::collections::HashSet::new();
+    while seen.len() < count {
+        let syllables = 1 + next() % 4;
+        let word: String = (0..syllables)
+            .map(|_| {
+                let pick =
+                    |parts: &[&'static str], n: u64| parts[(n % parts.len() as u64) as usize];
+                let n = next();
+                [pick(ONSETS, n), pick(VOWELS, n >> 16), pick(CODAS, n >> 32)].concat()
+            })
+            .collect();
+        seen.insert(word);
+    }
+    let mut words: Vec<String> = seen.into_iter().collect();
+    words.sort();
+    // A fixed order that is not alphabetical: the ranks of Zipf's law fall on any word.
+    for at in (1..words.len()).rev() {
+        words.swap(at, (next() % (at as u64 + 1)) as usize);
+    }
+    words
 }
 
 /// The CPU time this process has run for (`/proc/self/schedstat`, Linux), in seconds: on a

@@ -19,9 +19,20 @@ const EMPTY: u32 = u32::MAX;
 /// there are few).
 const SCAN_MAX_BYTES: usize = 64;
 
+/// Pieces up to this many bytes merge in smaller arrays: most pieces of a blob are this short,
+/// and setting up arrays for 64 bytes cost more than their merges.
+const SHORT_PIECE_BYTES: usize = 16;
+
 /// The prebuilt table: token bytes and a perfect hash from bytes to rank (layout in
 /// `build.rs`).
 static TABLE_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks"));
+
+/// The ranks of the two-byte tokens by their bytes (`build.rs`'s `pair_ranks`).
+static PAIR_RANKS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.pairs"));
+
+/// A bit for every token's hash ([`table_hash::filter_bit`]; `build.rs`'s `filter`): a
+/// clear bit says the bytes are not a token.
+static FILTER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.filter"));
 
 /// `o200k_base`'s ranks, read in place from the binary.
 pub struct RankTable {
@@ -54,12 +65,23 @@ impl RankTable {
         }
     }
 
-    /// The rank of the token whose bytes are `bytes`, if one is. The slot holds the token's
-    /// length and first eight bytes: only a longer token reads the rest of its bytes.
+    /// The rank of the token whose bytes are `bytes`, if one is. Two bytes are read from
+    /// their own table, directly. Longer bytes are first looked for in the filter, which
+    /// turns away most that are not a token (most of the lookups merging a blob of random
+    /// letters makes) without reading a slot. The slot holds the token's length and first
+    /// eight bytes: only a longer token reads the rest of its bytes.
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let place = table_hash::slot_of(bytes, self.bucket_count, self.slot_count, |bucket| {
-            self.displacements[bucket].into()
-        });
+        if let &[first, second] = bytes {
+            let rank = read_u32(PAIR_RANKS, usize::from(first) << 8 | usize::from(second));
+            return (rank != EMPTY).then_some(rank);
+        }
+        let hash = table_hash::hash(bytes);
+        let bit = table_hash::filter_bit(hash);
+        if FILTER[bit / 8] & (1 << (bit % 8)) == 0 {
+            return None;
+        }
+        let bucket = table_hash::bucket(hash, self.bucket_count);
+        let place = table_hash::slot(hash, self.displacements[bucket].into(), self.slot_count);
         let slot: &[u8; SLOT_BYTES] = self.slots[place * SLOT_BYTES..][..SLOT_BYTES]
             .try_into()
             .expect("a whole slot");
@@ -105,7 +127,12 @@ impl RankTable {
         match piece.len() {
             // Two bytes that are not one token are two.
             length @ (0..=2) => length,
-            length if length <= scan_max.min(SCAN_MAX_BYTES) => self.merge_scanning(piece),
+            length if length <= scan_max.min(SHORT_PIECE_BYTES) => {
+                self.merge_scanning::<SHORT_PIECE_BYTES>(piece)
+            }
+            length if length <= scan_max.min(SCAN_MAX_BYTES) => {
+                self.merge_scanning::<SCAN_MAX_BYTES>(piece)
+            }
             _ => self.merge_with_heap(piece),
         }
     }
@@ -123,14 +150,14 @@ impl RankTable {
     /// starting at `start` ends, `ranks[start]` the rank of that part and the next together. A
     /// blob of random letters is mostly short pieces that are not tokens: allocating or moving
     /// memory for each cost more than its merges.
-    fn merge_scanning(&self, piece: &[u8]) -> usize {
+    fn merge_scanning<const CAPACITY: usize>(&self, piece: &[u8]) -> usize {
         let length = piece.len();
-        debug_assert!((2..=SCAN_MAX_BYTES).contains(&length));
-        let mut next = [0u8; SCAN_MAX_BYTES];
+        debug_assert!((2..=CAPACITY.min(SCAN_MAX_BYTES)).contains(&length));
+        let mut next = [0u8; CAPACITY];
         for (start, end) in next[..length].iter_mut().enumerate() {
             *end = start as u8 + 1;
         }
-        let mut ranks = [EMPTY; SCAN_MAX_BYTES];
+        let mut ranks = [EMPTY; CAPACITY];
         for (start, rank) in ranks[..length - 1].iter_mut().enumerate() {
             *rank = self.pair_rank(piece, start, start + 2);
         }
@@ -335,9 +362,18 @@ mod tests {
         let table = RankTable::o200k_base();
         let bpe = &bpe_openai::o200k_base().bpe;
         assert_eq!(read_u32(TABLE_BYTES, 0) as usize, bpe.num_tokens());
-        for rank in (0..bpe.num_tokens() as u32).step_by(97) {
+        // Every token: each one's filter bit must be set, and two-byte ones are read from
+        // their own table.
+        for rank in 0..bpe.num_tokens() as u32 {
             assert_eq!(table.rank(bpe.token_bytes(rank)), Some(rank));
         }
+        let two_byte_tokens = (0..bpe.num_tokens() as u32)
+            .filter(|&rank| bpe.token_bytes(rank).len() == 2)
+            .count();
+        let two_bytes_found = (0..=u16::MAX)
+            .filter(|pair| table.rank(&pair.to_be_bytes()).is_some())
+            .count();
+        assert_eq!(two_bytes_found, two_byte_tokens);
         assert_eq!(table.rank(b"not a single token, surely"), None);
         assert_eq!(table.rank(b""), None);
         // A slot holds a token's first eight bytes and its length: bytes that share them, or

@@ -68,11 +68,11 @@ impl<'a> Iterator for Segments<'a> {
 
 /// The last offset in `text[1..=limit]` where a piece starts for certain: a space whose
 /// neighbours are not whitespace. Only spaces are looked at closer: a run without one (a blob)
-/// costs a byte comparison per byte.
+/// costs one vectorised search.
 fn last_piece_boundary(text: &str, limit: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut end = limit.min(bytes.len() - 1) + 1;
-    while let Some(at) = bytes[1..end].iter().rposition(|&b| b == b' ') {
+    while let Some(at) = memchr::memrchr(b' ', &bytes[1..end]) {
         let at = at + 1;
         if space_between_words(text, at) {
             return Some(at);

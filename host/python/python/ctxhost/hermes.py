@@ -13,7 +13,11 @@ engine ctxhost's own config names (`context.engine` there), `ctxhost-<engine>` t
 
 The summarizer is Hermes' auxiliary compression model (`auxiliary.compression` in Hermes'
 config, else its main model, resolved as Hermes resolves it for its own compressor), unless
-ctxhost's config names one (`auxiliary.compression.provider` there).
+ctxhost's config names one (`auxiliary.compression.provider` there). It follows a `/model`
+switch: the summarizer is a service of a `ctxhost.Engines` (an isolated engine's process builds
+its own from the Engines' settled config), so each summarizer has its Engines on the same
+config and store, and an engine whose agent's model resolves to another summarizer moves its
+session to that one's Engines; the other agents' sessions stay where their models put them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from typing import Any
 
 import ctxhost
@@ -69,14 +74,46 @@ def hermes_summarizer(main_runtime: dict[str, Any]) -> dict[str, Any] | None:
     return settings
 
 
+# The variables set to keys no variable held, by key: each key has its own, since a summarizer
+# reads its variable on every call (and an isolated engine's process keeps the value it started
+# with), so a later model's key must not replace an earlier one that another session still uses.
+_key_variables: dict[str, str] = {}
+_key_variables_lock = threading.Lock()
+
+
 def _key_variable(key: str) -> str:
     """A variable of this process holding `key` (Hermes read it from one, usually), else
-    SUMMARIZER_KEY_ENV, set to it."""
+    SUMMARIZER_KEY_ENV (then SUMMARIZER_KEY_ENV_2, ... for further keys), set to it."""
     for name, value in os.environ.items():
         if value == key and name.isidentifier():
             return name
-    os.environ[SUMMARIZER_KEY_ENV] = key
-    return SUMMARIZER_KEY_ENV
+    with _key_variables_lock:
+        name = _key_variables.get(key)
+        if name is None:
+            count = len(_key_variables)
+            name = SUMMARIZER_KEY_ENV if count == 0 else f"{SUMMARIZER_KEY_ENV}_{count + 1}"
+            _key_variables[key] = name
+        os.environ[name] = key
+    return name
+
+
+# The engines of each summarizer Hermes' models resolved to in this process, on ctxhost's one
+# config (so one store): by the summarizer's settings and the config named.
+_engines_by_summarizer: dict[str, ctxhost.Engines] = {}
+_engines_lock = threading.Lock()
+
+
+def engines_for(summarizer: dict[str, Any] | None) -> ctxhost.Engines:
+    """The engines whose summarizer is `summarizer` (unless ctxhost's config names one), opened
+    once per process."""
+    config = os.environ.get(CONFIG_ENV) or None
+    key = json.dumps([config, summarizer], sort_keys=True)
+    with _engines_lock:
+        engines = _engines_by_summarizer.get(key)
+        if engines is None:
+            engines = ctxhost.Engines(config, summarizer=summarizer)
+            _engines_by_summarizer[key] = engines
+        return engines
 
 
 def engine_of(name: str) -> str | None:
@@ -138,6 +175,8 @@ def _make_engine_class(base: type) -> type:
             # Hermes' main model and endpoint (update_model): what its auxiliary one
             # resolves against.
             self._main_runtime: dict[str, Any] = {}
+            # The compressions of this conversation's sessions a model switch left behind.
+            self._compressions_carried = 0
             self.awaiting_real_usage_after_compression = False
             self.last_compression_rough_tokens = 0
 
@@ -152,10 +191,7 @@ def _make_engine_class(base: type) -> type:
             """The ctxhost session (opened on first use, on Hermes' session id)."""
             if self._session is None:
                 if self._engines is None:
-                    self._engines = ctxhost.Engines(
-                        os.environ.get(CONFIG_ENV) or None,
-                        summarizer=hermes_summarizer(self._main_runtime),
-                    )
+                    self._engines = engines_for(hermes_summarizer(self._main_runtime))
                 self._session = self._engines.session(
                     self._session_id or "hermes",
                     engine=self._engine,
@@ -171,7 +207,7 @@ def _make_engine_class(base: type) -> type:
                 self.last_prompt_tokens = status["last_prompt_tokens"]
             self.threshold_tokens = status["threshold_tokens"]
             self.context_length = status["context_length"]
-            self.compression_count = status["compression_count"]
+            self.compression_count = self._compressions_carried + status["compression_count"]
 
         def __deepcopy__(self, memo: dict[int, Any]) -> CtxhostContextEngine:
             # Hermes copies the registered engine for each agent: the copy shares the engines
@@ -205,6 +241,7 @@ def _make_engine_class(base: type) -> type:
             if session_id and session_id != self._session_id:
                 self._session_id = session_id
                 self._session = None
+                self._compressions_carried = 0
             if kwargs.get("model"):
                 self._model = str(kwargs["model"])
             self.session  # noqa: B018 (opens it: the engine begins the session)
@@ -217,6 +254,7 @@ def _make_engine_class(base: type) -> type:
         def on_session_reset(self, **kwargs: Any) -> None:
             super().on_session_reset()
             self.awaiting_real_usage_after_compression = False
+            self._compressions_carried = 0
             self.session.reset()
             self._mirror(self.session.status())
 
@@ -341,11 +379,35 @@ def _make_engine_class(base: type) -> type:
                 "api_key": api_key,
                 "api_mode": api_mode,
             }
+            self._follow_summarizer()
             if self._session is None:
                 # The session opens with them (on the agent's id, once Hermes gives it).
                 self.threshold_tokens = int(self.context_length * self.threshold_percent)
                 return
             self._session.update_model(model, int(context_length))
             self._mirror(self._session.status())
+
+        def _follow_summarizer(self) -> None:
+            """After a model switch: when Hermes' auxiliary compression model now resolves to
+            another summarizer, the session moves to that summarizer's engines (same config,
+            same store), reopened on the same session id at its next use: its later
+            compressions summarize there. Only this engine's session moves: the agents sharing
+            the engines it leaves keep their summarizer."""
+            if self._engines is None:
+                return  # not opened yet: it opens on the engines of the model it has then
+            engines = engines_for(hermes_summarizer(self._main_runtime))
+            if engines is self._engines or engines.summarizer == self._engines.summarizer:
+                return  # the same summarizer (or ctxhost's config names its own)
+            logger.info(
+                "ctxhost: the model switch moves the summaries from %s to %s",
+                self._engines.summarizer,
+                engines.summarizer,
+            )
+            self._engines = engines
+            if self._session is not None:
+                # Hermes counts the conversation's compressions (and warns on many): the count
+                # goes on across the reopened session.
+                self._compressions_carried = self.compression_count
+                self._session = None
 
     return CtxhostContextEngine
