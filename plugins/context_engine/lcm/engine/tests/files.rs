@@ -19,6 +19,27 @@ fn call(id: &str, tool: &str, arguments: serde_json::Value, result: &str) -> Vec
     ]
 }
 
+/// A session whose agent edits `count` ledger files, one call each, and the files' paths.
+fn ledger_edits(count: usize) -> (Vec<Message>, Vec<String>) {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Widen the ledger counters."),
+    ];
+    let paths: Vec<String> = (0..count)
+        .map(|i| format!("src/ledger/part_{i}.rs"))
+        .collect();
+    for (i, path) in paths.iter().enumerate() {
+        messages.extend(call(
+            &format!("e{i}"),
+            "edit_file",
+            json!({"path": path, "old": "u32", "new": "u64"}),
+            &"replaced one counter type in the file\n".repeat(6),
+        ));
+        messages.push(Message::assistant(format!("Widened part {i}.")));
+    }
+    (messages, paths)
+}
+
 /// What round `round` does to files, then busy work.
 fn round(round: usize) -> Vec<Message> {
     let shell = |id: &str, command: &str| call(id, "terminal", json!({"command": command}), "");
@@ -145,20 +166,7 @@ fn a_renamed_and_an_edited_file_are_tracked_through_three_compactions() {
 fn files_a_small_room_cut_come_back_when_the_room_grows() {
     let host = offline_host(serde_json::Value::Null, 128_000);
     let mut engine = engine(&host);
-    let mut messages = vec![
-        Message::system("You are a coding agent."),
-        Message::user("Widen the ledger counters."),
-    ];
-    let paths: Vec<String> = (0..12).map(|i| format!("src/ledger/part_{i}.rs")).collect();
-    for (i, path) in paths.iter().enumerate() {
-        messages.extend(call(
-            &format!("e{i}"),
-            "edit_file",
-            json!({"path": path, "old": "u32", "new": "u64"}),
-            &"replaced one counter type in the file\n".repeat(6),
-        ));
-        messages.push(Message::assistant(format!("Widened part {i}.")));
-    }
+    let (mut messages, paths) = ledger_edits(12);
     messages.push(Message::user("Carry on with the modules."));
     messages.push(Message::assistant("Carrying on."));
     // Room for every file.
@@ -206,14 +214,7 @@ fn files_a_small_room_cut_come_back_when_the_room_grows() {
 
     // The newest turn is a long log: the block before it gets little room.
     let mut messages = view;
-    let log = Message::user(format!(
-        "Here is the build log:\n{}",
-        "step compiled without warnings\n".repeat(200)
-    ));
-    let read = Message::assistant("Read it; the build is clean.");
-    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
-    messages.push(log);
-    messages.push(read);
+    let verbatim = push_long_log(&mut messages);
     let view = sized(&mut engine, &messages, verbatim + 120);
     let second = files_in_blocks(&view);
     assert!(
@@ -224,12 +225,7 @@ fn files_a_small_room_cut_come_back_when_the_room_grows() {
     );
 
     // A short newest turn and a size with room for every file.
-    let mut messages = view;
-    messages.push(Message::user("Carry on."));
-    messages.push(Message::assistant("Done."));
-    let target = 1_000;
-    let view = sized(&mut engine, &messages, target);
-    assert!(tokens(&view) <= target, "{} tokens", tokens(&view));
+    let view = short_turn_within(&mut engine, view, 1_000);
     let third = files_in_blocks(&view);
     let latest = |path: &str| third.iter().rev().find(|f| f.path == path).cloned();
     for path in &paths[2..] {
@@ -250,28 +246,8 @@ fn files_the_first_block_of_a_session_had_no_room_for_come_back_from_its_message
     // it cut. Its messages are stored whole: once there is room, a merge lists every file.
     let host = offline_host(serde_json::Value::Null, 128_000);
     let mut engine = engine(&host);
-    let mut messages = vec![
-        Message::system("You are a coding agent."),
-        Message::user("Widen the ledger counters."),
-    ];
-    let paths: Vec<String> = (0..10).map(|i| format!("src/ledger/part_{i}.rs")).collect();
-    for (i, path) in paths.iter().enumerate() {
-        messages.extend(call(
-            &format!("e{i}"),
-            "edit_file",
-            json!({"path": path, "old": "u32", "new": "u64"}),
-            &"replaced one counter type in the file\n".repeat(6),
-        ));
-        messages.push(Message::assistant(format!("Widened part {i}.")));
-    }
-    let log = Message::user(format!(
-        "Here is the build log:\n{}",
-        "step compiled without warnings\n".repeat(200)
-    ));
-    let read = Message::assistant("Read it; the build is clean.");
-    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
-    messages.push(log);
-    messages.push(read);
+    let (mut messages, paths) = ledger_edits(10);
+    let verbatim = push_long_log(&mut messages);
     let view = sized(&mut engine, &messages, verbatim + 80);
     let first = files_in_blocks(&view);
     assert!(

@@ -289,14 +289,7 @@ fn standing_facts_a_small_room_cut_come_back_when_the_room_grows() {
         "Update: the vault code is now QX-9000; never delete it.",
     ));
     messages.push(Message::assistant("Noted."));
-    let log = Message::user(format!(
-        "Here is the build log:\n{}",
-        "step compiled without warnings\n".repeat(200)
-    ));
-    let read = Message::assistant("Read it; the build is clean.");
-    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
-    messages.push(log);
-    messages.push(read);
+    let verbatim = push_long_log(&mut messages);
     let view = sized(&mut engine, &messages, verbatim + 160);
     let text = text_of(&view);
     assert!(
@@ -305,13 +298,8 @@ fn standing_facts_a_small_room_cut_come_back_when_the_room_grows() {
     );
 
     // A short newest turn and a size with room for every rule.
-    let mut messages = view;
-    messages.push(Message::user("Carry on."));
-    messages.push(Message::assistant("Done."));
-    let target = 1_000;
-    let view = sized(&mut engine, &messages, target);
+    let view = short_turn_within(&mut engine, view, 1_000);
     let text = text_of(&view);
-    assert!(tokens(&view) <= target, "{} tokens\n{text}", tokens(&view));
     assert!(text.contains("QX-9000"), "{text}");
     for (_, value) in &RULES[1..] {
         assert!(text.contains(value), "round 3: {value} lost\n{text}");
@@ -369,14 +357,7 @@ fn notes_a_small_room_cut_come_back_when_the_room_grows() {
     let mut messages = view;
     messages.push(Message::user("Never delete the ledger archive LA-5512."));
     messages.push(Message::assistant("Noted."));
-    let log = Message::user(format!(
-        "Here is the build log:\n{}",
-        "step compiled without warnings\n".repeat(200)
-    ));
-    let read = Message::assistant("Read it; the build is clean.");
-    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
-    messages.push(log);
-    messages.push(read);
+    let verbatim = push_long_log(&mut messages);
     let view = sized(&mut engine, &messages, verbatim + 100);
     let text = text_of(&view);
     assert!(
@@ -384,13 +365,8 @@ fn notes_a_small_room_cut_come_back_when_the_room_grows() {
         "round 2 cut no note: the test needs a smaller room\n{text}"
     );
 
-    let mut messages = view;
-    messages.push(Message::user("Carry on."));
-    messages.push(Message::assistant("Done."));
-    let target = 1_000;
-    let view = sized(&mut engine, &messages, target);
+    let view = short_turn_within(&mut engine, view, 1_000);
     let text = text_of(&view);
-    assert!(tokens(&view) <= target, "{} tokens\n{text}", tokens(&view));
     assert!(text.contains("LA-5512"), "{text}");
     for note in NOTES {
         assert!(text.contains(&value(note)), "round 3: {note} lost\n{text}");

@@ -330,3 +330,29 @@ pub fn sized(engine: &mut LcmEngine, messages: &[Message], target: u64) -> Vec<M
     sequence::validate(&view).unwrap();
     view
 }
+
+/// Pushes a long build log as the newest turn, and the assistant's reply: the block before it
+/// gets little room. Returns what the head (the first two messages) and that turn take, in
+/// tokens, which stay verbatim.
+pub fn push_long_log(messages: &mut Vec<Message>) -> u64 {
+    let log = Message::user(format!(
+        "Here is the build log:\n{}",
+        "step compiled without warnings\n".repeat(200)
+    ));
+    let read = Message::assistant("Read it; the build is clean.");
+    let verbatim = tokens(&messages[..2]) + tokens(&[log.clone(), read.clone()]);
+    messages.push(log);
+    messages.push(read);
+    verbatim
+}
+
+/// A short newest turn after `view`, compressed to at most `target` tokens: a round with room
+/// after one that had little.
+pub fn short_turn_within(engine: &mut LcmEngine, view: Vec<Message>, target: u64) -> Vec<Message> {
+    let mut messages = view;
+    messages.push(Message::user("Carry on."));
+    messages.push(Message::assistant("Done."));
+    let view = sized(engine, &messages, target);
+    assert!(tokens(&view) <= target, "{} tokens", tokens(&view));
+    view
+}
