@@ -80,9 +80,8 @@ fn assembled_context_is_head_then_blocks_then_the_verbatim_tail() {
     assert!(
         text.contains("kind=\"") && text.contains("depth=\"") && text.contains("covers=\"seq ")
     );
-    assert!(text.contains(&format!(
-        "use lcm_expand with id {id} to recover the detail"
-    )));
+    assert!(text.starts_with(&format!("<lcm-summary id=\"{id}\"")));
+    assert!(text.contains("lcm_expand with this block's id recovers the detail"));
     assert!(text.trim_end().ends_with("</lcm-summary>"));
     // The tail is verbatim and at least the last turn.
     assert_eq!(out.last(), history.last());
