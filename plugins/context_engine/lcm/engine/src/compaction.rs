@@ -182,8 +182,8 @@ pub struct Compactor<'a> {
     /// (empty before; see [`Compactor::stored_over`]): a summary's id derives from its sources,
     /// so any other id is new, and is written without asking the store first.
     pub stored: HashSet<String>,
-    /// The standing facts under each summary read so far.
-    pub held: Held,
+    /// What the summaries read so far hold (the engine's, kept between compactions).
+    pub held: &'a mut Held,
 }
 
 impl Compactor<'_> {

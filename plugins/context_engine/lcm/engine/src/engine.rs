@@ -51,6 +51,9 @@ pub struct LcmEngine {
     last_recall: Option<LastRecall>,
     /// The standing facts recall read for the last requests, by text.
     facts_read: FactsRead,
+    /// What each summary's span holds, read once for the engine's life: a summary and the
+    /// messages under it never change once written (its id derives from its sources).
+    held: Held,
 }
 
 impl LcmEngine {
@@ -194,7 +197,7 @@ impl LcmEngine {
                     .filter(|memory| !memory.trim().is_empty()),
                 room: None,
                 stored: HashSet::new(),
-                held: Held::default(),
+                held: &mut self.held,
             };
             compactor.run(
                 &mut entries,
@@ -402,6 +405,7 @@ impl EnginePlugin for LcmEngine {
             lock: None,
             last_recall: None,
             facts_read: FactsRead::default(),
+            held: Held::default(),
         })
     }
 

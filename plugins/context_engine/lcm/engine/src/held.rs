@@ -180,21 +180,20 @@ impl Held {
 
 /// `items` as a standing section, in the digest's form (what summarizers read back).
 pub fn section(items: &[Standing]) -> String {
-    let mut out = String::from("Standing:\n");
-    for item in items {
-        out.push_str("- ");
-        out.push_str(&item.line());
-        out.push('\n');
-    }
-    out
+    listed("Standing:", items.iter().map(Standing::line))
 }
 
 /// `files` as a Files section, in the digest's form (what summarizers read back).
 pub fn files_section(files: &[FileState]) -> String {
-    let mut out = String::from("Files:\n");
-    for state in files {
+    listed("Files:", files.iter().map(FileState::line))
+}
+
+/// A heading, then one `- ` line for each of `lines`.
+fn listed(heading: &str, lines: impl Iterator<Item = String>) -> String {
+    let mut out = format!("{heading}\n");
+    for line in lines {
         out.push_str("- ");
-        out.push_str(&state.line());
+        out.push_str(&line);
         out.push('\n');
     }
     out
