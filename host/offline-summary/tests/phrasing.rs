@@ -20,8 +20,8 @@ struct Family {
     decoys: &'static [&'static str],
 }
 
-/// The Standing Facts lines of the session's summary, and every failure found.
-fn check(family: &Family) -> Vec<String> {
+/// The offline summary of the family's session, in the handoff's shape.
+fn handoff_of(family: &Family) -> String {
     let request = SummarizeRequest {
         instructions: String::new(),
         content: family.session.to_string(),
@@ -30,7 +30,12 @@ fn check(family: &Family) -> Vec<String> {
         previous_summary: None,
         shape: SummaryShape::Handoff,
     };
-    let summary = OfflineSummarizer.summary_text(&request);
+    OfflineSummarizer.summary_text(&request)
+}
+
+/// The Standing Facts lines of the session's summary, and every failure found.
+fn check(family: &Family) -> Vec<String> {
+    let summary = handoff_of(family);
     let lines = standing_in(&summary).lines();
     let mut failures = Vec::new();
     for (kind, value) in family.expected {
@@ -442,15 +447,7 @@ fn prose_lead_ins_that_announce_the_kind_are_dropped() {
     };
     assert_family(&family);
     // The negation stays with its value, wherever it is shown.
-    let request = SummarizeRequest {
-        instructions: String::new(),
-        content: family.session.to_string(),
-        max_tokens: 4000,
-        focus_topic: None,
-        previous_summary: None,
-        shape: SummaryShape::Handoff,
-    };
-    let summary = OfflineSummarizer.summary_text(&request);
+    let summary = handoff_of(&family);
     for line in summary.lines().filter(|line| line.contains("GA-1484-ET")) {
         assert!(line.contains("never agreed"), "{line}");
     }

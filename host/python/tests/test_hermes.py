@@ -205,6 +205,27 @@ def hermes_env(home: Path, package_path: Path, ctxhost_home: Path) -> dict[str, 
     }
 
 
+def run_in_hermes(
+    hermes_venv: Path,
+    program: str,
+    args: list[str],
+    tmp_path: Path,
+    home: Path,
+    package_path: Path,
+    with_shipped: Path,
+) -> subprocess.CompletedProcess[str]:
+    """`program` (`hermes` or `python`) of Hermes' virtualenv with `args`, run in `tmp_path`
+    with Hermes' home and the ctxhost package and config the tests give it."""
+    return subprocess.run(
+        [str(hermes_venv / "bin" / program), *args],
+        cwd=tmp_path,
+        env=hermes_env(home, package_path, with_shipped),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def found(answer: str, marker: str) -> bool:
     """Whether an `lcm_grep` answer has a stored message holding `marker`."""
     return any(marker in match["snippet"] for match in json.loads(answer)["matches"])
@@ -226,14 +247,14 @@ def test_hermes_cli_compresses_through_lcm_and_answers_lcm_grep(
     model, url = upstream
     home = hermes_home(tmp_path, url, "ctxhost-lcm")
     usage = tmp_path / "usage.json"
-    done = subprocess.run(
-        [str(hermes_venv / "bin" / "hermes"), "-z", "Run the echoes, tag cli"]
-        + ["--usage-file", str(usage)],
-        cwd=tmp_path,
-        env=hermes_env(home, package_path, with_shipped),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = run_in_hermes(
+        hermes_venv,
+        "hermes",
+        ["-z", "Run the echoes, tag cli", "--usage-file", str(usage)],
+        tmp_path,
+        home,
+        package_path,
+        with_shipped,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     chats = [r for r in model.requests if r.get("tools")]
@@ -273,13 +294,14 @@ def test_two_hermes_agents_in_process_are_two_lcm_sessions_of_one_store(
 ) -> None:
     model, url = upstream
     home = hermes_home(tmp_path, url, "ctxhost-lcm")
-    done = subprocess.run(
-        [str(hermes_venv / "bin" / "python"), "-c", IN_PROCESS, url, API_KEY, MODEL],
-        cwd=tmp_path,
-        env=hermes_env(home, package_path, with_shipped),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = run_in_hermes(
+        hermes_venv,
+        "python",
+        ["-c", IN_PROCESS, url, API_KEY, MODEL],
+        tmp_path,
+        home,
+        package_path,
+        with_shipped,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -332,13 +354,14 @@ def test_hermes_auxiliary_compression_model_summarizes_unless_ctxhosts_config_na
         if ctxhost_names_one:
             with (with_shipped / "config.yaml").open("a") as config:
                 config.write("auxiliary:\n  compression:\n    provider: offline\n")
-        done = subprocess.run(
-            [str(hermes_venv / "bin" / "hermes"), "-z", "Run the echoes, tag aux"],
-            cwd=tmp_path,
-            env=hermes_env(home, package_path, with_shipped),
-            capture_output=True,
-            text=True,
-            timeout=600,
+        done = run_in_hermes(
+            hermes_venv,
+            "hermes",
+            ["-z", "Run the echoes, tag aux"],
+            tmp_path,
+            home,
+            package_path,
+            with_shipped,
         )
     finally:
         aux_server.shutdown()
@@ -399,14 +422,14 @@ def test_a_model_switch_moves_its_agents_summaries_to_the_new_models_endpoint(
     second_key = "sk-hermes-second"
     try:
         home = hermes_home(tmp_path, first_url, "ctxhost-lcm")
-        done = subprocess.run(
-            [str(hermes_venv / "bin" / "python"), "-c", SWITCH]
-            + [first_url, API_KEY, second_url, second_key, MODEL],
-            cwd=tmp_path,
-            env=hermes_env(home, package_path, with_shipped),
-            capture_output=True,
-            text=True,
-            timeout=600,
+        done = run_in_hermes(
+            hermes_venv,
+            "python",
+            ["-c", SWITCH, first_url, API_KEY, second_url, second_key, MODEL],
+            tmp_path,
+            home,
+            package_path,
+            with_shipped,
         )
     finally:
         first_server.shutdown()

@@ -40,6 +40,20 @@ fn ledger_edits(count: usize) -> (Vec<Message>, Vec<String>) {
     (messages, paths)
 }
 
+/// Six test runs, each a tool call with a long passing log: busy work that touches no file.
+fn test_runs() -> Vec<Message> {
+    (0..6)
+        .flat_map(|i| {
+            call(
+                &format!("t{i}"),
+                "terminal",
+                json!({"command": format!("cargo test -p ledger_{i}")}),
+                &format!("test counters::case_{i} ... ok\n").repeat(20),
+            )
+        })
+        .collect()
+}
+
 /// What round `round` does to files, then busy work.
 fn round(round: usize) -> Vec<Message> {
     let shell = |id: &str, command: &str| call(id, "terminal", json!({"command": command}), "");
@@ -194,14 +208,7 @@ fn files_a_small_room_cut_come_back_when_the_room_grows() {
         "",
     ));
     // Busy work after them, so their record is no cut of a few lines.
-    for i in 0..6 {
-        messages.extend(call(
-            &format!("t{i}"),
-            "terminal",
-            json!({"command": format!("cargo test -p ledger_{i}")}),
-            &format!("test counters::case_{i} ... ok\n").repeat(20),
-        ));
-    }
+    messages.extend(test_runs());
     messages.push(Message::user("Run the build."));
     messages.extend(call(
         "b2",
@@ -259,14 +266,7 @@ fn files_the_first_block_of_a_session_had_no_room_for_come_back_from_its_message
 
     // More work, so a second block forms, then a short newest turn and room for every file.
     let mut messages = view;
-    for i in 0..6 {
-        messages.extend(call(
-            &format!("t{i}"),
-            "terminal",
-            json!({"command": format!("cargo test -p ledger_{i}")}),
-            &format!("test counters::case_{i} ... ok\n").repeat(20),
-        ));
-    }
+    messages.extend(test_runs());
     messages.push(Message::user("Carry on."));
     messages.push(Message::assistant("Done."));
     let target = 1_200;
