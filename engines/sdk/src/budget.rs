@@ -21,7 +21,8 @@
 //! narrative shrink before the latest turn's state, the files or the plan (the narrative's
 //! last item is cut to [`NARRATIVE_FLOOR_BYTES`] before it goes, so a summary with room for
 //! one short line of what the turns did still says it); a file's line
-//! gives up its last command, then its changes before the last, before the file goes, and the files within their share go
+//! gives up its last command, then its changes before the last, then a rename's former path,
+//! before the file goes ([`FILE_LINE_STEPS`]), and the files within their share go
 //! after the plan; a standing fact is dropped only when the facts alone exceed the budget.
 //! Facts then go by [`FACT_DROP_RULE`]: a value marked superseded first, then facts a tool
 //! printed (a `name: value` line), then notes held as the user said them (`Note: …`, read by
@@ -160,23 +161,52 @@ pub fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
         })
 }
 
-/// A file's line shortened by one step before the file goes: without its last command when
-/// it has one ([`without_last_command`]), else without the changes before its last one (a
-/// rename's former path stays: it says which file the path was); `None` when it is as short
-/// as it gets.
+/// A file's line shortened by one step before the file goes: the first of
+/// [`FILE_LINE_STEPS`] that applies; `None` when it is as short as it gets.
 pub fn shorter_file_line(item: &str) -> Option<String> {
-    if let Some(short) = without_last_command(item) {
-        return Some(short);
-    }
-    let open = item.rfind(" (")?;
-    let notes = item[open + 2..].strip_suffix(')')?;
-    let changes: Vec<&str> = notes.split(", ").collect();
+    FILE_LINE_STEPS.iter().find_map(|step| step(item))
+}
+
+/// How a file's line gets shorter before the file goes, one step at a time, in order: every
+/// line takes a step before any line takes the next (a cut of many files keeps each one's
+/// path and what was done to it last as long as it can).
+pub const FILE_LINE_STEPS: [fn(&str) -> Option<String>; 3] = [
+    without_last_command,
+    without_earlier_changes,
+    without_former_path,
+];
+
+/// A file's line without the changes before its last one (a rename's former path stays:
+/// it says which file the path was), when it has some.
+pub fn without_earlier_changes(item: &str) -> Option<String> {
+    let (path, changes) = file_changes(item)?;
     let (last, earlier) = changes.split_last()?;
     let rename = earlier
         .iter()
-        .find(|change| change.starts_with("renamed from "));
+        .find(|change| change.starts_with(RENAMED_FROM));
     let kept: Vec<&str> = rename.into_iter().copied().chain([*last]).collect();
-    (kept.len() < changes.len()).then(|| format!("{} ({})", &item[..open], kept.join(", ")))
+    (kept.len() < changes.len()).then(|| format!("{path} ({})", kept.join(", ")))
+}
+
+/// A renamed file's line without its former path (`b.rs (renamed)`): the last step before
+/// the file goes, since the path and the rename still tell the model where the file is.
+pub fn without_former_path(item: &str) -> Option<String> {
+    let (path, changes) = file_changes(item)?;
+    let at = changes
+        .iter()
+        .position(|change| change.starts_with(RENAMED_FROM))?;
+    let mut changes = changes;
+    changes[at] = "renamed";
+    Some(format!("{path} ({})", changes.join(", ")))
+}
+
+const RENAMED_FROM: &str = "renamed from ";
+
+/// A file's line split into its path (with any list mark before it) and its changes.
+fn file_changes(item: &str) -> Option<(&str, Vec<&str>)> {
+    let open = item.rfind(" (")?;
+    let notes = item[open + 2..].strip_suffix(')')?;
+    Some((&item[..open], notes.split(", ").collect()))
 }
 
 /// How standing facts go when the facts alone exceed a budget.
@@ -201,6 +231,10 @@ pub fn fact_to_drop<S: AsRef<str>>(items: &[S]) -> Option<usize> {
 /// past their share (their last commands before the files), the plan's, the files within
 /// their share, and the standing facts' last (by [`FACT_DROP_RULE`]); headings left without
 /// items go with them. Text is cut short only when one item is left and it does not fit.
+///
+/// A cut that fits may have freed more than it had to (the last item it gave up was long):
+/// what it gave up then comes back where the room allows, the last given up (the one the
+/// order holds dearest) first, each as it was before that step.
 pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
     if fits(text) {
         return text.to_string();
@@ -209,32 +243,43 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
     // The room, in bytes: the longest start of the text that fits.
     let room = longest_fit(text, &fits);
     summary.files_share = files_share(room);
+    let mut cuts: Vec<Cut> = Vec::new();
     loop {
         let rendered = summary.render();
         if fits(&rendered) {
-            return rendered;
+            return summary.give_back(cuts, &fits).unwrap_or(rendered);
         }
         summary.over = rendered.len().saturating_sub(room);
         // The narrative's last item is cut short before it goes: a summary that fits with
         // one short line of what the turns did still says it.
-        if summary.shorten_last_narrative() {
+        if let Some(cut) = summary.shorten_last_narrative() {
+            cuts.push(cut);
             continue;
         }
         let left: usize = summary.sections.iter().map(|s| s.items.len()).sum();
         match summary.next_to_drop().filter(|_| left > 1) {
-            Some((section, line)) => {
-                let section = &mut summary.sections[section];
-                // A file's line gives up its last command, then its earlier changes, before
-                // the file goes.
+            Some((at, line)) => {
+                let section = &mut summary.sections[at];
+                // A file's line gets shorter (`FILE_LINE_STEPS`) before the file goes.
                 let short = (section.part == BudgetPart::Files)
                     .then(|| shorter_file_line(&section.items[line]))
                     .flatten();
-                match short {
-                    Some(short) => section.items[line] = short,
+                let ord = section.ords[line];
+                cuts.push(match short {
+                    Some(short) => Cut::Shortened {
+                        section: at,
+                        ord,
+                        before: std::mem::replace(&mut section.items[line], short),
+                    },
                     None => {
-                        section.items.remove(line);
+                        section.ords.remove(line);
+                        Cut::Removed {
+                            section: at,
+                            ord,
+                            item: section.items.remove(line),
+                        }
                     }
-                }
+                });
             }
             None => return cut_to_fit(&rendered, &fits),
         }
@@ -303,6 +348,24 @@ struct Section {
     /// none of its own and stays while a subsection does).
     had_items: bool,
     items: Vec<String>,
+    /// Where each item stood when read (kept beside `items`): where one given up goes back.
+    ords: Vec<usize>,
+}
+
+/// One step of a cut, kept so that it can be undone when the room allows.
+enum Cut {
+    /// An item left its section.
+    Removed {
+        section: usize,
+        ord: usize,
+        item: String,
+    },
+    /// An item was made shorter; `before` is what it read.
+    Shortened {
+        section: usize,
+        ord: usize,
+        before: String,
+    },
 }
 
 impl Sections {
@@ -314,6 +377,7 @@ impl Sections {
             after_blank: false,
             had_items: false,
             items: Vec::new(),
+            ords: Vec::new(),
         }];
         let mut after_blank = false;
         for line in text.lines() {
@@ -326,9 +390,11 @@ impl Sections {
                     after_blank,
                     had_items: false,
                     items: Vec::new(),
+                    ords: Vec::new(),
                 });
             } else if !line.trim().is_empty() {
                 let section = sections.last_mut().expect("one section at least");
+                section.ords.push(section.items.len());
                 section.items.push(line.to_string());
                 section.had_items = true;
             }
@@ -351,8 +417,8 @@ impl Sections {
             .sum()
     }
 
-    /// The next file item to give way: the first (touched first) whose line can still be
-    /// shorter ([`shorter_file_line`]); else a file only named (no state), the first; else the file whose line
+    /// The next file item to give way: the first (touched first) whose line can take the
+    /// earliest of [`FILE_LINE_STEPS`] any line can still take; else a file only named (no state), the first; else the file whose line
     /// the cut must free ([`Self::file_to_drop`]); `None` when the files fit their share and
     /// `within_share` is not asked.
     fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
@@ -368,15 +434,10 @@ impl Sections {
             .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
             .collect();
         let item = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
-        // Every last command goes before any earlier change.
-        let shorter = files
+        // Every line takes a step before any line takes the next.
+        let shorter = FILE_LINE_STEPS
             .iter()
-            .find(|file| without_last_command(item(file)).is_some())
-            .or_else(|| {
-                files
-                    .iter()
-                    .find(|file| shorter_file_line(item(file)).is_some())
-            });
+            .find_map(|step| files.iter().find(|file| step(item(file)).is_some()));
         if let Some(&file) = shorter {
             return Some(file);
         }
@@ -406,13 +467,12 @@ impl Sections {
 
     /// Cuts the narrative's one item left to [`NARRATIVE_FLOOR_BYTES`]; false when there is
     /// no such item or it is that short already.
-    fn shorten_last_narrative(&mut self) -> bool {
-        let Some((at, line)) = self.last_narrative() else {
-            return false;
-        };
+    fn shorten_last_narrative(&mut self) -> Option<Cut> {
+        let (at, line) = self.last_narrative()?;
+        let ord = self.sections[at].ords[line];
         let item = &mut self.sections[at].items[line];
         if item.len() <= NARRATIVE_FLOOR_BYTES {
-            return false;
+            return None;
         }
         let mut end = floor_boundary(item, NARRATIVE_FLOOR_BYTES - '…'.len_utf8());
         if let Some(space) = item[..end].rfind(' ') {
@@ -420,8 +480,53 @@ impl Sections {
                 end = space;
             }
         }
-        *item = format!("{}…", item[..end].trim_end());
-        true
+        let short = format!("{}…", item[..end].trim_end());
+        Some(Cut::Shortened {
+            section: at,
+            ord,
+            before: std::mem::replace(item, short),
+        })
+    }
+
+    /// Undoes `cuts` (in the order they were made) where the room allows, the last first;
+    /// the rendering when any came back.
+    fn give_back(&mut self, cuts: Vec<Cut>, fits: impl Fn(&str) -> bool) -> Option<String> {
+        let mut back = None;
+        for cut in cuts.into_iter().rev() {
+            match cut {
+                Cut::Removed { section, ord, item } => {
+                    let at = self.sections[section].ords.partition_point(|&o| o < ord);
+                    self.sections[section].items.insert(at, item);
+                    self.sections[section].ords.insert(at, ord);
+                    let rendered = self.render();
+                    if fits(&rendered) {
+                        back = Some(rendered);
+                    } else {
+                        self.sections[section].items.remove(at);
+                        self.sections[section].ords.remove(at);
+                    }
+                }
+                Cut::Shortened {
+                    section,
+                    ord,
+                    before,
+                } => {
+                    // Gone since (a later step removed it, and it did not come back).
+                    let Some(at) = self.sections[section].ords.iter().position(|&o| o == ord)
+                    else {
+                        continue;
+                    };
+                    let after = std::mem::replace(&mut self.sections[section].items[at], before);
+                    let rendered = self.render();
+                    if fits(&rendered) {
+                        back = Some(rendered);
+                    } else {
+                        self.sections[section].items[at] = after;
+                    }
+                }
+            }
+        }
+        back
     }
 
     /// The next item to give up: from the last part in the order first; within it the last
@@ -674,8 +779,21 @@ mod tests {
         // commands, and the goal goes, before any file does.
         let short = format!("{facts}\n{files}");
         assert_eq!(trim_summary(&summary, under(short.len())), short);
-        // Less room: the file touched first goes, then the next; every fact stays.
+        // Less room: each line gives up its earlier changes, then a rename its former path,
+        // before any file goes (and what that freed past the need gives earlier changes back).
         let cut = trim_summary(&summary, under(short.len() - 30));
+        for line in [
+            "- src/a/retry.rs (",
+            "- src/b/schema.sql (read)",
+            "- src/c/importer.py (renamed)",
+            "- src/e/notes.md (",
+            "suite-0 ",
+            "suite-23 ",
+        ] {
+            assert!(cut.contains(line), "{line} in {cut}");
+        }
+        // Less still: the file touched first goes; every fact stays.
+        let cut = trim_summary(&summary, under(short.len() - 60));
         assert!(
             !cut.contains("retry.rs") && cut.contains("notes.md"),
             "{cut}"
@@ -699,16 +817,34 @@ mod tests {
             "{facts}\n\n## Files\n- src/a.rs (read)\n{long}\n- etc/hosts\n- src/b.rs (edited)"
         );
         // Room for all but 40 bytes: the file only named goes first, then the one line
-        // that frees the rest alone (the long one), not the file touched first.
+        // that frees the rest alone (the long one), not the file touched first; the named
+        // file then comes back into the room the long one left.
         let cut = trim_summary(&summary, under(summary.len() - 40));
         assert_eq!(
             cut,
-            format!("{facts}\n\n## Files\n- src/a.rs (read)\n- src/b.rs (edited)")
+            format!("{facts}\n\n## Files\n- src/a.rs (read)\n- etc/hosts\n- src/b.rs (edited)")
         );
         // Past the named file no line frees it alone: the longest goes, then the least
         // recently touched that frees the rest.
         let cut = trim_summary(&summary, under(summary.len() - long.len() - 25));
         assert_eq!(cut, format!("{facts}\n\n## Files\n- src/b.rs (edited)"));
+    }
+
+    #[test]
+    fn what_a_cut_gave_up_comes_back_where_the_room_allows() {
+        let facts = "## Standing Facts\n- Rule: Always run the check suite first.";
+        let files =
+            "## Files\n- src/one/a.rs (read)\n- src/two/b.rs (read)\n- src/three/c.rs (read)";
+        let plan = format!(
+            "## Next Steps\n- {}",
+            "wire the importer's retry policy ".repeat(3)
+        );
+        let summary = format!("{facts}\n\n{files}\n\n{plan}");
+        // The files past their share go first, then the plan, which frees far more than
+        // was left to free: the files it made room for come back.
+        let room = summary.len() - 80;
+        let cut = trim_summary(&summary, under(room));
+        assert_eq!(cut, format!("{facts}\n\n{files}"));
     }
 
     #[test]
@@ -729,9 +865,16 @@ mod tests {
         // Room for one short line: the newest item, cut short.
         let short = format!("{facts}\n\n{files}\n\n## Did\n{kept}");
         assert_eq!(trim_summary(&summary, under(short.len())), short);
-        // Less room: it goes before the files.
-        let cut = format!("{facts}\n\n{files}");
+        // Less room: it goes before the files, and the older item, shorter, comes back into
+        // the room it left.
+        let cut = format!(
+            "{facts}\n\n{files}\n\n## Did\n\
+             - Read the logs of the failing deploy and found the missing variable."
+        );
         assert_eq!(trim_summary(&summary, under(short.len() - 1)), cut);
+        // Less still: the narrative goes whole.
+        let cut = format!("{facts}\n\n{files}");
+        assert_eq!(trim_summary(&summary, under(cut.len())), cut);
     }
 
     #[test]
@@ -759,10 +902,16 @@ mod tests {
             shorter_file_line("- b.rs (read, edited, renamed from a.rs)").as_deref(),
             Some("- b.rs (renamed from a.rs)")
         );
+        // Then a rename's former path: the path and the rename still say where the file is.
         assert_eq!(
             shorter_file_line("- b.rs (renamed from a.rs, edited)").as_deref(),
-            None
+            Some("- b.rs (renamed, edited)")
         );
+        assert_eq!(
+            shorter_file_line("- b.rs (renamed from a.rs)").as_deref(),
+            Some("- b.rs (renamed)")
+        );
+        assert_eq!(shorter_file_line("- b.rs (renamed)"), None);
         assert_eq!(shorter_file_line("- a.rs (deleted)"), None);
     }
 
@@ -827,11 +976,15 @@ mod tests {
             !two_less.contains("v3.12.40") && two_less.contains("nightly-4410"),
             "{two_less}"
         );
+        // One byte less: the newer note goes too, and the older one, shorter, comes back
+        // into the room it left (a cut gives back what fits, dearest first).
         let three_less = trim_summary(facts, under(two_less.len() - 1));
-        assert_eq!(
-            three_less,
-            "## Standing Facts\n- Rule: Never reveal API keys in logs."
+        assert!(
+            three_less.contains("v3.12.40") && !three_less.contains("nightly-4410"),
+            "{three_less}"
         );
+        let rule = "## Standing Facts\n- Rule: Never reveal API keys in logs.";
+        assert_eq!(trim_summary(facts, under(rule.len())), rule);
     }
 
     #[test]

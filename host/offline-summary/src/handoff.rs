@@ -508,20 +508,20 @@ impl Section {
             &unfocused
         };
         let victim = if self.key == Key::Files {
-            // A file only named goes first; then a file's line gives up its last command
-            // (every last command before any earlier change), then its earlier changes, the
-            // one touched first first; then the file that leaves as many as fit.
+            // A file only named goes first; then a file's line gets shorter by the SDK's
+            // steps (every line takes a step before any takes the next), the one touched
+            // first first; then the file that leaves as many as fit.
             let named = pool
                 .iter()
                 .copied()
                 .find(|&i| !self.items[i].text.contains(" ("));
             if named.is_none() {
-                let shorter = |shorten: fn(&str) -> Option<String>| {
-                    pool.iter()
-                        .find_map(|&i| shorten(&self.items[i].text).map(|short| (i, short)))
-                };
-                let short = shorter(ctxhost_sdk::budget::without_last_command)
-                    .or_else(|| shorter(ctxhost_sdk::budget::shorter_file_line));
+                let short = ctxhost_sdk::budget::FILE_LINE_STEPS
+                    .iter()
+                    .find_map(|step| {
+                        pool.iter()
+                            .find_map(|&i| step(&self.items[i].text).map(|short| (i, short)))
+                    });
                 if let Some((at, short)) = short {
                     self.items[at].text = short;
                     return;
