@@ -22,6 +22,7 @@ mod markers;
 mod merge;
 mod parse;
 mod record;
+mod restated;
 pub mod sections;
 pub mod standing;
 mod turn_facts;

@@ -6,7 +6,8 @@
 
 use super::digest::Digest;
 use super::files::{FileBook, FileState};
-use super::handoff::{normalized, Handoff, Key};
+use super::handoff::{Handoff, Key};
+use super::restated;
 use super::standing::Book;
 
 /// Where a heading of a previous summary goes.
@@ -135,7 +136,11 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     let mut book = Book::default();
     book.add_lines(of(Key::Standing).iter().map(String::as_str));
     book.extend(digest.standing);
-    let standing_texts: Vec<String> = book.items().iter().map(|i| said_part(&i.text)).collect();
+    let standing_texts: Vec<String> = book
+        .items()
+        .iter()
+        .map(|i| restated::said_part(&i.text))
+        .collect();
 
     // Goal: the original goal stays first; later asks follow, but for those that only state
     // what the standing facts carry (a rule said in a message of its own is no ask).
@@ -145,12 +150,12 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     handoff.extend(Key::Goal, old_goal.next());
     handoff.extend(
         Key::Goal,
-        old_goal.filter(|ask| !states_only(ask, &standing_texts)),
+        old_goal.filter(|ask| !restated::states_only(ask, &standing_texts)),
     );
     let mut asks = digest
         .asks
         .iter()
-        .filter(|ask| !states_only(ask, &standing_texts));
+        .filter(|ask| !restated::states_only(ask, &standing_texts));
     if !had_goal {
         handoff.extend(Key::Goal, asks.next().cloned());
     }
@@ -169,12 +174,12 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
         .items()
         .iter()
         .chain(book.superseded().iter().map(|(old, _)| old))
-        .map(|i| said_part(&i.text))
+        .map(|i| restated::said_part(&i.text))
         .collect();
     let constraints = of(Key::Constraints).into_iter().chain(digest.constraints);
     handoff.extend(
         Key::Constraints,
-        constraints.filter(|c| !states_only(c, &standing)),
+        constraints.filter(|c| !restated::states_only(c, &standing)),
     );
 
     handoff.extend(Key::Done, merge_done(of(Key::Done), digest.done));
@@ -205,7 +210,7 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
         Key::Decisions,
         digest.decisions.into_iter().filter(|decision| {
             let said = decision.strip_prefix("User: ").unwrap_or(decision);
-            !states_only(said, &standing)
+            !restated::states_only(said, &standing)
         }),
     );
 
@@ -222,36 +227,6 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     // Rendering marks the replaced values the other sections still show.
     handoff.standing = book;
     handoff
-}
-
-/// Words an ask may hold beside what the standing facts carry and still be only a statement
-/// of them ("oh and never push to main. seriously.", "…, if that works for you").
-const ASIDE_WORDS: usize = 8;
-
-/// A standing item's text as an ask or a constraint holds it: normalized, without the capital
-/// and the stop it was given as a sentence, lower case.
-fn said_part(text: &str) -> String {
-    normalized(text)
-        .trim_end_matches(['.', '!', '?'])
-        .to_string()
-}
-
-/// Whether `ask` (an item of the Goal section) says nothing but what the standing items carry
-/// (their texts, `standing`, normalized) and a few words around them that name no value.
-fn states_only(ask: &str, standing: &[String]) -> bool {
-    let mut rest = normalized(ask);
-    let mut found = false;
-    for text in standing.iter().filter(|text| !text.is_empty()) {
-        if let Some(at) = rest.find(text.as_str()) {
-            rest.replace_range(at..at + text.len(), " ");
-            found = true;
-        }
-    }
-    let words = rest
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .count();
-    found && words <= ASIDE_WORDS && crate::standing::note_value(&rest).is_none()
 }
 
 /// `Ran `x` (×3)` → (`Ran `x``, 3).

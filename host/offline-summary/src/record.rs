@@ -21,6 +21,7 @@ use std::collections::HashSet;
 
 use crate::digest::Digest;
 use crate::files::FileBook;
+use crate::restated;
 use crate::standing::{self, Book};
 
 /// The sections, in the order they are written, with how many items each keeps at most.
@@ -274,13 +275,36 @@ impl Record {
             .into_iter()
             .map(|line| self.standing.mark_superseded(&line).into_owned())
             .collect();
+        // An ask or a limit said in passing that only states what the standing facts carry (a
+        // rule, or a new value, said in a message of its own) is not written again: the
+        // handoff leaves it out of the goal the same way.
+        let said: Vec<String> = self
+            .standing
+            .items()
+            .iter()
+            .map(|item| restated::said_part(&item.text))
+            .collect();
+        let unsaid: Vec<(Section, Vec<String>)> = sections
+            .iter()
+            .filter(|(section, _)| matches!(section, Section::Asked | Section::Constraints))
+            .map(|(section, items)| {
+                let items = items
+                    .iter()
+                    .filter(|item| !restated::states_only(item, &said));
+                (*section, items.cloned().collect())
+            })
+            .collect();
         for (section, limit) in SECTIONS {
             let items = match section {
                 Section::Files if files.is_empty() => continue,
                 Section::Files => &files,
-                _ => match sections.iter().find(|(s, _)| *s == section) {
-                    Some((_, items)) => items,
-                    None => continue,
+                _ => match unsaid
+                    .iter()
+                    .chain(sections.iter())
+                    .find(|(s, _)| *s == section)
+                {
+                    Some((_, items)) if !items.is_empty() => items,
+                    _ => continue,
                 },
             };
             // The files are listed least recent first: the cap keeps the last ones.

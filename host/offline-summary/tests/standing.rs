@@ -162,3 +162,67 @@ fn digest_records_carry_standing_facts_and_merge_them() {
     );
     assert!(!merged.contains("The budget is $4,817."), "{merged}");
 }
+
+#[test]
+fn changes_announced_the_same_way_stay_apart_each_with_its_own_value() {
+    // Each change opens with the same words and a colon: those words announce the change and
+    // name nothing, so the second change must not take the first one's place (and words).
+    let record = OfflineSummarizer.summary_text(&SummarizeRequest {
+        shape: SummaryShape::Digest,
+        ..request(
+            "[user] Plans shifted since then: the billing service goes onto cluster basalt-2289 \
+             instead, so keep that in mind.\n[assistant] Acknowledged.\n\
+             [user] Plans shifted since then: we switched the queue backend to osprey-3069 \
+             instead, so keep that in mind.\n[assistant] Acknowledged.\n"
+                .to_string(),
+            None,
+            600,
+        )
+    });
+    let standing: Vec<&str> = record
+        .lines()
+        .skip_while(|line| *line != "Standing:")
+        .skip(1)
+        .take_while(|line| line.starts_with("- "))
+        .collect();
+    let billing = standing
+        .iter()
+        .find(|line| line.contains("billing service"));
+    let queue = standing.iter().find(|line| line.contains("queue backend"));
+    assert!(
+        billing.is_some_and(|line| line.contains("basalt-2289") && !line.contains("osprey")),
+        "{record}"
+    );
+    assert!(
+        queue.is_some_and(|line| line.contains("osprey-3069")),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_record_does_not_repeat_as_an_ask_what_its_standing_facts_state() {
+    // An open question said with an aside in its own sentence, and a nudge: the question is
+    // standing, so only the ask that asks for more is listed; an aside in a sentence of its
+    // own that asks for more stays.
+    let record = OfflineSummarizer.summary_text(&SummarizeRequest {
+        shape: SummaryShape::Digest,
+        ..request(
+            "[user] Nobody has settled yet whether the legacy endpoint /srv/cobalt-3501/data \
+             can be switched off, so we will have to come back to it.\n\
+             [assistant] Acknowledged.\n\
+             [user] Never push directly to the protected branch garnet-6619. Also split the \
+             importer into two modules.\n[assistant] Acknowledged.\n"
+                .to_string(),
+            None,
+            600,
+        )
+    });
+    assert!(record.contains("/srv/cobalt-3501/data"), "{record}");
+    let asked: Vec<&str> = record
+        .lines()
+        .filter(|line| line.starts_with("Asked:") || line.starts_with("- "))
+        .filter(|line| line.contains("Nobody has settled") || line.contains("split the"))
+        .collect();
+    assert_eq!(asked.len(), 1, "{record}");
+    assert!(asked[0].contains("split the importer"), "{record}");
+}

@@ -5,33 +5,9 @@
 //! "always run the smoke suite X before every merge" becomes "… the smoke suite Y …", so the
 //! rule and its current value stay one item.
 
+pub use super::forms::is_change;
 use super::read::value_tokens;
 use super::{Kind, Standing};
-
-/// Words that say a value changed.
-const CUES: &[&str] = &[
-    "renamed",
-    "moved to",
-    "moved from",
-    "moved into",
-    "moved off",
-    "changed",
-    "switched to",
-    "switched from",
-    "switched over",
-    "replaced by",
-    "replaced with",
-    "instead",
-    "no longer",
-    "now",
-    "update",
-    "updated",
-    "correction",
-    "scratch that",
-    "rotated",
-    "migrated",
-    "anymore",
-];
 
 /// Function words and change words: what two statements about one thing share beyond them is
 /// what they are about.
@@ -202,26 +178,6 @@ fn named(text: &str) -> Option<String> {
         return None;
     }
     content_words(name).pop()
-}
-
-/// Whether `text` says that a value changed ("renamed", "moved to", "now", "instead", "no
-/// longer", "update: …"); "from now on" and "for now" say how long something holds, not that
-/// it changed.
-pub fn is_change(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    CUES.iter().any(|cue| {
-        lower.match_indices(cue).any(|(at, _)| {
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + cue.len()..].chars().next();
-            let whole = !before.is_some_and(char::is_alphanumeric)
-                && !after.is_some_and(char::is_alphanumeric);
-            let lasting = *cue == "now"
-                && ["from ", "for ", "right ", "until "]
-                    .iter()
-                    .any(|lead| lower[..at].ends_with(lead));
-            whole && !lasting
-        })
-    })
 }
 
 /// `text` without a short label opening it ("Change request: …", "Constraint — …"): the words

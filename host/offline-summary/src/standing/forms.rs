@@ -40,6 +40,51 @@ const NOT_BINDING_LABELS: &[&str] = &[
     "https",
 ];
 
+/// Words that say a value changed.
+const CUES: &[&str] = &[
+    "renamed",
+    "moved to",
+    "moved from",
+    "moved into",
+    "moved off",
+    "changed",
+    "switched to",
+    "switched from",
+    "switched over",
+    "replaced by",
+    "replaced with",
+    "instead",
+    "no longer",
+    "now",
+    "update",
+    "updated",
+    "correction",
+    "scratch that",
+    "rotated",
+    "migrated",
+    "anymore",
+];
+
+/// Whether `text` says that a value changed ("renamed", "moved to", "now", "instead", "no
+/// longer", "update: …"); "from now on" and "for now" say how long something holds, not that
+/// it changed.
+pub fn is_change(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    CUES.iter().any(|cue| {
+        lower.match_indices(cue).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + cue.len()..].chars().next();
+            let whole = !before.is_some_and(char::is_alphanumeric)
+                && !after.is_some_and(char::is_alphanumeric);
+            let lasting = *cue == "now"
+                && ["from ", "for ", "right ", "until "]
+                    .iter()
+                    .any(|lead| lower[..at].ends_with(lead));
+            whole && !lasting
+        })
+    })
+}
+
 /// Labels that say a value changed: what follows is read as it is, not as a rule.
 const CHANGE_LABELS: &[&str] = &[
     "changed",

@@ -1360,6 +1360,13 @@ fn named_value(body: &str) -> Option<(&str, &str)> {
     if pointing {
         return None;
     }
+    // `Plans shifted since then: the billing service goes onto cluster X instead`: what
+    // follows the colon states a change of its own, so the words before it announce the
+    // change and name nothing (read as a name, every change so announced would be one
+    // subject, each replacing the last).
+    if link == ": " && forms::is_change(value) {
+        return None;
+    }
     Some((name, value))
 }
 

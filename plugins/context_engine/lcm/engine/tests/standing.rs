@@ -96,6 +96,12 @@ fn planted_facts_stay_in_the_view_through_five_rounds_at_a_tight_budget() {
         assert!(!blocks.is_empty(), "round {round}: compacted");
         let text = text_of(view);
         for (_, _, value) in PLANTED.iter().filter(|(r, _, _)| *r <= round) {
+            // From round 3 the budget's value is the new one: the old need not be shown.
+            let value = if *value == "$4,817" && round >= 3 {
+                "$6,120"
+            } else {
+                value
+            };
             assert!(text.contains(value), "round {round}: {value} lost\n{text}");
         }
         assert!(
