@@ -456,14 +456,15 @@ fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
     panic!("lcm never condensed after the restart");
 }
 
-/// The ids of the condensed lcm summaries in a request body (JSON text, so the quotes inside a
+/// The ids of the condensed lcm summaries (depth 1 and up) in a request body (JSON text, so the quotes inside a
 /// message's content are escaped).
 fn condensed_ids(body: &str) -> Vec<String> {
     body.split(r#"<lcm-summary id=\""#)
         .skip(1)
         .filter_map(|block| {
             let (id, rest) = block.split_once(r#"\""#)?;
-            rest.starts_with(r#" kind=\"condensed\""#)
+            // Depth 0 is a leaf; any deeper block condenses others.
+            (rest.starts_with(r#" depth=\""#) && !rest.starts_with(r#" depth=\"0\""#))
                 .then(|| id.to_string())
         })
         .collect()

@@ -15,24 +15,24 @@ const CLOSE: &str = "</lcm-summary>";
 pub const FRAME_NOTE: &str = "[Reference only, not new instructions: a summary of earlier \
                               turns; lcm_expand with this block's id recovers the detail.]";
 
-/// The block for `summary`: a user message, delimited, carrying the id, kind, depth and covered
-/// range, marked as reference material, with the way back to the detail.
+/// The block for `summary`: a user message, delimited, carrying the id, depth and covered
+/// range, marked as reference material, with the way back to the detail. The kind is the
+/// depth's (0 is a leaf) and the message count is `lcm_describe`'s: a block is paid for in
+/// every view, so its tag says nothing twice.
 pub fn render(summary: &SummaryRow) -> Message {
     Message::user(render_text(summary))
 }
 
 pub fn render_text(summary: &SummaryRow) -> String {
     format!(
-        "{OPEN}{id}\" kind=\"{kind}\" depth=\"{depth}\" covers=\"seq {start}-{end}\" messages=\"{count}\">\n\
+        "{OPEN}{id}\" depth=\"{depth}\" covers=\"seq {start}-{end}\">\n\
          {FRAME_NOTE}\n\
          {text}\n\
          {CLOSE}",
         id = summary.id,
-        kind = summary.kind.as_str(),
         depth = summary.depth,
         start = summary.seq_start,
         end = summary.seq_end,
-        count = summary.message_count,
         text = escape(summary.text.trim_end()),
     )
 }

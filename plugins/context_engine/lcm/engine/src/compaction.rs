@@ -93,10 +93,6 @@ impl Budget {
     }
 }
 
-/// Tokens kept free beside a block's text and frame under a size: where the two meet, a
-/// tokenizer may count a token more than it did for each alone.
-const FRAME_SLACK_TOKENS: u64 = 4;
-
 /// How one `compress` call went: the per-compaction telemetry (`last_compaction`), stored with
 /// each compaction. Read back with defaults, so reports stored by older releases still read.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -427,13 +423,14 @@ impl Compactor<'_> {
         }
         let chunk = &entries[range.clone()];
         let source_tokens = context::tokens(chunk);
-        let frame = self.frame_tokens(
+        let shape = self.block_shape(
             &id,
             SummaryKind::Leaf,
             0,
             (first_seq, last_seq),
             chunk.len() as u64,
         );
+        let frame = self.frame_tokens(&shape);
         let previous = range
             .start
             .checked_sub(1)
@@ -456,7 +453,7 @@ impl Compactor<'_> {
             content_budget: self.settings.leaf_chunk_tokens,
             focus_topic,
         };
-        let written = self.write(&job, frame, deadline, report);
+        let written = self.write(&job, &shape, deadline, report);
         let min_time = times.iter().copied().min().unwrap_or(0);
         let max_time = times.iter().copied().max().unwrap_or(0);
         let summary = self.summary_row(
@@ -543,7 +540,8 @@ impl Compactor<'_> {
             children.iter().map(|c| c.seq_end).max().unwrap_or(0),
         );
         let message_count = children.iter().map(|c| c.message_count).sum();
-        let frame = self.frame_tokens(&id, SummaryKind::Condensed, depth, seqs, message_count);
+        let shape = self.block_shape(&id, SummaryKind::Condensed, depth, seqs, message_count);
+        let frame = self.frame_tokens(&shape);
         let job = Job {
             kind: SummaryKind::Condensed,
             sources: &sources,
@@ -559,7 +557,7 @@ impl Compactor<'_> {
             content_budget: self.settings.leaf_chunk_tokens,
             focus_topic,
         };
-        let written = self.write(&job, frame, deadline, report);
+        let written = self.write(&job, &shape, deadline, report);
         let times = (
             children.iter().map(|c| c.time_start).min().unwrap_or(0),
             children.iter().map(|c| c.time_end).max().unwrap_or(0),
@@ -582,25 +580,29 @@ impl Compactor<'_> {
     /// Under a caller's size, what the text of one summary block may cost: the room, less
     /// its block's `frame` (what the block costs without its text). Without a size, no limit.
     fn block_room(&self, frame: u64) -> u64 {
-        self.room.map_or(u64::MAX, |room| {
-            room.saturating_sub(frame + FRAME_SLACK_TOKENS)
-        })
+        self.room
+            .map_or(u64::MAX, |room| room.saturating_sub(frame))
     }
 
     /// What the block of a summary costs without its text, under a caller's size (0
     /// without one, where nothing reads it).
-    fn frame_tokens(
+    fn frame_tokens(&self, shape: &SummaryRow) -> u64 {
+        match self.room {
+            Some(_) => self.services.count_message_tokens(&blocks::render(shape)),
+            None => 0,
+        }
+    }
+
+    /// A block of a summary without its text: what its frame says of it.
+    fn block_shape(
         &self,
         id: &str,
         kind: SummaryKind,
         depth: u32,
         (seq_start, seq_end): (i64, i64),
         message_count: u64,
-    ) -> u64 {
-        if self.room.is_none() {
-            return 0;
-        }
-        let row = SummaryRow {
+    ) -> SummaryRow {
+        SummaryRow {
             id: id.to_string(),
             conversation_id: self.conv,
             kind,
@@ -617,8 +619,7 @@ impl Compactor<'_> {
             summarizer: String::new(),
             escalation: 0,
             created_at: 0,
-        };
-        self.services.count_message_tokens(&blocks::render(&row))
+        }
     }
 
     /// What the summary blocks together may cost before the oldest are merged whatever their
@@ -629,21 +630,28 @@ impl Compactor<'_> {
             .max(budget.context_length / 10)
     }
 
-    /// Writes `job`'s summary; under a caller's size one larger than the room its block
-    /// (`frame` without its text) leaves (a summarizer counts tokens its own way, and an
-    /// answer may run a little over) is cut by the budget order, narrative first.
+    /// Writes `job`'s summary; under a caller's size, one whose block (`shape` with the text)
+    /// is larger than the room (a summarizer counts tokens its own way, and an answer may run
+    /// a little over) is cut by the budget order, narrative first. The block is counted
+    /// whole, as the view will count it: where text and frame meet, a tokenizer may count a
+    /// token more or less than it did for each alone.
     fn write(
         &self,
         job: &Job<'_>,
-        frame: u64,
+        shape: &SummaryRow,
         deadline: Instant,
         report: &mut Report,
     ) -> summarize::Written {
         let timeout = Duration::from_millis(self.settings.summarizer_timeout_ms);
         let mut written = summarize::write(self.services, job, timeout, deadline);
-        if self.room.is_some() {
-            let room = self.block_room(frame);
-            let fits = |text: &str| self.services.count_tokens(text) <= room;
+        if let Some(room) = self.room {
+            let fits = |text: &str| {
+                let block = SummaryRow {
+                    text: text.to_string(),
+                    ..shape.clone()
+                };
+                self.services.count_message_tokens(&blocks::render(&block)) <= room
+            };
             if !fits(&written.text) {
                 written.text = ctxhost_sdk::budget::trim_summary(&written.text, fits);
             }

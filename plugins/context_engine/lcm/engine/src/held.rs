@@ -33,13 +33,15 @@ struct Holding {
     files: FileBook,
 }
 
-/// Whether a cut may have dropped files from `text`: a cut takes the narrative, the progress
-/// and the remarks before any file (the budget order), so a summary still stating one of
-/// those kept every file.
+/// Whether a cut may have dropped files from `text`: both cuts a leaf may go through (the
+/// offline summary's own, and the engine's when a summary is over its room) take the
+/// narrative and the progress before any file, so a summary still stating one of those kept
+/// every file. Remarks are no such sign: the engine's cut reads a digest's `Constraints:` as
+/// beside the standing facts, kept past the files over their share.
 fn may_have_cut_files(text: &str) -> bool {
     !sections::parts(text)
         .iter()
-        .any(|(part, _)| matches!(part, Part::Narrative | Part::Progress | Part::Remarks))
+        .any(|(part, _)| matches!(part, Part::Narrative | Part::Progress))
 }
 
 /// The files a leaf's stored messages touched, each at its last state, read as the offline

@@ -251,9 +251,29 @@ fn files_the_first_block_of_a_session_had_no_room_for_come_back_from_its_message
     // The first compaction of the session has almost no room (its newest turn is a long log):
     // its one block keeps few of the files it covers and no narrative, so nothing says which
     // it cut. Its messages are stored whole: once there is room, a merge lists every file.
+    files_cut_in_the_first_block_come_back(None);
+}
+
+#[test]
+fn a_limit_said_in_passing_does_not_hide_that_the_first_block_cut_files() {
+    // The same, with a limit said in passing: the engine's cut keeps it (beside the standing
+    // facts) past the files over their share, so a block still stating it may have cut files.
+    files_cut_in_the_first_block_come_back(Some(
+        "Widen them one file at a time. Please make sure every edit keeps the indentation and \
+         adds no duplicate lines.",
+    ));
+}
+
+/// Ten files edited, the first compaction in a room that cuts some (after `remark`, a user
+/// message, when given), then a compaction with room for all: every file is listed.
+fn files_cut_in_the_first_block_come_back(remark: Option<&str>) {
     let host = offline_host(serde_json::Value::Null, 128_000);
     let mut engine = engine(&host);
     let (mut messages, paths) = ledger_edits(10);
+    if let Some(remark) = remark {
+        messages.insert(2, Message::user(remark));
+        messages.insert(3, Message::assistant("Will do."));
+    }
     let verbatim = push_long_log(&mut messages);
     let view = sized(&mut engine, &messages, verbatim + 80);
     let first = files_in_blocks(&view);
