@@ -161,10 +161,43 @@ pub fn file_to_drop(lengths: &[usize], over: usize) -> Option<usize> {
         })
 }
 
-/// A file's line shortened by one step before the file goes: the first of
-/// [`FILE_LINE_STEPS`] that applies; `None` when it is as short as it gets.
-pub fn shorter_file_line(item: &str) -> Option<String> {
-    FILE_LINE_STEPS.iter().find_map(|step| step(item))
+/// What a cut does next to the files' lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileCut {
+    /// A line reads shorter: one of [`FILE_LINE_STEPS`].
+    Shorten {
+        /// Which line.
+        at: usize,
+        /// What it reads now.
+        line: String,
+    },
+    /// A file goes.
+    Drop {
+        /// Which file's line.
+        at: usize,
+    },
+}
+
+/// What a cut does next to the files' `lines` (least recently touched first, each costing its
+/// length and `per_line` bytes more as rendered) when `over` bytes must be freed: a file only
+/// named (no state) goes first, the one touched first, since it says the least; then a line
+/// gets shorter by [`FILE_LINE_STEPS`] (every line takes a step before any line takes the
+/// next), the one touched first first; then the file [`file_to_drop`] picks. Both cuts of the budget order
+/// (`trim_summary`, and the offline summary's own) choose by it.
+pub fn next_file_cut<S: AsRef<str>>(lines: &[S], per_line: usize, over: usize) -> Option<FileCut> {
+    let line = |at: usize| lines[at].as_ref();
+    if let Some(at) = (0..lines.len()).find(|&at| !line(at).contains(" (")) {
+        return Some(FileCut::Drop { at });
+    }
+    let shorter = FILE_LINE_STEPS.iter().find_map(|step| {
+        (0..lines.len()).find_map(|at| step(line(at)).map(|line| FileCut::Shorten { at, line }))
+    });
+    shorter.or_else(|| {
+        let lengths: Vec<usize> = (0..lines.len())
+            .map(|at| line(at).len() + per_line)
+            .collect();
+        file_to_drop(&lengths, over).map(|at| FileCut::Drop { at })
+    })
 }
 
 /// How a file's line gets shorter before the file goes, one step at a time, in order: every
@@ -249,38 +282,15 @@ pub fn trim_summary(text: &str, fits: impl Fn(&str) -> bool) -> String {
         if fits(&rendered) {
             return summary.give_back(cuts, &fits).unwrap_or(rendered);
         }
-        summary.over = rendered.len().saturating_sub(room);
+        let over = rendered.len().saturating_sub(room);
         // The narrative's last item is cut short before it goes: a summary that fits with
-        // one short line of what the turns did still says it.
-        if let Some(cut) = summary.shorten_last_narrative() {
-            cuts.push(cut);
-            continue;
-        }
+        // one short line of what the turns did still says it; then the next item gives way.
         let left: usize = summary.sections.iter().map(|s| s.items.len()).sum();
-        match summary.next_to_drop().filter(|_| left > 1) {
-            Some((at, line)) => {
-                let section = &mut summary.sections[at];
-                // A file's line gets shorter (`FILE_LINE_STEPS`) before the file goes.
-                let short = (section.part == BudgetPart::Files)
-                    .then(|| shorter_file_line(&section.items[line]))
-                    .flatten();
-                let ord = section.ords[line];
-                cuts.push(match short {
-                    Some(short) => Cut::Shortened {
-                        section: at,
-                        ord,
-                        before: std::mem::replace(&mut section.items[line], short),
-                    },
-                    None => {
-                        section.ords.remove(line);
-                        Cut::Removed {
-                            section: at,
-                            ord,
-                            item: section.items.remove(line),
-                        }
-                    }
-                });
-            }
+        let cut = summary
+            .shorten_last_narrative()
+            .or_else(|| (left > 1).then(|| summary.next_to_drop(over)).flatten());
+        match cut {
+            Some(cut) => cuts.push(summary.apply(cut)),
             None => return cut_to_fit(&rendered, &fits),
         }
     }
@@ -332,8 +342,6 @@ struct Sections {
     sections: Vec<Section>,
     /// The bytes the files' lines get before the goal and plan.
     files_share: usize,
-    /// How many bytes the last rendering was over the room (what a cut must free).
-    over: usize,
 }
 
 struct Section {
@@ -352,19 +360,22 @@ struct Section {
     ords: Vec<usize>,
 }
 
-/// One step of a cut, kept so that it can be undone when the room allows.
+/// One change to a summary's items, by where the item stood when read (`ord`): what a cut
+/// does, and what undoes it ([`Sections::apply`] returns the one that undoes it).
 enum Cut {
-    /// An item left its section.
-    Removed {
+    /// The item leaves its section.
+    Remove { section: usize, ord: usize },
+    /// The item goes back to its place.
+    Insert {
         section: usize,
         ord: usize,
         item: String,
     },
-    /// An item was made shorter; `before` is what it read.
-    Shortened {
+    /// The item reads `text` instead.
+    Replace {
         section: usize,
         ord: usize,
-        before: String,
+        text: String,
     },
 }
 
@@ -403,7 +414,6 @@ impl Sections {
         Sections {
             sections,
             files_share: 0,
-            over: 0,
         }
     }
 
@@ -417,11 +427,9 @@ impl Sections {
             .sum()
     }
 
-    /// The next file item to give way: the first (touched first) whose line can take the
-    /// earliest of [`FILE_LINE_STEPS`] any line can still take; else a file only named (no state), the first; else the file whose line
-    /// the cut must free ([`Self::file_to_drop`]); `None` when the files fit their share and
-    /// `within_share` is not asked.
-    fn next_file(&self, within_share: bool) -> Option<(usize, usize)> {
+    /// What the files give up next ([`next_file_cut`], `over` the bytes a cut must free);
+    /// `None` when the files fit their share and `within_share` is not asked.
+    fn next_file(&self, within_share: bool, over: usize) -> Option<Cut> {
         let files_bytes = self.files_bytes();
         if !within_share && files_bytes <= self.files_share {
             return None;
@@ -433,24 +441,27 @@ impl Sections {
             .filter(|(_, s)| s.part == BudgetPart::Files)
             .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
             .collect();
-        let item = |&(at, line): &(usize, usize)| self.sections[at].items[line].as_str();
-        // Every line takes a step before any line takes the next.
-        let shorter = FILE_LINE_STEPS
+        let lines: Vec<&str> = files
             .iter()
-            .find_map(|step| files.iter().find(|file| step(item(file)).is_some()));
-        if let Some(&file) = shorter {
-            return Some(file);
-        }
-        if let Some(&file) = files.iter().find(|file| !item(file).contains(" (")) {
-            return Some(file);
-        }
+            .map(|&(at, line)| self.sections[at].items[line].as_str())
+            .collect();
         let over = if within_share {
-            self.over
+            over
         } else {
-            self.over.min(files_bytes - self.files_share)
+            over.min(files_bytes - self.files_share)
         };
-        let lengths: Vec<usize> = files.iter().map(|file| item(file).len() + 1).collect();
-        file_to_drop(&lengths, over).map(|at| files[at])
+        let ord = |at: usize| self.sections[files[at].0].ords[files[at].1];
+        Some(match next_file_cut(&lines, 1, over)? {
+            FileCut::Shorten { at, line } => Cut::Replace {
+                section: files[at].0,
+                ord: ord(at),
+                text: line,
+            },
+            FileCut::Drop { at } => Cut::Remove {
+                section: files[at].0,
+                ord: ord(at),
+            },
+        })
     }
 
     /// Where the narrative's one item left is, if it has exactly one.
@@ -467,10 +478,9 @@ impl Sections {
 
     /// Cuts the narrative's one item left to [`NARRATIVE_FLOOR_BYTES`]; false when there is
     /// no such item or it is that short already.
-    fn shorten_last_narrative(&mut self) -> Option<Cut> {
+    fn shorten_last_narrative(&self) -> Option<Cut> {
         let (at, line) = self.last_narrative()?;
-        let ord = self.sections[at].ords[line];
-        let item = &mut self.sections[at].items[line];
+        let item = &self.sections[at].items[line];
         if item.len() <= NARRATIVE_FLOOR_BYTES {
             return None;
         }
@@ -480,50 +490,69 @@ impl Sections {
                 end = space;
             }
         }
-        let short = format!("{}…", item[..end].trim_end());
-        Some(Cut::Shortened {
+        Some(Cut::Replace {
             section: at,
-            ord,
-            before: std::mem::replace(item, short),
+            ord: self.sections[at].ords[line],
+            text: format!("{}…", item[..end].trim_end()),
         })
     }
 
-    /// Undoes `cuts` (in the order they were made) where the room allows, the last first;
-    /// the rendering when any came back.
-    fn give_back(&mut self, cuts: Vec<Cut>, fits: impl Fn(&str) -> bool) -> Option<String> {
-        let mut back = None;
-        for cut in cuts.into_iter().rev() {
-            match cut {
-                Cut::Removed { section, ord, item } => {
-                    let at = self.sections[section].ords.partition_point(|&o| o < ord);
-                    self.sections[section].items.insert(at, item);
-                    self.sections[section].ords.insert(at, ord);
-                    let rendered = self.render();
-                    if fits(&rendered) {
-                        back = Some(rendered);
-                    } else {
-                        self.sections[section].items.remove(at);
-                        self.sections[section].ords.remove(at);
-                    }
-                }
-                Cut::Shortened {
+    /// Makes `cut`; what undoes it.
+    fn apply(&mut self, cut: Cut) -> Cut {
+        let line = |section: &Section, ord: usize| {
+            section
+                .ords
+                .iter()
+                .position(|&o| o == ord)
+                .expect("a cut names an item its section holds")
+        };
+        match cut {
+            Cut::Remove { section, ord } => {
+                let s = &mut self.sections[section];
+                let at = line(s, ord);
+                s.ords.remove(at);
+                Cut::Insert {
                     section,
                     ord,
-                    before,
-                } => {
-                    // Gone since (a later step removed it, and it did not come back).
-                    let Some(at) = self.sections[section].ords.iter().position(|&o| o == ord)
-                    else {
-                        continue;
-                    };
-                    let after = std::mem::replace(&mut self.sections[section].items[at], before);
-                    let rendered = self.render();
-                    if fits(&rendered) {
-                        back = Some(rendered);
-                    } else {
-                        self.sections[section].items[at] = after;
-                    }
+                    item: s.items.remove(at),
                 }
+            }
+            Cut::Insert { section, ord, item } => {
+                let s = &mut self.sections[section];
+                let at = s.ords.partition_point(|&o| o < ord);
+                s.items.insert(at, item);
+                s.ords.insert(at, ord);
+                Cut::Remove { section, ord }
+            }
+            Cut::Replace { section, ord, text } => {
+                let s = &mut self.sections[section];
+                let at = line(s, ord);
+                Cut::Replace {
+                    section,
+                    ord,
+                    text: std::mem::replace(&mut s.items[at], text),
+                }
+            }
+        }
+    }
+
+    /// Undoes `cuts` (the undoings of a cut's steps, in the order the steps were made) where
+    /// the room allows, the last first; the rendering when any came back.
+    fn give_back(&mut self, cuts: Vec<Cut>, fits: impl Fn(&str) -> bool) -> Option<String> {
+        let mut back = None;
+        for undo in cuts.into_iter().rev() {
+            // An item shortened, then removed for good, has nothing to lengthen.
+            if let Cut::Replace { section, ord, .. } = &undo {
+                if !self.sections[*section].ords.contains(ord) {
+                    continue;
+                }
+            }
+            let redo = self.apply(undo);
+            let rendered = self.render();
+            if fits(&rendered) {
+                back = Some(rendered);
+            } else {
+                self.apply(redo);
             }
         }
         back
@@ -532,11 +561,15 @@ impl Sections {
     /// The next item to give up: from the last part in the order first; within it the last
     /// section first, its oldest (first) item first; standing facts by [`FACT_DROP_RULE`];
     /// the files past their share by [`Self::next_file`], and within it after the plan.
-    fn next_to_drop(&self) -> Option<(usize, usize)> {
+    fn next_to_drop(&self, over: usize) -> Option<Cut> {
+        let remove = |(section, line): (usize, usize)| Cut::Remove {
+            section,
+            ord: self.sections[section].ords[line],
+        };
         for part in BudgetPart::ORDER.iter().rev() {
             if *part == BudgetPart::Files {
-                match self.next_file(false) {
-                    Some(file) => return Some(file),
+                match self.next_file(false, over) {
+                    Some(cut) => return Some(cut),
                     None => continue,
                 }
             }
@@ -555,7 +588,7 @@ impl Sections {
                         .is_some_and(|h| !is_standing_heading(h))
                 });
                 if let Some((at, _)) = beside {
-                    return Some((at, 0));
+                    return Some(remove((at, 0)));
                 }
                 let mut facts: Vec<(usize, usize)> = in_part
                     .flat_map(|(at, s)| (0..s.items.len()).map(move |line| (at, line)))
@@ -566,16 +599,16 @@ impl Sections {
                     .map(|&(at, line)| self.sections[at].items[line].as_str())
                     .collect();
                 // The files within their share go after the plan, before any fact.
-                if let Some(file) = self.next_file(true) {
-                    return Some(file);
+                if let Some(cut) = self.next_file(true, over) {
+                    return Some(cut);
                 }
                 if let Some(pick) = fact_to_drop(&items) {
-                    return Some(facts[pick]);
+                    return Some(remove(facts[pick]));
                 }
                 continue;
             }
             if let Some((at, _)) = in_part.into_iter().next() {
-                return Some((at, 0));
+                return Some(remove((at, 0)));
             }
         }
         None
@@ -890,6 +923,8 @@ mod tests {
         assert_eq!(without_last_command("- a.rs (edited)"), None);
         assert_eq!(without_last_command("- a.rs"), None);
         // Then the changes before its last one, a rename's former path aside.
+        // The first step that applies, as a cut takes them.
+        let shorter_file_line = |item: &str| FILE_LINE_STEPS.iter().find_map(|step| step(item));
         assert_eq!(
             shorter_file_line("- a.rs (written, edited; last: `edit_file`)").as_deref(),
             Some("- a.rs (written, edited)")

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use crate::budget::truncate_bytes;
 use crate::budget::Part;
 use crate::standing::Book;
+use ctxhost_sdk::budget::FileCut;
 
 use super::extract::mentions;
 
@@ -508,30 +509,16 @@ impl Section {
             &unfocused
         };
         let victim = if self.key == Key::Files {
-            // A file only named goes first; then a file's line gets shorter by the SDK's
-            // steps (every line takes a step before any takes the next), the one touched
-            // first first; then the file that leaves as many as fit.
-            let named = pool
-                .iter()
-                .copied()
-                .find(|&i| !self.items[i].text.contains(" ("));
-            if named.is_none() {
-                let short = ctxhost_sdk::budget::FILE_LINE_STEPS
-                    .iter()
-                    .find_map(|step| {
-                        pool.iter()
-                            .find_map(|&i| step(&self.items[i].text).map(|short| (i, short)))
-                    });
-                if let Some((at, short)) = short {
-                    self.items[at].text = short;
+            // By the choice both cuts of the budget order make.
+            let lines: Vec<&str> = pool.iter().map(|&i| self.items[i].text.as_str()).collect();
+            match ctxhost_sdk::budget::next_file_cut(&lines, 3, over) {
+                Some(FileCut::Shorten { at, line }) => {
+                    self.items[pool[at]].text = line;
                     return;
                 }
+                Some(FileCut::Drop { at }) => pool[at],
+                None => pool[0],
             }
-            named.unwrap_or_else(|| {
-                let lengths: Vec<usize> =
-                    pool.iter().map(|&i| self.items[i].text.len() + 3).collect();
-                pool[ctxhost_sdk::budget::file_to_drop(&lengths, over).unwrap_or(0)]
-            })
         } else if self.key == Key::Standing {
             // Standing facts go by the rule every summary follows.
             let items: Vec<&str> = pool.iter().map(|&i| self.items[i].text.as_str()).collect();

@@ -136,11 +136,7 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     let mut book = Book::default();
     book.add_lines(of(Key::Standing).iter().map(String::as_str));
     book.extend(digest.standing);
-    let standing_texts: Vec<String> = book
-        .items()
-        .iter()
-        .map(|i| restated::said_part(&i.text))
-        .collect();
+    let standing_texts = restated::said_now(&book);
 
     // Goal: the original goal stays first; later asks follow, but for those that only state
     // what the standing facts carry (a rule said in a message of its own is no ask).
@@ -170,12 +166,7 @@ pub fn merge(previous: Option<&str>, digest: Digest) -> Handoff {
     handoff.extend(Key::Standing, book.lines());
     // What the standing facts carry, or carried before a newer value replaced it, is not
     // repeated in the sections after them (where an old value would read as the last word).
-    let standing: Vec<String> = book
-        .items()
-        .iter()
-        .chain(book.superseded().iter().map(|(old, _)| old))
-        .map(|i| restated::said_part(&i.text))
-        .collect();
+    let standing = restated::said_ever(&book);
     let constraints = of(Key::Constraints).into_iter().chain(digest.constraints);
     handoff.extend(
         Key::Constraints,

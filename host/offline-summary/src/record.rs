@@ -226,10 +226,12 @@ impl Record {
     /// at the end would drop the newest standing facts (a value's update among them) and the
     /// files before any older fact.
     pub fn render_within(&self, max_bytes: usize) -> String {
-        let out = self.render(false);
+        let shown = self.shown();
+        let out = self.render(&shown, false);
         let out = if out.len() > max_bytes {
             // Every section as a heading and its items, which the budget order reads.
-            ctxhost_sdk::budget::trim_summary(&self.render(true), |text| text.len() <= max_bytes)
+            let listed = self.render(&shown, true);
+            ctxhost_sdk::budget::trim_summary(&listed, |text| text.len() <= max_bytes)
         } else {
             out
         };
@@ -239,9 +241,33 @@ impl Record {
         out.trim_end().to_string()
     }
 
-    /// Sections in order, each cut to its share; `listed` writes every section as a heading
-    /// and its items (no one-line forms).
-    fn render(&self, listed: bool) -> String {
+    /// The sections but the standing facts and the files as they are written: no replaced
+    /// value shown as current, and no ask or limit said in passing that only states what the
+    /// standing facts carry (a rule, or a new value, said in a message of its own), which the
+    /// handoff leaves out of its goal and limits the same way.
+    fn shown(&self) -> Vec<(Section, Vec<String>)> {
+        let current = restated::said_now(&self.standing);
+        let ever = restated::said_ever(&self.standing);
+        self.items
+            .iter()
+            .map(|(section, items)| {
+                let said = match section {
+                    Section::Asked => Some(&current),
+                    Section::Constraints => Some(&ever),
+                    _ => None,
+                };
+                let items = items
+                    .iter()
+                    .filter(|item| !said.is_some_and(|said| restated::states_only(item, said)))
+                    .map(|item| self.standing.mark_superseded(item).into_owned());
+                (*section, items.collect())
+            })
+            .collect()
+    }
+
+    /// Sections in order (`sections`, as [`Self::shown`] gives them), each cut to its share;
+    /// `listed` writes every section as a heading and its items (no one-line forms).
+    fn render(&self, sections: &[(Section, Vec<String>)], listed: bool) -> String {
         let mut out = String::new();
         if !self.standing.is_empty() {
             out.push_str(Section::Standing.title());
@@ -252,57 +278,17 @@ impl Record {
                 out.push('\n');
             }
         }
-        let marked: Vec<(Section, Vec<String>)>;
-        let sections = if self.standing.superseded().is_empty() {
-            &self.items
-        } else {
-            // No other section shows a replaced value as current.
-            marked = self
-                .items
-                .iter()
-                .map(|(section, items)| {
-                    let items = items
-                        .iter()
-                        .map(|i| self.standing.mark_superseded(i).into_owned());
-                    (*section, items.collect())
-                })
-                .collect();
-            &marked
-        };
         let files: Vec<String> = self
             .files
             .lines()
             .into_iter()
             .map(|line| self.standing.mark_superseded(&line).into_owned())
             .collect();
-        // An ask or a limit said in passing that only states what the standing facts carry (a
-        // rule, or a new value, said in a message of its own) is not written again: the
-        // handoff leaves it out of the goal the same way.
-        let said: Vec<String> = self
-            .standing
-            .items()
-            .iter()
-            .map(|item| restated::said_part(&item.text))
-            .collect();
-        let unsaid: Vec<(Section, Vec<String>)> = sections
-            .iter()
-            .filter(|(section, _)| matches!(section, Section::Asked | Section::Constraints))
-            .map(|(section, items)| {
-                let items = items
-                    .iter()
-                    .filter(|item| !restated::states_only(item, &said));
-                (*section, items.cloned().collect())
-            })
-            .collect();
         for (section, limit) in SECTIONS {
             let items = match section {
                 Section::Files if files.is_empty() => continue,
                 Section::Files => &files,
-                _ => match unsaid
-                    .iter()
-                    .chain(sections.iter())
-                    .find(|(s, _)| *s == section)
-                {
+                _ => match sections.iter().find(|(s, _)| *s == section) {
                     Some((_, items)) if !items.is_empty() => items,
                     _ => continue,
                 },

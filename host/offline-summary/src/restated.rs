@@ -3,6 +3,7 @@
 //! Asked and Constraints), where an old value would read as the last word.
 
 use crate::handoff::normalized;
+use crate::standing::Book;
 
 /// Words a sentence of an ask may hold, beside the sentences that state standing facts, and
 /// still be an aside ("oh and never push to main. seriously."): a longer one asks for more.
@@ -10,10 +11,28 @@ const ASIDE_WORDS: usize = 3;
 
 /// A standing item's text as an ask or a constraint holds it: normalized, without the capital
 /// and the stop it was given as a sentence, lower case.
-pub(crate) fn said_part(text: &str) -> String {
+fn said_part(text: &str) -> String {
     normalized(text)
         .trim_end_matches(['.', '!', '?'])
         .to_string()
+}
+
+/// What the standing facts of `book` carry, as [`states_only`] takes it.
+pub(crate) fn said_now(book: &Book) -> Vec<String> {
+    book.items()
+        .iter()
+        .map(|item| said_part(&item.text))
+        .collect()
+}
+
+/// What they carry or carried before a newer value replaced it.
+pub(crate) fn said_ever(book: &Book) -> Vec<String> {
+    let replaced = book.superseded().iter().map(|(old, _)| old);
+    book.items()
+        .iter()
+        .chain(replaced)
+        .map(|item| said_part(&item.text))
+        .collect()
 }
 
 /// Whether `ask` (an item of the Goal section, or a record's Asked or Constraints) says
