@@ -672,3 +672,56 @@ fn a_style_names_its_kinds_in_the_table_and_an_unknown_one_is_refused() {
     assert_eq!(gate.code, Some(4), "{}\n{}", gate.stdout, gate.stderr);
     assert!(gate.stderr.contains("median"), "{}", gate.stderr);
 }
+
+/// Issue 41's bar on the session whose files were the hardest to keep (a web challenge whose
+/// newest turns are long tool outputs), for every phrasing family over three seeds and both
+/// engines: every kind, the files touched included, at 90% or more (median), no superseded
+/// value shown as current in any replicate, every round within budget.
+#[test]
+fn every_family_keeps_every_kind_and_the_files_touched_on_a_corpus_session() {
+    let sandbox = sandbox();
+    let session =
+        workspace_root().join("host/quality/corpus/swe-agent/ctf__web__i_got_id_demo.json");
+    let session = session.to_str().unwrap();
+    for engine in ["compressor", "lcm"] {
+        let spreads = quality_json(
+            &sandbox,
+            &[
+                "quality",
+                session,
+                "--engine",
+                engine,
+                "--style",
+                "all",
+                "--replicates",
+                "3",
+                "--min",
+                "0.9",
+                "--json",
+            ],
+        );
+        for spread in spreads.as_array().unwrap() {
+            let style = &spread["style"];
+            assert_eq!(
+                spread["stale"]["max"].as_f64(),
+                Some(0.0),
+                "{engine} {style}"
+            );
+            assert_eq!(
+                spread["budgets_met"]["min"].as_f64(),
+                Some(5.0),
+                "{engine} {style}"
+            );
+            let kinds = spread["survival"].as_array().unwrap();
+            let artifact = kinds.iter().find(|k| k["kind"] == "artifact");
+            // Every family but the harness's own plants files.
+            assert_eq!(artifact.is_some(), style != "harness", "{engine} {style}");
+            for kind in kinds {
+                assert!(
+                    kind["median"].as_f64().unwrap() >= 0.9,
+                    "{engine} {style}: {kind}"
+                );
+            }
+        }
+    }
+}
