@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use ctxhost_sdk::{CompressOptions, Message};
 use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
 
 use ctxhost_sdk::CompressionReport;
 
@@ -58,17 +59,17 @@ impl Live {
         let Some(pending) = self.pending.as_mut() else {
             return true;
         };
-        let Task::Running(handle) = &mut pending.task else {
+        let Task::Running(result) = &mut pending.task else {
             return true;
         };
-        let joined = match bound {
-            Some(bound) => match tokio::time::timeout(bound, &mut *handle).await {
-                Ok(joined) => joined,
+        let received = match bound {
+            Some(bound) => match tokio::time::timeout(bound, &mut *result).await {
+                Ok(received) => received,
                 Err(_) => return false,
             },
-            None => handle.await,
+            None => result.await,
         };
-        match joined {
+        match received {
             Ok(detached) => pending.task = Task::Done(Box::new(detached)),
             // The task itself died (the runtime is going away): nothing to take in.
             Err(_) => {
@@ -80,13 +81,21 @@ impl Live {
     }
 
     /// Takes the compression being prepared as done if it is, without waiting.
-    pub(super) async fn settle_finished(&mut self) {
-        let finished = matches!(
-            &self.pending,
-            Some(Pending { task: Task::Running(handle), .. }) if handle.is_finished()
-        );
-        if finished {
-            self.settle_pending(None).await;
+    pub(super) fn settle_finished(&mut self) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        let Task::Running(result) = &mut pending.task else {
+            return;
+        };
+        match result.try_recv() {
+            Ok(detached) => pending.task = Task::Done(Box::new(detached)),
+            Err(oneshot::error::TryRecvError::Empty) => {}
+            // The task itself died (the runtime is going away): nothing to take in.
+            Err(oneshot::error::TryRecvError::Closed) => {
+                self.pending = None;
+                self.record.pending = None;
+            }
         }
     }
 
@@ -165,6 +174,7 @@ impl Turn {
                 "near the threshold: preparing a compression in the background"
             );
         }
+        let (ready, result) = oneshot::channel();
         self.guard.pending = Some(Pending {
             id,
             base,
@@ -172,28 +182,31 @@ impl Turn {
             tokens_before,
             messages_before,
             started_at_ms,
-            task: Task::Running(tokio::spawn(async move {
-                let detached = future.await;
-                tracing::info!(session = %key.name, "a compression prepared in the background is ready");
-                if let Some((coordination, lease)) = lease {
-                    // Kept for whichever gateway serves the session next.
-                    let prepared = PreparedView::of(
-                        &detached,
-                        id,
-                        base,
-                        view_version,
-                        (tokens_before, messages_before),
-                        replica,
-                        started_at_ms,
-                    );
-                    let json = serde_json::to_string(&prepared).unwrap_or_default();
-                    if let Err(error) = coordination.put_prepared(&key, id, &json, &lease).await {
-                        tracing::warn!(session = %key.name, "cannot keep the prepared compression for the other gateways: {error}");
-                        coordination.forget(lease);
-                    }
+            task: Task::Running(result),
+        });
+        tokio::spawn(async move {
+            let detached = future.await;
+            if let Some((coordination, lease)) = lease {
+                // Kept for whichever gateway serves the session next.
+                let prepared = PreparedView::of(
+                    &detached,
+                    id,
+                    base,
+                    view_version,
+                    (tokens_before, messages_before),
+                    replica,
+                    started_at_ms,
+                );
+                let json = serde_json::to_string(&prepared).unwrap_or_default();
+                if let Err(error) = coordination.put_prepared(&key, id, &json, &lease).await {
+                    tracing::warn!(session = %key.name, "cannot keep the prepared compression for the other gateways: {error}");
+                    coordination.forget(lease);
                 }
-                detached
-            })),
+            }
+            // Handed over before it is said to be ready: a request that comes once the line
+            // is out takes it in (the session may be gone meanwhile: nothing to hand it to).
+            let _ = ready.send(detached);
+            tracing::info!(session = %key.name, "a compression prepared in the background is ready");
         });
         true
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ctxhost_sdk::{Message, Usage};
 
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot;
 
 use crate::conversation::Continuity;
 use crate::record::{SessionKey, SessionRecord};
@@ -137,6 +137,7 @@ pub(crate) struct Pending {
 }
 
 pub(crate) enum Task {
-    Running(JoinHandle<DetachedCompression>),
+    /// Its result, handed over by the task that prepares it once it is done.
+    Running(oneshot::Receiver<DetachedCompression>),
     Done(Box<DetachedCompression>),
 }

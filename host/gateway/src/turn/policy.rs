@@ -216,7 +216,7 @@ impl Turn {
     /// busy engine (or the session, on another gateway) is asked nothing more.
     async fn take_prepared(&mut self, history: &[Message], window: u64, draft: &mut Draft) -> bool {
         if self.guard.pending.is_some() {
-            self.guard.settle_finished().await;
+            self.guard.settle_finished();
             let fits = self.guard.session.count(&draft.upstream) <= window;
             let standing = if self.guard.preparing() {
                 Standing::Preparing
