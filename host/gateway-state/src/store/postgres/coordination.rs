@@ -122,9 +122,7 @@ impl Coordination {
                  )
                  SELECT (SELECT token FROM claimed),
                         (SELECT owner FROM ctxhost_gateway_leases
-                         WHERE credential = $1 AND name = $2 AND kind = $3),
-                        (SELECT revision FROM ctxhost_gateway_sessions
-                         WHERE credential = $1 AND name = $2)",
+                         WHERE credential = $1 AND name = $2 AND kind = $3)",
                 &[
                     &key.credential,
                     &key.name,
@@ -143,8 +141,20 @@ impl Coordination {
                 holder: holder.unwrap_or_else(|| "another replica".to_string()),
             });
         }
+        // Read by a statement of its own, begun once the lease is granted: the claim's own
+        // snapshot may predate the save its previous holder made before letting go (the claim
+        // waited on that release), and a stale revision would pass for current.
+        let revision: Option<i64> = client
+            .query_opt(
+                "SELECT revision FROM ctxhost_gateway_sessions
+                 WHERE credential = $1 AND name = $2",
+                &[&key.credential, &key.name],
+            )
+            .await
+            .map_err(query)?
+            .map(|row| row.get(0));
+        // Renewed from now on (a failure above leaves it to lapse on its own).
         self.held().insert(token);
-        let revision: Option<i64> = row.get(2);
         Ok(Claim::Granted {
             lease: Lease { kind, token },
             stored_revision: revision.map(|r| r as u64),
