@@ -4,6 +4,7 @@
 mod abi;
 mod agent_logs;
 mod architecture;
+mod compress_again;
 mod compress_budget;
 mod config_cmd;
 mod config_errors;

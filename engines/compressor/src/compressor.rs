@@ -510,6 +510,20 @@ impl ContextEngine for Compressor {
             other => Err(EngineError::unsupported(other)),
         }
     }
+
+    fn recognize_written(&mut self, messages: &[Message]) -> Result<(), EngineError> {
+        // Its summaries only, as they were written: what the size left out of one died with
+        // the earlier life, so a later compression with room rewrites it from what it says.
+        for message in messages.iter().filter(|m| is_summary(m)) {
+            if !self.is_own(message) {
+                self.remember(Own {
+                    message: message.content_text().into_owned(),
+                    full: None,
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Telemetry {

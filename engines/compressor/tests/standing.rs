@@ -126,3 +126,55 @@ fn planted_facts_survive_five_rounds_and_a_superseded_value_is_replaced() {
         .collect();
     assert!(!tail.contains("QX-7731"));
 }
+
+/// A compressor of a later life of the session (another process, a restarted gateway) folds
+/// the summary an earlier one wrote once the host says it is its own: every planted fact
+/// stays. Not told, it reads that summary as a turn, as it must any text framed like one.
+#[test]
+fn a_summary_from_an_earlier_life_is_folded_once_the_host_says_it_is_the_engines_own() {
+    let host = offline_host();
+    let force = CompressOptions {
+        force: true,
+        ..CompressOptions::default()
+    };
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Work through the ledger modules."),
+        Message::assistant("Starting."),
+    ];
+    for (_, sentence, _) in PLANTED.iter().filter(|(round, _, _)| *round < 2) {
+        messages.push(Message::user(format!("Noted for later: {sentence}")));
+        messages.push(Message::assistant("Understood."));
+    }
+    messages.extend(work(0, 10));
+    messages.push(Message::user("Round 0 done, carry on."));
+    let first = compressor(&host, 8_000, json!({"protect_last_n": 6}))
+        .compress(&messages, &force)
+        .unwrap();
+    let earlier: Vec<Message> = first
+        .iter()
+        .filter(|m| m.content_text().starts_with(SUMMARY_PREFIX))
+        .cloned()
+        .collect();
+    assert_eq!(earlier.len(), 1, "one summary");
+    let mut next = first.clone();
+    next.extend(work(1, 10));
+    next.push(Message::user("Round 1 done, carry on."));
+
+    let mut told = compressor(&host, 8_000, json!({"protect_last_n": 6}));
+    told.recognize_written(&earlier).unwrap();
+    let folded = summary_text(&told.compress(&next, &force).unwrap());
+    for (_, _, value) in PLANTED.iter().filter(|(round, _, _)| *round < 2) {
+        assert!(folded.contains(value), "{value} lost\n{folded}");
+    }
+    // Folded, its sections are the new summary's own: no section of it is quoted as a turn.
+    assert_eq!(folded.matches("## Standing Facts").count(), 1, "{folded}");
+
+    // Not told: the earlier summary is a turn like any other message framed as one.
+    let untold = summary_text(
+        &compressor(&host, 8_000, json!({"protect_last_n": 6}))
+            .compress(&next, &force)
+            .unwrap(),
+    );
+    assert_ne!(untold, folded);
+}

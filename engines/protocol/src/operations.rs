@@ -198,6 +198,17 @@ macro_rules! operations {
                 reply(serde_json::Value),
                 invoke: engine,
             }
+            call {
+                /// Messages that are the engine's own output from an earlier life of the
+                /// session.
+                RecognizeWritten = recognize_written {
+                    /// Those messages.
+                    messages: list L,
+                },
+                /// Done.
+                reply,
+                invoke: null,
+            }
         }
     };
 }

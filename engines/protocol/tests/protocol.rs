@@ -176,6 +176,11 @@ impl ContextEngine for Recorder {
             other => Err(EngineError::unsupported(other)),
         }
     }
+
+    fn recognize_written(&mut self, messages: &[Message]) -> Result<(), EngineError> {
+        self.saw(format!("recognize_written {:?}", texts(messages)));
+        Ok(())
+    }
 }
 
 /// The ABI's form: what a plugin library reads and writes through `invoke`.
@@ -307,6 +312,7 @@ fn exercise(engine: &mut dyn ContextEngine, op: Op) -> String {
                 }
             )
         ),
+        Op::RecognizeWritten => format!("{:?}", engine.recognize_written(&messages[..1])),
         Op::Invoke => format!(
             "{:?} {:?}",
             engine.invoke("echo", &json!([1, "two"])),
@@ -378,6 +384,7 @@ fn operation_names_are_the_frozen_ones_and_read_back() {
         "delete_session",
         "select_context",
         "invoke",
+        "recognize_written",
     ];
     let names: Vec<&str> = Op::ALL.iter().map(|op| op.name()).collect();
     assert_eq!(names, frozen);
@@ -682,6 +689,10 @@ invoke -> {"echo":[1,"two"]}
 serde -> {"op":"invoke","value":{"echo":[1,"two"]}}
 invoke engine.nope null +0 messages
 serde {"op":"invoke","args":{"name":"nope","payload":null}}
+invoke recognize_written null +1 messages
+serde {"op":"recognize_written","args":{"messages":1}}
+invoke -> null
+serde -> {"op":"recognize_written"}
 "#;
 
 #[test]

@@ -280,6 +280,17 @@ pub trait ContextEngine: Send {
         let _ = payload;
         Err(EngineError::unsupported(op))
     }
+
+    /// The host's word that `messages`, found in the context it will send next, are this
+    /// engine's own output from an earlier life of the session (another process, a restart,
+    /// another gateway): a summary it wrote is to be folded into the next one like one it
+    /// remembers, not read as a turn. The host says so only of messages it knows its client
+    /// never sent, so a turn dressed as a summary is never among them. Optional: an engine
+    /// that knows its output by other means (its own store) ignores it, as the default does.
+    fn recognize_written(&mut self, messages: &[Message]) -> Result<(), EngineError> {
+        let _ = messages;
+        Ok(())
+    }
 }
 
 /// The token bookkeeping every engine needs, with Hermes' default behaviour: keep one in an

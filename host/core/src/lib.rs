@@ -79,5 +79,6 @@ pub mod session;
 pub mod source;
 pub mod suggest;
 pub mod tool_set;
+pub mod written;
 pub use engines::Engines;
 pub use session::{Session, SessionOptions};

@@ -205,6 +205,11 @@ pub struct Session {
     /// Messages this session's engines wrote (in an output, not in its input) that are still
     /// in the context: the output contract's newest-user-message rule does not protect them.
     written: Vec<Message>,
+    /// Messages of any role the host knows this session's engines wrote in an earlier life of
+    /// the session (a restart, another process or gateway), still in the context: told to the
+    /// engine with each compression, so it folds its own summary instead of reading it as a
+    /// turn.
+    earlier: Vec<Message>,
     /// The active engine answered `select_context` with Unsupported: it is not asked again.
     selects_nothing: bool,
     /// Keeps a temporary state directory alive as long as the session.
@@ -244,6 +249,7 @@ impl Session {
             model: parts.model,
             context_length: parts.context_length,
             written: Vec::new(),
+            earlier: Vec::new(),
             selects_nothing: false,
             _state: parts.state,
         }
@@ -387,9 +393,13 @@ impl Session {
     ) -> Compression {
         let engine = self.active.name.clone();
         let input = messages.clone();
+        let earlier = self.earlier.clone();
         let started = std::time::Instant::now();
         let result = self
-            .call(Op::Compress, move |e| e.compress(&input, &options))
+            .call(Op::Compress, move |e| {
+                tell_earlier(e, &earlier);
+                e.compress(&input, &options)
+            })
             .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let error = match result {
@@ -441,6 +451,7 @@ impl Session {
     /// the contract), forgetting those that left the context.
     fn remember_written(&mut self, input: &[Message], output: &[Message]) {
         self.written.retain(|message| output.contains(message));
+        self.earlier.retain(|message| output.contains(message));
         for message in output.iter().filter(|m| m.is_user()) {
             if !self.written.contains(message) && !input.contains(message) {
                 self.written.push(message.clone());
@@ -452,10 +463,15 @@ impl Session {
     /// (before a restart, or in another process sharing its store): a caller that knows its
     /// client never sent them says so, and the output contract treats them as the engine's
     /// own, as it does what this session saw them write.
+    /// The engine hears of them with its next compression
+    /// ([`ContextEngine::recognize_written`]).
     pub fn recognize_written<'a>(&mut self, messages: impl IntoIterator<Item = &'a Message>) {
-        for message in messages.into_iter().filter(|m| m.is_user()) {
-            if !self.written.contains(message) {
+        for message in messages {
+            if message.is_user() && !self.written.contains(message) {
                 self.written.push(message.clone());
+            }
+            if !self.earlier.contains(message) {
+                self.earlier.push(message.clone());
             }
         }
     }
@@ -645,6 +661,7 @@ impl Session {
         let name = self.active.name.clone();
         let services = self.services.clone();
         let written = self.written.clone();
+        let earlier = self.earlier.clone();
         async move {
             let input = messages.clone();
             let started = std::time::Instant::now();
@@ -654,6 +671,7 @@ impl Session {
                     Err(poisoned) => poisoned.into_inner(),
                 };
                 catch_unwind(AssertUnwindSafe(|| {
+                    tell_earlier(guard.as_mut(), &earlier);
                     let output = guard.compress(&input, &options)?;
                     Ok((output, guard.last_compression().ok().flatten()))
                 }))
@@ -743,6 +761,17 @@ impl DetachedCompression {
         match &self.result {
             Ok((output, report)) => Ok((output, report.as_ref())),
             Err(error) => Err(error),
+        }
+    }
+}
+
+/// Tells `engine` which messages of the context it wrote in an earlier life of the session
+/// (before it compresses). Its answer changes nothing: an engine that cannot take it in (one
+/// built before the operation) compresses as it would have.
+fn tell_earlier(engine: &mut dyn ContextEngine, earlier: &[Message]) {
+    if !earlier.is_empty() {
+        if let Err(error) = engine.recognize_written(earlier) {
+            tracing::debug!(engine = engine.name(), "recognize_written: {error}");
         }
     }
 }

@@ -82,6 +82,40 @@ def test_a_session_offers_every_call_of_the_compressor(home: Path) -> None:
     assert twin.should_compress(1) is False
 
 
+def summary_of(messages: list[dict]) -> str:
+    """The one compressor summary in `messages`."""
+    summaries = [
+        m["content"]
+        for m in messages
+        if isinstance(m.get("content"), str) and m["content"].startswith("[CONTEXT SUMMARY")
+    ]
+    assert len(summaries) == 1, messages
+    return summaries[0]
+
+
+def test_a_resumed_session_folds_the_summary_its_earlier_process_wrote(home: Path) -> None:
+    # An agent resumed in a new process (`hermes chat --continue`) compresses the history the
+    # earlier one left: the summary there is the engine's own, so its facts stay.
+    long = conversation(30)
+    long[3:3] = [
+        {"role": "user", "content": "Never reveal the vault code QX-7731."},
+        {"role": "assistant", "content": "Understood."},
+    ]
+    first = ctxhost.Engines().session("resumed", context_length=4000)
+    earlier = first.compress(long, force=True, target_tokens=1500)
+    assert "QX-7731" in summary_of(earlier)
+
+    later = earlier + conversation(30, topic="the lighthouse")[1:]
+    resumed = ctxhost.Engines().session("resumed", context_length=4000)
+    folded = summary_of(resumed.compress(later, force=True, target_tokens=1500))
+    assert "QX-7731" in folded
+    assert folded.count("## Standing Facts") == 1, folded
+
+    # Another session's engine never wrote it: to that one it is a turn.
+    stranger = ctxhost.Engines().session("stranger", context_length=4000)
+    assert summary_of(stranger.compress(later, force=True, target_tokens=1500)) != folded
+
+
 def test_a_message_with_unknown_fields_comes_back_unchanged(home: Path) -> None:
     odd = {
         "role": "user",

@@ -21,8 +21,10 @@ fn send(client: &reqwest::blocking::Client, base: &str, messages: &[Value]) -> V
         .json(&json!({"model": "gpt-4o", "messages": messages}))
         .send()
         .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().unwrap()
+    let status = response.status();
+    let body: Value = response.json().unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 /// The indices of the assistant messages: each is one request.
@@ -454,6 +456,62 @@ fn summaries_lcm_wrote_before_a_restart_are_its_own_to_condense_after_it() {
         }
     }
     panic!("lcm never condensed after the restart");
+}
+
+/// An agent's loop with the compressor: after a restart the summary the compressor wrote
+/// before it is its own to fold (the gateway's record says the client never sent it), not
+/// the newest user message of the conversation, which the tail would have to keep whole: that
+/// left nothing to compress, and the turn that would not fit the window was refused.
+#[test]
+fn a_summary_the_compressor_wrote_before_a_restart_is_folded_into_its_next_one() {
+    let messages = agent_loop();
+    let sandbox = Sandbox::new();
+    sandbox.write_config(
+        "model:\n  context_length: 16000\nserve:\n  compaction:\n    background: false\n",
+    );
+    let upstream = recorded_upstream(&messages);
+    let client = reqwest::blocking::Client::new();
+    let summary_sent = || -> String {
+        let sent = upstream.chat_requests().last().unwrap().json();
+        let summaries: Vec<String> = sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_str())
+            .filter(|text| text.starts_with("[CONTEXT SUMMARY"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(summaries.len(), 1, "one summary: {sent}");
+        summaries[0].clone()
+    };
+    let mut gateway = sandbox.serve(&upstream.base_url(), &[]);
+    let mut before_restart: Option<(usize, String)> = None;
+    for index in calls(&messages) {
+        send(&client, &gateway.base_url(), &messages[..index]);
+        let state: Value = gateway.session("restarted", Some("sk-restart"));
+        let compressions = state["compressions"].as_array().unwrap().len();
+        match &before_restart {
+            None if compressions > 0 => {
+                let summary = summary_sent();
+                assert!(summary.contains("chall.py (read"), "{summary}");
+                before_restart = Some((compressions, summary));
+                let (status, _) = gateway.stop();
+                assert!(status.success());
+                gateway = sandbox.serve(&upstream.base_url(), &[]);
+            }
+            Some((before, earlier)) if compressions > *before => {
+                // Folded: what the earlier summary held is carried in the new one's own
+                // sections (the file read only in the turns it replaced).
+                let summary = summary_sent();
+                assert_ne!(&summary, earlier);
+                assert!(summary.contains("chall.py (read"), "{summary}");
+                assert_eq!(summary.matches("## Files").count(), 1, "{summary}");
+                return;
+            }
+            _ => {}
+        }
+    }
+    panic!("the compressor never compressed again after the restart");
 }
 
 /// The ids of the condensed lcm summaries (depth 1 and up) in a request body (JSON text, so the quotes inside a

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use ctxhost_core::written::WrittenRecord;
 use ctxhost_core::SessionOptions;
 use ctxhost_quality::Budget;
 use ctxhost_sdk::{CompressOptions, Message};
@@ -79,6 +80,19 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         memory_context: args.memory.clone(),
         target_tokens: target,
     };
+    // What an earlier run on this session wrote (this run's input may be its output): the
+    // engine's own, to fold again rather than read as turns.
+    let session_id = &args.session.session;
+    let mut written = match WrittenRecord::open(app.engines.home(), session_id) {
+        Ok(record) => Some(record),
+        Err(error) => {
+            eprintln!("warning: {error}; the engine reads every message as given");
+            None
+        }
+    };
+    if let Some(record) = &written {
+        session.recognize_written(record.among(&messages));
+    }
     let input = Arc::new(messages);
     let outcome = app.runtime.block_on(async {
         if let Err(error) = session.begin().await {
@@ -97,6 +111,12 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     if let Some(error) = &outcome.error {
         eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));
+    }
+    if let Some(record) = written.as_mut() {
+        record.update(&input, &outcome.messages);
+        if let Err(error) = record.save(session_id) {
+            eprintln!("warning: {error}; a later run on this output reads the summary as a turn");
+        }
     }
     let asked = target.map_or(String::new(), |target| format!(", target {target}"));
     eprintln!(
