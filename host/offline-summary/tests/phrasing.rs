@@ -70,7 +70,12 @@ fn check(family: &Family) -> Vec<String> {
 
 fn assert_family(family: &Family) {
     let failures = check(family);
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        failures.join("\n"),
+        standing_in(&handoff_of(family)).lines().join("\n")
+    );
 }
 
 #[test]
@@ -278,6 +283,35 @@ fn asides() {
             "helper_4",
             "net_31",
         ],
+    });
+}
+
+/// Prohibitions and preferences said softly ("please avoid", "stop using", "try to keep"):
+/// rules and preferences all the same; a request to stop something now is not one.
+#[test]
+fn softened_imperatives() {
+    assert_family(&Family {
+        name: "softened",
+        session: "\
+[system] You are a coding assistant working in the user's repository.
+[user] Please avoid the deprecated client lib-old-2.
+[assistant] Understood.
+[user] Stop using the endpoint /v1/legacy-sync.
+[user] Refrain from force-pushing to release-3.
+[user] Please prefer rg-14 over grep.
+[assistant] Noted.
+[user] Try to keep functions under 50 lines.
+[user] stop the dev server on port 3000 for now
+[assistant] Stopped.",
+        expected: &[
+            ("Rule", "lib-old-2"),
+            ("Rule", "/v1/legacy-sync"),
+            ("Rule", "release-3"),
+            ("Preference", "rg-14"),
+            ("Constraint", "50 lines"),
+        ],
+        superseded: &[],
+        decoys: &["3000"],
     });
 }
 

@@ -74,6 +74,9 @@ static CUES: Markers = Markers::new(&[
     " of $",
     "should never",
     "should not",
+    "avoid ",
+    "stop using",
+    "refrain from",
     "shall ",
     "under no ",
     "sure whether",
@@ -149,6 +152,7 @@ fn starts_like_a_rule(sentence: &str) -> bool {
         b"make sure ",
         b"ensure ",
         b"be sure to ",
+        b"try to ",
     ]
     .iter()
     .any(|start| lower.starts_with(start))
@@ -426,9 +430,11 @@ const WORK_VERBS: &[&str] = &[
     "refactor",
     "remove",
     "rename",
+    "restart",
     "review",
     "revert",
     "show",
+    "stop",
     "try",
     "write",
 ];
@@ -612,6 +618,7 @@ const LEADS: &[&str] = &[
     "oh",
     "one more thing",
     "quick thing",
+    "try to",
     "heads up",
     "for the record",
     "just so you know",
@@ -702,6 +709,10 @@ const RULE_STARTS: &[&str] = &[
     "must not ",
     "should never ",
     "under no circumstances ",
+    // Prohibitions said as advice: "avoid X", "stop using X", "refrain from X".
+    "avoid ",
+    "stop using ",
+    "refrain from ",
 ];
 
 const PREFERENCE_STARTS: &[&str] = &[
@@ -719,6 +730,8 @@ const PREFERENCE_STARTS: &[&str] = &[
     "our preference is ",
     "the user's preference is ",
     "please use ",
+    "please prefer ",
+    "prefer ",
     "i'd like you to use ",
     "i want you to use ",
     "i'd rather ",
