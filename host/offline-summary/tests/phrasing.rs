@@ -315,6 +315,30 @@ fn softened_imperatives() {
     });
 }
 
+/// A value raised, corrected under its own label, or switched "instead": the newer value
+/// replaces the older one, whichever way the change is said.
+#[test]
+fn changes_said_with_other_verbs() {
+    assert_family(&Family {
+        name: "changed",
+        session: "\
+[system] You are a coding assistant working in the user's repository.
+[user] Our SLA target is 99.9-pct.
+[assistant] Noted.
+[user] ALERT THRESHOLD: 80-pct CPU.
+[user] The queue for events is kafka-2.8.
+[assistant] Understood.
+[user] Some work in between.
+[user] The SLA target has been raised to 99.95-pct.
+[user] Correction: the alert threshold should be 85-pct CPU.
+[user] Switching the events queue to nats-2.10 instead.
+[assistant] Got it.",
+        expected: &[("", "99.95-pct"), ("", "85-pct"), ("", "nats-2.10")],
+        superseded: &["99.9-pct", "80-pct", "kafka-2.8"],
+        decoys: &[],
+    });
+}
+
 /// A user's words typed while a text agent's command runs are the user's, not the command's
 /// output; the output that follows is output.
 #[test]

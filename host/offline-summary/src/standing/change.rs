@@ -109,6 +109,14 @@ const STOP: &[&str] = &[
     "rotated",
     "migrated",
     "anymore",
+    "raised",
+    "lowered",
+    "increased",
+    "decreased",
+    "reduced",
+    "bumped",
+    "switching",
+    "should",
     "always",
     "never",
     "don't",
@@ -209,6 +217,35 @@ fn content_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The words that say what an older item `text` is about: a label that names its subject
+/// ("ALERT THRESHOLD: 80 % CPU") before the statement's own words; a label naming a kind, a
+/// change or how it is meant ("Rule:", "Correction:", "Note:") says nothing of the subject. A
+/// change's own label is never read so: two changes announced alike are not about one thing.
+fn subject_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    if let Some((label, rest)) = text.split_once(": ") {
+        let lower = label.trim().to_ascii_lowercase();
+        let short = label.split_whitespace().count() <= 4
+            && label
+                .chars()
+                .all(|c| c.is_alphabetic() || c == ' ' || c == '-');
+        let says_kind = super::read::kind_of_label(&lower).is_some()
+            || super::forms::is_change_label(&lower)
+            || super::read::is_lead(&lower)
+            || super::forms::caps_label(text)
+                .ok()
+                .flatten()
+                .is_some_and(|caps| {
+                    super::read::kind_of_label(&caps.to_ascii_lowercase()).is_some()
+                });
+        if short && !says_kind && !rest.trim().is_empty() {
+            words = content_words(label);
+        }
+    }
+    words.extend(content_words(text));
+    words
+}
+
 /// How strongly a change is about an older item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Tie {
@@ -249,10 +286,12 @@ pub fn target(items: &[Standing], change: &Standing) -> Option<usize> {
             let tie = if names_old {
                 Tie::Value
             } else {
-                let known_words = content_words(&known.text);
-                let shared_pair = known_words
-                    .windows(2)
-                    .any(|pair| pairs.contains(&(pair[0].as_str(), pair[1].as_str())));
+                let known_words = subject_words(&known.text);
+                // "the queue for events" and "the events queue" name one thing.
+                let shared_pair = known_words.windows(2).any(|pair| {
+                    let (a, b) = (pair[0].as_str(), pair[1].as_str());
+                    pairs.contains(&(a, b)) || pairs.contains(&(b, a))
+                });
                 // One word in common is enough when it names what the change changes and
                 // the two are of one kind (or one is a note, which has none).
                 let kinds = known.kind == change.kind

@@ -63,6 +63,13 @@ const CUES: &[&str] = &[
     "rotated",
     "migrated",
     "anymore",
+    "raised to",
+    "lowered to",
+    "increased to",
+    "decreased to",
+    "reduced to",
+    "bumped to",
+    "switching",
 ];
 
 /// Whether `text` says that a value changed ("renamed", "moved to", "now", "instead", "no

@@ -669,6 +669,12 @@ const BINDING_LEADS: &[&str] = &[
     "critical",
 ];
 
+/// Whether `label` (lower case) is only a lead ("note", "fyi", "important"): it says how a
+/// statement is meant, not what it is about.
+pub(super) fn is_lead(label: &str) -> bool {
+    LEADS.contains(&label)
+}
+
 /// `body` after one lead and the punctuation that follows it.
 fn strip_lead<'a>(body: &'a str, lead: &str) -> Option<&'a str> {
     let rest = body.strip_prefix(lead)?;
