@@ -702,10 +702,18 @@ static DECISION: Markers = Markers::new(&[
     "settled on",
 ]);
 
-/// A user's rule or preference: "must", "don't", "always", "prefer", ...
+/// A user's rule or preference: "must", "don't", "always", "prefer", ... A nudge of a few
+/// words ("ok, keep going", "keep at it") binds nothing unless it says never, always or must.
 pub fn is_constraint(sentence: &str) -> bool {
     CONSTRAINT.any_in(sentence)
+        && (sentence.split_whitespace().count() > NUDGE_WORDS || BINDING.any_in(sentence))
 }
+
+/// At most this many words with a soft marker ("keep", "avoid") are a nudge, not a rule.
+const NUDGE_WORDS: usize = 3;
+
+/// Markers that bind however short the sentence ("Never push.").
+static BINDING: Markers = Markers::new(&["must", "don't", "do not", "never", "always"]);
 
 static CONSTRAINT: Markers = Markers::new(&[
     "must",
@@ -916,6 +924,14 @@ fn verb_of(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_nudge_is_not_a_constraint_but_a_short_rule_is() {
+        assert!(!is_constraint("ok, keep going"));
+        assert!(!is_constraint("keep at it"));
+        assert!(is_constraint("Never push."));
+        assert!(is_constraint("Keep every PR under 400 lines."));
+    }
     use super::*;
 
     /// What [`paths`] found before it searched for candidates: every word of the text split
