@@ -28,6 +28,8 @@ CONTEXT_LENGTH = 64_000  # the least Hermes accepts
 # How Hermes 0.19.0's own compression prompt begins: it must never be sent.
 HERMES_COMPACTION_PROMPT = "You are a summarization agent creating a context checkpoint."
 ROUNDS = 10
+# How the built-in compressor's summary opens.
+SUMMARY = "[CONTEXT SUMMARY"
 ROWS = "seq -f 'row %g: the quick brown fox jumps over the lazy dog' 1 500"
 
 
@@ -69,8 +71,10 @@ class Model:
     calls' ids: it goes on with a conversation another model began (a model switch) without
     counting that model's calls as its own."""
 
-    def __init__(self, tag: str | None = None) -> None:
+    def __init__(self, tag: str | None = None, talk: int = 0) -> None:
         self.tag = tag
+        # Words of its own said beside each call: text no pruning of tool output shortens.
+        self.talk = talk
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.lock = threading.Lock()
@@ -104,9 +108,10 @@ class Model:
             return {"role": "assistant", "content": f"Done {tag}."}, size // 4
         call_id, name, args = call
         function = {"name": name, "arguments": json.dumps(args)}
+        said = " ".join(f"{tag}-note-{i}" for i in range(self.talk)) if self.talk else None
         return {
             "role": "assistant",
-            "content": None,
+            "content": said,
             "tool_calls": [{"id": call_id, "type": "function", "function": function}],
         }, size // 4
 
@@ -457,3 +462,38 @@ def test_a_model_switch_moves_its_agents_summaries_to_the_new_models_endpoint(
     # The other agent's summaries stayed with its own model, after the first agent's switch.
     assert any("marker-stay-" in json.dumps(r) for r in before), "the other agent never summarized"
     assert not any("marker-stay-" in json.dumps(r) for r in after), "the other agent switched"
+
+
+def test_a_resumed_hermes_session_folds_the_summary_the_compressor_wrote_before(
+    hermes_venv: Path, package_path: Path, with_shipped: Path, tmp_path: Path
+) -> None:
+    # `hermes chat --continue` is a new process: its compressor never wrote the summary the
+    # resumed history holds, but ctxhost's record of the session says it did. The offline
+    # summary, so that what one summary carries to the next can be checked.
+    (with_shipped / "config.yaml").write_text("auxiliary:\n  compression:\n    provider: offline\n")
+    before = Model(talk=3000)
+    server, url = serve(before)
+    home = hermes_home(tmp_path, url, "ctxhost-compressor")
+    args = ["chat", "-Q", "-q", "Run the echoes, tag before"]
+    done = run_in_hermes(hermes_venv, "hermes", args, tmp_path, home, package_path, with_shipped)
+    server.shutdown()
+    assert done.returncode == 0, done.stdout + done.stderr
+    sent = [r for r in before.requests if r.get("tools")]
+    assert any(SUMMARY in json.dumps(r) for r in sent), "the first run never compressed"
+
+    after = Model(tag="after", talk=3000)
+    server, resumed_url = serve(after)
+    config = home / "config.yaml"
+    config.write_text(config.read_text().replace(url, resumed_url))
+    args = ["chat", "-Q", "--continue", "-q", "Run the echoes again, tag after"]
+    done = run_in_hermes(hermes_venv, "hermes", args, tmp_path, home, package_path, with_shipped)
+    server.shutdown()
+    assert done.returncode == 0, done.stdout + done.stderr
+    sent = [r for r in after.requests if r.get("tools")]
+    last = [str(m.get("content")) for m in sent[-1]["messages"]]
+    summaries = [text for text in last if text.startswith(SUMMARY)]
+    assert len(summaries) == 1, last
+    # Folded: what the first run did is carried in the new summary's own sections, not
+    # quoted as a turn (or lost with it).
+    assert "marker-before-" in summaries[0], summaries[0]
+    assert "(CONTEXT SUMMARY" not in summaries[0], summaries[0]
