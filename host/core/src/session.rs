@@ -463,8 +463,10 @@ impl Session {
     /// (before a restart, or in another process sharing its store): a caller that knows its
     /// client never sent them says so, and the output contract treats them as the engine's
     /// own, as it does what this session saw them write.
+    ///
     /// The engine hears of them with its next compression
-    /// ([`ContextEngine::recognize_written`]).
+    /// ([`ContextEngine::recognize_written`]), so a summary it wrote is folded into the next
+    /// one rather than read as a turn.
     pub fn recognize_written<'a>(&mut self, messages: impl IntoIterator<Item = &'a Message>) {
         for message in messages {
             if message.is_user() && !self.written.contains(message) {
