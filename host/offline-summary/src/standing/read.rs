@@ -737,7 +737,6 @@ const PREFERENCE_STARTS: &[&str] = &[
     "the user's preference is ",
     "please use ",
     "please prefer ",
-    "prefer ",
     "i'd like you to use ",
     "i want you to use ",
     "i'd rather ",
