@@ -674,16 +674,22 @@ fn a_style_names_its_kinds_in_the_table_and_an_unknown_one_is_refused() {
 }
 
 /// Issue 41's bar on the session whose files were the hardest to keep (a web challenge whose
-/// newest turns are long tool outputs), for every phrasing family over three seeds and both
-/// engines: every kind, the files touched included, at 90% or more (median), no superseded
-/// value shown as current in any replicate, every round within budget.
+/// newest turns are long tool outputs) and on the example session (several tasks one after
+/// another, so the newest request can stand between two blocks), for every phrasing family
+/// over three seeds and both engines: every kind, the files touched included, at 90% or more
+/// (median), no superseded value shown as current in any replicate, every round within budget.
 #[test]
 fn every_family_keeps_every_kind_and_the_files_touched_on_a_corpus_session() {
     let sandbox = sandbox();
-    let session =
-        workspace_root().join("host/quality/corpus/swe-agent/ctf__web__i_got_id_demo.json");
-    let session = session.to_str().unwrap();
-    for engine in ["compressor", "lcm"] {
+    for (engine, session) in ["compressor", "lcm"].into_iter().flat_map(|engine| {
+        [
+            "host/quality/corpus/swe-agent/ctf__web__i_got_id_demo.json",
+            "examples/session.json",
+        ]
+        .map(|session| (engine, session))
+    }) {
+        let session = workspace_root().join(session);
+        let session = session.to_str().unwrap();
         let spreads = quality_json(
             &sandbox,
             &[
@@ -705,21 +711,25 @@ fn every_family_keeps_every_kind_and_the_files_touched_on_a_corpus_session() {
             assert_eq!(
                 spread["stale"]["max"].as_f64(),
                 Some(0.0),
-                "{engine} {style}"
+                "{engine} {session} {style}"
             );
             assert_eq!(
                 spread["budgets_met"]["min"].as_f64(),
                 Some(5.0),
-                "{engine} {style}"
+                "{engine} {session} {style}"
             );
             let kinds = spread["survival"].as_array().unwrap();
             let artifact = kinds.iter().find(|k| k["kind"] == "artifact");
             // Every family but the harness's own plants files.
-            assert_eq!(artifact.is_some(), style != "harness", "{engine} {style}");
+            assert_eq!(
+                artifact.is_some(),
+                style != "harness",
+                "{engine} {session} {style}"
+            );
             for kind in kinds {
                 assert!(
                     kind["median"].as_f64().unwrap() >= 0.9,
-                    "{engine} {style}: {kind}"
+                    "{engine} {session} {style}: {kind}"
                 );
             }
         }
