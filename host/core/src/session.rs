@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::services::HostServicesImpl;
 use crate::source::{EngineSource, Warning};
 use crate::tool_set::ToolSet;
+use crate::written::{WrittenRecord, WrittenRecordError};
 use ctxhost_config::BUILT_IN_ENGINE;
 use ctxhost_summarizer::usage::SummarizerUsage;
 
@@ -62,6 +63,9 @@ pub struct SessionOptions {
     pub model: Option<(String, u64)>,
     /// Where a plugin engine runs, over its configured or default isolation.
     pub isolation: Option<ctxhost_config::plugin_host::Isolation>,
+    /// The session keeps which messages its engines wrote ([`WrittenRecord`]), for a host that
+    /// keeps no session records of its own.
+    pub record_written: bool,
 }
 
 impl SessionOptions {
@@ -82,6 +86,16 @@ impl SessionOptions {
     /// Refuses to fall back: the named engine or an error.
     pub fn strict(mut self) -> Self {
         self.resolution = Resolution::Strict;
+        self
+    }
+
+    /// For a host that keeps no session records of its own (a command run once per round on
+    /// the previous output, an embedding a resumed agent starts again): the session keeps
+    /// which messages its engines wrote, under `$CTXHOST_HOME/written/` ([`WrittenRecord`]),
+    /// so a later process on the same session tells the engine its own summary
+    /// ([`Session::recognize_written`]). Only for a persistent state.
+    pub fn recording_written(mut self) -> Self {
+        self.record_written = true;
         self
     }
 
@@ -171,6 +185,10 @@ pub struct Compression {
     pub error: Option<SessionError>,
     /// What the engine reports about it (`None` when it failed or reports nothing).
     pub report: Option<CompressionReport>,
+    /// Set when the session's record of what its engines wrote could not be kept (see
+    /// [`SessionOptions::recording_written`]): a later process reads this output's summary as
+    /// a turn.
+    pub record_error: Option<WrittenRecordError>,
 }
 
 type SharedEngine = Arc<Mutex<Box<dyn ContextEngine>>>;
@@ -210,6 +228,8 @@ pub struct Session {
     /// engine with each compression, so it folds its own summary instead of reading it as a
     /// turn.
     earlier: Vec<Message>,
+    /// What this session's engines wrote, kept across processes when the host asked for it.
+    record: Option<WrittenRecord>,
     /// The active engine answered `select_context` with Unsupported: it is not asked again.
     selects_nothing: bool,
     /// Keeps a temporary state directory alive as long as the session.
@@ -230,6 +250,7 @@ pub(crate) struct Parts {
     pub model: String,
     pub context_length: u64,
     pub state: Option<tempfile::TempDir>,
+    pub record: Option<WrittenRecord>,
 }
 
 impl Session {
@@ -250,6 +271,7 @@ impl Session {
             context_length: parts.context_length,
             written: Vec::new(),
             earlier: Vec::new(),
+            record: parts.record,
             selects_nothing: false,
             _state: parts.state,
         }
@@ -392,6 +414,10 @@ impl Session {
         options: CompressOptions,
     ) -> Compression {
         let engine = self.active.name.clone();
+        if let Some(record) = &self.record {
+            let mine: Vec<Message> = record.among(&messages).into_iter().cloned().collect();
+            self.recognize_written(&mine);
+        }
         let input = messages.clone();
         let earlier = self.earlier.clone();
         let started = std::time::Instant::now();
@@ -406,6 +432,10 @@ impl Session {
             Ok(output) => match self.check(&messages, &output) {
                 Ok(()) => {
                     self.remember_written(&messages, &output);
+                    let record_error = self.record.as_mut().and_then(|record| {
+                        record.update(&messages, &output);
+                        record.save(&self.id).err()
+                    });
                     let mut report = self.last_compression().await;
                     // Engines that do not time themselves get the host's measure.
                     if let Some(report) = report.as_mut().filter(|r| r.elapsed_ms == 0.0) {
@@ -416,6 +446,7 @@ impl Session {
                         engine,
                         error: None,
                         report,
+                        record_error,
                     };
                 }
                 Err(violation) => SessionError::InvalidOutput {
@@ -433,6 +464,7 @@ impl Session {
             engine,
             error: Some(error),
             report: None,
+            record_error: None,
         }
     }
 
@@ -713,6 +745,7 @@ impl Session {
                     engine: detached.engine,
                     error: None,
                     report,
+                    record_error: None,
                 }
             }
             Err(error) => {
@@ -722,6 +755,7 @@ impl Session {
                     engine: detached.engine,
                     error: Some(error),
                     report: None,
+                    record_error: None,
                 }
             }
         }

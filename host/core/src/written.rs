@@ -1,9 +1,11 @@
-//! A host's record of what its engines wrote in a session, for hosts that keep no session
-//! record of their own (`ctxhost compress`, run once per round on the previous output): the
-//! next run tells the engine which messages of its input are its own output
+//! A session's record of what its engines wrote, for hosts that keep no session records of
+//! their own (`ctxhost compress`, run once per round on the previous output; the Python
+//! package, which a resumed agent starts again): a session opened with
+//! [`SessionOptions::recording_written`](crate::SessionOptions::recording_written) reads it
+//! before each compression, tells the engine which messages of its input are its own output
 //! ([`Session::recognize_written`](crate::Session::recognize_written)), so a summary is folded
-//! into the next one instead of read as a turn. The gateway knows the same from its session
-//! records.
+//! into the next one instead of read as a turn, and keeps it after. The gateway knows the same
+//! from its session records.
 //!
 //! Only digests of each message's role and text are kept: the record holds nothing of the
 //! conversation, and a message edited since it was written is no longer the engine's.
@@ -39,20 +41,15 @@ struct Stored {
     written: Vec<Written>,
 }
 
-#[derive(Debug, thiserror::Error)]
+/// Why the record could not be read or kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WrittenRecordError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read {path}: {reason}")]
+    Read { path: PathBuf, reason: String },
     #[error("{path} is not a record of what the engines wrote ({reason}): delete it to start the session's record over")]
     Unreadable { path: PathBuf, reason: String },
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
 }
 
 impl WrittenRecord {
@@ -69,7 +66,12 @@ impl WrittenRecord {
                     written: Vec::new(),
                 })
             }
-            Err(source) => return Err(WrittenRecordError::Read { path, source }),
+            Err(error) => {
+                return Err(WrittenRecordError::Read {
+                    path,
+                    reason: error.to_string(),
+                })
+            }
         };
         let stored: Stored =
             serde_json::from_str(&text).map_err(|error| WrittenRecordError::Unreadable {
@@ -131,9 +133,9 @@ impl WrittenRecord {
 
     /// Writes the record for `session` (whole, or not at all).
     pub fn save(&self, session: &str) -> Result<(), WrittenRecordError> {
-        let write = |source| WrittenRecordError::Write {
+        let write = |error: std::io::Error| WrittenRecordError::Write {
             path: self.path.clone(),
-            source,
+            reason: error.to_string(),
         };
         let dir = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(write)?;

@@ -83,7 +83,9 @@ impl Engines {
         model: Option<String>,
         context_length: Option<u64>,
     ) -> PyResult<Session> {
-        let mut options = SessionOptions::new(session_id);
+        // A resumed agent is a new process on the same session: what the engines wrote in the
+        // earlier one stays theirs.
+        let mut options = SessionOptions::new(session_id).recording_written();
         if model.is_some() || context_length.is_some() {
             let configured = &self.app.config().model;
             options = options.model(

@@ -6,9 +6,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ctxhost::cli::App;
-use ctxhost_core::session::EngineState;
 use ctxhost_core::session::SessionError;
-use ctxhost_core::written::WrittenRecord;
 use ctxhost_core::{Session as HostSession, SessionOptions};
 use ctxhost_sdk::{CompressOptions, SelectRequest};
 use pyo3::exceptions::PyRuntimeWarning;
@@ -165,42 +163,17 @@ impl Session {
             memory_context: None,
             target_tokens,
         };
-        // What the engines wrote in an earlier process on this session (a resumed agent
-        // session): theirs to fold again, not turns.
-        let mut record = match self.options.state {
-            EngineState::Persistent => {
-                match WrittenRecord::open(self.app.engines.home(), &self.options.id) {
-                    Ok(record) => Some(record),
-                    Err(error) => {
-                        warn(
-                            py,
-                            &format!("{error}; the engine reads every message as given"),
-                        )?;
-                        None
-                    }
-                }
-            }
-            EngineState::Temporary => None,
-        };
-        let input = messages.clone();
         let compression = self.run(py, |session, runtime| {
-            if let Some(record) = &record {
-                session.recognize_written(record.among(&input));
-            }
-            runtime.block_on(session.compress(input, options))
+            runtime.block_on(session.compress(messages, options))
         });
         if let Some(error) = &compression.error {
             warn(py, &error.to_string())?;
-        } else if let Some(record) = record.as_mut() {
-            record.update(&messages, &compression.messages);
-            if let Err(error) = record.save(&self.options.id) {
-                warn(
-                    py,
-                    &format!(
-                        "{error}; a later process on this session reads the summary as a turn"
-                    ),
-                )?;
-            }
+        }
+        if let Some(error) = &compression.record_error {
+            warn(
+                py,
+                &format!("{error}; a later process on this session reads the summary as a turn"),
+            )?;
         }
         messages_to(py, &compression.messages)
     }

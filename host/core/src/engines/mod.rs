@@ -23,6 +23,7 @@ use ctxhost_sdk::{ContextEngine, EngineError, EngineSetup, ErrorKind, HostServic
 use crate::services::{HostServicesImpl, LogSink};
 use crate::session::{EngineState, Parts, Resolution, Session, SessionOptions};
 pub use crate::source::{EngineSource, Warning};
+use crate::written::WrittenRecord;
 use ctxhost_config::{Config, ConfigError, BUILT_IN_ENGINE};
 use isolated::Isolated;
 pub use listing::{Listing, State};
@@ -314,6 +315,22 @@ impl Engines {
                 self.config.model.context_length,
             )
         });
+        // A host without session records of its own keeps which messages its engines wrote.
+        let record = match options.state {
+            EngineState::Persistent if options.record_written => {
+                match WrittenRecord::open(&self.home, &options.id) {
+                    Ok(record) => Some(record),
+                    Err(error) => {
+                        warnings.push(Warning {
+                            summary: format!("{error}; the engine reads every message as given"),
+                            detail: None,
+                        });
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         Ok(Session::from_parts(Parts {
             id: options.id,
             requested: name.to_string(),
@@ -327,6 +344,7 @@ impl Engines {
             model,
             context_length,
             state,
+            record,
         }))
     }
 

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxhost_core::written::WrittenRecord;
 use ctxhost_core::SessionOptions;
 use ctxhost_quality::Budget;
 use ctxhost_sdk::{CompressOptions, Message};
@@ -63,7 +62,8 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
     let (messages, output_format) = (read.messages, args.output_format.resolve(read.format));
     let mut session = app.open_session(
         args.engine.as_deref(),
-        SessionOptions::new(&args.session.session),
+        // A run on the previous run's output: what the engine wrote there is its own.
+        SessionOptions::new(&args.session.session).recording_written(),
     )?;
     let count = |messages: &[Message]| app.engines.services().tokens().count_messages(messages);
     let tokens_before = count(&messages);
@@ -80,19 +80,6 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         memory_context: args.memory.clone(),
         target_tokens: target,
     };
-    // What an earlier run on this session wrote (this run's input may be its output): the
-    // engine's own, to fold again rather than read as turns.
-    let session_id = &args.session.session;
-    let mut written = match WrittenRecord::open(app.engines.home(), session_id) {
-        Ok(record) => Some(record),
-        Err(error) => {
-            eprintln!("warning: {error}; the engine reads every message as given");
-            None
-        }
-    };
-    if let Some(record) = &written {
-        session.recognize_written(record.among(&messages));
-    }
     let input = Arc::new(messages);
     let outcome = app.runtime.block_on(async {
         if let Err(error) = session.begin().await {
@@ -112,11 +99,8 @@ pub fn run(global: &GlobalArgs, args: &CompressArgs) -> anyhow::Result<ExitCode>
         eprintln!("error: {error}; the conversation is returned unchanged");
         return Ok(ExitCode::from(ENGINE_FAILED));
     }
-    if let Some(record) = written.as_mut() {
-        record.update(&input, &outcome.messages);
-        if let Err(error) = record.save(session_id) {
-            eprintln!("warning: {error}; a later run on this output reads the summary as a turn");
-        }
+    if let Some(error) = &outcome.record_error {
+        eprintln!("warning: {error}; a later run on this output reads the summary as a turn");
     }
     let asked = target.map_or(String::new(), |target| format!(", target {target}"));
     eprintln!(
