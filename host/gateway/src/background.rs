@@ -69,14 +69,7 @@ impl Live {
             },
             None => result.await,
         };
-        match received {
-            Ok(detached) => pending.task = Task::Done(Box::new(detached)),
-            // The task itself died (the runtime is going away): nothing to take in.
-            Err(_) => {
-                self.pending = None;
-                self.record.pending = None;
-            }
-        }
+        self.settled(received.ok());
         true
     }
 
@@ -89,10 +82,17 @@ impl Live {
             return;
         };
         match result.try_recv() {
-            Ok(detached) => pending.task = Task::Done(Box::new(detached)),
             Err(oneshot::error::TryRecvError::Empty) => {}
-            // The task itself died (the runtime is going away): nothing to take in.
-            Err(oneshot::error::TryRecvError::Closed) => {
+            received => self.settled(received.ok()),
+        }
+    }
+
+    /// The compression being prepared is done with `detached`; `None`: its task died (the
+    /// runtime is going away), so there is nothing to take in.
+    fn settled(&mut self, detached: Option<DetachedCompression>) {
+        match (detached, self.pending.as_mut()) {
+            (Some(detached), Some(pending)) => pending.task = Task::Done(Box::new(detached)),
+            _ => {
                 self.pending = None;
                 self.record.pending = None;
             }

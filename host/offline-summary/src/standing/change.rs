@@ -191,18 +191,23 @@ fn named(text: &str) -> Option<String> {
 /// `text` without a short label opening it ("Change request: …", "Constraint — …"): the words
 /// that say what the statement is about.
 fn statement(text: &str) -> &str {
-    for separator in [": ", " — ", " – "] {
-        if let Some((label, rest)) = text.split_once(separator) {
-            let short = label.split_whitespace().count() <= 4
-                && label
-                    .chars()
-                    .all(|c| c.is_alphabetic() || c == ' ' || c == '-');
-            if short && !rest.trim().is_empty() {
-                return statement(rest);
-            }
-        }
+    match label(text) {
+        Some((_, rest)) => statement(rest),
+        None => text,
     }
-    text
+}
+
+/// A short label opening `text` and what follows it: a few words of letters before `: `,
+/// ` — ` or ` – `, with something after.
+fn label(text: &str) -> Option<(&str, &str)> {
+    [": ", " — ", " – "].iter().find_map(|separator| {
+        let (label, rest) = text.split_once(separator)?;
+        let short = label.split_whitespace().count() <= 4
+            && label
+                .chars()
+                .all(|c| c.is_alphabetic() || c == ' ' || c == '-');
+        (short && !rest.trim().is_empty()).then_some((label, rest))
+    })
 }
 
 /// The words of `text` that say what it is about, in order: no function word, no value.
@@ -222,26 +227,20 @@ fn content_words(text: &str) -> Vec<String> {
 /// change or how it is meant ("Rule:", "Correction:", "Note:") says nothing of the subject. A
 /// change's own label is never read so: two changes announced alike are not about one thing.
 fn subject_words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    if let Some((label, rest)) = text.split_once(": ") {
-        let lower = label.trim().to_ascii_lowercase();
-        let short = label.split_whitespace().count() <= 4
-            && label
-                .chars()
-                .all(|c| c.is_alphabetic() || c == ' ' || c == '-');
-        let says_kind = super::read::kind_of_label(&lower).is_some()
-            || super::forms::is_change_label(&lower)
-            || super::read::is_lead(&lower)
-            || super::forms::caps_label(text)
-                .ok()
-                .flatten()
-                .is_some_and(|caps| {
-                    super::read::kind_of_label(&caps.to_ascii_lowercase()).is_some()
-                });
-        if short && !says_kind && !rest.trim().is_empty() {
-            words = content_words(label);
+    let mut words = match label(text) {
+        Some((label, _)) => {
+            let lower = label.trim().to_ascii_lowercase();
+            let says_kind = super::read::kind_of_label(&lower).is_some()
+                || super::forms::is_change_label(&lower)
+                || super::read::is_lead(&lower);
+            if says_kind {
+                Vec::new()
+            } else {
+                content_words(label)
+            }
         }
-    }
+        None => Vec::new(),
+    };
     words.extend(content_words(text));
     words
 }
